@@ -1,0 +1,1 @@
+"""Ceph cache checks (owner: ceph helper)."""

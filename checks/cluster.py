@@ -1,0 +1,1 @@
+"""Ceph cluster checks (owner: ceph helper)."""

@@ -1,0 +1,120 @@
+"""Run every registered check on a snapshot; one failing check never stops the others."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from checks.model import (
+    REGISTRY,
+    CheckContext,
+    CodeInfo,
+    Finding,
+    Registry,
+    Severity,
+    Thresholds,
+)
+from storage.model import ClusterSnapshot
+
+ENGINE_CODES = (
+    CodeInfo("CHECK_INTERNAL_ERROR", Severity.WARN,
+             "A check raised an exception; the other checks still ran."),
+    CodeInfo("CEPH_UNREACHABLE", Severity.CRIT,
+             "The Ceph monitors did not answer within the timeout."),
+    CodeInfo("SWIFT_UNREACHABLE", Severity.CRIT,
+             "The Swift rings or servers could not be read."),
+    CodeInfo("HOST_UNREACHABLE", Severity.WARN,
+             "A configured host did not answer over SSH; its facts are missing."),
+)
+for _ci in ENGINE_CODES:
+    REGISTRY.add_code(_ci)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    cluster: str
+    findings: tuple[Finding, ...]
+    started_at: float
+    duration_s: float
+    checks_run: tuple[str, ...]
+    muted: tuple[Finding, ...] = field(default_factory=tuple)
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+    @property
+    def unreachable(self) -> bool:
+        return any(f.code == "CEPH_UNREACHABLE" for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """Nagios-style: 0 OK, 1 warning, 2 critical, 3 cluster unreachable."""
+        if self.unreachable:
+            return 3
+        w = self.worst
+        if w is None or w == Severity.INFO:
+            return 0
+        return 1 if w == Severity.WARN else 2
+
+
+def _part_findings(snap: ClusterSnapshot) -> list[Finding]:
+    out: list[Finding] = []
+    if snap.ceph_error:
+        out.append(Finding("CEPH_UNREACHABLE", Severity.CRIT, f"cluster {snap.cluster}",
+                           f"Ceph monitors unreachable: {snap.ceph_error}",
+                           {"error": snap.ceph_error}))
+    if snap.swift_error:
+        out.append(Finding("SWIFT_UNREACHABLE", Severity.CRIT, f"swift {snap.cluster}",
+                           f"Swift unreachable: {snap.swift_error}",
+                           {"error": snap.swift_error}))
+    for name, facts in sorted(snap.hosts.items()):
+        if facts.error:
+            out.append(Finding("HOST_UNREACHABLE", Severity.WARN, f"host {name}",
+                               f"host {name} ({facts.address}) did not answer: {facts.error}",
+                               {"address": facts.address, "error": facts.error}))
+    return out
+
+
+def run_checks(
+    snap: ClusterSnapshot,
+    thresholds: Thresholds | None = None,
+    only: Iterable[str] | None = None,
+    muted: Iterable[str] = (),
+    registry: Registry | None = None,
+    now: float | None = None,
+) -> CheckReport:
+    """Run all checks whose inputs exist. ``only`` keeps just those codes (after running)."""
+    import checks.catalog  # noqa: F401  (explicit list of check modules registers them)
+
+    reg = registry or REGISTRY
+    ctx = CheckContext(thresholds=thresholds or Thresholds(), now=now or time.time())
+    t0 = time.monotonic()
+    started = time.time()
+    findings: list[Finding] = _part_findings(snap)
+    ran: list[str] = []
+    have = {
+        "ceph": snap.ceph is not None,
+        "swift": snap.swift is not None,
+        "hosts": snap.host_facts_collected,
+    }
+    for chk in reg.checks:
+        if not all(have.get(n, False) for n in chk.needs):
+            continue
+        ran.append(chk.name)
+        try:
+            findings.extend(chk.fn(snap, ctx))
+        except Exception as e:  # a broken check becomes a finding, the rest still run
+            findings.append(Finding(
+                "CHECK_INTERNAL_ERROR", Severity.WARN, f"check {chk.name}",
+                f"check {chk.name} failed: {type(e).__name__}: {e}",
+                {"traceback": traceback.format_exc(limit=5)}))
+    only_set = {c.upper() for c in only} if only else None
+    muted_set = {c.upper() for c in muted}
+    kept = [f for f in findings if only_set is None or f.code in only_set]
+    shown = tuple(sorted((f for f in kept if f.code not in muted_set),
+                         key=lambda f: (-f.severity, f.code, f.entity)))
+    hidden = tuple(f for f in kept if f.code in muted_set)
+    return CheckReport(snap.cluster, shown, started, time.monotonic() - t0, tuple(ran), hidden)

@@ -1,0 +1,148 @@
+"""Findings and the check registry.
+
+A finding has a stable UPPER_SNAKE ``code`` (like Ceph's health codes, safe to mute and
+script against), a ``severity`` kept apart from the code, the ``entity`` it is about
+(``osd.3``, ``pool rbd``, ``object ring d2@127.0.0.1:6210``), a one-line message, the
+evidence, and the runbook that fixes it. Checks are registered explicitly with the codes
+they may emit; the registry refuses a code registered twice.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from storage.model import ClusterSnapshot
+
+
+class Severity(enum.IntEnum):
+    INFO = 0
+    WARN = 1
+    CRIT = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    entity: str
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    runbook: str | None = None  # name of the runbook that fixes it, e.g. "osd-remount"
+    target: str | None = None  # what to pass that runbook, e.g. "osd.1"
+    since: float | None = None  # epoch seconds this condition started, when known
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity across runs: the same code on the same entity is the same finding."""
+        return (self.code, self.entity)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity.label,
+            "entity": self.entity,
+            "message": self.message,
+            "evidence": dict(self.evidence),
+            "runbook": self.runbook,
+            "target": self.target,
+            "since": self.since,
+        }
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """Documentation of one code: what it means and what fixes it."""
+
+    code: str
+    severity: Severity  # the usual severity; a check may raise or lower it per finding
+    summary: str
+    runbook: str | None = None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Tunable limits, from the settings ([thresholds] / per cluster). Defaults are sane."""
+
+    pg_per_osd_target: int = 100
+    pg_low_factor: float = 4.0  # pg_num below target/factor is too few
+    pg_high_factor: float = 4.0  # pg_num above target*factor is too many
+    mon_max_pg_per_osd: int = 250
+    cache_near_target_ratio: float = 0.9
+    swift_balance_max: float = 5.0  # percent
+    swift_dispersion_max: float = 5.0  # percent
+    swift_min_parts_per_device: int = 100
+    swift_max_parts_per_device: int = 1_000_000
+    osd_nearfull_ratio_default: float = 0.85
+    clock_skew_max_s: float = 0.05
+    io_error_window_s: float = 86400.0
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    thresholds: Thresholds = Thresholds()
+    now: float = 0.0
+
+
+CheckFn = Callable[[ClusterSnapshot, CheckContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class RegisteredCheck:
+    name: str
+    fn: CheckFn
+    codes: tuple[CodeInfo, ...]
+    needs: tuple[str, ...]  # "ceph", "swift", "hosts": skipped when that part is missing
+
+
+_CODE_RE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._checks: dict[str, RegisteredCheck] = {}
+        self._codes: dict[str, CodeInfo] = {}
+
+    def register(
+        self, name: str, codes: Iterable[CodeInfo], needs: Iterable[str] = ("ceph",)
+    ) -> Callable[[CheckFn], CheckFn]:
+        codes_t = tuple(codes)
+
+        def deco(fn: CheckFn) -> CheckFn:
+            if name in self._checks:
+                raise ValueError(f"check {name!r} registered twice")
+            for ci in codes_t:
+                if not _CODE_RE.match(ci.code):
+                    raise ValueError(f"code {ci.code!r} is not UPPER_SNAKE")
+                if ci.code in self._codes:
+                    raise ValueError(f"code {ci.code} registered twice")
+            for ci in codes_t:
+                self._codes[ci.code] = ci
+            self._checks[name] = RegisteredCheck(name, fn, codes_t, tuple(needs))
+            return fn
+
+        return deco
+
+    def add_code(self, info: CodeInfo) -> None:
+        """Codes emitted by the engine itself (internal errors, unreachable parts)."""
+        if info.code in self._codes:
+            raise ValueError(f"code {info.code} registered twice")
+        self._codes[info.code] = info
+
+    @property
+    def checks(self) -> tuple[RegisteredCheck, ...]:
+        return tuple(self._checks.values())
+
+    @property
+    def codes(self) -> Mapping[str, CodeInfo]:
+        return dict(self._codes)
+
+
+REGISTRY = Registry()
+check = REGISTRY.register

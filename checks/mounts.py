@@ -1,0 +1,1 @@
+"""mounts checks (owner: hosts/swift helper)."""

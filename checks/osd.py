@@ -1,0 +1,1 @@
+"""Ceph osd checks (owner: ceph helper)."""

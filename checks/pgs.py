@@ -1,0 +1,1 @@
+"""Ceph pgs checks (owner: ceph helper)."""

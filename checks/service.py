@@ -1,0 +1,44 @@
+"""Collect, check, record: the one call every front end makes to inspect a cluster."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+from checks.engine import CheckReport, run_checks
+from checks.model import Thresholds
+from storage.collect import collect
+from storage.journal import FindingDelta, Journal
+from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    snapshot: ClusterSnapshot
+    report: CheckReport
+    run_id: int | None
+    delta: FindingDelta | None
+    collect_s: float
+    check_s: float
+
+
+def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
+                  muted: Iterable[str] = (), journal: Journal | None = None,
+                  only: Iterable[str] | None = None, host_facts: bool = True,
+                  source: str = "cli", snapshot: ClusterSnapshot | None = None) -> CheckOutcome:
+    t0 = time.monotonic()
+    snap = snapshot or collect(target, host_facts=host_facts)
+    t1 = time.monotonic()
+    report = run_checks(snap, thresholds, only=only, muted=muted)
+    t2 = time.monotonic()
+    run_id = delta = None
+    if journal is not None:
+        run_id = journal.record_check_run(
+            target.name, report.started_at, report.duration_s + (t1 - t0), report.exit_code,
+            report.worst.label if report.worst is not None else None,
+            (f.to_dict() for f in report.findings), source=source,
+            host_facts=snap.host_facts_collected)
+        delta = journal.delta(target.name, run_id)
+    return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1)

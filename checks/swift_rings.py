@@ -1,0 +1,1 @@
+"""swift_rings checks (owner: hosts/swift helper)."""

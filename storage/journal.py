@@ -1,0 +1,135 @@
+"""The SQLite journal: every check run and finding (and, through other modules, runbook
+runs, steps, locks and benchmark results) in one file, so any front end can show history,
+what is new since the last run, and baselines.
+
+sqlite-utils does the schema work; WAL lets the bot, the TUI and the CLI share one file.
+Other modules add their own tables through ``Journal.db`` (``storage.audit``,
+``storage.benchstore``); this module owns ``check_runs`` and ``findings``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import sqlite_utils
+
+
+@dataclass(frozen=True)
+class FindingDelta:
+    new: tuple[tuple[str, str], ...]  # (code, entity) not in the previous run
+    still: tuple[tuple[str, str], ...]
+    resolved: tuple[tuple[str, str], ...]  # in the previous run, gone now
+    previous_run_id: int | None
+
+
+class Journal:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.db = sqlite_utils.Database(self.path, recursive_triggers=False)
+        # check_same_thread=False: the TUI and the bot write from worker threads
+        self.db.conn.close()
+        import sqlite3
+
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30,
+                               isolation_level=None)
+        self.db = sqlite_utils.Database(conn)
+        if self.path != ":memory:":
+            self.db.enable_wal()
+        self._ensure()
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    def _ensure(self) -> None:
+        with self._lock:
+            self.db["check_runs"].create(
+                {"id": int, "cluster": str, "started_at": float, "duration_s": float,
+                 "exit_code": int, "worst": str, "n_findings": int, "source": str,
+                 "host_facts": int},
+                pk="id", if_not_exists=True)
+            self.db["findings"].create(
+                {"id": int, "run_id": int, "cluster": str, "code": str, "severity": str,
+                 "entity": str, "message": str, "evidence": str, "runbook": str,
+                 "target": str, "since": float},
+                pk="id", foreign_keys=[("run_id", "check_runs", "id")], if_not_exists=True)
+            self.db["findings"].create_index(["cluster", "code", "entity"],
+                                             if_not_exists=True)
+            self.db["findings"].create_index(["run_id"], if_not_exists=True)
+
+    def record_check_run(self, cluster: str, started_at: float, duration_s: float,
+                         exit_code: int, worst: str | None,
+                         findings: Iterable[Mapping[str, Any]], source: str = "cli",
+                         host_facts: bool = True) -> int:
+        rows = list(findings)
+        with self._lock, self.db.conn:
+            run_id = self.db["check_runs"].insert(
+                {"cluster": cluster, "started_at": started_at, "duration_s": duration_s,
+                 "exit_code": exit_code, "worst": worst or "ok", "n_findings": len(rows),
+                 "source": source, "host_facts": int(host_facts)}).last_pk
+            self.db["findings"].insert_all(
+                {"run_id": run_id, "cluster": cluster, "code": f["code"],
+                 "severity": f["severity"], "entity": f["entity"], "message": f["message"],
+                 "evidence": json.dumps(f.get("evidence") or {}, default=str),
+                 "runbook": f.get("runbook"), "target": f.get("target"),
+                 "since": f.get("since")} for f in rows)
+        return int(run_id)
+
+    def previous_run(self, cluster: str, before_id: int | None = None) -> int | None:
+        where = "cluster = ?"
+        args: list[Any] = [cluster]
+        if before_id is not None:
+            where += " and id < ?"
+            args.append(before_id)
+        rows = list(self.db["check_runs"].rows_where(where, args, order_by="id desc", limit=1))
+        return int(rows[0]["id"]) if rows else None
+
+    def finding_keys(self, run_id: int) -> set[tuple[str, str]]:
+        return {(r["code"], r["entity"]) for r in
+                self.db["findings"].rows_where("run_id = ?", [run_id],
+                                               select="code, entity")}
+
+    def delta(self, cluster: str, run_id: int) -> FindingDelta:
+        """What is new, still there and resolved in run_id against the run before it."""
+        prev = self.previous_run(cluster, before_id=run_id)
+        now = self.finding_keys(run_id)
+        before = self.finding_keys(prev) if prev else set()
+        return FindingDelta(tuple(sorted(now - before)), tuple(sorted(now & before)),
+                            tuple(sorted(before - now)), prev)
+
+    def runs(self, cluster: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
+        return list(self.db["check_runs"].rows_where(where, args, order_by="id desc",
+                                                      limit=limit))
+
+    def findings_of(self, run_id: int) -> list[dict[str, Any]]:
+        return list(self.db["findings"].rows_where("run_id = ?", [run_id], order_by="id"))
+
+    def first_seen(self, cluster: str, code: str, entity: str) -> float | None:
+        """Start of the current unbroken streak of runs that reported this finding."""
+        runs = [r["id"] for r in self.db["check_runs"].rows_where(
+            "cluster = ?", [cluster], order_by="id desc", limit=500, select="id")]
+        seen: float | None = None
+        for rid in runs:
+            rows = list(self.db["findings"].rows_where(
+                "run_id = ? and code = ? and entity = ?", [rid, code, entity], limit=1))
+            if not rows:
+                break
+            run = self.db["check_runs"].get(rid)
+            seen = float(run["started_at"])
+        return seen
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+
+def now() -> float:
+    return time.time()

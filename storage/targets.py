@@ -1,0 +1,60 @@
+"""Where a cluster is and how to reach it: plain typed values built from the settings.
+
+``storage`` imports nothing of ours, so the settings model (in ``stordoc.settings``) turns
+the TOML into these before any collector or runner sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CephTarget:
+    conf: str  # path to ceph.conf
+    keyring: str | None = None
+    client: str = "client.admin"
+    timeout_s: float = 10.0  # connect and per-command
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """One host reachable over SSH. Command templates are argv templates (no shell)."""
+
+    name: str  # "node1" — the CRUSH host name when it runs OSDs
+    address: str  # "127.0.0.2"
+    port: int = 22
+    user: str = "root"
+    key_file: str | None = None
+    known_hosts: str | None = None
+    timeout_s: float = 10.0
+    # argv templates, formatted with {id} (OSD id), {conf} (ceph.conf), {cluster}
+    osd_start: tuple[str, ...] = ("systemctl", "start", "ceph-osd@{id}")
+    osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
+    osd_pid_file: str | None = None  # e.g. "/run/ceph/ceph-osd.{id}.pid"; else ps scan
+    swift_devices_dir: str | None = None  # "/srv/node"
+
+
+@dataclass(frozen=True)
+class SwiftTarget:
+    proxy_url: str | None = None  # "http://127.0.0.1:8080"
+    auth_url: str | None = None  # "http://127.0.0.1:8080/auth/v1.0"
+    user: str | None = None
+    key: str | None = None
+    swift_dir: str = "/etc/swift"  # rings (*.ring.gz) and builders (*.builder)
+    recon_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    name: str
+    ceph: CephTarget | None = None
+    swift: SwiftTarget | None = None
+    hosts: tuple[HostTarget, ...] = field(default_factory=tuple)
+    ceph_cluster_name: str = "ceph"
+
+    def host(self, name: str) -> HostTarget | None:
+        for h in self.hosts:
+            if h.name == name or h.address == name:
+                return h
+        return None

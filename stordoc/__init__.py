@@ -1,0 +1,1 @@
+"""stordoc package."""

@@ -1,0 +1,5 @@
+import sys
+
+from stordoc.cli import main
+
+sys.exit(main())

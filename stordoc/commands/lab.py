@@ -1,0 +1,9 @@
+"""`stordoc lab` subcommands (being built)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    pass

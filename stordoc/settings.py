@@ -1,0 +1,250 @@
+"""Settings: one typed model read from a TOML file shaped like ``config.example.toml``.
+
+pydantic validates it (unknown keys are refused, so a typo is an error, not a silently
+ignored option) and ``SettingsError`` names the bad key in dotted form. Secrets are read
+from the environment or from files named here, never written in the file itself (the
+lab's generated config is the one exception: it lives outside the repo).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from checks.model import Thresholds
+from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
+
+DEFAULT_PATHS = (
+    Path(os.environ.get("STORDOC_CONFIG", "")) if os.environ.get("STORDOC_CONFIG") else None,
+    Path.home() / ".config" / "stordoc" / "config.toml",
+    Path("/etc/stordoc/config.toml"),
+)
+
+
+class SettingsError(Exception):
+    """A config file that cannot be used; the message names the file and the key."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Secret(_Model):
+    """A secret given as an environment variable name or a file path (or inline for labs)."""
+
+    env: str | None = None
+    file: str | None = None
+    value: str | None = None
+
+    def resolve(self) -> str | None:
+        if self.env and os.environ.get(self.env):
+            return os.environ[self.env]
+        if self.file:
+            p = Path(self.file)
+            if p.exists():
+                return p.read_text().strip()
+        return self.value
+
+
+class CephSettings(_Model):
+    conf: str
+    keyring: str | None = None
+    client: str = "client.admin"
+    timeout: float = Field(10.0, gt=0, le=300)
+    cluster_name: str = "ceph"
+
+
+class SwiftSettings(_Model):
+    swift_dir: str = "/etc/swift"
+    proxy_url: str | None = None
+    auth_url: str | None = None
+    user: str | None = None
+    key: Secret | None = None
+    recon_timeout: float = Field(5.0, gt=0, le=120)
+
+
+class HostSettings(_Model):
+    name: str
+    address: str
+    port: int = Field(22, ge=1, le=65535)
+    user: str = "root"
+    key_file: str | None = None
+    known_hosts: str | None = None
+    timeout: float = Field(10.0, gt=0, le=300)
+    osd_start: list[str] = ["systemctl", "start", "ceph-osd@{id}"]
+    osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
+    osd_pid_file: str | None = None
+    swift_devices_dir: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_ok(cls, v: str) -> str:
+        if not v or any(c.isspace() for c in v):
+            raise ValueError("host name must be non-empty without spaces")
+        return v
+
+
+class ThresholdSettings(_Model):
+    pg_per_osd_target: int | None = None
+    pg_low_factor: float | None = None
+    pg_high_factor: float | None = None
+    mon_max_pg_per_osd: int | None = None
+    cache_near_target_ratio: float | None = None
+    swift_balance_max: float | None = None
+    swift_dispersion_max: float | None = None
+    swift_min_parts_per_device: int | None = None
+    swift_max_parts_per_device: int | None = None
+    clock_skew_max_s: float | None = None
+    io_error_window_s: float | None = None
+
+    def apply(self, base: Thresholds) -> Thresholds:
+        vals = {k: v for k, v in self.model_dump().items() if v is not None}
+        return Thresholds(**{**base.__dict__, **vals})
+
+
+class ClusterSettings(_Model):
+    ceph: CephSettings | None = None
+    swift: SwiftSettings | None = None
+    hosts: list[HostSettings] = []
+    muted: list[str] = []
+    thresholds: ThresholdSettings = ThresholdSettings()
+
+    def target(self, name: str) -> ClusterTarget:
+        cluster_name = self.ceph.cluster_name if self.ceph else "ceph"
+        return ClusterTarget(
+            name=name,
+            ceph=CephTarget(self.ceph.conf, self.ceph.keyring, self.ceph.client,
+                            self.ceph.timeout) if self.ceph else None,
+            swift=SwiftTarget(
+                proxy_url=self.swift.proxy_url, auth_url=self.swift.auth_url,
+                user=self.swift.user, key=self.swift.key.resolve() if self.swift.key else None,
+                swift_dir=self.swift.swift_dir, recon_timeout_s=self.swift.recon_timeout,
+            ) if self.swift else None,
+            hosts=tuple(
+                HostTarget(
+                    name=h.name, address=h.address, port=h.port, user=h.user,
+                    key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
+                    osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
+                    osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+                ) for h in self.hosts
+            ),
+            ceph_cluster_name=cluster_name,
+        )
+
+
+class Role(_Model):
+    viewers: list[str] = []  # Slack user IDs (U...) or user group IDs (S...)
+    operators: list[str] = []
+    two_person: bool = False  # confirmer must differ from requester for destructive runbooks
+
+
+class SlackSettings(_Model):
+    command: str = "/stordoc"
+    bot_token: Secret = Secret(env="SLACK_BOT_TOKEN")
+    signing_secret: Secret = Secret(env="SLACK_SIGNING_SECRET")
+    app_token: Secret = Secret(env="SLACK_APP_TOKEN")
+    api_base_url: str | None = None  # only for a local fake Slack API in tests
+    button_ttl_s: int = Field(900, gt=0)
+    roles: dict[str, Role] = {}  # per cluster name, "*" for all
+    admins: list[str] = []
+
+
+class TuiSettings(_Model):
+    refresh_s: float = Field(10.0, ge=1.0)
+    bindings: dict[str, str] = {}  # action -> key, e.g. {"refresh": "r"}
+
+
+class RunbookSettings(_Model):
+    verify_timeout_s: float = Field(120.0, gt=0)
+    step_timeout_s: float = Field(120.0, gt=0)
+    bench_after_fix: Literal["none", "rados"] = "none"
+
+
+class BenchSettings(_Model):
+    max_duration_s: float = Field(120.0, gt=0)
+    max_bytes: int = Field(2 * 1024**3, gt=0)
+    pool: str = "stordoc-bench"
+    container: str = "stordoc-bench"
+    k_noise: float = Field(3.0, gt=0)
+    min_change: float = Field(0.10, gt=0)
+
+
+class Settings(_Model):
+    journal: str = "/var/lib/stordoc/journal.db"
+    default_cluster: str | None = None
+    user: str | None = None  # who runs the CLI, for the audit (default: $USER)
+    thresholds: ThresholdSettings = ThresholdSettings()
+    clusters: dict[str, ClusterSettings]
+    slack: SlackSettings = SlackSettings()
+    tui: TuiSettings = TuiSettings()
+    runbooks: RunbookSettings = RunbookSettings()
+    bench: BenchSettings = BenchSettings()
+    source: str | None = None
+
+    def cluster_name(self, name: str | None) -> str:
+        """Resolve an explicit or default cluster name; ambiguous or unknown is an error."""
+        if name:
+            if name not in self.clusters:
+                known = ", ".join(sorted(self.clusters)) or "none"
+                raise SettingsError(f"unknown cluster {name!r}; configured: {known}")
+            return name
+        if self.default_cluster:
+            return self.default_cluster
+        if len(self.clusters) == 1:
+            return next(iter(self.clusters))
+        raise SettingsError(
+            "several clusters configured and no default_cluster: name one with --cluster "
+            f"({', '.join(sorted(self.clusters))})")
+
+    def cluster(self, name: str | None) -> ClusterSettings:
+        return self.clusters[self.cluster_name(name)]
+
+    def thresholds_for(self, name: str) -> Thresholds:
+        return self.clusters[name].thresholds.apply(self.thresholds.apply(Thresholds()))
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def parse_settings(data: dict[str, Any], source: str = "<settings>") -> Settings:
+    try:
+        s = Settings.model_validate({**data, "source": source})
+    except ValidationError as e:
+        msgs = []
+        for err in e.errors():
+            key = _loc(err["loc"])
+            if err["type"] == "extra_forbidden":
+                msgs.append(f"{key}: unknown key")
+            elif err["type"] == "missing":
+                msgs.append(f"{key}: required key missing")
+            else:
+                msgs.append(f"{key}: {err['msg']}")
+        raise SettingsError(f"{source}: " + "; ".join(msgs)) from None
+    if s.default_cluster and s.default_cluster not in s.clusters:
+        raise SettingsError(
+            f"{source}: default_cluster: {s.default_cluster!r} is not a configured cluster")
+    return s
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read settings from ``path``, $STORDOC_CONFIG, ~/.config/stordoc or /etc/stordoc."""
+    candidates = [Path(path)] if path else [p for p in DEFAULT_PATHS if p is not None]
+    for p in candidates:
+        if p.is_file():
+            try:
+                data = tomllib.loads(p.read_text())
+            except tomllib.TOMLDecodeError as e:
+                raise SettingsError(f"{p}: not valid TOML: {e}") from None
+            except OSError as e:
+                raise SettingsError(f"{p}: cannot read: {e}") from None
+            return parse_settings(data, str(p))
+    if path:
+        raise SettingsError(f"{path}: no such config file")
+    raise SettingsError(
+        "no config file: pass --config FILE, set STORDOC_CONFIG, or run 'stordoc lab up' "
+        "which writes one (see config.example.toml)")
