@@ -33,6 +33,7 @@ class HostTarget:
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None  # e.g. "/run/ceph/ceph-osd.{id}.pid"; else ps scan
     swift_devices_dir: str | None = None  # "/srv/node"
+    fstab_path: str = "/etc/fstab"
 
 
 @dataclass(frozen=True)

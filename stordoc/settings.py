@@ -79,6 +79,7 @@ class HostSettings(_Model):
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None
     swift_devices_dir: str | None = None
+    fstab_path: str = "/etc/fstab"
 
     @field_validator("name")
     @classmethod
@@ -130,6 +131,7 @@ class ClusterSettings(_Model):
                     key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
                     osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
                     osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+                    fstab_path=h.fstab_path,
                 ) for h in self.hosts
             ),
             ceph_cluster_name=cluster_name,
