@@ -239,6 +239,9 @@ class HostFacts:
     daemons: tuple[Daemon, ...] = ()
     io_errors: tuple[IoError, ...] = ()
     dirs: Mapping[str, bool] = field(default_factory=dict)  # path -> exists (OSD/Swift dirs)
+    links: Mapping[str, str] = field(default_factory=dict)  # "DIR/block" -> resolved device
+    osd_dirs: Mapping[int, str] = field(default_factory=dict)  # this host's OSD id -> data dir
+    swift_dirs: Mapping[str, str] = field(default_factory=dict)  # its ring device -> dir
     collected_at: float = 0.0
     duration_s: float = 0.0
 

@@ -1,0 +1,220 @@
+"""Swift: rings and builders read offline with the swift package, live facts from recon.
+
+Rings (``*.ring.gz``) are read with ``RingData.load``; builders with ``RingBuilder.load``.
+A builder is a pickle, so only files inside the configured ``swift_dir`` are ever loaded
+(never a path that came from anywhere else). Recon is asked over HTTP on every
+(ip, port) that appears in a ring, in parallel, each with a timeout; the proxy's
+``/healthcheck`` too. Anything unreachable becomes an error string in the state.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable
+
+import requests
+
+from storage.model import ReconHost, RingDevice, RingState, SwiftState
+from storage.targets import SwiftTarget
+
+RECON_CHECKS = ("unmounted", "diskusage", "ringmd5", "swiftconfmd5")
+SWIFT_CONF = "/etc/swift/swift.conf"  # Swift reads the hash prefix/suffix from here always
+
+
+def file_md5(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.md5(f.read(), usedforsecurity=False).hexdigest()
+    except OSError:
+        return None
+
+
+def _kind(ring_file: str) -> str:
+    base = os.path.basename(ring_file)
+    return base.split(".ring.gz")[0].split(".builder")[0]
+
+
+def _dev_key(d: dict[str, Any]) -> tuple[Any, ...]:
+    return (d.get("id"), d.get("region"), d.get("zone"), d.get("ip"), d.get("port"),
+            d.get("device"), round(float(d.get("weight") or 0.0), 6))
+
+
+def _devs(devs: Iterable[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    return [d for d in devs if d is not None]
+
+
+def _parts_per_dev(replica2part2dev: Iterable[Any]) -> Counter[int]:
+    c: Counter[int] = Counter()
+    for row in replica2part2dev:
+        c.update(row)
+    return c
+
+
+def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
+    """One ring and its builder; errors (missing/corrupt files) land in ``RingState.error``."""
+    from swift.common.ring import RingBuilder, RingData
+
+    now = now or time.time()
+    ring_path = os.path.join(swift_dir, f"{kind}.ring.gz")
+    builder_path = os.path.join(swift_dir, f"{kind}.builder")
+    has_ring = os.path.isfile(ring_path)
+    has_builder = os.path.isfile(builder_path)
+    errors: list[str] = []
+    ring = builder = None
+    if has_ring:
+        try:
+            ring = RingData.load(ring_path)
+        except Exception as e:
+            errors.append(f"cannot read {ring_path}: {type(e).__name__}: {e}")
+    if has_builder:
+        try:
+            builder = RingBuilder.load(builder_path)
+        except Exception as e:
+            errors.append(f"cannot read {builder_path}: {type(e).__name__}: {e}")
+    if ring is None and builder is None:
+        return RingState(kind, ring_path if has_ring else None,
+                         builder_path if has_builder else None, 0, 0.0, 0, (),
+                         error="; ".join(errors) or f"no ring or builder for {kind}")
+
+    ring_devs = _devs(ring.devs) if ring is not None else []
+    b_devs = _devs(builder.devs) if builder is not None else []
+    if ring is not None:
+        parts = _parts_per_dev(ring._replica2part2dev_id)
+        part_power = 32 - ring._part_shift
+        replicas = float(len(ring._replica2part2dev_id))
+    else:
+        assert builder is not None
+        parts = Counter({d["id"]: int(d.get("parts", 0)) for d in b_devs})
+        part_power = builder.part_power
+        replicas = float(builder.replicas)
+    wanted = {d["id"]: int(d.get("parts_wanted", 0)) for d in b_devs}
+    src = ring_devs if ring is not None else b_devs
+    devices = tuple(RingDevice(
+        id=int(d["id"]), region=int(d.get("region", 1)), zone=int(d.get("zone", 0)),
+        ip=str(d.get("ip")), port=int(d.get("port", 0)), device=str(d.get("device")),
+        weight=float(d.get("weight") or 0.0), parts=int(parts.get(d["id"], 0)),
+        parts_wanted=wanted.get(d["id"], 0),
+        replication_ip=d.get("replication_ip"), replication_port=d.get("replication_port"),
+        meta=str(d.get("meta") or "")) for d in sorted(src, key=lambda d: d["id"]))
+
+    balance = dispersion = None
+    min_part_hours = 0
+    last_hours = None
+    matches = None
+    builder_mtime = os.path.getmtime(builder_path) if has_builder else None
+    ring_mtime = os.path.getmtime(ring_path) if has_ring else None
+    if builder is not None:
+        min_part_hours = int(builder.min_part_hours)
+        try:
+            balance = float(builder.get_balance()) if b_devs and builder._replica2part2dev \
+                else None
+        except Exception:
+            balance = None
+        dispersion = float(builder.dispersion) if builder.dispersion is not None else None
+        if builder._last_part_moves_epoch:
+            last_hours = max(0.0, (now - builder._last_part_moves_epoch) / 3600.0)
+    if builder is not None and ring is not None:
+        same_devs = sorted(map(_dev_key, b_devs)) == sorted(map(_dev_key, ring_devs))
+        same_shape = builder.part_power == part_power and \
+            abs(float(builder.replicas) - replicas) < 1e-9
+        same_parts = builder._replica2part2dev is not None and \
+            list(builder._replica2part2dev) == list(ring._replica2part2dev_id)
+        matches = bool(same_devs and same_shape and same_parts)
+    return RingState(
+        kind=kind, ring_path=ring_path if has_ring else None,
+        builder_path=builder_path if has_builder else None, part_power=int(part_power),
+        replicas=replicas, min_part_hours=min_part_hours, devices=devices, balance=balance,
+        dispersion=dispersion, ring_mtime=ring_mtime, builder_mtime=builder_mtime,
+        ring_md5=file_md5(ring_path) if has_ring else None, builder_matches_ring=matches,
+        last_rebalance_hours_ago=last_hours, error="; ".join(errors) or None)
+
+
+def ring_kinds(swift_dir: str) -> list[str]:
+    found = {_kind(p) for p in glob.glob(os.path.join(swift_dir, "*.ring.gz"))}
+    found |= {_kind(p) for p in glob.glob(os.path.join(swift_dir, "*.builder"))}
+    return sorted(found)
+
+
+_SERVER_OF = {"account": "account", "container": "container"}
+
+
+def _server(kind: str) -> str:
+    return _SERVER_OF.get(kind, "object")
+
+
+def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
+                session: requests.Session | None = None) -> ReconHost:
+    """All recon answers of one storage server; the first failure becomes ``error``."""
+    s = session or requests.Session()
+    raw: dict[str, Any] = {}
+    err = None
+    for what in RECON_CHECKS:
+        url = f"http://{ip}:{port}/recon/{what}"
+        try:
+            r = s.get(url, timeout=timeout_s)
+            r.raise_for_status()
+            raw[what] = r.json()
+        except (requests.RequestException, ValueError) as e:
+            err = f"{url}: {type(e).__name__}: {e}"
+            if isinstance(e, (requests.ConnectionError, requests.Timeout)):
+                break
+    unm = raw.get("unmounted") or []
+    du = raw.get("diskusage") or []
+    return ReconHost(
+        ip=ip, port=port, server=server, error=err,
+        unmounted=tuple(str(d.get("device")) for d in unm if isinstance(d, dict)),
+        diskusage=tuple(d for d in du if isinstance(d, dict)),
+        ringmd5={str(k): str(v) for k, v in (raw.get("ringmd5") or {}).items()},
+        swiftconfmd5=(next(iter(raw["swiftconfmd5"].values()), None)
+                      if isinstance(raw.get("swiftconfmd5"), dict) else None),
+        raw=raw)
+
+
+def _proxy_health(url: str, timeout_s: float) -> tuple[bool | None, str | None]:
+    try:
+        r = requests.get(url.rstrip("/") + "/healthcheck", timeout=timeout_s)
+    except requests.RequestException as e:
+        return False, f"{type(e).__name__}: {e}"
+    if r.status_code == 200 and r.text.strip() == "OK":
+        return True, None
+    return False, f"HTTP {r.status_code}: {r.text.strip()[:100]}"
+
+
+def collect_swift(target: SwiftTarget) -> tuple[SwiftState | None, str | None]:
+    """Rings, recon of every ring endpoint and the proxy health; never raises."""
+    try:
+        return _collect(target), None
+    except Exception as e:  # a broken swift_dir is a fact, not a traceback
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _collect(target: SwiftTarget) -> SwiftState:
+    if not os.path.isdir(target.swift_dir):
+        raise FileNotFoundError(f"swift_dir {target.swift_dir} does not exist")
+    kinds = ring_kinds(target.swift_dir)
+    if not kinds:
+        raise FileNotFoundError(f"no rings or builders in {target.swift_dir}")
+    now = time.time()
+    rings = tuple(read_ring(target.swift_dir, k, now) for k in kinds)
+    endpoints: dict[tuple[str, int], str] = {}
+    for ring in rings:
+        for d in ring.devices:
+            endpoints.setdefault((d.ip, d.port), _server(ring.kind))
+    eps = sorted(endpoints.items())
+    with ThreadPoolExecutor(max_workers=max(1, min(32, len(eps) + 1))) as pool:
+        proxy_f = pool.submit(_proxy_health, target.proxy_url, target.recon_timeout_s) \
+            if target.proxy_url else None
+        futs = [pool.submit(fetch_recon, ip, port, srv, target.recon_timeout_s)
+                for (ip, port), srv in eps]
+        recon = tuple(f.result() for f in futs)
+        healthy, perr = proxy_f.result() if proxy_f else (None, None)
+    local_md5 = {r.ring_path: r.ring_md5 for r in rings if r.ring_path and r.ring_md5}
+    return SwiftState(rings=rings, recon=recon, proxy_url=target.proxy_url,
+                      proxy_healthy=healthy, proxy_error=perr,
+                      local_ring_md5=local_md5, local_swiftconf_md5=file_md5(SWIFT_CONF),
+                      collected_at=now)
