@@ -1,9 +1,131 @@
-"""`stordoc lab` subcommands (being built)."""
+"""``stordoc lab``: bring a real Ceph + Swift + SSH lab up on this machine, break and heal it."""
 
 from __future__ import annotations
 
 import argparse
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from stordoc.errors import UserError
+from storage.lab import DEFAULT_DIR, DEFAULT_PORT_BASE, SCENARIOS, Lab, LabError
+
+console = Console(highlight=False)
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    pass
+    p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos")
+    lsub = p.add_subparsers(dest="lab_cmd", metavar="ACTION", required=True)
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--dir", default=DEFAULT_DIR, help=f"base directory ({DEFAULT_DIR})")
+        q.add_argument("--port-base", type=int, default=None,
+                       help=f"first port of the lab's range (default {DEFAULT_PORT_BASE})")
+
+    up = lsub.add_parser("up", help="bring the lab up (cleans a stale lab of the same dir)")
+    common(up)
+    up.set_defaults(func=cmd_up)
+    st = lsub.add_parser("status", help="what runs, where, on which ports; health")
+    common(st)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
+    dn = lsub.add_parser("down", help="stop everything, unmount, detach, remove the dir")
+    common(dn)
+    dn.set_defaults(func=cmd_down)
+    for name, fn in (("break", cmd_break), ("heal", cmd_heal)):
+        b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}")
+        common(b)
+        b.add_argument("scenario", choices=SCENARIOS)
+        b.add_argument("--osd", type=int, default=1, help="OSD id (osd-unmounted)")
+        b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
+        if name == "break":
+            b.add_argument("--out", action="store_true", help="also mark the OSD out")
+            b.add_argument("--mode", choices=("drift", "replicas"), default="drift",
+                           help="swift-ring-bad: builder/ring drift or too many replicas")
+        b.set_defaults(func=fn)
+
+
+def _lab(args: argparse.Namespace) -> Lab:
+    if args.port_base is not None and not 1024 <= args.port_base <= 65000:
+        raise UserError("--port-base must be between 1024 and 65000")
+    return Lab(args.dir, args.port_base)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    lab = _lab(args)
+    try:
+        took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"))
+    except LabError as e:
+        console.print(f"[bold red]lab up failed:[/] {e}")
+        return 1
+    console.print(f"[green]lab up[/] in {took:.1f}s; config: {lab.config_path}")
+    _print_status(lab.status())
+    return 0
+
+
+def _print_status(st: dict) -> None:
+    t = Table(title=f"lab {st['base']}")
+    t.add_column("process")
+    t.add_column("pid")
+    t.add_column("port")
+    ports = st["ports"]
+    for name, pid in st["processes"].items():
+        port = ports.get(name) or ports.get(name.split(".")[0]) or ""
+        t.add_row(name, str(pid) if pid else "[red]not running[/]", str(port))
+    console.print(t)
+    console.print(f"Ceph health: {st['ceph_health']}   OSDs up/in: {st['osds_up_in']}")
+    console.print(f"Swift healthcheck: {'OK' if st['swift_healthcheck'] is True else st['swift_healthcheck']}")
+    console.print(f"mounts: {len(st['mounts'])}   loop devices: {len(st['loop_devices'])}   "
+                  f"config: {st['config']}")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    lab = _lab(args)
+    st = lab.status()
+    if args.json:
+        print(json.dumps(st, indent=1, default=str))
+    elif not st["exists"]:
+        console.print(f"no lab under {lab.base}")
+    else:
+        _print_status(st)
+    return 0 if st["exists"] and all(st["processes"].values()) else 1
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    lab = _lab(args)
+    try:
+        res = lab.down()
+    except LabError as e:
+        console.print(f"[bold red]lab down failed:[/] {e}")
+        return 1
+    console.print(f"stopped {len(res['stopped'])} processes, unmounted {len(res['unmounted'])}, "
+                  f"detached {len(res['detached'])} loop devices; removed {lab.base}")
+    return 0
+
+
+def _fault(args: argparse.Namespace, heal: bool) -> int:
+    lab = _lab(args)
+    if not lab.state_path.exists():
+        raise UserError(f"no lab under {lab.base}: run 'stordoc lab up' first")
+    try:
+        if heal:
+            msg = lab.heal(args.scenario, osd=args.osd, device=args.device)
+        else:
+            msg = lab.break_(args.scenario, osd=args.osd, out=args.out, device=args.device,
+                             mode=args.mode)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    except LabError as e:
+        console.print(f"[bold red]failed:[/] {e}")
+        return 1
+    console.print(msg)
+    return 0
+
+
+def cmd_break(args: argparse.Namespace) -> int:
+    return _fault(args, heal=False)
+
+
+def cmd_heal(args: argparse.Namespace) -> int:
+    return _fault(args, heal=True)

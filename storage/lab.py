@@ -1,0 +1,970 @@
+"""A real Ceph + Swift + SSH cluster on one machine, from Debian's packages.
+
+Everything lives under one base directory (default ``/var/tmp/stordoc-lab``) and one port
+range, so two labs can run side by side. Daemons are plain processes tracked by pid
+files; ``down`` stops exactly those pids (checking each one's command line first, never a
+name pattern), unmounts the lab's images and detaches its loop devices. ``break_`` and
+``heal`` inject and undo real faults (an unmounted OSD data dir, a misconfigured cache
+tier, a pool with too few PGs, an unmounted Swift device, a bad ring).
+
+Layout (see docs/ARCHITECTURE.md): OSD N on CRUSH host ``node{N+1}`` (127.0.0.{N+2}); its
+data dir ``ceph/osd/ceph-N`` is an XFS image loop-mounted there, holding small files and a
+``block`` symlink to a loop device over a sparse file (as ceph-volume leaves it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+DEFAULT_DIR = "/var/tmp/stordoc-lab"
+DEFAULT_PORT_BASE = 16000
+N_OSDS = 3
+SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
+SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
+SCENARIOS = ("osd-unmounted", "cache-tier-misconfigured", "pool-few-pgs",
+             "swift-device-unmounted", "swift-ring-bad")
+CACHE_BASE_POOL = "lab-base"
+CACHE_POOL = "lab-cache"
+FEW_PG_POOL = "lab-fewpg"
+SWIFT_USER = "test:tester"
+SWIFT_KEY = "testing"
+
+Progress = Callable[[str], None]
+
+
+class LabError(Exception):
+    """A lab step failed; names the step and the log to read."""
+
+    def __init__(self, step: str, detail: str, log: str | None = None) -> None:
+        msg = f"lab step '{step}' failed: {detail.strip()[-800:]}"
+        if log:
+            msg += f" (see {log})"
+        super().__init__(msg)
+        self.step = step
+        self.log = log
+
+
+def host_of_osd(osd_id: int) -> tuple[str, str]:
+    """CRUSH host name and loopback address of an OSD in the lab."""
+    return f"node{osd_id + 1}", f"127.0.0.{osd_id + 2}"
+
+
+SWIFT_DEVICE_HOST = {"d1": ("node1", "127.0.0.2"), "d2": ("node2", "127.0.0.3"),
+                     "d3": ("node3", "127.0.0.4"), "d4": ("node1", "127.0.0.2")}
+
+
+@dataclass(frozen=True)
+class Ports:
+    base: int
+
+    @property
+    def mon(self) -> int:
+        return self.base
+
+    @property
+    def proxy(self) -> int:
+        return self.base + 10
+
+    @property
+    def account(self) -> int:
+        return self.base + 11
+
+    @property
+    def container(self) -> int:
+        return self.base + 12
+
+    @property
+    def object(self) -> int:
+        return self.base + 13
+
+    @property
+    def memcached(self) -> int:
+        return self.base + 14
+
+    @property
+    def sshd(self) -> int:
+        return self.base + 15
+
+    @property
+    def ms_range(self) -> tuple[int, int]:
+        return self.base + 100, self.base + 199
+
+
+def _run(argv: list[str], step: str, timeout: float = 60, log: str | None = None,
+         input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           input=input, check=False)
+    except subprocess.TimeoutExpired:
+        raise LabError(step, f"{argv[0]} timed out after {timeout:.0f}s", log) from None
+    except FileNotFoundError:
+        raise LabError(step, f"{argv[0]} not found: install the lab packages "
+                       "(scripts/setup)", log) from None
+    if check and p.returncode != 0:
+        raise LabError(step, f"{' '.join(argv)} exited {p.returncode}: {p.stderr or p.stdout}",
+                       log)
+    return p
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is not alive
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _wait(cond: Callable[[], bool], timeout: float, step: str, what: str,
+          log: str | None = None, interval: float = 0.3) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(interval)
+    raise LabError(step, f"timed out after {timeout:.0f}s waiting for {what}", log)
+
+
+class Lab:
+    """One lab under ``base`` with ports from ``port_base``."""
+
+    def __init__(self, base: str | os.PathLike[str] = DEFAULT_DIR,
+                 port_base: int | None = None) -> None:
+        self.base = Path(base).resolve()
+        state = self._read_state()
+        if port_base is None:
+            port_base = int(state.get("port_base", DEFAULT_PORT_BASE)) if state else \
+                DEFAULT_PORT_BASE
+        self.ports = Ports(port_base)
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def ceph_dir(self) -> Path:
+        return self.base / "ceph"
+
+    @property
+    def conf(self) -> Path:
+        return self.ceph_dir / "ceph.conf"
+
+    @property
+    def admin_keyring(self) -> Path:
+        return self.ceph_dir / "ceph.client.admin.keyring"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.ceph_dir / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.base / "log"
+
+    @property
+    def images(self) -> Path:
+        return self.base / "images"
+
+    @property
+    def pids(self) -> Path:
+        return self.base / "pids"
+
+    @property
+    def swift_etc(self) -> Path:
+        return self.base / "swift" / "etc"
+
+    @property
+    def swift_node(self) -> Path:
+        return self.base / "swift" / "node"
+
+    @property
+    def ssh_dir(self) -> Path:
+        return self.base / "ssh"
+
+    @property
+    def config_path(self) -> Path:
+        return self.base / "stordoc.toml"
+
+    @property
+    def state_path(self) -> Path:
+        return self.base / "lab.json"
+
+    def osd_dir(self, i: int) -> Path:
+        return self.ceph_dir / "osd" / f"ceph-{i}"
+
+    def osd_pid_file(self, i: int) -> Path:
+        return self.run_dir / f"ceph-osd.{i}.pid"
+
+    # ------------------------------------------------------------------ state
+    def _read_state(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads((self.base / "lab.json").read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def _write_state(self, **kv: Any) -> None:
+        st = self._read_state()
+        st.update(kv)
+        self.state_path.write_text(json.dumps(st, indent=1))
+
+    @property
+    def fsid(self) -> str:
+        return str(self._read_state().get("fsid", ""))
+
+    # ------------------------------------------------------------------ ceph CLI
+    def ceph(self, *args: str, timeout: float = 30, check: bool = True,
+             step: str = "ceph") -> Any:
+        """Run the ``ceph`` CLI against this lab, JSON out (None when it prints nothing)."""
+        argv = ["ceph", "-c", str(self.conf), "--connect-timeout", str(int(timeout)),
+                "--format", "json", *args]
+        p = _run(argv, step, timeout=timeout + 5, check=check)
+        out = p.stdout.strip()
+        if not out:
+            return None
+        try:
+            return json.loads(out)
+        except ValueError:
+            return out
+
+    def ceph_ok(self, *args: str, timeout: float = 30) -> bool:
+        argv = ["ceph", "-c", str(self.conf), "--connect-timeout", str(int(timeout)), *args]
+        try:
+            return subprocess.run(argv, capture_output=True, timeout=timeout + 5,
+                                  check=False).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    # ------------------------------------------------------------------ processes
+    def _pidfile(self, name: str) -> Path:
+        if name.startswith(("mon.", "mgr.", "osd.")):
+            return self.run_dir / f"ceph-{name}.pid"
+        return self.pids / f"{name}.pid"
+
+    def pid(self, name: str) -> int | None:
+        try:
+            pid = int(self._pidfile(name).read_text().strip())
+        except (OSError, ValueError):
+            return None
+        if not _alive(pid):
+            return None
+        # pid reuse guard: the process must be one of ours (its command line names our
+        # base directory or our port)
+        cl = _cmdline(pid)
+        if str(self.base) not in cl and str(self.ports.memcached) not in cl:
+            return None
+        return pid
+
+    def _known_daemons(self) -> list[str]:
+        names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
+                 "swift-object", "mgr.x"]
+        names += [f"osd.{i}" for i in range(N_OSDS)]
+        names.append("mon.a")
+        return names
+
+    def stop(self, name: str, timeout: float = 20) -> bool:
+        """Stop one daemon of this lab by its pid file. True if it was running."""
+        pid = self.pid(name)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.1)
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            while _alive(pid):
+                time.sleep(0.05)
+        return True
+
+    def _spawn(self, name: str, argv: list[str], step: str) -> int:
+        """Start a non-daemonizing server in its own session, stdout to its log."""
+        log = self.log_dir / f"{name}.log"
+        with open(log, "ab") as out:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True,
+                                 close_fds=True)
+        self._pidfile(name).write_text(str(p.pid))
+        time.sleep(0.05)
+        if p.poll() is not None:
+            raise LabError(step, f"{name} exited at once with {p.returncode}", str(log))
+        return p.pid
+
+    # ------------------------------------------------------------------ mounts & loops
+    def _mounts_under_base(self) -> list[str]:
+        out = []
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                target = parts[1].replace("\\040", " ")
+                if target == str(self.base) or target.startswith(str(self.base) + "/"):
+                    out.append(target)
+        return sorted(out, key=lambda t: -t.count("/"))
+
+    def loop_devices(self) -> dict[str, str]:
+        """Loop devices of this lab: device -> backing file."""
+        p = subprocess.run(["losetup", "-J", "-l"], capture_output=True, text=True,
+                           check=False, timeout=15)
+        if p.returncode != 0 or not p.stdout.strip():
+            return {}
+        res = {}
+        for d in json.loads(p.stdout).get("loopdevices", []):
+            back = (d.get("back-file") or "").replace(" (deleted)", "")
+            if back.startswith(str(self.images) + "/"):
+                res[d["name"]] = back
+        return res
+
+    def _loop_for(self, image: Path) -> str | None:
+        for dev, back in self.loop_devices().items():
+            if back == str(image):
+                return dev
+        return None
+
+    def _attach(self, image: Path, step: str) -> str:
+        dev = self._loop_for(image)
+        if dev:
+            return dev
+        return _run(["losetup", "-f", "--show", str(image)], step).stdout.strip()
+
+    def _mount(self, dev: str, target: Path, step: str) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        if os.path.ismount(target):
+            return
+        _run(["mount", "-t", "xfs", "-o", "noatime", dev, str(target)], step)
+
+    def _umount(self, target: Path | str, step: str) -> None:
+        if not os.path.ismount(target):
+            return
+        p = _run(["umount", str(target)], step, check=False)
+        if p.returncode != 0:  # "target is busy": detach lazily, as an admin would
+            _run(["umount", "-l", str(target)], step)
+
+    # ------------------------------------------------------------------ up
+    def up(self, progress: Progress | None = None) -> float:
+        """Bring the whole lab up from nothing; returns the seconds it took."""
+        say = progress or (lambda s: None)
+        t0 = time.monotonic()
+        say(f"cleaning any previous lab under {self.base}")
+        self.down(quiet=True)
+        for d in (self.base, self.run_dir, self.log_dir, self.images, self.pids,
+                  self.swift_etc, self.swift_node, self.ssh_dir, self.base / "hosts",
+                  self.base / "swift" / "cache", self.ceph_dir / "osd"):
+            d.mkdir(parents=True, exist_ok=True)
+        self._write_state(port_base=self.ports.base, fsid=str(uuid.uuid4()),
+                          started=time.time())
+        say("starting sshd and memcached")
+        self._up_ssh()
+        self._up_memcached()
+        say("creating the Ceph monitor and manager")
+        self._up_ceph_mon_mgr()
+        say(f"creating {N_OSDS} BlueStore OSDs")
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            swift_f = ex.submit(self._prepare_swift)
+            self._up_osds()
+            swift_f.result()
+        say("starting Swift")
+        self._up_swift()
+        say("creating pools and waiting for HEALTH_OK")
+        self._up_pools()
+        self._write_config()
+        took = time.monotonic() - t0
+        self._write_state(up_seconds=round(took, 1))
+        say(f"lab up in {took:.1f}s")
+        return took
+
+    def _up_ssh(self) -> None:
+        step = "sshd"
+        sd = self.ssh_dir
+        for key in ("host_ed25519", "client_ed25519"):
+            if not (sd / key).exists():
+                _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
+                      f"stordoc-lab-{key}", "-f", str(sd / key)], step)
+        pub = (sd / "client_ed25519.pub").read_text().strip()
+        (sd / "authorized_keys").write_text(f'from="127.0.0.0/8" {pub}\n')
+        os.chmod(sd / "authorized_keys", 0o600)
+        hostpub = " ".join((sd / "host_ed25519.pub").read_text().split()[:2])
+        hosts = ",".join(f"[127.0.0.{i}]:{self.ports.sshd}" for i in range(1, 5))
+        (sd / "known_hosts").write_text(f"{hosts} {hostpub}\n")
+        log = self.log_dir / "sshd.log"
+        (sd / "sshd_config").write_text(
+            f"Port {self.ports.sshd}\nListenAddress 0.0.0.0\n"
+            f"HostKey {sd / 'host_ed25519'}\nPidFile {self.pids / 'sshd.pid'}\n"
+            f"AuthorizedKeysFile {sd / 'authorized_keys'}\n"
+            "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+            "AllowUsers root@127.*\nMaxStartups 200:30:400\nMaxSessions 50\n"
+            "LogLevel ERROR\nUseDNS no\n")
+        Path("/run/sshd").mkdir(exist_ok=True)
+        _run(["/usr/sbin/sshd", "-f", str(sd / "sshd_config"), "-E", str(log)], step,
+             log=str(log))
+        _wait(lambda: self.pid("sshd") is not None, 10, step, "sshd pid file", str(log))
+
+    def _up_memcached(self) -> None:
+        step = "memcached"
+        _run(["memcached", "-d", "-u", "root", "-l", "127.0.0.1", "-p",
+              str(self.ports.memcached), "-U", "0", "-m", "64",
+              "-P", str(self.pids / "memcached.pid")], step)
+        _wait(lambda: self.pid("memcached") is not None, 10, step, "memcached")
+
+    def _ceph_conf(self) -> str:
+        lo, hi = self.ports.ms_range
+        st = self._read_state()
+        osd_sections = "".join(
+            f"\n[osd.{i}]\ncrush_location = root=default host={host_of_osd(i)[0]}\n"
+            for i in range(N_OSDS))
+        c = self.ceph_dir
+        return f"""[global]
+fsid = {st['fsid']}
+mon_host = [v2:127.0.0.1:{self.ports.mon}]
+mon_initial_members = a
+public_network = 127.0.0.0/8
+ms_bind_msgr1 = false
+ms_bind_port_min = {lo}
+ms_bind_port_max = {hi}
+auth_cluster_required = cephx
+auth_service_required = cephx
+auth_client_required = cephx
+auth_allow_insecure_global_id_reclaim = false
+run_dir = {self.run_dir}
+pid_file = $run_dir/$cluster-$name.pid
+admin_socket = $run_dir/$cluster-$name.asok
+log_file = {self.log_dir}/$cluster-$name.log
+mon_cluster_log_file = {self.log_dir}/$cluster.log
+crash_dir = {c}/crash
+keyring = {self.admin_keyring}
+osd_pool_default_size = 3
+osd_pool_default_min_size = 2
+osd_pool_default_pg_num = 8
+osd_pool_default_pgp_num = 8
+osd_pool_default_pg_autoscale_mode = off
+osd_crush_chooseleaf_type = 1
+mon_allow_pool_delete = true
+mon_data_avail_warn = 2
+mon_data_avail_crit = 1
+mon_warn_on_pool_no_redundancy = true
+debug_ms = 0
+debug_mon = 1
+debug_osd = 1
+debug_bluestore = 1
+debug_rocksdb = 0
+
+[mon]
+mon_data = {c}/mon/$cluster-$id
+keyring = {c}/mon/keyring
+
+[mgr]
+mgr_data = {c}/mgr/$cluster-$id
+keyring = $mgr_data/keyring
+mgr_stats_period = 2
+
+[osd]
+osd_data = {c}/osd/$cluster-$id
+keyring = $osd_data/keyring
+osd_objectstore = bluestore
+osd_memory_target = 939524096
+osd_memory_cache_min = 67108864
+bluestore_cache_autotune = true
+osd_crush_update_on_start = true
+osd_op_num_shards = 2
+osd_op_num_threads_per_shard = 1
+{osd_sections}
+[client]
+keyring = {self.admin_keyring}
+"""
+
+    def _up_ceph_mon_mgr(self) -> None:
+        step = "ceph monitor"
+        c = self.ceph_dir
+        (c / "mon").mkdir(exist_ok=True)
+        (c / "crash").mkdir(exist_ok=True)
+        self.conf.write_text(self._ceph_conf())
+        mon_kr = c / "mon" / "keyring"
+        _run(["ceph-authtool", "--create-keyring", str(mon_kr), "--gen-key", "-n", "mon.",
+              "--cap", "mon", "allow *"], step)
+        _run(["ceph-authtool", "--create-keyring", str(self.admin_keyring), "--gen-key",
+              "-n", "client.admin", "--cap", "mon", "allow *", "--cap", "osd", "allow *",
+              "--cap", "mds", "allow *", "--cap", "mgr", "allow *"], step)
+        _run(["ceph-authtool", str(mon_kr), "--import-keyring", str(self.admin_keyring)],
+             step)
+        monmap = c / "monmap"
+        _run(["monmaptool", "--create", "--clobber", "--fsid", self.fsid, "--addv", "a",
+              f"[v2:127.0.0.1:{self.ports.mon}]", str(monmap)], step)
+        log = str(self.log_dir / "ceph-mon.a.log")
+        _run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap),
+              "--keyring", str(mon_kr)], step, log=log)
+        self.start_mon()
+        step = "ceph manager"
+        mgr_dir = c / "mgr" / "ceph-x"
+        mgr_dir.mkdir(parents=True, exist_ok=True)
+        _run(["ceph", "-c", str(self.conf), "auth", "get-or-create", "mgr.x", "mon",
+              "allow profile mgr", "osd", "allow *", "mds", "allow *", "-o",
+              str(mgr_dir / "keyring")], step, timeout=30)
+        self.start_mgr()
+
+    def start_mon(self) -> None:
+        step = "start ceph-mon"
+        log = str(self.log_dir / "ceph-mon.a.log")
+        _run(["ceph-mon", "-c", str(self.conf), "-i", "a"], step, log=log)
+        _wait(lambda: self.ceph_ok("mon", "stat", timeout=5), 30, step,
+              "the monitor to answer", log)
+
+    def start_mgr(self) -> None:
+        step = "start ceph-mgr"
+        _run(["ceph-mgr", "-c", str(self.conf), "-i", "x"], step,
+             log=str(self.log_dir / "ceph-mgr.x.log"))
+        _wait(lambda: self.pid("mgr.x") is not None, 20, step, "ceph-mgr pid file")
+
+    def osd_start_argv(self, i: int | str = "{id}") -> list[str]:
+        return ["ceph-osd", "-c", str(self.conf), "-i", str(i)]
+
+    def _create_osd(self, i: int) -> None:
+        step = f"create osd.{i}"
+        img = self.images / f"osd-{i}.xfs"
+        blk = self.images / f"osd-{i}.block"
+        with open(img, "wb") as f:
+            f.truncate(320 * 1024**2)
+        with open(blk, "wb") as f:
+            f.truncate(2 * 1024**3)
+        _run(["mkfs.xfs", "-q", "-f", "-L", f"osd{i}", str(img)], step)
+        dev = self._attach(img, step)
+        bdev = self._attach(blk, step)
+        d = self.osd_dir(i)
+        self._mount(dev, d, step)
+        os.symlink(bdev, d / "block")
+        osd_uuid = str(uuid.uuid4())
+        key = _run(["ceph-authtool", "--gen-print-key"], step).stdout.strip()
+        secrets = self.base / f"osd-{i}.secret.json"
+        secrets.write_text(json.dumps({"cephx_secret": key}))
+        got = self.ceph("osd", "new", osd_uuid, "-i", str(secrets), step=step)
+        secrets.unlink()
+        if int(got["osdid"] if isinstance(got, dict) else got) != i:
+            raise LabError(step, f"ceph osd new gave id {got}, expected {i}")
+        (d / "keyring").write_text(f"[osd.{i}]\n\tkey = {key}\n")
+        log = str(self.log_dir / f"ceph-osd.{i}.log")
+        _run(["ceph-osd", "-c", str(self.conf), "-i", str(i), "--mkfs", "--osd-uuid",
+              osd_uuid], step, timeout=120, log=log)
+        self._write_state(**{f"osd{i}_uuid": osd_uuid})
+        self.start_osd(i)
+
+    def start_osd(self, i: int) -> None:
+        step = f"start osd.{i}"
+        _run(self.osd_start_argv(i), step, log=str(self.log_dir / f"ceph-osd.{i}.log"))
+
+    def _up_osds(self) -> None:
+        # ids are handed out in order by `osd new`, so create sequentially but let each
+        # mkfs (the slow part) overlap with the next OSD's preparation
+        for i in range(N_OSDS):
+            self._create_osd(i)
+        _wait(lambda: self.osds_up_in() == (N_OSDS, N_OSDS), 90, "OSDs up",
+              f"{N_OSDS} OSDs up and in", str(self.log_dir / "ceph-osd.0.log"), 0.5)
+
+    def osds_up_in(self) -> tuple[int, int]:
+        try:
+            d = self.ceph("osd", "dump", timeout=10, check=False)
+        except LabError:
+            return (0, 0)
+        if not isinstance(d, dict):
+            return (0, 0)
+        osds = d.get("osds", [])
+        return (sum(o["up"] for o in osds), sum(o["in"] for o in osds))
+
+    def osd_up(self, i: int) -> bool | None:
+        d = self.ceph("osd", "dump", timeout=10, check=False)
+        if not isinstance(d, dict):
+            return None
+        for o in d.get("osds", []):
+            if o["osd"] == i:
+                return bool(o["up"])
+        return None
+
+    def pgs_clean(self) -> bool:
+        s = self.ceph("pg", "stat", timeout=10, check=False)
+        if not isinstance(s, dict):
+            return False
+        summ = s.get("pg_summary", s)
+        by = summ.get("num_pg_by_state", [])
+        total = summ.get("num_pgs", 0)
+        clean = sum(x["num"] for x in by if x["name"] == "active+clean")
+        return total > 0 and clean == total
+
+    def _up_pools(self) -> None:
+        step = "pools"
+        self.ceph("osd", "pool", "create", "rbd", "32", "32", "replicated", step=step)
+        self.ceph("osd", "pool", "application", "enable", "rbd", "rbd", step=step)
+        _wait(self.pgs_clean, 90, "PGs active+clean", "all PGs active+clean",
+              str(self.log_dir / "ceph.log"), 0.5)
+
+    # ------------------------------------------------------------------ swift
+    def _swift_server_conf(self, kind: str, port: int) -> str:
+        return f"""[DEFAULT]
+bind_ip = 0.0.0.0
+bind_port = {port}
+workers = 0
+user = root
+swift_dir = {self.swift_etc}
+devices = {self.swift_node}
+mount_check = true
+log_name = {kind}-server
+log_level = WARNING
+
+[pipeline:main]
+pipeline = healthcheck recon {kind}-server
+
+[app:{kind}-server]
+use = egg:swift#{kind}
+
+[filter:healthcheck]
+use = egg:swift#healthcheck
+
+[filter:recon]
+use = egg:swift#recon
+recon_cache_path = {self.base / 'swift' / 'cache'}
+
+[{kind}-replicator]
+[{kind}-auditor]
+[{kind}-updater]
+"""
+
+    def _prepare_swift(self) -> None:
+        step = "swift devices and rings"
+        fstabs: dict[str, list[str]] = {f"node{i}": [] for i in range(1, 4)}
+        for i in range(N_OSDS):
+            fstabs[host_of_osd(i)[0]].append(
+                f"{self.images / f'osd-{i}.xfs'} {self.osd_dir(i)} xfs loop,noatime 0 0")
+        for d in SWIFT_DEVICES:
+            img = self.images / f"swift-{d}.xfs"
+            with open(img, "wb") as f:
+                f.truncate(320 * 1024**2)
+            _run(["mkfs.xfs", "-q", "-f", "-L", d, str(img)], step)
+            dev = self._attach(img, step)
+            self._mount(dev, self.swift_node / d, step)
+            fstabs[SWIFT_DEVICE_HOST[d][0]].append(
+                f"{img} {self.swift_node / d} xfs loop,noatime 0 0")
+        for host, lines in fstabs.items():
+            (self.base / "hosts" / f"{host}.fstab").write_text(
+                "# stordoc lab: what this host would mount at boot\n" + "\n".join(lines) + "\n")
+        for kind, port in (("object", self.ports.object), ("container", self.ports.container),
+                           ("account", self.ports.account)):
+            b = str(self.swift_etc / f"{kind}.builder")
+            _run(["swift-ring-builder", b, "create", str(SWIFT_PART_POWER), "3", "1"], step)
+            for z, d in enumerate(SWIFT_DEVICES, start=1):
+                ip = SWIFT_DEVICE_HOST[d][1]
+                _run(["swift-ring-builder", b, "add", f"r1z{z}-{ip}:{port}/{d}", "100"], step)
+            p = _run(["swift-ring-builder", b, "rebalance"], step, check=False)
+            if p.returncode not in (0, 1):  # 1 = warning (e.g. balance), still written
+                raise LabError(step, p.stdout + p.stderr)
+            (self.swift_etc / f"{kind}-server.conf").write_text(
+                self._swift_server_conf(kind, port))
+        (self.swift_etc / "proxy-server.conf").write_text(f"""[DEFAULT]
+bind_ip = 127.0.0.1
+bind_port = {self.ports.proxy}
+workers = 0
+user = root
+swift_dir = {self.swift_etc}
+log_level = WARNING
+
+[pipeline:main]
+pipeline = catch_errors gatekeeper healthcheck proxy-logging cache tempauth proxy-logging proxy-server
+
+[app:proxy-server]
+use = egg:swift#proxy
+allow_account_management = true
+account_autocreate = true
+
+[filter:tempauth]
+use = egg:swift#tempauth
+user_admin_admin = admin .admin .reseller_admin
+user_test_tester = {SWIFT_KEY} .admin
+
+[filter:cache]
+use = egg:swift#memcache
+memcache_servers = 127.0.0.1:{self.ports.memcached}
+
+[filter:catch_errors]
+use = egg:swift#catch_errors
+
+[filter:gatekeeper]
+use = egg:swift#gatekeeper
+
+[filter:healthcheck]
+use = egg:swift#healthcheck
+
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+""")
+        if not Path("/etc/swift/swift.conf").exists():
+            # Swift reads the hash prefix/suffix here whatever swift_dir says
+            Path("/etc/swift").mkdir(exist_ok=True)
+            Path("/etc/swift/swift.conf").write_text(
+                "[swift-hash]\nswift_hash_path_suffix = stordoc-lab\n"
+                "swift_hash_path_prefix = stordoc-lab\n\n[storage-policy:0]\n"
+                "name = Policy-0\ndefault = yes\n")
+
+    def _up_swift(self) -> None:
+        for kind in ("account", "container", "object", "proxy"):
+            self._spawn(f"swift-{kind}", [f"/usr/bin/swift-{kind}-server",
+                                          str(self.swift_etc / f"{kind}-server.conf"), "-v"],
+                        f"start swift-{kind}-server")
+        _wait(lambda: self.swift_healthy() is True, 30, "swift",
+              "the Swift proxy healthcheck", str(self.log_dir / "swift-proxy.log"))
+
+    def swift_healthy(self) -> bool | str:
+        try:
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.ports.proxy}/healthcheck", timeout=3) as r:
+                return r.status == 200 or f"HTTP {r.status}"
+        except (urllib.error.URLError, OSError) as e:
+            return str(e)
+
+    # ------------------------------------------------------------------ config
+    def _write_config(self) -> None:
+        hosts = ""
+        for n in range(1, 4):
+            hosts += f"""
+[[clusters.lab.hosts]]
+name = "node{n}"
+address = "127.0.0.{n + 1}"
+port = {self.ports.sshd}
+user = "root"
+key_file = "{self.ssh_dir / 'client_ed25519'}"
+known_hosts = "{self.ssh_dir / 'known_hosts'}"
+timeout = 10
+osd_start = {json.dumps(self.osd_start_argv())}
+osd_data_dir = "{self.ceph_dir / 'osd'}/ceph-{{id}}"
+osd_pid_file = "{self.run_dir}/ceph-osd.{{id}}.pid"
+swift_devices_dir = "{self.swift_node}"
+fstab_path = "{self.base / 'hosts' / f'node{n}.fstab'}"
+"""
+        self.config_path.write_text(f"""# Generated by `stordoc lab up` for the lab under {self.base}.
+journal = "{self.base / 'journal.db'}"
+default_cluster = "lab"
+
+[clusters.lab]
+muted = []
+
+[clusters.lab.ceph]
+conf = "{self.conf}"
+keyring = "{self.admin_keyring}"
+client = "client.admin"
+timeout = 10
+
+[clusters.lab.swift]
+swift_dir = "{self.swift_etc}"
+proxy_url = "http://127.0.0.1:{self.ports.proxy}"
+auth_url = "http://127.0.0.1:{self.ports.proxy}/auth/v1.0"
+user = "{SWIFT_USER}"
+key = {{ value = "{SWIFT_KEY}" }}
+{hosts}""")
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> dict[str, Any]:
+        """What runs, where, on which ports; Ceph health; Swift healthcheck."""
+        procs = {n: self.pid(n) for n in self._known_daemons()}
+        ports = {"mon": self.ports.mon, "swift-proxy": self.ports.proxy,
+                 "swift-account": self.ports.account,
+                 "swift-container": self.ports.container,
+                 "swift-object": self.ports.object, "memcached": self.ports.memcached,
+                 "sshd": self.ports.sshd}
+        health: Any = None
+        if procs.get("mon.a"):
+            try:
+                h = self.ceph("health", timeout=8, check=False)
+                health = h.get("status") if isinstance(h, dict) else h
+            except LabError as e:
+                health = str(e)
+        return {
+            "base": str(self.base), "config": str(self.config_path),
+            "exists": self.state_path.exists(), "processes": procs, "ports": ports,
+            "ceph_health": health, "osds_up_in": self.osds_up_in() if procs.get("mon.a")
+            else None,
+            "swift_healthcheck": self.swift_healthy() if procs.get("swift-proxy") else None,
+            "mounts": self._mounts_under_base(), "loop_devices": self.loop_devices(),
+            "up_seconds": self._read_state().get("up_seconds"),
+        }
+
+    def running(self) -> bool:
+        st = self.status()
+        return all(st["processes"].values()) and st["swift_healthcheck"] is True
+
+    # ------------------------------------------------------------------ down
+    def down(self, quiet: bool = False) -> dict[str, Any]:
+        """Stop what this lab started, unmount, detach, remove the base directory."""
+        stopped = []
+        for name in self._known_daemons():
+            if self.stop(name):
+                stopped.append(name)
+        unmounted = []
+        for target in self._mounts_under_base():
+            try:
+                self._umount(target, "unmount")
+                unmounted.append(target)
+            except LabError:
+                if not quiet:
+                    raise
+        detached = []
+        for dev in self.loop_devices():
+            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False,
+                           timeout=15)
+            detached.append(dev)
+        if self.base.exists() and not self._mounts_under_base():
+            shutil.rmtree(self.base, ignore_errors=True)
+        return {"stopped": stopped, "unmounted": unmounted, "detached": detached}
+
+    # ------------------------------------------------------------------ faults
+    def break_(self, scenario: str, osd: int = 1, out: bool = False,
+               device: str = "d2", mode: str = "drift") -> str:
+        """Inject a real fault; returns a one-line description of what was done."""
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+        if scenario == "osd-unmounted":
+            if not 0 <= osd < N_OSDS:
+                raise ValueError(f"the lab has osd.0-osd.{N_OSDS - 1}, not osd.{osd}")
+            step = f"break osd-unmounted osd.{osd}"
+            self.stop(f"osd.{osd}")
+            self.ceph("osd", "down", str(osd), check=False, step=step)
+            self._umount(self.osd_dir(osd), step)
+            _wait(lambda: self.osd_up(osd) is False, 60, step, f"osd.{osd} down")
+            if out:
+                self.ceph("osd", "out", str(osd), step=step)
+            return (f"osd.{osd} stopped and {self.osd_dir(osd)} unmounted"
+                    + (", marked out" if out else ""))
+        if scenario == "cache-tier-misconfigured":
+            step = "break cache-tier-misconfigured"
+            for pool in (CACHE_BASE_POOL, CACHE_POOL):
+                self.ceph("osd", "pool", "create", pool, "8", "8", "replicated", step=step)
+                self.ceph("osd", "pool", "application", "enable", pool, "rbd", step=step)
+            self.ceph("osd", "tier", "add", CACHE_BASE_POOL, CACHE_POOL, step=step)
+            self.ceph("osd", "tier", "cache-mode", CACHE_POOL, "writeback", step=step)
+            self.ceph("osd", "tier", "set-overlay", CACHE_BASE_POOL, CACHE_POOL, step=step)
+            for k, v in (("cache_target_dirty_ratio", "0.8"),
+                         ("cache_target_dirty_high_ratio", "0.9"),
+                         ("cache_target_full_ratio", "0.5")):
+                self.ceph("osd", "pool", "set", CACHE_POOL, k, v, step=step)
+            _wait(self.pgs_clean, 60, step, "PGs active+clean")
+            return (f"writeback cache {CACHE_POOL} over {CACHE_BASE_POOL}: no target_max_*, "
+                    "dirty 0.8 > full 0.5, no hit set")
+        if scenario == "pool-few-pgs":
+            step = "break pool-few-pgs"
+            self.ceph("osd", "pool", "create", FEW_PG_POOL, "2", "2", "replicated",
+                      step=step)
+            self.ceph("osd", "pool", "application", "enable", FEW_PG_POOL, "rbd", step=step)
+            _wait(self.pgs_clean, 60, step, "PGs active+clean")
+            return f"pool {FEW_PG_POOL} with pg_num 2"
+        if scenario == "swift-device-unmounted":
+            if device not in SWIFT_DEVICES:
+                raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
+            self._umount(self.swift_node / device, f"break swift-device-unmounted {device}")
+            return f"Swift device {device} unmounted from {self.swift_node / device}"
+        # swift-ring-bad
+        step = f"break swift-ring-bad ({mode})"
+        bak = self.base / "swift" / "ring-backup"
+        if not bak.exists():
+            bak.mkdir()
+            for f in self.swift_etc.glob("*.builder"):
+                shutil.copy2(f, bak / f.name)
+            for f in self.swift_etc.glob("*.ring.gz"):
+                shutil.copy2(f, bak / f.name)
+        b = str(self.swift_etc / "object.builder")
+        if mode == "replicas":
+            # more replicas than zones (and devices): the builder refuses to place them
+            # all, the ring it writes says so
+            _run(["swift-ring-builder", b, "set_replicas", "5"], step)
+            p = _run(["swift-ring-builder", b, "rebalance", "--force"], step, check=False)
+            if p.returncode not in (0, 1):
+                raise LabError(step, p.stdout + p.stderr)
+            return "object ring: 5 replicas over 4 devices in 4 zones"
+        _run(["swift-ring-builder", b, "set_weight", "d4", "50"], step)
+        return "object.builder changed (d4 weight 50) without writing object.ring.gz"
+
+    def heal(self, scenario: str, osd: int = 1, device: str = "d2") -> str:
+        """Undo a fault injected by ``break_``."""
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+        if scenario == "osd-unmounted":
+            step = f"heal osd-unmounted osd.{osd}"
+            img = self.images / f"osd-{osd}.xfs"
+            self._mount(self._attach(img, step), self.osd_dir(osd), step)
+            if self.pid(f"osd.{osd}") is None:
+                self.start_osd(osd)
+            _wait(lambda: self.osd_up(osd) is True, 60, step, f"osd.{osd} up",
+                  str(self.log_dir / f"ceph-osd.{osd}.log"))
+            self.ceph("osd", "in", str(osd), step=step)
+            _wait(self.pgs_clean, 120, step, "PGs active+clean")
+            return f"osd.{osd} mounted, started and in"
+        if scenario == "cache-tier-misconfigured":
+            step = "heal cache-tier-misconfigured"
+            pools = self._pool_names()
+            if CACHE_POOL in pools and CACHE_BASE_POOL in pools:
+                self.ceph("osd", "tier", "remove-overlay", CACHE_BASE_POOL, check=False,
+                          step=step)
+                self.ceph("osd", "tier", "cache-mode", CACHE_POOL, "none",
+                          "--yes-i-really-mean-it", check=False, step=step)
+                self.ceph("osd", "tier", "remove", CACHE_BASE_POOL, CACHE_POOL, check=False,
+                          step=step)
+            for pool in (CACHE_POOL, CACHE_BASE_POOL):
+                if pool in pools:
+                    self.ceph("osd", "pool", "delete", pool, pool,
+                              "--yes-i-really-really-mean-it", step=step)
+            _wait(self.pgs_clean, 60, step, "PGs active+clean")
+            return "cache tier and its pools removed"
+        if scenario == "pool-few-pgs":
+            step = "heal pool-few-pgs"
+            if FEW_PG_POOL in self._pool_names():
+                self.ceph("osd", "pool", "delete", FEW_PG_POOL, FEW_PG_POOL,
+                          "--yes-i-really-really-mean-it", step=step)
+            _wait(self.pgs_clean, 60, step, "PGs active+clean")
+            return f"pool {FEW_PG_POOL} removed"
+        if scenario == "swift-device-unmounted":
+            step = f"heal swift-device-unmounted {device}"
+            img = self.images / f"swift-{device}.xfs"
+            self._mount(self._attach(img, step), self.swift_node / device, step)
+            return f"Swift device {device} mounted again"
+        step = "heal swift-ring-bad"
+        bak = self.base / "swift" / "ring-backup"
+        if bak.exists():
+            now = time.time()
+            for f in bak.iterdir():
+                shutil.copy2(f, self.swift_etc / f.name)
+                # the builder must not look newer than the ring it was written with
+                t = now - 1 if f.name.endswith(".builder") else now
+                os.utime(self.swift_etc / f.name, (t, t))
+            shutil.rmtree(bak)
+        return "rings and builders restored"
+
+    def _pool_names(self) -> list[str]:
+        got = self.ceph("osd", "pool", "ls", check=False)
+        return list(got) if isinstance(got, list) else []
+
+    def stop_mon(self) -> bool:
+        return self.stop("mon.a")
+
+
+def scenarios() -> Iterable[str]:
+    return SCENARIOS
