@@ -1,1 +1,202 @@
-"""swift_rings checks (owner: hosts/swift helper)."""
+"""Swift rings, computed offline from ring.gz and builder, plus what recon says about them.
+
+Replicas against devices and zones, the partition-power rule (at least ~100 partitions per
+drive at the ring's device count), balance and dispersion from the builder, weighted
+devices that hold nothing, builder-versus-ring drift, md5 of rings and swift.conf across
+servers, min_part_hours, and the proxy's health.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Iterable
+
+from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from storage.model import ClusterSnapshot, RingState
+
+RB = "swift-ring-rebalance"
+CODES = (
+    CodeInfo("SWIFT_REPLICAS_EXCEED_DEVICES", Severity.CRIT,
+             "A ring has more replicas than weighted devices: some replicas share a drive."),
+    CodeInfo("SWIFT_REPLICAS_EXCEED_ZONES", Severity.WARN,
+             "A ring has more replicas than zones: a zone failure can lose several replicas."),
+    CodeInfo("SWIFT_PART_POWER_LOW", Severity.WARN,
+             "Fewer than ~100 partitions per drive: data cannot be spread evenly."),
+    CodeInfo("SWIFT_PART_POWER_HIGH", Severity.WARN,
+             "Far too many partition replicas per drive: replication and memory overhead."),
+    CodeInfo("SWIFT_RING_UNBALANCED", Severity.WARN,
+             "The builder's balance is above the threshold.", RB),
+    CodeInfo("SWIFT_DISPERSION_HIGH", Severity.WARN,
+             "Too many partitions have replicas that are not spread across failure domains.",
+             RB),
+    CodeInfo("SWIFT_DEVICE_ZERO_WEIGHT", Severity.INFO,
+             "A device with weight 0 is still in the ring (draining, or to be removed)."),
+    CodeInfo("SWIFT_DEVICE_NO_PARTITIONS", Severity.WARN,
+             "A weighted device holds no partitions: the ring needs a rebalance.", RB),
+    CodeInfo("SWIFT_BUILDER_NEWER_THAN_RING", Severity.WARN,
+             "The builder was changed after the ring was written: the change is not live.", RB),
+    CodeInfo("SWIFT_BUILDER_RING_MISMATCH", Severity.WARN,
+             "ring.gz and its builder disagree (or one is missing/unreadable)."),
+    CodeInfo("SWIFT_RING_MD5_MISMATCH", Severity.CRIT,
+             "A storage server serves a ring that differs from the local one."),
+    CodeInfo("SWIFT_CONF_MD5_MISMATCH", Severity.CRIT,
+             "swift.conf differs between servers (hash prefix/suffix must be identical)."),
+    CodeInfo("SWIFT_MIN_PART_HOURS", Severity.INFO,
+             "A rebalance is wanted but min_part_hours blocks moving partitions until later."),
+    CodeInfo("SWIFT_PROXY_UNHEALTHY", Severity.CRIT,
+             "The proxy's /healthcheck does not answer OK."),
+)
+
+
+def _entity(ring: RingState) -> str:
+    return f"{ring.kind} ring"
+
+
+def ring_findings(ring: RingState, ctx: CheckContext) -> list[Finding]:
+    """Offline findings of one ring (pure; also used by the TUI's ring screen)."""
+    th = ctx.thresholds
+    ent = _entity(ring)
+    out: list[Finding] = []
+    if ring.error or ring.ring_path is None or ring.builder_path is None:
+        missing = "ring.gz" if ring.ring_path is None else \
+            "builder" if ring.builder_path is None else None
+        out.append(Finding(
+            "SWIFT_BUILDER_RING_MISMATCH", Severity.WARN, ent,
+            f"{ring.kind}: " + (ring.error or f"{missing} missing"),
+            {"ring": ring.ring_path, "builder": ring.builder_path, "error": ring.error}))
+        if not ring.devices:
+            return out
+    weighted = [d for d in ring.devices if d.weight > 0]
+    zones = {(d.region, d.zone) for d in weighted}
+    ev_shape = {"replicas": ring.replicas, "weighted_devices": len(weighted),
+                "zones": len(zones), "part_power": ring.part_power}
+    if weighted and ring.replicas > len(weighted) + 1e-9:
+        out.append(Finding(
+            "SWIFT_REPLICAS_EXCEED_DEVICES", Severity.CRIT, ent,
+            f"{ring.kind} ring has {ring.replicas:g} replicas but only {len(weighted)} "
+            "weighted devices", ev_shape))
+    if weighted and ring.replicas > len(zones) + 1e-9:
+        out.append(Finding(
+            "SWIFT_REPLICAS_EXCEED_ZONES", Severity.WARN, ent,
+            f"{ring.kind} ring has {ring.replicas:g} replicas but only {len(zones)} zones",
+            ev_shape))
+    if weighted and ring.part_power > 0:
+        parts = 2 ** ring.part_power
+        per_dev = parts / len(weighted)
+        replicas_per_dev = parts * ring.replicas / len(weighted)
+        ev = dict(ev_shape, partitions=parts, partitions_per_device=round(per_dev, 1),
+                  min_per_device=th.swift_min_parts_per_device)
+        if per_dev < th.swift_min_parts_per_device:
+            out.append(Finding(
+                "SWIFT_PART_POWER_LOW", Severity.WARN, ent,
+                f"{ring.kind} ring: part power {ring.part_power} gives {per_dev:.0f} "
+                f"partitions per drive over {len(weighted)} drives "
+                f"(want >= {th.swift_min_parts_per_device})", ev))
+        if replicas_per_dev > th.swift_max_parts_per_device:
+            out.append(Finding(
+                "SWIFT_PART_POWER_HIGH", Severity.WARN, ent,
+                f"{ring.kind} ring: {replicas_per_dev:.0f} partition replicas per drive "
+                f"(limit {th.swift_max_parts_per_device})",
+                dict(ev, replicas_per_device=round(replicas_per_dev),
+                     max_per_device=th.swift_max_parts_per_device)))
+    wants_rebalance = False
+    if ring.balance is not None and ring.balance > th.swift_balance_max:
+        wants_rebalance = True
+        out.append(Finding(
+            "SWIFT_RING_UNBALANCED", Severity.WARN, ent,
+            f"{ring.kind} ring balance {ring.balance:.2f}% (max {th.swift_balance_max:g}%)",
+            {"balance": round(ring.balance, 2), "max": th.swift_balance_max}, runbook=RB,
+            target=ring.kind))
+    if ring.dispersion is not None and ring.dispersion > th.swift_dispersion_max:
+        wants_rebalance = True
+        out.append(Finding(
+            "SWIFT_DISPERSION_HIGH", Severity.WARN, ent,
+            f"{ring.kind} ring dispersion {ring.dispersion:.2f}% "
+            f"(max {th.swift_dispersion_max:g}%)",
+            {"dispersion": round(ring.dispersion, 2), "max": th.swift_dispersion_max},
+            runbook=RB, target=ring.kind))
+    for d in ring.devices:
+        dent = f"{ring.kind} ring {d.endpoint}"
+        dev_ev = {"id": d.id, "zone": d.zone, "region": d.region, "weight": d.weight,
+                  "parts": d.parts}
+        if d.weight <= 0:
+            out.append(Finding(
+                "SWIFT_DEVICE_ZERO_WEIGHT", Severity.INFO, dent,
+                f"{d.endpoint} has weight 0 in the {ring.kind} ring"
+                + (f" and still holds {d.parts} partitions (draining)" if d.parts
+                   else " and holds nothing: it can be removed"), dev_ev))
+        elif d.parts == 0 and ring.ring_path is not None:
+            wants_rebalance = True
+            out.append(Finding(
+                "SWIFT_DEVICE_NO_PARTITIONS", Severity.WARN, dent,
+                f"{d.endpoint} has weight {d.weight:g} but no partitions in the {ring.kind} "
+                "ring", dev_ev, runbook=RB, target=ring.kind))
+    if ring.ring_path and ring.builder_path and ring.builder_matches_ring is False:
+        wants_rebalance = True
+        newer = (ring.builder_mtime or 0) > (ring.ring_mtime or 0) + 1.0
+        ev = {"ring": ring.ring_path, "builder": ring.builder_path,
+              "ring_mtime": ring.ring_mtime, "builder_mtime": ring.builder_mtime}
+        if newer:
+            out.append(Finding(
+                "SWIFT_BUILDER_NEWER_THAN_RING", Severity.WARN, ent,
+                f"{ring.kind}.builder was changed after {ring.kind}.ring.gz was written: "
+                "rebalance/write_ring to make it live", ev, runbook=RB, target=ring.kind))
+        else:
+            out.append(Finding(
+                "SWIFT_BUILDER_RING_MISMATCH", Severity.WARN, ent,
+                f"{ring.kind}.ring.gz does not match {ring.kind}.builder (and the builder "
+                "is not newer): which one is deployed?", ev))
+    if wants_rebalance and ring.last_rebalance_hours_ago is not None and ring.min_part_hours:
+        left_h = ring.min_part_hours - ring.last_rebalance_hours_ago
+        if left_h > 0:
+            until = (ctx.now or time.time()) + left_h * 3600
+            out.append(Finding(
+                "SWIFT_MIN_PART_HOURS", Severity.INFO, ent,
+                f"{ring.kind} ring: min_part_hours {ring.min_part_hours} blocks moving "
+                f"partitions for another {left_h:.1f} h",
+                {"min_part_hours": ring.min_part_hours,
+                 "hours_since_rebalance": round(ring.last_rebalance_hours_ago, 2),
+                 "blocked_until": until}))
+    return out
+
+
+@check("swift-rings", codes=CODES, needs=("swift",))
+def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
+    sw = snap.swift
+    assert sw is not None
+    out: list[Finding] = []
+    for ring in sw.rings:
+        out.extend(ring_findings(ring, ctx))
+    local = {os.path.basename(p): m for p, m in sw.local_ring_md5.items()}
+    confs: dict[str, list[str]] = {}
+    for r in sw.recon:
+        ep = f"{r.ip}:{r.port}"
+        for path, md5 in sorted(r.ringmd5.items()):
+            name = os.path.basename(path)
+            want = local.get(name)
+            if want and md5 and md5 != want:
+                out.append(Finding(
+                    "SWIFT_RING_MD5_MISMATCH", Severity.CRIT,
+                    f"{name.split('.ring.gz')[0]} ring {ep}",
+                    f"{r.server} server {ep} has {name} md5 {md5}, local {want}",
+                    {"server": ep, "file": path, "md5": md5, "local_md5": want}))
+        if r.swiftconfmd5:
+            confs.setdefault(r.swiftconfmd5, []).append(ep)
+    if len(confs) > 1 or (confs and sw.local_swiftconf_md5
+                          and set(confs) != {sw.local_swiftconf_md5}):
+        ref = sw.local_swiftconf_md5 or max(confs, key=lambda k: len(confs[k]))
+        for md5, eps in sorted(confs.items()):
+            if md5 == ref:
+                continue
+            for ep in eps:
+                out.append(Finding(
+                    "SWIFT_CONF_MD5_MISMATCH", Severity.CRIT, f"swift server {ep}",
+                    f"swift.conf on {ep} differs (md5 {md5}, expected {ref})",
+                    {"server": ep, "md5": md5, "expected": ref}))
+    if sw.proxy_url and sw.proxy_healthy is False:
+        out.append(Finding(
+            "SWIFT_PROXY_UNHEALTHY", Severity.CRIT, f"swift proxy {sw.proxy_url}",
+            f"proxy {sw.proxy_url} /healthcheck failed: {sw.proxy_error}",
+            {"url": sw.proxy_url, "error": sw.proxy_error}))
+    return out

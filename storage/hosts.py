@@ -180,6 +180,7 @@ while [ $# -gt 0 ]; do
     osd)
       echo "@@osd $2"
       if [ -d "$3" ]; then echo "dir 1"; else echo "dir 0"; fi
+      if [ -f "$3/whoami" ]; then echo "whoami 1"; else echo "whoami 0"; fi
       if [ -L "$3/block" ]; then echo "block $(readlink -f -- "$3/block")"; fi
       if [ -n "$4" ] && [ -r "$4" ]; then
         pid=$(head -c 32 -- "$4" | tr -dc 0-9)
@@ -517,8 +518,9 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
         lines = sec.get(f"osd {osd_id}", [])
         kv = {ln.split(" ", 1)[0]: (ln.split(" ", 1)[1] if " " in ln else "") for ln in lines}
         dirs[d] = kv.get("dir") == "1"
+        dirs[os.path.join(d, "whoami")] = kv.get("whoami") == "1"
         relevant_dirs.append(d)
-        if _norm(d) not in mount_by_target:
+        if _norm(d) not in mount_by_target and kv.get("whoami") != "1":
             unmounted_osd_dirs.append(d)
         if kv.get("block"):
             links[os.path.join(d, "block")] = kv["block"]
