@@ -1,0 +1,268 @@
+"""The runbook audit and target locks, in the shared journal (``journal.db``).
+
+Everything that changes a cluster leaves a trail here: who ran which runbook on which
+target, the plan they confirmed, each step's command, exit status and output, and the
+outcome. Secrets are redacted *before* anything is stored, so the journal can be shown in
+Slack or the TUI without leaking a key.
+
+Locks: one row per (cluster, target) with a UNIQUE constraint, so taking a lock is a
+single atomic INSERT that SQLite serialises across processes (the CLI, the bot and the TUI
+share the file). A lock whose process is gone (same hostname, pid no longer alive) or that
+is older than ``stale_after_s`` is *stale*: it is reported, never silently taken over, and
+``clear()`` removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from storage.journal import Journal
+
+REDACTED = "***"
+
+# key/token/password-like assignments: "key = AQB...", "password: x", "X-Auth-Token: AUTH_tk..."
+_ASSIGN_RE = re.compile(
+    r"(?i)\b((?:[\w-]*?(?:key|secret|token|password|passwd|pwd))\s*[:=]\s*)"
+    r"(\"[^\"]*\"|'[^']*'|[^\s,;\"'}]+)")
+# Ceph keys: base64 of 40 bytes starting with AQ (cephx secrets)
+_CEPH_KEY_RE = re.compile(r"\bAQ[A-Za-z0-9+/]{36,}={0,2}")
+# Swift tempauth / keystone tokens
+_TOKEN_RE = re.compile(r"\b(AUTH_tk[0-9a-f]{16,}|gAAAAA[\w-]{20,})")
+# --key VALUE / -K VALUE / --password VALUE on a command line
+_FLAG_RE = re.compile(r"(?i)(--?(?:key|password|passwd|token|secret|os-password|K)[ =])(\S+)")
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove secrets from free text: known secret values first, then secret-shaped text."""
+    if not text:
+        return text
+    for s in sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True):
+        text = text.replace(s, REDACTED)
+    text = _CEPH_KEY_RE.sub(REDACTED, text)
+    text = _TOKEN_RE.sub(REDACTED, text)
+    text = _ASSIGN_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _FLAG_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+_SECRET_KEY_RE = re.compile(r"(?i)(key|secret|token|password|passwd)$")
+
+
+def redact_obj(obj: Any, secrets: Iterable[str] = ()) -> Any:
+    """Redact a JSON-like structure: secret-named keys lose their value, strings are scrubbed."""
+    sec = tuple(secrets)
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            if isinstance(k, str) and _SECRET_KEY_RE.search(k) and isinstance(v, str) and v:
+                out[str(k)] = REDACTED
+            else:
+                out[str(k)] = redact_obj(v, sec)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [redact_obj(v, sec) for v in obj]
+    if isinstance(obj, str):
+        return redact(obj, sec)
+    return obj
+
+
+class LockHeld(Exception):
+    """Someone else holds the lock on this target (or left a stale one behind)."""
+
+    def __init__(self, cluster: str, target: str, holder: str, pid: int, host: str,
+                 since: float, purpose: str = "", stale: bool = False) -> None:
+        self.cluster = cluster
+        self.target = target
+        self.holder = holder
+        self.pid = pid
+        self.host = host
+        self.since = since
+        self.purpose = purpose
+        self.stale = stale
+        age = max(0.0, time.time() - since)
+        what = f" ({purpose})" if purpose else ""
+        msg = (f"{target} on {cluster} is locked by {holder}{what}, pid {pid} on {host}, "
+               f"for {age:.0f} s")
+        if stale:
+            msg += (f"; the lock looks stale (process gone or too old): clear it with "
+                    f"'stordoc locks --clear {target}'")
+        super().__init__(msg)
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    id: int
+    cluster: str
+    target: str
+    owner: str
+    purpose: str
+    pid: int
+    host: str
+    since: float
+    stale: bool
+
+
+def _pk(table: Any) -> int:
+    pk = table.last_pk
+    return int(pk) if pk is not None else 0
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Audit:
+    """Runs, steps and locks in the journal. Thread-safe through the journal's lock."""
+
+    def __init__(self, journal: Journal, secrets: Iterable[str] = (),
+                 stale_after_s: float = 6 * 3600.0) -> None:
+        self.journal = journal
+        self.db = journal.db
+        self.secrets = tuple(s for s in secrets if s)
+        self.stale_after_s = stale_after_s
+        self.hostname = socket.gethostname()
+        self._ensure()
+
+    # ------------------------------------------------------------------ schema
+    def _ensure(self) -> None:
+        with self.journal.lock:
+            self.db.table("runbook_locks").create(
+                {"id": int, "cluster": str, "target": str, "owner": str, "purpose": str,
+                 "pid": int, "host": str, "since": float},
+                pk="id", if_not_exists=True)
+            self.db.table("runbook_locks").create_index(["cluster", "target"], unique=True,
+                                                  if_not_exists=True)
+            self.db.table("runbook_runs").create(
+                {"id": int, "cluster": str, "runbook": str, "target": str, "user": str,
+                 "source": str, "confirmed_by": str, "plan": str, "started_at": float,
+                 "finished_at": float, "outcome": str, "message": str, "verify": str},
+                pk="id", if_not_exists=True)
+            self.db.table("runbook_runs").create_index(["cluster", "started_at"], if_not_exists=True)
+            self.db.table("runbook_steps").create(
+                {"id": int, "run_id": int, "idx": int, "title": str, "host": str,
+                 "command": str, "rc": int, "stdout": str, "stderr": str,
+                 "duration_s": float, "status": str, "at": float},
+                pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
+            self.db.table("runbook_steps").create_index(["run_id"], if_not_exists=True)
+
+    def _r(self, text: str | None) -> str:
+        return redact(text or "", self.secrets)
+
+    # ------------------------------------------------------------------ locks
+    def _is_stale(self, row: Mapping[str, Any]) -> bool:
+        if row["host"] == self.hostname and not _pid_alive(int(row["pid"])):
+            return True
+        return bool(time.time() - float(row["since"]) > self.stale_after_s)
+
+    def _info(self, row: Mapping[str, Any]) -> LockInfo:
+        return LockInfo(int(row["id"]), row["cluster"], row["target"], row["owner"],
+                        row["purpose"] or "", int(row["pid"]), row["host"],
+                        float(row["since"]), self._is_stale(row))
+
+    def acquire(self, cluster: str, target: str, owner: str, purpose: str,
+                pid: int | None = None) -> int:
+        """Take the lock on (cluster, target) or raise LockHeld; one atomic INSERT."""
+        row = {"cluster": cluster, "target": target, "owner": owner, "purpose": purpose,
+               "pid": pid if pid is not None else os.getpid(), "host": self.hostname,
+               "since": time.time()}
+        with self.journal.lock:
+            try:
+                cur = self.db.conn.execute(
+                    "insert into runbook_locks (cluster, target, owner, purpose, pid, host, "
+                    "since) values (:cluster, :target, :owner, :purpose, :pid, :host, :since)",
+                    row)
+                return int(cur.lastrowid or 0)
+            except sqlite3.IntegrityError:
+                rows = list(self.db.table("runbook_locks").rows_where(
+                    "cluster = ? and target = ?", [cluster, target]))
+        if not rows:  # released in between: try once more
+            return self.acquire(cluster, target, owner, purpose, pid)
+        h = rows[0]
+        raise LockHeld(cluster, target, h["owner"], int(h["pid"]), h["host"],
+                       float(h["since"]), h["purpose"] or "", self._is_stale(h))
+
+    def release(self, lock_id: int) -> None:
+        with self.journal.lock:
+            self.db.conn.execute("delete from runbook_locks where id = ?", [lock_id])
+
+    def locks(self, cluster: str | None = None) -> list[LockInfo]:
+        where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
+        return [self._info(r) for r in
+                self.db.table("runbook_locks").rows_where(where, args, order_by="since")]
+
+    def stale_locks(self, cluster: str | None = None) -> list[LockInfo]:
+        return [lk for lk in self.locks(cluster) if lk.stale]
+
+    def clear(self, cluster: str, target: str) -> bool:
+        """Remove the lock on (cluster, target), stale or not; True if there was one."""
+        with self.journal.lock:
+            cur = self.db.conn.execute(
+                "delete from runbook_locks where cluster = ? and target = ?", [cluster, target])
+            return bool(cur.rowcount)
+
+    # ------------------------------------------------------------------ runs
+    def start_run(self, cluster: str, runbook: str, target: str, user: str, source: str,
+                  plan: Mapping[str, Any], confirmed_by: str | None = None) -> int:
+        with self.journal.lock:
+            return _pk(self.db.table("runbook_runs").insert({
+                "cluster": cluster, "runbook": runbook, "target": target, "user": user,
+                "source": source, "confirmed_by": confirmed_by or user,
+                "plan": json.dumps(redact_obj(dict(plan), self.secrets), default=str),
+                "started_at": time.time(), "finished_at": None, "outcome": "running",
+                "message": "", "verify": "{}"}))
+
+    def record_step(self, run_id: int, index: int, title: str, where: str, command: str,
+                    rc: int | None, stdout: str, stderr: str, duration_s: float,
+                    status: str) -> int:
+        with self.journal.lock:
+            return _pk(self.db.table("runbook_steps").insert({
+                "run_id": run_id, "idx": index, "title": self._r(title), "host": where,
+                "command": self._r(command), "rc": rc, "stdout": self._r(stdout)[-20000:],
+                "stderr": self._r(stderr)[-20000:], "duration_s": duration_s,
+                "status": status, "at": time.time()}))
+
+    def finish_run(self, run_id: int, outcome: str, message: str,
+                   verify: Mapping[str, Any] | None = None) -> None:
+        with self.journal.lock:
+            self.db.table("runbook_runs").update(run_id, {
+                "finished_at": time.time(), "outcome": outcome, "message": self._r(message),
+                "verify": json.dumps(redact_obj(dict(verify or {}), self.secrets),
+                                     default=str)})
+
+    @staticmethod
+    def _decode(row: dict[str, Any]) -> dict[str, Any]:
+        for k in ("plan", "verify"):
+            if isinstance(row.get(k), str):
+                try:
+                    row[k] = json.loads(row[k])
+                except ValueError:
+                    pass
+        return row
+
+    def runs(self, limit: int = 20, cluster: str | None = None) -> list[dict[str, Any]]:
+        where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
+        return [self._decode(dict(r)) for r in self.db.table("runbook_runs").rows_where(
+            where, args, order_by="id desc", limit=limit)]
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        rows = list(self.db.table("runbook_runs").rows_where("id = ?", [run_id]))
+        return self._decode(dict(rows[0])) if rows else None
+
+    def steps(self, run_id: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in
+                self.db.table("runbook_steps").rows_where("run_id = ?", [run_id], order_by="id")]
