@@ -6,12 +6,15 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from checks.service import CheckOutcome, check_cluster
 from stordoc.settings import Settings
 from storage.journal import Journal
 from storage.targets import ClusterTarget
+
+if TYPE_CHECKING:
+    from runbooks.api import RunContext
 
 
 @dataclass
@@ -40,6 +43,19 @@ class Env:
         return check_cluster(cs.target(n), self.settings.thresholds_for(n), cs.muted,
                              self.journal if record else None, only=only,
                              host_facts=host_facts, source=source)
+
+    def run_context(self, cluster: str | None, source: str = "cli") -> "RunContext":
+        """What the runbooks need for one cluster: target, journal, limits, who acts."""
+        from runbooks.api import RunContext
+
+        n = self.cluster_name(cluster)
+        cs = self.settings.clusters[n]
+        rs = self.settings.runbooks
+        return RunContext(
+            cluster=n, target=cs.target(n), journal=self.journal,
+            thresholds=self.settings.thresholds_for(n), muted=tuple(cs.muted),
+            user=self.settings.user or self.user, source=source,
+            verify_timeout_s=rs.verify_timeout_s, step_timeout_s=rs.step_timeout_s)
 
     def close(self) -> None:
         if self._journal is not None:
