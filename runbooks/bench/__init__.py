@@ -1,0 +1,1 @@
+"""Quick benchmarks (RADOS, Swift, RBD, physical limits): plan, run, store, compare, chart."""

@@ -1,0 +1,249 @@
+"""Numbers from raw measurements, and the noise-aware verdict of a comparison.
+
+Why so careful: on small shared machines two identical 5-second ``rados bench`` runs have
+differed by 40%. A verdict therefore needs (a) a change larger than
+``max(min_change, k x noise)`` where noise is the measured spread, and (b) a significance
+test (Welch's t-test with 3-4 runs a side, Mann-Whitney U with 5+; per-second samples
+when there are fewer runs). Anything else is "no significant change" or "inconclusive";
+we never guess.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+FASTER, SLOWER, SAME, INCONCLUSIVE = "faster", "slower", "no significant change", "inconclusive"
+MIB = 1024 * 1024
+# metric -> True when higher is better
+METRICS: dict[str, bool] = {"ops_s": True, "mb_s": True, "lat_avg_ms": False,
+                            "lat_p99_ms": False}
+# series key per metric (per-second samples)
+SERIES_KEY = {"ops_s": "ops_s", "mb_s": "mb_s", "lat_avg_ms": "lat_ms"}
+MAX_USEFUL_THRESHOLD = 0.5  # a noise-derived threshold above 50% can tell nothing
+
+
+def latency_summary(lat_ns: Sequence[int]) -> dict[str, float | None]:
+    """avg, p50, p90, p99, p99.9 and max in milliseconds (None when nothing completed)."""
+    if not lat_ns:
+        return {k: None for k in ("lat_avg_ms", "lat_p50_ms", "lat_p90_ms", "lat_p99_ms",
+                                  "lat_p999_ms", "lat_max_ms")}
+    a = np.asarray(lat_ns, dtype=np.float64) / 1e6
+    p50, p90, p99, p999 = np.percentile(a, [50, 90, 99, 99.9])
+    return {"lat_avg_ms": float(a.mean()), "lat_p50_ms": float(p50), "lat_p90_ms": float(p90),
+            "lat_p99_ms": float(p99), "lat_p999_ms": float(p999), "lat_max_ms": float(a.max())}
+
+
+def series_from_buckets(sec_ops: Sequence[int], sec_bytes: Sequence[int],
+                        sec_lat_ns: Sequence[int], elapsed_s: float) -> list[dict[str, float]]:
+    """Per-second throughput and mean latency; the last bucket is scaled to its length."""
+    out = []
+    for i, (o, b, ln) in enumerate(zip(sec_ops, sec_bytes, sec_lat_ns)):
+        span = min(1.0, max(1e-3, elapsed_s - i))
+        out.append({"t": float(i + 1), "ops_s": o / span, "mb_s": b / MIB / span,
+                    "lat_ms": (ln / o / 1e6) if o else 0.0, "partial": float(span < 0.999)})
+    return out
+
+
+def steady(series: Sequence[Mapping[str, float]], drop_head: int = 1
+           ) -> list[Mapping[str, float]]:
+    """Per-second samples without ramp-up (first ``drop_head`` s) and the partial tail."""
+    body = [s for s in series if not s.get("partial")]
+    return list(body[drop_head:]) if len(body) > drop_head + 1 else list(body)
+
+
+def cv(values: Sequence[float]) -> float:
+    """Coefficient of variation (sample std / mean); 0 for fewer than 2 values."""
+    if len(values) < 2:
+        return 0.0
+    m = float(np.mean(values))
+    return float(np.std(values, ddof=1) / m) if m else 0.0
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    metric: str
+    base: float | None
+    new: float | None
+    change: float | None  # relative, (new - base) / base
+    noise: float  # relative noise of the difference
+    threshold: float  # relative change needed
+    p_value: float | None
+    test: str
+    n_base: int
+    n_new: int
+    verdict: str
+    higher_is_better: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def line(self) -> str:
+        if self.base is None or self.new is None or self.change is None:
+            return f"{self.metric}: no data"
+        p = f", p={self.p_value:.3g} ({self.test})" if self.p_value is not None else ""
+        return (f"{self.metric}: {self.base:,.3g} -> {self.new:,.3g} ({self.change:+.1%}); "
+                f"noise {self.noise:.1%}, threshold {self.threshold:.1%}{p}: {self.verdict}")
+
+
+@dataclass
+class Comparison:
+    verdict: str
+    basis: str  # "runs" | "per-second samples"
+    metrics: list[MetricChange]
+    baseline: str  # what we compared against, for people
+    base_ids: list[int]
+    new_ids: list[int]
+    state_changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    k: float = 3.0
+    min_change: float = 0.10
+    workload: str = ""
+    base_series: list[list[dict[str, float]]] = field(default_factory=list)
+    new_series: list[list[dict[str, float]]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "basis": self.basis, "baseline": self.baseline,
+                "workload": self.workload, "base_ids": self.base_ids, "new_ids": self.new_ids,
+                "metrics": [m.to_dict() for m in self.metrics],
+                "state_changes": self.state_changes, "notes": self.notes, "k": self.k,
+                "min_change": self.min_change}
+
+    def lines(self) -> list[str]:
+        out = [f"Verdict ({self.workload}): {self.verdict.upper()} against {self.baseline} "
+               f"[{self.basis}; a change must exceed max({self.min_change:.0%}, "
+               f"{self.k:g} x noise) and pass the test at p<0.05]"]
+        out += ["  " + m.line() for m in self.metrics]
+        if self.state_changes:
+            out.append("  What changed in the cluster: " + "; ".join(self.state_changes))
+        else:
+            out.append("  What changed in the cluster: nothing seen (versions, OSDs, pool, "
+                       "health are the same)")
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+
+def _test(base: Sequence[float], new: Sequence[float], by_runs: bool) -> tuple[float | None, str]:
+    from scipy import stats
+
+    if len(base) < 3 or len(new) < 3:
+        return None, "none"
+    if np.ptp(list(base) + list(new)) == 0:
+        return 1.0, "identical"
+    if by_runs and min(len(base), len(new)) < 5:
+        r = stats.ttest_ind(new, base, equal_var=False)
+        p = float(r.pvalue)
+        return (p if not math.isnan(p) else None), "Welch t"
+    r2 = stats.mannwhitneyu(new, base, alternative="two-sided")
+    return float(r2.pvalue), "Mann-Whitney U"
+
+
+def compare_metric(metric: str, base: Sequence[float], new: Sequence[float], by_runs: bool,
+                   k: float, min_change: float, alpha: float = 0.05) -> MetricChange:
+    """One metric's change, noise, threshold, test and verdict."""
+    hib = METRICS.get(metric, True)
+    base = [float(v) for v in base if v is not None and math.isfinite(v)]
+    new = [float(v) for v in new if v is not None and math.isfinite(v)]
+    if not base or not new:
+        return MetricChange(metric, None, None, None, 0.0, min_change, None, "none",
+                            len(base), len(new), INCONCLUSIVE, hib)
+    mb, mn = float(np.median(base)), float(np.median(new))
+    change = (mn - mb) / mb if mb else None
+    if by_runs:
+        # relative standard error of the difference of two means, from the pooled spread
+        nb, nn = len(base), len(new)
+        if nb + nn > 2 and (nb > 1 or nn > 1):
+            pooled = math.sqrt(((nb - 1) * cv(base) ** 2 + (nn - 1) * cv(new) ** 2)
+                               / max(1, (nb - 1) + (nn - 1)))
+        else:
+            pooled = 0.0
+        noise = pooled * math.sqrt(1 / nb + 1 / nn)
+    else:
+        # per-second samples are autocorrelated and miss the run-to-run spread: take the
+        # larger one-side spread as it is, never shrunk by sqrt(n)
+        noise = max(cv(base), cv(new))
+    threshold = max(min_change, k * noise)
+    p, test = _test(base, new, by_runs)
+    if change is None:
+        verdict = INCONCLUSIVE
+    elif p is None:
+        verdict = INCONCLUSIVE
+    elif abs(change) >= threshold:
+        if p < alpha:
+            better = (change > 0) == hib
+            verdict = FASTER if better else SLOWER
+        else:
+            verdict = INCONCLUSIVE
+    elif threshold > MAX_USEFUL_THRESHOLD:
+        verdict = INCONCLUSIVE
+    else:
+        verdict = SAME
+    return MetricChange(metric, mb, mn, change, noise, threshold, p, test, len(base),
+                        len(new), verdict, hib)
+
+
+def state_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What differs in the recorded cluster state (versions, OSD counts, pool, health)."""
+    out = []
+    for key in ("versions", "num_osds", "num_up_osds", "num_in_osds", "health",
+                "health_checks", "pool", "swift_version", "proxy"):
+        b, a = before.get(key), after.get(key)
+        if b != a and (b is not None or a is not None):
+            out.append(f"{key}: {b} -> {a}")
+    return out
+
+
+def compare_groups(base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
+                   k: float = 3.0, min_change: float = 0.10, baseline: str = "",
+                   primary: str = "ops_s") -> Comparison:
+    """Compare two sets of stored runs (rows or ``BenchResult.to_row()`` dicts)."""
+    base_ok = [r for r in base if r.get("status", "ok") == "ok"]
+    new_ok = [r for r in new if r.get("status", "ok") == "ok"]
+    by_runs = len(base_ok) >= 3 and len(new_ok) >= 3
+    metrics: list[MetricChange] = []
+    notes: list[str] = []
+    for m in METRICS:
+        if by_runs:
+            bv = [r.get(m) for r in base_ok]
+            nv = [r.get(m) for r in new_ok]
+        else:
+            key = SERIES_KEY.get(m)
+            if key is None:
+                continue
+            bv = [s[key] for r in base_ok for s in steady(r.get("series") or [])
+                  if s.get("ops_s")]
+            nv = [s[key] for r in new_ok for s in steady(r.get("series") or [])
+                  if s.get("ops_s")]
+        metrics.append(compare_metric(m, [v for v in bv if v is not None],
+                                      [v for v in nv if v is not None], by_runs, k,
+                                      min_change))
+    if not by_runs:
+        notes.append(f"{len(base_ok)} run(s) against {len(new_ok)}: judged on per-second "
+                     "samples (first second and partial tail dropped); use --repeat 3 or more "
+                     "for a run-level test")
+    prim = next((m for m in metrics if m.metric == primary), None)
+    lat = next((m for m in metrics if m.metric == "lat_avg_ms"), None)
+    verdict = prim.verdict if prim else INCONCLUSIVE
+    if prim and lat and verdict in (FASTER, SLOWER) and lat.verdict in (FASTER, SLOWER) \
+            and lat.verdict != verdict:
+        verdict = INCONCLUSIVE
+        notes.append("throughput and latency disagree")
+    errs_b = sum(int(r.get("errors") or 0) for r in base_ok)
+    errs_n = sum(int(r.get("errors") or 0) for r in new_ok)
+    if errs_n > errs_b:
+        notes.append(f"errors: {errs_b} -> {errs_n}")
+    sc = state_changes(base_ok[0].get("state") or {}, new_ok[-1].get("state") or {}) \
+        if base_ok and new_ok else []
+    if not base_ok:
+        notes.append("no comparable baseline runs")
+    return Comparison(
+        verdict=verdict, basis="runs" if by_runs else "per-second samples", metrics=metrics,
+        baseline=baseline, base_ids=[int(r["id"]) for r in base_ok if r.get("id") is not None],
+        new_ids=[int(r["id"]) for r in new_ok if r.get("id") is not None],
+        state_changes=sc, notes=notes, k=k, min_change=min_change,
+        workload=str((new_ok or base_ok or [{}])[0].get("workload", "")),
+        base_series=[list(r.get("series") or []) for r in base_ok],
+        new_series=[list(r.get("series") or []) for r in new_ok])
