@@ -1,0 +1,619 @@
+"""The slack-bolt App: listeners for the slash command, mentions and buttons.
+
+Every listener acknowledges at once (Slack wants an answer within 3 s) and hands the work
+to a thread pool; a command still running after ``working_after_s`` posts "still
+working…" and later replaces it with the answer. The grammar decides what a text means,
+the authorizer who may do it, the store makes buttons server-side tokens and dedupes
+retried deliveries, the renderer makes Block Kit within Slack's limits, and the backend
+is the only door to checks and runbooks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import queue
+import re
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from slack_bolt import App, BoltResponse
+from slack_sdk import WebClient
+
+from bot import grammar as g
+from bot import render as r
+from bot.auth import Authorizer, Level, RoleSpec
+from bot.backend import Backend, BotError, PlanView
+from bot.redact import Redactor
+from bot.store import BotStore, Button
+from checks.model import Finding, Severity
+from checks.service import CheckOutcome
+
+log = logging.getLogger("stordoc.bot")
+
+_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,30}$")
+_CHANNEL_RE = re.compile(r"^[CDG][A-Z0-9]{2,30}$")
+_MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an answer goes and who asked."""
+
+    channel: str
+    user: str
+    thread_ts: str | None = None
+    via: str = "command"  # "command" | "mention" | "button"
+
+
+class ChannelThrottle:
+    """About one message per second per channel (Slack's rate for chat.postMessage)."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval = interval_s
+        self._next: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def reserve(self, channel: str) -> float:
+        """Reserve the next slot; returns how long the caller must wait for it."""
+        with self._lock:
+            now = time.monotonic()
+            at = max(now, self._next.get(channel, 0.0))
+            self._next[channel] = at + self.interval
+            return at - now
+
+    def wait(self, channel: str, stop: threading.Event | None = None) -> None:
+        delay = self.reserve(channel)
+        if delay > 0:
+            (stop or threading.Event()).wait(delay)
+
+
+class ThreadFeed:
+    """Progress lines into one Slack thread: queued, coalesced, sent at the channel's rate."""
+
+    def __init__(self, send: Callable[[str], None], throttle: ChannelThrottle,
+                 channel: str) -> None:
+        self._send = send
+        self._q: "queue.Queue[str | None]" = queue.Queue()
+        self._throttle = throttle
+        self._channel = channel
+        self.sent: list[str] = []
+        self._t = threading.Thread(target=self._loop, name="stordoc-bot-feed", daemon=True)
+        self._t.start()
+
+    def push(self, line: str) -> None:
+        self._q.put(line)
+
+    def close(self, timeout: float = 60.0) -> None:
+        self._q.put(None)
+        self._t.join(timeout)
+
+    def _loop(self) -> None:
+        done = False
+        while not done:
+            item = self._q.get()
+            lines = [] if item is None else [item]
+            done = item is None
+            while not done:
+                try:
+                    nxt = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    done = True
+                else:
+                    lines.append(nxt)
+            if not lines:
+                continue
+            self._throttle.wait(self._channel)
+            text = "\n".join(lines)
+            try:
+                self._send(text)
+                self.sent.append(text)
+            except Exception as e:  # progress is best effort; the audit has every step
+                log.warning("progress post failed: %s", e)
+
+
+def _finding_from_row(row: Mapping[str, Any]) -> Finding:
+    ev = row.get("evidence") or "{}"
+    try:
+        evd = json.loads(ev) if isinstance(ev, str) else dict(ev)
+    except ValueError:
+        evd = {}
+    return Finding(row["code"], Severity[str(row["severity"]).upper()], row["entity"],
+                   row["message"], evd, row.get("runbook"), row.get("target"),
+                   row.get("since"))
+
+
+class StordocBot:
+    """The bot: one bolt App, its listeners, a worker pool and the server-side state."""
+
+    def __init__(self, backend: Backend, *, bot_token: str, signing_secret: str,
+                 command: str = "/stordoc", api_base_url: str | None = None,
+                 button_ttl_s: int = 900, roles: Mapping[str, RoleSpec] | None = None,
+                 admins: Iterable[str] = (), workers: int = 8, working_after_s: float = 2.5,
+                 throttle_s: float = 1.0, secrets: Iterable[str] = ()) -> None:
+        self.backend = backend
+        self.command = command
+        self.ttl = button_ttl_s
+        self.working_after_s = working_after_s
+        self.redactor = Redactor([bot_token, signing_secret, *secrets])
+        self.store = BotStore(backend.env.journal)
+        kwargs: dict[str, Any] = {"token": bot_token}
+        if api_base_url:
+            kwargs["base_url"] = api_base_url.rstrip("/") + "/"
+        self.client = WebClient(**kwargs)
+        self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
+        self.throttle = ChannelThrottle(throttle_s)
+        self._plans: dict[str, PlanView] = {}
+        self._plans_lock = threading.Lock()
+        self.runs: list[threading.Thread] = []
+        self.app = App(client=self.client, signing_secret=signing_secret,
+                       process_before_response=False)
+        self.app.middleware(self._dedupe)
+        self.app.command(command)(self._on_command)
+        self.app.event("app_mention")(self._on_mention)
+        self.app.event("message")(lambda: None)  # plain channel messages: not for us
+        self.app.action("fix")(self._on_fix)
+        self.app.action("confirm")(self._on_confirm)
+        self.app.action("cancel")(self._on_cancel)
+
+    # ------------------------------------------------------------------ plumbing
+    def _group_members(self, group: str) -> list[str]:
+        resp = self.client.usergroups_users_list(usergroup=group)
+        return list(resp.get("users") or [])
+
+    @staticmethod
+    def request_key(body: Mapping[str, Any]) -> tuple[str, str] | None:
+        """The id that stays the same when Slack delivers the same request again."""
+        if body.get("type") == "event_callback" and body.get("event_id"):
+            return f"evt:{body['event_id']}", "event"
+        if body.get("type") == "block_actions":
+            acts = body.get("actions") or [{}]
+            return (f"act:{body.get('trigger_id')}:{acts[0].get('action_ts')}:"
+                    f"{acts[0].get('action_id')}", "action")
+        if body.get("command") and body.get("trigger_id"):
+            return f"cmd:{body['trigger_id']}", "command"
+        return None
+
+    def _dedupe(self, body: dict[str, Any], next: Callable[[], None],
+                request: Any) -> BoltResponse | None:
+        key = self.request_key(body)
+        if key is not None and not self.store.first_time(*key):
+            retry = (request.headers.get("x-slack-retry-num") or ["-"])[0]
+            log.info("duplicate delivery ignored: %s (retry %s)", key[1], retry)
+            return BoltResponse(status=200, body="")
+        next()
+        return None
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        def guarded() -> None:
+            try:
+                fn(*args)
+            except Exception:
+                log.error("bot worker failed: %s", self.redactor.text(_fmt_exc()))
+        self.pool.submit(guarded)
+
+    def post(self, where: Where, reply: r.Reply, replace_ts: str | None = None,
+             thread_ts: str | None = None) -> list[str]:
+        """Send a reply: validated against the limits, split or uploaded; returns ts list."""
+        tts = thread_ts if thread_ts is not None else where.thread_ts
+        out: list[str] = []
+        for m in reply.messages:
+            r.validate_message(m)
+        if reply.ephemeral:
+            if replace_ts:
+                self.client.chat_update(channel=where.channel, ts=replace_ts,
+                                        text=reply.messages[0].text,
+                                        blocks=reply.messages[0].blocks)
+                return [replace_ts]
+            for m in reply.messages:
+                kw: dict[str, Any] = {"thread_ts": tts} if tts else {}
+                self.client.chat_postEphemeral(channel=where.channel, user=where.user,
+                                               text=m.text, blocks=m.blocks, **kw)
+            return out
+        for i, m in enumerate(reply.messages):
+            if i == 0 and replace_ts:
+                self.client.chat_update(channel=where.channel, ts=replace_ts, text=m.text,
+                                        blocks=m.blocks)
+                out.append(replace_ts)
+                continue
+            kw = {"thread_ts": tts} if tts else {}
+            resp = self.client.chat_postMessage(channel=where.channel, text=m.text,
+                                                blocks=m.blocks, **kw)
+            out.append(str(resp.get("ts")))
+        if reply.upload is not None:
+            up = reply.upload
+            kw = {"thread_ts": tts} if tts else {}
+            self.client.files_upload_v2(channel=where.channel, content=up.content,
+                                        filename=up.filename, title=up.title,
+                                        initial_comment=up.comment, **kw)
+        return out
+
+    def _refuse(self, where: Where, text: str) -> None:
+        self.post(where, r.error_reply(text))
+
+    def _audit(self, where: Where, cluster: str | None, action: str, outcome: str,
+               detail: str = "") -> None:
+        self.store.audit(where.user, cluster, action, outcome, self.redactor.text(detail))
+
+    # ------------------------------------------------------------------ listeners
+    def _on_command(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
+        ack()
+        user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
+        if not _USER_RE.match(user) or not _CHANNEL_RE.match(channel):
+            return
+        self.submit(self.run_text, Where(channel, user, None, "command"),
+                    str(body.get("text", "")))
+
+    def _on_mention(self, ack: Callable[..., None], event: dict[str, Any]) -> None:
+        ack()
+        user, channel = str(event.get("user", "")), str(event.get("channel", ""))
+        if not _USER_RE.match(user) or not _CHANNEL_RE.match(channel):
+            return
+        text = _MENTION_RE.sub(" ", str(event.get("text", ""))).strip()
+        thread = str(event.get("thread_ts") or event.get("ts") or "") or None
+        self.submit(self.run_text, Where(channel, user, thread, "mention"), text)
+
+    def _button_where(self, body: Mapping[str, Any]) -> tuple[Where, str, str] | None:
+        user = str((body.get("user") or {}).get("id", ""))
+        channel = str((body.get("channel") or {}).get("id", ""))
+        msg = body.get("message") or {}
+        acts = body.get("actions") or [{}]
+        if not _USER_RE.match(user) or not _CHANNEL_RE.match(channel):
+            return None
+        return (Where(channel, user, msg.get("thread_ts"), "button"), str(msg.get("ts", "")),
+                str(acts[0].get("value", "")))
+
+    def _on_fix(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
+        ack()
+        w = self._button_where(body)
+        if w:
+            self.submit(self.press_fix, *w)
+
+    def _on_confirm(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
+        ack()
+        w = self._button_where(body)
+        if w:
+            self.submit(self.press_confirm, *w)
+
+    def _on_cancel(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
+        ack()
+        w = self._button_where(body)
+        if w:
+            self.submit(self.press_cancel, *w)
+
+    # ------------------------------------------------------------------ commands
+    def run_text(self, where: Where, text: str) -> None:
+        """Parse, authorize and answer one command (runs in the worker pool)."""
+        try:
+            cmd = g.parse(text, self.backend.runbook_names())
+        except g.GrammarError as e:
+            self._audit(where, None, "command", "bad input", text[:200])
+            self._refuse(where, str(e))
+            return
+        if isinstance(cmd, g.Help) and cmd.cluster is None:
+            self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
+            return
+        try:
+            cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
+                                        self.backend.default_cluster())
+        except g.GrammarError as e:
+            self._refuse(where, str(e))
+            return
+        need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
+        refusal = self.auth.refusal(where.user, cluster, need)
+        if refusal:
+            self._audit(where, cluster, type(cmd).__name__.lower(), "refused", text[:200])
+            self._refuse(where, refusal)
+            return
+        self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", text[:200])
+        self._answer(where, lambda: self.answer(where, cluster, cmd))
+
+    def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
+        """Compute a reply; past ``working_after_s`` say "still working…" first."""
+        lock = threading.Lock()
+        state: dict[str, Any] = {"done": False, "ts": None}
+
+        def working() -> None:
+            with lock:
+                if state["done"]:
+                    return
+                resp = self.client.chat_postMessage(
+                    channel=where.channel, text=":hourglass_flowing_sand: still working…",
+                    **({"thread_ts": where.thread_ts} if where.thread_ts else {}))
+                state["ts"] = resp.get("ts")
+
+        timer = threading.Timer(self.working_after_s, working)
+        timer.daemon = True
+        timer.start()
+        try:
+            reply = compute()
+        except (BotError, g.GrammarError) as e:
+            reply = r.error_reply(str(e))
+        except Exception as e:
+            log.error("command failed: %s", self.redactor.text(_fmt_exc()))
+            reply = r.error_reply(f"error: {type(e).__name__}: "
+                                  f"{self.redactor.text(str(e))[:300]}")
+        finally:
+            timer.cancel()
+        with lock:
+            state["done"] = True
+            ts = state["ts"]
+        if ts and reply.ephemeral:
+            self.client.chat_update(channel=where.channel, ts=ts, text=reply.messages[0].text,
+                                    blocks=reply.messages[0].blocks)
+            return
+        self.post(where, reply, replace_ts=ts)
+
+    def _views(self, cluster: str) -> CheckOutcome:
+        """A snapshot for read-only views: no host facts, not recorded as a check run."""
+        return self.backend.env.check(cluster, host_facts=False, record=False,
+                                      source="slack")
+
+    def token_for(self, cluster: str, user: str) -> Callable[[Finding], str | None]:
+        def make(f: Finding) -> str | None:
+            if not f.runbook or not f.target:
+                return None
+            return self.store.new_button("fix", cluster, f.runbook, f.target, user, self.ttl,
+                                         {"code": f.code, "entity": f.entity})
+        return make
+
+    def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
+        if isinstance(cmd, g.Health):
+            out = self.backend.check(cluster)
+            note = None
+            if out.delta is not None and out.delta.previous_run_id is not None:
+                note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
+                        f"{len(out.delta.resolved)} resolved since run "
+                        f"#{out.delta.previous_run_id}")
+            return r.findings_reply(cluster, out.report.findings,
+                                    self.token_for(cluster, where.user), note=note)
+        if isinstance(cmd, g.Findings):
+            rid, rows = self.backend.last_findings(cluster)
+            if rid is None:
+                return r.text_reply(f"no check run recorded for {cluster} yet: try "
+                                    f"`{self.command} health {cluster}`")
+            fs = [_finding_from_row(x) for x in rows]
+            return r.findings_reply(cluster, fs, self.token_for(cluster, where.user),
+                                    note=f"from check run #{rid}")
+        if isinstance(cmd, g.History):
+            return r.history_reply(cluster, self.backend.history(cluster))
+        if isinstance(cmd, g.Audit):
+            rows = self.backend.audit(cluster)
+            for x in rows:
+                x["when"] = _utc(x.get("started_at"))
+            return r.rows_reply(f"{cluster}: last {len(rows)} runbook runs", rows,
+                                ("id", "when", "runbook", "target", "user", "confirmed_by",
+                                 "source", "outcome", "message"))
+        if isinstance(cmd, (g.Osd, g.Pools, g.Cache)):
+            out = self._views(cluster)
+            ceph = out.snapshot.ceph
+            if ceph is None:
+                raise BotError(f"Ceph on {cluster} is not reachable: "
+                               f"{out.snapshot.ceph_error or 'no Ceph configured'}")
+            if isinstance(cmd, g.Pools):
+                return r.pools_reply(cluster, ceph)
+            if isinstance(cmd, g.Cache):
+                return r.cache_reply(cluster, ceph)
+            if cmd.osd_id is None:
+                return r.osd_tree_reply(cluster, ceph)
+            g.check_osd(cmd.osd_id, (o.id for o in ceph.osds))
+            return r.osd_reply(cluster, ceph, cmd.osd_id, out.report.findings,
+                               self.token_for(cluster, where.user))
+        if isinstance(cmd, g.Ring):
+            out = self._views(cluster)
+            if out.snapshot.swift is None:
+                raise BotError(f"Swift on {cluster} is not reachable: "
+                               f"{out.snapshot.swift_error or 'no Swift configured'}")
+            return r.ring_reply(cluster, out.snapshot.swift, cmd.kind)
+        if isinstance(cmd, (g.Plan, g.Fix)):
+            self._check_target(cluster, cmd.runbook, cmd.target)
+            return self.plan_reply(where, cluster, cmd.runbook, cmd.target,
+                                   buttons=isinstance(cmd, g.Fix))
+        if isinstance(cmd, g.FixFinding):
+            out = self.backend.check(cluster)
+            same = [f for f in out.report.findings if f.code == cmd.code]
+            if not same:
+                now = sorted({f.code for f in out.report.findings})
+                raise BotError(f"no current finding `{cmd.code}` on {cluster}"
+                               f"{g.suggest(cmd.code, now)} (current: "
+                               f"{', '.join(now) or 'none'})")
+            if cmd.target:
+                same = [f for f in same if cmd.target in (f.target, f.entity)]
+                if not same:
+                    raise BotError(f"`{cmd.code}` is not reported for `{cmd.target}`")
+            fixable = [f for f in same if f.runbook and f.target]
+            if not fixable:
+                raise BotError(f"`{cmd.code}` has no runbook that fixes it: see the "
+                               "finding's message")
+            if len(fixable) > 1:
+                raise BotError(f"`{cmd.code}` is reported for several targets ("
+                               f"{', '.join(str(f.target) for f in fixable)}): name one, e.g. "
+                               f"`fix {cmd.code} {fixable[0].target}`")
+            f = fixable[0]
+            assert f.runbook and f.target
+            return self.plan_reply(where, cluster, f.runbook, f.target, buttons=True)
+        if isinstance(cmd, g.Bench):
+            kinds = self.backend.bench_kinds()
+            if not kinds:
+                raise BotError("benchmarks are not available in this installation yet")
+            if cmd.kind not in kinds:
+                raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
+                               f"(kinds: {', '.join(kinds)})")
+            return self.plan_reply(where, cluster, f"bench-{cmd.kind}", cluster,
+                                   buttons=True, options=dict(cmd.options))
+        if isinstance(cmd, g.Help):
+            return r.help_reply(self.command, g.USAGE, cmd.topic)
+        raise BotError("not implemented")
+
+    def _check_target(self, cluster: str, runbook: str, target: str) -> None:
+        """Name the OSDs/pools the cluster really has instead of a bare refusal."""
+        kind = g.RUNBOOK_TARGETS.get(runbook)
+        if kind not in ("osd", "pool"):
+            return
+        ceph = self._views(cluster).snapshot.ceph
+        if ceph is None:
+            return  # the runbook's own plan reports the unreachable cluster
+        if kind == "osd":
+            g.check_osd(g.parse_osd(target), (o.id for o in ceph.osds))
+        else:
+            g.check_name("pool", target, (p.name for p in ceph.pools))
+
+    # ------------------------------------------------------------------ acting
+    def plan_reply(self, where: Where, cluster: str, runbook: str, target: str,
+                   buttons: bool, options: Mapping[str, Any] | None = None) -> r.Reply:
+        pv = self.backend.plan(cluster, runbook, target, where.user, options)
+        two = self.auth.two_person(cluster)
+        conf = canc = None
+        if buttons:
+            conf = secrets.token_urlsafe(18)
+            canc = self.store.new_button("cancel", cluster, runbook, target, where.user,
+                                         self.ttl, {"confirm": conf})
+            self.store.new_button(
+                "confirm", cluster, runbook, target, where.user, self.ttl,
+                {"cancel": canc, "lines": pv.lines, "destructive": pv.destructive,
+                 "options": dict(options or {})}, token=conf)
+            with self._plans_lock:
+                self._plans[conf] = pv
+        self._audit(where, cluster, "plan", "shown", f"{runbook} {target}")
+        return r.plan_reply(cluster, runbook, target, pv.lines, conf, canc, where.user,
+                            self.ttl, pv.destructive, two)
+
+    def _button(self, where: Where, token: str, kind: str) -> Button | None:
+        b = self.store.button(token)
+        if b is None or b.kind != kind:
+            self._refuse(where, "this button is not known here (it may come from another "
+                                "installation): run the command again")
+            return None
+        if b.expired():
+            self._audit(where, b.cluster, kind, "expired", f"{b.runbook} {b.target}")
+            self._refuse(where, f"this button expired (buttons last {self.ttl // 60} min): "
+                                f"run `{self.command} health {b.cluster}` again")
+            return None
+        refusal = self.auth.refusal(where.user, b.cluster, Level.OPERATOR)
+        if refusal:
+            self._audit(where, b.cluster, kind, "refused", f"{b.runbook} {b.target}")
+            self._refuse(where, refusal)
+            return None
+        return b
+
+    def press_fix(self, where: Where, msg_ts: str, token: str) -> None:
+        b = self._button(where, token, "fix")
+        if b is None:
+            return
+        self._audit(where, b.cluster, "fix", "pressed", f"{b.runbook} {b.target}")
+        self._answer(where, lambda: self.plan_reply(where, b.cluster, b.runbook, b.target,
+                                                    buttons=True))
+
+    def press_cancel(self, where: Where, msg_ts: str, token: str) -> None:
+        b = self._button(where, token, "cancel")
+        if b is None:
+            return
+        conf = str(b.data.get("confirm", ""))
+        if not self.store.spend([token] + ([conf] if conf else []), where.user):
+            self._refuse(where, "this plan was already confirmed or cancelled")
+            return
+        self._audit(where, b.cluster, "cancel", "cancelled", f"{b.runbook} {b.target}")
+        head = f"Plan: {b.runbook} {b.target} on {b.cluster}"
+        self.client.chat_update(channel=where.channel, ts=msg_ts, text=f"{head}: cancelled",
+                                blocks=r.plan_closed_blocks(
+                                    head, f"Cancelled by <@{where.user}>; nothing ran."))
+
+    def press_confirm(self, where: Where, msg_ts: str, token: str) -> None:
+        b = self._button(where, token, "confirm")
+        if b is None:
+            return
+        if b.used_at is not None:
+            self._refuse(where, f"this plan was already handled by <@{b.used_by}>")
+            return
+        destructive = bool(b.data.get("destructive"))
+        if destructive and self.auth.two_person(b.cluster) and where.user == b.requested_by:
+            self._audit(where, b.cluster, "confirm", "refused: two-person",
+                        f"{b.runbook} {b.target}")
+            self._refuse(where, f"two-person rule on `{b.cluster}`: `{b.runbook}` must be "
+                                "confirmed by another operator than the one who asked")
+            return
+        with self._plans_lock:
+            pv = self._plans.pop(token, None)
+        if pv is None:  # restarted since the plan was shown: plan again, must be identical
+            try:
+                pv = self.backend.plan(b.cluster, b.runbook, b.target, b.requested_by,
+                                       b.data.get("options") or {})
+            except BotError as e:
+                self._refuse(where, str(e))
+                return
+            if pv.lines != list(b.data.get("lines") or []):
+                self._refuse(where, "the plan changed since it was shown: press Fix again")
+                return
+        cancel_tok = str(b.data.get("cancel", ""))
+        if not self.store.spend([token] + ([cancel_tok] if cancel_tok else []), where.user):
+            self._refuse(where, "this plan was already confirmed or cancelled")
+            return
+        self._audit(where, b.cluster, "confirm", "running", f"{b.runbook} {b.target}")
+        head = f"Plan: {b.runbook} {b.target} on {b.cluster}"
+        lines_block = r.sections_of("```\n" + r.esc("\n".join(pv.lines)) + "\n```")[:40]
+        self.client.chat_update(
+            channel=where.channel, ts=msg_ts, text=f"{head}: running",
+            blocks=[r.header(head), *lines_block,
+                    r.context(f":gear: confirmed by <@{where.user}> (requested by "
+                              f"<@{b.requested_by}>); running, progress in the thread")])
+        t = threading.Thread(target=self._run, name="stordoc-bot-run", daemon=True,
+                             args=(where, msg_ts, b, pv, head, lines_block))
+        self.runs.append(t)
+        t.start()
+
+    def _run(self, where: Where, msg_ts: str, b: Button, pv: PlanView, head: str,
+             lines_block: list[r.Block]) -> None:
+        thread = where.thread_ts or msg_ts
+
+        def send(text: str) -> None:
+            self.client.chat_postMessage(channel=where.channel, thread_ts=thread,
+                                         text=r.clip(self.redactor.text(text), 2900))
+
+        feed = ThreadFeed(send, self.throttle, where.channel)
+        feed.push(f":arrow_forward: `{b.runbook} {b.target}` started by <@{where.user}>")
+        cancel = threading.Event()
+        try:
+            res = self.backend.execute(pv, b.requested_by, where.user, feed.push, cancel)
+            icon = ":white_check_mark:" if res.ok else ":x:"
+            status = f"{icon} {res.summary}"
+            verification = res.verification
+        except Exception as e:
+            log.error("runbook failed: %s", self.redactor.text(_fmt_exc()))
+            status = f":x: runbook error: {type(e).__name__}: {self.redactor.text(str(e))[:300]}"
+            verification = "not verified"
+        feed.push(f"{status}\n*verification:* {verification}")
+        feed.close()
+        self._audit(where, b.cluster, "run", status[:100], f"{b.runbook} {b.target}")
+        self.throttle.wait(where.channel)
+        closing = (f"{status} · verification: {verification} · confirmed by "
+                   f"<@{where.user}>, requested by <@{b.requested_by}>")
+        self.client.chat_update(channel=where.channel, ts=msg_ts,
+                                text=r.clip(f"{head}: {status}", 2900),
+                                blocks=[r.header(head), *lines_block,
+                                        r.context(r.clip(self.redactor.text(closing), 2900))])
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for t in list(self.runs):
+            t.join(timeout=300)
+
+
+def _utc(ts: Any) -> str:
+    try:
+        return f"{dt.datetime.fromtimestamp(float(ts), dt.timezone.utc):%Y-%m-%d %H:%M}Z"
+    except (TypeError, ValueError):
+        return "-"
+
+
+def _fmt_exc() -> str:
+    import traceback
+
+    return traceback.format_exc(limit=8)

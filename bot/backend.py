@@ -1,0 +1,218 @@
+"""What the bot asks of the rest of stordoc, in one narrow place.
+
+The bot never talks to Ceph, Swift or hosts itself: checks go through ``Env.check`` and
+everything that acts goes through ``runbooks.api`` (plan, execute, audit), benchmarks
+through ``runbooks.bench.api`` when it exists. This adapter turns their objects into the
+plain values the renderer and the listeners need, and their refusals into ``BotError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from checks.service import CheckOutcome
+from stordoc.env import Env
+
+
+class BotError(Exception):
+    """Something a person asked for that cannot be done; the message says why (one line)."""
+
+
+@dataclass
+class PlanView:
+    cluster: str
+    runbook: str
+    target: str
+    lines: list[str]
+    destructive: bool
+    obj: Any  # the runbooks.api Plan, kept server-side until confirmed
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    ok: bool
+    summary: str
+    verification: str
+    run_id: int | None = None
+
+
+# Runbooks that change data placement or cluster-wide settings; the two-person rule
+# applies to them when the plan itself does not say.
+DESTRUCTIVE_DEFAULT = frozenset({"osd-remount", "pool-pg-num", "cache-tier-tune",
+                                 "swift-device-remount", "swift-ring-rebalance"})
+
+
+def _module(name: str) -> Any | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def describe_event(ev: Any) -> str:
+    """One line for a runbook progress event, whatever shape the runbook layer gives."""
+    if isinstance(ev, str):
+        return ev
+    for attr in ("line", "message", "text"):
+        v = getattr(ev, attr, None)
+        if isinstance(v, str) and v:
+            kind = getattr(ev, "kind", None)
+            step = getattr(ev, "title", None) or getattr(ev, "step", None)
+            pre = f"{kind}" if kind else ""
+            if isinstance(step, str) and step and step not in v:
+                pre = f"{pre} {step}".strip()
+            return f"{pre}: {v}" if pre else v
+    if isinstance(ev, Mapping):
+        return " ".join(f"{k}={v}" for k, v in ev.items())
+    return str(ev)
+
+
+class Backend:
+    """The bot's view of stordoc: checks, runbooks, audit, history, benchmarks."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ clusters
+    def clusters(self) -> list[str]:
+        return sorted(self.env.settings.clusters)
+
+    def default_cluster(self) -> str | None:
+        return self.env.settings.default_cluster
+
+    def check(self, cluster: str, source: str = "slack") -> CheckOutcome:
+        return self.env.check(cluster, source=source)
+
+    def history(self, cluster: str, limit: int = 15) -> list[dict[str, Any]]:
+        return self.env.journal.runs(cluster, limit=limit)
+
+    def last_findings(self, cluster: str) -> tuple[int | None, list[dict[str, Any]]]:
+        runs = self.env.journal.runs(cluster, limit=1)
+        if not runs:
+            return None, []
+        rid = int(runs[0]["id"])
+        return rid, self.env.journal.findings_of(rid)
+
+    # ------------------------------------------------------------------ runbooks
+    @property
+    def api(self) -> Any:
+        api = _module("runbooks.api")
+        if api is None or not hasattr(api, "plan"):
+            raise BotError("runbooks are not available in this installation")
+        return api
+
+    def runbook_names(self) -> list[str] | None:
+        api = _module("runbooks.api")
+        if api is None or not hasattr(api, "list_runbooks"):
+            return None
+        names = []
+        for rb in api.list_runbooks():
+            n = rb if isinstance(rb, str) else getattr(rb, "name", None)
+            if isinstance(n, str) and not n.startswith("bench"):
+                names.append(n)
+        return names or None
+
+    def runbook_for_code(self, code: str) -> str | None:
+        api = _module("runbooks.api")
+        if api is None or not hasattr(api, "runbook_for_code"):
+            return None
+        rb = api.runbook_for_code(code)
+        if rb is None:
+            return None
+        return rb if isinstance(rb, str) else getattr(rb, "name", None)
+
+    def _ctx(self, cluster: str, user: str) -> Any:
+        maker = getattr(self.env, "run_context", None)
+        if maker is None:
+            raise BotError("runbooks are not wired into this installation (Env.run_context)")
+        try:
+            return maker(cluster, source="slack", user=user)
+        except TypeError:
+            ctx = maker(cluster, source="slack")
+            if hasattr(ctx, "user"):
+                try:
+                    object.__setattr__(ctx, "user", user)
+                except Exception:
+                    pass
+            return ctx
+
+    def _get_runbook(self, api: Any, name: str) -> Any:
+        getter = getattr(api, "get_runbook", None)
+        if getter is not None:
+            return getter(name)
+        for rb in api.list_runbooks():
+            if getattr(rb, "name", rb) == name:
+                return rb
+        raise BotError(f"unknown runbook `{name}`")
+
+    def plan(self, cluster: str, runbook: str, target: str, user: str,
+             options: Mapping[str, Any] | None = None) -> PlanView:
+        api = self.api
+        refused = getattr(api, "Refused", ())
+        ctx = self._ctx(cluster, user)
+        try:
+            rb = self._get_runbook(api, runbook)
+            p = api.plan(ctx, rb, target, dict(options or {}))
+        except BotError:
+            raise
+        except Exception as e:
+            if refused and isinstance(e, refused):
+                raise BotError(f"refused: {e}") from None
+            if type(e).__name__ in ("Refused", "UserError", "ValueError", "LockHeld"):
+                raise BotError(str(e)) from None
+            raise
+        lines = list(p.lines()) if hasattr(p, "lines") else [str(p)]
+        destructive = bool(getattr(p, "destructive", getattr(rb, "destructive",
+                                                             runbook in DESTRUCTIVE_DEFAULT)))
+        data = p.to_dict() if hasattr(p, "to_dict") else {}
+        return PlanView(cluster, runbook, target, lines, destructive, p, data)
+
+    def execute(self, pv: PlanView, requested_by: str, confirmed_by: str,
+                on_event: Callable[[str], None], cancel: threading.Event) -> RunOutcome:
+        api = self.api
+        ctx = self._ctx(pv.cluster, requested_by)
+        try:
+            res = api.execute(ctx, pv.obj, confirmed_by=confirmed_by,
+                              on_event=lambda ev: on_event(describe_event(ev)), cancel=cancel)
+        except Exception as e:
+            refused = getattr(api, "Refused", ())
+            if (refused and isinstance(e, refused)) or type(e).__name__ in ("Refused",
+                                                                            "LockHeld"):
+                return RunOutcome(False, f"refused: {e}", "not run")
+            raise
+        ok = bool(getattr(res, "ok", getattr(res, "success", False)))
+        summary = (getattr(res, "message", None) or getattr(res, "summary", None)
+                   or getattr(res, "outcome", None) or ("done" if ok else "failed"))
+        ver = getattr(res, "verification", None) or getattr(res, "verify", None)
+        if ver is None:
+            vtext = "no verification reported"
+        elif isinstance(ver, str):
+            vtext = ver
+        elif hasattr(ver, "message"):
+            vtext = str(ver.message)
+        elif isinstance(ver, Mapping):
+            vtext = "; ".join(f"{k}: {v}" for k, v in ver.items())
+        else:
+            vtext = str(ver)
+        return RunOutcome(ok, str(summary), vtext, getattr(res, "run_id", None))
+
+    def audit(self, cluster: str, limit: int = 15) -> list[dict[str, Any]]:
+        mod = _module("storage.audit")
+        if mod is None:
+            return []
+        return list(mod.Audit(self.env.journal).runs(limit=limit, cluster=cluster))
+
+    # ------------------------------------------------------------------ benchmarks
+    def bench_kinds(self) -> Sequence[str] | None:
+        api = _module("runbooks.bench.api")
+        if api is None:
+            return None
+        kinds = getattr(api, "KINDS", None) or getattr(api, "kinds", None)
+        if callable(kinds):
+            kinds = kinds()
+        return tuple(kinds) if kinds else None

@@ -1,0 +1,63 @@
+"""Keep Slack tokens and signing secrets out of logs and messages.
+
+Known secret values are replaced wherever they appear, then ``storage.audit.redact``
+removes secret-shaped text (Ceph keys, auth tokens, ``password=...``). Slack tokens
+(``xoxb-``, ``xapp-``, ...) are matched by shape too, in case one arrives in an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Iterable
+
+from storage.audit import REDACTED, redact
+
+_SLACK_TOKEN_RE = re.compile(r"\bx(?:ox[abposr]|app)-[A-Za-z0-9-]{6,}")
+
+
+class Redactor:
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        self.secrets = tuple(s for s in secrets if s and len(s) >= 4)
+
+    def text(self, s: str) -> str:
+        for sec in sorted(self.secrets, key=len, reverse=True):
+            s = s.replace(sec, REDACTED)
+        s = _SLACK_TOKEN_RE.sub(REDACTED, s)
+        return redact(s, self.secrets)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that rewrites each record's message without the secrets."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:
+            return True
+        record.msg = self.redactor.text(msg)
+        record.args = None
+        if record.exc_info:
+            import traceback
+
+            record.msg += "\n" + self.redactor.text(
+                "".join(traceback.format_exception(*record.exc_info)))
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def install(redactor: Redactor) -> RedactingFilter:
+    """Attach the filter to every handler of the root logger (where all records go)."""
+    f = RedactingFilter(redactor)
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for h in root.handlers:
+        h.addFilter(f)
+    return f
