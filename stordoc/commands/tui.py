@@ -1,9 +1,42 @@
-"""`stordoc tui` subcommands (being built)."""
+"""``stordoc tui [--cluster NAME] [--read-only]``: the k9s-style terminal UI."""
 
 from __future__ import annotations
 
 import argparse
 
+from stordoc.errors import UserError
+
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    pass
+    p = sub.add_parser("tui", help="interactive terminal UI (k9s-style)")
+    p.add_argument("--cluster", metavar="NAME", help="cluster to open (default: the only "
+                   "or the default one)")
+    p.add_argument("--read-only", action="store_true",
+                   help="hide every action that changes the cluster")
+    p.add_argument("--refresh", type=float, metavar="SECONDS", default=None,
+                   help="auto-refresh interval (default: settings tui.refresh_s)")
+    p.set_defaults(func=cmd_tui)
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from stordoc.commands.common import env_from_args
+    from tui.app import StordocApp
+    from tui.backend import EnvBackend
+
+    env = env_from_args(args)
+    name = env.cluster_name(args.cluster)
+    refresh = args.refresh if args.refresh is not None else env.settings.tui.refresh_s
+    if refresh < 1:
+        raise UserError("--refresh must be at least 1 second")
+    try:
+        app = StordocApp(EnvBackend(env), name, read_only=args.read_only, refresh_s=refresh,
+                         bindings=env.settings.tui.bindings,
+                         thresholds=env.settings.thresholds_for(name),
+                         user=env.settings.user or env.user)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    try:
+        app.run()
+    finally:
+        env.close()
+    return 0

@@ -1,0 +1,344 @@
+"""The stordoc TUI: a k9s-style Textual App over one ``Backend``.
+
+Refresh model: one thread worker at a time (exclusive group "refresh" plus an in-flight
+guard, so a slow cluster never gets a second refresh piled on it) with a timeout; only the
+visible screen is told about new data (others catch up when they come back); an error
+keeps the last good data on screen with its age. Workers post typed messages
+(``tui.messages``); every worker error lands in one handler, ``on_worker_state_changed``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from rich.text import Text
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import ModalScreen, Screen
+from textual.worker import Worker, WorkerState
+
+from checks.model import Thresholds
+from checks.service import CheckOutcome
+from storage.targets import ClusterTarget
+from tui import screens as S
+from tui.backend import ActionRefused, Backend
+from tui.messages import Refreshed, RefreshFailed
+from tui.views import human_age
+
+SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
+    # action id -> (key, title, screen)
+    "overview": ("o", "Overview", S.OverviewScreen),
+    "osds": ("d", "OSDs", S.OsdScreen),
+    "pools": ("p", "Pools & PGs", S.PoolScreen),
+    "cache": ("c", "Cache tiers", S.CacheScreen),
+    "swift": ("w", "Swift rings", S.SwiftScreen),
+    "findings": ("f", "Findings", S.FindingsScreen),
+    "history": ("h", "History", S.HistoryScreen),
+}
+
+ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run"})
+"""Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
+
+
+@dataclass
+class ClusterState:
+    """What the screens render. ``outcome`` is the last good data, possibly stale."""
+
+    outcome: CheckOutcome | None = None
+    data_at: float | None = None  # when ``outcome``'s snapshot was taken
+    error: str | None = None  # the last refresh's problem, None when it was fine
+    refreshing: bool = False
+    refresh_started: float | None = None
+    version: int = 0
+
+
+def part_errors(outcome: CheckOutcome) -> str | None:
+    snap = outcome.snapshot
+    errs = []
+    if snap.ceph_error:
+        errs.append(f"ceph: {snap.ceph_error}")
+    if snap.swift_error:
+        errs.append(f"swift: {snap.swift_error}")
+    return "; ".join(errs) or None
+
+
+class StordocApp(App[None]):
+    TITLE = "stordoc"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        *(Binding(k, f"goto('{name}')", title, id=name)
+          for name, (k, title, _) in SECTIONS.items()),
+        Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("space", "pause", "Pause", id="pause"),
+        Binding("escape", "back", "Back", id="back"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(self, backend: Backend, cluster: str | None = None, *,
+                 read_only: bool = False, refresh_s: float = 10.0,
+                 refresh_timeout_s: float = 60.0,
+                 bindings: Mapping[str, str] | None = None,
+                 thresholds: Thresholds | None = None, user: str = "tui",
+                 clock: Callable[[], float] = time.time,
+                 initial: CheckOutcome | None = None, start_screen: str = "overview") -> None:
+        super().__init__()
+        self.backend = backend
+        names = list(backend.clusters())
+        self.cluster = cluster or (names[0] if names else "")
+        self.read_only = read_only
+        self.refresh_s = refresh_s
+        self.refresh_timeout_s = refresh_timeout_s
+        self.thresholds = thresholds or Thresholds()
+        self.user = user
+        self.clock = clock
+        self.paused = False
+        self.state = ClusterState()
+        self.start_screen = start_screen
+        self._executor = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh")
+        self._inflight: cf.Future[CheckOutcome] | None = None
+        self.target: ClusterTarget | None = None
+        self.refresh_count = 0
+        if initial is not None:
+            self._accept(initial)
+        self.title = f"stordoc · {self.cluster}" + (" · read-only" if read_only else "")
+        if bindings:
+            known = {b.id for b in self.BINDINGS if isinstance(b, Binding) and b.id}
+            known |= {"filter", "fix", "apply", "cancel_run", "osd_state", "osd_host"}
+            bad = sorted(set(bindings) - known)
+            if bad:
+                raise ValueError(f"tui.bindings: unknown action(s) {', '.join(bad)}; "
+                                 f"known: {', '.join(sorted(known))}")
+            self.set_keymap(dict(bindings))
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_mount(self) -> None:
+        self.push_screen(SECTIONS[self.start_screen][2]())
+        self.set_interval(1.0, self._update_status)
+        if self.refresh_s > 0:
+            self.set_interval(self.refresh_s, self._tick)
+        self.run_worker(self._load_target, thread=True, group="target", exit_on_error=False)
+        if self.state.outcome is None:
+            self.request_refresh()
+
+    def _load_target(self) -> None:
+        t = self.backend.target(self.cluster)
+        self.call_from_thread(setattr, self, "target", t)
+
+    def on_unmount(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ refresh
+    def _tick(self) -> None:
+        if self.paused or isinstance(self.screen, ModalScreen):
+            return
+        if isinstance(self.screen, S.DataScreen):
+            self.screen.tick()
+
+    def request_refresh(self, force: bool = False) -> bool:
+        """Start a refresh unless one is still running (then say so). True if started."""
+        if self._inflight is not None and not self._inflight.done():
+            if force:
+                self.notify("a refresh is still running", timeout=2)
+            return False
+        self.state.refreshing = True
+        self.state.refresh_started = self.clock()
+        fut = self._executor.submit(self.backend.refresh, self.cluster)
+        self._inflight = fut
+        cluster, timeout = self.cluster, self.refresh_timeout_s
+
+        def wait() -> None:
+            try:
+                outcome = fut.result(timeout=timeout)
+            except cf.TimeoutError:
+                self.post_message(RefreshFailed(cluster,
+                                                f"refresh timed out after {timeout:g}s"))
+                return
+            self.post_message(Refreshed(cluster, outcome))
+
+        self.run_worker(wait, thread=True, group="refresh", exclusive=True,
+                        exit_on_error=False, name="refresh")
+        self._update_status()
+        return True
+
+    def _accept(self, outcome: CheckOutcome) -> None:
+        st = self.state
+        err = part_errors(outcome)
+        prev = st.outcome
+        lost_part = prev is not None and (
+            (outcome.snapshot.ceph is None and prev.snapshot.ceph is not None)
+            or (outcome.snapshot.swift is None and prev.snapshot.swift is not None))
+        if lost_part:
+            # unreachable now: keep the last good data (with its age) and show the error
+            st.error = err or "cluster unreachable"
+        else:
+            st.outcome = outcome
+            st.data_at = outcome.snapshot.taken_at
+            st.error = err
+        st.version += 1
+        self.refresh_count += 1
+
+    def on_refreshed(self, msg: Refreshed) -> None:
+        if msg.cluster != self.cluster:
+            return
+        self.state.refreshing = False
+        self._accept(msg.outcome)
+        self._show()
+
+    def on_refresh_failed(self, msg: RefreshFailed) -> None:
+        self._refresh_error(msg.error)
+
+    def _refresh_error(self, error: str) -> None:
+        self.state.refreshing = False
+        self.state.error = error
+        self.state.version += 1
+        self.refresh_count += 1
+        self._show()
+
+    def _show(self) -> None:
+        """Only the visible screen re-renders; the others catch up on resume."""
+        scr = self.screen
+        if isinstance(scr, S.DataScreen):
+            scr.show_state()
+
+    # one place for every worker error
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        w = event.worker
+        if event.state != WorkerState.ERROR:
+            return
+        err = w.error
+        text = str(err) if isinstance(err, ActionRefused) else f"{type(err).__name__}: {err}"
+        if w.group == "refresh":
+            self._refresh_error(text)
+        elif isinstance(w.node, S.RunbookScreen):
+            w.node.worker_failed(w.group, err if err is not None else Exception(text))
+        else:
+            self.notify(f"{w.group}: {text}", severity="error", timeout=6)
+
+    # ------------------------------------------------------------------ status
+    def status_text(self) -> Text:
+        st = self.state
+        t = Text()
+        t.append(f" {self.cluster} ", style="bold reverse")
+        if st.outcome is not None and st.data_at is not None:
+            age = human_age(self.clock() - st.data_at)
+            t.append(f"  data {age} old", style="bold red" if st.error else "")
+        else:
+            t.append("  no data yet", style="dim")
+        if st.refreshing:
+            t.append("  refreshing…", style="cyan")
+        if self.paused:
+            t.append("  PAUSED", style="bold yellow")
+        if self.read_only:
+            t.append("  read-only", style="magenta")
+        if st.error:
+            t.append(f"  ERROR: {st.error}", style="bold red")
+        return t
+
+    def _update_status(self) -> None:
+        scr = self.screen
+        if isinstance(scr, S.DataScreen):
+            scr.update_status()
+
+    # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ACTING_ACTIONS and self.read_only:
+            return False
+        if isinstance(self.screen, ModalScreen) and action not in ("quit", "back"):
+            return False
+        return True
+
+    def goto(self, name: str) -> None:
+        """Open a section: the stack becomes [start, section], so Esc goes back to start."""
+        cls = SECTIONS[name][2]
+        if type(self.screen) is cls:
+            return
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if type(self.screen) is not cls:
+            self.push_screen(cls())
+
+    def action_goto(self, name: str) -> None:
+        self.goto(name)
+
+    def action_refresh(self) -> None:
+        scr = self.screen
+        if isinstance(scr, S.HistoryScreen):
+            scr.tick()
+        self.request_refresh(force=True)
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self._update_status()
+        self.notify("auto-refresh paused" if self.paused else "auto-refresh resumed",
+                    timeout=2)
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        self.push_screen(S.HelpScreen(self.help_text()))
+
+    def open_runbook(self, runbook: str, target: str) -> None:
+        if self.read_only:
+            self.notify("read-only mode: no runbooks", severity="warning")
+            return
+        self.push_screen(S.RunbookScreen(runbook, target))
+
+    # ------------------------------------------------------------------ help & palette
+    def _keys(self) -> dict[str, str]:
+        km = self._keymap
+        out = {}
+        for b in self.BINDINGS:
+            if isinstance(b, Binding) and b.id:
+                out[b.id] = ",".join(km.get(b.id, [b.key])) if isinstance(
+                    km.get(b.id), list) else km.get(b.id, b.key)  # type: ignore[arg-type]
+        return out
+
+    def help_text(self) -> Text:
+        t = Text()
+        t.append("stordoc TUI: keys\n\n", style="bold")
+        for b in self.active_bindings.values():
+            binding = b.binding
+            if not binding.description:
+                continue
+            if binding.action.split("(")[0] in ACTING_ACTIONS and self.read_only:
+                continue
+            t.append(f"  {b.binding.key_display or self.get_key_display(binding):>12}  ",
+                     style="bold cyan")
+            t.append(f"{binding.description}\n")
+        t.append("\n  Enter drills down, Esc goes back, / filters the current table, "
+                 "ctrl+p opens the command palette.\n", style="dim")
+        t.append(f"  Auto-refresh every {self.refresh_s:g}s (space pauses, r refreshes now).\n",
+                 style="dim")
+        return t
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name, (key, title, _) in SECTIONS.items():
+            yield SystemCommand(f"Go to {title}", f"open the {title} screen (key {key})",
+                                lambda n=name: self.goto(n))  # type: ignore[misc]
+        yield SystemCommand("Refresh now", "re-run the checks (key r)", self.action_refresh)
+        yield SystemCommand("Pause / resume auto-refresh", "key space", self.action_pause)
+        yield SystemCommand("Back", "previous screen (key Esc)", self.action_back)
+        yield SystemCommand("Show key help", "key ?", self.action_help)
+        if isinstance(screen, S.DataScreen):
+            yield SystemCommand("Filter current table", "key /", screen.action_filter)
+        if isinstance(screen, S.OsdScreen):
+            yield SystemCommand("Cycle OSD state filter", "key u", screen.action_cycle_state)
+            yield SystemCommand("Cycle OSD host filter", "key n", screen.action_cycle_host)
+        if self.read_only:
+            return
+        seen = set()
+        for f in self.state.outcome.report.findings if self.state.outcome else ():
+            if f.runbook and f.target and (f.runbook, f.target) not in seen:
+                seen.add((f.runbook, f.target))
+                yield SystemCommand(f"Fix: {f.runbook} {f.target}",
+                                    f"{f.code} {f.entity}: plan, confirm, run",
+                                    lambda r=f.runbook, t=f.target: self.open_runbook(r, t))  # type: ignore[misc]

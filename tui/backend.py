@@ -1,0 +1,259 @@
+"""What the TUI needs from the rest of stordoc, as one small protocol.
+
+The App takes a ``Backend`` in its constructor (harlequin-style), so tests inject a real
+lab ``Env`` (``EnvBackend``) or captured data (``SnapshotBackend``: the real check engine
+run on a snapshot built from captured JSON). Every method may block: the App calls them
+only from thread workers, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from checks.engine import CheckReport
+from checks.model import Finding
+from checks.service import CheckOutcome
+from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
+
+
+class ActionRefused(Exception):
+    """A runbook refused to plan or run (wrong target, lock held, read-only...)."""
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A plan as the TUI shows it: the exact commands, per host, before confirmation."""
+
+    runbook: str
+    target: str
+    lines: tuple[str, ...]
+    destructive: bool = True
+    raw: Any = None  # the runbooks layer's own Plan, handed back to execute()
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One line of the live step log."""
+
+    kind: str  # "step-start", "step-ok", "step-failed", "output", "verify", "info"
+    text: str
+    ok: bool | None = None
+
+
+@dataclass(frozen=True)
+class RunView:
+    ok: bool
+    summary: str
+    verification: tuple[str, ...] = ()
+    run_id: Any = None
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+class Backend(Protocol):
+    def clusters(self) -> Sequence[str]: ...
+
+    def target(self, cluster: str) -> ClusterTarget | None: ...
+
+    def refresh(self, cluster: str) -> CheckOutcome: ...
+
+    def runbooks(self) -> Sequence[str]: ...
+
+    def plan(self, cluster: str, runbook: str, target: str,
+             options: Mapping[str, Any] | None = None) -> PlanView: ...
+
+    def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
+                cancel: threading.Event) -> RunView: ...
+
+    def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
+
+    def findings_of(self, run_id: int) -> list[dict[str, Any]]: ...
+
+    def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
+
+
+# --------------------------------------------------------------------------- adapters
+
+
+def _plan_lines(plan: Any) -> tuple[str, ...]:
+    lines = getattr(plan, "lines", None)
+    if callable(lines):
+        return tuple(str(x) for x in lines())
+    if lines is not None:
+        return tuple(str(x) for x in lines)
+    steps = getattr(plan, "steps", ()) or ()
+    return tuple(str(s) for s in steps)
+
+
+def _event_text(ev: Any) -> RunEvent:
+    """Turn whatever the runbooks layer emits into a log line (it may be a dataclass)."""
+    if isinstance(ev, RunEvent):
+        return ev
+    if isinstance(ev, str):
+        return RunEvent("info", ev)
+    kind = str(getattr(ev, "kind", None) or getattr(ev, "type", None) or "info")
+    text = getattr(ev, "text", None) or getattr(ev, "message", None)
+    if text is None:
+        parts = [str(getattr(ev, a)) for a in ("step", "title", "argv", "host", "status",
+                                              "detail", "output") if getattr(ev, a, None)]
+        text = " ".join(parts) or repr(ev)
+    ok = getattr(ev, "ok", None)
+    return RunEvent(kind, str(text), ok if isinstance(ok, bool) else None)
+
+
+def _run_view(res: Any) -> RunView:
+    ok = bool(getattr(res, "ok", getattr(res, "succeeded", False)))
+    summary = getattr(res, "summary", None)
+    if callable(summary):
+        summary = summary()
+    ver = getattr(res, "verification", None) or getattr(res, "verify", None) or ()
+    if isinstance(ver, str):
+        vlines: tuple[str, ...] = (ver,)
+    elif isinstance(ver, (list, tuple)):
+        vlines = tuple(str(v) for v in ver)
+    else:
+        vlines = (str(ver),) if ver else ()
+    return RunView(ok, str(summary or ("succeeded" if ok else "failed")), vlines,
+                   getattr(res, "run_id", None) or getattr(res, "id", None))
+
+
+class EnvBackend:
+    """The real thing: checks, runbooks and the journal through ``stordoc.env.Env``."""
+
+    def __init__(self, env: Any, source: str = "tui") -> None:
+        self.env = env
+        self.source = source
+
+    def clusters(self) -> Sequence[str]:
+        return sorted(self.env.settings.clusters)
+
+    def target(self, cluster: str) -> ClusterTarget | None:
+        t: ClusterTarget = self.env.target(cluster)
+        return t
+
+    def refresh(self, cluster: str) -> CheckOutcome:
+        out: CheckOutcome = self.env.check(cluster, host_facts=True, source=self.source)
+        return out
+
+    def _api(self) -> Any:
+        try:
+            from runbooks import api
+        except ImportError as e:
+            raise ActionRefused(f"runbooks are not available: {e}") from None
+        return api
+
+    def runbooks(self) -> Sequence[str]:
+        try:
+            api = self._api()
+        except ActionRefused:
+            return []
+        return [str(getattr(r, "name", r)) for r in api.list_runbooks()]
+
+    def plan(self, cluster: str, runbook: str, target: str,
+             options: Mapping[str, Any] | None = None) -> PlanView:
+        api = self._api()
+        refused = getattr(api, "Refused", ActionRefused)
+        try:
+            ctx = self.env.run_context(cluster, self.source)
+            rb = runbook
+            for r in api.list_runbooks():
+                if getattr(r, "name", r) == runbook:
+                    rb = r
+            p = api.plan(ctx, rb, target, dict(options or {}))
+        except refused as e:
+            raise ActionRefused(str(e)) from None
+        return PlanView(runbook, target, _plan_lines(p),
+                        bool(getattr(p, "destructive", True)), raw=(ctx, p))
+
+    def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
+                cancel: threading.Event) -> RunView:
+        api = self._api()
+        refused = getattr(api, "Refused", ActionRefused)
+        ctx, p = plan.raw
+        try:
+            res = api.execute(ctx, p, confirmed_by=self.env.user,
+                              on_event=lambda ev: on_event(_event_text(ev)), cancel=cancel)
+        except refused as e:
+            raise ActionRefused(str(e)) from None
+        return _run_view(res)
+
+    def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.env.journal.runs(cluster, limit=limit)
+        return rows
+
+    def findings_of(self, run_id: int) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.env.journal.findings_of(run_id)
+        return rows
+
+    def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
+        try:
+            from storage.audit import Audit
+        except ImportError:
+            return []
+        a = Audit(self.env.journal)
+        try:
+            rows = a.runs(cluster=cluster, limit=limit)
+        except TypeError:
+            rows = [r for r in a.runs() if r.get("cluster") in (None, cluster)][:limit]
+        return [dict(r) for r in rows]
+
+
+@dataclass
+class SnapshotBackend:
+    """Captured data: every refresh returns the same snapshot and report.
+
+    Used by snapshot tests and the benchmarks (a synthetic 10,000-OSD cluster). With
+    ``work`` set, refresh also spends that many seconds of real CPU (re-running the
+    checks) so the keystroke benchmark measures the UI while a refresh really runs.
+    """
+
+    snapshot: ClusterSnapshot
+    findings: tuple[Finding, ...] = ()
+    cluster_target: ClusterTarget | None = None
+    history_rows: list[dict[str, Any]] = field(default_factory=list)
+    audit_rows: list[dict[str, Any]] = field(default_factory=list)
+    work: float = 0.0
+    calls: int = 0
+
+    def clusters(self) -> Sequence[str]:
+        return [self.snapshot.cluster]
+
+    def target(self, cluster: str) -> ClusterTarget | None:
+        return self.cluster_target
+
+    def refresh(self, cluster: str) -> CheckOutcome:
+        self.calls += 1
+        t0 = time.monotonic()
+        n = 0
+        while time.monotonic() - t0 < self.work:
+            # real work in Python (holds the GIL like a collector's JSON parsing would)
+            n += sum(1 for o in (self.snapshot.ceph.osds if self.snapshot.ceph else ())
+                     if o.up)
+        report = CheckReport(self.snapshot.cluster, self.findings, self.snapshot.taken_at,
+                             0.0, ())
+        return CheckOutcome(self.snapshot, report, None, None, 0.0, 0.0)
+
+    def runbooks(self) -> Sequence[str]:
+        return []
+
+    def plan(self, cluster: str, runbook: str, target: str,
+             options: Mapping[str, Any] | None = None) -> PlanView:
+        raise ActionRefused("captured data: runbooks cannot run against it")
+
+    def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
+                cancel: threading.Event) -> RunView:
+        raise ActionRefused("captured data: runbooks cannot run against it")
+
+    def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
+        return self.history_rows[:limit]
+
+    def findings_of(self, run_id: int) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self.findings]
+
+    def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
+        return self.audit_rows[:limit]

@@ -1,0 +1,803 @@
+"""The screens: each renders the App's current ``ClusterState`` through ``tui.views``.
+
+Screens never call the back end on the event loop: the App refreshes cluster data in a
+thread worker and tells only the visible screen; screens that need something else (plan,
+run, history) start their own thread workers, which post typed messages back.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Header, Input, RichLog, Static
+
+from checks.model import Finding
+from tui import views
+from tui.backend import ActionRefused, PlanView, RunEvent, RunView
+from tui.messages import HistoryLoaded, Planned, RunFinished, RunLogged
+from tui.views import Row
+
+if TYPE_CHECKING:
+    from tui.app import ClusterState, StordocApp
+
+
+def lines_table(lines: Iterable[tuple[str, str, str]]) -> Table:
+    """A two-column label/value grid (overview and detail screens)."""
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column()
+    for label, value, style in lines:
+        t.add_row(label, Text(value, style=style))
+    return t
+
+
+def fill_table(table: DataTable[Any], rows: Sequence[Row]) -> None:
+    """Replace a table's rows, keeping the cursor on the same key when it still exists."""
+    key: str | None = None
+    if table.row_count and table.cursor_row >= 0:
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside rows after a shrink
+            key = None
+    table.clear()
+    for r in rows:
+        cells = [Text(c, style=r.styles[i] if i < len(r.styles) else "")
+                 for i, c in enumerate(r.cells)]
+        table.add_row(*cells, key=r.key)
+    if key is not None:
+        try:
+            table.move_cursor(row=table.get_row_index(key), animate=False)
+        except Exception:  # row gone
+            pass
+
+
+class StatusLine(Static):
+    """Cluster, data age, refresh state and the last error: always visible."""
+
+
+class FilterInput(Input):
+    BINDINGS = [Binding("escape", "close", "Clear filter", show=False)]
+
+    def action_close(self) -> None:
+        self.value = ""
+        self.add_class("hidden")
+        screen = self.screen
+        if isinstance(screen, DataScreen):
+            screen.focus_main()
+
+
+# --------------------------------------------------------------------------- base
+
+
+class DataScreen(Screen[None]):
+    """A screen that shows cluster data: header, status line, body, filter, footer."""
+
+    TITLE_TEXT = ""
+    ROW_SOURCE_ROWS: list[Row]
+    BINDINGS = [Binding("slash", "filter", "Filter", id="filter")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.needle = ""
+        self.shown_version = -1
+
+    @property
+    def sapp(self) -> StordocApp:
+        from tui.app import StordocApp
+
+        assert isinstance(self.app, StordocApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StatusLine(id="status")
+        yield from self.body()
+        yield FilterInput(placeholder="filter (Enter keeps, Esc clears)", id="filter",
+                          classes="hidden")
+        yield Footer()
+
+    def body(self) -> ComposeResult:
+        yield Static()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.TITLE_TEXT
+        self.show_state()
+        self.focus_main()
+
+    def on_screen_resume(self) -> None:
+        self.sub_title = self.TITLE_TEXT
+        if self.shown_version != self.sapp.state.version:
+            self.show_state()
+        self.update_status()
+
+    def focus_main(self) -> None:
+        tables = list(self.query(DataTable))
+        if tables:
+            tables[0].focus()
+
+    # -- data
+    def show_state(self) -> None:
+        st = self.sapp.state
+        self.shown_version = st.version
+        self.update_status()
+        if st.outcome is not None:
+            self.render_data(st)
+
+    def render_data(self, st: ClusterState) -> None:
+        """Subclasses fill their widgets from ``st.outcome``."""
+
+    def tick(self) -> None:
+        """Timer tick while this screen is visible: refresh cluster data."""
+        self.sapp.request_refresh()
+
+    def update_status(self) -> None:
+        try:
+            w = self.query_one("#status", StatusLine)
+        except Exception:
+            return
+        w.update(self.sapp.status_text())
+        w.set_class(bool(self.sapp.state.error), "error")
+
+    # -- filter
+    def action_filter(self) -> None:
+        f = self.query_one("#filter", FilterInput)
+        f.remove_class("hidden")
+        f.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip()
+        if self.sapp.state.outcome is not None:
+            self.render_data(self.sapp.state)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        if not event.value:
+            self.query_one("#filter", FilterInput).add_class("hidden")
+        self.focus_main()
+
+    # -- helpers
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        o = self.sapp.state.outcome
+        return o.report.findings if o else ()
+
+    def fix_finding(self, f: Finding | None) -> None:
+        if f is None or not f.runbook or not f.target:
+            self.notify("nothing to fix here: no finding with a runbook", severity="warning")
+            return
+        self.sapp.open_runbook(f.runbook, f.target)
+
+
+# --------------------------------------------------------------------------- overview
+
+
+class OverviewScreen(DataScreen):
+    TITLE_TEXT = "Overview"
+
+    def body(self) -> ComposeResult:
+        with Vertical(id="overview"):
+            yield Static(id="summary")
+            t: DataTable[Any] = DataTable(id="top", cursor_type="row")
+            t.add_columns(*views.FINDING_COLUMNS)
+            yield t
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        ov = views.overview(st.outcome.snapshot, st.outcome.report.findings)
+        self.query_one("#summary", Static).update(lines_table(ov.lines))
+        rows = views.finding_rows(st.outcome.report.findings, self.needle,
+                                  st.outcome.delta.new if st.outcome.delta else ())
+        fill_table(self.query_one("#top", DataTable), rows)
+
+    @on(DataTable.RowSelected)
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        _drill_finding(self, event)
+
+
+def _drill_finding(screen: DataScreen, event: DataTable.RowSelected) -> None:
+    key = event.row_key.value or ""
+    for f in screen.findings:
+        if key == f"finding:{f.code}:{f.entity}":
+            screen.app.push_screen(FindingDetailScreen(f))
+            return
+    if key.startswith("sev:"):
+        screen.sapp.goto("findings")
+
+
+# --------------------------------------------------------------------------- OSDs
+
+
+class OsdScreen(DataScreen):
+    TITLE_TEXT = "OSDs (CRUSH tree by host)"
+    BINDINGS = [
+        Binding("u", "cycle_state", "State filter", id="osd_state"),
+        Binding("n", "cycle_host", "Host filter", id="osd_host"),
+        Binding("x", "fix", "Fix", id="fix"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state_filter = "all"
+        self.host_filter: str | None = None
+
+    def body(self) -> ComposeResult:
+        yield Static(id="filters")
+        t: DataTable[Any] = DataTable(id="osds", cursor_type="row")
+        t.add_columns(*views.OSD_COLUMNS)
+        yield t
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        snap = st.outcome.snapshot
+        rows = views.osd_rows(snap, self.sapp.target, self.state_filter, self.host_filter,
+                              self.needle)
+        self.query_one("#filters", Static).update(
+            f"state: [b]{self.state_filter}[/]   host: [b]{self.host_filter or 'all'}[/]"
+            + (f"   filter: [b]{self.needle}[/]" if self.needle else "")
+            + f"   ({sum(1 for r in rows if r.kind == 'osd')} OSDs shown)")
+        fill_table(self.query_one("#osds", DataTable), rows)
+
+    def action_cycle_state(self) -> None:
+        i = views.STATE_FILTERS.index(self.state_filter)
+        self.state_filter = views.STATE_FILTERS[(i + 1) % len(views.STATE_FILTERS)]
+        self.show_state()
+
+    def action_cycle_host(self) -> None:
+        o = self.sapp.state.outcome
+        hosts: list[str | None] = [None]
+        if o and o.snapshot.ceph:
+            hosts += [h.name for h in o.snapshot.ceph.hosts]
+        i = hosts.index(self.host_filter) if self.host_filter in hosts else 0
+        self.host_filter = hosts[(i + 1) % len(hosts)]
+        self.show_state()
+
+    def selected(self) -> Row | None:
+        t = self.query_one("#osds", DataTable)
+        if not t.row_count:
+            return None
+        key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value or ""
+        if key.startswith("osd."):
+            return Row(key, "osd", (), ref=int(key[4:]))
+        if key.startswith("host:"):
+            return Row(key, "host", (), ref=key[5:])
+        return None
+
+    def action_fix(self) -> None:
+        r = self.selected()
+        if r is None or r.kind != "osd":
+            self.notify("select an OSD first", severity="warning")
+            return
+        self.fix_finding(_best_fixable(views.findings_for(self.findings, f"osd.{r.ref}")))
+
+    @on(DataTable.RowSelected, "#osds")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value or ""
+        if key.startswith("osd."):
+            self.app.push_screen(OsdDetailScreen(int(key[4:])))
+        elif key.startswith("host:"):
+            name = key[5:]
+            self.host_filter = None if self.host_filter == name or name == "None" else name
+            self.show_state()
+
+
+def _best_fixable(fs: Sequence[Finding]) -> Finding | None:
+    """The finding to fix first: the root cause (e.g. OSD_DATA_UNMOUNTED) over symptoms."""
+    fixable = [f for f in fs if f.runbook and f.target]
+    order = {"osd-remount": 0, "swift-device-remount": 0, "osd-start": 1, "osd-in": 2}
+    fixable.sort(key=lambda f: (order.get(f.runbook or "", 5), -f.severity))
+    return fixable[0] if fixable else None
+
+
+class DetailScreen(DataScreen):
+    """Label/value lines about one thing plus its findings; ``x`` fixes the worst one."""
+
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.TITLE_TEXT = title
+
+    def body(self) -> ComposeResult:
+        with VerticalScroll(id="detail-scroll"):
+            yield Static(id="detail")
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        return []
+
+    def entity_findings(self) -> list[Finding]:
+        return []
+
+    def render_data(self, st: ClusterState) -> None:
+        self.query_one("#detail", Static).update(lines_table(self.lines(st)))
+
+    def action_fix(self) -> None:
+        self.fix_finding(_best_fixable(self.entity_findings()))
+
+    def focus_main(self) -> None:
+        self.query_one("#detail-scroll").focus()
+
+
+class OsdDetailScreen(DetailScreen):
+    def __init__(self, osd_id: int) -> None:
+        super().__init__(f"osd.{osd_id}")
+        self.osd_id = osd_id
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        assert st.outcome is not None
+        return views.osd_detail(st.outcome.snapshot, self.sapp.target, self.osd_id,
+                                st.outcome.report.findings)
+
+    def entity_findings(self) -> list[Finding]:
+        return views.findings_for(self.findings, f"osd.{self.osd_id}")
+
+
+class EntityDetailScreen(DetailScreen):
+    """Generic detail: given lines plus every finding about ``entity``."""
+
+    def __init__(self, title: str, entity: str, extra: list[tuple[str, str, str]],
+                 also: Sequence[str] = ()) -> None:
+        super().__init__(title)
+        self.entity = entity
+        self.extra = extra
+        self.also = also
+
+    def entity_findings(self) -> list[Finding]:
+        out = views.findings_for(self.findings, self.entity)
+        for a in self.also:
+            out += [f for f in self.findings if (a in f.entity or a == f.target)
+                    and f not in out]
+        return out
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        out = list(self.extra)
+        for f in self.entity_findings():
+            out.append((f"{f.severity.label} {f.code}", f.message
+                        + (f"  [fix: {f.runbook} {f.target}]" if f.runbook else ""),
+                        views.SEV_STYLE[f.severity]))
+        if len(out) == len(self.extra):
+            out.append(("findings", "none", "green"))
+        return out
+
+
+# --------------------------------------------------------------------------- pools, cache
+
+
+class PoolScreen(DataScreen):
+    TITLE_TEXT = "Pools and PGs"
+
+    def body(self) -> ComposeResult:
+        with Vertical():
+            t: DataTable[Any] = DataTable(id="pools", cursor_type="row")
+            t.add_columns(*views.POOL_COLUMNS)
+            yield t
+            yield Static("PG states", classes="section")
+            t2: DataTable[Any] = DataTable(id="pgstates", cursor_type="row")
+            t2.add_columns("state", "count")
+            yield t2
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        ceph = st.outcome.snapshot.ceph
+        th = self.sapp.thresholds
+        fill_table(self.query_one("#pools", DataTable),
+                   views.pool_rows(ceph, th.pg_per_osd_target, th.pg_low_factor,
+                                   th.pg_high_factor, self.needle))
+        fill_table(self.query_one("#pgstates", DataTable), views.pg_state_rows(ceph))
+
+    @on(DataTable.RowSelected, "#pools")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        name = (event.row_key.value or "")[5:]
+        o = self.sapp.state.outcome
+        p = o.snapshot.ceph.pool(name) if o and o.snapshot.ceph else None
+        if p is None:
+            return
+        extra = [(k, str(v), "") for k, v in p.__dict__.items()]
+        self.app.push_screen(EntityDetailScreen(f"pool {name}", f"pool {name}", extra,
+                                                also=(name,)))
+
+
+class CacheScreen(DataScreen):
+    TITLE_TEXT = "Cache tiers"
+
+    def body(self) -> ComposeResult:
+        t: DataTable[Any] = DataTable(id="cache", cursor_type="row")
+        t.add_columns(*views.CACHE_COLUMNS)
+        yield t
+        yield Static(id="cache-note")
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        rows = views.cache_rows(st.outcome.snapshot.ceph, self.needle)
+        fill_table(self.query_one("#cache", DataTable), rows)
+        self.query_one("#cache-note", Static).update(
+            "" if rows else "no cache tiers configured")
+
+    @on(DataTable.RowSelected, "#cache")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        name = (event.row_key.value or "")[6:]
+        o = self.sapp.state.outcome
+        p = o.snapshot.ceph.pool(name) if o and o.snapshot.ceph else None
+        if p is None:
+            return
+        extra = [(k, str(v), "") for k, v in p.__dict__.items()
+                 if k.startswith(("cache", "target", "hit_set", "min_", "tier", "stored",
+                                  "objects", "name"))]
+        self.app.push_screen(EntityDetailScreen(f"cache tier {name}", f"pool {name}", extra,
+                                                also=(name,)))
+
+
+# --------------------------------------------------------------------------- Swift
+
+
+class SwiftScreen(DataScreen):
+    TITLE_TEXT = "Swift rings"
+
+    def body(self) -> ComposeResult:
+        t: DataTable[Any] = DataTable(id="rings", cursor_type="row")
+        t.add_columns(*views.RING_COLUMNS)
+        yield t
+        yield Static(id="swift-note")
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        sw = st.outcome.snapshot.swift
+        fill_table(self.query_one("#rings", DataTable), views.ring_rows(sw, self.needle))
+        note = ""
+        if sw is None:
+            note = st.outcome.snapshot.swift_error or "no Swift configured for this cluster"
+        elif sw.proxy_url:
+            note = f"proxy {sw.proxy_url}: " + ("healthy" if sw.proxy_healthy else
+                                                f"UNHEALTHY {sw.proxy_error or ''}")
+        self.query_one("#swift-note", Static).update(note)
+
+    @on(DataTable.RowSelected, "#rings")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value or ""
+        o = self.sapp.state.outcome
+        sw = o.snapshot.swift if o else None
+        if not key.startswith("dev:") or sw is None:
+            return
+        _, kind, did = key.split(":", 2)
+        ring = sw.ring(kind)
+        dev = next((d for d in ring.devices if d.id == int(did)), None) if ring else None
+        if ring is None or dev is None:
+            return
+        extra = [(k, str(v), "") for k, v in dev.__dict__.items()]
+        for h in sw.recon:
+            if h.ip == dev.ip:
+                extra.append((f"recon {h.server} {h.ip}:{h.port}",
+                              h.error or f"unmounted: {', '.join(h.unmounted) or 'none'}",
+                              "yellow" if h.error or dev.device in h.unmounted else ""))
+        self.app.push_screen(EntityDetailScreen(
+            f"{kind} ring {dev.endpoint}", f"{kind} ring {dev.endpoint}", extra,
+            also=(f"{dev.device}@{dev.ip}:{dev.port}", f"{dev.device}@")))
+
+
+# --------------------------------------------------------------------------- findings
+
+
+class FindingsScreen(DataScreen):
+    TITLE_TEXT = "Findings"
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+
+    def body(self) -> ComposeResult:
+        t: DataTable[Any] = DataTable(id="findings", cursor_type="row")
+        t.add_columns(*views.FINDING_COLUMNS)
+        yield t
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        fill_table(self.query_one("#findings", DataTable),
+                   views.finding_rows(st.outcome.report.findings, self.needle,
+                                      st.outcome.delta.new if st.outcome.delta else ()))
+
+    def _selected(self) -> Finding | None:
+        t = self.query_one("#findings", DataTable)
+        if not t.row_count:
+            return None
+        key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
+        return next((f for f in self.findings if key == f"finding:{f.code}:{f.entity}"),
+                    None)
+
+    def action_fix(self) -> None:
+        self.fix_finding(self._selected())
+
+    @on(DataTable.RowSelected, "#findings")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        _drill_finding(self, event)
+
+
+class FindingDetailScreen(DetailScreen):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(f"{finding.code} {finding.entity}")
+        self.finding = finding
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        f = self.finding
+        now_there = any(g.key == f.key for g in self.findings)
+        return [
+            ("code", f.code, "bold"),
+            ("severity", f.severity.label, views.SEV_STYLE[f.severity]),
+            ("entity", f.entity, ""),
+            ("message", f.message, ""),
+            ("runbook", f"{f.runbook} {f.target}  (press x to plan the fix)"
+             if f.runbook and not self.sapp.read_only else (f.runbook or "none"),
+             "cyan" if f.runbook else "dim"),
+            ("still present", "yes" if now_there else "no (resolved since)",
+             "" if now_there else "green"),
+            ("evidence", views.evidence_text(f.evidence), ""),
+        ]
+
+    def entity_findings(self) -> list[Finding]:
+        return [self.finding]
+
+
+# --------------------------------------------------------------------------- runbook
+
+
+class ConfirmModal(ModalScreen[bool]):
+    """Shows the exact commands; only an explicit Confirm runs them."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, plan: PlanView) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(f"[b]Run {self.plan.runbook} on {self.plan.target}?[/b]\n"
+                         "These exact commands will run:", id="confirm-title")
+            with VerticalScroll(id="confirm-cmds"):
+                yield Static(Text("\n".join(self.plan.lines) or "(no commands)"),
+                             id="confirm-plan")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("Confirm and run", variant="error", id="yes")
+                yield Button("Cancel", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class RunbookScreen(DataScreen):
+    """Plan -> confirm (modal) -> live step log -> verification."""
+
+    BINDINGS = [
+        Binding("a", "apply", "Apply…", id="apply"),
+        Binding("k", "cancel_run", "Cancel run", id="cancel_run"),
+    ]
+
+    def __init__(self, runbook: str, target: str) -> None:
+        super().__init__()
+        self.runbook = runbook
+        self.target_name = target
+        self.TITLE_TEXT = f"Runbook {runbook} {target}"
+        self.plan: PlanView | None = None
+        self.running = False
+        self.done: RunView | None = None
+        self.cancel_event = threading.Event()
+
+    def body(self) -> ComposeResult:
+        yield Static("planning…", id="plan")
+        yield RichLog(id="runlog", wrap=True, markup=False, highlight=False)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        cluster, backend = self.sapp.cluster, self.sapp.backend
+        rb, tgt = self.runbook, self.target_name
+
+        def work() -> None:
+            self.post_message(Planned(backend.plan(cluster, rb, tgt, {})))
+
+        self.run_worker(work, thread=True, group="plan", exit_on_error=False)
+
+    def tick(self) -> None:
+        """The run log is live already; no cluster refresh while a runbook is on screen."""
+
+    def focus_main(self) -> None:
+        self.query_one("#runlog", RichLog).focus()
+
+    def on_planned(self, msg: Planned) -> None:
+        self.plan = msg.plan
+        text = Text()
+        text.append(f"Plan for {msg.plan.runbook} {msg.plan.target}:\n", style="bold")
+        for ln in msg.plan.lines:
+            text.append(f"  {ln}\n")
+        text.append("\nPress a to apply (you will see the exact commands again and confirm).",
+                    style="dim")
+        self.query_one("#plan", Static).update(text)
+        self.refresh_bindings()
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """Called by the App's single worker-error handler."""
+        log = self.query_one("#runlog", RichLog)
+        if group == "plan":
+            self.query_one("#plan", Static).update(
+                Text(f"cannot plan: {error}", style="bold red"))
+        else:
+            self.running = False
+            log.write(Text(f"FAILED: {error}", style="bold red"))
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "apply":
+            return self.plan is not None and not self.running and self.done is None \
+                and not self.sapp.read_only
+        if action == "cancel_run":
+            return self.running
+        return True
+
+    def action_apply(self) -> None:
+        if self.plan is None or self.running or self.sapp.read_only:
+            return
+        self.app.push_screen(ConfirmModal(self.plan), self._confirmed)
+
+    def _confirmed(self, yes: bool | None) -> None:
+        log = self.query_one("#runlog", RichLog)
+        if not yes or self.plan is None:
+            log.write(Text("not confirmed: nothing was run", style="yellow"))
+            return
+        self.running = True
+        self.refresh_bindings()
+        log.write(Text(f"confirmed by {self.sapp.user}; running…", style="bold"))
+        plan, cluster, backend = self.plan, self.sapp.cluster, self.sapp.backend
+        cancel = self.cancel_event
+
+        def work() -> None:
+            res = backend.execute(cluster, plan, lambda ev: self.post_message(RunLogged(ev)),
+                                  cancel)
+            self.post_message(RunFinished(res))
+
+        self.run_worker(work, thread=True, group="run", exit_on_error=False)
+
+    def action_cancel_run(self) -> None:
+        self.cancel_event.set()
+        self.query_one("#runlog", RichLog).write(
+            Text("cancel requested: stops before the next step", style="yellow"))
+
+    def on_run_logged(self, msg: RunLogged) -> None:
+        ev = msg.event
+        style = {True: "green", False: "bold red"}.get(ev.ok, "") if ev.ok is not None else ""
+        self.query_one("#runlog", RichLog).write(Text(f"[{ev.kind}] {ev.text}", style=style))
+
+    def on_run_finished(self, msg: RunFinished) -> None:
+        self.running = False
+        self.done = msg.result
+        log = self.query_one("#runlog", RichLog)
+        log.write(Text(("SUCCEEDED: " if msg.result.ok else "FAILED: ") + msg.result.summary,
+                       style="bold green" if msg.result.ok else "bold red"))
+        for v in msg.result.verification:
+            log.write(Text(f"verify: {v}"))
+        self.refresh_bindings()
+        self.sapp.request_refresh(force=True)
+
+
+# --------------------------------------------------------------------------- history
+
+
+class HistoryScreen(DataScreen):
+    TITLE_TEXT = "History and audit"
+
+    def body(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Check runs", classes="section")
+            t: DataTable[Any] = DataTable(id="runs", cursor_type="row")
+            t.add_columns(*views.HISTORY_COLUMNS)
+            yield t
+            yield Static("Runbook runs (audit)", classes="section")
+            t2: DataTable[Any] = DataTable(id="audit", cursor_type="row")
+            t2.add_columns(*views.AUDIT_COLUMNS)
+            yield t2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[dict[str, Any]] = []
+        self.audit: list[dict[str, Any]] = []
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.tick()
+
+    def tick(self) -> None:
+        cluster, backend = self.sapp.cluster, self.sapp.backend
+
+        def work() -> None:
+            self.post_message(HistoryLoaded(backend.history(cluster),
+                                            backend.audit(cluster)))
+
+        self.run_worker(work, thread=True, group="history", exclusive=True,
+                        exit_on_error=False)
+
+    def on_history_loaded(self, msg: HistoryLoaded) -> None:
+        self.runs, self.audit = msg.runs, msg.audit
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        now = self.sapp.clock()
+        fill_table(self.query_one("#runs", DataTable),
+                   [r for r in views.history_rows(self.runs, now) if r.matches(self.needle)])
+        fill_table(self.query_one("#audit", DataTable),
+                   [r for r in views.audit_rows(self.audit, now) if r.matches(self.needle)])
+
+    @on(DataTable.RowSelected, "#runs")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        rid = int((event.row_key.value or "run:0")[4:])
+        self.app.push_screen(RunFindingsScreen(rid))
+
+
+class RunFindingsScreen(DataScreen):
+    """The findings one past check run recorded (from the journal)."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.TITLE_TEXT = f"Check run {run_id}"
+        self.rows: list[dict[str, Any]] = []
+
+    def body(self) -> ComposeResult:
+        t: DataTable[Any] = DataTable(id="runfindings", cursor_type="row")
+        t.add_columns("severity", "code", "entity", "message", "runbook")
+        yield t
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        backend, rid = self.sapp.backend, self.run_id
+
+        def work() -> None:
+            self.post_message(HistoryLoaded(backend.findings_of(rid), []))
+
+        self.run_worker(work, thread=True, group="history", exit_on_error=False)
+
+    def tick(self) -> None:
+        """Past runs do not change."""
+
+    def on_history_loaded(self, msg: HistoryLoaded) -> None:
+        self.rows = msg.runs
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        rows = []
+        for i, f in enumerate(self.rows):
+            sev = str(f.get("severity"))
+            cells = [sev, str(f.get("code")), str(f.get("entity")), str(f.get("message")),
+                     f"{f.get('runbook')} {f.get('target')}" if f.get("runbook") else "-"]
+            r = Row(f"rf:{i}", "finding", tuple(cells),
+                    ({"crit": "bold red", "warn": "yellow"}.get(sev, "cyan"),),
+                    " ".join(cells).lower())
+            if r.matches(self.needle):
+                rows.append(r)
+        fill_table(self.query_one("#runfindings", DataTable), rows)
+
+
+# --------------------------------------------------------------------------- help
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close")]
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(self.text)
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

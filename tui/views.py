@@ -1,0 +1,611 @@
+"""Pure functions from a snapshot (and findings) to the rows each screen shows.
+
+Kept apart from the widgets so that they can be unit-tested without a terminal and so the
+screens stay thin: a screen only turns these rows into a ``DataTable``. Nothing here does
+I/O or looks at the clock (the caller passes ``now``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from checks.model import Finding, Severity
+from storage.model import (
+    CephState,
+    ClusterSnapshot,
+    HostFacts,
+    OsdState,
+    PoolState,
+    RingDevice,
+    RingState,
+    SwiftState,
+)
+from storage.targets import ClusterTarget
+
+# --------------------------------------------------------------------------- formatting
+
+
+def human_bytes(n: float | int | None) -> str:
+    """Binary units, short: what ``ceph df`` shows."""
+    if n is None:
+        return "-"
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(v) < 1024 or unit == "PiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} PiB"  # pragma: no cover
+
+
+def human_age(seconds: float | None) -> str:
+    """``42s``, ``3m05s``, ``2h10m``: how old the data on screen is."""
+    if seconds is None:
+        return "never"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def ratio_micro(v: int) -> str:
+    return f"{v / 1_000_000:.2f}"
+
+
+SEV_STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: a stable key (for the cursor), its cells and a style per cell.
+
+    ``kind`` tells the screen what Enter on it means ("osd", "host", "finding", ...).
+    ``search`` is the lower-cased text the ``/`` filter matches against.
+    """
+
+    key: str
+    kind: str
+    cells: tuple[str, ...]
+    styles: tuple[str, ...] = ()
+    search: str = ""
+    ref: Any = None
+
+    def matches(self, needle: str) -> bool:
+        return not needle or needle.lower() in self.search
+
+
+def _row(key: str, kind: str, cells: Sequence[str], styles: Sequence[str] = (),
+         ref: Any = None) -> Row:
+    return Row(key, kind, tuple(cells), tuple(styles), " ".join(cells).lower(), ref)
+
+
+# --------------------------------------------------------------------------- overview
+
+
+@dataclass(frozen=True)
+class Overview:
+    lines: tuple[tuple[str, str, str], ...]  # (label, value, style)
+
+
+def overview(snap: ClusterSnapshot, findings: Sequence[Finding]) -> Overview:
+    out: list[tuple[str, str, str]] = []
+    ceph = snap.ceph
+    if ceph is not None:
+        hs = ceph.health_status
+        out.append(("Ceph health", hs, {"HEALTH_OK": "green", "HEALTH_WARN": "yellow"}
+                    .get(hs, "bold red")))
+        out.append(("Ceph version", f"{ceph.version} ({ceph.release}), fsid {ceph.fsid}", ""))
+        n = len([o for o in ceph.osds if o.exists])
+        up = sum(1 for o in ceph.osds if o.up)
+        inn = sum(1 for o in ceph.osds if o.in_)
+        out.append(("OSDs", f"{n} total, {up} up, {inn} in",
+                    "green" if up == n and inn == n else "bold red"))
+        states = ", ".join(f"{c} {s}" for s, c in sorted(ceph.pgs.by_state.items(),
+                                                          key=lambda x: -x[1]))
+        clean = ceph.pgs.by_state.get("active+clean", 0) == ceph.pgs.num_pgs
+        out.append(("PGs", f"{ceph.pgs.num_pgs}: {states or '-'}", "green" if clean
+                    else "yellow"))
+        if ceph.total_bytes:
+            used = ceph.total_bytes - ceph.total_avail_bytes
+            pct = 100.0 * used / ceph.total_bytes
+            out.append(("Capacity", f"{human_bytes(used)} used of "
+                        f"{human_bytes(ceph.total_bytes)} ({pct:.1f}%)",
+                        "bold red" if pct >= 100 * ceph.nearfull_ratio else ""))
+        out.append(("Pools", f"{len(ceph.pools)} ({sum(1 for p in ceph.pools if p.tier_of >= 0)}"
+                    " cache tiers)", ""))
+        if ceph.flags:
+            out.append(("OSD map flags", ",".join(ceph.flags), ""))
+    elif snap.ceph_error:
+        out.append(("Ceph", f"unreachable: {snap.ceph_error}", "bold red"))
+    sw = snap.swift
+    if sw is not None:
+        devs = sum(len(r.devices) for r in sw.rings)
+        unmounted = sorted({f"{d}@{h.ip}" for h in sw.recon for d in h.unmounted})
+        out.append(("Swift rings", f"{len(sw.rings)} rings, {devs} ring devices", ""))
+        out.append(("Swift proxy", "healthy" if sw.proxy_healthy else
+                    f"unhealthy: {sw.proxy_error or 'no answer'}",
+                    "green" if sw.proxy_healthy else "bold red"))
+        out.append(("Swift unmounted", ", ".join(unmounted) or "none",
+                    "bold red" if unmounted else "green"))
+    elif snap.swift_error:
+        out.append(("Swift", f"unreachable: {snap.swift_error}", "bold red"))
+    if snap.hosts:
+        bad = [n for n, h in sorted(snap.hosts.items()) if h.error]
+        out.append(("Hosts", f"{len(snap.hosts)} ({len(bad)} unreachable"
+                    + (f": {', '.join(bad)}" if bad else "") + ")",
+                    "bold red" if bad else ""))
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
+    out.append(("Findings", f"{counts[Severity.CRIT]} crit, {counts[Severity.WARN]} warn, "
+                f"{counts[Severity.INFO]} info",
+                "bold red" if counts[Severity.CRIT] else
+                "yellow" if counts[Severity.WARN] else "green"))
+    return Overview(tuple(out))
+
+
+# --------------------------------------------------------------------------- OSDs
+
+OSD_COLUMNS = ("name", "status", "in/out", "weight", "reweight", "class", "use%",
+               "data dir", "daemon")
+
+
+@dataclass(frozen=True)
+class OsdHostView:
+    """What the host says about one OSD: its data dir mount, device and daemon."""
+
+    data_dir: str | None
+    mounted_from: str | None
+    matching_device: str | None  # an unmounted device whose whoami/fsid name this OSD
+    daemon: str  # "running (pid N)", "stopped", "unknown"
+    host_error: str | None = None
+    io_errors: tuple[str, ...] = ()
+    fstab: str | None = None
+    block: tuple[str, ...] = ()
+
+
+def osd_data_dir(target: ClusterTarget | None, host: str | None, osd_id: int) -> str | None:
+    if target is None or host is None:
+        return None
+    ht = target.host(host)
+    if ht is None:
+        return None
+    return ht.osd_data_dir.format(cluster=target.ceph_cluster_name, id=osd_id)
+
+
+def osd_host_view(snap: ClusterSnapshot, target: ClusterTarget | None,
+                  osd: OsdState) -> OsdHostView | None:
+    """Join an OSD with its host's facts. None when no facts were collected for its host."""
+    facts: HostFacts | None = snap.hosts.get(osd.host or "") if osd.host else None
+    if facts is None:
+        return None
+    ddir = facts.osd_dirs.get(osd.id) or osd_data_dir(target, osd.host, osd.id)
+    if facts.error:
+        return OsdHostView(ddir, None, None, "unknown", host_error=facts.error)
+    mount = facts.mount_at(ddir) if ddir else None
+    fsid = snap.ceph.fsid if snap.ceph else None
+    match = next((i.device for i in facts.identities if i.whoami == osd.id
+                  and (fsid is None or i.ceph_fsid in (None, fsid))), None)
+    daemon = next((d for d in facts.daemons if d.kind == "ceph-osd"
+                   and d.ident == str(osd.id)), None)
+    dstate = "unknown" if daemon is None else (
+        f"running (pid {daemon.pid})" if daemon.running else "stopped")
+    devs = {mount.source} if mount else set()
+    if match:
+        devs.add(match)
+    names = {d.rsplit("/", 1)[-1] for d in devs}
+    io = tuple(e.line for e in facts.io_errors if e.device in names
+               or any(e.device in d for d in devs))
+    fst = next((f for f in facts.fstab if ddir and f.mountpoint.rstrip("/") ==
+                ddir.rstrip("/")), None)
+    fstab = None if fst is None else (("# disabled: " if fst.commented else "") +
+                                      f"{fst.device} {fst.mountpoint} {fst.fstype}")
+    block = tuple(f"{b.path} {b.type} {human_bytes(b.size)}"
+                  + (f" -> {b.backing_file}" if b.backing_file else "")
+                  for b in facts.block_devices if b.path in devs)
+    if ddir and facts.links.get(f"{ddir.rstrip('/')}/block"):
+        block += (f"{ddir.rstrip('/')}/block -> {facts.links[ddir.rstrip('/') + '/block']}",)
+    return OsdHostView(ddir, mount.source if mount else None, match, dstate,
+                       io_errors=io, fstab=fstab, block=block)
+
+
+def _osd_cells(o: OsdState, use: float | None, hv: OsdHostView | None
+               ) -> tuple[list[str], list[str]]:
+    status = "destroyed" if o.destroyed else ("up" if o.up else "down")
+    inout = "in" if o.in_ else "out"
+    if hv is None:
+        ddir, daemon, dstyle, mstyle = "-", "-", "dim", "dim"
+    elif hv.host_error:
+        ddir, daemon, dstyle, mstyle = "host unreachable", "?", "yellow", "yellow"
+    elif hv.mounted_from:
+        ddir, mstyle = f"mounted {hv.mounted_from}", "green"
+        daemon, dstyle = hv.daemon, ("green" if hv.daemon.startswith("running") else "red")
+    else:
+        ddir = "NOT MOUNTED" + (f" ({hv.matching_device})" if hv.matching_device else "")
+        mstyle = "bold red"
+        daemon, dstyle = hv.daemon, ("green" if hv.daemon.startswith("running") else "red")
+    cells = [f"  {o.name}", status, inout, f"{o.crush_weight:.3f}", f"{o.reweight:.3f}",
+             o.device_class or "-", "-" if use is None else f"{use:.1f}", ddir, daemon]
+    styles = ["", "green" if o.up else "bold red", "green" if o.in_ else "bold red",
+              "", "" if o.reweight > 0 else "red", "", "", mstyle, dstyle]
+    return cells, styles
+
+
+STATE_FILTERS = ("all", "down", "out", "up", "in")
+"""The ``state`` filter cycles through these (``down`` = not up, ``out`` = not in)."""
+
+
+def _state_ok(o: OsdState, state: str) -> bool:
+    return {"all": True, "down": not o.up, "out": not o.in_, "up": o.up,
+            "in": o.in_}.get(state, True)
+
+
+def osd_rows(snap: ClusterSnapshot, target: ClusterTarget | None = None, state: str = "all",
+             host: str | None = None, needle: str = "") -> list[Row]:
+    """The CRUSH tree by host: a host row followed by its OSDs, then OSDs with no host."""
+    ceph = snap.ceph
+    if ceph is None:
+        return []
+    use = {u.id: u.utilization for u in ceph.osd_usage}
+    by_id = {o.id: o for o in ceph.osds}
+    rows: list[Row] = []
+    seen: set[int] = set()
+    groups: list[tuple[str | None, list[OsdState]]] = []
+    for h in ceph.hosts:
+        groups.append((h.name, [by_id[i] for i in h.osd_ids if i in by_id]))
+        seen.update(h.osd_ids)
+    orphans = [o for o in ceph.osds if o.id not in seen]
+    if orphans:
+        groups.append((None, orphans))
+    ndl = needle.lower()
+    for hname, osds in groups:
+        if host and hname != host:
+            continue
+        kept: list[Row] = []
+        for o in osds:
+            if not _state_ok(o, state):
+                continue
+            hv = osd_host_view(snap, target, o)
+            cells, styles = _osd_cells(o, use.get(o.id), hv)
+            r = Row(o.name, "osd", tuple(cells), tuple(styles),
+                    f"{' '.join(cells)} {hname or ''}".lower(), o.id)
+            if r.matches(ndl):
+                kept.append(r)
+        if not kept and (state != "all" or ndl):
+            continue
+        up = sum(1 for o in osds if o.up)
+        facts = snap.hosts.get(hname or "")
+        hstyle = "bold red" if up == 0 and osds else ("yellow" if up < len(osds) else "bold")
+        label = f"▾ {hname}" if hname else "▾ (no CRUSH host)"
+        extra = f" {facts.address}" if facts else ""
+        hcells = (label, f"{up}/{len(osds)} up", f"{sum(1 for o in osds if o.in_)} in", "",
+                  "", "", "", f"host{extra}" + (" UNREACHABLE" if facts and facts.error
+                                                else ""), "")
+        rows.append(Row(f"host:{hname}", "host", hcells,
+                        (hstyle, hstyle, "", "", "", "", "", "dim", ""), label.lower(), hname))
+        rows.extend(kept)
+    return rows
+
+
+def osd_detail(snap: ClusterSnapshot, target: ClusterTarget | None, osd_id: int,
+               findings: Sequence[Finding]) -> list[tuple[str, str, str]]:
+    """(label, value, style) lines for one OSD, host facts included."""
+    ceph = snap.ceph
+    o = ceph.osd(osd_id) if ceph else None
+    if o is None:
+        return [("OSD", f"osd.{osd_id} is not in the OSD map", "bold red")]
+    lines = [
+        ("OSD", o.name, "bold"),
+        ("uuid", o.uuid, ""),
+        ("status", ("up" if o.up else "down") + ", " + ("in" if o.in_ else "out"),
+         "green" if o.up and o.in_ else "bold red"),
+        ("CRUSH host", o.host or "-", ""),
+        ("weight / reweight", f"{o.crush_weight:.3f} / {o.reweight:.3f}", ""),
+        ("device class", o.device_class or "-", ""),
+        ("state", ",".join(o.state) or "-", ""),
+        ("up_from / up_thru / down_at", f"{o.up_from} / {o.up_thru} / {o.down_at}", ""),
+        ("address", o.public_addr or "-", ""),
+    ]
+    hv = osd_host_view(snap, target, o)
+    if hv is None:
+        lines.append(("host facts", "not collected for this host", "dim"))
+    elif hv.host_error:
+        lines.append(("host facts", f"host unreachable: {hv.host_error}", "yellow"))
+    else:
+        lines.append(("data dir", hv.data_dir or "-", ""))
+        lines.append(("mount", f"mounted from {hv.mounted_from}" if hv.mounted_from
+                      else "NOT MOUNTED", "green" if hv.mounted_from else "bold red"))
+        if not hv.mounted_from:
+            lines.append(("matching device", hv.matching_device or
+                          "no matching device found", "yellow"))
+        lines.append(("daemon", hv.daemon, "green" if hv.daemon.startswith("running")
+                      else "red"))
+        for b in hv.block:
+            lines.append(("block device", b, ""))
+        if hv.fstab:
+            lines.append(("fstab", hv.fstab, "yellow" if hv.fstab.startswith("#") else ""))
+        for e in hv.io_errors[:5]:
+            lines.append(("I/O error", e, "bold red"))
+    for f in findings_for(findings, o.name):
+        lines.append((f"{f.severity.label} {f.code}", f.message
+                      + (f"  [fix: {f.runbook} {f.target}]" if f.runbook else ""),
+                      SEV_STYLE[f.severity]))
+    return lines
+
+
+def findings_for(findings: Iterable[Finding], entity: str) -> list[Finding]:
+    return [f for f in findings if f.entity == entity or f.target == entity]
+
+
+# --------------------------------------------------------------------------- pools / PGs
+
+POOL_COLUMNS = ("pool", "id", "type", "size", "pg_num", "pgp_num", "suggested", "autoscale",
+                "stored", "objects", "%used", "application")
+
+
+def next_pow2(n: float) -> int:
+    return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
+
+
+def suggested_pg_nums(ceph: CephState, per_osd: int = 100) -> dict[str, int]:
+    """The seed heuristic: (OSDs * per_osd) / replicas, shared among pools by stored data
+    (evenly when nothing is stored yet), each rounded up to a power of two."""
+    n_osds = sum(1 for o in ceph.osds if o.in_) or len(ceph.osds)
+    pools = [p for p in ceph.pools if p.tier_of < 0]
+    total = sum(p.stored_bytes for p in pools)
+    out: dict[str, int] = {}
+    for p in ceph.pools:
+        if p.tier_of >= 0:
+            out[p.name] = p.pg_num
+            continue
+        share = (p.stored_bytes / total) if total else 1.0 / max(1, len(pools))
+        if p.target_size_ratio > 0:
+            share = p.target_size_ratio / max(1e-9, sum(q.target_size_ratio for q in pools)
+                                              ) if any(q.target_size_ratio for q in pools) \
+                else share
+        out[p.name] = next_pow2(n_osds * per_osd / max(1, p.size) * share)
+    return out
+
+
+def pool_rows(ceph: CephState | None, per_osd: int = 100, low_factor: float = 4.0,
+              high_factor: float = 4.0, needle: str = "") -> list[Row]:
+    if ceph is None:
+        return []
+    sugg = suggested_pg_nums(ceph, per_osd)
+    rows = []
+    for p in sorted(ceph.pools, key=lambda p: p.id):
+        s = sugg.get(p.name, p.pg_num)
+        low = p.pg_num * low_factor < s
+        high = p.pg_num > s * high_factor
+        pow2 = p.pg_num & (p.pg_num - 1) == 0
+        cells = [p.name, str(p.id), p.type + (" (cache)" if p.tier_of >= 0 else ""),
+                 f"{p.size}/{p.min_size}", str(p.pg_num), str(p.pgp_num), str(s),
+                 p.pg_autoscale_mode, human_bytes(p.stored_bytes), str(p.objects),
+                 f"{p.percent_used * (100 if p.percent_used <= 1 else 1):.1f}",
+                 ",".join(p.application) or "-"]
+        styles = ["bold", "", "", "", "bold red" if low or high or not pow2 else "green",
+                  "bold red" if p.pgp_num < p.pg_num else "", "", "", "", "", "", ""]
+        r = _row(f"pool:{p.name}", "pool", cells, styles, p.name)
+        if r.matches(needle):
+            rows.append(r)
+    return rows
+
+
+def pg_state_rows(ceph: CephState | None) -> list[Row]:
+    if ceph is None:
+        return []
+    rows = [_row(f"pg:{s}", "pgstate", [s, str(c)],
+                 ["green" if s == "active+clean" else "yellow", ""])
+            for s, c in sorted(ceph.pgs.by_state.items(), key=lambda x: -x[1])]
+    for kind, pgids in sorted(ceph.pgs.stuck.items()):
+        rows.append(_row(f"stuck:{kind}", "stuck", [f"stuck {kind}", str(len(pgids))],
+                         ["bold red", ""]))
+    return rows
+
+
+# --------------------------------------------------------------------------- cache tiers
+
+CACHE_COLUMNS = ("cache pool", "base pool", "mode", "target bytes", "target objects",
+                 "dirty", "dirty high", "full", "hit set", "promote recency", "fill")
+
+
+def cache_rows(ceph: CephState | None, needle: str = "") -> list[Row]:
+    if ceph is None:
+        return []
+    by_id = {p.id: p for p in ceph.pools}
+    rows = []
+    for p in ceph.pools:
+        if p.tier_of < 0:
+            continue
+        base = by_id.get(p.tier_of)
+        d, dh, full = (p.cache_target_dirty_ratio_micro, p.cache_target_dirty_high_ratio_micro,
+                       p.cache_target_full_ratio_micro)
+        order_ok = d <= dh <= full
+        no_target = p.target_max_bytes == 0 and p.target_max_objects == 0
+        fill = "-"
+        if p.target_max_bytes:
+            fill = f"{100.0 * p.stored_bytes / p.target_max_bytes:.0f}%"
+        elif p.target_max_objects:
+            fill = f"{100.0 * p.objects / p.target_max_objects:.0f}%"
+        hs = (f"{p.hit_set_type} x{p.hit_set_count} / {p.hit_set_period}s"
+              if p.hit_set_type != "none" else "none")
+        cells = [p.name, base.name if base else str(p.tier_of), p.cache_mode,
+                 human_bytes(p.target_max_bytes) if p.target_max_bytes else "0",
+                 str(p.target_max_objects), ratio_micro(d), ratio_micro(dh), ratio_micro(full),
+                 hs, f"r{p.min_read_recency_for_promote}/w{p.min_write_recency_for_promote}",
+                 fill]
+        bad_order = "" if order_ok else "bold red"
+        styles = ["bold", "", "", "bold red" if no_target else "",
+                  "bold red" if no_target else "", bad_order, bad_order, bad_order,
+                  "bold red" if hs == "none" and p.cache_mode == "writeback" else "", "", ""]
+        r = _row(f"cache:{p.name}", "cache", cells, styles, p.name)
+        if r.matches(needle):
+            rows.append(r)
+    return rows
+
+
+# --------------------------------------------------------------------------- Swift
+
+RING_COLUMNS = ("ring / device", "region", "zone", "ip:port", "weight", "parts", "wanted",
+                "balance", "recon")
+
+
+def device_balance(d: RingDevice) -> float | None:
+    if not d.parts_wanted:
+        return None
+    return 100.0 * (d.parts - d.parts_wanted) / d.parts_wanted
+
+
+def _recon_state(sw: SwiftState, ring: RingState, d: RingDevice) -> tuple[str, str]:
+    server = "object" if ring.kind.startswith("object") else ring.kind
+    host = next((h for h in sw.recon if h.ip == d.ip and h.port == d.port
+                 and h.server == server), None)
+    if host is None:
+        host = next((h for h in sw.recon if h.ip == d.ip and h.server == server), None)
+    if host is None:
+        return "no recon", "dim"
+    if host.error:
+        return f"recon error: {host.error}"[:40], "yellow"
+    if d.device in host.unmounted:
+        return "UNMOUNTED", "bold red"
+    du = next((u for u in host.diskusage if u.get("device") == d.device), None)
+    if du is None:
+        return "MISSING", "bold red"
+    if du.get("mounted") is False:
+        return "UNMOUNTED", "bold red"
+    size, used = du.get("size") or 0, du.get("used") or 0
+    return (f"mounted {100.0 * used / size:.0f}%" if size else "mounted"), "green"
+
+
+def ring_rows(sw: SwiftState | None, needle: str = "") -> list[Row]:
+    """Each ring (part power, replicas, balance) then its devices by region and zone."""
+    if sw is None:
+        return []
+    rows: list[Row] = []
+    ndl = needle.lower()
+    for ring in sw.rings:
+        devs: list[Row] = []
+        for d in sorted(ring.devices, key=lambda d: (d.region, d.zone, d.ip, d.port, d.device)):
+            bal = device_balance(d)
+            recon, rstyle = _recon_state(sw, ring, d)
+            cells = [f"  {d.device} (id {d.id})", str(d.region), str(d.zone), f"{d.ip}:{d.port}",
+                     f"{d.weight:g}", str(d.parts), str(d.parts_wanted or "-"),
+                     "-" if bal is None else f"{bal:+.1f}%", recon]
+            styles = ["", "", "", "", "red" if d.weight == 0 else "",
+                      "red" if d.parts == 0 else "", "",
+                      "yellow" if bal is not None and abs(bal) > 5 else "", rstyle]
+            r = Row(f"dev:{ring.kind}:{d.id}", "device", tuple(cells), tuple(styles),
+                    f"{' '.join(cells)} {ring.kind}".lower(), (ring.kind, d))
+            if r.matches(ndl):
+                devs.append(r)
+        if not devs and ndl:
+            continue
+        bal = "-" if ring.balance is None else f"{ring.balance:.2f}%"
+        disp = "" if ring.dispersion is None else f" disp {ring.dispersion:.1f}%"
+        label = f"▾ {ring.kind} ring"
+        cells2 = (label, "", "", f"2^{ring.part_power} parts x{ring.replicas:g}",
+                  f"{sum(d.weight for d in ring.devices):g}",
+                  str(sum(d.parts for d in ring.devices)), f"mph {ring.min_part_hours}h",
+                  bal + disp, ring.error or ("builder != ring" if ring.builder_matches_ring
+                                             is False else ""))
+        rows.append(Row(f"ring:{ring.kind}", "ring", cells2,
+                        ("bold", "", "", "", "", "", "", "", "bold red"), label.lower(),
+                        ring.kind))
+        rows.extend(devs)
+    return rows
+
+
+# --------------------------------------------------------------------------- findings
+
+FINDING_COLUMNS = ("severity", "code", "entity", "message", "runbook")
+
+
+def finding_rows(findings: Sequence[Finding], needle: str = "",
+                 new: Iterable[tuple[str, str]] = ()) -> list[Row]:
+    """Grouped by severity (crit first), a header row per group."""
+    new_set = set(new)
+    rows: list[Row] = []
+    for sev in (Severity.CRIT, Severity.WARN, Severity.INFO):
+        group = [f for f in findings if f.severity == sev]
+        kept = []
+        for f in sorted(group, key=lambda f: (f.code, f.entity)):
+            mark = " *new*" if f.key in new_set else ""
+            cells = ["  " + sev.label, f.code, f.entity, f.message + mark,
+                     f"{f.runbook} {f.target}" if f.runbook else "-"]
+            r = _row(f"finding:{f.code}:{f.entity}", "finding", cells,
+                     [SEV_STYLE[sev], "bold", "", "", "cyan" if f.runbook else "dim"], f)
+            if r.matches(needle):
+                kept.append(r)
+        if not group or (needle and not kept):
+            continue
+        rows.append(Row(f"sev:{sev.label}", "severity",
+                        (f"▾ {sev.label.upper()} ({len(group)})", "", "", "", ""),
+                        (SEV_STYLE[sev],), sev.label, sev))
+        rows.extend(kept)
+    return rows
+
+
+def evidence_text(evidence: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(dict(evidence), indent=2, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(dict(evidence))
+
+
+# --------------------------------------------------------------------------- history
+
+HISTORY_COLUMNS = ("run", "when", "source", "worst", "findings", "exit", "took")
+AUDIT_COLUMNS = ("run", "when", "runbook", "target", "user", "status", "detail")
+
+
+def _when(ts: Any, now: float) -> str:
+    try:
+        return human_age(now - float(ts)) + " ago"
+    except (TypeError, ValueError):
+        return str(ts or "-")
+
+
+def history_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[Row]:
+    out = []
+    for r in runs:
+        worst = str(r.get("worst") or "ok")
+        cells = [str(r.get("id")), _when(r.get("started_at"), now), str(r.get("source") or "-"),
+                 worst, str(r.get("n_findings", "-")), str(r.get("exit_code", "-")),
+                 f"{float(r.get('duration_s') or 0):.1f}s"]
+        out.append(_row(f"run:{r.get('id')}", "run", cells,
+                        ["", "", "", {"crit": "bold red", "warn": "yellow"}.get(worst, "green"),
+                         "", "", ""], r))
+    return out
+
+
+def audit_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[Row]:
+    out = []
+    for r in runs:
+        status = str(r.get("status") or r.get("result") or "-")
+        when = r.get("started_at") or r.get("created_at") or r.get("ts")
+        detail = str(r.get("error") or r.get("summary") or r.get("detail") or "")
+        cells = [str(r.get("id", "-")), _when(when, now), str(r.get("runbook", "-")),
+                 str(r.get("target", "-")),
+                 str(r.get("confirmed_by") or r.get("user") or r.get("requested_by") or "-"),
+                 status, detail[:60]]
+        ok = status in ("ok", "succeeded", "success", "done", "verified")
+        out.append(_row(f"audit:{r.get('id')}", "audit", cells,
+                        ["", "", "bold", "", "", "green" if ok else "bold red", ""], r))
+    return out
+
+
+@dataclass
+class FilterState:
+    """Per-screen filter: free text plus the OSD screen's state/host choices."""
+
+    needle: str = ""
+    state: str = "all"
+    host: str | None = None
+    hosts: list[str] = field(default_factory=list)
