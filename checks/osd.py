@@ -1,1 +1,211 @@
-"""Ceph osd checks (owner: ceph helper)."""
+"""OSD state checks: down+in, down+out, up+out, never-up, destroyed, host down, osdmap flags.
+
+Ceph's own ``OSD_DOWN`` counts only OSDs that are still *in*; once an OSD has been down
+for ``mon_osd_down_out_interval`` it is marked out, the warning clears and the cluster can
+report HEALTH_OK with a dead disk. These checks keep reporting such OSDs, say for how long
+and on which host, and name the runbook that brings them back.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from storage.model import CephState, ClusterSnapshot, OsdState
+
+# What each osdmap flag does to the cluster, in the words an on-call engineer needs.
+FLAG_EFFECTS: dict[str, str] = {
+    "noout": "down OSDs are never marked out, so their data is not re-replicated",
+    "noin": "booting OSDs are not marked in and take no data",
+    "nodown": "failed OSDs are not marked down; clients may hang on them",
+    "noup": "OSDs cannot boot (they are not marked up)",
+    "pause": "all client reads and writes are blocked",
+    "pauserd": "all client reads are blocked",
+    "pausewr": "all client writes are blocked",
+    "norebalance": "data is not rebalanced after changes",
+    "norecover": "recovery is disabled: degraded data stays degraded",
+    "nobackfill": "backfill is disabled: misplaced/degraded data is not moved",
+    "noscrub": "scrubbing is disabled",
+    "nodeep-scrub": "deep scrubbing is disabled",
+    "notieragent": "the cache tiering agent is stopped (no flush/evict)",
+    "nosnaptrim": "snapshot trimming is disabled",
+}
+# Flags that block I/O or recovery outright are critical, the rest are warnings.
+CRIT_FLAGS = frozenset({"pause", "pauserd", "pausewr", "noup", "norecover"})
+
+
+def fmt_duration(seconds: float) -> str:
+    """``3725`` -> ``"1h 2m"``: short, for a message read on a phone."""
+    s = max(0, int(seconds))
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    if d:
+        return f"{d}d {h}h"
+    if h:
+        return f"{h}h {m}m"
+    if m:
+        return f"{m}m {sec}s" if m < 10 else f"{m}m"
+    return f"{sec}s"
+
+
+def cluster_entity(snap: ClusterSnapshot) -> str:
+    return f"cluster {snap.cluster}"
+
+
+def _where(o: OsdState, hosts_osd_count: dict[str, int]) -> str:
+    if not o.host:
+        return "not in the CRUSH map"
+    if hosts_osd_count.get(o.host, 0) == 1:
+        return f"on host {o.host} (its only OSD)"
+    return f"on host {o.host}"
+
+
+def _down_for(o: OsdState, now: float) -> str:
+    if o.down_since is None:
+        return "down since an unknown time"
+    return f"down for {fmt_duration(now - o.down_since)}"
+
+
+def _redundancy(st: CephState) -> str:
+    """What being out did to the data: re-replicated, or still short of copies."""
+    short = sum(n for state, n in st.pgs.by_state.items()
+                if {"degraded", "undersized"} & set(state.split("+")))
+    if short:
+        return f"{short} PGs are still degraded/undersized without it"
+    if st.pgs.by_state:
+        return "its data has been re-replicated elsewhere"
+    return "PG states unknown"
+
+
+def _evidence(o: OsdState, state: CephState, snap: ClusterSnapshot) -> dict[str, object]:
+    ev: dict[str, object] = {
+        "osd": o.id, "host": o.host, "up": o.up, "in": o.in_, "reweight": o.reweight,
+        "state": list(o.state), "down_at_epoch": o.down_at, "up_from_epoch": o.up_from,
+        "down_since": o.down_since, "device_class": o.device_class,
+    }
+    if o.host and o.host in snap.hosts and snap.hosts[o.host].error:
+        ev["host_error"] = snap.hosts[o.host].error
+    return ev
+
+
+def _down_out_interval(state: CephState) -> float | None:
+    try:
+        return float(state.config["mon_osd_down_out_interval"])
+    except (KeyError, ValueError):
+        return None
+
+
+OSD_CODES = (
+    CodeInfo("OSD_DOWN_IN", Severity.CRIT,
+             "An OSD is down but still in: its PGs are degraded until it returns or is "
+             "marked out.", "osd-start"),
+    CodeInfo("OSD_DOWN_OUT", Severity.WARN,
+             "An OSD is down and out; Ceph's OSD_DOWN no longer reports it and the cluster "
+             "may look healthy with one disk fewer.", "osd-start"),
+    CodeInfo("OSD_UP_OUT", Severity.WARN,
+             "An OSD is running but out (reweight 0): it holds no data.", "osd-in"),
+    CodeInfo("OSD_NEVER_UP", Severity.WARN,
+             "An OSD exists in the osdmap but has never booted."),
+    CodeInfo("OSD_DESTROYED", Severity.WARN,
+             "An OSD is marked destroyed: its id is reserved for a replacement disk."),
+    CodeInfo("OSD_HOST_DOWN", Severity.CRIT,
+             "Every OSD of a CRUSH host (with two or more OSDs) is down: look at the host "
+             "first."),
+    CodeInfo("OSDMAP_FLAGS", Severity.WARN,
+             "Cluster-wide or per-OSD osdmap flags (noout, noin, pause, ...) are set."),
+)
+
+
+@check("ceph-osds", codes=OSD_CODES, needs=("ceph",))
+def check_osds(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
+    """Per-OSD state, then whole hosts, then flags. One pass over the OSDs (O(n))."""
+    st = snap.ceph
+    assert st is not None
+    now = ctx.now
+    per_host = {h.name: len(h.osd_ids) for h in st.hosts}
+    interval = _down_out_interval(st)
+    for o in st.osds:
+        if not o.exists:
+            continue
+        name = o.name
+        where = _where(o, per_host)
+        if o.destroyed:
+            yield Finding("OSD_DESTROYED", Severity.WARN, name,
+                          f"{name} {where} is destroyed: waiting for a replacement disk "
+                          f"(recreate it with the same id, or purge it)",
+                          _evidence(o, st, snap))
+            continue
+        if not o.up and o.up_from == 0:
+            yield Finding("OSD_NEVER_UP", Severity.WARN, name,
+                          f"{name} {where} was created but has never booted: check its "
+                          f"deployment (keyring, data directory, daemon log)",
+                          _evidence(o, st, snap))
+            continue
+        if not o.up and o.in_:
+            msg = (f"{name} {where} is down but still in ({_down_for(o, now)}): its PGs "
+                   f"are degraded")
+            if interval and o.down_since is not None:
+                left = o.down_since + interval - now
+                if left > 0:
+                    msg += f"; Ceph marks it out in about {fmt_duration(left)}"
+            yield Finding("OSD_DOWN_IN", Severity.CRIT, name, msg + "; start it",
+                          _evidence(o, st, snap), runbook="osd-start", target=name,
+                          since=o.down_since)
+        elif not o.up:
+            yield Finding("OSD_DOWN_OUT", Severity.WARN, name,
+                          f"{name} {where} is down and out ({_down_for(o, now)}); Ceph's "
+                          f"OSD_DOWN no longer shows it; {_redundancy(st)}: start it, or "
+                          f"remove it for good",
+                          _evidence(o, st, snap), runbook="osd-start", target=name,
+                          since=o.down_since)
+        elif not o.in_:
+            yield Finding("OSD_UP_OUT", Severity.WARN, name,
+                          f"{name} {where} is up but out (reweight {o.reweight:g}): it holds "
+                          f"no data; mark it in unless it is being drained on purpose",
+                          _evidence(o, st, snap), runbook="osd-in", target=name)
+    yield from _hosts_down(snap, st, now)
+    yield from _flags(snap, st)
+
+
+def _hosts_down(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Finding]:
+    by_id = {o.id: o for o in st.osds}
+    for h in st.hosts:
+        osds = [by_id[i] for i in h.osd_ids if i in by_id and by_id[i].exists
+                and not by_id[i].destroyed]
+        # A one-OSD host is already fully described by that OSD's own finding.
+        if len(osds) < 2 or any(o.up for o in osds):
+            continue
+        since = [o.down_since for o in osds if o.down_since is not None]
+        first = min(since) if since else None
+        how_long = f" for {fmt_duration(now - first)}" if first is not None else ""
+        n_in = sum(1 for o in osds if o.in_)
+        ev: dict[str, object] = {"host": h.name, "osds": [o.id for o in osds],
+                                 "in": n_in, "down_since": first}
+        facts = snap.hosts.get(h.name)
+        if facts is not None and facts.error:
+            ev["host_error"] = facts.error
+            hint = f"; the host does not answer over SSH either ({facts.error})"
+        else:
+            hint = ": check the host (power, network, disks) before the OSDs"
+        yield Finding("OSD_HOST_DOWN", Severity.CRIT if n_in else Severity.WARN,
+                      f"host {h.name}",
+                      f"all {len(osds)} OSDs of host {h.name} are down{how_long} "
+                      f"({n_in} still in){hint}", ev, since=first)
+
+
+def _flags(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
+    for flag in st.flags:
+        if flag not in FLAG_EFFECTS:
+            continue  # sortbitwise, recovery_deletes, ...: normal feature bits
+        sev = Severity.CRIT if flag in CRIT_FLAGS else Severity.WARN
+        yield Finding("OSDMAP_FLAGS", sev, f"{cluster_entity(snap)} flag {flag}",
+                      f"osdmap flag {flag} is set: {FLAG_EFFECTS[flag]}; unset it when the "
+                      f"maintenance is over (ceph osd unset {flag})",
+                      {"flag": flag, "all_flags": list(st.flags)})
+    for o in st.osds:
+        for flag in o.state:
+            if flag in FLAG_EFFECTS:
+                yield Finding("OSDMAP_FLAGS", Severity.WARN, f"{o.name} flag {flag}",
+                              f"{o.name} has flag {flag}: {FLAG_EFFECTS[flag]}",
+                              {"flag": flag, "osd": o.id, "state": list(o.state)})

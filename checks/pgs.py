@@ -1,1 +1,235 @@
-"""Ceph pgs checks (owner: ceph helper)."""
+"""Placement-group checks: pg_num per pool against the heuristic, power of two, pgp_num,
+PGs per OSD, and PGs that are not active+clean or are stuck.
+
+The heuristic (seed 000 and Ceph's docs): the cluster's PG budget per replica count is
+``(in OSDs * pg_per_osd_target) / size`` rounded up to a power of two, shared among data
+pools by their expected data: ``target_size_ratio`` when any pool sets one, else stored
+bytes once the data pools hold real data, else equally. Ceph's own small pools
+(device_health_metrics, .mgr) and cache-tier pools are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Mapping
+
+from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from checks.osd import cluster_entity
+from storage.ceph import SYSTEM_POOLS
+from storage.model import CephState, ClusterSnapshot, PoolState
+
+# Below this much data in all data pools, stored bytes say nothing about expected data.
+MEANINGFUL_BYTES = 1 << 30
+# Ceph's default pg_num for a new pool: never call a pool of this size "too many".
+DEFAULT_PG_NUM = 32
+# PG states that block client I/O.
+BLOCKING_STATES = frozenset({"down", "incomplete", "stale", "peering", "inactive",
+                             "unknown", "creating", "activating"})
+
+
+def is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def next_pow2(x: float) -> int:
+    return 1 if x <= 1 else 1 << math.ceil(math.log2(x))
+
+
+def nearest_pow2(x: float) -> int:
+    return 1 if x <= 1 else 1 << round(math.log2(x))
+
+
+def data_pools(st: CephState) -> list[PoolState]:
+    return [p for p in st.pools if p.name not in SYSTEM_POOLS and p.tier_of < 0]
+
+
+def pool_shares(pools: list[PoolState]) -> tuple[dict[int, float], str]:
+    """Expected share of the data of each pool, and which rule gave it."""
+    if not pools:
+        return {}, "none"
+    ratios = {p.id: p.target_size_ratio for p in pools if p.target_size_ratio > 0}
+    if ratios:
+        total = sum(ratios.values())
+        scale = 1.0 / total if total > 1.0 else 1.0
+        rest = max(0.0, 1.0 - total * scale)
+        others = [p for p in pools if p.id not in ratios]
+        shares = {pid: r * scale for pid, r in ratios.items()}
+        for p in others:
+            shares[p.id] = rest / len(others)
+        return shares, "target_size_ratio"
+    stored = sum(p.stored_bytes for p in pools)
+    if stored >= MEANINGFUL_BYTES:
+        return {p.id: p.stored_bytes / stored for p in pools}, "stored bytes"
+    return {p.id: 1.0 / len(pools) for p in pools}, "equal shares"
+
+
+def ideal_pg_num(in_osds: int, size: int, share: float, per_osd: int) -> int:
+    """``(OSDs * per_osd) / size`` up to a power of two, times the share, to the nearest."""
+    if in_osds <= 0 or size <= 0:
+        return 0
+    budget = next_pow2(in_osds * per_osd / size)
+    return nearest_pow2(budget * share)
+
+
+def _raw_pools(st: CephState) -> dict[int, Mapping[str, Any]]:
+    src = st.raw.get("osd pool ls detail") or (st.raw.get("osd dump") or {}).get("pools", ())
+    out: dict[int, Mapping[str, Any]] = {}
+    for d in src or ():
+        pid = d.get("pool_id", d.get("pool"))
+        if pid is not None:
+            out[int(pid)] = d
+    return out
+
+
+def in_osd_count(st: CephState) -> int:
+    return sum(1 for o in st.osds if o.exists and o.in_ and not o.destroyed)
+
+
+PG_CODES = (
+    CodeInfo("POOL_PG_NUM_LOW", Severity.WARN,
+             "A pool has far fewer PGs than its share of (OSDs*100)/replicas: data and load "
+             "concentrate on few OSDs.", "pool-pg-num"),
+    CodeInfo("POOL_PG_NUM_HIGH", Severity.WARN,
+             "A pool has far more PGs than its share of (OSDs*100)/replicas: memory and "
+             "peering cost per OSD."),
+    CodeInfo("POOL_PG_NOT_POWER_OF_TWO", Severity.WARN,
+             "A pool's pg_num is not a power of two: PGs hold unequal amounts of data."),
+    CodeInfo("POOL_PGP_BELOW_PG", Severity.WARN,
+             "A pool's pgp_num is below pg_num: new PGs are not placed independently.",
+             "pool-pg-num"),
+    CodeInfo("PGS_PER_OSD_HIGH", Severity.WARN,
+             "PG replicas per in OSD exceed mon_max_pg_per_osd: new pools and pg_num "
+             "increases will be refused."),
+    CodeInfo("PGS_NOT_ACTIVE_CLEAN", Severity.WARN,
+             "Some PGs are not active+clean (degraded, undersized, peering, ...)."),
+    CodeInfo("PGS_STUCK", Severity.WARN,
+             "Some PGs have been stuck inactive, unclean, stale, undersized or degraded "
+             "for longer than mon_pg_stuck_threshold."),
+)
+
+
+@check("ceph-pgs", codes=PG_CODES, needs=("ceph",))
+def check_pgs(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
+    st = snap.ceph
+    assert st is not None
+    yield from _pool_pg_nums(snap, st, ctx)
+    yield from _pgs_per_osd(snap, st, ctx)
+    yield from _pg_states(snap, st)
+
+
+def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Iterator[Finding]:
+    th = ctx.thresholds
+    n_in = in_osd_count(st)
+    pools = data_pools(st)
+    shares, rule = pool_shares(pools)
+    raw = _raw_pools(st)
+    for p in st.pools:
+        ent = f"pool {p.name}"
+        r = raw.get(p.id, {})
+        changing = p.pg_num != p.pg_num_target
+        if not is_pow2(p.pg_num) and not (changing and is_pow2(p.pg_num_target)):
+            yield Finding("POOL_PG_NOT_POWER_OF_TWO", Severity.WARN, ent,
+                          f"pool {p.name} has pg_num {p.pg_num}, not a power of two: its "
+                          f"PGs hold unequal amounts of data (use {nearest_pow2(p.pg_num)})",
+                          {"pool": p.name, "pg_num": p.pg_num,
+                           "pg_num_target": p.pg_num_target})
+        pgp_target = int(r.get("pg_placement_num_target", p.pgp_num))
+        if p.pgp_num < p.pg_num and pgp_target < p.pg_num:
+            yield Finding("POOL_PGP_BELOW_PG", Severity.WARN, ent,
+                          f"pool {p.name} has pgp_num {p.pgp_num} below pg_num {p.pg_num}: "
+                          f"the split PGs still sit on their parents' OSDs; set pgp_num to "
+                          f"{p.pg_num}",
+                          {"pool": p.name, "pg_num": p.pg_num, "pgp_num": p.pgp_num,
+                           "pgp_num_target": pgp_target},
+                          runbook="pool-pg-num", target=p.name)
+        if p.id not in shares or n_in == 0:
+            continue
+        ideal = ideal_pg_num(n_in, p.size, shares[p.id], th.pg_per_osd_target)
+        # With the autoscaler on, judge where it is heading, not where it is now.
+        current = p.pg_num_target if p.pg_autoscale_mode == "on" else p.pg_num
+        ev = {"pool": p.name, "pg_num": p.pg_num, "pg_num_target": p.pg_num_target,
+              "ideal_pg_num": ideal, "share": round(shares[p.id], 4), "share_rule": rule,
+              "in_osds": n_in, "size": p.size, "pg_per_osd_target": th.pg_per_osd_target,
+              "autoscale_mode": p.pg_autoscale_mode}
+        why = (f"({n_in} in OSDs x {th.pg_per_osd_target} / size {p.size}, "
+               f"{shares[p.id]:.0%} share by {rule})")
+        if ideal and current < ideal / th.pg_low_factor:
+            yield Finding("POOL_PG_NUM_LOW", Severity.WARN, ent,
+                          f"pool {p.name} has pg_num {current}, about {ideal} expected "
+                          f"{why}: too few PGs to spread its data and load evenly over the "
+                          f"OSDs; raise pg_num to {ideal}",
+                          ev, runbook="pool-pg-num", target=p.name)
+        elif ideal and current > max(ideal, DEFAULT_PG_NUM) * th.pg_high_factor:
+            yield Finding("POOL_PG_NUM_HIGH", Severity.WARN, ent,
+                          f"pool {p.name} has pg_num {current}, about {ideal} expected "
+                          f"{why}: too many PGs cost OSD memory and peering time",
+                          ev)
+
+
+def _pgs_per_osd(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Iterator[Finding]:
+    n_in = in_osd_count(st)
+    if n_in == 0:
+        return
+    try:
+        limit = int(float(st.config["mon_max_pg_per_osd"]))
+    except (KeyError, ValueError):
+        limit = ctx.thresholds.mon_max_pg_per_osd
+    replicas = sum(p.pg_num * max(1, p.size) for p in st.pools)
+    avg = replicas / n_in
+    per_osd = _pgs_by_osd(st)
+    worst = max(per_osd.items(), key=lambda kv: kv[1]) if per_osd else None
+    if avg > limit or (worst is not None and worst[1] > limit):
+        top = f"; osd.{worst[0]} holds {worst[1]}" if worst else ""
+        yield Finding("PGS_PER_OSD_HIGH", Severity.WARN, cluster_entity(snap),
+                      f"{avg:.0f} PG replicas per in OSD on average{top}, above "
+                      f"mon_max_pg_per_osd {limit}: Ceph will refuse new pools and pg_num "
+                      f"increases; add OSDs or reduce pg_num",
+                      {"average": round(avg, 1), "limit": limit, "in_osds": n_in,
+                       "pg_replicas": replicas,
+                       "max_osd": {"osd": worst[0], "pgs": worst[1]} if worst else None})
+
+
+def _pgs_by_osd(st: CephState) -> dict[int, int]:
+    """Per-OSD PG counts from ``osd df`` (the ``pgs`` field), when collected."""
+    d = st.raw.get("osd df") or {}
+    out: dict[int, int] = {}
+    for n in d.get("nodes", ()) if isinstance(d, Mapping) else ():
+        if int(n.get("id", -1)) >= 0 and "pgs" in n:
+            out[int(n["id"])] = int(n["pgs"])
+    return out
+
+
+def _state_parts(state: str) -> set[str]:
+    return set(state.split("+"))
+
+
+def _pg_states(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
+    bad: dict[str, int] = {}
+    blocking = 0
+    for state, n in st.pgs.by_state.items():
+        parts = _state_parts(state)
+        if {"active", "clean"} <= parts and not parts & {"inconsistent", "degraded",
+                                                         "undersized", "stale", "down",
+                                                         "incomplete", "peering"}:
+            continue
+        bad[state] = n
+        if "active" not in parts or parts & BLOCKING_STATES:
+            blocking += n
+    if bad:
+        total = sum(bad.values())
+        listing = ", ".join(f"{n} {s}" for s, n in sorted(bad.items(), key=lambda kv: -kv[1]))
+        sev = Severity.CRIT if blocking else Severity.WARN
+        extra = (f"; {blocking} of them block client I/O" if blocking else
+                 "; data is still served, with less redundancy or out of place")
+        yield Finding("PGS_NOT_ACTIVE_CLEAN", sev, f"{cluster_entity(snap)} pgs",
+                      f"{total} of {st.pgs.num_pgs} PGs are not active+clean: {listing}{extra}",
+                      {"by_state": dict(st.pgs.by_state), "not_clean": bad,
+                       "blocking": blocking, "num_pgs": st.pgs.num_pgs})
+    for kind, pgids in sorted(st.pgs.stuck.items()):
+        if not pgids:
+            continue
+        sev = Severity.CRIT if kind in ("inactive", "stale") else Severity.WARN
+        shown = ", ".join(pgids[:10]) + (" ..." if len(pgids) > 10 else "")
+        yield Finding("PGS_STUCK", sev, f"{cluster_entity(snap)} pgs stuck {kind}",
+                      f"{len(pgids)} PGs stuck {kind}: {shown}",
+                      {"kind": kind, "count": len(pgids), "pgids": list(pgids[:100])})

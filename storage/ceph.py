@@ -492,6 +492,7 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
     the defaults, so a manager that does not answer still gives an OSD/pool picture.
     """
     dump = parse_osd_dump(raw["osd dump"])
+    stamps = {int(k): parse_stamp(v) for k, v in (raw.get("osdmap_stamps") or {}).items()}
     tree = parse_osd_tree(raw["osd tree"]) if raw.get("osd tree") else {"hosts": (), "osds": {}}
     tinfo: Mapping[int, Mapping[str, Any]] = tree["osds"]
     osds = []
@@ -502,7 +503,9 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
             host=t.get("host"), crush_weight=float(t.get("crush_weight", 0.0)),
             reweight=o.reweight, device_class=t.get("device_class"), state=o.state,
             up_from=o.up_from, up_thru=o.up_thru, down_at=o.down_at,
-            down_since=o.down_since, public_addr=o.public_addr,
+            down_since=o.down_since if o.down_since is not None or o.up
+            else stamps.get(o.down_at),
+            public_addr=o.public_addr,
             destroyed=o.destroyed or t.get("status") == "destroyed", new=o.new))
     pools = list(parse_pool_ls_detail(raw["osd pool ls detail"])) if raw.get(
         "osd pool ls detail") else list(dump["pools"])
@@ -574,6 +577,8 @@ _OPTIONAL: tuple[_Cmd, ...] = (
 )
 CONFIG_KEYS = ("mon_max_pg_per_osd", "mon_osd_down_out_interval")
 ETIMEDOUT = 110
+# At most this many old osdmaps are fetched to date down OSDs (one per distinct epoch).
+MAX_EPOCH_LOOKUPS = 16
 
 
 def collect_raw(client: CephClient) -> dict[str, Any]:
@@ -586,6 +591,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
     errors: dict[str, str] = {}
     for key, to_mgr, prefix, args in _REQUIRED:
         raw[key] = client.mgr(prefix, **args) if to_mgr else client.mon(prefix, **args)
+    raw["osdmap_stamps"] = _down_epoch_stamps(client, raw["osd dump"], errors)
     mgr_dead: str | None = None
     for key, to_mgr, prefix, args in _OPTIONAL:
         if to_mgr and mgr_dead:
@@ -615,6 +621,33 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
     raw["config"] = cfg
     raw["errors"] = errors
     return raw
+
+
+def down_epochs(dump: Mapping[str, Any]) -> list[int]:
+    """The ``down_at`` epochs of down OSDs whose ``down_stamp`` is unset, newest first.
+
+    Pacific leaves ``down_stamp`` at 0 when an OSD shuts down cleanly or is marked down
+    by hand; the osdmap of its ``down_at`` epoch still says when that happened.
+    """
+    xinfo = {int(x["osd"]): x for x in dump.get("osd_xinfo", ())}
+    epochs = {int(o.get("down_at", 0)) for o in dump.get("osds", ())
+              if not o.get("up") and int(o.get("down_at", 0)) > 0
+              and parse_stamp(xinfo.get(int(o["osd"]), {}).get("down_stamp")) is None}
+    return sorted(epochs, reverse=True)[:MAX_EPOCH_LOOKUPS]
+
+
+def _down_epoch_stamps(client: CephClient, dump: Mapping[str, Any],
+                       errors: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for ep in down_epochs(dump):
+        try:
+            old = client.mon("osd dump", epoch=ep)
+        except CephCommandError as e:  # trimmed from the monitor's store: unknown
+            errors[f"osd dump {ep}"] = str(e)
+            continue
+        if isinstance(old, Mapping) and old.get("modified"):
+            out[str(ep)] = str(old["modified"])
+    return out
 
 
 def collect_ceph(target: CephTarget) -> tuple[CephState | None, str | None]:
