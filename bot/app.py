@@ -305,6 +305,7 @@ class StordocBot:
             cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
                                         self.backend.default_cluster())
         except g.GrammarError as e:
+            self._audit(where, cmd.cluster, "command", "bad input", text[:200])
             self._refuse(where, str(e))
             return
         need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
@@ -327,7 +328,7 @@ class StordocBot:
                     return
                 resp = self.client.chat_postMessage(
                     channel=where.channel, text=":hourglass_flowing_sand: still working…",
-                    **({"thread_ts": where.thread_ts} if where.thread_ts else {}))
+                    thread_ts=where.thread_ts)
                 state["ts"] = resp.get("ts")
 
         timer = threading.Timer(self.working_after_s, working)

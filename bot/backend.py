@@ -130,25 +130,9 @@ class Backend:
         maker = getattr(self.env, "run_context", None)
         if maker is None:
             raise BotError("runbooks are not wired into this installation (Env.run_context)")
-        try:
-            return maker(cluster, source="slack", user=user)
-        except TypeError:
-            ctx = maker(cluster, source="slack")
-            if hasattr(ctx, "user"):
-                try:
-                    object.__setattr__(ctx, "user", user)
-                except Exception:
-                    pass
-            return ctx
-
-    def _get_runbook(self, api: Any, name: str) -> Any:
-        getter = getattr(api, "get_runbook", None)
-        if getter is not None:
-            return getter(name)
-        for rb in api.list_runbooks():
-            if getattr(rb, "name", rb) == name:
-                return rb
-        raise BotError(f"unknown runbook `{name}`")
+        ctx = maker(cluster, source="slack")
+        ctx.user = user  # the audit records the Slack user ID, not the bot's OS user
+        return ctx
 
     def plan(self, cluster: str, runbook: str, target: str, user: str,
              options: Mapping[str, Any] | None = None) -> PlanView:
@@ -156,8 +140,7 @@ class Backend:
         refused = getattr(api, "Refused", ())
         ctx = self._ctx(cluster, user)
         try:
-            rb = self._get_runbook(api, runbook)
-            p = api.plan(ctx, rb, target, dict(options or {}))
+            p = api.plan(ctx, runbook, target, dict(options or {}))
         except BotError:
             raise
         except Exception as e:
@@ -167,8 +150,7 @@ class Backend:
                 raise BotError(str(e)) from None
             raise
         lines = list(p.lines()) if hasattr(p, "lines") else [str(p)]
-        destructive = bool(getattr(p, "destructive", getattr(rb, "destructive",
-                                                             runbook in DESTRUCTIVE_DEFAULT)))
+        destructive = bool(getattr(p, "destructive", runbook in DESTRUCTIVE_DEFAULT))
         data = p.to_dict() if hasattr(p, "to_dict") else {}
         return PlanView(cluster, runbook, target, lines, destructive, p, data)
 
@@ -185,21 +167,20 @@ class Backend:
                                                                             "LockHeld"):
                 return RunOutcome(False, f"refused: {e}", "not run")
             raise
-        ok = bool(getattr(res, "ok", getattr(res, "success", False)))
-        summary = (getattr(res, "message", None) or getattr(res, "summary", None)
-                   or getattr(res, "outcome", None) or ("done" if ok else "failed"))
-        ver = getattr(res, "verification", None) or getattr(res, "verify", None)
-        if ver is None:
-            vtext = "no verification reported"
-        elif isinstance(ver, str):
-            vtext = ver
-        elif hasattr(ver, "message"):
-            vtext = str(ver.message)
-        elif isinstance(ver, Mapping):
-            vtext = "; ".join(f"{k}: {v}" for k, v in ver.items())
+        ok = bool(getattr(res, "ok", False))
+        summary = f"{getattr(res, 'outcome', 'done')}: {getattr(res, 'message', '')}"
+        verified = getattr(res, "verified", None)
+        left = [f"{f.entity} {f.code}" for f in getattr(res, "verify_findings", ())]
+        if verified is True:
+            vtext = "checks pass again" + (f" ({', '.join(left)} remain)" if left else "")
+        elif verified is False:
+            vtext = "still failing: " + (", ".join(left) or "the triggering checks")
         else:
-            vtext = str(ver)
-        return RunOutcome(ok, str(summary), vtext, getattr(res, "run_id", None))
+            vtext = "not verified"
+        not_done = list(getattr(res, "not_done", ()))
+        if not_done and not ok:
+            vtext += "; not done: " + "; ".join(not_done[:5])
+        return RunOutcome(ok, summary, vtext, getattr(res, "run_id", None))
 
     def audit(self, cluster: str, limit: int = 15) -> list[dict[str, Any]]:
         mod = _module("storage.audit")

@@ -265,9 +265,10 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
         return Osd(cluster, parse_osd(rest[0]))
     if verb in ("pools", "cache", "findings", "history", "audit"):
         _no_more(verb, rest)
-        cls = {"pools": Pools, "cache": Cache, "findings": Findings, "history": History,
-               "audit": Audit}[verb]
-        return cls(cluster)  # type: ignore[no-any-return]
+        simple: dict[str, Command] = {"pools": Pools(cluster), "cache": Cache(cluster),
+                                      "findings": Findings(cluster),
+                                      "history": History(cluster), "audit": Audit(cluster)}
+        return simple[verb]
     if verb == "ring":
         _no_more(verb, rest[1:])
         if not rest:

@@ -43,9 +43,9 @@ class BotStore:
         self.journal = journal
         db = journal.db
         with journal.lock:
-            db["bot_requests"].create({"key": str, "received_at": float, "kind": str},
+            db.table("bot_requests").create({"key": str, "received_at": float, "kind": str},
                                       pk="key", if_not_exists=True)
-            db["bot_buttons"].create(
+            db.table("bot_buttons").create(
                 {"token": str, "kind": str, "cluster": str, "runbook": str, "target": str,
                  "requested_by": str, "created_at": float, "expires_at": float,
                  "used_at": float, "used_by": str, "data": str},
@@ -68,7 +68,7 @@ class BotStore:
         tok = token or secrets.token_urlsafe(18)
         now = time.time()
         with self.journal.lock:
-            self.journal.db["bot_buttons"].insert(
+            self.journal.db.table("bot_buttons").insert(
                 {"token": tok, "kind": kind, "cluster": cluster, "runbook": runbook,
                  "target": target, "requested_by": requested_by, "created_at": now,
                  "expires_at": now + ttl_s, "used_at": None, "used_by": None,
@@ -100,7 +100,7 @@ class BotStore:
               detail: str = "") -> None:
         """Every bot action with the Slack user ID (runbook runs also go to runbook_runs)."""
         with self.journal.lock:
-            self.journal.db["bot_audit"].insert(
+            self.journal.db.table("bot_audit").insert(
                 {"at": time.time(), "user": user, "cluster": cluster, "action": action,
                  "outcome": outcome, "detail": detail[:500]})
 

@@ -36,6 +36,7 @@ class Call:
     params: dict[str, Any]
     headers: dict[str, str]
     at: float = field(default_factory=time.monotonic)
+    response: dict[str, Any] = field(default_factory=dict)
 
 
 class FakeSlack:
@@ -107,9 +108,10 @@ class FakeSlack:
         self.httpd.server_close()
 
     # ------------------------------------------------------------------ answers
-    def _record(self, method: str, params: dict[str, Any], headers: dict[str, str]) -> None:
+    def _record(self, method: str, params: dict[str, Any], headers: dict[str, str],
+                response: dict[str, Any] | None = None) -> None:
         with self.cond:
-            self.calls.append(Call(method, params, headers))
+            self.calls.append(Call(method, params, headers, response=response or {}))
             self.cond.notify_all()
 
     def _ts_next(self) -> str:
@@ -117,8 +119,13 @@ class FakeSlack:
 
     def answer(self, method: str, params: dict[str, Any],
                headers: dict[str, str]) -> dict[str, Any]:
+        resp = self._answer(method, params, headers)
+        self._record(method, params, headers, resp)
+        return resp
+
+    def _answer(self, method: str, params: dict[str, Any],
+                headers: dict[str, str]) -> dict[str, Any]:
         auth = headers.get("Authorization") or headers.get("authorization") or ""
-        self._record(method, params, headers)
         if method == "apps.connections.open":
             if auth != "Bearer " + APP_TOKEN:
                 return {"ok": False, "error": "invalid_auth"}
@@ -388,3 +395,55 @@ class FakeSocketMode:
                 if left <= 0:
                     raise AssertionError(f"no ack for {envelope_id}")
                 self.cond.wait(left)
+
+
+# --------------------------------------------------------------------------- the real bot
+
+
+class BotHarness:
+    """The real bot (bolt App over real HTTP on loopback) wired to a FakeSlack.
+
+    ``settings`` is any stordoc Settings; its ``slack`` section is replaced by one that
+    points at the fake API with test secrets and the given roles.
+    """
+
+    def __init__(self, settings: Any, roles: Mapping[str, Mapping[str, Any]],
+                 journal: str, button_ttl_s: int = 900, admins: tuple[str, ...] = (),
+                 groups: Mapping[str, list[str]] | None = None, **bot_kw: Any) -> None:
+        from bot.server import HttpServer, build_bot
+        from stordoc.env import Env
+        from stordoc.settings import Role, Secret, SlackSettings
+
+        self.fake = FakeSlack(groups=groups).start()
+        slack = SlackSettings(
+            bot_token=Secret(value=TOKEN), signing_secret=Secret(value=SIGNING_SECRET),
+            app_token=Secret(value=APP_TOKEN), api_base_url=self.fake.base_url,
+            button_ttl_s=button_ttl_s, admins=list(admins),
+            roles={k: Role(**v) for k, v in roles.items()})
+        self.settings = settings.model_copy(update={"slack": slack, "journal": journal})
+        self.env = Env(self.settings)
+        self.bot = build_bot(self.env, **bot_kw)
+        self.server = HttpServer(self.bot, "127.0.0.1", 0).start()
+        self.slack = SlackSender(self.server.url, command=slack.command)
+
+    def close(self) -> None:
+        self.server.stop()
+        self.bot.close()
+        self.fake.stop()
+        self.env.close()
+
+    def posts(self) -> list[Call]:
+        return self.fake.of("chat.postMessage")
+
+    def ephemerals(self) -> list[Call]:
+        return self.fake.of("chat.postEphemeral")
+
+    def wait_post(self, needle: str, methods: tuple[str, ...] = ("chat.postMessage",),
+                  timeout: float = 60.0) -> Call:
+        """The first call of ``methods`` whose text contains ``needle``."""
+        def find(f: FakeSlack) -> Call | None:
+            for c in f.of(*methods):
+                if needle in all_text(c):
+                    return c
+            return None
+        return self.fake.wait_for(find, timeout)  # type: ignore[no-any-return]
