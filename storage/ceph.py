@@ -359,10 +359,16 @@ def parse_df(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_pg_stat(d: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
-    """``pg stat``: Octopus/Pacific nest it under ``pg_summary``; older ones do not."""
+    """``pg stat``: Octopus/Pacific nest it under ``pg_summary``; older ones do not.
+
+    ``pg_ready: false`` (a manager that has just started) reports every PG as
+    ``unknown``; that says nothing about the PGs, so the states are dropped.
+    """
     s = d.get("pg_summary", d) if isinstance(d, Mapping) else {}
     by_state = {str(e["name"]): int(e["num"]) for e in s.get("num_pg_by_state", ())}
     num = int(s.get("num_pgs", sum(by_state.values())))
+    if isinstance(d, Mapping) and d.get("pg_ready") is False:
+        return num, {}
     return num, by_state
 
 
@@ -604,7 +610,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
                 raise
             errors[key] = mgr_dead = f"manager did not answer: {e}"
         except CephCommandError as e:
-            if e.rc == -ETIMEDOUT:
+            if abs(e.rc) == ETIMEDOUT:
                 if not to_mgr:
                     raise CephUnreachable(str(e)) from e
                 errors[key] = mgr_dead = f"manager did not answer: {e}"
@@ -615,7 +621,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
         try:
             cfg[name] = client.mon("config get", who="mon", key=name)
         except CephCommandError as e:
-            if e.rc == -ETIMEDOUT:
+            if abs(e.rc) == ETIMEDOUT:
                 raise CephUnreachable(str(e)) from e
             errors[f"config {name}"] = str(e)
     raw["config"] = cfg
@@ -669,3 +675,37 @@ def collect_ceph(target: CephTarget) -> tuple[CephState | None, str | None]:
         return None, f"{type(e).__name__}: {e}"
     finally:
         client.close()
+
+
+# --------------------------------------------------------------------------- captures
+
+RAW_FILE_NAMES = {
+    "osd dump": "osd_dump", "osd tree": "osd_tree", "osd pool ls detail": "osd_pool_ls_detail",
+    "df": "df", "health detail": "health_detail", "status": "status",
+    "quorum_status": "quorum_status", "versions": "versions",
+    "time-sync-status": "time-sync-status", "pg stat": "pg_stat",
+    "pg dump_stuck": "pg_dump_stuck", "osd df": "osd_df", "config": "config",
+    "osdmap_stamps": "osdmap_stamps", "errors": "errors",
+}
+
+
+def save_raw_dir(raw: Mapping[str, Any], directory: str) -> None:
+    """Write each command's JSON to ``directory/<name>.json`` (fixtures, bug reports)."""
+    import pathlib
+
+    out = pathlib.Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for key, value in raw.items():
+        name = RAW_FILE_NAMES.get(key, key.replace(" ", "_"))
+        (out / f"{name}.json").write_text(json.dumps(value, indent=1, sort_keys=True) + "\n")
+
+
+def load_raw_dir(directory: str) -> dict[str, Any]:
+    """Read a directory written by :func:`save_raw_dir` back into ``raw`` for ``build_state``."""
+    import pathlib
+
+    back = {v: k for k, v in RAW_FILE_NAMES.items()}
+    raw: dict[str, Any] = {}
+    for f in sorted(pathlib.Path(directory).glob("*.json")):
+        raw[back.get(f.stem, f.stem.replace("_", " "))] = json.loads(f.read_text())
+    return raw
