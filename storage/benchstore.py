@@ -32,10 +32,10 @@ class BenchStore:
         self.journal = journal
         self.db = journal.db
         with journal.lock:
-            self.db["bench_runs"].create(_COLS, pk="id", if_not_exists=True)
-            self.db["bench_runs"].create_index(["cluster", "fingerprint"], if_not_exists=True)
-            self.db["bench_runs"].create_index(["group_id"], if_not_exists=True)
-            self.db["bench_baselines"].create(
+            self.db.table("bench_runs").create(_COLS, pk="id", if_not_exists=True)
+            self.db.table("bench_runs").create_index(["cluster", "fingerprint"], if_not_exists=True)
+            self.db.table("bench_runs").create_index(["group_id"], if_not_exists=True)
+            self.db.table("bench_baselines").create(
                 {"name": str, "cluster": str, "fingerprint": str, "group_id": str,
                  "created_at": float, "user": str, "note": str},
                 pk=("cluster", "name"), if_not_exists=True)
@@ -44,7 +44,7 @@ class BenchStore:
         rec = {k: (json.dumps(v, default=str) if k in _JSON_COLS else v)
                for k, v in row.items() if k in _COLS and k != "id"}
         with self.journal.lock, self.db.conn:
-            return int(self.db["bench_runs"].insert(rec).last_pk)
+            return int(self.db.table("bench_runs").insert(rec).last_pk or 0)
 
     @staticmethod
     def _decode(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,12 +56,12 @@ class BenchStore:
         return d
 
     def get(self, run_id: int) -> dict[str, Any] | None:
-        rows = list(self.db["bench_runs"].rows_where("id = ?", [run_id]))
+        rows = list(self.db.table("bench_runs").rows_where("id = ?", [run_id]))
         return self._decode(rows[0]) if rows else None
 
     def group(self, group_id: str) -> list[dict[str, Any]]:
         return [self._decode(r) for r in
-                self.db["bench_runs"].rows_where("group_id = ?", [group_id], order_by="id")]
+                self.db.table("bench_runs").rows_where("group_id = ?", [group_id], order_by="id")]
 
     def history(self, cluster: str | None = None, limit: int = 20,
                 kind: str | None = None) -> list[dict[str, Any]]:
@@ -72,7 +72,7 @@ class BenchStore:
         if kind:
             where.append("kind = ?")
             args.append(kind)
-        return [self._decode(r) for r in self.db["bench_runs"].rows_where(
+        return [self._decode(r) for r in self.db.table("bench_runs").rows_where(
             " and ".join(where) or None, args, order_by="id desc", limit=limit)]
 
     def same_fingerprint(self, cluster: str, fingerprint: str, workload: str | None = None,
@@ -87,7 +87,7 @@ class BenchStore:
         if exclude_group:
             where += " and group_id != ?"
             args.append(exclude_group)
-        return [self._decode(r) for r in self.db["bench_runs"].rows_where(
+        return [self._decode(r) for r in self.db.table("bench_runs").rows_where(
             where, args, order_by="id desc", limit=limit)]
 
     def last_group(self, cluster: str, kind: str | None = None) -> str | None:
@@ -95,7 +95,7 @@ class BenchStore:
         if kind:
             where += " and kind = ?"
             args.append(kind)
-        rows = list(self.db["bench_runs"].rows_where(where, args, order_by="id desc",
+        rows = list(self.db.table("bench_runs").rows_where(where, args, order_by="id desc",
                                                      limit=1, select="group_id"))
         return str(rows[0]["group_id"]) if rows else None
 
@@ -107,17 +107,17 @@ class BenchStore:
         rec = {"name": name, "cluster": cluster, "fingerprint": runs[0]["fingerprint"],
                "group_id": group_id, "created_at": time.time(), "user": user, "note": note}
         with self.journal.lock, self.db.conn:
-            self.db["bench_baselines"].upsert(rec, pk=("cluster", "name"))
+            self.db.table("bench_baselines").upsert(rec, pk=("cluster", "name"))
         return rec
 
     def baseline(self, cluster: str, name: str) -> dict[str, Any] | None:
-        rows = list(self.db["bench_baselines"].rows_where(
+        rows = list(self.db.table("bench_baselines").rows_where(
             "cluster = ? and name = ?", [cluster, name]))
         return dict(rows[0]) if rows else None
 
     def baselines(self, cluster: str | None = None) -> list[dict[str, Any]]:
         where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
-        return [dict(r) for r in self.db["bench_baselines"].rows_where(
+        return [dict(r) for r in self.db.table("bench_baselines").rows_where(
             where, args, order_by="created_at desc")]
 
     def latest(self, cluster: str, kind: str) -> dict[str, Any] | None:

@@ -426,7 +426,7 @@ class RadosBenchOutput:
     lat_max_s: float | None = None
     lat_min_s: float | None = None
     lat_stddev_s: float | None = None
-    per_second: list[dict[str, float]] = field(default_factory=list)
+    per_second: list[dict[str, float | None]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property

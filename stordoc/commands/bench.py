@@ -1,9 +1,396 @@
-"""`stordoc bench` subcommands (being built)."""
+"""`stordoc bench rados|swift|rbd|limits|history|baseline|show`: quick benchmarks.
+
+The plan is shown first; ``--yes`` (or answering y on a terminal) runs it. The run happens
+in a worker thread so Ctrl-C in the main thread only sets the cancel flag: the benchmark
+stops, cleans up, and the partial results are kept. Exit status: 0 done (and not slower),
+1 a comparison says slower, 2 the run failed, 130 interrupted, 64 refused or bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import threading
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from stordoc.commands.common import env_from_args
+from stordoc.errors import UserError
+
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
+err = Console(stderr=True, highlight=False)
+
+
+def _size(text: str) -> int:
+    from runbooks.bench.model import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    return tuple(m.strip() for m in text.split(",") if m.strip())
+
+
+def _mix(text: str) -> tuple[int, int, int]:
+    parts = text.replace(":", "/").split("/")
+    try:
+        vals = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"mix is READ/WRITE/DELETE percent, e.g. 80/15/5, "
+                                         f"got {text!r}") from None
+    if len(vals) != 3:
+        raise argparse.ArgumentTypeError("mix needs three numbers: READ/WRITE/DELETE")
+    return (vals[0], vals[1], vals[2])
+
+
+def _pos_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return v
+
+
+def _common(p: argparse.ArgumentParser, duration: float = 5.0) -> None:
+    p.add_argument("--cluster", help="cluster name from the settings")
+    p.add_argument("--duration", type=_pos_float, default=duration,
+                   help=f"seconds per phase (default {duration:g})")
+    p.add_argument("--ops", type=int, help="stop a phase after this many operations")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="repetitions (3+ give a run-level significance test)")
+    p.add_argument("--compare", nargs="?", const="", metavar="BASELINE", default=None,
+                   help="compare with earlier runs of the same fingerprint, or a named "
+                        "baseline")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--chart", metavar="FILE", help="write a PNG chart to FILE")
+    p.add_argument("--plot", action="store_true", help="draw a chart in the terminal")
+    p.add_argument("--yes", "-y", action="store_true", help="run without asking")
+    p.add_argument("--force", action="store_true",
+                   help="run even if health is ERR or PGs are not active+clean")
+    p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    pass
+    b = sub.add_parser("bench", help="quick benchmarks: rados, swift, rbd, limits",
+                       description="Quick benchmarks with stored baselines and noise-aware "
+                                   "verdicts.")
+    bs = b.add_subparsers(dest="bench_cmd", metavar="KIND")
+
+    r = bs.add_parser("rados", help="RADOS object write / seq read / rand read")
+    _common(r)
+    r.add_argument("--mode", type=_modes, default=("write",),
+                   help="write, seq, rand, comma-separated (default write)")
+    r.add_argument("-t", "--concurrency", type=int, default=16, help="ops in flight (16)")
+    r.add_argument("-b", "--size", type=_size, default=4 * 1024 * 1024,
+                   help="object size (4M)")
+    r.add_argument("--pool", help="benchmark pool (settings [bench] pool)")
+    r.add_argument("--keep", action="store_true", help="keep the objects for a read run")
+    r.add_argument("--engine", choices=("native", "rados-bench"), default="native")
+    r.set_defaults(func=cmd_run, kind="rados")
+
+    s = bs.add_parser("swift", help="Swift PUT/GET/DELETE mix through the proxy")
+    _common(s)
+    s.add_argument("--mix", type=_mix, default=(0, 100, 0),
+                   help="READ/WRITE/DELETE percent (default 0/100/0; COSBench 80/15/5)")
+    s.add_argument("-c", "--concurrency", type=int, default=16, help="workers (16)")
+    s.add_argument("-s", "--size", type=_size, default=64 * 1024, help="object size (64K)")
+    s.add_argument("-l", "--size-max", type=_size,
+                   help="largest object size: sizes are uniform in SIZE..SIZE_MAX")
+    s.add_argument("--prefill", type=int, default=200,
+                   help="objects written first when the mix reads or deletes (200)")
+    s.add_argument("--container", help="benchmark container (settings [bench] container)")
+    s.add_argument("--keep", action="store_true", help="keep the container")
+    s.set_defaults(func=cmd_run, kind="swift")
+
+    d = bs.add_parser("rbd", help="fio rbd engine on a scratch image")
+    _common(d)
+    d.add_argument("--mode", type=_modes, default=("randrw",),
+                   help="randrw (4k), seqwrite, seqread (64k), randread, randwrite")
+    d.add_argument("-t", "--iodepth", dest="concurrency", type=int, default=16,
+                   help="fio iodepth (16)")
+    d.add_argument("-b", "--size", type=_size, default=4 * 1024 * 1024,
+                   help="block size (default per mode: 4k random, 64k sequential)")
+    d.add_argument("--image-size", type=_size, default=256 * 1024 * 1024,
+                   help="scratch image size (256M)")
+    d.add_argument("--rwmixread", type=int, default=70, help="read percent for randrw (70)")
+    d.add_argument("--pool", help="benchmark pool (settings [bench] pool)")
+    d.set_defaults(func=cmd_run, kind="rbd")
+
+    lm = bs.add_parser("limits", help="disk (scratch file on an OSD filesystem) and network")
+    _common(lm)
+    lm.add_argument("--mode", type=_modes, default=("disk", "net"), help="disk, net")
+    lm.add_argument("--host", action="append", default=[], help="only this host (repeat)")
+    lm.add_argument("--size", dest="limit_size", type=_size, default=64 * 1024 * 1024,
+                    help="bytes per disk/network test (64M)")
+    lm.set_defaults(func=cmd_run, kind="limits")
+
+    h = bs.add_parser("history", help="stored benchmark results")
+    h.add_argument("--cluster")
+    h.add_argument("--kind", choices=("rados", "swift", "rbd", "limits"))
+    h.add_argument("--limit", type=int, default=20)
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(func=cmd_history)
+
+    bl = bs.add_parser("baseline", help="named baselines")
+    bls = bl.add_subparsers(dest="baseline_cmd", metavar="ACTION")
+    st = bls.add_parser("set", help="name a stored run group (default: the latest)")
+    st.add_argument("name")
+    st.add_argument("--group", help="group id (see 'stordoc bench history')")
+    st.add_argument("--kind", choices=("rados", "swift", "rbd", "limits"))
+    st.add_argument("--cluster")
+    st.set_defaults(func=cmd_baseline_set)
+    ls = bls.add_parser("list", help="list baselines")
+    ls.add_argument("--cluster")
+    ls.set_defaults(func=cmd_baseline_list)
+
+    sh = bs.add_parser("show", help="show a stored group, optionally compared")
+    sh.add_argument("group")
+    sh.add_argument("--cluster")
+    sh.add_argument("--compare", nargs="?", const="", metavar="BASELINE", default=None)
+    sh.add_argument("--json", action="store_true")
+    sh.add_argument("--chart", metavar="FILE")
+    sh.add_argument("--plot", action="store_true")
+    sh.set_defaults(func=cmd_show)
+    b.set_defaults(func=lambda a: (b.print_help(), 64)[1])
+
+
+def _limits(env: Any) -> Any:
+    from runbooks.bench.api import BenchLimits
+
+    return BenchLimits.from_mapping(env.settings.bench.model_dump())
+
+
+def _options(a: argparse.Namespace) -> Any:
+    from runbooks.bench.api import BenchOptions
+
+    kw: dict[str, Any] = {"duration_s": a.duration, "ops": a.ops, "repeat": a.repeat,
+                          "force": a.force, "seed": a.seed}
+    for name in ("concurrency", "size", "pool", "keep", "engine", "container", "size_max",
+                 "prefill", "image_size", "rwmixread", "limit_size"):
+        if hasattr(a, name) and getattr(a, name) is not None:
+            kw[name] = getattr(a, name)
+    if hasattr(a, "mode"):
+        kw["modes"] = tuple(a.mode)
+    if getattr(a, "mix", None) is not None:
+        kw["mix"] = a.mix
+        kw["modes"] = ("mix",)
+    if getattr(a, "host", None):
+        kw["hosts"] = tuple(a.host)
+    return BenchOptions(**kw)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from runbooks.bench import api
+
+    env = env_from_args(a)
+    try:
+        ctx = env.run_context(a.cluster, source="cli")
+        lim = _limits(env)
+        try:
+            plan = api.plan_bench(ctx, a.kind, _options(a), lim)
+        except api.Refused as e:
+            raise UserError(str(e)) from None
+        if not a.json or not a.yes:
+            out = err if a.json else console
+            for line in plan.lines():
+                out.print(line, markup=False)
+        if not a.yes:
+            if not sys.stdin.isatty():
+                console.print("Nothing run: add --yes to run this benchmark.")
+                return 0
+            ans = console.input("Run this benchmark? [y/N] ").strip().lower()
+            if ans not in ("y", "yes"):
+                console.print("Not run.")
+                return 0
+        report = _run_with_progress(api, ctx, plan, lim, quiet=a.json)
+        comps = []
+        if a.compare is not None and report.results:
+            try:
+                comps = api.compare(ctx, report, a.compare or None, lim)
+            except api.Refused as e:
+                raise UserError(str(e)) from None
+            report.comparisons = comps
+        _output(api, report, a, comps)
+        if report.status == "cancelled":
+            return 130
+        if report.status != "ok":
+            return 2
+        return 1 if any(c.verdict == "slower" for c in comps) else 0
+    finally:
+        env.close()
+
+
+def _run_with_progress(api: Any, ctx: Any, plan: Any, lim: Any, quiet: bool) -> Any:
+    cancel = threading.Event()
+    box: dict[str, Any] = {}
+    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                    console=err, transient=True, disable=quiet)
+    task = prog.add_task("starting", total=max(plan.options.duration_s, 0.1), rate="")
+
+    def on_progress(p: Any) -> None:
+        prog.update(task, completed=min(p.elapsed_s, p.planned_s), total=p.planned_s,
+                    description=f"{plan.kind} {p.phase} rep {p.rep}/{p.reps}",
+                    rate=(f"{p.mb_s:,.1f} MB/s {p.ops_s:,.0f} ops/s" if p.ops else ""))
+
+    def work() -> None:
+        try:
+            box["report"] = api.run_bench(ctx, plan.kind, plan.options, on_progress, cancel,
+                                          lim, plan=plan)
+        except BaseException as e:  # handed to the main thread
+            box["error"] = e
+
+    th = threading.Thread(target=work, name="bench", daemon=True)
+    with prog:
+        th.start()
+        while th.is_alive():
+            try:
+                th.join(0.2)
+            except KeyboardInterrupt:
+                cancel.set()
+                err.print("stopping: finishing in-flight operations and cleaning up ...")
+    if "error" in box:
+        e = box["error"]
+        if isinstance(e, api.Refused):
+            raise UserError(str(e)) from None
+        raise e
+    return box["report"]
+
+
+def _fmt(v: Any, nd: int = 2) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def _results_table(results: Sequence[Any]) -> Table:
+    t = Table(show_header=True, header_style="bold")
+    for col in ("id", "workload", "rep", "ops/s", "MB/s", "avg ms", "p50", "p90", "p99",
+                "p99.9", "max", "errors", "status"):
+        t.add_column(col, justify="right" if col not in ("workload", "status") else "left")
+    for r in results:
+        t.add_row(str(r.id or "-"), r.workload, str(r.rep), _fmt(r.ops_s, 1), _fmt(r.mb_s),
+                  _fmt(r.lat_avg_ms), _fmt(r.lat_p50_ms), _fmt(r.lat_p90_ms),
+                  _fmt(r.lat_p99_ms), _fmt(r.lat_p999_ms), _fmt(r.lat_max_ms),
+                  str(r.errors) + (f" {r.error_kinds}" if r.error_kinds else ""), r.status)
+    return t
+
+
+def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) -> None:
+    if a.chart:
+        target = comps[0] if comps else report
+        api.chart_png(target, a.chart)
+    if a.json:
+        d = report.to_dict()
+        if a.chart:
+            d["chart"] = a.chart
+        print(json.dumps(d, indent=2, default=str))
+        return
+    console.print(_results_table(report.results))
+    for r in report.results:
+        eff = r.extra.get("efficiency")
+        if eff and eff.get("efficiency") is not None:
+            console.print(f"{r.workload} rep {r.rep}: efficiency {eff['efficiency']:.0%} of "
+                          f"{eff['limit_mb_s']:,.1f} MB/s ({eff['bound_by']} limit)")
+        if r.kind == "limits":
+            console.print(f"{r.params.get('host')}: {json.dumps(r.extra, default=str)}",
+                          markup=False)
+    for w in report.warnings:
+        console.print(f"warning: {w}", markup=False)
+    console.print(f"{report.status}: {report.message}", markup=False)
+    for c in comps:
+        for line in c.lines():
+            console.print(line, markup=False)
+    if a.plot:
+        console.print(api.chart_text(comps[0] if comps else report, width=min(console.width, 120),
+                                    with_verdict=False), markup=False)
+    if a.chart:
+        console.print(f"chart written to {a.chart}")
+
+
+def cmd_history(a: argparse.Namespace) -> int:
+    from runbooks.bench import api
+
+    env = env_from_args(a)
+    try:
+        ctx = env.run_context(a.cluster)
+        rows = api.history(ctx, a.limit, a.kind)
+        if a.json:
+            print(json.dumps([r.to_row() for r in rows], indent=2, default=str))
+            return 0
+        t = Table(show_header=True, header_style="bold")
+        for col in ("id", "group", "kind", "engine", "workload", "rep", "ops/s", "MB/s",
+                    "avg ms", "p99 ms", "errors", "status", "fingerprint"):
+            t.add_column(col)
+        for r in rows:
+            t.add_row(str(r.id), r.group_id, r.kind, r.engine, r.workload, str(r.rep),
+                      _fmt(r.ops_s, 1), _fmt(r.mb_s), _fmt(r.lat_avg_ms), _fmt(r.lat_p99_ms),
+                      str(r.errors), r.status, r.fingerprint)
+        console.print(t)
+        return 0
+    finally:
+        env.close()
+
+
+def cmd_baseline_set(a: argparse.Namespace) -> int:
+    from runbooks.bench import api
+
+    env = env_from_args(a)
+    try:
+        ctx = env.run_context(a.cluster)
+        try:
+            rec = api.set_baseline(ctx, a.name, a.group, a.kind)
+        except api.Refused as e:
+            raise UserError(str(e)) from None
+        console.print(f"baseline {rec['name']!r} on {rec['cluster']} = group "
+                      f"{rec['group_id']} (fingerprint {rec['fingerprint']})", markup=False)
+        return 0
+    finally:
+        env.close()
+
+
+def cmd_baseline_list(a: argparse.Namespace) -> int:
+    from storage.benchstore import BenchStore
+
+    env = env_from_args(a)
+    try:
+        name = env.cluster_name(a.cluster)
+        for b in BenchStore(env.journal).baselines(name):
+            console.print(f"{b['name']}: group {b['group_id']} fingerprint {b['fingerprint']}"
+                          f" set by {b['user']}", markup=False)
+        return 0
+    finally:
+        env.close()
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    from runbooks.bench import api
+    from runbooks.bench.model import BenchResult
+    from storage.benchstore import BenchStore
+
+    env = env_from_args(a)
+    try:
+        ctx = env.run_context(a.cluster)
+        rows = BenchStore(env.journal).group(a.group)
+        if not rows:
+            raise UserError(f"no stored benchmark group {a.group!r}")
+        results = [BenchResult.from_row(r) for r in rows]
+        report = api.BenchReport(a.group, results[0].kind, ctx.cluster, "ok", results,
+                                 f"{len(results)} stored result(s)")
+        comps = []
+        if a.compare is not None:
+            try:
+                comps = api.compare(ctx, a.group, a.compare or None, _limits(env))
+            except api.Refused as e:
+                raise UserError(str(e)) from None
+        _output(api, report, a, comps)
+        return 1 if any(c.verdict == "slower" for c in comps) else 0
+    finally:
+        env.close()

@@ -1,0 +1,363 @@
+"""The benchmark API every front end calls (CLI, Slack bot, TUI).
+
+Benchmarks write to the cluster, so they are runbooks: ``plan_bench`` validates the
+options, the caps and the cluster's health and returns the plan without changing
+anything; ``run_bench`` takes the per-cluster lock target ``bench``, audits every phase,
+stores the results in the journal and cleans up (also after a cancel). ``compare`` gives
+the noise-aware verdict against earlier runs of the same fingerprint or a named baseline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from runbooks.bench import limits as limits_mod
+from runbooks.bench import rados as rados_mod
+from runbooks.bench import rbd as rbd_mod
+from runbooks.bench import swift as swift_mod
+from runbooks.bench.charts import chart_png, chart_text
+from runbooks.bench.common import (
+    BenchLimits,
+    Session,
+    ceph_gate,
+    check_caps,
+    limits_of,
+    new_group_id,
+)
+from runbooks.bench.model import KINDS, BenchOptions, BenchResult, Progress
+from runbooks.bench.stats import Comparison, compare_groups
+from runbooks.model import Refused, RunContext
+from storage.audit import Audit, LockHeld
+from storage.benchstore import BenchStore
+from storage.rados_io import MODES as RADOS_MODES
+from storage.rados_io import RadosBenchError, RadosIO
+from storage.runner import Runner
+
+__all__ = ["KINDS", "BenchLimits", "BenchOptions", "BenchPlan", "BenchReport", "BenchResult",
+           "Comparison", "Progress", "Refused", "bench_after_fix", "chart_png", "chart_text",
+           "compare", "history", "plan_bench", "run_bench", "set_baseline"]
+
+LOCK_TARGET = "bench"
+DEFAULT_MODES = {"rados": ("write",), "swift": ("mix",), "rbd": ("randrw",),
+                 "limits": ("disk", "net")}
+VALID_MODES = {"rados": set(RADOS_MODES), "swift": {"mix"}, "rbd": set(rbd_mod.MODES),
+               "limits": {"disk", "net"}}
+
+
+@dataclass
+class BenchPlan:
+    """What a benchmark will do, shown before confirmation (like a runbook plan)."""
+
+    kind: str
+    cluster: str
+    options: BenchOptions
+    where: str
+    steps: list[str]
+    warnings: list[str] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    limits: BenchLimits = field(default_factory=BenchLimits)
+
+    @property
+    def planned_s(self) -> float:
+        if self.kind == "limits":
+            return 0.0
+        return self.options.duration_s * len(self.options.modes) * self.options.repeat
+
+    def lines(self) -> list[str]:
+        o = self.options
+        out = [f"Plan: bench {self.kind} on cluster {self.cluster} ({self.where})",
+               f"  caps: {self.limits.max_duration_s:g} s of I/O, "
+               f"{self.limits.max_bytes / 1024**2:,.0f} MiB written; lock '{LOCK_TARGET}'",
+               f"  engine {o.engine}, modes {', '.join(o.modes)}, concurrency "
+               f"{o.concurrency}, repeat {o.repeat}"]
+        if self.state.get("health"):
+            out.append(f"  cluster: {self.state.get('health')}, "
+                       f"{self.state.get('num_up_osds', '?')}/"
+                       f"{self.state.get('num_osds', '?')} OSDs up")
+        out.append("Steps:")
+        out += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
+        out += [f"Warning: {w}" for w in self.warnings]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "cluster": self.cluster, "where": self.where,
+                "options": self.options.to_dict(), "steps": self.steps,
+                "warnings": self.warnings, "state": self.state,
+                "limits": self.limits.__dict__, "planned_s": self.planned_s}
+
+
+@dataclass
+class BenchReport:
+    """One invocation: its results (one per phase and repetition) and what happened."""
+
+    group_id: str
+    kind: str
+    cluster: str
+    status: str  # ok | cancelled | failed
+    results: list[BenchResult]
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    audit_run_id: int | None = None
+    comparisons: list[Comparison] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group_id": self.group_id, "kind": self.kind, "cluster": self.cluster,
+                "status": self.status, "message": self.message, "warnings": self.warnings,
+                "audit_run_id": self.audit_run_id,
+                "results": [r.to_row() for r in self.results],
+                "comparisons": [c.to_dict() for c in self.comparisons]}
+
+
+def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits) -> str:
+    if kind in ("rados", "rbd"):
+        return f"pool {o.pool or lim.pool}"
+    if kind == "swift":
+        return f"container {o.container or lim.container}"
+    return "hosts " + (", ".join(o.hosts) or ", ".join(h.name for h in ctx.target.hosts))
+
+
+def _normalize(kind: str, options: BenchOptions) -> BenchOptions:
+    if kind not in KINDS:
+        raise Refused(f"unknown benchmark {kind!r}; known: {', '.join(KINDS)}")
+    o = options
+    if o.modes == ("write",) and kind != "rados":
+        o = o.with_(modes=DEFAULT_MODES[kind])
+    bad = [m for m in o.modes if m not in VALID_MODES[kind]]
+    if bad:
+        raise Refused(f"unknown {kind} mode(s) {', '.join(bad)}; known: "
+                      f"{', '.join(sorted(VALID_MODES[kind]))}")
+    if kind == "rados" and o.engine not in ("native", "rados-bench"):
+        raise Refused(f"unknown engine {o.engine!r} (native, rados-bench)")
+    if kind == "swift":
+        if len(o.mix) != 3 or any(v < 0 for v in o.mix) or sum(o.mix) != 100:
+            raise Refused(f"mix must be three percentages read/write/delete summing to 100, "
+                          f"got {'/'.join(map(str, o.mix))}")
+        if o.size_max is not None and o.size_max < o.size:
+            raise Refused("size range: the maximum is below the minimum")
+    return o
+
+
+def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
+               limits: BenchLimits | None = None) -> BenchPlan:
+    """Validate and describe; changes nothing. Raises Refused with a one-line reason."""
+    lim = limits_of(ctx, limits)
+    o = _normalize(kind, options)
+    phases = len(o.modes) if kind != "limits" else 0
+    if kind != "limits":
+        check_caps(o, lim, phases)
+    if kind == "swift" and o.size_max and o.size_max > lim.max_bytes:
+        raise Refused("size range above the byte cap")
+    s = Session(ctx, o, lim, "<group>", threading.Event())
+    state: dict[str, Any] = {}
+    warnings: list[str] = []
+    if kind in ("rados", "rbd"):
+        pool = o.pool or lim.pool
+        try:
+            with RadosIO(rados_mod.ceph_target(s)) as io:
+                state = io.state(pool if io.pool_exists(pool) else None)
+                exists = io.pool_exists(pool)
+        except RadosBenchError as e:
+            raise Refused(str(e)) from None
+        warnings += ceph_gate(state, o.force)
+        steps = rados_mod.plan_lines(s, pool, exists) if kind == "rados" else \
+            rbd_mod.plan_lines(s, pool, f"stordoc-bench-<group>")
+        if kind == "rbd" and not exists:
+            steps.insert(0, f"create pool {pool} (application 'stordoc')")
+    elif kind == "swift":
+        state = swift_mod.state(s)
+        warnings += swift_mod.gate(state, o.force)
+        steps = swift_mod.plan_lines(s, o.container or lim.container)
+    else:
+        if o.limit_size * 2 > lim.max_bytes:
+            raise Refused("limit test size above the byte cap")
+        steps = limits_mod.plan_lines(s)
+    return BenchPlan(kind, ctx.cluster, o, _where(ctx, kind, o, lim), steps, warnings, state,
+                     lim)
+
+
+def _runner(ctx: RunContext) -> Runner:
+    if ctx.runner is not None:
+        return ctx.runner
+    from storage.hosts import FabricRunner
+
+    return FabricRunner(ctx.target.hosts)
+
+
+def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
+              on_progress: Callable[[Progress], None] | None = None,
+              cancel: threading.Event | None = None, limits: BenchLimits | None = None,
+              plan: BenchPlan | None = None, confirmed_by: str | None = None) -> BenchReport:
+    """Run a benchmark (re-checking the plan's gate), store and return its results.
+
+    Raises Refused before anything is written (bad options, unhealthy cluster, the lock
+    held by someone else). ``cancel`` stops it cleanly: objects, containers and images
+    are removed and the partial results are kept with status "cancelled"."""
+    lim = limits_of(ctx, limits)
+    p = plan_bench(ctx, kind, plan.options if plan is not None else options, lim)
+    o = p.options
+    audit = Audit(ctx.journal, ctx.secrets)
+    try:
+        lock_id = audit.acquire(ctx.cluster, LOCK_TARGET, ctx.user, f"bench {kind}")
+    except LockHeld as e:
+        raise Refused(f"another benchmark is running: {e}") from None
+    group = new_group_id()
+    cancel = cancel or threading.Event()
+    store = BenchStore(ctx.journal)
+    run_id = None
+    results: list[BenchResult] = []
+    status, message = "ok", ""
+    try:
+        run_id = audit.start_run(ctx.cluster, f"bench-{kind}", LOCK_TARGET, ctx.user,
+                                 ctx.source, p.to_dict(), confirmed_by)
+        idx = [0]
+        t_last = [time.monotonic()]
+
+        def on_step(title: str, command: str, output: str, rc: int) -> None:
+            idx[0] += 1
+            now = time.monotonic()
+            audit.record_step(run_id or 0, idx[0], title, "local" if kind != "limits"
+                              else "hosts", command, rc, output, "", now - t_last[0],
+                              "done" if rc == 0 else "failed")
+            t_last[0] = now
+
+        s = Session(ctx, o, lim, group, cancel, on_progress, on_step, list(p.warnings))
+        try:
+            if kind == "rados":
+                pool = o.pool or lim.pool
+                results = rados_mod.run_rados_bench(s, pool) if o.engine == "rados-bench" \
+                    else rados_mod.run_native(s, pool)
+            elif kind == "rbd":
+                results = rbd_mod.run(s, o.pool or lim.pool)
+            elif kind == "swift":
+                results = swift_mod.run(s, o.container or lim.container)
+            else:
+                runner = _runner(ctx)
+                try:
+                    results = limits_mod.run(s, runner)
+                finally:
+                    if ctx.runner is None:
+                        runner.close()
+        except Refused as e:
+            status, message = "failed", str(e)
+        except RadosBenchError as e:
+            status, message = "failed", str(e)
+        if cancel.is_set() and status == "ok":
+            status, message = "cancelled", "stopped by the user; cleaned up"
+            for r in results:
+                if r.status == "ok" and r is results[-1]:
+                    r.status = "cancelled"
+        if kind in ("rados", "rbd"):
+            _add_efficiency(store, ctx.cluster, results)
+        for r in results:
+            r.id = store.save(r.to_row())
+        if not message:
+            message = f"{len(results)} result(s) stored as group {group}"
+    except BaseException as e:
+        status, message = "failed", f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        if run_id is not None:
+            audit.finish_run(run_id, "success" if status == "ok" else status, message,
+                             {"group_id": group, "results": [r.id for r in results]})
+        audit.release(lock_id)
+    return BenchReport(group, kind, ctx.cluster, status, results, message, s.warnings, run_id)
+
+
+def _add_efficiency(store: BenchStore, cluster: str, results: Sequence[BenchResult]) -> None:
+    g = store.last_group(cluster, "limits")
+    if g is None:
+        return
+    rows = [r for r in store.group(g) if r.get("status") == "ok"]
+    for r in results:
+        pool = r.state.get("pool") or {}
+        eff = limits_mod.efficiency(r, rows, pool.get("size"))
+        if eff:
+            r.extra["efficiency"] = eff
+
+
+def compare(ctx: RunContext, report: BenchReport | str, baseline: str | None = None,
+            limits: BenchLimits | None = None) -> list[Comparison]:
+    """One comparison per workload of ``report`` (or a stored group id): against the named
+    baseline, or else the most recent runs of the same fingerprint."""
+    lim = limits_of(ctx, limits)
+    store = BenchStore(ctx.journal)
+    if isinstance(report, BenchReport):
+        rows = [r.to_row() for r in report.results if r.id is not None] or \
+            [r.to_row() for r in report.results]
+        group = report.group_id
+    else:
+        rows = store.group(report)
+        group = report
+        if not rows:
+            raise Refused(f"no stored benchmark group {report!r}")
+    base_group: list[dict[str, Any]] | None = None
+    label = "earlier runs of the same fingerprint"
+    if baseline:
+        b = store.baseline(ctx.cluster, baseline)
+        if b is None:
+            known = ", ".join(x["name"] for x in store.baselines(ctx.cluster)) or "none"
+            raise Refused(f"no baseline named {baseline!r} on {ctx.cluster}; known: {known}")
+        base_group = store.group(b["group_id"])
+        label = f"baseline {baseline!r} (group {b['group_id']})"
+    out = []
+    for workload in dict.fromkeys(r["workload"] for r in rows):
+        new = [r for r in rows if r["workload"] == workload and r.get("status") == "ok"]
+        if not new:
+            continue
+        if base_group is not None:
+            base = [r for r in base_group if r["workload"] == workload]
+        else:
+            fp = new[0]["fingerprint"]
+            base = store.same_fingerprint(ctx.cluster, fp, workload, exclude_group=group,
+                                          limit=max(3, len(new)))
+        c = compare_groups(base, new, lim.k_noise, lim.min_change, label)
+        if not base:
+            c.notes.append("nothing stored to compare with yet: this run can become the "
+                           "baseline ('stordoc bench baseline set NAME')")
+        out.append(c)
+    return out
+
+
+def history(ctx: RunContext, limit: int = 20, kind: str | None = None) -> list[BenchResult]:
+    return [BenchResult.from_row(r) for r in BenchStore(ctx.journal).history(
+        ctx.cluster, limit, kind)]
+
+
+def set_baseline(ctx: RunContext, name: str, group_id: str | None = None,
+                 kind: str | None = None, note: str = "") -> dict[str, Any]:
+    """Name a stored group (default: the latest successful one) as a baseline."""
+    if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise Refused("baseline names use letters, digits, '-', '_' and '.'")
+    store = BenchStore(ctx.journal)
+    g = group_id or store.last_group(ctx.cluster, kind)
+    if g is None:
+        raise Refused(f"no benchmark stored for {ctx.cluster} yet: run one first")
+    try:
+        return store.set_baseline(ctx.cluster, name, g, ctx.user, note)
+    except KeyError:
+        raise Refused(f"no stored benchmark group {g!r}") from None
+
+
+def bench_after_fix(ctx: RunContext, limits: BenchLimits | None = None,
+                    options: BenchOptions | None = None,
+                    cancel: threading.Event | None = None) -> dict[str, Any]:
+    """A short RADOS write benchmark after a runbook fix, compared with the same
+    fingerprint; returns a dict to add to the fix's result (never raises Refused)."""
+    o = options or BenchOptions(modes=("write",), duration_s=3.0, repeat=3, size=4096,
+                                concurrency=16)
+    try:
+        rep = run_bench(ctx, "rados", o, cancel=cancel, limits=limits)
+        comps = compare(ctx, rep, limits=limits)
+    except Refused as e:
+        return {"ran": False, "reason": str(e)}
+    return {"ran": True, "group_id": rep.group_id, "status": rep.status,
+            "verdict": comps[0].verdict if comps else "inconclusive",
+            "comparison": comps[0].to_dict() if comps else None,
+            "headline": rep.results[0].headline() if rep.results else ""}

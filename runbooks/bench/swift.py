@@ -1,0 +1,379 @@
+"""Swift workloads through python-swiftclient: PUT/GET/DELETE mixes with concurrency.
+
+Shapes follow swift-bench (``-c`` concurrency, ``-s``/``-l`` object size or a size range)
+and COSBench (read/write/delete mixes such as 80/15/5). One token is fetched once and
+shared; each worker thread has its own ``Connection``. Objects live in a dedicated
+container that is emptied and deleted afterwards (unless ``keep``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from typing import Any
+
+from runbooks.bench.common import Session, result_from_raw
+from runbooks.bench.model import BenchResult, human_size
+from runbooks.bench.stats import latency_summary
+from runbooks.model import Refused
+from storage.rados_io import RawRun
+from storage.targets import SwiftTarget
+
+OBJ_PREFIX = "stordoc_bench_"
+
+
+def swift_target(s: Session) -> SwiftTarget:
+    t = s.ctx.target.swift
+    if t is None or not t.auth_url:
+        raise Refused(f"cluster {s.ctx.cluster} has no Swift auth_url configured")
+    return t
+
+
+def mix_label(mix: tuple[int, int, int]) -> str:
+    return f"mix {mix[0]}/{mix[1]}/{mix[2]}"
+
+
+def auth(t: SwiftTarget) -> tuple[str, str]:
+    from swiftclient.client import ClientException, get_auth
+
+    try:
+        url, token = get_auth(t.auth_url or "", t.user or "", t.key or "", auth_version="1.0",
+                              timeout=10)
+    except ClientException as e:
+        raise Refused(f"Swift auth failed at {t.auth_url}: {e.http_status} {e.msg}") from None
+    except Exception as e:
+        raise Refused(f"Swift auth failed at {t.auth_url}: {type(e).__name__}: {e}") from None
+    return str(url), str(token)
+
+
+def _conn(url: str, token: str) -> Any:
+    from swiftclient.client import Connection
+
+    return Connection(preauthurl=url, preauthtoken=token, retries=0, timeout=30)
+
+
+def state(s: Session) -> dict[str, Any]:
+    """Proxy health and Swift version for the result (and the gate)."""
+    import requests
+
+    t = swift_target(s)
+    base = (t.proxy_url or (t.auth_url or "").split("/auth")[0]).rstrip("/")
+    out: dict[str, Any] = {"proxy": base}
+    try:
+        h = requests.get(base + "/healthcheck", timeout=5)
+        out["health"] = "ok" if h.ok else f"HTTP {h.status_code}"
+    except requests.RequestException as e:
+        out["health"] = f"unreachable: {type(e).__name__}"
+    try:
+        info = requests.get(base + "/info", timeout=5).json()
+        v = info.get("swift", {}).get("version")
+        out["swift_version"] = v
+        out["versions"] = [f"swift {v}"] if v else []
+    except Exception:
+        out["versions"] = []
+    return out
+
+
+def gate(st: dict[str, Any], force: bool) -> list[str]:
+    if st.get("health") != "ok":
+        msg = f"Swift proxy {st.get('proxy')} is not healthy ({st.get('health')})"
+        if not force:
+            raise Refused(f"refusing to benchmark: {msg} (use --force to run anyway)")
+        return [f"forced despite: {msg}"]
+    return []
+
+
+def plan_lines(s: Session, container: str) -> list[str]:
+    o = s.opts
+    size = human_size(o.size) + (f"..{human_size(o.size_max)}" if o.size_max else "")
+    lines = [f"create container {container} (PUT)"]
+    r, w, d = o.mix
+    for rep in range(1, o.repeat + 1):
+        if r or d:
+            lines.append(f"rep {rep}: write {o.prefill} objects first ({size}, unmeasured)")
+        lines.append(f"rep {rep}: {mix_label(o.mix)} read/write/delete, {size} objects, "
+                     f"{o.concurrency} workers, {o.duration_s:g} s"
+                     + (f", at most {o.ops} ops" if o.ops else ""))
+    if not o.keep:
+        lines.append(f"delete every object in {container} and the container")
+    return lines
+
+
+class _Pool:
+    """Names of objects that exist, shared by the workers (reads pick, deletes take)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.names: list[str] = []
+        self.lock = threading.Lock()
+        self.rng = rng
+
+    def add(self, name: str) -> None:
+        with self.lock:
+            self.names.append(name)
+
+    def pick(self) -> str | None:
+        with self.lock:
+            return self.rng.choice(self.names) if self.names else None
+
+    def take(self) -> str | None:
+        with self.lock:
+            if not self.names:
+                return None
+            i = self.rng.randrange(len(self.names))
+            self.names[i], self.names[-1] = self.names[-1], self.names[i]
+            return self.names.pop()
+
+
+def _sizes(o: Any, rng: random.Random) -> int:
+    return rng.randint(o.size, o.size_max) if o.size_max else int(o.size)
+
+
+def _err_kind(e: Exception) -> str:
+    st = getattr(e, "http_status", None)
+    return f"HTTP {st}" if st else type(e).__name__
+
+
+def run(s: Session, container: str) -> list[BenchResult]:
+    o = s.opts
+    t = swift_target(s)
+    url, token = auth(t)
+    st = state(s)
+    main = _conn(url, token)
+    try:
+        main.put_container(container)
+    except Exception as e:
+        raise Refused(f"cannot create container {container}: {_err_kind(e)}") from None
+    s.step(f"create container {container}", f"swift post {container}", "created")
+    rng = random.Random(o.seed)
+    payload = os.urandom(o.size_max or o.size)
+    results: list[BenchResult] = []
+    counter = [0]
+    clock = threading.Lock()
+
+    def new_name() -> str:
+        with clock:
+            counter[0] += 1
+            return f"{OBJ_PREFIX}{s.group_id}_{counter[0]}"
+
+    try:
+        for rep in range(1, o.repeat + 1):
+            if s.cancelled:
+                break
+            pool = _Pool(random.Random(rng.random()))
+            r_pct, w_pct, d_pct = o.mix
+            if (r_pct or d_pct) and o.prefill:
+                _prefill(s, url, token, pool, payload, rng, new_name)
+            raw, per_op = _drive(s, url, token, pool, payload, rep, new_name)
+            res = result_from_raw(s, "swift", "swiftclient", mix_label(o.mix), container, raw,
+                                  rep, st, extra={"per_op": per_op})
+            if o.size_max:
+                res.fingerprint_fields["size"] = [o.size, o.size_max]
+            results.append(res)
+            s.step(f"rep {rep}: swift {mix_label(o.mix)} x{o.concurrency}",
+                   f"swiftclient PUT/GET/DELETE container={container} c={o.concurrency} "
+                   f"size={o.size}..{o.size_max or o.size} {o.duration_s:g}s", res.headline())
+    finally:
+        if not o.keep or s.cancelled:
+            n = cleanup(main, container, o.concurrency, url, token)
+            s.step(f"delete container {container}", f"swift delete {container}",
+                   f"deleted {n} objects and the container")
+        main.close()
+    return results
+
+
+def _prefill(s: Session, url: str, token: str, pool: _Pool, payload: bytes,
+             rng: random.Random, new_name: Any) -> None:
+    o = s.opts
+    todo = list(range(o.prefill))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        c = _conn(url, token)
+        r = random.Random(rng.random())
+        try:
+            while not s.cancelled:
+                with lock:
+                    if not todo:
+                        return
+                    todo.pop()
+                name = new_name()
+                try:
+                    c.put_object(s_container(s), name, payload[:_sizes(o, r)])
+                    pool.add(name)
+                except Exception:
+                    pass
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=worker, daemon=True)
+               for _ in range(min(o.concurrency, 32))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+
+
+def s_container(s: Session) -> str:
+    return s.opts.container or s.limits.container
+
+
+def _drive(s: Session, url: str, token: str, pool: _Pool, payload: bytes, rep: int,
+           new_name: Any) -> tuple[RawRun, dict[str, Any]]:
+    o = s.opts
+    container = s_container(s)
+    raw = RawRun("mix", o.size, o.concurrency, time.time())
+    lock = threading.Lock()
+    start = time.perf_counter_ns()
+    deadline = start + int(o.duration_s * 1e9)
+    issued = [0]
+    budget = [s.bytes_left()]
+    per_op: dict[str, list[int]] = {"read": [], "write": [], "delete": []}
+    per_bytes = {"read": 0, "write": 0, "delete": 0}
+    weights = list(o.mix)
+    kinds = ["read", "write", "delete"]
+
+    def record(kind: str, t0: int, t1: int, nbytes: int, err: str | None) -> None:
+        with lock:
+            if err:
+                raw.errors[err] = raw.errors.get(err, 0) + 1
+                return
+            d = t1 - t0
+            raw.lat_ns.append(d)
+            per_op[kind].append(d)
+            per_bytes[kind] += nbytes
+            sec = (t1 - start) // 1_000_000_000
+            while len(raw.sec_ops) <= sec:
+                raw.sec_ops.append(0)
+                raw.sec_bytes.append(0)
+                raw.sec_lat_ns.append(0)
+            raw.sec_ops[sec] += 1
+            raw.sec_bytes[sec] += nbytes
+            raw.sec_lat_ns[sec] += d
+            raw.ops += 1
+            raw.bytes += nbytes
+
+    def worker(seed: float) -> None:
+        c = _conn(url, token)
+        r = random.Random(seed)
+        try:
+            while True:
+                now = time.perf_counter_ns()
+                with lock:
+                    if now >= deadline:
+                        raw.stopped_by = "duration"
+                        return
+                    if s.cancelled:
+                        raw.stopped_by = "cancel"
+                        return
+                    if o.ops is not None and issued[0] >= o.ops:
+                        raw.stopped_by = "ops"
+                        return
+                    issued[0] += 1
+                kind = r.choices(kinds, weights)[0]
+                name = pool.pick() if kind == "read" else pool.take() if kind == "delete" \
+                    else None
+                if kind != "write" and name is None:
+                    kind = "write"
+                n = 0
+                t0 = time.perf_counter_ns()
+                err = None
+                try:
+                    if kind == "write":
+                        n = _sizes(o, r)
+                        with lock:
+                            if budget[0] < n:
+                                raw.stopped_by = "bytes"
+                                return
+                            budget[0] -= n
+                        name = new_name()
+                        c.put_object(container, name, payload[:n])
+                        pool.add(name)
+                    elif kind == "read":
+                        _, body = c.get_object(container, name)
+                        n = len(body)
+                    else:
+                        c.delete_object(container, name)
+                except Exception as e:
+                    err = _err_kind(e)
+                record(kind, t0, time.perf_counter_ns(), n, err)
+        finally:
+            c.close()
+
+    def ticker() -> None:
+        while any(th.is_alive() for th in threads):
+            time.sleep(0.5)
+            el = (time.perf_counter_ns() - start) / 1e9
+            s.progress(mix_label(o.mix), rep, el, o.duration_s, raw.ops, raw.bytes)
+
+    rng = random.Random(o.seed)
+    threads = [threading.Thread(target=worker, args=(rng.random(),), daemon=True)
+               for _ in range(o.concurrency)]
+    cpu0 = time.process_time()
+    for th in threads:
+        th.start()
+    tk = threading.Thread(target=ticker, daemon=True)
+    tk.start()
+    for th in threads:
+        th.join()
+    raw.elapsed_s = (time.perf_counter_ns() - start) / 1e9
+    raw.client_cpu_s = time.process_time() - cpu0
+    s.bytes_written += per_bytes["write"]
+    breakdown = {}
+    for k in kinds:
+        lat = latency_summary(per_op[k])
+        breakdown[k] = {"ops": len(per_op[k]), "ops_s": len(per_op[k]) / (raw.elapsed_s or 1),
+                        "bytes": per_bytes[k], **lat}
+    return raw, breakdown
+
+
+def cleanup(conn: Any, container: str, concurrency: int, url: str, token: str) -> int:
+    """Delete every object in the container (in parallel), then the container."""
+    from swiftclient.client import ClientException
+
+    try:
+        _, objs = conn.get_container(container, full_listing=True)
+    except ClientException as e:
+        if e.http_status == 404:
+            return 0
+        raise
+    names = [o["name"] for o in objs]
+    lock = threading.Lock()
+    deleted = [0]
+
+    def worker() -> None:
+        c = _conn(url, token)
+        try:
+            while True:
+                with lock:
+                    if not names:
+                        return
+                    n = names.pop()
+                try:
+                    c.delete_object(container, n)
+                    with lock:
+                        deleted[0] += 1
+                except ClientException:
+                    pass
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=worker, daemon=True)
+               for _ in range(max(1, min(concurrency, 16)))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    deadline = time.monotonic() + 30
+    while True:  # listings are eventually consistent: retry until the container goes
+        try:
+            conn.delete_container(container)
+            break
+        except ClientException as e:
+            if e.http_status == 404:
+                break
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    return deleted[0]
