@@ -1,0 +1,173 @@
+"""The Ceph collector and checks against the real lab: healthy, each Ceph break scenario
+and its heal, a stopped monitor, a stopped manager, a failing command."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Callable, Iterator, TypeVar
+
+import pytest
+
+from checks.engine import CheckReport, run_checks
+from checks.model import Finding, Severity
+from storage.ceph import CephClient, CephCommandError, collect_ceph
+from storage.lab import Lab
+from storage.model import ClusterSnapshot
+from storage.targets import CephTarget
+
+T = TypeVar("T")
+
+# Codes of the Ceph checks (the mount/Swift checks are tested by their own helpers).
+CEPH_PREFIXES = ("OSD", "POOL", "PGS", "CACHE", "CEPH", "MON")
+
+
+def wait_for(fn: Callable[[], T | None], timeout: float, what: str,
+             interval: float = 0.5) -> T:
+    """Poll ``fn`` until it returns something truthy; fail with ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+@pytest.fixture(scope="module")
+def target(lab: Lab) -> CephTarget:
+    from stordoc.settings import load_settings
+
+    settings = load_settings(lab.config_path)
+    ct = settings.cluster("lab").target("lab")
+    assert ct.ceph is not None
+    return ct.ceph
+
+
+def report(target: CephTarget) -> CheckReport:
+    state, err = collect_ceph(target)
+    snap = ClusterSnapshot("lab", time.time(), ceph=state, ceph_error=err)
+    return run_checks(snap)
+
+
+def ceph_findings(target: CephTarget) -> list[Finding]:
+    return [f for f in report(target).findings if f.code.startswith(CEPH_PREFIXES)]
+
+
+def one(fs: list[Finding], code: str, entity: str) -> Finding | None:
+    hits = [f for f in fs if f.code == code and f.entity == entity]
+    return hits[0] if hits else None
+
+
+@pytest.fixture
+def healthy(lab: Lab, target: CephTarget) -> Iterator[None]:
+    """Start each test from a clean cluster (all PGs active+clean)."""
+    wait_for(lab.pgs_clean, 120, "PGs active+clean before the test")
+    yield
+
+
+def test_healthy_lab_has_no_ceph_findings(healthy: None, target: CephTarget) -> None:
+    state, err = collect_ceph(target)
+    assert err is None and state is not None
+    assert state.release == "pacific" and len(state.osds) == 3
+    assert all(o.up and o.in_ for o in state.osds)
+    assert {o.host for o in state.osds} == {"node1", "node2", "node3"}
+    assert state.raw["errors"] == {}
+    assert ceph_findings(target) == []
+
+
+def test_osd_unmounted_and_out(lab: Lab, healthy: None, target: CephTarget) -> None:
+    try:
+        lab.break_("osd-unmounted", osd=1, out=True)
+        f = wait_for(lambda: one(ceph_findings(target), "OSD_DOWN_OUT", "osd.1"), 60,
+                     "OSD_DOWN_OUT on osd.1")
+        assert (f.severity, f.runbook, f.target) == (Severity.WARN, "osd-start", "osd.1")
+        assert "node2" in f.message and "down for" in f.message and f.since is not None
+        assert not one(ceph_findings(target), "OSD_DOWN_IN", "osd.1")
+    finally:
+        lab.heal("osd-unmounted", osd=1)
+    wait_for(lambda: not [x for x in ceph_findings(target) if x.entity == "osd.1"], 60,
+             "no finding on osd.1 after heal")
+
+
+def test_osd_down_in(lab: Lab, healthy: None, target: CephTarget) -> None:
+    try:
+        lab.break_("osd-unmounted", osd=2)
+        f = wait_for(lambda: one(ceph_findings(target), "OSD_DOWN_IN", "osd.2"), 60,
+                     "OSD_DOWN_IN on osd.2")
+        assert f.severity == Severity.CRIT
+        assert (f.runbook, f.target) == ("osd-start", "osd.2") and "node3" in f.message
+    finally:
+        lab.heal("osd-unmounted", osd=2)
+
+
+def test_cache_tier_misconfigured(lab: Lab, healthy: None, target: CephTarget) -> None:
+    try:
+        lab.break_("cache-tier-misconfigured")
+        fs = ceph_findings(target)
+        for code in ("CACHE_NO_TARGET", "CACHE_RATIO_ORDER", "CACHE_NO_HIT_SET"):
+            f = one(fs, code, "pool lab-cache")
+            assert f is not None, code
+            assert (f.runbook, f.target) == ("cache-tier-tune", "lab-cache")
+        dep = one(fs, "CACHE_TIER_DEPRECATED", "pool lab-cache")
+        assert dep is not None and dep.severity == Severity.INFO
+    finally:
+        lab.heal("cache-tier-misconfigured")
+    assert not [f for f in ceph_findings(target) if f.code.startswith("CACHE")]
+
+
+def test_pool_few_pgs(lab: Lab, healthy: None, target: CephTarget) -> None:
+    try:
+        lab.break_("pool-few-pgs")
+        fs = ceph_findings(target)
+        f = one(fs, "POOL_PG_NUM_LOW", "pool lab-fewpg")
+        assert f is not None
+        assert (f.runbook, f.target) == ("pool-pg-num", "lab-fewpg")
+        assert f.evidence["pg_num"] == 2 and f.evidence["ideal_pg_num"] >= 32
+        assert not one(fs, "POOL_PG_NUM_LOW", "pool rbd")
+    finally:
+        lab.heal("pool-few-pgs")
+    assert not [f for f in ceph_findings(target) if f.code == "POOL_PG_NUM_LOW"]
+
+
+def test_stopped_monitor_is_unreachable_not_a_hang(lab: Lab, healthy: None,
+                                                   target: CephTarget) -> None:
+    short = replace(target, timeout_s=3)
+    try:
+        assert lab.stop("mon.a")
+        state, err = collect_ceph(short)
+        assert state is None and err is not None and "within 3 s" in err
+        snap = ClusterSnapshot("lab", time.time(), ceph=None, ceph_error=err)
+        rep = run_checks(snap)
+        assert rep.exit_code == 3
+        assert [f.code for f in rep.findings] == ["CEPH_UNREACHABLE"]
+    finally:
+        lab.start_mon()
+    wait_for(lambda: collect_ceph(target)[0] is not None, 60, "the monitor back")
+
+
+def test_stopped_manager_still_gives_the_osd_picture(lab: Lab, healthy: None,
+                                                     target: CephTarget) -> None:
+    short = replace(target, timeout_s=3)
+    try:
+        assert lab.stop("mgr.x")
+        state, err = collect_ceph(short)
+        assert err is None and state is not None
+        assert len(state.osds) == 3 and state.pool("rbd") is not None
+        errs = state.raw["errors"]
+        assert set(errs) == {"pg stat", "pg dump_stuck", "osd df"}
+        # one timeout for the manager, not one per manager command
+        assert sum(e.startswith("skipped") for e in errs.values()) == 2
+    finally:
+        lab.start_mgr()
+    wait_for(lambda: (r := collect_ceph(target))[0] is not None
+             and not r[0].raw["errors"] and r[0].pgs.by_state, 60, "manager stats back")
+
+
+def test_failed_command_raises_command_error(target: CephTarget) -> None:
+    with CephClient(target) as c:
+        assert c.mon("osd pool ls") and "rbd" in c.mon("osd pool ls")
+        with pytest.raises(CephCommandError) as ei:
+            c.mon("osd pool get", pool="no-such-pool", var="size")
+    assert ei.value.rc == -2 and "no-such-pool" in ei.value.outs
