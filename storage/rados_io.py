@@ -453,9 +453,58 @@ _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+" + _NUM + r"\s+" + _NUM
                   r"\s+(\S+)\s+" + _NUM + r"\s*$")
 
 
+_CHATTER = re.compile(r"(Cleaning up \(deleting benchmark objects\)|Removed \d+ objects|"
+                      r"Clean up completed and total clean up time\s*:\s*[\d.]+)\s*")
+
+
+def parse_rados_bench_json(text: str) -> RadosBenchOutput:
+    """``rados bench -f json`` on 16.2: every value is a string and the cleanup lines
+    land inside the JSON document. Strip the chatter, decode, convert."""
+    out = RadosBenchOutput()
+    clean = _CHATTER.sub("", text)
+    start = clean.find("{")
+    if start < 0:
+        return out
+    try:
+        d, _ = json.JSONDecoder().raw_decode(clean, start)
+    except ValueError:
+        return out
+
+    def num(key: str) -> float | None:
+        try:
+            return float(d[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    out.total_time_s = num("total_time_run")
+    ops = num("total_writes_made") if "total_writes_made" in d else num("total_reads_made")
+    out.ops = int(ops) if ops is not None else None
+    sz = num("write_size") if "write_size" in d else num("read_size")
+    out.op_size = int(sz) if sz is not None else None
+    out.bandwidth_mb_s = num("bandwidth")
+    out.iops = num("average_iops")
+    out.lat_avg_s = num("average_latency")
+    out.lat_max_s = num("max_latency")
+    out.lat_min_s = num("min_latency")
+    out.lat_stddev_s = num("stddev_latency")
+    for row in d.get("datas", []):
+        try:
+            out.per_second.append({
+                "sec": int(row["sec"]), "cur_ops": int(row["cur_ops"]),
+                "started": int(row["started"]), "finished": int(row["finished"]),
+                "avg_mb_s": float(row["avg_bw"]), "cur_mb_s": float(row["cur_bw"]),
+                "last_lat_s": float(row["last_lat"]), "avg_lat_s": float(row["avg_lat"])})
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
 def parse_rados_bench(text: str) -> RadosBenchOutput:
     """Parse ``rados bench`` plain output line by line, ignoring what it does not know
-    (repeated headers, timestamped min/max lines, cleanup chatter, warnings)."""
+    (repeated headers, timestamped min/max lines, cleanup chatter, warnings). JSON output
+    (``-f json``) is recognised and handed to ``parse_rados_bench_json``."""
+    if '"total_time_run"' in text or '"datas"' in text:
+        return parse_rados_bench_json(text)
     out = RadosBenchOutput()
     for line in text.splitlines():
         m = _ROW.match(line)

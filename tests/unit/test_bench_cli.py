@@ -1,0 +1,69 @@
+"""The CLI refuses bad input with one line and exit 64, before touching any cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stordoc.cli import main
+
+CONF = """
+journal = "{j}"
+[clusters.c1.ceph]
+conf = "/nonexistent/ceph.conf"
+timeout = 1
+[clusters.c1.swift]
+auth_url = "http://127.0.0.1:9/auth/v1.0"
+user = "u"
+key = {{ value = "k" }}
+[bench]
+max_duration_s = 10
+"""
+
+
+@pytest.fixture()
+def cfg(tmp_path: Path) -> str:
+    p = tmp_path / "c.toml"
+    p.write_text(CONF.format(j=tmp_path / "journal.db"))
+    return str(p)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    rc = main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out + cap.err
+
+
+def test_duration_cap(cfg: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out = _run(capsys, "-c", cfg, "bench", "rados", "--duration", "5", "--repeat", "3")
+    assert rc == 64
+    assert "exceeds the cap of 10 s" in out and "Traceback" not in out
+
+
+def test_bad_mode_and_mix(cfg: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out = _run(capsys, "-c", cfg, "bench", "rados", "--mode", "write,bogus")
+    assert rc == 64 and "unknown rados mode(s) bogus" in out
+    rc, out = _run(capsys, "-c", cfg, "bench", "swift", "--mix", "80/15/4")
+    assert rc == 64 and "summing to 100" in out
+    with pytest.raises(SystemExit) as e:
+        main(["-c", cfg, "bench", "swift", "--mix", "80/x/5"])
+    assert e.value.code == 64
+
+
+def test_unreachable_cluster_is_one_line(cfg: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out = _run(capsys, "-c", cfg, "bench", "rados", "--duration", "1")
+    assert rc == 64
+    assert "cannot connect to Ceph" in out and "Traceback" not in out
+    rc, out = _run(capsys, "-c", cfg, "bench", "swift", "--duration", "1")
+    assert rc == 64 and "Swift proxy" in out and "not healthy" in out
+
+
+def test_history_and_baseline_on_empty_journal(cfg: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out = _run(capsys, "-c", cfg, "bench", "history", "--json")
+    assert rc == 0 and out.strip() == "[]"
+    rc, out = _run(capsys, "-c", cfg, "bench", "baseline", "set", "b1")
+    assert rc == 64 and "no benchmark stored" in out
+    rc, out = _run(capsys, "-c", cfg, "bench", "show", "nope")
+    assert rc == 64 and "no stored benchmark group" in out
