@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import storage.swift  # noqa: F401  eventlet (via swift) must be first imported in the main
+# thread: imported inside a pool worker it leaves that thread unjoinable (collect() hangs)
 from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
 from storage.targets import ClusterTarget
 

@@ -18,6 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
 import requests
+# Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
+# first time inside a worker thread leaves that thread unjoinable (a pool shutdown hangs).
+from swift.common.ring import RingBuilder, RingData
 
 from storage.model import ReconHost, RingDevice, RingState, SwiftState
 from storage.targets import SwiftTarget
@@ -57,8 +60,6 @@ def _parts_per_dev(replica2part2dev: Iterable[Any]) -> Counter[int]:
 
 def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
     """One ring and its builder; errors (missing/corrupt files) land in ``RingState.error``."""
-    from swift.common.ring import RingBuilder, RingData
-
     now = now or time.time()
     ring_path = os.path.join(swift_dir, f"{kind}.ring.gz")
     builder_path = os.path.join(swift_dir, f"{kind}.builder")
