@@ -900,7 +900,7 @@ key = {{ value = "{SWIFT_KEY}" }}
             if p.returncode not in (0, 1):
                 raise LabError(step, p.stdout + p.stderr)
             return "object ring: 5 replicas over 4 devices in 4 zones"
-        _run(["swift-ring-builder", b, "set_weight", "d4", "50"], step)
+        _run(["swift-ring-builder", b, "set_weight", "/d4", "50"], step)
         return "object.builder changed (d4 weight 50) without writing object.ring.gz"
 
     def heal(self, scenario: str, osd: int = 1, device: str = "d2") -> str:

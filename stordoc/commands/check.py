@@ -1,9 +1,128 @@
-"""`stordoc check` subcommands (being built)."""
+"""``stordoc check``: run every check on a cluster, print findings, exit Nagios-style.
+
+JSON schema (``--json``, version 1), documented in docs/checks.md::
+
+  {"schema": 1, "cluster": str, "started_at": float, "duration_s": float,
+   "exit_code": 0|1|2|3, "status": "ok"|"warn"|"crit"|"unreachable",
+   "counts": {"crit": int, "warn": int, "info": int},
+   "findings": [{"code", "severity", "entity", "message", "evidence", "runbook",
+                 "target", "since", "new": bool}],
+   "resolved_since_last_run": [{"code", "entity"}], "run_id": int|null}
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from checks.model import Severity
+from checks.service import CheckOutcome
+from stordoc.commands.common import env_from_args
+
+STATUS = {0: "ok", 1: "warn", 2: "crit", 3: "unreachable"}
+STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    pass
+    p = sub.add_parser("check", help="run the health checks (exit 0 OK, 1 warn, 2 crit, "
+                       "3 unreachable)")
+    p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema 1)")
+    p.add_argument("--only", metavar="CODES",
+                   help="comma-separated finding codes to report (others are still checked)")
+    hf = p.add_mutually_exclusive_group()
+    hf.add_argument("--host-facts", dest="host_facts", action="store_true", default=True,
+                    help="collect host facts over SSH (default)")
+    hf.add_argument("--no-host-facts", dest="host_facts", action="store_false",
+                    help="skip SSH: Ceph and Swift only")
+    p.add_argument("--no-record", action="store_true", help="do not write to the journal")
+    p.set_defaults(func=cmd_check)
+
+
+def _since(ts: float | None) -> str:
+    if not ts:
+        return ""
+    s = max(0, int(time.time() - ts))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+def to_json(out: CheckOutcome) -> dict:
+    r = out.report
+    new = set(out.delta.new) if out.delta else {f.key for f in r.findings}
+    counts = {s.label: sum(1 for f in r.findings if f.severity == s)
+              for s in (Severity.CRIT, Severity.WARN, Severity.INFO)}
+    return {
+        "schema": 1, "cluster": r.cluster, "started_at": r.started_at,
+        "duration_s": round(out.collect_s + out.check_s, 3), "exit_code": r.exit_code,
+        "status": STATUS[r.exit_code], "counts": counts,
+        "findings": [{**f.to_dict(), "new": f.key in new} for f in r.findings],
+        "resolved_since_last_run": [{"code": c, "entity": e}
+                                    for c, e in (out.delta.resolved if out.delta else ())],
+        "run_id": out.run_id,
+    }
+
+
+def render(out: CheckOutcome, console: Console) -> None:
+    r = out.report
+    new = set(out.delta.new) if out.delta else set()
+    if not r.findings:
+        console.print(f"[green]cluster {r.cluster}: no findings[/] "
+                      f"({len(r.checks_run)} checks, {out.collect_s + out.check_s:.2f}s)")
+    for sev in (Severity.CRIT, Severity.WARN, Severity.INFO):
+        rows = [f for f in r.findings if f.severity == sev]
+        if not rows:
+            continue
+        t = Table(title=f"{sev.name} ({len(rows)})", title_style=STYLE[sev],
+                  title_justify="left", expand=False, show_lines=False)
+        t.add_column("code", style=STYLE[sev], no_wrap=True)
+        t.add_column("entity", no_wrap=True)
+        t.add_column("message")
+        t.add_column("for", no_wrap=True)
+        t.add_column("fix", no_wrap=True)
+        for f in rows:
+            fix = f"{f.runbook} {f.target}" if f.runbook and f.target else (f.runbook or "")
+            t.add_row(f.code + (" [bold]new[/]" if f.key in new else ""), f.entity,
+                      f.message, _since(f.since), fix)
+        console.print(t)
+    if out.delta and out.delta.resolved:
+        console.print("[green]resolved since the last run:[/] " +
+                      ", ".join(f"{c} {e}" for c, e in out.delta.resolved))
+    muted = len(r.muted)
+    console.print(f"[dim]cluster {r.cluster}: exit {r.exit_code} ({STATUS[r.exit_code]}); "
+                  f"collect {out.collect_s:.2f}s, checks {out.check_s:.3f}s"
+                  + (f"; {muted} muted" if muted else "") + "[/]")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    env = env_from_args(args)
+    only = [c.strip() for c in args.only.split(",") if c.strip()] if args.only else None
+    if only:
+        from checks.engine import run_checks  # noqa: F401  (registers every code)
+        from checks.model import REGISTRY
+        import checks.catalog  # noqa: F401
+
+        unknown = [c for c in only if c.upper() not in REGISTRY.codes]
+        if unknown:
+            from stordoc.errors import UserError
+
+            raise UserError(f"unknown code(s): {', '.join(unknown)}; see docs/checks.md")
+    try:
+        out = env.check(args.cluster, only=only, host_facts=args.host_facts,
+                        record=not args.no_record)
+    finally:
+        env.close()
+    if args.json:
+        print(json.dumps(to_json(out), indent=1, default=str))
+    else:
+        render(out, Console(highlight=False))
+    return out.report.exit_code
