@@ -27,9 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checks.engine import run_checks  # noqa: E402
-from storage.ceph import build_state  # noqa: E402
-from storage.model import (  # noqa: E402
+from checks.engine import run_checks
+from storage.ceph import build_state
+from storage.model import (
     ClusterSnapshot,
     RingDevice,
     RingState,
@@ -169,7 +169,7 @@ def synthetic_ring(part_power: int = 18, n_devs: int = 2000, replicas: int = 3,
     devices = tuple(
         RingDevice(id=d, region=1, zone=1 + d % 5, ip=f"10.2.{d // 200}.{d % 200 + 1}",
                    port=6200, device=f"d{d}", weight=100.0, parts=int(counts[d]),
-                   parts_wanted=int(round(wanted)))
+                   parts_wanted=round(wanted))
         for d in range(n_devs))
     balance = float(max(abs(c - wanted) / wanted for c in counts) * 100)
     return RingState(kind="object", ring_path="/etc/swift/object.ring.gz",

@@ -9,7 +9,7 @@ since Reef.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import CephState, ClusterSnapshot, PoolState

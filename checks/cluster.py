@@ -8,7 +8,7 @@ Full ratios in the osdmap are float32 (0.949999988079071): compared with a toler
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity

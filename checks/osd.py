@@ -8,7 +8,7 @@ and on which host, and name the runbook that brings them back.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import CephState, ClusterSnapshot, OsdState

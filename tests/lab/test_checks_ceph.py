@@ -4,8 +4,9 @@ and its heal, a stopped monitor, a stopped manager, a failing command."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 import pytest
 
