@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
+import runbooks.catalog  # noqa: F401  (registers the runbooks, in the importing thread)
 from checks.engine import run_checks
 from checks.model import Finding
 from runbooks.base import Draft, Runbook, registry

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from checks.pgs import data_pools, ideal_pg_num, in_osd_count, pool_shares
 from runbooks.base import Draft, Runbook, need_ceph, register
 from runbooks.model import Refused, RunbookInfo, StepEnv
 from storage.model import CephState, ClusterSnapshot, PoolState
@@ -130,20 +131,14 @@ def next_pow2(n: float) -> int:
 
 
 def pg_target(ceph: CephState, pool: PoolState, per_osd: int) -> int:
-    """The seed heuristic: (OSDs * per_osd) / replicas, shared among the pools by their
-    expected data (target_size_ratio, else stored bytes), rounded up to a power of two."""
-    osds = sum(1 for o in ceph.osds if o.exists and o.in_) or len(ceph.osds)
-    size = max(1, pool.size)
-    total = osds * per_osd / size
-    pools = [x for x in ceph.pools if x.name not in (".mgr", "device_health_metrics")]
-    ratios = [x.target_size_ratio for x in pools]
-    if pool.target_size_ratio > 0 and sum(ratios) > 0:
-        share = pool.target_size_ratio / sum(ratios)
-    else:
-        stored = sum(x.stored_bytes for x in pools)
-        share = pool.stored_bytes / stored if stored > 0 and pool.stored_bytes > 0 else \
-            1.0 / max(1, len(pools))
-    return next_pow2(max(1.0, total * share))
+    """The same heuristic the POOL_PG_NUM_LOW check uses (checks.pgs): (in OSDs * per_osd)
+    / size up to a power of two, times the pool's share of the expected data."""
+    shares, _ = pool_shares(data_pools(ceph))
+    share = shares.get(pool.id)
+    if share is None:
+        raise Refused(f"pool {pool.name} is not a data pool (system pool or cache tier): "
+                      "no pg_num target for it")
+    return ideal_pg_num(in_osd_count(ceph), pool.size, share, per_osd)
 
 
 def _clean(ceph: CephState) -> tuple[bool, str]:

@@ -16,6 +16,11 @@ import shutil
 import time
 from typing import Any
 
+# Imported here, at module level, on purpose: importing swift (and so eventlet) for the
+# first time inside a worker thread leaves that thread unable to finish, which hangs
+# ThreadPoolExecutor shutdown in storage.collect (seen on Debian 12's swift 2.30).
+from swift.common.ring.builder import RingBuilder
+
 from runbooks.base import (
     Draft,
     Runbook,
@@ -141,8 +146,6 @@ def _md5(path: str) -> str:
 
 def _rebalance_copy(builder_path: str) -> tuple[Any, dict[str, Any]]:
     """Load a separate copy of the builder and rebalance it in memory (nothing written)."""
-    from swift.common.ring.builder import RingBuilder
-
     b = RingBuilder.load(builder_path)
     before = {"balance": round(float(b.get_balance()), 2),
               "dispersion": round(float(b.dispersion or 0.0), 2),

@@ -1,9 +1,372 @@
-"""`stordoc runbooks` subcommands (being built)."""
+"""``stordoc runbooks|plan|fix|audit|locks``: list, plan, run and audit the runbooks.
+
+``fix`` never runs without a confirmation: ``--yes``, or typing ``yes`` on a terminal.
+Without a terminal and without ``--yes`` it refuses and runs nothing. Ctrl-C during a run
+cancels between steps (the cleanup steps, like clearing ``noout``, still run).
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import sys
+import threading
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from stordoc.commands.common import env_from_args
+from stordoc.env import Env
+from stordoc.errors import UserError
+
+console = Console(highlight=False)
+
+EXIT = {"success": 0, "verify_failed": 1, "failed": 2, "cancelled": 130}
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    pass
+    p = sub.add_parser("runbooks", help="list the runbooks and the finding codes each fixes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runbooks)
+
+    p = sub.add_parser("plan", help="show what a runbook would do (changes nothing)")
+    p.add_argument("runbook")
+    p.add_argument("target", help="osd.N, a pool name, DEVICE@HOST, or a ring kind")
+    _common(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("fix", help="plan, confirm, run and verify a runbook")
+    p.add_argument("runbook", nargs="?")
+    p.add_argument("target", nargs="?")
+    p.add_argument("--finding", metavar="CODE",
+                   help="fix the current finding with this code (runs a fresh check)")
+    p.add_argument("--entity", help="with --finding: which entity or target when several")
+    p.add_argument("--yes", "-y", action="store_true", help="confirm without asking")
+    _common(p)
+    p.set_defaults(func=cmd_fix)
+
+    p = sub.add_parser("audit", help="runbook runs from the journal")
+    p.add_argument("--last", type=int, default=20, metavar="N")
+    p.add_argument("--run", type=int, metavar="ID", help="one run with its steps")
+    p.add_argument("--cluster")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("locks", help="runbook locks held now (and stale ones)")
+    p.add_argument("--cluster")
+    p.add_argument("--clear", metavar="TARGET", help="remove a stale lock on TARGET")
+    p.add_argument("--force", action="store_true",
+                   help="with --clear: also remove a lock whose process still runs")
+    p.set_defaults(func=cmd_locks)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", help="cluster name from the settings")
+    p.add_argument("--apply", action="store_true",
+                   help="swift-ring-rebalance: really write the ring (plan-only otherwise)")
+    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="runbook option, e.g. headroom=0.7, pg_num=64, dirty_ratio=0.5")
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in args.option or []:
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--option wants KEY=VALUE, not {item!r}")
+        out[key.strip()] = val.strip()
+    if getattr(args, "apply", False):
+        out["apply"] = True
+    return out
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def render_plan(plan: Any) -> None:
+    from runbooks.api import Plan
+
+    assert isinstance(plan, Plan)
+    head = Text(f"Plan: {plan.runbook} {plan.target}", style="bold")
+    head.append(f"  (cluster {plan.cluster})", style="dim")
+    if plan.destructive:
+        head.append("  moves data", style="yellow")
+    console.print(head)
+    if plan.summary:
+        console.print(Text(plan.summary, style="dim"))
+    if plan.params:
+        console.print(Text("Parameters: " + ", ".join(f"{k}={v}"
+                                                      for k, v in plan.params.items())))
+    if plan.before_after:
+        t = Table(title="Changes", title_justify="left", show_edge=False)
+        t.add_column("setting")
+        t.add_column("before", justify="right")
+        t.add_column("after", justify="right", style="green")
+        for k, (b, a) in plan.before_after.items():
+            t.add_row(k, str(b), str(a))
+        console.print(t)
+    t = Table(title="Steps", title_justify="left", show_edge=False)
+    t.add_column("#", justify="right")
+    t.add_column("where", style="cyan")
+    t.add_column("what")
+    t.add_column("command", overflow="fold")
+    for s in plan.steps:
+        what = s.title + (" (also after a failure)" if s.cleanup_of is not None else "")
+        t.add_row(str(s.index), s.where, what, Text(s.command, style="bold"))
+    console.print(t)
+    console.print(Text(f"Verify: {', '.join(plan.verify_codes)} cleared for "
+                       f"{', '.join(plan.verify_entities) or plan.target}", style="dim"))
+    for w in plan.warnings:
+        console.print(Text(f"warning: {w}", style="yellow"))
+
+
+def _event_printer(ev: Any) -> None:
+    k = ev.kind
+    if k == "plan":
+        return
+    if k == "step_started":
+        console.print(Text(f"  -> {ev.index}. {ev.title}", style="bold"))
+    elif k == "step_done":
+        console.print(Text(f"     ok: {ev.message}", style="green"))
+    elif k == "step_failed":
+        console.print(Text(f"     FAILED: {ev.message}", style="bold red"))
+    elif k == "cancelled":
+        console.print(Text(f"  cancelled: {ev.message}", style="yellow"))
+    elif k == "verify_started":
+        console.print(Text(f"  verifying: {ev.message}", style="bold"))
+    elif k == "verify_done":
+        console.print(Text(f"     {ev.message}"))
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_runbooks(args: argparse.Namespace) -> int:
+    from runbooks.api import list_runbooks
+
+    infos = list_runbooks()
+    if args.json:
+        print(json.dumps([{"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
+                           "destructive": i.destructive, "target_kind": i.target_kind,
+                           "target": i.target_help} for i in infos], indent=2))
+        return 0
+    t = Table(show_edge=False)
+    t.add_column("runbook", style="bold")
+    t.add_column("target")
+    t.add_column("fixes")
+    t.add_column("what it does")
+    for i in infos:
+        t.add_row(i.name + (" *" if i.destructive else ""), i.target_help, "\n".join(i.fixes),
+                  i.summary)
+    console.print(t)
+    console.print(Text("* moves data or changes placement", style="dim"))
+    return 0
+
+
+def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str) -> Any:
+    from runbooks.api import Refused, plan
+
+    ctx = env.run_context(args.cluster)
+    try:
+        return ctx, plan(ctx, runbook, target, _options(args))
+    except Refused as e:
+        raise UserError(str(e)) from None
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    env = env_from_args(args)
+    try:
+        _, p = _plan(env, args, args.runbook, args.target)
+        if args.json:
+            print(json.dumps(p.to_dict(), indent=2, default=str))
+        else:
+            render_plan(p)
+            console.print(Text("Nothing was changed (plan only).", style="dim"))
+        return 0
+    finally:
+        env.close()
+
+
+def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
+    code = args.finding.strip().upper()
+    out = env.check(args.cluster, only=[code], source="cli-fix")
+    cands = [f for f in out.report.findings if f.code == code]
+    if args.entity:
+        cands = [f for f in cands if args.entity in (f.entity, f.target)]
+    if not cands:
+        extra = f" on {args.entity}" if args.entity else ""
+        raise UserError(f"no {code} finding{extra} right now: nothing to fix")
+    fixable = [f for f in cands if f.runbook and f.target]
+    if not fixable:
+        raise UserError(f"{code} has no runbook that fixes it ({cands[0].message})")
+    if len(fixable) > 1:
+        listing = "; ".join(f"{f.entity} (target {f.target})" for f in fixable)
+        raise UserError(f"{len(fixable)} {code} findings: pick one with --entity: {listing}")
+    f = fixable[0]
+    console.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
+    assert f.runbook is not None and f.target is not None
+    return f.runbook, f.target
+
+
+def _confirm(args: argparse.Namespace) -> None:
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise UserError("not confirmed: pass --yes (there is no terminal to ask on); "
+                        "nothing was run")
+    try:
+        answer = input("Type yes to run: ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() != "yes":
+        raise UserError("not confirmed: nothing was run")
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    from runbooks.api import Refused, RunResult, execute
+
+    if args.finding:
+        if args.runbook or args.target:
+            raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
+    elif not (args.runbook and args.target):
+        raise UserError("fix needs RUNBOOK TARGET, or --finding CODE")
+    env = env_from_args(args)
+    try:
+        if args.finding:
+            runbook, target = _pick_finding(env, args)
+        else:
+            runbook, target = args.runbook, args.target
+        ctx, plan = _plan(env, args, runbook, target)
+        render_plan(plan)
+        _confirm(args)
+        cancel = threading.Event()
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = execute(ctx, plan, confirmed_by=ctx.user,
+                                        on_event=_event_printer, cancel=cancel)
+            except BaseException as e:  # handed to the main thread
+                box["error"] = e
+
+        th = threading.Thread(target=work, name="runbook", daemon=True)
+        th.start()
+        while th.is_alive():
+            try:
+                th.join(0.2)
+            except KeyboardInterrupt:
+                if not cancel.is_set():
+                    console.print(Text("  cancelling after the current step "
+                                       "(cleanup steps still run)...", style="yellow"))
+                cancel.set()
+        if "error" in box:
+            if isinstance(box["error"], Refused):
+                raise UserError(str(box["error"])) from None
+            raise box["error"]
+        res: RunResult = box["result"]
+        style = "bold green" if res.ok else "bold red"
+        console.print(Text(f"{res.outcome}: {res.message}", style=style))
+        console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
+        return EXIT.get(res.outcome, 2)
+    finally:
+        env.close()
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return ""
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from storage.audit import Audit
+
+    env = env_from_args(args)
+    try:
+        ctx = env.run_context(args.cluster) if args.cluster else None
+        audit = Audit(env.journal, ctx.secrets if ctx else ())
+        if args.run is not None:
+            run = audit.run(args.run)
+            if run is None:
+                raise UserError(f"no runbook run {args.run} in {env.settings.journal}")
+            steps = audit.steps(args.run)
+            if args.json:
+                print(json.dumps({"run": run, "steps": steps}, indent=2, default=str))
+                return 0
+            console.print(Text(f"run {run['id']}: {run['runbook']} {run['target']} on "
+                               f"{run['cluster']} by {run['user']} ({run['source']}), "
+                               f"confirmed by {run['confirmed_by']}", style="bold"))
+            console.print(f"started {_when(run['started_at'])}, finished "
+                          f"{_when(run['finished_at'])}: {run['outcome']}")
+            console.print(Text(run["message"] or ""))
+            t = Table(show_edge=False)
+            for c in ("#", "status", "where", "command", "rc", "s", "output"):
+                t.add_column(c, overflow="fold")
+            for s in steps:
+                outp = (s["stderr"] or s["stdout"] or "").strip()
+                t.add_row(str(s["idx"]), s["status"], s["host"], s["command"],
+                          "" if s["rc"] is None else str(s["rc"]), f"{s['duration_s']:.1f}",
+                          outp[-300:])
+            console.print(t)
+            return 0
+        runs = audit.runs(limit=max(1, args.last), cluster=args.cluster)
+        if args.json:
+            print(json.dumps(runs, indent=2, default=str))
+            return 0
+        if not runs:
+            console.print("no runbook runs recorded")
+            return 0
+        t = Table(show_edge=False)
+        for c in ("id", "when", "cluster", "runbook", "target", "user", "outcome", "message"):
+            t.add_column(c, overflow="fold")
+        for r in runs:
+            style = {"success": "green", "running": "cyan"}.get(r["outcome"], "red")
+            t.add_row(str(r["id"]), _when(r["started_at"]), r["cluster"], r["runbook"],
+                      r["target"], r["user"], Text(r["outcome"], style=style),
+                      (r["message"] or "")[:160])
+        console.print(t)
+        return 0
+    finally:
+        env.close()
+
+
+def cmd_locks(args: argparse.Namespace) -> int:
+    from storage.audit import Audit
+
+    env = env_from_args(args)
+    try:
+        cluster = env.cluster_name(args.cluster)
+        audit = Audit(env.journal)
+        if args.clear:
+            locks = {lk.target: lk for lk in audit.locks(cluster)}
+            keys = [k for k in (args.clear, f"pool {args.clear}", f"ring {args.clear}",
+                                f"flag {args.clear}") if k in locks]
+            if not keys:
+                raise UserError(f"no lock on {args.clear!r} in cluster {cluster}")
+            lk = locks[keys[0]]
+            if not lk.stale and not args.force:
+                raise UserError(f"the lock on {lk.target} is held by {lk.owner} (pid {lk.pid} "
+                                f"on {lk.host}, still running): not cleared (use --force "
+                                "only if you are sure)")
+            audit.clear(cluster, lk.target)
+            console.print(f"cleared the lock on {lk.target} ({lk.purpose}, {lk.owner}, "
+                          f"pid {lk.pid} on {lk.host})")
+            return 0
+        locks_ = audit.locks(cluster)
+        if not locks_:
+            console.print(f"no runbook locks on cluster {cluster}")
+            return 0
+        t = Table(show_edge=False)
+        for c in ("target", "purpose", "owner", "pid", "host", "since", "state"):
+            t.add_column(c)
+        for lk in locks_:
+            t.add_row(lk.target, lk.purpose, lk.owner, str(lk.pid), lk.host, _when(lk.since),
+                      Text("stale", style="red") if lk.stale else "held")
+        console.print(t)
+        return 0
+    finally:
+        env.close()
