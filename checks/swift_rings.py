@@ -71,16 +71,20 @@ def ring_findings(ring: RingState, ctx: CheckContext) -> list[Finding]:
     zones = {(d.region, d.zone) for d in weighted}
     ev_shape = {"replicas": ring.replicas, "weighted_devices": len(weighted),
                 "zones": len(zones), "part_power": ring.part_power}
-    if weighted and ring.replicas > len(weighted) + 1e-9:
+    # the live ring's replicas, or the builder's when it plans more (not yet written)
+    replicas, where = ring.replicas, f"{ring.kind} ring has"
+    if ring.builder_replicas is not None and ring.builder_replicas > ring.replicas + 1e-9:
+        replicas, where = ring.builder_replicas, f"{ring.kind}.builder plans"
+        ev_shape = dict(ev_shape, builder_replicas=ring.builder_replicas)
+    if weighted and replicas > len(weighted) + 1e-9:
         out.append(Finding(
             "SWIFT_REPLICAS_EXCEED_DEVICES", Severity.CRIT, ent,
-            f"{ring.kind} ring has {ring.replicas:g} replicas but only {len(weighted)} "
-            "weighted devices", ev_shape))
-    if weighted and ring.replicas > len(zones) + 1e-9:
+            f"{where} {replicas:g} replicas but only {len(weighted)} weighted devices",
+            ev_shape))
+    if weighted and replicas > len(zones) + 1e-9:
         out.append(Finding(
             "SWIFT_REPLICAS_EXCEED_ZONES", Severity.WARN, ent,
-            f"{ring.kind} ring has {ring.replicas:g} replicas but only {len(zones)} zones",
-            ev_shape))
+            f"{where} {replicas:g} replicas but only {len(zones)} zones", ev_shape))
     if weighted and ring.part_power > 0:
         parts = 2 ** ring.part_power
         per_dev = parts / len(weighted)
@@ -134,7 +138,7 @@ def ring_findings(ring: RingState, ctx: CheckContext) -> list[Finding]:
                 "ring", dev_ev, runbook=RB, target=ring.kind))
     if ring.ring_path and ring.builder_path and ring.builder_matches_ring is False:
         wants_rebalance = True
-        newer = (ring.builder_mtime or 0) > (ring.ring_mtime or 0) + 1.0
+        newer = (ring.builder_mtime or 0) > (ring.ring_mtime or 0)
         ev = {"ring": ring.ring_path, "builder": ring.builder_path,
               "ring_mtime": ring.ring_mtime, "builder_mtime": ring.builder_mtime}
         if newer:

@@ -208,6 +208,10 @@ for dev in "$@"; do
   opts=ro,norecovery,nodev,nosuid,noexec
   if [ -f "$dev" ]; then opts=loop,$opts; fi
   echo "@@dev $dev"
+  if [ ! -f "$dev" ] && command -v blkid >/dev/null 2>&1; then
+    fs=$(blkid -p -s TYPE -o value -- "$dev" 2>/dev/null)
+    if [ "$fs" != xfs ]; then echo "error not xfs (${fs:-unknown})"; rmdir -- "$t"; continue; fi
+  fi
   if mount -t xfs -o "$opts" -- "$dev" "$t" 2>/dev/null; then
     for f in whoami ceph_fsid fsid; do
       if [ -f "$t/$f" ]; then printf '%s %s\n' "$f" "$(head -c 200 -- "$t/$f" | tr -d '\n')"; fi
@@ -381,8 +385,11 @@ def parse_io_errors(lines: Iterable[str], now: float, window_s: float) -> tuple[
 _OSD_ARG_RE = re.compile(r"(?:^|\s)(?:-i|--id)(?:\s+|=)(\d+)(?:\s|$)")
 
 
-def parse_ps_osds(lines: Iterable[str]) -> dict[int, int]:
-    """OSD id -> pid from ``ps -eo pid=,args=`` lines of ceph-osd processes."""
+_CLUSTER_ARG_RE = re.compile(r"(?:^|\s)--cluster(?:\s+|=)(\S+)")
+
+
+def parse_ps_osds(lines: Iterable[str], cluster: str = "ceph") -> dict[int, int]:
+    """OSD id -> pid from ``ps -eo pid=,args=`` lines of ceph-osd processes of ``cluster``."""
     out: dict[int, int] = {}
     for line in lines:
         parts = line.strip().split(None, 1)
@@ -390,6 +397,9 @@ def parse_ps_osds(lines: Iterable[str]) -> dict[int, int]:
             continue
         args = parts[1]
         if "ceph-osd" not in args.split(None, 1)[0]:
+            continue
+        cm = _CLUSTER_ARG_RE.search(args)
+        if (cm.group(1) if cm else "ceph") != cluster:
             continue
         m = _OSD_ARG_RE.search(args)
         if m:
@@ -468,25 +478,48 @@ def _norm(p: str) -> str:
 def _candidates(plan: HostPlan, mounts: Sequence[Mount], devs: Sequence[_Dev],
                 backing: Mapping[str, str], fstab: Sequence[FstabLine],
                 unmounted_osd_dirs: Sequence[str]) -> list[str]:
-    """Unmounted, unused devices that might hold an unmounted OSD dir (XFS, no holders)."""
-    mounted_sources = {_norm(m.source) for m in mounts}
+    """Unmounted, unused devices that might hold an unmounted OSD dir.
+
+    First the fstab sources of those dirs (a device, a UUID=/LABEL=, or a loop image:
+    the loop device it is attached to, else the image file itself). Only when fstab names
+    nothing, every unmounted device without children whose filesystem is XFS or unknown
+    (lsblk without udev reports no FSTYPE); the identity script probes with blkid first.
+    """
+    if not unmounted_osd_dirs:
+        return []
+    mounted = {_norm(m.source) for m in mounts}
+    free = [d for d in devs if not d.dev.mountpoint and not d.has_children
+            and _norm(d.dev.path) not in mounted and d.dev.type in ("disk", "part", "loop",
+                                                                    "lvm", "crypt")]
     out: list[str] = []
-    attached_files = {_norm(f) for f in backing.values() if f}
-    if unmounted_osd_dirs:
-        for d in devs:
-            bd = d.dev
-            if bd.fstype != "xfs" or bd.mountpoint or d.has_children:
-                continue
-            if _norm(bd.path) in mounted_sources:
-                continue
-            out.append(bd.path)
-        # an fstab image/device for one of these dirs that is not attached or mounted
-        wanted = {_norm(p) for p in unmounted_osd_dirs}
-        for fl in fstab:
-            if _norm(fl.mountpoint) in wanted and fl.fstype in ("xfs", "auto") \
-                    and fl.device.startswith("/") and _norm(fl.device) not in attached_files \
-                    and _norm(fl.device) not in mounted_sources and fl.device not in out:
-                out.append(fl.device)
+
+    def add(p: str) -> None:
+        if p not in out and _norm(p) not in mounted:
+            out.append(p)
+
+    wanted = {_norm(p) for p in unmounted_osd_dirs}
+    for fl in fstab:
+        if _norm(fl.mountpoint) not in wanted:
+            continue
+        src = fl.device
+        if src.startswith(("UUID=", "LABEL=")):
+            key, _, val = src.partition("=")
+            for d in free:
+                if (d.dev.uuid if key == "UUID" else d.label) == val:
+                    add(d.dev.path)
+            continue
+        loops = [d.dev.path for d in free if d.dev.backing_file
+                 and _norm(d.dev.backing_file) == _norm(src)]
+        attached = [dev for dev, f in backing.items() if _norm(f) == _norm(src)]
+        if loops:
+            for lp in loops:
+                add(lp)
+        elif not attached and src.startswith("/"):
+            add(src)  # a block device path, or a loop image not attached anywhere
+    if not out:
+        for d in free:
+            if d.dev.fstype in (None, "", "xfs") and d.dev.size > 0:
+                add(d.dev.path)
     return out
 
 
@@ -506,7 +539,7 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
     devs = parse_lsblk("\n".join(sec.get("lsblk", [])), backing)
     fstab_all = parse_fstab("\n".join(sec.get("fstab", [])))
     io_all = parse_io_errors(sec.get("kmsg", []), remote_now, window_s)
-    ps = parse_ps_osds(sec.get("ps", []))
+    ps = parse_ps_osds(sec.get("ps", []), plan.cluster_name)
 
     dirs: dict[str, bool] = {}
     daemons: list[Daemon] = []
@@ -528,9 +561,11 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
         if "pid" in kv:
             p = kv["pid"].split(" ", 2)
             pid = int(p[0]) if p[0].isdigit() and p[0] != "0" else None
+            # the pid file is the authority when configured: a ps match could be another
+            # cluster's osd.N on the same machine
             running = len(p) >= 2 and p[1] == "1" and "ceph-osd" in (p[2] if len(p) > 2 else "")
-            if not running and osd_id in ps:  # stale pid file but a live daemon
-                running, pid = True, ps[osd_id]
+        elif pidf:
+            running = False  # configured pid file is missing: the daemon removed it on exit
         elif osd_id in ps:
             running, pid = True, ps[osd_id]
         daemons.append(Daemon("ceph-osd", str(osd_id), pid, running))
@@ -572,9 +607,13 @@ def _swift_identities(plan: HostPlan, facts: HostFacts,
     for fl in facts.fstab:
         name = unmounted.get(_norm(fl.mountpoint))
         if name:
-            out.append(DeviceIdentity(device=fl.device, label=name))
+            loops = [b.path for b in facts.block_devices if b.mountpoint is None
+                     and b.backing_file and _norm(b.backing_file) == _norm(fl.device)]
+            out.append(DeviceIdentity(device=loops[0] if loops else fl.device, label=name))
+    named = {i.device for i in out}
     for bd in facts.block_devices:
-        if bd.mountpoint is None and labels.get(bd.path) in unmounted.values():
+        if bd.path not in named and bd.mountpoint is None \
+                and labels.get(bd.path) in unmounted.values():
             out.append(DeviceIdentity(device=bd.path, label=labels[bd.path]))
     return out
 

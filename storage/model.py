@@ -299,6 +299,7 @@ class RingState:
     builder_matches_ring: bool | None = None  # builder's devs/replicas/parts vs ring.gz
     last_rebalance_hours_ago: float | None = None
     error: str | None = None
+    builder_replicas: float | None = None  # the builder's (planned) replicas, may differ
 
 
 @dataclass(frozen=True)

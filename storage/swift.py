@@ -132,7 +132,8 @@ def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
         replicas=replicas, min_part_hours=min_part_hours, devices=devices, balance=balance,
         dispersion=dispersion, ring_mtime=ring_mtime, builder_mtime=builder_mtime,
         ring_md5=file_md5(ring_path) if has_ring else None, builder_matches_ring=matches,
-        last_rebalance_hours_ago=last_hours, error="; ".join(errors) or None)
+        last_rebalance_hours_ago=last_hours, error="; ".join(errors) or None,
+        builder_replicas=float(builder.replicas) if builder is not None else None)
 
 
 def ring_kinds(swift_dir: str) -> list[str]:
@@ -164,6 +165,13 @@ def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
             err = f"{url}: {type(e).__name__}: {e}"
             if isinstance(e, (requests.ConnectionError, requests.Timeout)):
                 break
+    return recon_from_raw(ip, port, server, raw, err)
+
+
+def recon_from_raw(ip: str, port: int, server: str, raw: dict[str, Any],
+                   error: str | None = None) -> ReconHost:
+    """Build a ``ReconHost`` from the JSON answers (keyed by recon check name)."""
+    err = error
     unm = raw.get("unmounted") or []
     du = raw.get("diskusage") or []
     return ReconHost(
