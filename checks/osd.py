@@ -67,12 +67,26 @@ def _down_for(o: OsdState, now: float) -> str:
     return f"down for {fmt_duration(now - o.down_since)}"
 
 
+# Parts of a PG state that mean "not fully clean" even next to active+clean.
+UNCLEAN_PARTS = frozenset({"inconsistent", "degraded", "undersized", "stale", "down",
+                           "incomplete", "peering"})
+
+
+def pg_state_is_clean(state: str) -> bool:
+    """``active+clean`` (+scrubbing, +snaptrim, ...) and nothing that says otherwise."""
+    parts = set(state.split("+"))
+    return {"active", "clean"} <= parts and not parts & UNCLEAN_PARTS
+
+
 def _redundancy(st: CephState) -> str:
     """What being out did to the data: re-replicated, or still short of copies."""
     short = sum(n for state, n in st.pgs.by_state.items()
                 if {"degraded", "undersized"} & set(state.split("+")))
     if short:
         return f"{short} PGs are still degraded/undersized without it"
+    unclean = sum(n for state, n in st.pgs.by_state.items() if not pg_state_is_clean(state))
+    if unclean:
+        return f"{unclean} PGs are not active+clean yet"
     if st.pgs.by_state:
         return "its data has been re-replicated elsewhere"
     return "PG states unknown"

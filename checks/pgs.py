@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from checks.osd import cluster_entity
+from checks.osd import cluster_entity, pg_state_is_clean
 from storage.ceph import SYSTEM_POOLS
 from storage.model import CephState, ClusterSnapshot, PoolState
 
@@ -208,11 +208,9 @@ def _pg_states(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
     bad: dict[str, int] = {}
     blocking = 0
     for state, n in st.pgs.by_state.items():
-        parts = _state_parts(state)
-        if {"active", "clean"} <= parts and not parts & {"inconsistent", "degraded",
-                                                         "undersized", "stale", "down",
-                                                         "incomplete", "peering"}:
+        if pg_state_is_clean(state):
             continue
+        parts = _state_parts(state)
         bad[state] = n
         if "active" not in parts or parts & BLOCKING_STATES:
             blocking += n

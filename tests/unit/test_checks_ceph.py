@@ -144,6 +144,20 @@ def test_down_out_is_ours_when_ceph_is_silent() -> None:
     assert not by_code(fs, "OSD_DOWN_IN")
 
 
+def test_down_out_with_stale_pgs_does_not_claim_re_replication() -> None:
+    def stale(raw: dict[str, Any]) -> None:
+        raw["pg stat"]["pg_summary"]["num_pg_by_state"] = [
+            {"name": "active+clean", "num": 22}, {"name": "stale+active+clean", "num": 11}]
+    [f] = by_code(variant("osd1-down-out", stale), "OSD_DOWN_OUT")
+    assert "11 PGs are not active+clean yet" in f.message
+    assert "re-replicated" not in f.message
+
+    def clean(raw: dict[str, Any]) -> None:
+        raw["pg stat"]["pg_summary"]["num_pg_by_state"] = [{"name": "active+clean", "num": 33}]
+    [g] = by_code(variant("osd1-down-out", clean), "OSD_DOWN_OUT")
+    assert "re-replicated elsewhere" in g.message
+
+
 def test_up_out() -> None:
     def edit(raw: dict[str, Any]) -> None:
         o = osd_entry(raw, 2)
