@@ -8,6 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import storage.swift  # noqa: F401  eventlet (via swift) must be first imported in the main
 # thread: imported inside a pool worker it leaves that thread unjoinable (collect() hangs)
+# Imported here, in whichever thread imports this module (the main one): importing swift's
+# ring module for the first time inside a worker thread leaves that thread unable to
+# exit (eventlet), which would hang the pool's shutdown below.
+import swift.common.ring  # noqa: F401,E402
+
 from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
 from storage.targets import ClusterTarget
 

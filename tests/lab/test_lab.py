@@ -174,7 +174,7 @@ def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: L
     import signal
 
     base = Path("/var/tmp") / f"stordoc-lab-second-{os.getpid()}"
-    other = Lab(base, lab.ports.base + 400)
+    other = Lab(base, int(os.environ.get("STORDOC_LAB2_PORT_BASE", "19400")))
     try:
         other.up()
         assert other.running() and lab.running()
