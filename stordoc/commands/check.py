@@ -17,7 +17,8 @@ import json
 import time
 
 from rich.console import Console
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 
 from checks.model import Severity
 from checks.service import CheckOutcome
@@ -73,6 +74,7 @@ def to_json(out: CheckOutcome) -> dict:
 
 
 def render(out: CheckOutcome, console: Console) -> None:
+    """Findings grouped by severity, one block each: readable on a phone-width terminal."""
     r = out.report
     new = set(out.delta.new) if out.delta else set()
     if not r.findings:
@@ -82,18 +84,23 @@ def render(out: CheckOutcome, console: Console) -> None:
         rows = [f for f in r.findings if f.severity == sev]
         if not rows:
             continue
-        t = Table(title=f"{sev.name} ({len(rows)})", title_style=STYLE[sev],
-                  title_justify="left", expand=False, show_lines=False)
-        t.add_column("code", style=STYLE[sev], no_wrap=True)
-        t.add_column("entity", no_wrap=True)
-        t.add_column("message")
-        t.add_column("for", no_wrap=True)
-        t.add_column("fix", no_wrap=True)
+        console.rule(f"[{STYLE[sev]}]{sev.name} ({len(rows)})", align="left", style="dim")
         for f in rows:
-            fix = f"{f.runbook} {f.target}" if f.runbook and f.target else (f.runbook or "")
-            t.add_row(f.code + (" [bold]new[/]" if f.key in new else ""), f.entity,
-                      f.message, _since(f.since), fix)
-        console.print(t)
+            head = Text()
+            head.append(f.code, style=STYLE[sev])
+            head.append(f"  {f.entity}", style="bold")
+            tags = []
+            if f.key in new:
+                tags.append("new")
+            if f.since:
+                tags.append(f"for {_since(f.since)}")
+            if tags:
+                head.append(f"  ({', '.join(tags)})", style="dim")
+            console.print(head)
+            console.print(Padding(Text(f.message), (0, 0, 0, 4)))
+            if f.runbook:
+                fix = f"stordoc fix {f.runbook} {f.target}" if f.target else f.runbook
+                console.print(Padding(Text(f"fix: {fix}", style="green"), (0, 0, 0, 4)))
     if out.delta and out.delta.resolved:
         console.print("[green]resolved since the last run:[/] " +
                       ", ".join(f"{c} {e}" for c, e in out.delta.resolved))
