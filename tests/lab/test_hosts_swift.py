@@ -1,0 +1,199 @@
+"""Host facts over real SSH and the mount/Swift checks against the real lab.
+
+Every test that breaks something heals it in a finalizer, so a failing assertion never
+leaves the lab broken for the next test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from checks.engine import CheckReport, run_checks
+from checks.mounts import OSD_CODES, SWIFT_CODES
+from checks.swift_rings import CODES as RING_CODES
+from storage.collect import collect
+from storage.hosts import FabricRunner, collect_host_facts
+from storage.lab import Lab, LabError
+from storage.model import ClusterSnapshot
+from storage.runner import HostUnreachable
+from storage.targets import ClusterTarget, HostTarget
+from stordoc.settings import load_settings
+
+OURS = {c.code for c in OSD_CODES + SWIFT_CODES + RING_CODES} | {"HOST_UNREACHABLE"}
+
+
+@pytest.fixture(scope="module")
+def target(lab: Lab) -> ClusterTarget:
+    return load_settings(lab.config_path).cluster("lab").target("lab")
+
+
+def check(target: ClusterTarget) -> tuple[ClusterSnapshot, CheckReport]:
+    snap = collect(target)
+    return snap, run_checks(snap)
+
+
+def poll(fn: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """Poll a condition with a deadline (never a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return True
+        time.sleep(0.5)
+    return fn()
+
+
+@pytest.fixture
+def broken(lab: Lab) -> Iterator[Callable[..., str]]:
+    """``broken(scenario, **kw)`` breaks the lab; healed at teardown whatever happens."""
+    done: list[tuple[str, dict]] = []
+
+    def brk(scenario: str, **kw: object) -> str:
+        done.append((scenario, {k: v for k, v in kw.items() if k in ("osd", "device")}))
+        return lab.break_(scenario, **kw)  # type: ignore[arg-type]
+
+    yield brk
+    for scenario, kw in reversed(done):
+        lab.heal(scenario, **kw)  # type: ignore[arg-type]
+
+
+def test_host_facts_over_real_ssh(lab: Lab, target: ClusterTarget) -> None:
+    snap = collect(target)
+    assert snap.ceph is not None and snap.swift is not None
+    assert set(snap.hosts) == {"node1", "node2", "node3"}
+    for i, name in enumerate(("node1", "node2", "node3")):
+        f = snap.hosts[name]
+        assert f.reachable, f.error
+        d = str(lab.osd_dir(i))
+        assert f.osd_dirs == {i: d}  # osd.i lives on CRUSH host node{i+1}
+        assert f.mount_at(d) is not None and f.mount_at(d).fstype == "xfs"
+        assert [(x.ident, x.running) for x in f.daemons] == [(str(i), True)]
+        assert x_pid_matches(lab, i, f.daemons[0].pid)
+    assert set(snap.hosts["node1"].swift_dirs) == {"d1", "d4"}
+    assert set(snap.hosts["node2"].swift_dirs) == {"d2"}
+
+
+def x_pid_matches(lab: Lab, osd: int, pid: int | None) -> bool:
+    return pid is not None and pid == lab.pid(f"osd.{osd}")
+
+
+def test_healthy_lab_has_no_host_or_swift_findings(target: ClusterTarget) -> None:
+    _, rep = check(target)
+    ours = [(f.code, f.entity, f.message) for f in rep.findings if f.code in OURS]
+    assert ours == []
+
+
+def test_osd_unmounted_is_found_with_its_device(lab: Lab, target: ClusterTarget,
+                                                broken: Callable[..., str]) -> None:
+    broken("osd-unmounted", osd=1)
+    snap, rep = check(target)
+    f = [x for x in rep.findings if x.code == "OSD_DATA_UNMOUNTED"]
+    assert [(x.entity, x.target, x.runbook) for x in f] == [("osd.1", "osd.1", "osd-remount")]
+    ev = f[0].evidence
+    loops = lab.loop_devices()
+    assert loops.get(ev["device"]) == str(lab.images / "osd-1.xfs")
+    assert ev["device_whoami"] == 1 and ev["device_ceph_fsid"] == lab.fsid
+    assert ev["host"] == "node2" and ev["remount_safe"] is True
+    # the read-only identity probe left no mount behind
+    mounts = Path("/proc/mounts").read_text()
+    assert "stordoc-id." not in mounts
+    assert str(lab.osd_dir(1)) not in mounts
+    assert not list(Path("/tmp").glob("stordoc-id.*"))
+    assert not any(x.code == "OSD_DAEMON_STOPPED" for x in rep.findings)
+
+
+def test_osd_unmounted_finding_clears_after_heal(lab: Lab, target: ClusterTarget) -> None:
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        _, rep = check(target)
+        assert any(x.code == "OSD_DATA_UNMOUNTED" for x in rep.findings)
+    finally:
+        lab.heal("osd-unmounted", osd=1)
+    _, rep2 = check(target)
+    assert not [x for x in rep2.findings if x.code in OURS]
+
+
+def test_swift_device_unmounted(lab: Lab, target: ClusterTarget,
+                                broken: Callable[..., str]) -> None:
+    broken("swift-device-unmounted", device="d2")
+    _, rep = check(target)
+    f = [x for x in rep.findings if x.code == "SWIFT_DEVICE_UNMOUNTED"]
+    assert [(x.entity, x.target, x.runbook) for x in f] == [
+        (f"object ring d2@127.0.0.3:{lab.ports.object}", "d2@node2", "swift-device-remount")]
+    assert len(f[0].evidence["recon_unmounted_on"]) == 3  # account, container, object agree
+    assert f[0].evidence["dir_exists"] is True
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("drift", {"SWIFT_BUILDER_NEWER_THAN_RING"}),
+    ("replicas", {"SWIFT_REPLICAS_EXCEED_DEVICES", "SWIFT_REPLICAS_EXCEED_ZONES"}),
+])
+def test_swift_ring_bad(lab: Lab, target: ClusterTarget, broken: Callable[..., str],
+                        mode: str, expected: set[str]) -> None:
+    try:
+        broken("swift-ring-bad", mode=mode)
+    except LabError:
+        # the lab's "replicas" break: set_replicas 5 lands in the builder, then the forced
+        # rebalance refuses (5 replicas need more than 4 devices) and ring.gz stays at 3;
+        # the builder is exactly as broken as the scenario means, so check it anyway
+        if mode != "replicas":
+            raise
+    _, rep = check(target)
+    got = {x.code for x in rep.findings if x.entity == "object ring"}
+    assert expected <= got
+
+
+def test_ssh_refusing_host_is_a_finding_and_ceph_checks_still_run(
+        lab: Lab, target: ClusterTarget) -> None:
+    # a port in the lab's range that nothing listens on
+    dead = HostTarget("node4", "127.0.0.5", port=lab.ports.sshd + 1, key_file=target.hosts[0]
+                      .key_file, known_hosts=target.hosts[0].known_hosts, timeout_s=3)
+    t2 = dataclasses.replace(target, hosts=target.hosts + (dead,))
+    snap, rep = check(t2)
+    hu = [x for x in rep.findings if x.code == "HOST_UNREACHABLE"]
+    assert [x.entity for x in hu] == ["host node4"]
+    assert snap.ceph is not None and "osd-mounts" in rep.checks_run
+    assert all(snap.hosts[n].reachable for n in ("node1", "node2", "node3"))
+
+
+def test_unknown_host_key_is_refused(lab: Lab, target: ClusterTarget,
+                                     tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    h = dataclasses.replace(target.hosts[0], known_hosts=str(empty))
+    r = FabricRunner([h])
+    with pytest.raises(HostUnreachable) as e:
+        r.run(h.name, ["true"])
+    r.close()
+    assert "unknown host key" in e.value.reason
+    assert empty.read_text() == ""  # never added
+    facts = collect_host_facts(dataclasses.replace(target, hosts=(h,)), None, None)
+    assert facts[h.name].error and "unknown host key" in facts[h.name].error
+
+
+def test_wrong_host_key_is_refused(lab: Lab, target: ClusterTarget, tmp_path: Path) -> None:
+    import paramiko
+
+    kh = tmp_path / "known_hosts"
+    other = paramiko.Ed25519Key.from_private_key_file(target.hosts[0].key_file)  # not the host key
+    kh.write_text(f"[127.0.0.2]:{lab.ports.sshd} ssh-ed25519 {other.get_base64()}\n")
+    h = dataclasses.replace(target.hosts[0], known_hosts=str(kh))
+    facts = collect_host_facts(dataclasses.replace(target, hosts=(h,)), None, None)
+    assert facts[h.name].error and "mismatch" in facts[h.name].error
+
+
+def test_one_connection_per_host_is_reused(target: ClusterTarget) -> None:
+    h = target.hosts[0]
+    r = FabricRunner([h])
+    try:
+        a = r.run(h.name, ["sh", "-c", "echo $PPID"])
+        conn = r._conns[h.name]
+        b = r.run(h.name, ["echo", "a b; echo c"])
+        assert r._conns[h.name] is conn
+        assert a.ok and b.stdout == "a b; echo c\n"  # an argument, not shell text
+    finally:
+        r.close()
