@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from checks.engine import CheckReport, run_checks
@@ -31,7 +31,8 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     t0 = time.monotonic()
     snap = snapshot or collect(target, host_facts=host_facts)
     t1 = time.monotonic()
-    report = run_checks(snap, thresholds, only=only, muted=muted)
+    # the journal gets every finding even with --only, so "new"/"resolved" stay true
+    report = run_checks(snap, thresholds, muted=muted)
     t2 = time.monotonic()
     run_id = delta = None
     if journal is not None:
@@ -41,4 +42,11 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             (f.to_dict() for f in report.findings), source=source,
             host_facts=snap.host_facts_collected)
         delta = journal.delta(target.name, run_id)
+    if only:
+        keep = {c.upper() for c in only}
+        report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
+        if delta is not None:
+            delta = FindingDelta(*(tuple(k for k in ks if k[0] in keep)
+                                   for ks in (delta.new, delta.still, delta.resolved)),
+                                 delta.previous_run_id)
     return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1)
