@@ -39,7 +39,7 @@ SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
     "history": ("h", "History", S.HistoryScreen),
 }
 
-ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run"})
+ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm"})
 """Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
 
 
@@ -109,7 +109,7 @@ class StordocApp(App[None]):
         self.title = f"stordoc · {self.cluster}" + (" · read-only" if read_only else "")
         if bindings:
             known = {b.id for b in self.BINDINGS if isinstance(b, Binding) and b.id}
-            known |= {"filter", "fix", "apply", "cancel_run", "osd_state", "osd_host"}
+            known |= {"filter", "fix", "apply", "cancel_run", "osd_state", "osd_host", "confirm"}
             bad = sorted(set(bindings) - known)
             if bad:
                 raise ValueError(f"tui.bindings: unknown action(s) {', '.join(bad)}; "

@@ -91,35 +91,55 @@ def _plan_lines(plan: Any) -> tuple[str, ...]:
 
 
 def _event_text(ev: Any) -> RunEvent:
-    """Turn whatever the runbooks layer emits into a log line (it may be a dataclass)."""
+    """Turn a ``runbooks.model.RunEvent`` (kind, index, title, message) into a log line."""
     if isinstance(ev, RunEvent):
         return ev
     if isinstance(ev, str):
         return RunEvent("info", ev)
-    kind = str(getattr(ev, "kind", None) or getattr(ev, "type", None) or "info")
-    text = getattr(ev, "text", None) or getattr(ev, "message", None)
-    if text is None:
-        parts = [str(getattr(ev, a)) for a in ("step", "title", "argv", "host", "status",
-                                              "detail", "output") if getattr(ev, a, None)]
-        text = " ".join(parts) or repr(ev)
-    ok = getattr(ev, "ok", None)
-    return RunEvent(kind, str(text), ok if isinstance(ok, bool) else None)
+    kind = str(getattr(ev, "kind", "info"))
+    idx = getattr(ev, "index", None)
+    title = str(getattr(ev, "title", "") or "")
+    msg = str(getattr(ev, "message", "") or "")
+    head = f"{idx}. {title}" if idx is not None else title
+    if kind == "plan":
+        text = "plan confirmed; running"
+    elif kind == "step_started":
+        text = f"{head}\n    $ {msg}" if msg else head
+    else:
+        text = f"{head}: {msg}" if head and msg else (head or msg)
+    ok = {"step_done": True, "step_failed": False, "cancelled": False}.get(kind)
+    if kind in ("done", "verify_done"):
+        ok = title in ("success", "verify") and "still failing" not in msg \
+            if kind == "verify_done" else title == "success"
+    return RunEvent(kind, text, ok)
 
 
 def _run_view(res: Any) -> RunView:
-    ok = bool(getattr(res, "ok", getattr(res, "succeeded", False)))
-    summary = getattr(res, "summary", None)
-    if callable(summary):
-        summary = summary()
-    ver = getattr(res, "verification", None) or getattr(res, "verify", None) or ()
-    if isinstance(ver, str):
-        vlines: tuple[str, ...] = (ver,)
-    elif isinstance(ver, (list, tuple)):
-        vlines = tuple(str(v) for v in ver)
-    else:
-        vlines = (str(ver),) if ver else ()
-    return RunView(ok, str(summary or ("succeeded" if ok else "failed")), vlines,
-                   getattr(res, "run_id", None) or getattr(res, "id", None))
+    ok = bool(getattr(res, "ok", False))
+    msg = str(getattr(res, "message", "") or ("succeeded" if ok else "failed"))
+    ver: list[str] = []
+    verified = getattr(res, "verified", None)
+    if verified is not None:
+        ver.append("verified: the triggering checks cleared" if verified
+                   else "NOT verified: the triggering checks still fail")
+    for f in getattr(res, "verify_findings", ()) or ():
+        ver.append(f"still: {f.code} {f.entity}: {f.message}")
+    return RunView(ok, msg, tuple(ver), getattr(res, "run_id", None))
+
+
+def warm_imports() -> None:
+    """Import the collectors' C/eventlet-heavy modules on the main thread, once.
+
+    Seen on the lab: the first ``collect()`` run from a worker thread, importing
+    ``rados`` and ``swift.common.ring`` in two threads at once, deadlocks at thread exit.
+    Importing them up front (as the CLI effectively does) avoids it.
+    """
+    for mod in ("rados", "swift.common.ring", "storage.ceph", "storage.swift",
+                "storage.hosts", "checks.catalog"):
+        try:
+            __import__(mod)
+        except ImportError:
+            pass
 
 
 class EnvBackend:
@@ -128,6 +148,7 @@ class EnvBackend:
     def __init__(self, env: Any, source: str = "tui") -> None:
         self.env = env
         self.source = source
+        warm_imports()
 
     def clusters(self) -> Sequence[str]:
         return sorted(self.env.settings.clusters)
@@ -160,11 +181,7 @@ class EnvBackend:
         refused = getattr(api, "Refused", ActionRefused)
         try:
             ctx = self.env.run_context(cluster, self.source)
-            rb = runbook
-            for r in api.list_runbooks():
-                if getattr(r, "name", r) == runbook:
-                    rb = r
-            p = api.plan(ctx, rb, target, dict(options or {}))
+            p = api.plan(ctx, runbook, target, dict(options or {}))
         except refused as e:
             raise ActionRefused(str(e)) from None
         return PlanView(runbook, target, _plan_lines(p),
@@ -176,7 +193,7 @@ class EnvBackend:
         refused = getattr(api, "Refused", ActionRefused)
         ctx, p = plan.raw
         try:
-            res = api.execute(ctx, p, confirmed_by=self.env.user,
+            res = api.execute(ctx, p, confirmed_by=ctx.user,
                               on_event=lambda ev: on_event(_event_text(ev)), cancel=cancel)
         except refused as e:
             raise ActionRefused(str(e)) from None
@@ -196,11 +213,7 @@ class EnvBackend:
         except ImportError:
             return []
         a = Audit(self.env.journal)
-        try:
-            rows = a.runs(cluster=cluster, limit=limit)
-        except TypeError:
-            rows = [r for r in a.runs() if r.get("cluster") in (None, cluster)][:limit]
-        return [dict(r) for r in rows]
+        return [dict(r) for r in a.runs(limit=limit, cluster=cluster)]
 
 
 @dataclass

@@ -547,7 +547,8 @@ class FindingDetailScreen(DetailScreen):
 class ConfirmModal(ModalScreen[bool]):
     """Shows the exact commands; only an explicit Confirm runs them."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("y", "confirm", "Confirm and run", id="confirm"),
+                Binding("escape,n", "cancel", "Cancel")]
 
     def __init__(self, plan: PlanView) -> None:
         super().__init__()
@@ -556,7 +557,8 @@ class ConfirmModal(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
             yield Static(f"[b]Run {self.plan.runbook} on {self.plan.target}?[/b]\n"
-                         "These exact commands will run:", id="confirm-title")
+                         "These exact commands will run (y or the red button runs them, "
+                         "n or Esc cancels):", id="confirm-title")
             with VerticalScroll(id="confirm-cmds"):
                 yield Static(Text("\n".join(self.plan.lines) or "(no commands)"),
                              id="confirm-plan")
@@ -573,6 +575,9 @@ class ConfirmModal(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
 
 
 class RunbookScreen(DataScreen):

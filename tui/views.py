@@ -562,7 +562,7 @@ def evidence_text(evidence: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- history
 
 HISTORY_COLUMNS = ("run", "when", "source", "worst", "findings", "exit", "took")
-AUDIT_COLUMNS = ("run", "when", "runbook", "target", "user", "status", "detail")
+AUDIT_COLUMNS = ("run", "when", "runbook", "target", "confirmed by", "outcome", "message")
 
 
 def _when(ts: Any, now: float) -> str:
@@ -588,14 +588,13 @@ def history_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[Row]:
 def audit_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[Row]:
     out = []
     for r in runs:
-        status = str(r.get("status") or r.get("result") or "-")
-        when = r.get("started_at") or r.get("created_at") or r.get("ts")
-        detail = str(r.get("error") or r.get("summary") or r.get("detail") or "")
+        status = str(r.get("outcome") or r.get("status") or "-")
+        when = r.get("started_at")
+        detail = str(r.get("message") or r.get("summary") or "")
         cells = [str(r.get("id", "-")), _when(when, now), str(r.get("runbook", "-")),
                  str(r.get("target", "-")),
-                 str(r.get("confirmed_by") or r.get("user") or r.get("requested_by") or "-"),
-                 status, detail[:60]]
-        ok = status in ("ok", "succeeded", "success", "done", "verified")
+                 str(r.get("confirmed_by") or r.get("user") or "-"), status, detail[:80]]
+        ok = status in ("success", "succeeded")
         out.append(_row(f"audit:{r.get('id')}", "audit", cells,
                         ["", "", "bold", "", "", "green" if ok else "bold red", ""], r))
     return out

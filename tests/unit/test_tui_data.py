@@ -165,6 +165,7 @@ def history() -> list[dict[str, object]]:
 
 
 def audit() -> list[dict[str, object]]:
-    return [{"id": 1, "runbook": "osd-remount", "target": "osd.2", "status": "succeeded",
+    return [{"id": 1, "runbook": "osd-remount", "target": "osd.2", "outcome": "success",
              "confirmed_by": "alice", "started_at": TAKEN_AT - 7200,
-             "summary": "mounted /dev/sdd1, started osd.2, verified"}]
+             "message": "osd-remount osd.2: 4 step(s) done; verified: OSD_DATA_UNMOUNTED "
+                        "cleared"}]
