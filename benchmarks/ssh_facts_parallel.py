@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 warnings.filterwarnings("ignore")
 
-from storage.collect import collect  # noqa: E402
-from storage.hosts import FabricRunner, collect_one, collect_host_facts, plan_for  # noqa: E402
-from storage.targets import ClusterTarget  # noqa: E402
-from stordoc.settings import load_settings  # noqa: E402
+from storage.collect import collect
+from storage.hosts import FabricRunner, collect_host_facts, collect_one, plan_for
+from storage.targets import ClusterTarget
+from stordoc.settings import load_settings
 
 
 def fleet(target: ClusterTarget, n: int, known_hosts: str) -> ClusterTarget:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import ClusterSnapshot, RingState

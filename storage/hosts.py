@@ -31,13 +31,13 @@ import json
 import os
 import re
 import shlex
-import socket
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from storage.model import (
     BlockDevice,
@@ -120,7 +120,7 @@ class FabricRunner:
             if "not found in known_hosts" in msg:
                 msg = f"unknown host key (not in {t.known_hosts or 'known_hosts'}): {msg}"
             raise HostUnreachable(t.name, msg) from None
-        except (OSError, socket.timeout, EOFError) as e:
+        except (TimeoutError, OSError, EOFError) as e:
             raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
         self._conns[t.name] = conn
         return conn
@@ -143,7 +143,7 @@ class FabricRunner:
             except (OSError, EOFError) as e:
                 self._drop(t.name)
                 raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
-            except Exception as e:  # paramiko.SSHException mid-run
+            except Exception as e:  # paramiko.SSHException mid-run  # noqa: BLE001
                 self._drop(t.name)
                 raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
         return CommandResult(t.name, tuple(argv), r.exited, r.stdout, r.stderr,
@@ -154,7 +154,7 @@ class FabricRunner:
         if conn is not None:
             try:
                 conn.close()
-            except Exception:
+            except Exception:  # noqa: BLE001, S110
                 pass
 
     def close(self) -> None:
@@ -667,7 +667,7 @@ def collect_host_facts(target: ClusterTarget, ceph: CephState | None,
                 h = target.host(name)
                 try:
                     out[name] = fut.result()
-                except Exception as e:  # never let one host abort the run
+                except Exception as e:  # never let one host abort the run  # noqa: BLE001
                     out[name] = HostFacts(name=name, address=h.address if h else "",
                                           error=f"{type(e).__name__}: {e}")
     finally:

@@ -14,10 +14,12 @@ import hashlib
 import os
 import time
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable
+from typing import Any
 
 import requests
+
 # Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
 # first time inside a worker thread leaves that thread unjoinable (a pool shutdown hangs).
 from swift.common.ring import RingBuilder, RingData
@@ -70,12 +72,12 @@ def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
     if has_ring:
         try:
             ring = RingData.load(ring_path)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001
             errors.append(f"cannot read {ring_path}: {type(e).__name__}: {e}")
     if has_builder:
         try:
             builder = RingBuilder.load(builder_path)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001
             errors.append(f"cannot read {builder_path}: {type(e).__name__}: {e}")
     if ring is None and builder is None:
         return RingState(kind, ring_path if has_ring else None,
@@ -114,7 +116,7 @@ def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
         try:
             balance = float(builder.get_balance()) if b_devs and builder._replica2part2dev \
                 else None
-        except Exception:
+        except Exception:  # noqa: BLE001
             balance = None
         dispersion = float(builder.dispersion) if builder.dispersion is not None else None
         if builder._last_part_moves_epoch:
@@ -198,7 +200,7 @@ def collect_swift(target: SwiftTarget) -> tuple[SwiftState | None, str | None]:
     """Rings, recon of every ring endpoint and the proxy health; never raises."""
     try:
         return _collect(target), None
-    except Exception as e:  # a broken swift_dir is a fact, not a traceback
+    except Exception as e:  # a broken swift_dir is a fact, not a traceback  # noqa: BLE001
         return None, f"{type(e).__name__}: {e}"
 
 

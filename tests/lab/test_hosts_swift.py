@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -90,7 +90,7 @@ def test_healthy_lab_has_no_host_or_swift_findings(target: ClusterTarget) -> Non
 def test_osd_unmounted_is_found_with_its_device(lab: Lab, target: ClusterTarget,
                                                 broken: Callable[..., str]) -> None:
     broken("osd-unmounted", osd=1)
-    snap, rep = check(target)
+    _, rep = check(target)
     f = [x for x in rep.findings if x.code == "OSD_DATA_UNMOUNTED"]
     assert [(x.entity, x.target, x.runbook) for x in f] == [("osd.1", "osd.1", "osd-remount")]
     ev = f[0].evidence

@@ -160,8 +160,8 @@ def test_swift_io_errors(tmp_path: Path) -> None:
     meta = load_meta("swift-d2-unmounted-node2")
     when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(meta["captured_at"] - 30))
     f2 = facts_of("swift-d2-unmounted-node2",
-                  _kmsg([f"{when},5+00:00 XFS ({dev}): metadata I/O error in "
-                         "\"xfs_trans_read_buf_map\" at daddr 0x2 len 1 error 5"]))
+                  _kmsg([(f"{when},5+00:00 XFS ({dev}): metadata I/O error in "
+                          "\"xfs_trans_read_buf_map\" at daddr 0x2 len 1 error 5")]))
     f = mount_findings(snap("swift-d2-unmounted", {"node2": f2}, sw), now=meta["captured_at"])
     by = {x.code: x for x in f}
     assert by["SWIFT_DEVICE_UNMOUNTED"].evidence["remount_safe"] is False

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -123,7 +123,7 @@ def test_healthy_host_costs_exactly_one_round_trip() -> None:
     plan, runner = captured("healthy-node2")
     collect_one(plan, runner)
     assert len(runner.calls) == 1
-    host, argv = runner.calls[0]
+    _host, argv = runner.calls[0]
     assert argv[:3] == ("sh", "-c", FACTS_SCRIPT)
 
 
