@@ -71,6 +71,7 @@ class FabricRunner:
         self._conns: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._failed: dict[str, str] = {}
 
     def _target(self, host: str) -> HostTarget:
         t = self._targets.get(host)
@@ -125,10 +126,33 @@ class FabricRunner:
         self._conns[t.name] = conn
         return conn
 
+    def open_all(self, max_workers: int = 32) -> dict[str, str]:
+        """Connect to every host in parallel now (e.g. while Ceph and Swift are read).
+
+        Returns host name -> reason for the hosts that failed; ``run()`` on those raises
+        ``HostUnreachable`` at once instead of waiting out the connect timeout again.
+        """
+        targets = list({t.name: t for t in self._targets.values()}.values())
+
+        def one(t: HostTarget) -> tuple[str, str | None]:
+            try:
+                with self._lock(t.name):
+                    self._connect(t)
+                return t.name, None
+            except HostUnreachable as e:
+                return t.name, e.reason
+
+        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(targets)))) as pool:
+            failed = {n: r for n, r in pool.map(one, targets) if r is not None}
+        self._failed.update(failed)
+        return failed
+
     def run(self, host: str, argv: Sequence[str], timeout_s: float = 30.0) -> CommandResult:
         from invoke.exceptions import CommandTimedOut
 
         t = self._target(host)
+        if t.name in self._failed:
+            raise HostUnreachable(t.name, self._failed[t.name])
         cmd = shlex.join(list(argv))
         t0 = time.monotonic()
         with self._lock(t.name):
