@@ -91,6 +91,8 @@ def connect(target: CephTarget) -> Any:
         cl = rados.Rados(conffile=target.conf, name=target.client, conf=conf)
         cl.conf_set("client_mount_timeout", str(int(max(1, target.timeout_s))))
         cl.conf_set("rados_mon_op_timeout", str(int(max(1, target.timeout_s))))
+        # a full or stuck cluster must fail an op (ETIMEDOUT), never hang the benchmark
+        cl.conf_set("rados_osd_op_timeout", str(int(max(30, 3 * target.timeout_s))))
         cl.connect(timeout=int(max(1, target.timeout_s)))
     except rados.Error as e:
         raise RadosBenchError(f"cannot connect to Ceph ({target.conf}): {e}") from None
@@ -159,6 +161,13 @@ class RadosIO:
         except RadosBenchError:
             out["versions"] = []
         if pool:
+            try:
+                df = self.mon({"prefix": "df"}) or {}
+                for p in df.get("pools", []):
+                    if p.get("name") == pool:
+                        out["pool_max_avail"] = int(p.get("stats", {}).get("max_avail", 0))
+            except RadosBenchError:
+                pass
             try:
                 info = self.mon({"prefix": "osd pool get", "pool": pool, "var": "all"})
                 if isinstance(info, dict):
@@ -392,7 +401,7 @@ def _drive(ioctx: Any, mode: str, op_size: int, concurrency: int, duration_s: fl
 
 def rados_bench_argv(target: CephTarget, pool: str, seconds: int, mode: str,
                      concurrency: int, op_size: int, run_name: str,
-                     no_cleanup: bool = True) -> list[str]:
+                     no_cleanup: bool = True, max_objects: int | None = None) -> list[str]:
     """The stock tool's argv (no shell): ``rados bench SECONDS write|seq|rand``."""
     argv = ["rados", "-c", target.conf, "-n", target.client]
     if target.keyring:
@@ -401,6 +410,8 @@ def rados_bench_argv(target: CephTarget, pool: str, seconds: int, mode: str,
              "--run-name", run_name]
     if mode == "write":
         argv += ["-b", str(op_size), "-O", str(op_size)]
+        if max_objects:
+            argv += ["--max-objects", str(max_objects)]
         if no_cleanup:
             argv.append("--no-cleanup")
     return argv

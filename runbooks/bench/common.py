@@ -46,6 +46,9 @@ def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
     a degraded cluster measures recovery, and it adds load to a cluster already in trouble.
     Returns warnings when forced."""
     problems = []
+    full = sorted(set(state.get("health_checks") or []) & FULL_CHECKS)
+    if full:
+        problems.append("cluster is (near) full: " + ", ".join(full))
     if state.get("health") == "HEALTH_ERR":
         problems.append("cluster health is HEALTH_ERR")
     pgs = state.get("pgs_by_state") or {}
@@ -61,6 +64,11 @@ def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
         raise Refused("refusing to benchmark: " + "; ".join(problems) +
                       " (use --force to run anyway)")
     return [f"forced despite: {p}" for p in problems]
+
+
+FULL_CHECKS = {"OSD_FULL", "OSD_NEARFULL", "OSD_BACKFILLFULL", "POOL_FULL", "POOL_NEAR_FULL",
+               "POOL_BACKFILLFULL"}
+SPACE_SHARE = 0.5  # never write more than half of what the pool can still take
 
 
 def check_caps(opts: BenchOptions, limits: BenchLimits, phases: int) -> None:
@@ -94,6 +102,15 @@ class Session:
     on_step: Callable[[str, str, str, int], None] | None = None  # title, command, out, rc
     warnings: list[str] = field(default_factory=list)
     bytes_written: int = 0
+    space_cap: int | None = None  # from the pool's MAX AVAIL (rados, rbd)
+
+    def fit_space(self, state: Mapping[str, Any]) -> None:
+        avail = state.get("pool_max_avail")
+        if avail is not None:
+            self.space_cap = int(avail * SPACE_SHARE)
+            if self.space_cap < self.limits.max_bytes:
+                self.warnings.append(f"byte cap lowered to {self.space_cap / MIB:,.0f} MiB: "
+                                     f"half of what the pool can still take")
 
     @property
     def cancelled(self) -> bool:
@@ -113,7 +130,9 @@ class Session:
             self.on_step(title, command, output, rc)
 
     def bytes_left(self) -> int:
-        return max(0, self.limits.max_bytes - self.bytes_written)
+        cap = self.limits.max_bytes if self.space_cap is None else \
+            min(self.limits.max_bytes, self.space_cap)
+        return max(0, cap - self.bytes_written)
 
 
 def result_from_raw(s: Session, kind: str, engine: str, workload: str, where: str | None,

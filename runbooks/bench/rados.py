@@ -67,6 +67,7 @@ def run_native(s: Session, pool: str) -> list[BenchResult]:
         if io.ensure_pool(pool):
             s.step(f"create pool {pool}", f"ceph osd pool create {pool}", "created")
         state = io.state(pool)
+        s.fit_space(state)
         written: list[str] = []
         try:
             for rep in range(1, o.repeat + 1):
@@ -143,6 +144,10 @@ def run_rados_bench(s: Session, pool: str) -> list[BenchResult]:
         if io.ensure_pool(pool):
             s.step(f"create pool {pool}", f"ceph osd pool create {pool}", "created")
         state = io.state(pool)
+    s.fit_space(state)
+    est = o.concurrency * o.size * 1.0
+    if s.bytes_left() < est:
+        raise Refused(f"not enough room in {pool} for rados bench ({s.bytes_left()} bytes)")
     for rep in range(1, o.repeat + 1):
         run_name = f"stordoc_rb_{s.group_id}_{rep}_{uuid.uuid4().hex[:6]}"
         wrote = False
@@ -155,7 +160,8 @@ def run_rados_bench(s: Session, pool: str) -> list[BenchResult]:
                 if s.cancelled:
                     break
                 argv = rados_bench_argv(t, pool, max(1, int(round(o.duration_s))), mode,
-                                        o.concurrency, o.size, run_name)
+                                        o.concurrency, o.size, run_name,
+                                        max_objects=max(1, s.bytes_left() // o.size))
                 text, rc = _run_child(s, argv, mode, rep, o.duration_s)
                 wrote = wrote or mode == "write"
                 out = parse_rados_bench(text)
@@ -166,6 +172,8 @@ def run_rados_bench(s: Session, pool: str) -> list[BenchResult]:
                     raise Refused(f"rados bench {mode} failed (rc {rc}): "
                                   f"{(out.errors or [text.strip()[-200:]])[-1]}")
                 r = _result_from_tool(s, out, mode, pool, rep, state, o.size)
+                if mode == "write":
+                    s.bytes_written += r.bytes
                 if mode not in o.modes:
                     continue
                 results.append(r)

@@ -176,6 +176,10 @@ def run(s: Session, pool: str) -> list[BenchResult]:
         except Exception:
             pass
         state = io.state(pool)
+        s.fit_space(state)
+        if o.image_size > s.bytes_left():
+            raise Refused(f"scratch image of {o.image_size // MIB} MiB exceeds the byte cap "
+                          f"({s.bytes_left() // MIB} MiB left); use --image-size")
         ioctx = io.cluster.open_ioctx(pool)
         try:
             rbd.RBD().create(ioctx, image, o.image_size)

@@ -1,0 +1,255 @@
+"""Benchmarks on the real lab: each workload briefly, checked against the stock tool run in
+the same test, cleanup, refusals (unhealthy cluster, the lock), and the verdict on a real
+slowdown versus an unchanged cluster. Runs are kept short: the machine is shared."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+
+from runbooks.bench import api
+from runbooks.bench.api import BenchOptions, Refused
+from storage.lab import Lab
+from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
+
+POOL = "stordoc-bench"
+
+
+def _poll(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def env(lab: Lab, tmp_path: Path) -> Iterator[Any]:
+    from stordoc.env import Env
+    from stordoc.settings import load_settings
+
+    s = load_settings(lab.config_path)
+    e = Env(s.model_copy(update={"journal": str(tmp_path / "journal.db")}))
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def ctx(env: Any) -> Any:
+    return env.run_context(None, source="test")
+
+
+def _bench_objects(ctx: Any) -> list[str]:
+    with RadosIO(ctx.target.ceph) as io:
+        if not io.pool_exists(POOL):
+            return []
+        ioctx = io.cluster.open_ioctx(POOL)
+        try:
+            return [o.key for o in ioctx.list_objects()
+                    if o.key.startswith(("stordoc_bench_", "benchmark_data", "stordoc_rb_"))]
+        finally:
+            ioctx.close()
+
+
+def test_rados_native_consistent_with_rados_bench_and_cleans_up(lab: Lab, ctx: Any) -> None:
+    o = BenchOptions(modes=("write", "seq", "rand"), duration_s=3, size=4 * 2**20,
+                     concurrency=16)
+    rep = api.run_bench(ctx, "rados", o)
+    assert rep.status == "ok", rep.message
+    by = {r.workload: r for r in rep.results}
+    assert set(by) == {"write", "seq", "rand"}
+    w = by["write"]
+    assert w.ops > 0 and w.errors == 0 and all(r.id for r in rep.results)
+    assert w.lat_p50_ms <= w.lat_p99_ms <= w.lat_max_ms
+    # Little's law: 16 in flight -> avg latency ~ 16 / ops_s (our bookkeeping is coherent)
+    assert w.lat_avg_ms / 1000 == pytest.approx(16 / w.ops_s, rel=0.25)
+    assert w.state["num_osds"] == 3 and w.state["versions"]
+    assert _bench_objects(ctx) == []
+    # the stock tool, same pool and parameters, right after
+    t = ctx.target.ceph
+    p = subprocess.run(rados_bench_argv(t, POOL, 3, "write", 16, 4 * 2**20, "lab_test_rb",
+                                        no_cleanup=False), capture_output=True, text=True,
+                       timeout=120, check=False)
+    out = parse_rados_bench(p.stdout)
+    assert p.returncode == 0 and out.complete, p.stdout + p.stderr
+    ratio = w.mb_s / out.bandwidth_mb_s
+    assert 0.5 < ratio < 2.0, (w.mb_s, out.bandwidth_mb_s)
+    assert 0.5 < w.lat_avg_ms / (out.lat_avg_s * 1000) < 2.0
+    assert _bench_objects(ctx) == []
+
+
+def test_rados_bench_engine_parsed_and_cleaned(ctx: Any) -> None:
+    o = BenchOptions(modes=("write", "rand"), duration_s=2, size=4096, concurrency=16,
+                     engine="rados-bench")
+    rep = api.run_bench(ctx, "rados", o)
+    assert rep.status == "ok", rep.message
+    w = next(r for r in rep.results if r.workload == "write")
+    assert w.engine == "rados-bench" and w.ops > 0
+    assert w.ops_s == pytest.approx(w.ops / w.duration_s)
+    assert w.series and w.lat_avg_ms and w.lat_avg_ms > 0
+    assert _bench_objects(ctx) == []
+
+
+def test_swift_mix_consistent_with_swift_bench_and_cleans_up(lab: Lab, ctx: Any) -> None:
+    from swiftclient.client import Connection
+
+    o = BenchOptions(modes=("mix",), mix=(80, 15, 5), duration_s=2, size=4096,
+                     size_max=16384, concurrency=4, prefill=40)
+    rep = api.run_bench(ctx, "swift", o)
+    assert rep.status == "ok", rep.message
+    r = rep.results[0]
+    per = r.extra["per_op"]
+    assert r.ops == sum(v["ops"] for v in per.values()) and r.errors == 0
+    assert per["read"]["ops"] > per["write"]["ops"] > 0  # 80/15/5 shape
+    sw = ctx.target.swift
+    conn = Connection(authurl=sw.auth_url, user=sw.user, key=sw.key, auth_version="1.0")
+    _, containers = conn.get_account()
+    assert not [c for c in containers if c["name"].startswith("stordoc-bench")]
+    # PUT-only run, then swift-bench with the same shape: same order of magnitude
+    put = api.run_bench(ctx, "swift", BenchOptions(modes=("mix",), mix=(0, 100, 0),
+                                                    duration_s=2, size=4096, concurrency=4))
+    ours = put.results[0].ops_s
+    exe = shutil.which("swift-bench") or str(Path(os.sys.executable).parent / "swift-bench")
+    if not Path(exe).exists():
+        pytest.skip("swift-bench is not installed (pip install swift-bench)")
+    p = subprocess.run([exe, "-A", sw.auth_url, "-U", sw.user, "-K", sw.key, "-c", "4",
+                        "-s", "4096", "-n", "200", "-g", "0"], capture_output=True, text=True,
+                       timeout=180, check=False)
+    m = re.search(r"(\d+) PUTS \*\*FINAL\*\* \[(\d+) failures\], ([\d.]+)/s", p.stderr + p.stdout)
+    assert m, p.stderr[-500:]
+    theirs = float(m.group(3))
+    assert 1 / 3 < ours / theirs < 3, (ours, theirs)
+    _, containers = conn.get_account()
+    assert not [c for c in containers if c["name"].startswith("stordoc-bench")]
+    conn.close()
+
+
+def test_rbd_fio_and_image_removed(ctx: Any) -> None:
+    import rbd
+
+    rep = api.run_bench(ctx, "rbd", BenchOptions(modes=("randrw",), duration_s=2,
+                                                 concurrency=8, image_size=64 * 2**20))
+    assert rep.status == "ok", rep.message
+    r = rep.results[0]
+    assert r.workload == "randrw 4K" and r.ops > 0 and r.errors == 0
+    assert set(r.extra["per_dir"]) == {"read", "write"}
+    # read share close to --rwmixread 70
+    share = r.extra["per_dir"]["read"]["ops"] / r.ops
+    assert 0.6 < share < 0.8
+    assert r.lat_p50_ms and r.lat_p99_ms and r.lat_p50_ms <= r.lat_p99_ms
+    with RadosIO(ctx.target.ceph) as io:
+        ioctx = io.cluster.open_ioctx(POOL)
+        try:
+            assert [i for i in rbd.RBD().list(ioctx) if i.startswith("stordoc-bench")] == []
+        finally:
+            ioctx.close()
+
+
+def test_limits_disk_and_network_leave_no_scratch_file(lab: Lab, ctx: Any) -> None:
+    rep = api.run_bench(ctx, "limits", BenchOptions(modes=("disk", "net"), hosts=("node2",),
+                                                    limit_size=16 * 2**20))
+    assert rep.status == "ok", rep.message
+    r = rep.results[0]
+    assert r.status == "ok", r.notes
+    assert r.extra["osds"] == [1]
+    assert r.extra["disk"]["write_mb_s"] > 0 and r.extra["disk"]["read_mb_s"] > 0
+    assert r.extra["net"]["mb_s"] > 0 and r.extra["net"]["client_ip"].startswith("127.")
+    assert not (lab.osd_dir(1) / ".stordoc-bench-limit.tmp").exists()
+    # a following RADOS run is stated as an efficiency against these limits
+    w = api.run_bench(ctx, "rados", BenchOptions(duration_s=1, size=4 * 2**20))
+    eff = w.results[0].extra.get("efficiency")
+    assert eff and eff["limit_mb_s"] > 0 and eff["efficiency"] == pytest.approx(
+        w.results[0].mb_s / eff["limit_mb_s"])
+
+
+def test_refuses_on_degraded_cluster_unless_forced(lab: Lab, ctx: Any) -> None:
+    def healthy() -> bool:
+        with RadosIO(ctx.target.ceph) as io:
+            st = io.state()
+        return st["num_up_osds"] == 3 and st["pgs_by_state"].get("active+clean") == \
+            st["num_pgs"]
+
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        _poll(lambda: not healthy(), 60, "PGs degraded")
+        with pytest.raises(Refused) as e:
+            api.plan_bench(ctx, "rados", BenchOptions(duration_s=1))
+        assert "not active+clean" in str(e.value) or "down" in str(e.value)
+        assert "--force" in str(e.value)
+        with pytest.raises(Refused):
+            api.run_bench(ctx, "rados", BenchOptions(duration_s=1))
+        plan = api.plan_bench(ctx, "rados", BenchOptions(duration_s=1, force=True))
+        assert any("forced despite" in w for w in plan.warnings)
+    finally:
+        lab.heal("osd-unmounted", osd=1)
+    _poll(healthy, 120, "healthy again")
+
+
+def test_lock_refuses_a_second_benchmark_and_cancel_cleans_up(ctx: Any, env: Any) -> None:
+    started = threading.Event()
+    cancel = threading.Event()
+    box: dict[str, Any] = {}
+
+    def progress(p: Any) -> None:
+        if p.ops > 0:
+            started.set()
+
+    def first() -> None:
+        box["report"] = api.run_bench(ctx, "rados", BenchOptions(duration_s=30, size=4096),
+                                      on_progress=progress, cancel=cancel)
+
+    th = threading.Thread(target=first)
+    th.start()
+    try:
+        assert started.wait(60), "first benchmark never made progress"
+        other = env.run_context(None, source="test-2")
+        with pytest.raises(Refused) as e:
+            api.run_bench(other, "rados", BenchOptions(duration_s=1))
+        assert "another benchmark is running" in str(e.value)
+    finally:
+        cancel.set()
+        th.join(120)
+    rep = box["report"]
+    assert rep.status == "cancelled"
+    assert rep.results and rep.results[0].duration_s < 30
+    assert _bench_objects(ctx) == []
+    # the lock is free again, and the audit kept the cancelled run
+    from storage.audit import Audit
+
+    a = Audit(ctx.journal)
+    assert not [lk for lk in a.locks(ctx.cluster) if lk.target == "bench"]
+    assert a.run(rep.audit_run_id)["outcome"] == "cancelled"
+
+
+def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:
+    o = BenchOptions(duration_s=2, size=4096, concurrency=16, repeat=3)
+    base = api.run_bench(ctx, "rados", o)
+    api.set_baseline(ctx, "before", base.group_id)
+    same = api.run_bench(ctx, "rados", o)
+    c_same = api.compare(ctx, same)[0]
+    assert c_same.basis == "runs"
+    assert c_same.verdict in ("no significant change", "inconclusive"), c_same.lines()
+    lab.ceph("config", "set", "osd", "osd_debug_inject_dispatch_delay_probability", "0.3")
+    lab.ceph("config", "set", "osd", "osd_debug_inject_dispatch_delay_duration", "0.01")
+    try:
+        slow = api.run_bench(ctx, "rados", o)
+    finally:
+        lab.ceph("config", "rm", "osd", "osd_debug_inject_dispatch_delay_probability")
+        lab.ceph("config", "rm", "osd", "osd_debug_inject_dispatch_delay_duration")
+    c_slow = api.compare(ctx, slow, baseline="before")[0]
+    assert c_slow.verdict == "slower", c_slow.lines()
+    text = "\n".join(c_slow.lines())
+    assert "threshold" in text and "noise" in text and "SLOWER" in text
+    png = api.chart_png(c_slow, str(Path(ctx.journal.path).parent / "cmp.png"))
+    assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "MB/s" in api.chart_text(c_slow)
