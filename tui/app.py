@@ -206,7 +206,7 @@ class StordocApp(App[None]):
         if isinstance(scr, S.DataScreen):
             scr.show_state()
 
-    # one place for every worker error
+    # one place for every worker error (screens forward their workers' events here)
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         w = event.worker
         if event.state != WorkerState.ERROR:

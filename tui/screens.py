@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
+from textual.worker import Worker
 from textual.widgets import Button, DataTable, Footer, Header, Input, RichLog, Static
 
 from checks.model import Finding
@@ -145,6 +146,10 @@ class DataScreen(Screen[None]):
             return
         w.update(self.sapp.status_text())
         w.set_class(bool(self.sapp.state.error), "error")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Worker events do not bubble: hand them to the App's single handler."""
+        self.sapp.on_worker_state_changed(event)
 
     # -- filter
     def action_filter(self) -> None:

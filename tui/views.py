@@ -350,28 +350,17 @@ POOL_COLUMNS = ("pool", "id", "type", "size", "pg_num", "pgp_num", "suggested", 
                 "stored", "objects", "%used", "application")
 
 
-def next_pow2(n: float) -> int:
-    return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
-
-
 def suggested_pg_nums(ceph: CephState, per_osd: int = 100) -> dict[str, int]:
-    """The seed heuristic: (OSDs * per_osd) / replicas, shared among pools by stored data
-    (evenly when nothing is stored yet), each rounded up to a power of two."""
-    n_osds = sum(1 for o in ceph.osds if o.in_) or len(ceph.osds)
-    pools = [p for p in ceph.pools if p.tier_of < 0]
-    total = sum(p.stored_bytes for p in pools)
-    out: dict[str, int] = {}
-    for p in ceph.pools:
-        if p.tier_of >= 0:
-            out[p.name] = p.pg_num
-            continue
-        share = (p.stored_bytes / total) if total else 1.0 / max(1, len(pools))
-        if p.target_size_ratio > 0:
-            share = p.target_size_ratio / max(1e-9, sum(q.target_size_ratio for q in pools)
-                                              ) if any(q.target_size_ratio for q in pools) \
-                else share
-        out[p.name] = next_pow2(n_osds * per_osd / max(1, p.size) * share)
-    return out
+    """The seed heuristic as ``checks.pgs`` computes it (one rule for checks, runbooks and
+    this screen): (in OSDs * per_osd) / replicas up to a power of two, times the pool's
+    expected share of the data. System and cache pools get no suggestion."""
+    from checks.pgs import data_pools, ideal_pg_num, in_osd_count, pool_shares
+
+    pools = data_pools(ceph)
+    shares, _rule = pool_shares(pools)
+    n_in = in_osd_count(ceph)
+    return {p.name: ideal_pg_num(n_in, p.size, shares.get(p.id, 0.0), per_osd)
+            for p in pools}
 
 
 def pool_rows(ceph: CephState | None, per_osd: int = 100, low_factor: float = 4.0,
@@ -381,12 +370,12 @@ def pool_rows(ceph: CephState | None, per_osd: int = 100, low_factor: float = 4.
     sugg = suggested_pg_nums(ceph, per_osd)
     rows = []
     for p in sorted(ceph.pools, key=lambda p: p.id):
-        s = sugg.get(p.name, p.pg_num)
-        low = p.pg_num * low_factor < s
-        high = p.pg_num > s * high_factor
+        s = sugg.get(p.name)
+        low = bool(s) and p.pg_num < (s or 0) / low_factor  # the rule of checks.pgs
+        high = bool(s) and p.pg_num > max(s or 0, 32) * high_factor
         pow2 = p.pg_num & (p.pg_num - 1) == 0
         cells = [p.name, str(p.id), p.type + (" (cache)" if p.tier_of >= 0 else ""),
-                 f"{p.size}/{p.min_size}", str(p.pg_num), str(p.pgp_num), str(s),
+                 f"{p.size}/{p.min_size}", str(p.pg_num), str(p.pgp_num), "-" if s is None else str(s),
                  p.pg_autoscale_mode, human_bytes(p.stored_bytes), str(p.objects),
                  f"{p.percent_used * (100 if p.percent_used <= 1 else 1):.1f}",
                  ",".join(p.application) or "-"]

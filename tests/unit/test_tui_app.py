@@ -1,0 +1,275 @@
+"""Pilot tests of the App on captured data: navigation, filters, read-only, keymap,
+stale data on an unreachable cluster, timeouts and no overlapping refresh."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable
+
+from checks.model import Finding, Severity
+from tests.unit.test_tui_data import (
+    TAKEN_AT,
+    audit,
+    broken_findings,
+    broken_snapshot,
+    history,
+    target,
+)
+from tui import screens as S
+from tui.app import StordocApp
+from tui.backend import SnapshotBackend
+
+SIZE = (150, 40)
+
+
+def sync(fn: Any) -> Any:
+    """Run an async Pilot test on a fresh event loop (no pytest-asyncio needed)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a: Any, **kw: Any) -> None:
+        asyncio.run(fn(*a, **kw))
+
+    return wrapper
+
+
+def backend(**kw: Any) -> SnapshotBackend:
+    return SnapshotBackend(broken_snapshot(), broken_findings(), target(), history(), audit(),
+                           **kw)
+
+
+def make_app(b: SnapshotBackend | None = None, **kw: Any) -> StordocApp:
+    kw.setdefault("refresh_s", 0)
+    kw.setdefault("clock", lambda: TAKEN_AT + 42)
+    return StordocApp(b or backend(), **kw)
+
+
+async def settle(app: StordocApp, pilot: Any) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def wait_until(pilot: Any, cond: Any, timeout: float = 20.0) -> None:
+    """Poll a condition with a deadline (never sleep a fixed time)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await pilot.pause(0.05)
+
+
+def table_keys(app: StordocApp, sel: str) -> list[str]:
+    t = app.screen.query_one(sel, DataTable)
+    return [str(rk.value) for rk in t.rows]
+
+
+@sync
+async def test_navigation_drill_down_and_back() -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.OverviewScreen)
+        await pilot.press("d")
+        assert isinstance(app.screen, S.OsdScreen)
+        assert table_keys(app, "#osds")[:2] == ["host:compute1", "osd.1"]
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, S.OsdDetailScreen) and app.screen.osd_id == 1
+        await pilot.press("escape")
+        assert isinstance(app.screen, S.OsdScreen)
+        await pilot.press("f")
+        assert isinstance(app.screen, S.FindingsScreen)
+        assert len(app.screen_stack) == 3  # default, overview, findings: no pile-up
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, S.FindingDetailScreen)
+        assert app.screen.finding.code == "OSD_DATA_UNMOUNTED"
+        for key, cls in (("p", S.PoolScreen), ("c", S.CacheScreen), ("w", S.SwiftScreen),
+                         ("h", S.HistoryScreen), ("o", S.OverviewScreen)):
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert isinstance(app.screen, cls), key
+        await pilot.press("escape")
+        assert isinstance(app.screen, S.OverviewScreen)  # the base stays
+
+
+@sync
+async def test_slash_filters_the_current_table_and_esc_clears() -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("d", "slash")
+        await pilot.press(*"osd.2")
+        await pilot.pause()
+        assert table_keys(app, "#osds") == ["host:compute2", "osd.2"]
+        await pilot.press("enter")  # keeps the filter, back to the table
+        assert app.screen.needle == "osd.2"
+        await pilot.press("slash", "escape")
+        await pilot.pause()
+        assert len(table_keys(app, "#osds")) == 6
+
+
+@sync
+async def test_osd_state_and_host_filters_cycle() -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("d", "u")  # all -> down
+        await pilot.pause()
+        assert table_keys(app, "#osds") == ["host:compute1", "osd.1"]
+        await pilot.press("u", "u", "u", "u")  # out, up, in, back to all
+        await pilot.press("n", "n")  # host: compute1, compute2
+        await pilot.pause()
+        assert table_keys(app, "#osds") == ["host:compute2", "osd.2"]
+
+
+@sync
+async def test_read_only_hides_every_action() -> None:
+    app = make_app(read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f", "down")
+        assert app.screen.check_action("fix", ()) is True  # the screen would allow it...
+        assert app.check_action("fix", ()) is False  # ...but the app hides it
+        shown = {b.binding.action for b in app.active_bindings.values()}
+        assert "fix" not in {a for a in shown if app.check_action(a, ()) is not False}
+        await pilot.press("x")
+        await pilot.pause()
+        assert not isinstance(app.screen, S.RunbookScreen)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Go to OSDs" in titles and not any(t.startswith("Fix:") for t in titles)
+    rw = make_app()
+    async with rw.run_test(size=SIZE) as pilot:
+        await settle(rw, pilot)
+        titles = [c.title for c in rw.get_system_commands(rw.screen)]
+        assert "Fix: osd-remount osd.1" in titles
+        assert "Fix: swift-device-remount d2@node2" in titles
+
+
+@sync
+async def test_fix_on_captured_data_is_refused_without_crashing() -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("d", "down", "x")
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.RunbookScreen)
+        assert app.screen.runbook == "osd-remount" and app.screen.target_name == "osd.1"
+        scr = app.screen
+        await wait_until(pilot, lambda: "cannot plan" in str(scr.query_one("#plan").render()))
+        assert "captured data" in str(scr.query_one("#plan").render())
+        assert app.screen.check_action("apply", ()) is False
+
+
+@sync
+async def test_bindings_are_remappable_and_unknown_actions_refused() -> None:
+    app = make_app(bindings={"osds": "z", "refresh": "ctrl+r"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("d")
+        assert isinstance(app.screen, S.OverviewScreen)  # d is no longer OSDs
+        await pilot.press("z")
+        assert isinstance(app.screen, S.OsdScreen)
+    with pytest.raises(ValueError, match="unknown action"):
+        make_app(bindings={"launch_missiles": "m"})
+
+
+@sync
+async def test_unreachable_cluster_keeps_last_data_with_error_and_recovers() -> None:
+    b = backend()
+    good = b.snapshot
+    app = make_app(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("d")
+        assert app.state.error is None
+        b.snapshot = replace(good, taken_at=TAKEN_AT + 30, ceph=None,
+                             ceph_error="no monitor answered within 3 s", swift=None,
+                             swift_error="recon: connection refused")
+        b.findings = (Finding("CEPH_UNREACHABLE", Severity.CRIT, "cluster octopus",
+                              "Ceph monitors unreachable"),)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.state.error is not None)
+        assert "no monitor answered" in app.state.error
+        assert app.state.outcome is not None and app.state.outcome.snapshot is good
+        assert app.state.data_at == TAKEN_AT  # the age keeps growing from the last data
+        assert "osd.1" in table_keys(app, "#osds")  # last data still on screen
+        status = str(app.screen.query_one("#status").render())
+        assert "data 42s old" in status and "ERROR" in status
+        b.snapshot, b.findings = replace(good, taken_at=TAKEN_AT + 40), broken_findings()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.state.error is None)
+        assert app.state.data_at == TAKEN_AT + 40
+
+
+@sync
+async def test_slow_refresh_times_out_and_is_never_doubled() -> None:
+    b = backend(work=1.5)
+    app = make_app(b, refresh_timeout_s=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.state.error is not None)
+        assert "timed out after 0.5s" in app.state.error
+        assert app.state.outcome is None
+        # the timed-out call is still running: a new refresh must not start another
+        assert app.request_refresh() is False
+        assert b.calls == 1
+        await pilot.press("o")  # the UI still answers
+        assert isinstance(app.screen, S.OverviewScreen)
+        await wait_until(pilot, lambda: app._inflight is not None and app._inflight.done())
+        b.work = 0.0
+        assert app.request_refresh() is True
+        await wait_until(pilot, lambda: app.state.outcome is not None, timeout=30)
+        assert b.calls == 2
+
+
+@sync
+async def test_auto_refresh_only_for_the_visible_data_screen_and_pause() -> None:
+    b = backend()
+    app = make_app(b, refresh_s=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: b.calls >= 2)
+        await pilot.press("space")
+        assert app.paused
+        calls = b.calls
+        app._tick()  # a timer tick while paused does nothing
+        await settle(app, pilot)
+        assert b.calls == calls
+        await pilot.press("space")
+        await pilot.press("question_mark")  # a modal on top: ticks do not refresh
+        app._tick()
+        await settle(app, pilot)
+        assert b.calls == calls
+        await pilot.press("escape")
+        app._tick()
+        await wait_until(pilot, lambda: b.calls == calls + 1)
+
+
+@sync
+async def test_history_and_audit_from_the_backend() -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h")
+        await settle(app, pilot)
+        assert table_keys(app, "#runs") == ["run:3", "run:2"]
+        assert table_keys(app, "#audit") == ["audit:1"]
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.RunFindingsScreen)
+        assert len(table_keys(app, "#runfindings")) == len(broken_findings())
+
+
+def test_help_lists_the_keys() -> None:
+    async def run() -> str:
+        app = make_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            return str(app.help_text())
+    text = asyncio.run(run())
+    for word in ("OSDs", "Findings", "Refresh", "Pause", "Filter"):
+        assert word in text
