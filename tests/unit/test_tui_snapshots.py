@@ -1,0 +1,59 @@
+"""SVG snapshots of every screen on captured data (pytest-textual-snapshot).
+
+Timers are frozen: the clock is fixed (data is always "42s old"), auto-refresh is off and
+the captured backend answers the same thing every time, so no time shows in the pictures.
+Update after an intended change with ``pytest --snapshot-update tests/unit/test_tui_snapshots.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.test_tui_app import make_app
+from tests.unit.test_tui_data import TAKEN_AT
+
+SIZE = (140, 36)
+
+
+async def _ready(pilot: Any) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def _app(**kw: Any) -> Any:
+    return make_app(clock=lambda: TAKEN_AT + 42, refresh_s=0, **kw)
+
+
+@pytest.mark.parametrize("keys,name", [
+    ((), "overview"),
+    (("d",), "osds"),
+    (("d", "down", "enter"), "osd_detail"),
+    (("d", "u"), "osds_down_only"),
+    (("p",), "pools"),
+    (("c",), "cache"),
+    (("w",), "swift"),
+    (("f",), "findings"),
+    (("f", "down", "enter"), "finding_detail"),
+    (("h",), "history"),
+    (("question_mark",), "help"),
+])
+def test_screen_snapshot(snap_compare: Any, keys: tuple[str, ...], name: str) -> None:
+    async def run_before(pilot: Any) -> None:
+        await _ready(pilot)
+        for k in keys:
+            await pilot.press(k)
+            await _ready(pilot)
+
+    assert snap_compare(_app(), run_before=run_before, terminal_size=SIZE)
+
+
+def test_read_only_osd_screen_snapshot(snap_compare: Any) -> None:
+    """No Fix key in the footer, 'read-only' in the status line."""
+    async def run_before(pilot: Any) -> None:
+        await _ready(pilot)
+        await pilot.press("d")
+        await _ready(pilot)
+
+    assert snap_compare(_app(read_only=True), run_before=run_before, terminal_size=SIZE)
