@@ -53,22 +53,32 @@ def _module(name: str) -> Any | None:
         return None
 
 
-def describe_event(ev: Any) -> str:
-    """One line for a runbook progress event, whatever shape the runbook layer gives."""
+_ICONS = {"step_started": ":arrow_forward:", "step_done": ":white_check_mark:",
+          "step_failed": ":x:", "cancelled": ":no_entry_sign:", "verify_started": ":mag:",
+          "verify_done": ":clipboard:", "done": ":checkered_flag:"}
+
+
+def describe_event(ev: Any) -> str | None:
+    """One line for a runbook progress event (None for the plan, already on screen)."""
     if isinstance(ev, str):
         return ev
-    for attr in ("line", "message", "text"):
-        v = getattr(ev, attr, None)
-        if isinstance(v, str) and v:
-            kind = getattr(ev, "kind", None)
-            step = getattr(ev, "title", None) or getattr(ev, "step", None)
-            pre = f"{kind}" if kind else ""
-            if isinstance(step, str) and step and step not in v:
-                pre = f"{pre} {step}".strip()
-            return f"{pre}: {v}" if pre else v
-    if isinstance(ev, Mapping):
-        return " ".join(f"{k}={v}" for k, v in ev.items())
-    return str(ev)
+    kind = str(getattr(ev, "kind", "") or "")
+    if kind == "plan":
+        return None
+    idx = getattr(ev, "index", None)
+    title = str(getattr(ev, "title", "") or "")
+    msg = str(getattr(ev, "message", "") or "")
+    step = f"step {idx}: " if isinstance(idx, int) else ""
+    if kind == "step_started":
+        return f"{_ICONS[kind]} {step}{title}" + (f"\n`$ {msg}`" if msg else "")
+    icon = _ICONS.get(kind, "•")
+    text = f"{step}{title}" if title else step.rstrip(": ")
+    return f"{icon} {text}: {msg}" if text and msg else f"{icon} {text or msg}"
+
+
+def _maybe(fn: Callable[[str], None], line: str | None) -> None:
+    if line:
+        fn(line)
 
 
 class Backend:
@@ -160,7 +170,8 @@ class Backend:
         ctx = self._ctx(pv.cluster, requested_by)
         try:
             res = api.execute(ctx, pv.obj, confirmed_by=confirmed_by,
-                              on_event=lambda ev: on_event(describe_event(ev)), cancel=cancel)
+                              on_event=lambda ev: _maybe(on_event, describe_event(ev)),
+                              cancel=cancel)
         except Exception as e:
             refused = getattr(api, "Refused", ())
             if (refused and isinstance(e, refused)) or type(e).__name__ in ("Refused",

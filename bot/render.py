@@ -423,7 +423,8 @@ def plan_reply(cluster: str, runbook: str, target: str, lines: Sequence[str],
 
 
 def plan_closed_blocks(head: str, status: str) -> list[Block]:
-    return [header(head), context(esc(status))]
+    """``status`` is our own mrkdwn (user mentions of validated IDs): not escaped."""
+    return [header(head), context(status)]
 
 
 def json_blocks(obj: Any) -> str:

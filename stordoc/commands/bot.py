@@ -1,9 +1,73 @@
-"""`stordoc bot` subcommands (being built)."""
+"""``stordoc bot``: run the Slack bot over HTTP (signed requests) or Socket Mode.
+
+Secrets come from the environment or files named in ``[slack]`` (``bot_token``,
+``signing_secret``, ``app_token``), never from the command line, and are redacted from
+the log. HTTP mode listens on loopback only: put a TLS reverse proxy in front for Slack.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import threading
+
+from stordoc.commands.common import env_from_args
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    pass
+    p = sub.add_parser("bot", help="run the Slack bot (HTTP or Socket Mode)",
+                       description="Run the Slack bot. See docs/slack.md for the Slack app "
+                       "manifest, scopes and settings.")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--http", action="store_true",
+                      help="serve Slack's HTTP requests at POST /slack/events")
+    mode.add_argument("--socket", action="store_true",
+                      help="connect to Slack over Socket Mode (app token, no open port)")
+    p.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address, loopback only "
+                   "(default 127.0.0.1)")
+    p.add_argument("--workers", type=int, default=8,
+                   help="background workers for checks and runbooks (default 8)")
+    p.add_argument("--verbose", "-v", action="store_true", help="log at debug level")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.server import HttpServer, build_bot, check_loopback, socket_mode
+    from stordoc.errors import UserError
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not 1 <= args.port <= 65535:
+        raise UserError(f"--port {args.port}: must be 1..65535")
+    if not 1 <= args.workers <= 64:
+        raise UserError(f"--workers {args.workers}: must be 1..64")
+    if args.http:
+        check_loopback(args.host)
+    env = env_from_args(args)
+    bot = build_bot(env, socket_mode=args.socket, workers=args.workers)
+    log = logging.getLogger("stordoc.bot")
+    try:
+        if args.http:
+            try:
+                srv = HttpServer(bot, args.host, args.port)
+            except OSError as e:
+                raise UserError(f"cannot listen on {args.host}:{args.port}: "
+                                f"{e.strerror or e}") from None
+            log.info("stordoc bot: HTTP on %s (command %s)", srv.url, bot.command)
+            try:
+                srv.serve_forever()
+            finally:
+                srv.httpd.server_close()
+        else:
+            app_token = env.settings.slack.app_token.resolve() or ""
+            handler = socket_mode(bot, app_token)
+            handler.connect()
+            log.info("stordoc bot: Socket Mode connected (command %s)", bot.command)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        log.info("stordoc bot: stopping")
+    finally:
+        bot.close()
+        env.close()
+    return 0

@@ -1,0 +1,139 @@
+"""The bot on the real lab: `/stordoc health lab` after an OSD's data dir is unmounted, and
+the Fix button flow end to end (plan, confirm, thread progress, verification, OSD up)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from stordoc.settings import load_settings
+from storage.lab import Lab
+from tests.support.fake_slack import BotHarness, all_text, buttons
+
+OPS, OPS2, VIEWER, STRANGER = "UOPSLAB001", "UOPSLAB002", "UVIEWLAB01", "USTRANGE01"
+
+
+@pytest.fixture
+def h(lab: Lab, tmp_path: Path) -> Iterator[BotHarness]:
+    harness = BotHarness(load_settings(lab.config_path),
+                         {"lab": {"viewers": [VIEWER], "operators": [OPS, OPS2],
+                                  "two_person": True}},
+                         str(tmp_path / "bot.db"), throttle_s=0.2)
+    yield harness
+    harness.close()
+
+
+@pytest.fixture
+def osd1_unmounted(lab: Lab) -> Iterator[None]:
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        yield
+    finally:
+        lab.heal("osd-unmounted", osd=1)
+
+
+def _health(h: BotHarness, user: str):  # type: ignore[no-untyped-def]
+    n = len(h.posts())
+    h.slack.slash("health lab", user)
+
+    def answered(f):  # type: ignore[no-untyped-def]
+        fresh = f.of("chat.postMessage")[n:] + f.of("chat.update")
+        return [c for c in fresh if "lab:" in str(c.params.get("text", ""))]
+    return h.fake.wait_for(answered, 120)[0]
+
+
+def test_health_names_the_unmounted_osd_and_its_device(h: BotHarness, lab: Lab,
+                                                       osd1_unmounted: None) -> None:
+    msg = _health(h, VIEWER)
+    text = all_text(msg)
+    assert "OSD_DATA_UNMOUNTED" in text and "osd.1" in text
+    assert "/dev/loop" in text  # the matched device that names osd.1
+    fix = [b for b in buttons(msg, "fix")]
+    assert fix, "a Fix button for the unmounted OSD"
+    tok = h.bot.store.button(fix[0]["value"])
+    assert tok is not None and tok.runbook in ("osd-remount", "osd-start")
+
+
+def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: None) -> None:
+    msg = _health(h, OPS)
+    ts = msg.response["ts"]
+    fixes = {h.bot.store.button(b["value"]).runbook: b["value"]  # type: ignore[union-attr]
+             for b in buttons(msg, "fix")}
+    assert "osd-remount" in fixes
+    # a viewer may look, not fix: refused, nothing planned
+    h.slack.press("fix", fixes["osd-remount"], VIEWER, ts)
+    h.wait_post("*operator* role", ("chat.postEphemeral",))
+    # an operator presses Fix: the plan with Confirm (confirm dialog) and Cancel
+    h.slack.press("fix", fixes["osd-remount"], OPS, ts)
+    plan = h.wait_post("Plan: osd-remount osd.1", timeout=120)
+    plan_ts = plan.response["ts"]
+    confirm = buttons(plan, "confirm")[0]
+    assert confirm["confirm"]["confirm"]["text"] == "Run it"
+    assert "mount" in all_text(plan)
+    # a second operator confirms; a retried delivery of the same press runs once
+    body = h.slack.action_body("confirm", confirm["value"], OPS2, plan_ts,
+                               trigger_id="confirm.lab.1")
+    h.slack.send(body, "application/x-www-form-urlencoded")
+    h.slack.send(body, "application/x-www-form-urlencoded", headers={"X-Slack-Retry-Num": "1"})
+    closed = h.fake.wait_for(lambda f: [c for c in f.of("chat.update")
+                                        if c.params.get("ts") == plan_ts
+                                        and "verification" in all_text(c)], 300)[0]
+    assert ":white_check_mark:" in all_text(closed), all_text(closed)
+    thread = [c for c in h.posts() if c.params.get("thread_ts") == plan_ts]
+    assert len(thread) >= 3  # started, steps, verification
+    assert "verification" in all_text(thread[-1])
+    h.slack.press("confirm", confirm["value"], OPS2, plan_ts)  # the token is spent
+    h.wait_post("already", ("chat.postEphemeral",))
+    assert len([c for c in thread if "started by" in all_text(c)]) == 1
+    # the OSD is really back up, and the audit names the Slack users
+    assert lab.osd_up(1)
+    from storage.audit import Audit
+    runs = [r for r in Audit(h.env.journal).runs(cluster="lab") if r["runbook"] == "osd-remount"]
+    assert len(runs) == 1 and runs[0]["user"] == OPS and runs[0]["confirmed_by"] == OPS2
+    assert runs[0]["source"] == "slack"
+
+
+def test_unknown_osd_named_and_unauthorized_refused(h: BotHarness) -> None:
+    h.slack.slash("osd osd.17", VIEWER)
+    call = h.wait_post("unknown OSD", ("chat.postEphemeral",), timeout=60)
+    assert "this cluster has osd.0-osd.2" in call.params["text"]
+    h.slack.slash("fix osd-start osd.1", STRANGER)
+    h.wait_post("is not allowed", ("chat.postEphemeral",))
+    h.slack.slash("osd tree", VIEWER)
+    tree = h.wait_post("3 OSDs", timeout=60)
+    assert "*node2*" in all_text(tree) and "`osd.1`" in all_text(tree)
+
+
+@pytest.fixture
+def cache_misconfigured(lab: Lab) -> Iterator[None]:
+    lab.break_("cache-tier-misconfigured")
+    try:
+        yield
+    finally:
+        lab.heal("cache-tier-misconfigured")
+
+
+def test_two_person_rule_then_cancel_runs_nothing(h: BotHarness, lab: Lab,
+                                                  cache_misconfigured: None) -> None:
+    h.slack.slash("fix cache-tier-tune lab-cache", OPS)
+    plan = h.wait_post("Plan: cache-tier-tune lab-cache", timeout=120)
+    plan_ts = plan.response["ts"]
+    assert "two-person rule" in all_text(plan)
+    confirm = buttons(plan, "confirm")[0]["value"]
+    cancel = buttons(plan, "cancel")[0]["value"]
+    h.slack.press("confirm", confirm, OPS, plan_ts)  # the requester: refused
+    h.wait_post("two-person rule on `lab`", ("chat.postEphemeral",))
+    h.slack.press("cancel", cancel, OPS2, plan_ts)
+    closed = h.fake.wait_for(lambda f: [c for c in f.of("chat.update")
+                                        if c.params.get("ts") == plan_ts], 60)[0]
+    assert "Cancelled by <@UOPSLAB002>; nothing ran." in all_text(closed)
+    h.slack.press("confirm", confirm, OPS2, plan_ts)  # too late: cancelled
+    h.wait_post("already handled", ("chat.postEphemeral",))
+    from storage.audit import Audit
+    assert not [r for r in Audit(h.env.journal).runs(cluster="lab")
+                if r["runbook"] == "cache-tier-tune"]
+    outcomes = [(x["user"], x["action"], x["outcome"]) for x in h.bot.store.audit_rows()]
+    assert (OPS, "confirm", "refused: two-person") in outcomes
+    assert (OPS2, "cancel", "cancelled") in outcomes
