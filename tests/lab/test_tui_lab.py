@@ -1,0 +1,163 @@
+"""The TUI on the real lab, driven by Textual's Pilot: an unmounted OSD seen on the OSD
+screen and fixed through the confirm modal; a stopped monitor shows stale data and an
+error, then recovers by itself. Breaks are healed in finalizers."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from textual.widgets import DataTable
+
+from stordoc.env import Env
+from stordoc.settings import load_settings
+from storage.lab import Lab
+from tests.unit.test_tui_app import sync
+from tui import screens as S
+from tui.app import StordocApp
+from tui.backend import EnvBackend
+
+SIZE = (160, 45)
+
+
+async def wait_until(pilot: Any, cond: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+def plain(widget: Any) -> str:
+    """What a Static shows, rendered to plain text."""
+    import io
+
+    from rich.console import Console
+
+    con = Console(width=200, record=True, file=io.StringIO())
+    con.print(widget.content)
+    return con.export_text()
+
+
+def osd_row(app: StordocApp, osd: str) -> list[str]:
+    t = app.screen.query_one("#osds", DataTable)
+    return [str(c) for c in t.get_row(osd)]
+
+
+def _env(lab: Lab, tmp_path: Path, ceph_timeout: float | None = None) -> Env:
+    text = lab.config_path.read_text()
+    text = text.replace(f'journal = "{lab.base}/journal.db"',
+                        f'journal = "{tmp_path}/journal.db"')
+    if ceph_timeout is not None:  # the [clusters.lab.ceph] timeout comes first
+        text = text.replace("timeout = 10\n", f"timeout = {ceph_timeout:g}\n", 1)
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(text)
+    return Env(load_settings(cfg))
+
+
+@pytest.fixture
+def osd1_unmounted(lab: Lab) -> Iterator[None]:
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        yield
+    finally:
+        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
+            lab.heal("osd-unmounted", osd=1)
+
+
+@sync
+async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
+        lab: Lab, osd1_unmounted: None, tmp_path: Path) -> None:
+    env = _env(lab, tmp_path)
+    app = StordocApp(EnvBackend(env), "lab", refresh_s=0, refresh_timeout_s=120,
+                     user="tui-test")
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "first data")
+            await pilot.press("d")
+            assert isinstance(app.screen, S.OsdScreen)
+            row = osd_row(app, "osd.1")
+            assert row[1] == "down"
+            assert row[7].startswith("NOT MOUNTED")
+            assert row[8] == "stopped"
+            assert osd_row(app, "osd.0")[1] == "up"
+            # detail: the host facts name the loop device that holds osd.1
+            t = app.screen.query_one("#osds", DataTable)
+            t.move_cursor(row=t.get_row_index("osd.1"))
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, S.OsdDetailScreen)
+            detail = plain(app.screen.query_one("#detail"))
+            assert "NOT MOUNTED" in detail and "/dev/loop" in detail
+            assert "OSD_DATA_UNMOUNTED" in detail
+            # fix it: plan, then the modal shows the exact commands, then confirm
+            await pilot.press("x")
+            assert isinstance(app.screen, S.RunbookScreen)
+            rb = app.screen
+            assert (rb.runbook, rb.target_name) == ("osd-remount", "osd.1")
+            await wait_until(pilot, lambda: rb.plan is not None, 120, "the plan")
+            assert rb.plan is not None
+            await pilot.press("a")
+            assert isinstance(app.screen, S.ConfirmModal)
+            shown = plain(app.screen.query_one("#confirm-plan"))
+            assert "mount -t xfs" in shown and str(lab.osd_dir(1)) in shown
+            assert "ceph-osd" in shown
+            await pilot.press("y")
+            await wait_until(pilot, lambda: rb.done is not None, 300, "the runbook to end")
+            assert rb.done is not None and rb.done.ok, rb.done
+            log = "\n".join(str(line.text) for line in rb.query_one("#runlog").lines)
+            assert "step_done" in log and "verified" in log
+            await pilot.press("escape", "escape")
+            assert isinstance(app.screen, S.OsdScreen)
+            await pilot.press("r")
+            await wait_until(pilot, lambda: app.state.outcome is not None
+                             and app.state.outcome.snapshot.ceph is not None
+                             and bool(app.state.outcome.snapshot.ceph.osd(1))
+                             and app.state.outcome.snapshot.ceph.osd(1).up  # type: ignore[union-attr]
+                             and not app.state.refreshing, 120, "osd.1 up on screen")
+            await pilot.pause()
+            row = osd_row(app, "osd.1")
+            assert row[1] == "up" and row[2] == "in"
+            assert row[7].startswith("mounted /dev/loop")
+            assert row[8].startswith("running")
+    finally:
+        env.close()
+    assert lab.osd_up(1) is True
+
+
+@sync
+async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
+        lab: Lab, tmp_path: Path) -> None:
+    env = _env(lab, tmp_path, ceph_timeout=3)
+    app = StordocApp(EnvBackend(env), "lab", refresh_s=1, refresh_timeout_s=60)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "first data")
+            await pilot.press("d")
+            good_at = app.state.data_at
+            try:
+                assert lab.stop("mon.a")
+                await wait_until(pilot, lambda: app.state.error is not None, 90,
+                                 "the error to show")
+                assert "ceph" in (app.state.error or "")
+                # the last good data stays on screen, with its age
+                assert app.state.data_at == good_at
+                assert app.state.outcome is not None
+                assert app.state.outcome.snapshot.ceph is not None
+                assert osd_row(app, "osd.0")[1] == "up"
+                status = str(app.screen.query_one("#status").render())
+                assert "ERROR" in status and "old" in status
+                await pilot.press("p")  # still navigable
+                assert isinstance(app.screen, S.PoolScreen)
+                await pilot.press("d")
+            finally:
+                lab.start_mon()
+            # no key pressed: the auto-refresh brings it back
+            await wait_until(pilot, lambda: app.state.error is None, 120, "recovery")
+            assert app.state.data_at is not None and good_at is not None
+            assert app.state.data_at > good_at
+    finally:
+        env.close()
