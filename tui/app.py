@@ -26,6 +26,7 @@ from storage.targets import ClusterTarget
 from tui import screens as S
 from tui.backend import ActionRefused, Backend
 from tui.messages import Refreshed, RefreshFailed
+from tui import views
 from tui.views import human_age
 
 SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
@@ -102,7 +103,7 @@ class StordocApp(App[None]):
         self.start_screen = start_screen
         self._executor = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh")
         self._inflight: cf.Future[CheckOutcome] | None = None
-        self.target: ClusterTarget | None = None
+        self.target: ClusterTarget | None = backend.target(self.cluster)  # settings only
         self.refresh_count = 0
         if initial is not None:
             self._accept(initial)
@@ -122,13 +123,8 @@ class StordocApp(App[None]):
         self.set_interval(1.0, self._update_status)
         if self.refresh_s > 0:
             self.set_interval(self.refresh_s, self._tick)
-        self.run_worker(self._load_target, thread=True, group="target", exit_on_error=False)
         if self.state.outcome is None:
             self.request_refresh()
-
-    def _load_target(self) -> None:
-        t = self.backend.target(self.cluster)
-        self.call_from_thread(setattr, self, "target", t)
 
     def on_unmount(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -150,7 +146,7 @@ class StordocApp(App[None]):
         self.state.refresh_started = self.clock()
         fut = self._executor.submit(self.backend.refresh, self.cluster)
         self._inflight = fut
-        cluster, timeout = self.cluster, self.refresh_timeout_s
+        cluster, timeout, target = self.cluster, self.refresh_timeout_s, self.target
 
         def wait() -> None:
             try:
@@ -159,6 +155,7 @@ class StordocApp(App[None]):
                 self.post_message(RefreshFailed(cluster,
                                                 f"refresh timed out after {timeout:g}s"))
                 return
+            views.prepare(outcome.snapshot, target)  # heavy view work, off the event loop
             self.post_message(Refreshed(cluster, outcome))
 
         self.run_worker(wait, thread=True, group="refresh", exclusive=True,

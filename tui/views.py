@@ -8,9 +8,12 @@ I/O or looks at the clock (the caller passes ``now``).
 from __future__ import annotations
 
 import json
-import math
+import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
+
+from rich.text import Text
 
 from checks.model import Finding, Severity
 from storage.model import (
@@ -81,6 +84,13 @@ class Row:
 
     def matches(self, needle: str) -> bool:
         return not needle or needle.lower() in self.search
+
+    @cached_property
+    def texts(self) -> list[Text]:
+        """The styled cells, built once (10,000 OSD rows are ~90,000 of them)."""
+        st = self.styles
+        return [Text(c, style=st[i] if i < len(st) else "", no_wrap=True, end="")
+                for i, c in enumerate(self.cells)]
 
 
 def _row(key: str, kind: str, cells: Sequence[str], styles: Sequence[str] = (),
@@ -174,10 +184,28 @@ class OsdHostView:
 def osd_data_dir(target: ClusterTarget | None, host: str | None, osd_id: int) -> str | None:
     if target is None or host is None:
         return None
-    ht = target.host(host)
+    ht = _host_target(target, host)
     if ht is None:
         return None
     return ht.osd_data_dir.format(cluster=target.ceph_cluster_name, id=osd_id)
+
+
+_HOST_CACHE: dict[tuple[int, str], object] = {}
+
+
+def _host_target(target: ClusterTarget, host: str) -> Any:
+    """``target.host(name)`` is a linear scan; 10,000 OSDs on 500 hosts make that count."""
+    k = (id(target), host)
+    if k not in _HOST_CACHE:
+        if len(_HOST_CACHE) > 10_000:
+            _HOST_CACHE.clear()
+        _HOST_CACHE[k] = (target, target.host(host))
+    cached = _HOST_CACHE[k]
+    assert isinstance(cached, tuple)
+    if cached[0] is not target:  # id() reused by a new object
+        _HOST_CACHE[k] = (target, target.host(host))
+        return target.host(host)
+    return cached[1]
 
 
 def osd_host_view(snap: ClusterSnapshot, target: ClusterTarget | None,
@@ -247,15 +275,24 @@ def _state_ok(o: OsdState, state: str) -> bool:
             "in": o.in_}.get(state, True)
 
 
-def osd_rows(snap: ClusterSnapshot, target: ClusterTarget | None = None, state: str = "all",
-             host: str | None = None, needle: str = "") -> list[Row]:
-    """The CRUSH tree by host: a host row followed by its OSDs, then OSDs with no host."""
+OsdGroup = tuple[Row, list[tuple[OsdState, Row]]]
+_OSD_CACHE: list[tuple[ClusterSnapshot, ClusterTarget | None, list[OsdGroup]]] = []
+_OSD_LOCK = threading.Lock()
+
+
+def _osd_groups(snap: ClusterSnapshot, target: ClusterTarget | None) -> list[OsdGroup]:
+    """Every host row with its OSD rows, built once per snapshot (the refresh worker warms
+    it off the event loop; filters then only pick rows)."""
+    with _OSD_LOCK:
+        for s, t, g in _OSD_CACHE:
+            if s is snap and t is target:
+                return g
     ceph = snap.ceph
+    out: list[OsdGroup] = []
     if ceph is None:
-        return []
+        return out
     use = {u.id: u.utilization for u in ceph.osd_usage}
     by_id = {o.id: o for o in ceph.osds}
-    rows: list[Row] = []
     seen: set[int] = set()
     groups: list[tuple[str | None, list[OsdState]]] = []
     for h in ceph.hosts:
@@ -264,22 +301,13 @@ def osd_rows(snap: ClusterSnapshot, target: ClusterTarget | None = None, state: 
     orphans = [o for o in ceph.osds if o.id not in seen]
     if orphans:
         groups.append((None, orphans))
-    ndl = needle.lower()
     for hname, osds in groups:
-        if host and hname != host:
-            continue
-        kept: list[Row] = []
+        kids = []
         for o in osds:
-            if not _state_ok(o, state):
-                continue
             hv = osd_host_view(snap, target, o)
             cells, styles = _osd_cells(o, use.get(o.id), hv)
-            r = Row(o.name, "osd", tuple(cells), tuple(styles),
-                    f"{' '.join(cells)} {hname or ''}".lower(), o.id)
-            if r.matches(ndl):
-                kept.append(r)
-        if not kept and (state != "all" or ndl):
-            continue
+            kids.append((o, Row(o.name, "osd", tuple(cells), tuple(styles),
+                                f"{' '.join(cells)} {hname or ''}".lower(), o.id)))
         up = sum(1 for o in osds if o.up)
         facts = snap.hosts.get(hname or "")
         hstyle = "bold red" if up == 0 and osds else ("yellow" if up < len(osds) else "bold")
@@ -288,10 +316,41 @@ def osd_rows(snap: ClusterSnapshot, target: ClusterTarget | None = None, state: 
         hcells = (label, f"{up}/{len(osds)} up", f"{sum(1 for o in osds if o.in_)} in", "",
                   "", "", "", f"host{extra}" + (" UNREACHABLE" if facts and facts.error
                                                 else ""), "")
-        rows.append(Row(f"host:{hname}", "host", hcells,
-                        (hstyle, hstyle, "", "", "", "", "", "dim", ""), label.lower(), hname))
-        rows.extend(kept)
+        out.append((Row(f"host:{hname}", "host", hcells,
+                        (hstyle, hstyle, "", "", "", "", "", "dim", ""), label.lower(), hname),
+                    kids))
+    with _OSD_LOCK:
+        _OSD_CACHE.insert(0, (snap, target, out))
+        del _OSD_CACHE[2:]  # the shown snapshot and the one arriving
+    return out
+
+
+def osd_rows(snap: ClusterSnapshot, target: ClusterTarget | None = None, state: str = "all",
+             host: str | None = None, needle: str = "") -> list[Row]:
+    """The CRUSH tree by host: a host row followed by its OSDs, then OSDs with no host."""
+    rows: list[Row] = []
+    ndl = needle.lower()
+    filtering = state != "all" or bool(ndl)
+    for hrow, kids in _osd_groups(snap, target):
+        if host and hrow.ref != host:
+            continue
+        if not filtering:
+            rows.append(hrow)
+            rows.extend(r for _, r in kids)
+            continue
+        kept = [r for o, r in kids if _state_ok(o, state) and r.matches(ndl)]
+        if kept:
+            rows.append(hrow)
+            rows.extend(kept)
     return rows
+
+
+def prepare(snap: ClusterSnapshot, target: ClusterTarget | None) -> None:
+    """Heavy view work for a new snapshot, done in the refresh worker thread."""
+    for hrow, kids in _osd_groups(snap, target):
+        hrow.texts  # noqa: B018  (cached_property: builds the cells now)
+        for _, r in kids:
+            r.texts  # noqa: B018
 
 
 def osd_detail(snap: ClusterSnapshot, target: ClusterTarget | None, osd_id: int,
