@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from checks.engine import CheckReport
@@ -231,6 +231,7 @@ class SnapshotBackend:
     history_rows: list[dict[str, Any]] = field(default_factory=list)
     audit_rows: list[dict[str, Any]] = field(default_factory=list)
     work: float = 0.0
+    fresh: bool = False  # each refresh returns a new snapshot object (new taken_at)
     calls: int = 0
 
     def clusters(self) -> Sequence[str]:
@@ -247,9 +248,11 @@ class SnapshotBackend:
             # real work in Python (holds the GIL like a collector's JSON parsing would)
             n += sum(1 for o in (self.snapshot.ceph.osds if self.snapshot.ceph else ())
                      if o.up)
-        report = CheckReport(self.snapshot.cluster, self.findings, self.snapshot.taken_at,
-                             0.0, ())
-        return CheckOutcome(self.snapshot, report, None, None, 0.0, 0.0)
+        snap = self.snapshot
+        if self.fresh:
+            snap = replace(snap, taken_at=snap.taken_at + self.calls)
+        report = CheckReport(snap.cluster, self.findings, snap.taken_at, 0.0, ())
+        return CheckOutcome(snap, report, None, None, 0.0, 0.0)
 
     def runbooks(self) -> Sequence[str]:
         return []

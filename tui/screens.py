@@ -88,7 +88,17 @@ def _bulk_add(table: DataTable[Any], rows: Sequence[Row]) -> None:
 
 
 def fill_table(table: DataTable[Any], rows: Sequence[Row]) -> None:
-    """Replace a table's rows, keeping the cursor on the same key when it still exists."""
+    """Replace a table's rows, keeping the cursor on the same key when it still exists.
+
+    Most refreshes change nothing on screen: then the table is left alone (no flicker,
+    and no 10,000-row rebuild on the event loop while the user is typing).
+    """
+    prev: Sequence[Row] | None = getattr(table, "_stordoc_rows", None)
+    if prev is not None and len(prev) == len(rows) and all(
+            a is b or (a.key == b.key and a.cells == b.cells and a.styles == b.styles)
+            for a, b in zip(prev, rows)):
+        return
+    setattr(table, "_stordoc_rows", list(rows))
     key: str | None = None
     if table.row_count and table.cursor_row >= 0:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
@@ -301,7 +302,10 @@ def _osd_groups(snap: ClusterSnapshot, target: ClusterTarget | None) -> list[Osd
     orphans = [o for o in ceph.osds if o.id not in seen]
     if orphans:
         groups.append((None, orphans))
-    for hname, osds in groups:
+    yield_gil = threading.current_thread() is not threading.main_thread()
+    for n, (hname, osds) in enumerate(groups):
+        if yield_gil and n % 8 == 0:
+            time.sleep(0)  # in a worker: let the UI thread take the GIL between hosts
         kids = []
         for o in osds:
             hv = osd_host_view(snap, target, o)
