@@ -46,7 +46,9 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
         keep = {c.upper() for c in only}
         report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
         if delta is not None:
-            delta = FindingDelta(*(tuple(k for k in ks if k[0] in keep)
-                                   for ks in (delta.new, delta.still, delta.resolved)),
+            def kept(ks: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+                return tuple(k for k in ks if k[0] in keep)
+
+            delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)
     return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1)

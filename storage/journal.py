@@ -51,19 +51,19 @@ class Journal:
 
     def _ensure(self) -> None:
         with self._lock:
-            self.db["check_runs"].create(
+            self.db.table("check_runs").create(
                 {"id": int, "cluster": str, "started_at": float, "duration_s": float,
                  "exit_code": int, "worst": str, "n_findings": int, "source": str,
                  "host_facts": int},
                 pk="id", if_not_exists=True)
-            self.db["findings"].create(
+            self.db.table("findings").create(
                 {"id": int, "run_id": int, "cluster": str, "code": str, "severity": str,
                  "entity": str, "message": str, "evidence": str, "runbook": str,
                  "target": str, "since": float},
                 pk="id", foreign_keys=[("run_id", "check_runs", "id")], if_not_exists=True)
-            self.db["findings"].create_index(["cluster", "code", "entity"],
+            self.db.table("findings").create_index(["cluster", "code", "entity"],
                                              if_not_exists=True)
-            self.db["findings"].create_index(["run_id"], if_not_exists=True)
+            self.db.table("findings").create_index(["run_id"], if_not_exists=True)
 
     def record_check_run(self, cluster: str, started_at: float, duration_s: float,
                          exit_code: int, worst: str | None,
@@ -71,16 +71,17 @@ class Journal:
                          host_facts: bool = True) -> int:
         rows = list(findings)
         with self._lock, self.db.conn:
-            run_id = self.db["check_runs"].insert(
+            run_id = self.db.table("check_runs").insert(
                 {"cluster": cluster, "started_at": started_at, "duration_s": duration_s,
                  "exit_code": exit_code, "worst": worst or "ok", "n_findings": len(rows),
                  "source": source, "host_facts": int(host_facts)}).last_pk
-            self.db["findings"].insert_all(
+            self.db.table("findings").insert_all(
                 {"run_id": run_id, "cluster": cluster, "code": f["code"],
                  "severity": f["severity"], "entity": f["entity"], "message": f["message"],
                  "evidence": json.dumps(f.get("evidence") or {}, default=str),
                  "runbook": f.get("runbook"), "target": f.get("target"),
                  "since": f.get("since")} for f in rows)
+        assert run_id is not None
         return int(run_id)
 
     def previous_run(self, cluster: str, before_id: int | None = None) -> int | None:
@@ -89,12 +90,12 @@ class Journal:
         if before_id is not None:
             where += " and id < ?"
             args.append(before_id)
-        rows = list(self.db["check_runs"].rows_where(where, args, order_by="id desc", limit=1))
+        rows = list(self.db.table("check_runs").rows_where(where, args, order_by="id desc", limit=1))
         return int(rows[0]["id"]) if rows else None
 
     def finding_keys(self, run_id: int) -> set[tuple[str, str]]:
         return {(r["code"], r["entity"]) for r in
-                self.db["findings"].rows_where("run_id = ?", [run_id],
+                self.db.table("findings").rows_where("run_id = ?", [run_id],
                                                select="code, entity")}
 
     def delta(self, cluster: str, run_id: int) -> FindingDelta:
@@ -107,23 +108,23 @@ class Journal:
 
     def runs(self, cluster: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
-        return list(self.db["check_runs"].rows_where(where, args, order_by="id desc",
+        return list(self.db.table("check_runs").rows_where(where, args, order_by="id desc",
                                                       limit=limit))
 
     def findings_of(self, run_id: int) -> list[dict[str, Any]]:
-        return list(self.db["findings"].rows_where("run_id = ?", [run_id], order_by="id"))
+        return list(self.db.table("findings").rows_where("run_id = ?", [run_id], order_by="id"))
 
     def first_seen(self, cluster: str, code: str, entity: str) -> float | None:
         """Start of the current unbroken streak of runs that reported this finding."""
-        runs = [r["id"] for r in self.db["check_runs"].rows_where(
+        runs = [r["id"] for r in self.db.table("check_runs").rows_where(
             "cluster = ?", [cluster], order_by="id desc", limit=500, select="id")]
         seen: float | None = None
         for rid in runs:
-            rows = list(self.db["findings"].rows_where(
+            rows = list(self.db.table("findings").rows_where(
                 "run_id = ? and code = ? and entity = ?", [rid, code, entity], limit=1))
             if not rows:
                 break
-            run = self.db["check_runs"].get(rid)
+            run = self.db.table("check_runs").get(rid)
             seen = float(run["started_at"])
         return seen
 

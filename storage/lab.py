@@ -893,13 +893,10 @@ key = {{ value = "{SWIFT_KEY}" }}
                 shutil.copy2(f, bak / f.name)
         b = str(self.swift_etc / "object.builder")
         if mode == "replicas":
-            # more replicas than zones (and devices): the builder refuses to place them
-            # all, the ring it writes says so
+            # more replicas than zones and devices: the builder takes the setting, its
+            # rebalance then refuses ("requires more than 4 devices"), so ring.gz keeps 3
             _run(["swift-ring-builder", b, "set_replicas", "5"], step)
-            p = _run(["swift-ring-builder", b, "rebalance", "--force"], step, check=False)
-            if p.returncode not in (0, 1):
-                raise LabError(step, p.stdout + p.stderr)
-            return "object ring: 5 replicas over 4 devices in 4 zones"
+            return "object.builder set to 5 replicas over 4 devices in 4 zones"
         _run(["swift-ring-builder", b, "set_weight", "/d4", "50"], step)
         return "object.builder changed (d4 weight 50) without writing object.ring.gz"
 

@@ -18,7 +18,7 @@ from checks.mounts import OSD_CODES, SWIFT_CODES
 from checks.swift_rings import CODES as RING_CODES
 from storage.collect import collect
 from storage.hosts import FabricRunner, collect_host_facts
-from storage.lab import Lab, LabError
+from storage.lab import Lab
 from storage.model import ClusterSnapshot
 from storage.runner import HostUnreachable
 from storage.targets import ClusterTarget, HostTarget
@@ -134,14 +134,9 @@ def test_swift_device_unmounted(lab: Lab, target: ClusterTarget,
 ])
 def test_swift_ring_bad(lab: Lab, target: ClusterTarget, broken: Callable[..., str],
                         mode: str, expected: set[str]) -> None:
-    try:
-        broken("swift-ring-bad", mode=mode)
-    except LabError:
-        # the lab's "replicas" break: set_replicas 5 lands in the builder, then the forced
-        # rebalance refuses (5 replicas need more than 4 devices) and ring.gz stays at 3;
-        # the builder is exactly as broken as the scenario means, so check it anyway
-        if mode != "replicas":
-            raise
+    # "replicas": set_replicas 5 lands in the builder; its rebalance would refuse (5
+    # replicas need more than 4 devices), so ring.gz stays at 3 and the builder is wrong
+    broken("swift-ring-bad", mode=mode)
     _, rep = check(target)
     got = {x.code for x in rep.findings if x.entity == "object ring"}
     assert expected <= got
