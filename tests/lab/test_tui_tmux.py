@@ -1,0 +1,93 @@
+"""The real `stordoc tui` in a real terminal (tmux): keys in with send-keys, the screen out
+with capture-pane, on the lab with osd.1's data dir unmounted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from storage.lab import Lab
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+
+def tmux(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30)
+
+
+def pane(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session).stdout
+
+
+def wait_pane(session: str, cond: Callable[[str], bool], timeout: float, what: str) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = pane(session)
+        if cond(text):
+            return text
+        time.sleep(0.2)  # polling the pane, with a deadline
+    raise AssertionError(f"timed out waiting for {what}; screen was:\n{text}")
+
+
+@pytest.fixture
+def osd1_unmounted(lab: Lab) -> Iterator[None]:
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        yield
+    finally:
+        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
+            lab.heal("osd-unmounted", osd=1)
+
+
+@pytest.fixture
+def session(lab: Lab, tmp_path: Path) -> Iterator[str]:
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(lab.config_path.read_text().replace(
+        f'journal = "{lab.base}/journal.db"', f'journal = "{tmp_path}/journal.db"'))
+    name = f"stordoc-tui-{uuid.uuid4().hex[:8]}"
+    # COLUMNS/LINES from the test runner's environment would pin Textual to that size
+    cmd = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "stordoc", "-c", str(cfg), "tui", "--cluster", "lab",
+           "--refresh", "2"]
+    r = tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45", "-c", str(ROOT),
+             "-e", "TERM=xterm-256color", *cmd)
+    assert r.returncode == 0, r.stderr
+    tmux("resize-window", "-t", name, "-x", "160", "-y", "45")  # a running server may
+    try:  # have given the new window another size
+        yield name
+    finally:
+        tmux("kill-session", "-t", name)  # our own session, by its unique name
+
+
+def test_real_tui_in_tmux_shows_the_unmounted_osd(osd1_unmounted: None, session: str) -> None:
+    wait_pane(session, lambda t: "Ceph health" in t and "OSDs" in t, 120, "the overview")
+    tmux("send-keys", "-t", session, "d")
+    text = wait_pane(session, lambda t: "CRUSH tree" in t and "osd.1" in t, 30,
+                     "the OSD screen")
+    line = next(ln for ln in text.splitlines() if " osd.1 " in ln)
+    assert "down" in line and "NOT MOUNTED" in line, line
+    assert "stopped" in line, line
+    osd0 = next(ln for ln in text.splitlines() if " osd.0 " in ln)
+    assert " up " in osd0 and "mounted /dev/loop" in osd0, osd0
+    # the filter: only down OSDs, then the help, then quit
+    tmux("send-keys", "-t", session, "u")
+    text = wait_pane(session, lambda t: "state: down" in t, 30, "the state filter")
+    assert " osd.0 " not in text and " osd.1 " in text
+    tmux("send-keys", "-t", session, "f")
+    text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED" in t, 30, "the findings")
+    assert "CRIT" in text
+    tmux("send-keys", "-t", session, "q")
+    deadline = time.monotonic() + 30
+    while tmux("has-session", "-t", session).returncode == 0:
+        assert time.monotonic() < deadline, "stordoc tui did not quit on q"
+        time.sleep(0.2)
