@@ -20,12 +20,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from textual.widgets import DataTable  # noqa: E402
+from textual.widgets import DataTable
 
-from tui import screens as S  # noqa: E402
-from tui.app import StordocApp  # noqa: E402
-from tui.backend import SnapshotBackend  # noqa: E402
-from tui.demo import synthetic  # noqa: E402
+from tui import screens as S
+from tui.app import StordocApp
+from tui.backend import SnapshotBackend
+from tui.demo import synthetic
 
 
 async def one_run(n_osds: int) -> tuple[float, int]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import gc
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, SystemCommand
@@ -25,9 +26,9 @@ from checks.model import Thresholds
 from checks.service import CheckOutcome
 from storage.targets import ClusterTarget
 from tui import screens as S
+from tui import views
 from tui.backend import ActionRefused, Backend
 from tui.messages import Refreshed, RefreshFailed
-from tui import views
 from tui.views import human_age
 
 SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
@@ -281,7 +282,7 @@ class StordocApp(App[None]):
         self.notify("auto-refresh paused" if self.paused else "auto-refresh resumed",
                     timeout=2)
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 2:
             self.pop_screen()
 

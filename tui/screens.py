@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -18,12 +20,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.worker import Worker
 from textual.widgets import Button, DataTable, Footer, Header, Input, RichLog, Static
+from textual.worker import Worker
 
 from checks.model import Finding
 from tui import views
-from tui.backend import ActionRefused, PlanView, RunEvent, RunView
+from tui.backend import PlanView, RunEvent, RunView
 from tui.messages import HistoryLoaded, Planned, RunFinished, RunLogged
 from tui.views import Row
 
@@ -72,8 +74,7 @@ def _bulk_add(table: DataTable[Any], rows: Sequence[Row]) -> None:
             trows[key] = DTRow(key, 1, None, False)
             for j, c in enumerate(r.cells[:len(cols)]):
                 w = len(c) if c.isascii() else cell_len(c)
-                if w > widths[j]:
-                    widths[j] = w
+                widths[j] = max(widths[j], w)
     finally:
         if gc_was:
             gc.enable()
@@ -87,18 +88,21 @@ def _bulk_add(table: DataTable[Any], rows: Sequence[Row]) -> None:
     table.check_idle()
 
 
+_SHOWN: weakref.WeakKeyDictionary[DataTable[Any], list[Row]] = weakref.WeakKeyDictionary()
+
+
 def fill_table(table: DataTable[Any], rows: Sequence[Row]) -> None:
     """Replace a table's rows, keeping the cursor on the same key when it still exists.
 
     Most refreshes change nothing on screen: then the table is left alone (no flicker,
     and no 10,000-row rebuild on the event loop while the user is typing).
     """
-    prev: Sequence[Row] | None = getattr(table, "_stordoc_rows", None)
+    prev = _SHOWN.get(table)
     if prev is not None and len(prev) == len(rows) and all(
             a is b or (a.key == b.key and a.cells == b.cells and a.styles == b.styles)
             for a, b in zip(prev, rows)):
         return
-    setattr(table, "_stordoc_rows", list(rows))
+    _SHOWN[table] = list(rows)
     key: str | None = None
     if table.row_count and table.cursor_row >= 0:
         try:
@@ -723,9 +727,11 @@ class RunbookScreen(DataScreen):
         plan, cluster, backend = self.plan, self.sapp.cluster, self.sapp.backend
         cancel = self.cancel_event
 
+        def log_event(ev: RunEvent) -> None:
+            self.post_message(RunLogged(ev))
+
         def work() -> None:
-            res = backend.execute(cluster, plan, lambda ev: self.post_message(RunLogged(ev)),
-                                  cancel)
+            res = backend.execute(cluster, plan, log_event, cancel)
             self.post_message(RunFinished(res))
 
         self.run_worker(work, thread=True, group="run", exit_on_error=False)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rich.text import Text
 
@@ -22,7 +23,6 @@ from storage.model import (
     ClusterSnapshot,
     HostFacts,
     OsdState,
-    PoolState,
     RingDevice,
     RingState,
     SwiftState,
@@ -32,7 +32,7 @@ from storage.targets import ClusterTarget
 # --------------------------------------------------------------------------- formatting
 
 
-def human_bytes(n: float | int | None) -> str:
+def human_bytes(n: float | None) -> str:
     """Binary units, short: what ``ceph df`` shows."""
     if n is None:
         return "-"
@@ -559,13 +559,13 @@ def ring_rows(sw: SwiftState | None, needle: str = "") -> list[Row]:
                 devs.append(r)
         if not devs and ndl:
             continue
-        bal = "-" if ring.balance is None else f"{ring.balance:.2f}%"
+        rbal = "-" if ring.balance is None else f"{ring.balance:.2f}%"
         disp = "" if ring.dispersion is None else f" disp {ring.dispersion:.1f}%"
         label = f"▾ {ring.kind} ring"
         cells2 = (label, "", "", f"2^{ring.part_power} parts x{ring.replicas:g}",
                   f"{sum(d.weight for d in ring.devices):g}",
                   str(sum(d.parts for d in ring.devices)), f"mph {ring.min_part_hours}h",
-                  bal + disp, ring.error or ("builder != ring" if ring.builder_matches_ring
+                  rbal + disp, ring.error or ("builder != ring" if ring.builder_matches_ring
                                              is False else ""))
         rows.append(Row(f"ring:{ring.kind}", "ring", cells2,
                         ("bold", "", "", "", "", "", "", "", "bold red"), label.lower(),

@@ -7,7 +7,7 @@ import argparse
 from stordoc.errors import UserError
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("tui", help="interactive terminal UI (k9s-style)")
     p.add_argument("--cluster", metavar="NAME", help="cluster to open (default: the only "
                    "or the default one)")

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable
 
+from storage.lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
-from storage.lab import Lab
 from tests.unit.test_tui_app import sync
 from tui import screens as S
 from tui.app import StordocApp
