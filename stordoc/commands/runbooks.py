@@ -109,15 +109,15 @@ def render_plan(plan: Any) -> None:
         for k, (b, a) in plan.before_after.items():
             t.add_row(k, str(b), str(a))
         console.print(t)
-    t = Table(title="Steps", title_justify="left", show_edge=False)
-    t.add_column("#", justify="right")
-    t.add_column("where", style="cyan")
-    t.add_column("what")
-    t.add_column("command", overflow="fold")
+    console.print(Text("Steps:", style="bold"))
     for s in plan.steps:
-        what = s.title + (" (also after a failure)" if s.cleanup_of is not None else "")
-        t.add_row(str(s.index), s.where, what, Text(s.command, style="bold"))
-    console.print(t)
+        line = Text(f"  {s.index}. ")
+        line.append(f"[{s.where}] ", style="cyan")
+        line.append(s.title)
+        if s.cleanup_of is not None:
+            line.append(" (also runs after a failure)", style="dim")
+        console.print(line)
+        console.print(Text(f"       $ {s.command}", style="bold"), soft_wrap=True)
     console.print(Text(f"Verify: {', '.join(plan.verify_codes)} cleared for "
                        f"{', '.join(plan.verify_entities) or plan.target}", style="dim"))
     for w in plan.warnings:

@@ -1,0 +1,400 @@
+"""Runbooks on the real lab: break, check, plan (prove nothing changed), fix, verify.
+
+Each test breaks the lab with ``Lab.break_``, heals in a finalizer, and checks that Ceph's
+health is back to what it was before the break. Refusals and a real mid-way failure
+(a wrong OSD start command in the settings) are covered too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from checks.model import Finding
+from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
+from storage.audit import Audit
+from storage.lab import CACHE_POOL, FEW_PG_POOL, Lab
+from stordoc.env import Env
+from stordoc.settings import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def poll(cond: Callable[[], Any], timeout: float, what: str, interval: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+@pytest.fixture
+def env(lab: Lab, tmp_path: Path) -> Iterator[Env]:
+    """An Env on the lab's settings with a journal of its own."""
+    s = load_settings(lab.config_path)
+    e = Env(s.model_copy(update={"journal": str(tmp_path / "journal.db")}))
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def ctx(env: Env) -> RunContext:
+    c = env.run_context("lab", source="test")
+    c.verify_timeout_s = 90
+    return c
+
+
+@pytest.fixture
+def cfg(lab: Lab, tmp_path: Path) -> Path:
+    """The lab's config file with a journal of this test (for the CLI)."""
+    text = lab.config_path.read_text()
+    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
+             for ln in text.splitlines()]
+    p = tmp_path / "stordoc.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def cli(cfg: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          input=stdin if stdin is not None else "",
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+
+
+def health(lab: Lab) -> str:
+    h = lab.ceph("health")
+    return str(h.get("status") if isinstance(h, dict) else h)
+
+
+def wait_health(lab: Lab, want: str, timeout: float = 120) -> None:
+    poll(lambda: health(lab) == want, timeout, f"ceph health {want}", 2.0)
+
+
+def state(lab: Lab) -> dict[str, Any]:
+    """What a plan must not change: OSD states and flags, pools, mounts, ring files."""
+    dump = lab.ceph("osd", "dump")
+    pools = lab.ceph("osd", "pool", "ls", "detail")
+    keep = ("pool_name", "pg_num", "pgp_num", "pg_num_target", "pgp_num_target", "size",
+            "cache_mode", "target_max_bytes", "target_max_objects",
+            "cache_target_dirty_ratio_micro", "cache_target_dirty_high_ratio_micro",
+            "cache_target_full_ratio_micro", "hit_set_params", "hit_set_count",
+            "hit_set_period")
+    with open("/proc/self/mounts") as f:
+        mounts = sorted(ln.split()[1] for ln in f if str(lab.base) in ln)
+    files = {}
+    for p in sorted(lab.swift_etc.glob("*")):
+        if p.is_file():
+            files[p.name] = hashlib.md5(p.read_bytes()).hexdigest()
+    return {
+        "flags": dump.get("flags"),
+        "osds": [(o["osd"], o["up"], o["in"], o["weight"], tuple(o["state"]))
+                 for o in dump["osds"]],
+        "pools": [{k: p.get(k) for k in keep} for p in pools],
+        "mounts": mounts, "swift": files,
+    }
+
+
+def findings(env: Env, codes: tuple[str, ...] | None = None) -> list[Finding]:
+    out = env.check("lab", only=codes, source="test")
+    return list(out.report.findings)
+
+
+def find(env: Env, code: str, target: str) -> Finding | None:
+    return next((f for f in findings(env, (code,)) if f.target == target), None)
+
+
+def plan_unchanged(lab: Lab, ctx: RunContext, runbook: str, target: str,
+                   options: dict[str, Any] | None = None) -> Plan:
+    before = state(lab)
+    p = plan(ctx, runbook, target, options)
+    assert state(lab) == before, "planning changed the cluster"
+    assert p.steps and all(s.command for s in p.steps)
+    return p
+
+
+def run_ok(ctx: RunContext, p: Plan) -> tuple[Any, list[RunEvent]]:
+    events: list[RunEvent] = []
+    res = execute(ctx, p, confirmed_by="tester", on_event=events.append)
+    assert res.outcome == "success", res.message
+    assert res.verified is True and not res.not_done
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "plan" and kinds[-1] == "done"
+    assert "verify_started" in kinds and "verify_done" in kinds
+    assert kinds.count("step_done") == len(p.steps)
+    audit = Audit(ctx.journal)
+    run = audit.run(res.run_id)
+    assert run is not None and run["outcome"] == "success" and run["user"] == ctx.user
+    assert run["confirmed_by"] == "tester"
+    steps = audit.steps(res.run_id)
+    assert [s["command"] for s in steps] == [s.command for s in p.steps]
+    assert all(s["status"] == "done" and s["rc"] == 0 for s in steps)
+    assert audit.locks("lab") == []
+    return res, events
+
+
+def flags(lab: Lab) -> list[str]:
+    return str(lab.ceph("osd", "dump").get("flags", "")).split(",")
+
+
+# ------------------------------------------------------------------ OSD runbooks
+
+
+def test_osd_remount_fixes_unmounted_out_osd(lab: Lab, env: Env, ctx: RunContext,
+                                             request: pytest.FixtureRequest) -> None:
+    wait_health(lab, "HEALTH_OK")
+    before_health = health(lab)
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
+    lab.break_("osd-unmounted", osd=1, out=True)
+    f = find(env, "OSD_DATA_UNMOUNTED", "osd.1")
+    assert f is not None and f.runbook == "osd-remount"
+    p = plan_unchanged(lab, ctx, "osd-remount", "osd.1")
+    assert p.params["host"] == "node2" and p.params["was_in"] is False
+    assert str(p.params["device"]).startswith("/dev/loop")
+    titles = [s.title for s in p.steps]
+    assert titles[0] == "set noout for the duration" and "mark osd.1 in" in titles[-2]
+    assert p.steps[-1].cleanup_of == 1
+    run_ok(ctx, p)
+    assert lab.osd_up(1) is True
+    assert "noout" not in flags(lab)
+    assert find(env, "OSD_DATA_UNMOUNTED", "osd.1") is None
+    wait_health(lab, before_health)
+
+
+def test_osd_start_and_osd_in(lab: Lab, env: Env, ctx: RunContext,
+                              request: pytest.FixtureRequest) -> None:
+    wait_health(lab, "HEALTH_OK")
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=2))
+    # daemon stopped, data still mounted, then marked out
+    lab.stop("osd.2")
+    lab.ceph("osd", "down", "2", check=False)
+    poll(lambda: lab.osd_up(2) is False, 60, "osd.2 down")
+    lab.ceph("osd", "out", "2")
+    f = find(env, "OSD_DAEMON_STOPPED", "osd.2")
+    assert f is not None and f.runbook == "osd-start"
+    # osd-remount is refused: the data dir is mounted
+    with pytest.raises(Refused, match="already mounted"):
+        plan(ctx, "osd-remount", "osd.2")
+    p = plan_unchanged(lab, ctx, "osd-start", "osd.2")
+    assert [s.title for s in p.steps][-1] == "mark osd.2 in (it was out)"
+    run_ok(ctx, p)
+    assert lab.osd_up(2) is True
+    wait_health(lab, "HEALTH_OK")
+    # up but out -> osd-in
+    lab.ceph("osd", "out", "2")
+    f = find(env, "OSD_UP_OUT", "osd.2")
+    assert f is not None and f.runbook == "osd-in"
+    p = plan_unchanged(lab, ctx, "osd-in", "osd.2")
+    assert [s.command for s in p.steps] == ["ceph osd in 2"]
+    run_ok(ctx, p)
+    wait_health(lab, "HEALTH_OK")
+
+
+def test_failed_start_stops_reports_audits_and_clears_noout(
+        lab: Lab, env: Env, ctx: RunContext, request: pytest.FixtureRequest) -> None:
+    wait_health(lab, "HEALTH_OK")
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
+    lab.break_("osd-unmounted", osd=1, out=True)
+    bad_hosts = tuple(dataclasses.replace(h, osd_start=("ceph-osd", "-c",
+                                                         "/nonexistent/ceph.conf", "-i",
+                                                         "{id}"))
+                      for h in ctx.target.hosts)
+    bad = dataclasses.replace(ctx, target=dataclasses.replace(ctx.target, hosts=bad_hosts))
+    p = plan(bad, "osd-remount", "osd.1")
+    assert "/nonexistent/ceph.conf" in p.steps[2].command
+    res = execute(bad, p, confirmed_by="tester")
+    assert res.outcome == "failed"
+    assert "step 3" in res.message and "Not done" in res.message
+    assert res.done == ("1. set noout for the duration",
+                        f"2. mount {p.params['device']} on {p.params['data_dir']}",
+                        "6. clear noout")
+    assert res.not_done == ("3. start the osd.1 daemon", "4. wait until osd.1 is up",
+                            "5. mark osd.1 in (it was out)")
+    assert "noout" not in flags(lab)
+    assert lab.osd_up(1) is False
+    audit = Audit(ctx.journal)
+    run = audit.run(res.run_id)
+    assert run is not None and run["outcome"] == "failed"
+    st = {s["idx"]: s for s in audit.steps(res.run_id)}
+    assert st[3]["status"] == "failed" and st[3]["rc"] not in (0, None)
+    assert st[6]["status"] == "done" and 4 not in st and 5 not in st
+    assert audit.locks("lab") == []
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
+        lab: Lab, env: Env, ctx: RunContext, cfg: Path,
+        request: pytest.FixtureRequest) -> None:
+    with pytest.raises(Refused, match="osd.9 does not exist in the osdmap"):
+        plan(ctx, "osd-remount", "osd.9")
+    with pytest.raises(Refused, match="not an OSD name"):
+        plan(ctx, "osd-start", "osd.1; reboot")
+    r = cli(cfg, "plan", "osd-in", "osd.42")
+    assert r.returncode == 64 and "osd.42 does not exist" in r.stderr
+    assert "Traceback" not in r.stderr
+
+    wait_health(lab, "HEALTH_OK")
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
+    lab.break_("osd-unmounted", osd=1, out=True)
+    before = state(lab)
+    # no confirmation, no terminal: refused, nothing run
+    r = cli(cfg, "fix", "osd-remount", "osd.1")
+    assert r.returncode == 64 and "not confirmed" in r.stderr
+    assert "$ ceph osd set noout" in r.stdout
+    # a live lock held by someone else (this test process)
+    p = plan(ctx, "osd-remount", "osd.1")
+    audit = Audit(ctx.journal)
+    lid = audit.acquire("lab", "osd.1", "alice", "osd-remount osd.1")
+    with pytest.raises(Refused, match="locked by alice"):
+        execute(ctx, p, confirmed_by="tester")
+    assert state(lab) == before
+    assert [lk.target for lk in audit.locks("lab")] == ["osd.1"]  # other lock untouched
+    r = cli(cfg, "locks", "--clear", "osd.1")
+    assert r.returncode == 64 and "still running" in r.stderr
+    audit.release(lid)
+    # a stale lock: its process is gone
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    audit.acquire("lab", "osd.1", "bob", "osd-remount osd.1", pid=dead.pid)
+    assert [lk.target for lk in audit.stale_locks("lab")] == ["osd.1"]
+    with pytest.raises(Refused, match="stale"):
+        execute(ctx, p, confirmed_by="tester")
+    r = cli(cfg, "locks")
+    assert "stale" in r.stdout
+    r = cli(cfg, "locks", "--clear", "osd.1")
+    assert r.returncode == 0, r.stderr
+    assert audit.locks("lab") == []
+    assert state(lab) == before
+    # PGs are not clean while osd.1 is out: pool-pg-num refuses
+    wait_health(lab, "HEALTH_WARN")
+    assert not lab.pgs_clean()
+    with pytest.raises(Refused, match="active\\+clean"):
+        plan(ctx, "pool-pg-num", "rbd")
+
+
+def test_fix_by_finding_via_cli(lab: Lab, cfg: Path, request: pytest.FixtureRequest) -> None:
+    wait_health(lab, "HEALTH_OK")
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=0))
+    lab.break_("osd-unmounted", osd=0, out=True)
+    r = cli(cfg, "fix", "--finding", "OSD_DATA_UNMOUNTED", "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "success" in r.stdout and "verified" in r.stdout
+    r = cli(cfg, "audit", "--last", "5")
+    assert "osd-remount" in r.stdout and "success" in r.stdout
+    r = cli(cfg, "fix", "--finding", "OSD_DATA_UNMOUNTED", "--yes")
+    assert r.returncode == 64 and "no OSD_DATA_UNMOUNTED finding" in r.stderr
+    wait_health(lab, "HEALTH_OK")
+
+
+# ------------------------------------------------------------------ pools
+
+
+def test_cache_tier_tune(lab: Lab, env: Env, ctx: RunContext,
+                         request: pytest.FixtureRequest) -> None:
+    wait_health(lab, "HEALTH_OK")
+    before_health = health(lab)
+    request.addfinalizer(lambda: lab.heal("cache-tier-misconfigured"))
+    lab.break_("cache-tier-misconfigured")
+    codes = {f.code for f in findings(env) if f.target == CACHE_POOL}
+    assert {"CACHE_NO_TARGET", "CACHE_RATIO_ORDER", "CACHE_NO_HIT_SET"} <= codes
+    p = plan_unchanged(lab, ctx, "cache-tier-tune", CACHE_POOL)
+    ba = p.before_after
+    assert ba["target_max_bytes"][0] == 0 and ba["target_max_bytes"][1] > 0
+    assert ba["cache_target_full_ratio"] == (0.5, 0.8)
+    assert ba["cache_target_dirty_ratio"] == (0.8, 0.4)
+    assert ba["hit_set_type"] == ("none", "bloom")
+    run_ok(ctx, p)
+    pools = {x["pool_name"]: x for x in lab.ceph("osd", "pool", "ls", "detail")}
+    c = pools[CACHE_POOL]
+    assert c["target_max_bytes"] == ba["target_max_bytes"][1]
+    assert (c["cache_target_dirty_ratio_micro"], c["cache_target_dirty_high_ratio_micro"],
+            c["cache_target_full_ratio_micro"]) == (400000, 600000, 800000)
+    assert c["hit_set_params"]["type"] == "bloom"
+    assert not {f.code for f in findings(env) if f.target == CACHE_POOL} & set(p.verify_codes)
+    wait_health(lab, before_health)
+
+
+def test_pool_pg_num(lab: Lab, env: Env, ctx: RunContext,
+                     request: pytest.FixtureRequest) -> None:
+    wait_health(lab, "HEALTH_OK")
+    before_health = health(lab)
+    request.addfinalizer(lambda: lab.heal("pool-few-pgs"))
+    lab.break_("pool-few-pgs")
+    f = find(env, "POOL_PG_NUM_LOW", FEW_PG_POOL)
+    assert f is not None and f.runbook == "pool-pg-num"
+    p = plan_unchanged(lab, ctx, "pool-pg-num", FEW_PG_POOL)
+    want = int(f.evidence["ideal_pg_num"])
+    assert p.params["target"] == want
+    sets = [s.command for s in p.steps if s.command.startswith("ceph osd pool set")]
+    n, expect = 4, []
+    while n <= want:
+        expect += [f"ceph osd pool set {FEW_PG_POOL} pg_num {n}",
+                   f"ceph osd pool set {FEW_PG_POOL} pgp_num {n}"]
+        n *= 2
+    assert sets == expect
+    assert sum(1 for s in p.steps if s.title.startswith("wait")) == len(expect) // 2
+    run_ok(ctx, p)
+    pools = {x["pool_name"]: x for x in lab.ceph("osd", "pool", "ls", "detail")}
+    assert pools[FEW_PG_POOL]["pg_num"] == want and pools[FEW_PG_POOL]["pgp_num"] == want
+    assert lab.pgs_clean()
+    wait_health(lab, before_health)
+
+
+# ------------------------------------------------------------------ Swift
+
+
+def test_swift_device_remount(lab: Lab, env: Env, ctx: RunContext,
+                              request: pytest.FixtureRequest) -> None:
+    request.addfinalizer(lambda: lab.heal("swift-device-unmounted", device="d2"))
+    lab.break_("swift-device-unmounted", device="d2")
+    f = find(env, "SWIFT_DEVICE_UNMOUNTED", "d2@node2")
+    assert f is not None and f.runbook == "swift-device-remount"
+    with pytest.raises(Refused, match="no ring lists device d2 on node1"):
+        plan(ctx, "swift-device-remount", "d2@node1")
+    p = plan_unchanged(lab, ctx, "swift-device-remount", "d2@node2")
+    assert p.params["mountpoint"] == str(lab.swift_node / "d2")
+    assert any("/recon/unmounted" in s.command for s in p.steps)
+    run_ok(ctx, p)
+    assert os.path.ismount(lab.swift_node / "d2")
+    assert find(env, "SWIFT_DEVICE_UNMOUNTED", "d2@node2") is None
+
+
+def test_swift_ring_rebalance(lab: Lab, env: Env, ctx: RunContext,
+                              request: pytest.FixtureRequest) -> None:
+    request.addfinalizer(lambda: lab.heal("swift-ring-bad"))
+    lab.break_("swift-ring-bad", mode="drift")
+    fixable = [f for f in findings(env) if f.runbook == "swift-ring-rebalance"]
+    assert any(f.target == "object" for f in fixable), fixable
+    builder = lab.swift_etc / "object.builder"
+    ring = lab.swift_etc / "object.ring.gz"
+    p = plan_unchanged(lab, ctx, "swift-ring-rebalance", "object")
+    assert "balance %" in p.before_after and "dispersion %" in p.before_after
+    with pytest.raises(Refused, match="plan-only"):
+        execute(ctx, p, confirmed_by="tester")
+    pa = plan(ctx, "swift-ring-rebalance", "object", {"apply": True})
+    if pa.params["min_part_seconds_left"] > 0:
+        with pytest.raises(Refused, match="min_part_hours"):
+            execute(ctx, pa, confirmed_by="tester")
+        subprocess.run(["swift-ring-builder", str(builder), "pretend_min_part_hours_passed"],
+                       check=True, capture_output=True)
+        pa = plan(ctx, "swift-ring-rebalance", "object", {"apply": True})
+    ring_md5 = hashlib.md5(ring.read_bytes()).hexdigest()
+    res, _ = run_ok(ctx, pa)
+    assert hashlib.md5(ring.read_bytes()).hexdigest() != ring_md5
+    backups = list((lab.swift_etc / "backups").glob("*.object.builder"))
+    assert backups and any((lab.swift_etc / "backups").glob("*.object.ring.gz"))
+    assert not [f for f in findings(env) if f.target == "object"
+                and f.code in pa.verify_codes]
