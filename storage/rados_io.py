@@ -267,7 +267,8 @@ class RadosIO:
                   max_bytes: int | None = None, objects: Sequence[str] = (),
                   prefix: str = OBJ_PREFIX + "x_", cancel: threading.Event | None = None,
                   on_tick: Callable[[Tick], None] | None = None,
-                  tick_s: float = 0.5, seed: int | None = None) -> RawRun:
+                  tick_s: float = 0.5, seed: int | None = None,
+                  reapers: int | None = None) -> RawRun:
         """One timed phase. ``write`` creates objects ``prefix + N``; ``seq`` reads
         ``objects`` once in order; ``rand`` reads random ones until the time is up."""
         if mode not in MODES:
@@ -277,7 +278,8 @@ class RadosIO:
         ioctx = self.cluster.open_ioctx(pool)
         try:
             return _drive(ioctx, mode, op_size, concurrency, duration_s, max_ops, max_bytes,
-                          list(objects), prefix, cancel, on_tick, tick_s, seed)
+                          list(objects), prefix, cancel, on_tick, tick_s, seed,
+                          reapers or default_reapers(op_size, concurrency))
         finally:
             ioctx.close()
 
@@ -297,34 +299,63 @@ def pgs_all_clean(status: dict[str, Any]) -> bool:
     return clean == total
 
 
+def _merge(run: RawRun, parts: Sequence[RawRun]) -> None:
+    for p in parts:
+        run.lat_ns.extend(p.lat_ns)
+        for k, v in p.errors.items():
+            run.errors[k] = run.errors.get(k, 0) + v
+        for i, (o, b, ln) in enumerate(zip(p.sec_ops, p.sec_bytes, p.sec_lat_ns)):
+            while len(run.sec_ops) <= i:
+                run.sec_ops.append(0)
+                run.sec_bytes.append(0)
+                run.sec_lat_ns.append(0)
+            run.sec_ops[i] += o
+            run.sec_bytes[i] += b
+            run.sec_lat_ns[i] += ln
+        run.reap_cpu_s += p.reap_cpu_s
+    run.ops = sum(run.sec_ops)
+    run.bytes = sum(run.sec_bytes)
+
+
+def default_reapers(op_size: int, concurrency: int) -> int:
+    """One in-order reaper keeps pace for small ops (cheapest per op); large ops complete
+    out of order often enough that a slow head-of-line op would idle the other slots, so
+    they get a few reapers (each still waits in order on what it took)."""
+    return 1 if op_size < 1024 * 1024 else max(1, min(4, concurrency))
+
+
 def _drive(ioctx: Any, mode: str, op_size: int, concurrency: int, duration_s: float,
            max_ops: int | None, max_bytes: int | None, objects: list[str], prefix: str,
            cancel: threading.Event | None, on_tick: Callable[[Tick], None] | None,
-           tick_s: float, seed: int | None) -> RawRun:
+           tick_s: float, seed: int | None, reapers: int = 1) -> RawRun:
     run = RawRun(mode, op_size, concurrency, time.time())
     slots = threading.Semaphore(concurrency)
     inflight: "queue.SimpleQueue[tuple[Any, int] | None]" = queue.SimpleQueue()
     perf_ns = time.perf_counter_ns
+    data = os.urandom(op_size) if mode == "write" else b""  # made before the clock starts
     start_ns = perf_ns()
-    lat = run.lat_ns
-    sec_ops, sec_bytes, sec_lat = run.sec_ops, run.sec_bytes, run.sec_lat_ns
-    errors = run.errors
-    done = [0, 0]  # ops, bytes completed (read by the submitter for progress)
+    done = [[0, 0] for _ in range(reapers)]  # per reaper: ops, bytes (progress only)
+    parts: list[RawRun] = [RawRun(mode, op_size, concurrency, 0.0) for _ in range(reapers)]
 
-    def reap() -> None:
+    def reap(k: int) -> None:
+        # each reaper keeps its own tallies (merged at the end): no lock on the hot path
+        part = parts[k]
+        lat, errors = part.lat_ns, part.errors
+        sec_ops, sec_bytes, sec_lat = part.sec_ops, part.sec_bytes, part.sec_lat_ns
+        mine = done[k]
         c0 = time.thread_time()
         while True:
             item = inflight.get()
             if item is None:
-                run.reap_cpu_s = time.thread_time() - c0
+                part.reap_cpu_s = time.thread_time() - c0
                 return
             comp, t0 = item
             comp.wait_for_complete()
             t1 = perf_ns()
             rv = comp.get_return_value()
             if rv < 0:
-                k = _err_name(rv)
-                errors[k] = errors.get(k, 0) + 1
+                e = _err_name(rv)
+                errors[e] = errors.get(e, 0) + 1
             else:
                 d = t1 - t0
                 lat.append(d)
@@ -336,13 +367,14 @@ def _drive(ioctx: Any, mode: str, op_size: int, concurrency: int, duration_s: fl
                 sec_ops[s] += 1
                 sec_bytes[s] += op_size
                 sec_lat[s] += d
-                done[0] += 1
-                done[1] += op_size
+                mine[0] += 1
+                mine[1] += op_size
             slots.release()
 
-    reaper = threading.Thread(target=reap, name="rados-reaper", daemon=True)
-    reaper.start()
-    data = os.urandom(op_size) if mode == "write" else b""
+    threads = [threading.Thread(target=reap, args=(k,), name=f"rados-reaper-{k}", daemon=True)
+               for k in range(reapers)]
+    for th in threads:
+        th.start()
     rng = random.Random(seed)
     end_ns = start_ns + int(duration_s * 1e9)
     next_tick = start_ns + int(tick_s * 1e9)
@@ -380,17 +412,20 @@ def _drive(ioctx: Any, mode: str, op_size: int, concurrency: int, duration_s: fl
                 submitted_bytes += op_size
                 if on_tick is not None and now >= next_tick:
                     next_tick = now + int(tick_s * 1e9)
-                    on_tick(Tick((now - start_ns) / 1e9, done[0], done[1], duration_s, mode))
+                    on_tick(Tick((now - start_ns) / 1e9, sum(d[0] for d in done),
+                                 sum(d[1] for d in done), duration_s, mode))
                 continue
             slots.release()
             break
     finally:
         run.submit_cpu_s = time.thread_time() - tcpu0
-        inflight.put(None)
-        reaper.join()
+        for _ in threads:
+            inflight.put(None)
+        for th in threads:
+            th.join()
     run.elapsed_s = (perf_ns() - start_ns) / 1e9
     run.client_cpu_s = time.process_time() - cpu0
-    run.ops, run.bytes = done[0], done[1]
+    _merge(run, parts)
     if on_tick is not None:
         on_tick(Tick(run.elapsed_s, run.ops, run.bytes, duration_s, mode))
     return run
