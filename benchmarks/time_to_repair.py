@@ -1,0 +1,139 @@
+"""Time to repair on the lab: unmounted+out OSD -> detect -> plan -> run -> verify.
+
+Each cycle: ``Lab.break_("osd-unmounted", out=True)`` (not timed), then
+  detect: ``stordoc check`` (collect with host facts + all checks) until OSD_DATA_UNMOUNTED
+          names the OSD,
+  plan:   ``runbooks.api.plan`` for the runbook the finding names (fresh snapshot),
+  run:    ``execute`` from the first step to the last (noout, mount, start, wait up, in,
+          unset noout),
+  verify: the runbook's own verification (re-running the triggering checks) plus a final
+          full ``stordoc check`` that must show no finding on that OSD.
+Between cycles the script waits for HEALTH_OK (not timed). With ``--cli`` the same cycle
+runs through the real command line (``stordoc check``, ``stordoc fix --finding ... --yes``,
+``stordoc check``) and reports wall times per command.
+
+Usage: .venv/bin/python benchmarks/time_to_repair.py --dir /var/tmp/sd-lab-rb \
+           --port-base 17800 --cycles 5 [--osd 1] [--cli]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runbooks.api import RunEvent, execute, plan  # noqa: E402
+from storage.lab import Lab  # noqa: E402
+from stordoc.env import Env  # noqa: E402
+from stordoc.settings import load_settings  # noqa: E402
+
+
+def wait_healthy(lab: Lab, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        h = lab.ceph("health", check=False)
+        if isinstance(h, dict) and h.get("status") == "HEALTH_OK" and lab.pgs_clean():
+            return
+        time.sleep(1)
+    raise SystemExit("the lab did not return to HEALTH_OK")
+
+
+def cycle_api(env: Env, lab: Lab, osd: int) -> dict[str, float]:
+    lab.break_("osd-unmounted", osd=osd, out=True)
+    target = f"osd.{osd}"
+    t0 = time.monotonic()
+    finding = None
+    while finding is None:
+        out = env.check("lab", source="bench")
+        finding = next((f for f in out.report.findings
+                        if f.code == "OSD_DATA_UNMOUNTED" and f.target == target), None)
+        if finding is None and time.monotonic() - t0 > 120:
+            raise SystemExit("OSD_DATA_UNMOUNTED never showed up")
+    t1 = time.monotonic()
+    ctx = env.run_context("lab", source="bench")
+    assert finding.runbook is not None
+    p = plan(ctx, finding.runbook, target)
+    t2 = time.monotonic()
+    marks: dict[str, float] = {}
+
+    def on_event(ev: RunEvent) -> None:
+        marks.setdefault(ev.kind, time.monotonic())
+
+    res = execute(ctx, p, confirmed_by="bench", on_event=on_event)
+    if res.outcome != "success":
+        raise SystemExit(f"fix failed: {res.message}")
+    t3 = time.monotonic()
+    final = env.check("lab", source="bench")
+    left = [f for f in final.report.findings if f.entity == target or f.target == target]
+    if left:
+        raise SystemExit(f"not clean after the fix: {[f.code for f in left]}")
+    t4 = time.monotonic()
+    run_end = marks.get("verify_started", t3)
+    return {"detect": t1 - t0, "plan": t2 - t1, "run": run_end - t2,
+            "verify": (t3 - run_end) + (t4 - t3), "total": t4 - t0}
+
+
+def cycle_cli(cfg: str, lab: Lab, osd: int) -> dict[str, float]:
+    lab.break_("osd-unmounted", osd=osd, out=True)
+    base = [sys.executable, "-m", "stordoc", "--config", cfg]
+    envv = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+    def run(*args: str) -> tuple[int, float]:
+        t = time.monotonic()
+        p = subprocess.run([*base, *args], capture_output=True, text=True, cwd=ROOT,
+                           env=envv, timeout=600)
+        return p.returncode, time.monotonic() - t
+
+    rc1, detect = run("check")
+    rc2, fix = run("fix", "--finding", "OSD_DATA_UNMOUNTED", "--entity", f"osd.{osd}",
+                   "--yes")
+    rc3, clean = run("check")
+    if rc1 == 0 or rc2 != 0:
+        raise SystemExit(f"cli cycle failed: check rc {rc1}, fix rc {rc2}")
+    return {"detect": detect, "fix (plan+run+verify)": fix, "final check": clean,
+            "final check rc": float(rc3), "total": detect + fix + clean}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", default="/var/tmp/sd-lab-rb")
+    ap.add_argument("--port-base", type=int, default=17800)
+    ap.add_argument("--cycles", type=int, default=5)
+    ap.add_argument("--osd", type=int, default=1)
+    ap.add_argument("--cli", action="store_true", help="time the real CLI commands")
+    args = ap.parse_args()
+    lab = Lab(args.dir, args.port_base)
+    cfg = str(lab.config_path)
+    env = Env(load_settings(cfg))
+    rows: list[dict[str, float]] = []
+    try:
+        for i in range(args.cycles):
+            wait_healthy(lab)
+            r = cycle_cli(cfg, lab, args.osd) if args.cli else cycle_api(env, lab, args.osd)
+            rows.append(r)
+            print(f"cycle {i + 1}: " + ", ".join(f"{k} {v:.2f}s" for k, v in r.items()),
+                  flush=True)
+    finally:
+        env.close()
+        wait_healthy(lab)
+    med: dict[str, Any] = {k: round(statistics.median(r[k] for r in rows), 2)
+                           for k in rows[0]}
+    print(f"median over {len(rows)} cycles: "
+          + ", ".join(f"{k} {v:.2f}s" for k, v in med.items()))
+    print(json.dumps({"cycles": len(rows), "mode": "cli" if args.cli else "api",
+                      "median_s": med, "max_total_s": round(max(r["total"] for r in rows), 2),
+                      "goal_s": 60}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
