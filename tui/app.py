@@ -40,9 +40,11 @@ SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
     "swift": ("w", "Swift rings", S.SwiftScreen),
     "findings": ("f", "Findings", S.FindingsScreen),
     "history": ("h", "History", S.HistoryScreen),
+    "bench": ("b", "Benchmarks", S.BenchScreen),
 }
 
-ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm"})
+ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm", "bench_launch",
+                            "bench_cancel"})
 """Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
 
 
@@ -112,7 +114,8 @@ class StordocApp(App[None]):
         self.title = f"stordoc · {self.cluster}" + (" · read-only" if read_only else "")
         if bindings:
             known = {b.id for b in self.BINDINGS if isinstance(b, Binding) and b.id}
-            known |= {"filter", "fix", "apply", "cancel_run", "osd_state", "osd_host", "confirm"}
+            known |= {"filter", "fix", "apply", "cancel_run", "osd_state", "osd_host", "confirm",
+                      "bench_launch", "bench_cancel"}
             bad = sorted(set(bindings) - known)
             if bad:
                 raise ValueError(f"tui.bindings: unknown action(s) {', '.join(bad)}; "
@@ -219,7 +222,7 @@ class StordocApp(App[None]):
         text = str(err) if isinstance(err, ActionRefused) else f"{type(err).__name__}: {err}"
         if w.group == "refresh":
             self._refresh_error(text)
-        elif isinstance(w.node, S.RunbookScreen):
+        elif isinstance(w.node, (S.RunbookScreen, S.BenchScreen)) and w.group != "bench-history":
             w.node.worker_failed(w.group, err if err is not None else Exception(text))
         else:
             self.notify(f"{w.group}: {text}", severity="error", timeout=6)
@@ -272,7 +275,7 @@ class StordocApp(App[None]):
 
     def action_refresh(self) -> None:
         scr = self.screen
-        if isinstance(scr, S.HistoryScreen):
+        if isinstance(scr, (S.HistoryScreen, S.BenchScreen)):
             scr.tick()
         self.request_refresh(force=True)
 

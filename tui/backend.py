@@ -56,6 +56,33 @@ class RunView:
 EventSink = Callable[[RunEvent], None]
 
 
+@dataclass(frozen=True)
+class BenchProgressView:
+    phase: str
+    elapsed_s: float
+    planned_s: float
+    ops_s: float
+    mb_s: float
+
+
+@dataclass(frozen=True)
+class BenchView:
+    """A finished benchmark: status, one row per phase, and the verdict lines."""
+
+    status: str
+    message: str
+    results: tuple[dict[str, Any], ...] = ()
+    comparison: tuple[str, ...] = ()
+    chart: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+ProgressSink = Callable[[BenchProgressView], None]
+
+
 class Backend(Protocol):
     def clusters(self) -> Sequence[str]: ...
 
@@ -76,6 +103,15 @@ class Backend(Protocol):
     def findings_of(self, run_id: int) -> list[dict[str, Any]]: ...
 
     def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
+
+    def bench_available(self) -> bool: ...
+
+    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView: ...
+
+    def bench_run(self, cluster: str, plan: PlanView, on_progress: ProgressSink,
+                  cancel: threading.Event) -> BenchView: ...
+
+    def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]: ...
 
 
 # --------------------------------------------------------------------------- adapters
@@ -217,6 +253,73 @@ class EnvBackend:
         return [dict(r) for r in a.runs(limit=limit, cluster=cluster)]
 
 
+    # -- benchmarks (runbooks.bench.api): plan, confirm, run with live progress, compare
+    def _bench(self) -> Any:
+        try:
+            from runbooks.bench import api
+        except ImportError as e:
+            raise ActionRefused(f"benchmarks are not available: {e}") from None
+        return api
+
+    def bench_available(self) -> bool:
+        try:
+            self._bench()
+        except ActionRefused:
+            return False
+        return True
+
+    def _limits(self, api: Any) -> Any:
+        return api.BenchLimits.from_mapping(self.env.settings.bench.model_dump())
+
+    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView:
+        api = self._bench()
+        try:
+            ctx = self.env.run_context(cluster, self.source)
+            opts = api.BenchOptions(**dict(options))
+            p = api.plan_bench(ctx, kind, opts, self._limits(api))
+        except (api.Refused, TypeError, ValueError) as e:
+            raise ActionRefused(str(e)) from None
+        return PlanView(f"bench {kind}", p.where, tuple(p.lines()), True, raw=(ctx, p))
+
+    def bench_run(self, cluster: str, plan: PlanView, on_progress: ProgressSink,
+                  cancel: threading.Event) -> BenchView:
+        api = self._bench()
+        ctx, p = plan.raw
+
+        def progress(pr: Any) -> None:
+            on_progress(BenchProgressView(str(pr.phase), float(pr.elapsed_s),
+                                          float(pr.planned_s), float(pr.ops_s),
+                                          float(pr.mb_s)))
+
+        try:
+            rep = api.run_bench(ctx, p.kind, p.options, progress, cancel, self._limits(api),
+                                plan=p, confirmed_by=ctx.user)
+        except api.Refused as e:
+            raise ActionRefused(str(e)) from None
+        comp: list[str] = []
+        chart = ""
+        if rep.results:
+            try:
+                for c in api.compare(ctx, rep, limits=self._limits(api)):
+                    comp += c.lines()
+            except api.Refused as e:
+                comp.append(f"no comparison: {e}")
+            try:
+                chart = api.chart_text(rep, width=100, height=16)
+            except Exception as e:  # a chart is a nicety; the numbers are shown anyway
+                chart = f"(no chart: {type(e).__name__}: {e})"
+        return BenchView(rep.status, rep.message, tuple(r.to_row() for r in rep.results),
+                         tuple(comp), chart)
+
+    def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]:
+        try:
+            api = self._bench()
+        except ActionRefused:
+            return []
+        ctx = self.env.run_context(cluster, self.source)
+        return [r.to_row() for r in api.history(ctx, limit)]
+
+
 @dataclass
 class SnapshotBackend:
     """Captured data: every refresh returns the same snapshot and report.
@@ -231,6 +334,7 @@ class SnapshotBackend:
     cluster_target: ClusterTarget | None = None
     history_rows: list[dict[str, Any]] = field(default_factory=list)
     audit_rows: list[dict[str, Any]] = field(default_factory=list)
+    bench_rows: list[dict[str, Any]] = field(default_factory=list)
     work: float = 0.0
     fresh: bool = False  # each refresh returns a new snapshot object (new taken_at)
     calls: int = 0
@@ -274,3 +378,16 @@ class SnapshotBackend:
 
     def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
         return self.audit_rows[:limit]
+
+    def bench_available(self) -> bool:
+        return True
+
+    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView:
+        raise ActionRefused("captured data: benchmarks cannot run against it")
+
+    def bench_run(self, cluster: str, plan: PlanView, on_progress: ProgressSink,
+                  cancel: threading.Event) -> BenchView:
+        raise ActionRefused("captured data: benchmarks cannot run against it")
+
+    def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]:
+        return self.bench_rows[:limit]

@@ -7,7 +7,7 @@ from typing import Any
 from textual.message import Message
 
 from checks.service import CheckOutcome
-from tui.backend import PlanView, RunEvent, RunView
+from tui.backend import BenchProgressView, BenchView, PlanView, RunEvent, RunView
 
 
 class Refreshed(Message):
@@ -53,3 +53,21 @@ class HistoryLoaded(Message):
         super().__init__()
         self.runs = runs
         self.audit = audit
+
+
+class BenchProgressed(Message):
+    def __init__(self, progress: BenchProgressView) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+class BenchFinished(Message):
+    def __init__(self, result: BenchView) -> None:
+        super().__init__()
+        self.result = result
+
+
+class BenchHistoryLoaded(Message):
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.rows = rows
