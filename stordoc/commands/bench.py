@@ -300,8 +300,7 @@ def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) 
             console.print(f"{r.workload} rep {r.rep}: efficiency {eff['efficiency']:.0%} of "
                           f"{eff['limit_mb_s']:,.1f} MB/s ({eff['bound_by']} limit)")
         if r.kind == "limits":
-            console.print(f"{r.params.get('host')}: {json.dumps(r.extra, default=str)}",
-                          markup=False)
+            console.print(_limits_line(r), markup=False)
     for w in report.warnings:
         console.print(f"warning: {w}", markup=False)
     console.print(f"{report.status}: {report.message}", markup=False)
@@ -313,6 +312,26 @@ def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) 
                                     with_verdict=False), markup=False)
     if a.chart:
         console.print(f"chart written to {a.chart}")
+
+
+def _limits_line(r: Any) -> str:
+    x = r.extra
+    parts = [f"{x.get('host')} (osd {', '.join(map(str, x.get('osds') or [])) or '-'}):"]
+    d = x.get("disk") or {}
+    if d.get("error"):
+        parts.append(f"disk: {d['error']}")
+    elif d:
+        parts.append(f"disk write {_fmt(d.get('write_mb_s'), 1)} MB/s, read "
+                     f"{_fmt(d.get('read_mb_s'), 1)} MB/s ({d.get('tool')}, "
+                     f"{d.get('size', 0) // 2**20} MiB scratch file in {d.get('dir')});")
+    n = x.get("net") or {}
+    if n.get("error"):
+        parts.append(f"network: {n['error']}")
+    elif n:
+        parts.append(f"network to {n.get('client_ip')} {_fmt(n.get('mb_s'), 1)} MB/s")
+    if x.get("error"):
+        parts.append(x["error"])
+    return " ".join(parts)
 
 
 def cmd_history(a: argparse.Namespace) -> int:
