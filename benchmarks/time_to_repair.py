@@ -31,10 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runbooks.api import RunEvent, execute, plan  # noqa: E402
-from storage.lab import Lab  # noqa: E402
-from stordoc.env import Env  # noqa: E402
-from stordoc.settings import load_settings  # noqa: E402
+from runbooks.api import RunEvent, execute, plan
+from storage.lab import Lab
+from stordoc.env import Env
+from stordoc.settings import load_settings
 
 
 def wait_healthy(lab: Lab, timeout: float = 300) -> None:
@@ -90,7 +90,7 @@ def cycle_cli(cfg: str, lab: Lab, osd: int) -> dict[str, float]:
     def run(*args: str) -> tuple[int, float]:
         t = time.monotonic()
         p = subprocess.run([*base, *args], capture_output=True, text=True, cwd=ROOT,
-                           env=envv, timeout=600)
+                           env=envv, timeout=600, check=False)
         return p.returncode, time.monotonic() - t
 
     rc1, detect = run("check")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import runbooks.catalog  # noqa: F401  (registers the runbooks, in the importing thread)
 from checks.engine import run_checks

@@ -8,8 +8,9 @@ registry refuses a name registered twice, like the check registry does for codes
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from runbooks.model import (
     HostOp,
@@ -82,9 +83,9 @@ class Runbook:
     def build(self, draft: Draft, snap: ClusterSnapshot, target: str) -> None:
         raise NotImplementedError
 
-    def check_run(self, plan: "Plan") -> None:
+    def check_run(self, plan: Plan) -> None:
         """Last refusal before anything runs (e.g. a plan-only runbook without apply)."""
-        return None
+        return
 
 
 _REGISTRY: dict[str, Runbook] = {}

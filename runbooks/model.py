@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from checks.model import Finding, Thresholds
 from storage.journal import Journal
@@ -68,10 +69,10 @@ class StepEnv:
     def __init__(self, ctx: RunContext, runner: Runner) -> None:
         self.ctx = ctx
         self.runner = runner
-        self._ceph: "CephClient | None" = None
+        self._ceph: CephClient | None = None
 
     @property
-    def ceph(self) -> "CephClient":
+    def ceph(self) -> CephClient:
         if self._ceph is None:
             from storage.ceph import CephClient
 

@@ -195,7 +195,7 @@ class OsdStart(Runbook):
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
-        ceph, osd = _down_osd(d, snap, target)
+        _, osd = _down_osd(d, snap, target)
         ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
         data_dir = _data_dir(ht, facts, d.ctx.target.ceph_cluster_name, osd.id)
         m = facts.mount_at(data_dir)

@@ -160,10 +160,11 @@ def pool_clean_probe(pool: str, pg_num: int) -> Any:
                   for s in pgmap.get("pgs_by_state", [])}
         total = int(pgmap.get("num_pgs", 0))
         clean = states.get("active+clean", 0)
-        msg = (f"pool {pool} pg_num {cur.get('pg_num')} pgp_num {cur.get('pgp_num')}; "
-               f"{clean}/{total} PGs active+clean")
-        done = int(cur.get("pg_num", 0)) == pg_num and int(cur.get("pgp_num", 0)) == pg_num \
-            and total > 0 and clean == total
+        # ``osd pool ls detail`` names pgp_num "pg_placement_num"
+        pgp = int(cur.get("pg_placement_num", cur.get("pgp_num", 0)) or 0)
+        pgn = int(cur.get("pg_num", 0) or 0)
+        msg = f"pool {pool} pg_num {pgn} pgp_num {pgp}; {clean}/{total} PGs active+clean"
+        done = pgn == pg_num and pgp == pg_num and total > 0 and clean == total
         return done, msg
 
     return probe

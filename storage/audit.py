@@ -20,8 +20,9 @@ import re
 import socket
 import sqlite3
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from storage.journal import Journal
 

@@ -27,7 +27,7 @@ console = Console(highlight=False)
 EXIT = {"success": 0, "verify_failed": 1, "failed": 2, "cancelled": 130}
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("runbooks", help="list the runbooks and the finding codes each fixes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runbooks)

@@ -20,11 +20,11 @@ from checks.model import REGISTRY
 from runbooks.api import (
     Refused,
     RunContext,
+    _run_step,
     list_runbooks,
     plan_from_snapshot,
     runbook_for_code,
 )
-from runbooks.api import _run_step  # noqa: PLC2701  (the one place a step runs)
 from runbooks.model import HostOp, StepEnv
 from storage.ceph import build_state, load_raw_dir
 from storage.hosts import HostPlan, collect_one
