@@ -155,7 +155,7 @@ class StordocBot:
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
         self.app = App(client=self.client, signing_secret=signing_secret,
-                       process_before_response=False)
+                       process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
         self.app.command(command)(self._on_command)
         self.app.event("app_mention")(self._on_mention)

@@ -52,12 +52,9 @@ class RedactingFilter(logging.Filter):
 
 
 def install(redactor: Redactor) -> RedactingFilter:
-    """Attach the filter to every handler of the root logger (where all records go)."""
+    """Attach the filter to every handler of the root logger (configure logging first)."""
     f = RedactingFilter(redactor)
     root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(level=logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for h in root.handlers:
         h.addFilter(f)
     return f

@@ -58,6 +58,7 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default 5 drops SYNs under bursts: 1 s retransmits
 
 
 class _Quiet(WSGIRequestHandler):
