@@ -162,3 +162,36 @@ async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
             assert app.state.data_at > good_at
     finally:
         env.close()
+
+
+@sync
+async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> None:
+    env = _env(lab, tmp_path)
+    app = StordocApp(EnvBackend(env), "lab", refresh_s=0, user="tui-test")
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "first data")
+            await pilot.press("b")
+            scr = app.screen
+            assert isinstance(scr, S.BenchScreen)
+            scr.query_one("#bench-duration").value = "3"
+            scr.query_one("#bench-conc").value = "4"
+            scr.query_one("#bench-size").value = "64"
+            await pilot.press("l")
+            await wait_until(pilot, lambda: isinstance(app.screen, S.ConfirmModal), 120,
+                             "the plan to confirm")
+            shown = plain(app.screen.query_one("#confirm-plan"))
+            assert "bench rados" in shown and "4 in flight, 3 s" in shown  # the form's values
+            await pilot.press("y")
+            await wait_until(pilot, lambda: scr.result is not None, 240, "the benchmark")
+            assert scr.result is not None and scr.result.ok, scr.result
+            assert scr.samples, "live progress arrived while it ran"
+            (row,) = scr.result.results
+            assert row["workload"] == "write" and row["ops_s"] > 0 and row["mb_s"] > 0
+            assert row["lat_p99_ms"] >= row["lat_p50_ms"] > 0
+            assert any(line.startswith("Verdict") for line in scr.result.comparison)
+            await wait_until(pilot, lambda: scr.query_one("#bench-history",
+                                                          DataTable).row_count >= 1,
+                             30, "the history")
+    finally:
+        env.close()

@@ -15,6 +15,7 @@ from checks.model import Finding, Severity
 from tests.unit.test_tui_data import (
     TAKEN_AT,
     audit,
+    bench_history,
     broken_findings,
     broken_snapshot,
     history,
@@ -40,7 +41,7 @@ def sync(fn: Any) -> Any:
 
 def backend(**kw: Any) -> SnapshotBackend:
     return SnapshotBackend(broken_snapshot(), broken_findings(), target(), history(), audit(),
-                           **kw)
+                           bench_history(), **kw)
 
 
 def make_app(b: SnapshotBackend | None = None, **kw: Any) -> StordocApp:
@@ -273,3 +274,30 @@ def test_help_lists_the_keys() -> None:
     text = asyncio.run(run())
     for word in ("OSDs", "Findings", "Refresh", "Pause", "Filter"):
         assert word in text
+
+
+@sync
+async def test_benchmarks_screen_history_and_refusals() -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.BenchScreen)
+        t = app.screen.query_one("#bench-history", DataTable)
+        assert [str(c) for c in t.get_row_at(0)][2:6] == ["write", "ok", "35.3", "141.11"]
+        assert [str(c) for c in t.get_row_at(1)][3] == "cancelled"
+        scr = app.screen
+        await pilot.press("l")
+        await wait_until(pilot, lambda: "cannot plan" in str(
+            scr.query_one("#bench-live").content))
+        assert not isinstance(app.screen, S.ConfirmModal)  # nothing to confirm
+        scr.query_one("#bench-duration").value = "soon"
+        scr.action_bench_launch()
+        await pilot.pause()
+        assert not scr.running  # a bad number is refused in one line, nothing planned
+    ro = make_app(read_only=True)
+    async with ro.run_test(size=SIZE) as pilot:
+        await settle(ro, pilot)
+        await pilot.press("b")
+        assert ro.check_action("bench_launch", ()) is False

@@ -169,3 +169,17 @@ def audit() -> list[dict[str, object]]:
              "confirmed_by": "alice", "started_at": TAKEN_AT - 7200,
              "message": "osd-remount osd.2: 4 step(s) done; verified: OSD_DATA_UNMOUNTED "
                         "cleared"}]
+
+
+def bench_history() -> list[dict[str, object]]:
+    """Two stored rados results, as runbooks.bench's BenchResult.to_row() gives them."""
+    base = {"cluster": "octopus", "kind": "rados", "engine": "native", "workload": "write",
+            "rep": 1, "status": "ok", "errors": 0, "params": {}, "series": []}
+    return [
+        {**base, "id": 2, "group_id": "g2", "started_at": TAKEN_AT - 120, "ops_s": 35.3,
+         "mb_s": 141.11, "lat_avg_ms": 438.9, "lat_p50_ms": 406.9, "lat_p90_ms": 622.3,
+         "lat_p99_ms": 867.6, "lat_max_ms": 880.9},
+        {**base, "id": 1, "group_id": "g1", "started_at": TAKEN_AT - 7200, "ops_s": 30.1,
+         "mb_s": 120.4, "lat_avg_ms": 510.2, "lat_p50_ms": 480.0, "lat_p90_ms": 700.5,
+         "lat_p99_ms": 910.0, "lat_max_ms": 990.1, "status": "cancelled"},
+    ]

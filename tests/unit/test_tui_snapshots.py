@@ -38,6 +38,7 @@ def _app(**kw: Any) -> Any:
     (("f", "down", "enter"), "finding_detail"),
     (("h",), "history"),
     (("question_mark",), "help"),
+    (("b",), "bench"),
 ])
 def test_screen_snapshot(snap_compare: Any, keys: tuple[str, ...], name: str) -> None:
     async def run_before(pilot: Any) -> None:
