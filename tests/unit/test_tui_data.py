@@ -1,4 +1,4 @@
-"""Captured data for the TUI tests: the Octopus JSON in ../shared/fixtures parsed by the
+"""Captured data for the TUI tests: the Octopus JSON in tests/fixtures parsed by the
 real parsers (storage.ceph), with a down+out osd.1 whose data dir is unmounted, a
 misconfigured writeback cache tier, lab-shaped Swift rings with an unmounted device, and
 the findings the checks report for that state (as captured from a check run).
@@ -30,9 +30,7 @@ from storage.model import (
 )
 from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
 
-OCTOPUS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "ceph-octopus"
-if not OCTOPUS.exists():  # repo checked out elsewhere: the copy next to the repo
-    OCTOPUS = Path("/work/shared/fixtures/ceph-octopus")
+OCTOPUS = Path(__file__).resolve().parents[1] / "fixtures" / "ceph-octopus"
 TAKEN_AT = 1_763_770_000.0
 FSID = "eccf3d48-859f-11ec-9de2-d72b3e8a3058"
 
