@@ -20,6 +20,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from slack_bolt import App, BoltResponse
@@ -448,7 +449,7 @@ class StordocBot:
             if cmd.kind not in kinds:
                 raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
                                f"(kinds: {', '.join(kinds)})")
-            return self.plan_reply(where, cluster, f"bench-{cmd.kind}", cluster,
+            return self.plan_reply(where, cluster, f"bench-{cmd.kind}", "bench",
                                    buttons=True, options=dict(cmd.options))
         if isinstance(cmd, g.Help):
             return r.help_reply(self.command, g.USAGE, cmd.topic)
@@ -581,20 +582,33 @@ class StordocBot:
         feed = ThreadFeed(send, self.throttle, where.channel)
         feed.push(f":arrow_forward: `{b.runbook} {b.target}` started by <@{where.user}>")
         cancel = threading.Event()
+        files: list[tuple[str, str, str]] = []
         try:
             res = self.backend.execute(pv, b.requested_by, where.user, feed.push, cancel)
+            files = res.files
             icon = ":white_check_mark:" if res.ok else ":x:"
             status = f"{icon} {res.summary}"
             verification = res.verification
+            for line in res.details:
+                feed.push(line)
         except Exception as e:
             log.error("runbook failed: %s", self.redactor.text(_fmt_exc()))
             status = f":x: runbook error: {type(e).__name__}: {self.redactor.text(str(e))[:300]}"
             verification = "not verified"
         feed.push(f"{status}\n*verification:* {verification}")
         feed.close()
+        for path, name, title in files:
+            try:
+                self.client.files_upload_v2(channel=where.channel, thread_ts=thread,
+                                            file=path, filename=name, title=title)
+            except Exception as e:
+                log.warning("chart upload failed: %s", self.redactor.text(str(e)))
+            finally:
+                Path(path).unlink(missing_ok=True)
         self._audit(where, b.cluster, "run", status[:100], f"{b.runbook} {b.target}")
         self.throttle.wait(where.channel)
-        closing = (f"{status} · verification: {verification} · confirmed by "
+        label = "verdict" if b.runbook.startswith("bench-") else "verification"
+        closing = (f"{status} · {label}: {verification} · confirmed by "
                    f"<@{where.user}>, requested by <@{b.requested_by}>")
         self.client.chat_update(channel=where.channel, ts=msg_ts,
                                 text=r.clip(f"{head}: {status}", 2900),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -38,6 +39,8 @@ class RunOutcome:
     summary: str
     verification: str
     run_id: int | None = None
+    details: list[str] = field(default_factory=list)  # extra lines (benchmark figures)
+    files: list[tuple[str, str, str]] = field(default_factory=list)  # (path, name, title)
 
 
 # Runbooks that change data placement or cluster-wide settings; the two-person rule
@@ -146,6 +149,8 @@ class Backend:
 
     def plan(self, cluster: str, runbook: str, target: str, user: str,
              options: Mapping[str, Any] | None = None) -> PlanView:
+        if runbook.startswith("bench-"):
+            return self.plan_bench(cluster, runbook[len("bench-"):], user, options or {})
         api = self.api
         refused = getattr(api, "Refused", ())
         ctx = self._ctx(cluster, user)
@@ -166,6 +171,8 @@ class Backend:
 
     def execute(self, pv: PlanView, requested_by: str, confirmed_by: str,
                 on_event: Callable[[str], None], cancel: threading.Event) -> RunOutcome:
+        if pv.runbook.startswith("bench-"):
+            return self.run_bench(pv, requested_by, confirmed_by, on_event, cancel)
         api = self.api
         ctx = self._ctx(pv.cluster, requested_by)
         try:
@@ -202,9 +209,117 @@ class Backend:
     # ------------------------------------------------------------------ benchmarks
     def bench_kinds(self) -> Sequence[str] | None:
         api = _module("runbooks.bench.api")
-        if api is None:
-            return None
-        kinds = getattr(api, "KINDS", None) or getattr(api, "kinds", None)
-        if callable(kinds):
-            kinds = kinds()
+        kinds = getattr(api, "KINDS", None) if api is not None else None
         return tuple(kinds) if kinds else None
+
+    def _bench_limits(self, api: Any) -> Any:
+        return api.BenchLimits.from_mapping(self.env.settings.bench.model_dump())
+
+    def plan_bench(self, cluster: str, kind: str, user: str,
+                   options: Mapping[str, Any]) -> PlanView:
+        api = _module("runbooks.bench.api")
+        if api is None:
+            raise BotError("benchmarks are not available in this installation")
+        opts = bench_options(api, options)
+        ctx = self._ctx(cluster, user)
+        try:
+            bp = api.plan_bench(ctx, kind, opts, self._bench_limits(api))
+        except api.Refused as e:
+            raise BotError(f"refused: {e}") from None
+        return PlanView(cluster, f"bench-{kind}", "bench", list(bp.lines()), False,
+                        (kind, opts, bp), bp.to_dict())
+
+    def run_bench(self, pv: PlanView, requested_by: str, confirmed_by: str,
+                  on_event: Callable[[str], None], cancel: threading.Event) -> RunOutcome:
+        import tempfile
+
+        api = _module("runbooks.bench.api")
+        assert api is not None
+        kind, opts, bp = pv.obj
+        ctx = self._ctx(pv.cluster, requested_by)
+        last: dict[str, Any] = {"at": 0.0, "phase": ""}
+
+        def progress(p: Any) -> None:  # a line per phase and about every 5 s, not per tick
+            now = time.monotonic()
+            if p.phase == last["phase"] and now - float(last["at"]) < 5.0:
+                return
+            last.update(at=now, phase=p.phase)
+            on_event(f":stopwatch: {p.phase} {p.rep}/{p.reps}: {p.elapsed_s:.0f}/"
+                     f"{p.planned_s:.0f} s, {p.ops_s:.0f} ops/s, {p.mb_s:.1f} MB/s")
+
+        lim = self._bench_limits(api)
+        try:
+            rep = api.run_bench(ctx, kind, opts, on_progress=progress, cancel=cancel,
+                                limits=lim, plan=bp, confirmed_by=confirmed_by)
+        except api.Refused as e:
+            return RunOutcome(False, f"refused: {e}", "not run")
+        details = []
+        for r in rep.results:
+            p50 = f"{r.lat_p50_ms:.1f}" if r.lat_p50_ms is not None else "-"
+            p99 = f"{r.lat_p99_ms:.1f}" if r.lat_p99_ms is not None else "-"
+            details.append(f"{r.workload}: {r.ops_s:.1f} ops/s, {r.mb_s:.2f} MB/s, latency "
+                           f"p50 {p50} ms p99 {p99} ms, errors {r.errors}")
+        verdict = "no comparison"
+        files: list[tuple[str, str, str]] = []
+        if rep.results:
+            try:
+                comps = api.compare(ctx, rep, None, lim)
+                rep.comparisons = comps
+                verdict = "; ".join(f"{c.workload}: {c.verdict}" for c in comps) or verdict
+            except api.Refused as e:
+                verdict = str(e)
+            try:
+                path = tempfile.mkstemp(prefix="stordoc-bench-", suffix=".png")[1]
+                api.chart_png(rep, path)
+                files.append((path, f"bench-{kind}-{rep.group_id}.png",
+                              f"bench {kind} on {pv.cluster}"))
+            except Exception as e:  # a chart is a bonus; the figures are in the thread
+                details.append(f"(no chart: {type(e).__name__}: {e})")
+        return RunOutcome(rep.ok, f"{rep.status}: {rep.message}", verdict,
+                          getattr(rep, "audit_run_id", None), details, files)
+
+
+_BENCH_KEYS = {"seconds": "duration_s", "duration": "duration_s", "concurrency": "concurrency",
+               "threads": "concurrency", "size": "size", "size_max": "size_max",
+               "modes": "modes", "mode": "modes", "repeat": "repeat", "ops": "ops",
+               "pool": "pool", "container": "container", "mix": "mix", "engine": "engine"}
+
+
+def bench_options(api: Any, options: Mapping[str, str]) -> Any:
+    """Typed benchmark options from ``key=value`` words; ``force``/``keep`` stay CLI-only."""
+    import difflib
+
+    from runbooks.bench.model import parse_size
+
+    kw: dict[str, Any] = {}
+    for k, v in options.items():
+        field_ = _BENCH_KEYS.get(k)
+        if field_ is None:
+            m = difflib.get_close_matches(k, list(_BENCH_KEYS), n=1)
+            hint = f"; did you mean `{m[0]}`?" if m else ""
+            raise BotError(f"unknown bench option `{k}`{hint} (options: "
+                           f"{', '.join(sorted(_BENCH_KEYS))})")
+        try:
+            if field_ == "duration_s":
+                kw[field_] = float(v)
+                if not 0 < kw[field_] <= 3600:
+                    raise ValueError("seconds must be in 0..3600")
+            elif field_ in ("concurrency", "repeat", "ops"):
+                kw[field_] = int(v)
+                if kw[field_] <= 0:
+                    raise ValueError(f"{k} must be positive")
+            elif field_ in ("size", "size_max"):
+                kw[field_] = parse_size(v)
+            elif field_ == "modes":
+                kw[field_] = tuple(x for x in v.split(",") if x)
+            elif field_ == "mix":
+                parts = tuple(int(x) for x in v.split("/"))
+                if len(parts) != 3:
+                    raise ValueError("mix is READ/WRITE/DELETE, e.g. 80/15/5")
+                kw[field_] = parts
+                kw["modes"] = ("mix",)
+            else:
+                kw[field_] = v
+        except ValueError as e:
+            raise BotError(f"bench option `{k}={v}`: {e}") from None
+    return api.BenchOptions(**kw)

@@ -137,3 +137,23 @@ def test_two_person_rule_then_cancel_runs_nothing(h: BotHarness, lab: Lab,
     outcomes = [(x["user"], x["action"], x["outcome"]) for x in h.bot.store.audit_rows()]
     assert (OPS, "confirm", "refused: two-person") in outcomes
     assert (OPS2, "cancel", "cancelled") in outcomes
+
+
+def test_bench_from_slack_plan_confirm_figures_and_chart(h: BotHarness, lab: Lab) -> None:
+    h.slack.slash("bench rados seconds=2 concurrency=4 size=64k", OPS)
+    plan = h.wait_post("Plan: bench-rados", timeout=120)
+    plan_ts = plan.response["ts"]
+    assert "pool" in all_text(plan)
+    h.slack.press("confirm", buttons(plan, "confirm")[0]["value"], OPS2, plan_ts)
+    closed = h.fake.wait_for(lambda f: [c for c in f.of("chat.update")
+                                        if c.params.get("ts") == plan_ts
+                                        and "verdict" in all_text(c)], 300)[0]
+    assert ":white_check_mark:" in all_text(closed), all_text(closed)
+    thread = "\n".join(all_text(c) for c in h.posts() if c.params.get("thread_ts") == plan_ts)
+    assert "ops/s" in thread and "MB/s" in thread and "p99" in thread
+    up = h.fake.wait_for(lambda f: f.of("files.completeUploadExternal"), 60)
+    assert up[0].params["files"][0]["title"] == "bench rados on lab"
+    (data,) = h.fake.uploads.values()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    h.slack.slash("bench rados sekonds=2", OPS)
+    h.wait_post("did you mean `seconds`", ("chat.postEphemeral",))
