@@ -182,9 +182,12 @@ def warm_imports() -> None:
 class EnvBackend:
     """The real thing: checks, runbooks and the journal through ``stordoc.env.Env``."""
 
+    RECORD_EVERY_S = 300.0
+
     def __init__(self, env: Any, source: str = "tui") -> None:
         self.env = env
         self.source = source
+        self._recorded: dict[str, tuple[float, frozenset[tuple[str, str]], Any]] = {}
         warm_imports()
 
     def clusters(self) -> Sequence[str]:
@@ -195,8 +198,24 @@ class EnvBackend:
         return t
 
     def refresh(self, cluster: str) -> CheckOutcome:
-        out: CheckOutcome = self.env.check(cluster, host_facts=True, source=self.source)
-        return out
+        """Collect and check. The journal gets a run when the findings changed (or every
+        5 minutes), not every 10 s a TUI is open; "new since last run" stays right."""
+        last = self._recorded.get(cluster)
+        out: CheckOutcome = self.env.check(cluster, host_facts=True, source=self.source,
+                                           record=False)
+        keys = frozenset(f.key for f in out.report.findings)
+        if last is not None and keys == last[1] and time.time() - last[0] < self.RECORD_EVERY_S:
+            return replace(out, delta=last[2])
+        journal = self.env.journal
+        rep = out.report
+        run_id = journal.record_check_run(
+            cluster, rep.started_at, rep.duration_s + out.collect_s, rep.exit_code,
+            rep.worst.label if rep.worst is not None else None,
+            (f.to_dict() for f in rep.findings), source=self.source,
+            host_facts=out.snapshot.host_facts_collected)
+        delta = journal.delta(cluster, run_id)
+        self._recorded[cluster] = (time.time(), keys, delta)
+        return replace(out, run_id=run_id, delta=delta)
 
     def _api(self) -> Any:
         try:

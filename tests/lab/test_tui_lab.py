@@ -195,3 +195,25 @@ async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> Non
                              30, "the history")
     finally:
         env.close()
+
+
+def test_env_backend_records_a_run_only_when_findings_change(lab: Lab, tmp_path: Path) -> None:
+    env = _env(lab, tmp_path)
+    try:
+        b = EnvBackend(env)
+        first = b.refresh("lab")
+        assert first.run_id is not None and first.snapshot.ceph is not None
+        again = [b.refresh("lab") for _ in range(2)]
+        # one run per change of the finding set (a healthy lab: just the first one)
+        recorded = frozenset(f.key for f in first.report.findings)
+        expected = 1
+        for o in again:
+            k = frozenset(f.key for f in o.report.findings)
+            if k != recorded:
+                expected, recorded = expected + 1, k
+                assert o.run_id is not None
+            else:
+                assert o.run_id is None and o.delta is not None
+        assert len(env.journal.runs("lab")) == expected
+    finally:
+        env.close()

@@ -301,3 +301,20 @@ async def test_benchmarks_screen_history_and_refusals() -> None:
         await settle(ro, pilot)
         await pilot.press("b")
         assert ro.check_action("bench_launch", ()) is False
+
+
+def test_cli_errors_are_one_line_and_start_nothing(tmp_path: Any, capsys: Any) -> None:
+    from stordoc.cli import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'journal = "{tmp_path}/j.db"\n[clusters.a.ceph]\nconf = "/nonexistent"\n'
+                   '[tui.bindings]\nlaunch_missiles = "m"\n')
+    assert main(["-c", str(cfg), "tui", "--cluster", "nope"]) == 64
+    err = capsys.readouterr().err
+    assert "unknown cluster 'nope'" in err and "Traceback" not in err
+    assert main(["-c", str(cfg), "tui"]) == 64
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: tui.bindings: unknown action(s) launch_missiles")
+    assert "Traceback" not in err  # one message (the console may wrap it), no traceback
+    assert main(["-c", str(cfg), "tui", "--refresh", "0.1"]) == 64
+    assert not (tmp_path / "j.db").exists()  # nothing was started or written
