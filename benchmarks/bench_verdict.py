@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--delay-probability", default="0.2")
     ap.add_argument("--delay-seconds", default="0.005")
+    ap.add_argument("--shapes", default="repeat 3,single run")
     a = ap.parse_args()
     s = load_settings(a.config)
     tmp = tempfile.mkdtemp(prefix="stordoc-verdict-")
@@ -47,8 +48,10 @@ def main() -> None:
     lim = api.BenchLimits.from_mapping(s.bench.model_dump())
     conf = ctx.target.ceph.conf
     shapes = {"repeat 3": api.BenchOptions(duration_s=a.duration, size=a.size, repeat=3),
-              "single run": api.BenchOptions(duration_s=a.duration + 1, size=a.size)}
+              "single run": api.BenchOptions(duration_s=max(5.0, a.duration), size=a.size)}
     for label, opts in shapes.items():
+        if label not in a.shapes.split(","):
+            continue
         groups = []
         for i in range(a.runs):
             rep = api.run_bench(ctx, "rados", opts, limits=lim)
@@ -56,18 +59,19 @@ def main() -> None:
             ops = [round(r.ops_s) for r in rep.results]
             print(f"  {label} run {i + 1}: ops/s {ops}", flush=True)
         counts: collections.Counter[str] = collections.Counter()
-        changes = []
-        for g1, g2 in itertools.combinations(groups, 2):
-            c = compare_groups(g1, g2, lim.k_noise, lim.min_change)
+        changes, thr = [], []
+        for i, j in itertools.combinations(range(len(groups)), 2):
+            # as `compare` does: the history is what was stored before the newer run
+            c = compare_groups(groups[i], groups[j], lim.k_noise, lim.min_change,
+                               history=groups[:j])
             counts[c.verdict] += 1
             m = c.metrics[0]
             changes.append(abs(m.change or 0))
-        thr = [compare_groups(g1, g2, lim.k_noise, lim.min_change).metrics[0].threshold
-               for g1, g2 in itertools.combinations(groups, 2)]
+            thr.append(m.down)
         print(f"{label}: {a.runs} unchanged runs, {sum(counts.values())} pairs: "
               f"{dict(counts)}; |change| median {sorted(changes)[len(changes) // 2]:.1%}, "
-              f"max {max(changes):.1%}; threshold median {sorted(thr)[len(thr) // 2]:.1%}",
-              flush=True)
+              f"max {max(changes):.1%}; threshold (down) median "
+              f"{sorted(thr)[len(thr) // 2]:.1%}", flush=True)
         _ceph(conf, "config", "set", "osd", "osd_debug_inject_dispatch_delay_probability",
               a.delay_probability)
         _ceph(conf, "config", "set", "osd", "osd_debug_inject_dispatch_delay_duration",
@@ -78,10 +82,10 @@ def main() -> None:
             _ceph(conf, "config", "rm", "osd", "osd_debug_inject_dispatch_delay_probability")
             _ceph(conf, "config", "rm", "osd", "osd_debug_inject_dispatch_delay_duration")
         srows = [r.to_row() for r in slow.results]
-        sc: collections.Counter[str] = collections.Counter(
-            compare_groups(g, srows, lim.k_noise, lim.min_change).verdict for g in groups)
-        ch = [compare_groups(g, srows, lim.k_noise, lim.min_change).metrics[0].change
+        cs = [compare_groups(g, srows, lim.k_noise, lim.min_change, history=groups)
               for g in groups]
+        sc: collections.Counter[str] = collections.Counter(c.verdict for c in cs)
+        ch = [c.metrics[0].change or 0.0 for c in cs]
         print(f"{label}: slowdown (OSD dispatch delay p={a.delay_probability}, "
               f"{a.delay_seconds} s) against each of the {a.runs} runs: {dict(sc)}; change "
               f"{min(ch):+.0%}..{max(ch):+.0%}", flush=True)

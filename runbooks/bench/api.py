@@ -317,7 +317,13 @@ def compare(ctx: RunContext, report: BenchReport | str, baseline: str | None = N
             fp = new[0]["fingerprint"]
             base = store.same_fingerprint(ctx.cluster, fp, workload, exclude_group=group,
                                           limit=max(3, len(new)))
-        c = compare_groups(base, new, lim.k_noise, lim.min_change, label)
+        hist_rows = store.same_fingerprint(ctx.cluster, new[0]["fingerprint"], workload,
+                                           exclude_group=group, limit=60)
+        hist: dict[str, list[dict[str, Any]]] = {}
+        for r in hist_rows:
+            hist.setdefault(r["group_id"], []).append(r)
+        c = compare_groups(base, new, lim.k_noise, lim.min_change, label,
+                           history=list(hist.values())[:20])
         if not base:
             c.notes.append("nothing stored to compare with yet: this run can become the "
                            "baseline ('stordoc bench baseline set NAME')")

@@ -69,8 +69,8 @@ def chart_png(obj: Any, path: str) -> str:
                   else "tab:gray" for m in ms]
         ax.barh(names, vals, color=colors)
         for m, y in zip(ms, range(len(ms))):
-            ax.plot([m.threshold * 100, m.threshold * 100], [y - 0.4, y + 0.4], "k:")
-            ax.plot([-m.threshold * 100, -m.threshold * 100], [y - 0.4, y + 0.4], "k:")
+            ax.plot([m.up * 100, m.up * 100], [y - 0.4, y + 0.4], "k:")
+            ax.plot([-m.down * 100, -m.down * 100], [y - 0.4, y + 0.4], "k:")
         ax.axvline(0, color="black", lw=0.8)
         ax.set_xlabel("change % (dotted: threshold)")
     fig.savefig(path, dpi=100)

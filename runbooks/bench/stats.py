@@ -70,7 +70,7 @@ class MetricChange:
     new: float | None
     change: float | None  # relative, (new - base) / base
     noise: float  # relative noise of the difference
-    threshold: float  # relative change needed
+    threshold: float  # |log(new/base)| needed: +(e^t - 1) or -(1 - e^-t) as a change
     p_value: float | None
     test: str
     n_base: int
@@ -79,14 +79,25 @@ class MetricChange:
     higher_is_better: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "threshold_up": self.up, "threshold_down": self.down}
 
     def line(self) -> str:
         if self.base is None or self.new is None or self.change is None:
             return f"{self.metric}: no data"
         p = f", p={self.p_value:.3g} ({self.test})" if self.p_value is not None else ""
         return (f"{self.metric}: {self.base:,.3g} -> {self.new:,.3g} ({self.change:+.1%}); "
-                f"noise {self.noise:.1%}, threshold {self.threshold:.1%}{p}: {self.verdict}")
+                f"noise {self.noise:.1%}, threshold +{self.up:.0%}/-{self.down:.0%}{p}: "
+                f"{self.verdict}")
+
+    @property
+    def up(self) -> float:
+        """The smallest rise that counts, as a relative change."""
+        return math.expm1(self.threshold)
+
+    @property
+    def down(self) -> float:
+        """The smallest fall that counts, as a relative change (positive number)."""
+        return -math.expm1(-self.threshold)
 
 
 @dataclass
@@ -141,9 +152,31 @@ def _test(base: Sequence[float], new: Sequence[float], by_runs: bool) -> tuple[f
     return float(r2.pvalue), "Mann-Whitney U"
 
 
+def between_group_cv(groups: Sequence[Sequence[Mapping[str, Any]]], metric: str
+                     ) -> float | None:
+    """Relative spread between invocations (group medians) beyond what the spread within
+    them explains: the drift of a shared machine from one invocation to the next. Needs
+    3+ stored groups; None when unknown."""
+    meds, within, sizes = [], [], []
+    for g in groups:
+        vals = [float(r[metric]) for r in g if r.get(metric) is not None
+                and r.get("status", "ok") == "ok"]
+        if vals:
+            meds.append(float(np.median(vals)))
+            within.append(cv(vals))
+            sizes.append(len(vals))
+    if len(meds) < 3:
+        return None
+    total = cv(meds) ** 2
+    explained = float(np.mean([w ** 2 / n for w, n in zip(within, sizes)]))
+    return math.sqrt(max(0.0, total - explained))
+
+
 def compare_metric(metric: str, base: Sequence[float], new: Sequence[float], by_runs: bool,
-                   k: float, min_change: float, alpha: float = 0.05) -> MetricChange:
-    """One metric's change, noise, threshold, test and verdict."""
+                   k: float, min_change: float, alpha: float = 0.05,
+                   between: float = 0.0) -> MetricChange:
+    """One metric's change, noise, threshold, test and verdict. ``between`` is the relative
+    spread between invocations seen in the history (0 when unknown)."""
     hib = METRICS.get(metric, True)
     base = [float(v) for v in base if v is not None and math.isfinite(v)]
     new = [float(v) for v in new if v is not None and math.isfinite(v)]
@@ -160,18 +193,21 @@ def compare_metric(metric: str, base: Sequence[float], new: Sequence[float], by_
                                / max(1, (nb - 1) + (nn - 1)))
         else:
             pooled = 0.0
-        noise = pooled * math.sqrt(1 / nb + 1 / nn)
+        noise = math.sqrt(pooled ** 2 * (1 / nb + 1 / nn) + 2 * between ** 2)
     else:
         # per-second samples are autocorrelated and miss the run-to-run spread: take the
         # larger one-side spread as it is, never shrunk by sqrt(n)
-        noise = max(cv(base), cv(new))
-    threshold = max(min_change, k * noise)
+        noise = max(cv(base), cv(new), math.sqrt(2) * between)
+    # judged on the log ratio: symmetric for up and down (a 4x slowdown is -75% but as
+    # large a change as a 4x speed-up), and noise (a relative spread) is on that scale
+    threshold = max(math.log1p(min_change), k * noise)
     p, test = _test(base, new, by_runs)
-    if change is None:
+    size = abs(math.log(mn / mb)) if mb > 0 and mn > 0 else None
+    if change is None or size is None:
         verdict = INCONCLUSIVE
     elif p is None:
         verdict = INCONCLUSIVE
-    elif abs(change) >= threshold:
+    elif size >= threshold:
         if p < alpha:
             better = (change > 0) == hib
             verdict = FASTER if better else SLOWER
@@ -198,13 +234,26 @@ def state_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
 
 def compare_groups(base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
                    k: float = 3.0, min_change: float = 0.10, baseline: str = "",
-                   primary: str = "ops_s") -> Comparison:
-    """Compare two sets of stored runs (rows or ``BenchResult.to_row()`` dicts)."""
+                   primary: str = "ops_s",
+                   history: Sequence[Sequence[Mapping[str, Any]]] = ()) -> Comparison:
+    """Compare two sets of stored runs (rows or ``BenchResult.to_row()`` dicts).
+    ``history``: earlier invocations (groups) of the same fingerprint, for the noise
+    between invocations."""
     base_ok = [r for r in base if r.get("status", "ok") == "ok"]
     new_ok = [r for r in new if r.get("status", "ok") == "ok"]
     by_runs = len(base_ok) >= 3 and len(new_ok) >= 3
     metrics: list[MetricChange] = []
     notes: list[str] = []
+    betw: dict[str, float] = {}
+    for m in METRICS:
+        b = between_group_cv(history, m) if history else None
+        betw[m] = b or 0.0
+    if history and betw.get(primary):
+        notes.append(f"noise between invocations from {len(history)} stored ones: "
+                     f"{betw[primary]:.1%}")
+    elif not history or len(history) < 3:
+        notes.append("fewer than 3 earlier invocations stored: the drift between "
+                     "invocations is not known yet and not in the noise")
     for m in METRICS:
         if by_runs:
             bv = [r.get(m) for r in base_ok]
@@ -219,7 +268,7 @@ def compare_groups(base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
                   if s.get("ops_s")]
         metrics.append(compare_metric(m, [v for v in bv if v is not None],
                                       [v for v in nv if v is not None], by_runs, k,
-                                      min_change))
+                                      min_change, between=betw[m]))
     if not by_runs:
         notes.append(f"{len(base_ok)} run(s) against {len(new_ok)}: judged on per-second "
                      "samples (first second and partial tail dropped); use --repeat 3 or more "
