@@ -118,3 +118,31 @@ def test_state_changes_lists_what_differs() -> None:
     assert any(c.startswith("versions") for c in ch)
     assert any(c.startswith("num_up_osds: 3 -> 2") for c in ch)
     assert not any(c.startswith("pool") or c.startswith("num_osds:") for c in ch)
+
+
+def test_between_invocation_drift_raises_the_threshold() -> None:
+    from runbooks.bench.stats import between_group_cv
+
+    steady_groups = [_runs([1000, 1010, 990]) for _ in range(4)]
+    assert between_group_cv(steady_groups, "ops_s") == pytest.approx(0.0, abs=0.01)
+    drifting = [_runs([v, v * 1.01, v * 0.99]) for v in (1000, 1300, 800, 1150)]
+    b = between_group_cv(drifting, "ops_s")
+    assert b is not None and 0.15 < b < 0.30
+    assert between_group_cv(drifting[:2], "ops_s") is None  # too few to know
+    base, new = _runs([1300, 1310, 1290]), _runs([850, 860, 840])  # -35%, very consistent
+    assert compare_groups(base, new).verdict == SLOWER  # no history: drift unknown
+    c = compare_groups(base, new, history=drifting)
+    assert c.verdict != SLOWER  # the same change is within what invocations drift by
+    assert any("between invocations" in n for n in c.notes)
+    # a 4x slowdown still counts: judged on the log ratio, -75% is a large change
+    assert compare_groups(base, _runs([320, 330, 325]), history=drifting).verdict == SLOWER
+
+
+def test_log_ratio_threshold_is_symmetric() -> None:
+    m = compare_metric("ops_s", [1000, 1010, 990, 1000, 1005],
+                       [2000, 2020, 1980, 2000, 2010], by_runs=True, k=3, min_change=0.10)
+    m2 = compare_metric("ops_s", [2000, 2020, 1980, 2000, 2010],
+                        [1000, 1010, 990, 1000, 1005], by_runs=True, k=3, min_change=0.10)
+    assert m.verdict == FASTER and m2.verdict == SLOWER
+    assert m.up == pytest.approx(0.10, abs=1e-9) and m.down == pytest.approx(1 - 1 / 1.1)
+    assert "+10%/-9%" in m.line()
