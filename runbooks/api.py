@@ -130,7 +130,7 @@ def _short(text: str, n: int = 300) -> str:
 def _run_step(env: StepEnv, step: PlannedStep,
               cancel: threading.Event) -> tuple[str, int | None, str, str]:
     """Run one step: (status done|failed|cancelled, rc, stdout, stderr)."""
-    from storage.ceph import CephError
+    from storage.ceph import CephCommandError, CephError
 
     op = step.op
     try:
@@ -150,7 +150,9 @@ def _run_step(env: StepEnv, step: PlannedStep,
             while True:
                 try:
                     ok, last = op.probe(env)
-                except CephError as e:
+                except CephCommandError:
+                    raise  # a refused command will not start working: fail the step now
+                except CephError as e:  # unreachable for a moment: keep polling
                     ok, last = False, f"{type(e).__name__}: {e}"
                 if ok:
                     return "done", 0, last, ""

@@ -150,7 +150,7 @@ def pool_clean_probe(pool: str, pg_num: int) -> Any:
     """A WaitOp probe: the pool reached pg_num/pgp_num and every PG is active+clean."""
 
     def probe(env: StepEnv) -> tuple[bool, str]:
-        pools = env.ceph.mon("osd pool ls detail") or []
+        pools = env.ceph.mon("osd pool ls", detail="detail") or []
         cur = next((p for p in pools if p.get("pool_name") == pool), None)
         if cur is None:
             return False, f"pool {pool} is gone"
