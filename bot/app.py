@@ -18,10 +18,11 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
@@ -80,7 +81,7 @@ class ThreadFeed:
     def __init__(self, send: Callable[[str], None], throttle: ChannelThrottle,
                  channel: str) -> None:
         self._send = send
-        self._q: "queue.Queue[str | None]" = queue.Queue()
+        self._q: queue.Queue[str | None] = queue.Queue()
         self._throttle = throttle
         self._channel = channel
         self.sent: list[str] = []
@@ -177,8 +178,9 @@ class StordocBot:
             return f"evt:{body['event_id']}", "event"
         if body.get("type") == "block_actions":
             acts = body.get("actions") or [{}]
-            return (f"act:{body.get('trigger_id')}:{acts[0].get('action_ts')}:"
-                    f"{acts[0].get('action_id')}", "action")
+            key = (f"act:{body.get('trigger_id')}:{acts[0].get('action_ts')}:"
+                   f"{acts[0].get('action_id')}")
+            return key, "action"
         if body.get("command") and body.get("trigger_id"):
             return f"cmd:{body['trigger_id']}", "command"
         return None
@@ -623,7 +625,7 @@ class StordocBot:
 
 def _utc(ts: Any) -> str:
     try:
-        return f"{dt.datetime.fromtimestamp(float(ts), dt.timezone.utc):%Y-%m-%d %H:%M}Z"
+        return f"{dt.datetime.fromtimestamp(float(ts), dt.UTC):%Y-%m-%d %H:%M}Z"
     except (TypeError, ValueError):
         return "-"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import enum
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 
 class Level(enum.IntEnum):

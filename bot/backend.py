@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from checks.service import CheckOutcome
 from stordoc.env import Env

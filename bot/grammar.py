@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence, Union
 
 MAX_TEXT = 500  # longer text is refused outright: no command needs more
 
@@ -127,8 +127,8 @@ class Help:
     cluster: str | None = None
 
 
-Command = Union[Health, Osd, Pools, Cache, Ring, Findings, History, Plan, Fix, FixFinding,
-                Bench, Audit, Help]
+Command = (Health | Osd | Pools | Cache | Ring | Findings | History | Plan | Fix | FixFinding
+           | Bench | Audit | Help)
 
 ACTING = (Plan, Fix, FixFinding, Bench)  # need the operator role
 

@@ -9,11 +9,12 @@ message Slack would reject is never sent.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from checks.model import Finding, Severity
-from storage.model import CephState, ClusterSnapshot, SwiftState
+from storage.model import CephState, SwiftState
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -368,7 +369,7 @@ def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:
     head = f"{cluster}: last {len(runs)} check runs"
     lines = []
     for run in runs:
-        when = dt.datetime.fromtimestamp(run["started_at"], dt.timezone.utc)
+        when = dt.datetime.fromtimestamp(run["started_at"], dt.UTC)
         lines.append(f"#{run['id']} {when:%Y-%m-%d %H:%M:%S}Z {run['worst']} "
                      f"{run['n_findings']} findings ({run['source']})")
     lines = lines or ["no check runs recorded yet"]

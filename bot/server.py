@@ -46,9 +46,9 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
                         "slack.app_token.file")
     roles = {k: RoleSpec(tuple(v.viewers), tuple(v.operators), v.two_person)
              for k, v in s.roles.items()}
-    kw: dict[str, Any] = dict(command=s.command, api_base_url=s.api_base_url,
-                              button_ttl_s=s.button_ttl_s, roles=roles, admins=s.admins,
-                              secrets=[app_token] if app_token else [])
+    kw: dict[str, Any] = {"command": s.command, "api_base_url": s.api_base_url,
+                          "button_ttl_s": s.button_ttl_s, "roles": roles, "admins": s.admins,
+                          "secrets": [app_token] if app_token else []}
     kw.update(overrides)
     install(Redactor([token, secret, app_token]))
     return StordocBot(Backend(env), bot_token=token,
@@ -62,7 +62,7 @@ class _Server(ThreadingMixIn, WSGIServer):
 
 
 class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("http: " + format, *args)
 
 
@@ -88,7 +88,7 @@ class HttpServer:
         self.url = f"http://{host}:{self.port}{PATH}"
         self._t: threading.Thread | None = None
 
-    def start(self) -> "HttpServer":
+    def start(self) -> HttpServer:
         self._t = threading.Thread(target=self.httpd.serve_forever, name="stordoc-bot-http",
                                    daemon=True)
         self._t.start()

@@ -14,8 +14,9 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from storage.journal import Journal
 

@@ -14,7 +14,7 @@ import threading
 from stordoc.commands.common import env_from_args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bot", help="run the Slack bot (HTTP or Socket Mode)",
                        description="Run the Slack bot. See docs/slack.md for the Slack app "
                        "manifest, scopes and settings.")

@@ -3,13 +3,13 @@ the Fix button flow end to end (plan, confirm, thread progress, verification, OS
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from stordoc.settings import load_settings
 from storage.lab import Lab
+from stordoc.settings import load_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 
 OPS, OPS2, VIEWER, STRANGER = "UOPSLAB001", "UOPSLAB002", "UVIEWLAB01", "USTRANGE01"

@@ -20,9 +20,10 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping
+from typing import Any
 
 TOKEN = "xoxb-fake-test-token-000"
 APP_TOKEN = "xapp-1-fake-app-token-000"
@@ -54,10 +55,10 @@ class FakeSlack:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n)
                 path = urllib.parse.urlparse(self.path).path
@@ -99,7 +100,7 @@ class FakeSlack:
         self._t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "FakeSlack":
+    def start(self) -> FakeSlack:
         self._t.start()
         return self
 
@@ -169,7 +170,7 @@ class FakeSlack:
         with self.cond:
             return [c for c in self.calls if c.method in methods]
 
-    def wait_for(self, pred: Callable[["FakeSlack"], Any], timeout: float = 30.0) -> Any:
+    def wait_for(self, pred: Callable[[FakeSlack], Any], timeout: float = 30.0) -> Any:
         """Block until ``pred(self)`` is truthy (re-checked on every call); its value."""
         deadline = time.monotonic() + timeout
         with self.cond:
@@ -345,7 +346,7 @@ class FakeSocketMode:
         self.url = f"ws://127.0.0.1:{self.port}/link"
         self._t = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def start(self) -> "FakeSocketMode":
+    def start(self) -> FakeSocketMode:
         self._t.start()
         return self
 

@@ -61,7 +61,7 @@ def test_huge_output_becomes_a_file() -> None:
 
 
 def test_long_text_split_on_section_limit() -> None:
-    blocks = r.sections_of("\n".join("line %d " % i + "y" * 200 for i in range(100)))
+    blocks = r.sections_of("\n".join(f"line {i} " + "y" * 200 for i in range(100)))
     assert len(blocks) > 1
     assert all(len(b["text"]["text"]) <= r.MAX_SECTION for b in blocks)
     one = r.sections_of("z" * 7000)
@@ -117,7 +117,7 @@ def test_osd_tree_by_host_with_up_in_marks() -> None:
 def test_plan_has_confirm_dialog_and_cancel() -> None:
     rep = r.plan_reply("lab", "osd-remount", "osd.1", ["node2: mount /dev/loop3 /x"],
                        "ctok", "xtok", "U1", 900, True, True)
-    acts = [b for b in rep.messages[0].blocks if b["type"] == "actions"][0]["elements"]
+    acts = next(b for b in rep.messages[0].blocks if b["type"] == "actions")["elements"]
     assert [(a["action_id"], a["value"]) for a in acts] == [("confirm", "ctok"),
                                                            ("cancel", "xtok")]
     assert acts[0]["confirm"]["confirm"]["text"] == "Run it"
