@@ -187,8 +187,10 @@ class StordocApp(App[None]):
         # A snapshot of 10,000 OSDs with its rows is millions of long-lived objects: a full
         # GC pass over them stalls the UI (and a worker that triggers one holds the GIL)
         # for ~300 ms. Move what exists now out of the collector's way; refcounting
-        # still frees old snapshots.
-        gc.freeze()
+        # still frees old snapshots. Small clusters do not need it.
+        snap = st.outcome.snapshot if st.outcome else None
+        if snap is not None and snap.ceph is not None and len(snap.ceph.osds) >= 1000:
+            gc.freeze()
 
     def on_refreshed(self, msg: Refreshed) -> None:
         if msg.cluster != self.cluster:

@@ -158,7 +158,6 @@ class DataScreen(Screen[None]):
     """A screen that shows cluster data: header, status line, body, filter, footer."""
 
     TITLE_TEXT = ""
-    ROW_SOURCE_ROWS: list[Row]
     BINDINGS = [Binding("slash", "filter", "Filter", id="filter")]
 
     def __init__(self) -> None:
