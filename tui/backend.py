@@ -104,6 +104,8 @@ class Backend(Protocol):
 
     def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
 
+    def audit_steps(self, run_id: int) -> list[dict[str, Any]]: ...
+
     def bench_available(self) -> bool: ...
 
     def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView: ...
@@ -272,6 +274,13 @@ class EnvBackend:
         return [dict(r) for r in a.runs(limit=limit, cluster=cluster)]
 
 
+    def audit_steps(self, run_id: int) -> list[dict[str, Any]]:
+        try:
+            from storage.audit import Audit
+        except ImportError:
+            return []
+        return [dict(r) for r in Audit(self.env.journal).steps(run_id)]
+
     # -- benchmarks (runbooks.bench.api): plan, confirm, run with live progress, compare
     def _bench(self) -> Any:
         try:
@@ -397,6 +406,10 @@ class SnapshotBackend:
 
     def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
         return self.audit_rows[:limit]
+
+    def audit_steps(self, run_id: int) -> list[dict[str, Any]]:
+        return [dict(st) for r in self.audit_rows if r.get("id") == run_id
+                for st in r.get("steps", [])]  # type: ignore[attr-defined]
 
     def bench_available(self) -> bool:
         return True

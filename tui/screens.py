@@ -827,6 +827,70 @@ class HistoryScreen(DataScreen):
         rid = int((event.row_key.value or "run:0")[4:])
         self.app.push_screen(RunFindingsScreen(rid))
 
+    @on(DataTable.RowSelected, "#audit")
+    def _drill_audit(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value or ""
+        run = next((r for r in self.audit if f"audit:{r.get('id')}" == key), None)
+        if run is not None:
+            self.app.push_screen(AuditRunScreen(run))
+
+
+class AuditRunScreen(DataScreen):
+    """One runbook run from the audit: who, what, outcome, and every step it ran."""
+
+    def __init__(self, run: dict[str, Any]) -> None:
+        super().__init__()
+        self.run = run
+        self.TITLE_TEXT = f"Audit run {run.get('id')}: {run.get('runbook')} {run.get('target')}"
+        self.steps: list[dict[str, Any]] = []
+
+    def body(self) -> ComposeResult:
+        yield Static(id="audit-head")
+        t: DataTable[Any] = DataTable(id="audit-steps", cursor_type="row")
+        t.add_columns("#", "title", "where", "command", "rc", "status", "took")
+        yield t
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        backend, rid = self.sapp.backend, int(self.run.get("id") or 0)
+
+        def work() -> None:
+            self.post_message(HistoryLoaded(backend.audit_steps(rid), []))
+
+        self.run_worker(work, thread=True, group="history", exit_on_error=False)
+
+    def tick(self) -> None:
+        """A finished run does not change."""
+
+    def on_history_loaded(self, msg: HistoryLoaded) -> None:
+        self.steps = msg.runs
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        r = self.run
+        self.query_one("#audit-head", Static).update(lines_table([
+            ("runbook", f"{r.get('runbook')} {r.get('target')}", "bold"),
+            ("by", f"{r.get('user')} (confirmed by {r.get('confirmed_by')}, "
+                   f"from {r.get('source')})", ""),
+            ("when", views._when(r.get("started_at"), self.sapp.clock()), ""),
+            ("outcome", str(r.get("outcome")), "green" if r.get("outcome") == "success"
+             else "bold red"),
+            ("message", str(r.get("message") or ""), ""),
+        ]))
+        rows = []
+        for i, stp in enumerate(self.steps):
+            ok = stp.get("status") == "done"
+            cells = [str(stp.get("idx", i + 1)), str(stp.get("title", "")),
+                     str(stp.get("host", "")), str(stp.get("command", "")),
+                     str(stp.get("rc", "")), str(stp.get("status", "")),
+                     f"{float(stp.get('duration_s') or 0):.1f}s"]
+            row = Row(f"step:{i}", "step", tuple(cells),
+                      ("", "bold", "", "", "", "green" if ok else "bold red", ""),
+                      " ".join(cells).lower())
+            if row.matches(self.needle):
+                rows.append(row)
+        fill_table(self.query_one("#audit-steps", DataTable), rows)
+
 
 class RunFindingsScreen(DataScreen):
     """The findings one past check run recorded (from the journal)."""

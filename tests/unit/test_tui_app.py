@@ -263,6 +263,13 @@ async def test_history_and_audit_from_the_backend() -> None:
         await settle(app, pilot)
         assert isinstance(app.screen, S.RunFindingsScreen)
         assert len(table_keys(app, "#runfindings")) == len(broken_findings())
+        await pilot.press("escape")
+        app.screen.query_one("#audit", DataTable).focus()
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.AuditRunScreen)
+        t = app.screen.query_one("#audit-steps", DataTable)
+        assert [str(c) for c in t.get_row_at(1)][3] == "systemctl start ceph-osd@2"
 
 
 def test_help_lists_the_keys() -> None:

@@ -166,7 +166,14 @@ def audit() -> list[dict[str, object]]:
     return [{"id": 1, "runbook": "osd-remount", "target": "osd.2", "outcome": "success",
              "confirmed_by": "alice", "started_at": TAKEN_AT - 7200,
              "message": "osd-remount osd.2: 4 step(s) done; verified: OSD_DATA_UNMOUNTED "
-                        "cleared"}]
+                        "cleared", "user": "alice", "source": "tui",
+             "steps": [{"idx": 1, "title": "mount /dev/sdd1 on /var/lib/ceph/osd/ceph-2",
+                        "host": "compute2", "command": "mount -t xfs -o noatime /dev/sdd1 "
+                        "/var/lib/ceph/osd/ceph-2", "rc": 0, "status": "done",
+                        "duration_s": 0.4},
+                       {"idx": 2, "title": "start the osd.2 daemon", "host": "compute2",
+                        "command": "systemctl start ceph-osd@2", "rc": 0, "status": "done",
+                        "duration_s": 1.2}]}]
 
 
 def bench_history() -> list[dict[str, object]]:
