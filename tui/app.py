@@ -262,8 +262,20 @@ class StordocApp(App[None]):
             return False
         return True
 
+    def _busy(self) -> bool:
+        """A runbook or benchmark running on the visible screen: stay, so its log and
+        result are seen (k cancels it)."""
+        scr = self.screen
+        if isinstance(scr, (S.RunbookScreen, S.BenchScreen)) and scr.running:
+            self.notify("still running: its log stays on this screen (k cancels it)",
+                        severity="warning", timeout=3)
+            return True
+        return False
+
     def goto(self, name: str) -> None:
         """Open a section: the stack becomes [start, section], so Esc goes back to start."""
+        if self._busy():
+            return
         cls = SECTIONS[name][2]
         if type(self.screen) is cls:
             return
@@ -288,6 +300,8 @@ class StordocApp(App[None]):
                     timeout=2)
 
     async def action_back(self) -> None:
+        if self._busy():
+            return
         if len(self.screen_stack) > 2:
             self.pop_screen()
 

@@ -107,6 +107,10 @@ async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
             assert "mount -t xfs" in shown and str(lab.osd_dir(1)) in shown
             assert "ceph-osd" in shown
             await pilot.press("y")
+            await wait_until(pilot, lambda: rb.running or rb.done is not None, 30, "the run")
+            if rb.running:  # leaving is refused while it runs: its log stays visible
+                await pilot.press("escape", "o")
+                assert app.screen is rb
             await wait_until(pilot, lambda: rb.done is not None, 300, "the runbook to end")
             assert rb.done is not None and rb.done.ok, rb.done
             log = "\n".join(str(line.text) for line in rb.query_one("#runlog").lines)
