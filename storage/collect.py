@@ -6,27 +6,22 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import storage.swift  # noqa: F401  eventlet (via swift) must be first imported in the main
-# thread: imported inside a pool worker it leaves that thread unjoinable (collect() hangs)
-# Imported here, in whichever thread imports this module (the main one): importing swift's
-# ring module for the first time inside a worker thread leaves that thread unable to
-# exit (eventlet), which would hang the pool's shutdown below.
-import swift.common.ring  # noqa: F401,E402
-
+# The collectors are imported here, at module level, on purpose: swift pulls in eventlet,
+# and eventlet (or rados) imported for the first time inside a pool worker, or in two
+# threads at once, leaves that thread unjoinable and collect() hangs at pool shutdown.
+from storage.ceph import collect_ceph
+from storage.hosts import FabricRunner, collect_host_facts
+from storage.swift import collect_swift
 from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
 from storage.targets import ClusterTarget
 
 
 def _ceph(target: ClusterTarget) -> tuple[CephState | None, str | None]:
-    from storage.ceph import collect_ceph
-
     assert target.ceph is not None
     return collect_ceph(target.ceph)
 
 
 def _swift(target: ClusterTarget) -> tuple[SwiftState | None, str | None]:
-    from storage.swift import collect_swift
-
     assert target.swift is not None
     return collect_swift(target.swift)
 
@@ -37,7 +32,11 @@ def collect(target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
     ceph: CephState | None = None
     swift: SwiftState | None = None
     ceph_err = swift_err = None
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    want_hosts = bool(host_facts and target.hosts)
+    runner = FabricRunner(target.hosts) if want_hosts else None
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        # SSH handshakes overlap with the Ceph and Swift reads
+        fo = pool.submit(runner.open_all) if runner else None
         fc = pool.submit(_ceph, target) if target.ceph else None
         fs = pool.submit(_swift, target) if target.swift else None
         if fc:
@@ -50,13 +49,16 @@ def collect(target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
                 swift, swift_err = fs.result()
             except Exception as e:
                 swift_err = f"{type(e).__name__}: {e}"
+        if fo:
+            fo.result()  # failures are remembered by the runner and become host errors
     hosts: dict[str, HostFacts] = {}
-    if host_facts and target.hosts:
-        from storage.hosts import collect_host_facts
-
-        hosts = collect_host_facts(target, ceph, swift)
+    if runner is not None:
+        try:
+            hosts = collect_host_facts(target, ceph, swift, runner=runner)
+        finally:
+            runner.close()
     return ClusterSnapshot(
         cluster=target.name, taken_at=time.time(), ceph=ceph, ceph_error=ceph_err,
         swift=swift, swift_error=swift_err, hosts=hosts,
-        host_facts_collected=bool(host_facts and target.hosts),
+        host_facts_collected=want_hosts,
         duration_s=time.monotonic() - t0)
