@@ -82,6 +82,11 @@ def plan(ctx: RunContext, runbook: str, target: str,
     return plan_from_snapshot(ctx, snap, runbook, target, options)
 
 
+def _plan_fn(ctx: RunContext, runbook: str, target: str,
+             options: Mapping[str, Any] | None = None) -> Plan:
+    return plan(ctx, runbook, target, options)
+
+
 def plan_from_snapshot(ctx: RunContext, snap: ClusterSnapshot, runbook: str, target: str,
                        options: Mapping[str, Any] | None = None) -> Plan:
     """Validate ``target`` against ``snap`` and build the steps (no I/O at all)."""
@@ -202,9 +207,11 @@ def verify(ctx: RunContext, plan: Plan, cancel: threading.Event | None = None,
 
 def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
             on_event: EventFn | None = None,
-            cancel: threading.Event | None = None) -> RunResult:
+            cancel: threading.Event | None = None, recheck: bool = True) -> RunResult:
     """Run a confirmed plan. Raises Refused before anything runs (lock held, no
-    confirmation, plan for another cluster); every other outcome is a RunResult."""
+    confirmation, plan for another cluster, the cluster changed since the plan: with
+    ``recheck`` the plan is rebuilt from a fresh snapshot under the lock and must give
+    the same steps); every other outcome is a RunResult."""
     if not confirmed_by or not confirmed_by.strip():
         raise Refused("not confirmed: nothing was run")
     if plan.cluster != ctx.cluster:
@@ -224,6 +231,24 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         for lid in held:
             audit.release(lid)
         raise Refused(str(e)) from e
+    if recheck:
+        # under the lock, make sure the plan still holds: someone may have fixed (or
+        # changed) the target since it was shown; then nothing runs
+        try:
+            fresh = _plan_fn(ctx, plan.runbook, plan.target, plan.options)
+        except Refused as e:
+            for lid in held:
+                audit.release(lid)
+            raise Refused(f"the cluster changed since the plan was made: {e}") from None
+        except BaseException:
+            for lid in held:
+                audit.release(lid)
+            raise
+        if [s.command for s in fresh.steps] != [s.command for s in plan.steps]:
+            for lid in held:
+                audit.release(lid)
+            raise Refused("the cluster changed since the plan was made (the steps would "
+                          "differ now): plan again")
 
     runner: Runner | None = None
     own_runner = False

@@ -201,6 +201,14 @@ def test_osd_start_and_osd_in(lab: Lab, env: Env, ctx: RunContext,
     assert [s.command for s in p.steps] == ["ceph osd in 2"]
     run_ok(ctx, p)
     wait_health(lab, "HEALTH_OK")
+    # a plan that went stale (someone else fixed it meanwhile) is refused under the lock
+    lab.ceph("osd", "out", "2")
+    p = plan(ctx, "osd-in", "osd.2")
+    lab.ceph("osd", "in", "2")
+    with pytest.raises(Refused, match="changed since the plan"):
+        execute(ctx, p, confirmed_by="tester")
+    assert Audit(ctx.journal).locks("lab") == []
+    wait_health(lab, "HEALTH_OK")
 
 
 def test_failed_start_stops_reports_audits_and_clears_noout(
