@@ -621,6 +621,7 @@ class StordocBot:
         self.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)
+        self.store.close()
 
 
 def _utc(ts: Any) -> str:

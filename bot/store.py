@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,9 +41,20 @@ class Button:
 
 
 class BotStore:
+    """Own connection to the journal file, ``synchronous=NORMAL`` (WAL: no fsync per
+    commit; a power cut may forget the last few request ids, a crash does not), and its
+    own lock, so the ack path never queues behind check or audit writes."""
+
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         db = journal.db
+        self._lock = threading.Lock()
+        if journal.path == ":memory:":
+            self._conn = journal.db.conn
+        else:
+            self._conn = sqlite3.connect(journal.path, check_same_thread=False, timeout=30,
+                                         isolation_level=None)
+            self._conn.execute("pragma synchronous=NORMAL")
         with journal.lock:
             db.table("bot_requests").create({"key": str, "received_at": float, "kind": str},
                                       pk="key", if_not_exists=True)
@@ -51,12 +63,19 @@ class BotStore:
                  "requested_by": str, "created_at": float, "expires_at": float,
                  "used_at": float, "used_by": str, "data": str},
                 pk="token", if_not_exists=True)
+            db.table("bot_audit").create(
+                {"at": float, "user": str, "cluster": str, "action": str, "outcome": str,
+                 "detail": str}, if_not_exists=True)
+
+    def close(self) -> None:
+        if self._conn is not self.journal.db.conn:
+            self._conn.close()
 
     def first_time(self, key: str, kind: str) -> bool:
         """True the first time ``key`` is seen; False for a retry or duplicate."""
-        with self.journal.lock:
+        with self._lock:
             try:
-                self.journal.db.conn.execute(
+                self._conn.execute(
                     "insert into bot_requests (key, received_at, kind) values (?, ?, ?)",
                     (key, time.time(), kind))
                 return True
@@ -100,13 +119,14 @@ class BotStore:
     def audit(self, user: str, cluster: str | None, action: str, outcome: str,
               detail: str = "") -> None:
         """Every bot action with the Slack user ID (runbook runs also go to runbook_runs)."""
-        with self.journal.lock:
-            self.journal.db.table("bot_audit").insert(
-                {"at": time.time(), "user": user, "cluster": cluster, "action": action,
-                 "outcome": outcome, "detail": detail[:500]})
+        with self._lock:
+            self._conn.execute(
+                "insert into bot_audit (at, user, cluster, action, outcome, detail) values "
+                "(?, ?, ?, ?, ?, ?)", (time.time(), user, cluster, action, outcome,
+                                       detail[:500]))
 
     def audit_rows(self, limit: int = 50) -> list[dict[str, Any]]:
-        if not self.journal.db["bot_audit"].exists():
-            return []
-        return list(self.journal.db["bot_audit"].rows_where(order_by="rowid desc",
-                                                            limit=limit))
+        cur = self._conn.execute("select at, user, cluster, action, outcome, detail from "
+                                 "bot_audit order by rowid desc limit ?", (limit,))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
