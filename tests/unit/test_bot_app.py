@@ -218,3 +218,17 @@ def test_socket_mode_through_a_local_websocket(h: BotHarness) -> None:
     finally:
         handler.close()
         ws.stop()
+
+
+def test_user_group_roles_resolved_through_slack(settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    harness = BotHarness(settings, {"lab": {"viewers": ["SONCALL01"]}},
+                         str(tmp_path / "g.db"), groups={"SONCALL01": ["UINGROUP01"]},
+                         working_after_s=0.3)
+    try:
+        harness.slack.slash("help history --cluster lab", "UINGROUP01")
+        harness.wait_post("history [--cluster C]", ("chat.postEphemeral",))
+        harness.slack.slash("help history --cluster lab", "UOUTSIDE01")
+        harness.wait_post("is not allowed", ("chat.postEphemeral",))
+        assert harness.fake.of("usergroups.users.list")[0].params["usergroup"] == "SONCALL01"
+    finally:
+        harness.close()

@@ -71,3 +71,35 @@ def test_redactor_hides_tokens() -> None:
     red = Redactor(["s3cr3t-signing"])
     out = red.text("token xoxb-1234-abcdef and s3cr3t-signing key=AQBabc")
     assert "xoxb-1234" not in out and "s3cr3t-signing" not in out and "AQBabc" not in out
+
+
+def test_thread_feed_keeps_order_and_coalesces_bursts() -> None:
+    import threading
+
+    from bot.app import ChannelThrottle, ThreadFeed
+
+    sent: list[str] = []
+    gate = threading.Event()
+
+    def send(text: str) -> None:
+        gate.wait(30)  # hold the first message so the rest queue up behind it
+        sent.append(text)
+
+    feed = ThreadFeed(send, ChannelThrottle(0.0), "C1")
+    for i in range(20):
+        feed.push(f"step {i}")
+    gate.set()
+    feed.close()
+    lines = "\n".join(sent).splitlines()
+    assert lines == [f"step {i}" for i in range(20)]
+    assert len(sent) < 20  # the queued lines went out together
+
+
+def test_channel_throttle_spaces_slots_per_channel() -> None:
+    from bot.app import ChannelThrottle
+
+    t = ChannelThrottle(1.0)
+    assert t.reserve("C1") == 0.0
+    second = t.reserve("C1")
+    assert 0.9 < second <= 1.0  # the next slot in the same channel is a second later
+    assert t.reserve("C2") == 0.0  # other channels are independent
