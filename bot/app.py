@@ -153,7 +153,7 @@ class StordocBot:
         self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
         self.throttle = ChannelThrottle(throttle_s)
-        self._plans: dict[str, PlanView] = {}
+        self._plans: dict[str, tuple[PlanView, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
         self.app = App(client=self.client, signing_secret=signing_secret,
@@ -209,6 +209,8 @@ class StordocBot:
         tts = thread_ts if thread_ts is not None else where.thread_ts
         out: list[str] = []
         for m in reply.messages:
+            m.text = self.redactor.text(m.text)
+            m.blocks = self._scrub(m.blocks)
             r.validate_message(m)
         if reply.ephemeral:
             if replace_ts:
@@ -238,6 +240,15 @@ class StordocBot:
                                         filename=up.filename, title=up.title,
                                         initial_comment=up.comment, **kw)
         return out
+
+    def _scrub(self, obj: Any) -> Any:
+        """Secrets out of every text in a message (evidence and step output can hold them)."""
+        if isinstance(obj, dict):
+            return {k: (self.redactor.text(v) if k == "text" and isinstance(v, str)
+                        else self._scrub(v)) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self._scrub(v) for v in obj]
+        return obj
 
     def _refuse(self, where: Where, text: str) -> None:
         self.post(where, r.error_reply(text))
@@ -485,7 +496,10 @@ class StordocBot:
                 {"cancel": canc, "lines": pv.lines, "destructive": pv.destructive,
                  "options": dict(options or {})}, token=conf)
             with self._plans_lock:
-                self._plans[conf] = pv
+                now = time.monotonic()
+                self._plans = {k: v for k, v in self._plans.items()
+                               if now - v[1] < self.ttl}  # expired plans: forget them
+                self._plans[conf] = (pv, now)
         self._audit(where, cluster, "plan", "shown", f"{runbook} {target}")
         return r.plan_reply(cluster, runbook, target, pv.lines, conf, canc, where.user,
                             self.ttl, pv.destructive, two)
@@ -545,7 +559,8 @@ class StordocBot:
                                 "confirmed by another operator than the one who asked")
             return
         with self._plans_lock:
-            pv = self._plans.pop(token, None)
+            kept = self._plans.pop(token, None)
+        pv = kept[0] if kept else None
         if pv is None:  # restarted since the plan was shown: plan again, must be identical
             try:
                 pv = self.backend.plan(b.cluster, b.runbook, b.target, b.requested_by,

@@ -46,11 +46,13 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
                         "slack.app_token.file")
     roles = {k: RoleSpec(tuple(v.viewers), tuple(v.operators), v.two_person)
              for k, v in s.roles.items()}
+    swift_keys = [c.swift.key.resolve() for c in env.settings.clusters.values()
+                  if c.swift and c.swift.key]
     kw: dict[str, Any] = {"command": s.command, "api_base_url": s.api_base_url,
                           "button_ttl_s": s.button_ttl_s, "roles": roles, "admins": s.admins,
-                          "secrets": [app_token] if app_token else []}
+                          "secrets": [x for x in [app_token, *swift_keys] if x]}
     kw.update(overrides)
-    install(Redactor([token, secret, app_token]))
+    install(Redactor([token, secret, *kw["secrets"]]))
     return StordocBot(Backend(env), bot_token=token,
                       signing_secret=secret or "socket-mode-unused", **kw)
 

@@ -232,3 +232,13 @@ def test_user_group_roles_resolved_through_slack(settings, tmp_path: Path) -> No
         assert harness.fake.of("usergroups.users.list")[0].params["usergroup"] == "SONCALL01"
     finally:
         harness.close()
+
+
+def test_secrets_scrubbed_from_posted_messages(h: BotHarness) -> None:
+    leak = Finding("SWIFT_PROXY_UNHEALTHY", Severity.WARN, "swift proxy",
+                   f"proxy said: bad token {TOKEN} password=hunter22",
+                   {"url": "http://127.0.0.1:1/auth", "header": f"X-Auth-Token: {TOKEN}"})
+    h.bot.post(Where("C0000TEST", VIEWER), r.findings_reply("lab", [leak], lambda f: None))
+    call = h.fake.wait_for(lambda f: f.of("chat.postMessage"))[0]
+    text = json.dumps(call.params)
+    assert TOKEN not in text and "hunter22" not in text and "***" in text
