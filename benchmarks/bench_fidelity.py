@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runbooks.bench.stats import latency_summary  # noqa: E402
-from stordoc.settings import load_settings  # noqa: E402
-from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv  # noqa: E402
+from runbooks.bench.stats import latency_summary
+from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
+from stordoc.settings import load_settings
 
 MIB = 1024 * 1024
 

@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runbooks.bench import api  # noqa: E402
-from runbooks.bench.stats import compare_groups  # noqa: E402
-from stordoc.env import Env  # noqa: E402
-from stordoc.settings import load_settings  # noqa: E402
+from runbooks.bench import api
+from runbooks.bench.stats import compare_groups
+from stordoc.env import Env
+from stordoc.settings import load_settings
 
 
 def _ceph(conf: str, *args: str) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from storage.journal import Journal
 

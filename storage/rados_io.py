@@ -20,8 +20,9 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from storage.targets import CephTarget
 
@@ -112,7 +113,7 @@ class RadosIO:
         except Exception:
             pass
 
-    def __enter__(self) -> "RadosIO":
+    def __enter__(self) -> RadosIO:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -330,7 +331,7 @@ def _drive(ioctx: Any, mode: str, op_size: int, concurrency: int, duration_s: fl
            tick_s: float, seed: int | None, reapers: int = 1) -> RawRun:
     run = RawRun(mode, op_size, concurrency, time.time())
     slots = threading.Semaphore(concurrency)
-    inflight: "queue.SimpleQueue[tuple[Any, int] | None]" = queue.SimpleQueue()
+    inflight: queue.SimpleQueue[tuple[Any, int] | None] = queue.SimpleQueue()
     perf_ns = time.perf_counter_ns
     data = os.urandom(op_size) if mode == "write" else b""  # made before the clock starts
     start_ns = perf_ns()

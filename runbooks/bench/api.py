@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from runbooks.bench import limits as limits_mod
 from runbooks.bench import rados as rados_mod
@@ -69,10 +70,10 @@ class BenchPlan:
     def lines(self) -> list[str]:
         o = self.options
         out = [f"Plan: bench {self.kind} on cluster {self.cluster} ({self.where})",
-               f"  caps: {self.limits.max_duration_s:g} s of I/O, "
-               f"{self.limits.max_bytes / 1024**2:,.0f} MiB written; lock '{LOCK_TARGET}'",
-               f"  engine {o.engine}, modes {', '.join(o.modes)}, concurrency "
-               f"{o.concurrency}, repeat {o.repeat}"]
+               (f"  caps: {self.limits.max_duration_s:g} s of I/O, "
+                f"{self.limits.max_bytes / 1024**2:,.0f} MiB written; lock '{LOCK_TARGET}'"),
+               (f"  engine {o.engine}, modes {', '.join(o.modes)}, concurrency "
+                f"{o.concurrency}, repeat {o.repeat}")]
         if self.state.get("health"):
             out.append(f"  cluster: {self.state.get('health')}, "
                        f"{self.state.get('num_up_osds', '?')}/"
@@ -167,7 +168,7 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
             raise Refused(str(e)) from None
         warnings += ceph_gate(state, o.force)
         steps = rados_mod.plan_lines(s, pool, exists) if kind == "rados" else \
-            rbd_mod.plan_lines(s, pool, f"stordoc-bench-<group>")
+            rbd_mod.plan_lines(s, pool, "stordoc-bench-<group>")
         if kind == "rbd" and not exists:
             steps.insert(0, f"create pool {pool} (application 'stordoc')")
     elif kind == "swift":

@@ -4,7 +4,8 @@ files) and text through plotext (for the CLI and the TUI). Both take the same in
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from runbooks.bench.model import BenchResult
 from runbooks.bench.stats import Comparison

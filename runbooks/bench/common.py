@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from runbooks.bench.model import BenchOptions, BenchResult, Progress, fingerprint_fields
 from runbooks.bench.stats import latency_summary, series_from_buckets
@@ -28,7 +29,7 @@ class BenchLimits:
     min_change: float = 0.10
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any] | None) -> "BenchLimits":
+    def from_mapping(cls, m: Mapping[str, Any] | None) -> BenchLimits:
         if not m:
             return cls()
         names = cls.__dataclass_fields__

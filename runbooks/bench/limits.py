@@ -15,10 +15,11 @@ import re
 import socket
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from runbooks.bench.common import Session
-from runbooks.bench.model import BenchResult, MIB, fingerprint_fields, human_size
+from runbooks.bench.model import MIB, BenchResult, fingerprint_fields, human_size
 from runbooks.model import Refused
 from storage.rados_io import RadosIO, client_host
 from storage.runner import HostUnreachable, Runner

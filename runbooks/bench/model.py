@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 KINDS = ("rados", "swift", "rbd", "limits")
 MIB = 1024 * 1024
@@ -55,7 +56,7 @@ class BenchOptions:
     prefill: int = 200  # Swift objects written before a mix that reads or deletes
     seed: int | None = None
 
-    def with_(self, **kw: Any) -> "BenchOptions":
+    def with_(self, **kw: Any) -> BenchOptions:
         return replace(self, **kw)
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,7 +133,7 @@ class BenchResult:
         return d
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "BenchResult":
+    def from_row(cls, row: Mapping[str, Any]) -> BenchResult:
         names = {f for f in cls.__dataclass_fields__}
         kw = {k: v for k, v in row.items() if k in names}
         for k in ("params", "fingerprint_fields", "state", "error_kinds", "extra"):

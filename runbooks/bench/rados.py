@@ -13,7 +13,8 @@ import subprocess
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from runbooks.bench.common import Session, result_from_raw
 from runbooks.bench.model import BenchResult, fingerprint_fields, human_size
@@ -159,7 +160,7 @@ def run_rados_bench(s: Session, pool: str) -> list[BenchResult]:
             for mode in modes:
                 if s.cancelled:
                     break
-                argv = rados_bench_argv(t, pool, max(1, int(round(o.duration_s))), mode,
+                argv = rados_bench_argv(t, pool, max(1, round(o.duration_s)), mode,
                                         o.concurrency, o.size, run_name,
                                         max_objects=max(1, s.bytes_left() // o.size))
                 text, rc = _run_child(s, argv, mode, rep, o.duration_s)

@@ -15,10 +15,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from runbooks.bench.common import Session
-from runbooks.bench.model import BenchResult, MIB, fingerprint_fields, human_size
+from runbooks.bench.model import MIB, BenchResult, fingerprint_fields, human_size
 from runbooks.bench.rados import ceph_target
 from runbooks.model import Refused
 from storage.rados_io import RadosIO, client_host
@@ -35,7 +36,7 @@ def fio_argv(pool: str, image: str, client: str, mode: str, bs: int, iodepth: in
     argv = ["fio", "--name=stordoc-rbd", "--ioengine=rbd", f"--clientname={client}",
             f"--pool={pool}", f"--rbdname={image}", f"--rw={rw}", f"--bs={bs}",
             f"--iodepth={iodepth}", "--numjobs=1", "--direct=1", "--invalidate=0",
-            f"--runtime={max(1, int(round(seconds)))}", "--time_based",
+            f"--runtime={max(1, round(seconds))}", "--time_based",
             "--output-format=json", "--status-interval=1",
             "--percentile_list=50:90:99:99.9", "--eta=never"]
     if rw == "randrw":
@@ -268,8 +269,8 @@ def _result(s: Session, summ: dict[str, Any], mode: str, pool: str, rep: int,
     el = summ["runtime_s"] or 1e-9
     o = s.opts
     workload = f"{mode} {human_size(bs)}"
-    notes = ["latency percentiles are fio completion latency (clat); for randrw the worse "
-             "of read and write"] if mode == "randrw" else \
+    notes = [("latency percentiles are fio completion latency (clat); for randrw the worse "
+              "of read and write")] if mode == "randrw" else \
         ["latency percentiles are fio completion latency (clat)"]
     return BenchResult(
         cluster=s.ctx.cluster, kind="rbd", engine="fio", workload=workload,

@@ -11,8 +11,9 @@ we never guess.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -124,9 +125,9 @@ class Comparison:
                 "min_change": self.min_change}
 
     def lines(self) -> list[str]:
-        out = [f"Verdict ({self.workload}): {self.verdict.upper()} against {self.baseline} "
-               f"[{self.basis}; a change must exceed max({self.min_change:.0%}, "
-               f"{self.k:g} x noise) and pass the test at p<0.05]"]
+        out = [(f"Verdict ({self.workload}): {self.verdict.upper()} against {self.baseline} "
+                f"[{self.basis}; a change must exceed max({self.min_change:.0%}, "
+                f"{self.k:g} x noise) as a log ratio and pass the test at p<0.05]")]
         out += ["  " + m.line() for m in self.metrics]
         if self.state_changes:
             out.append("  What changed in the cluster: " + "; ".join(self.state_changes))
@@ -203,9 +204,7 @@ def compare_metric(metric: str, base: Sequence[float], new: Sequence[float], by_
     threshold = max(math.log1p(min_change), k * noise)
     p, test = _test(base, new, by_runs)
     size = abs(math.log(mn / mb)) if mb > 0 and mn > 0 else None
-    if change is None or size is None:
-        verdict = INCONCLUSIVE
-    elif p is None:
+    if change is None or size is None or p is None:
         verdict = INCONCLUSIVE
     elif size >= threshold:
         if p < alpha:

@@ -89,7 +89,7 @@ def plan_lines(s: Session, container: str) -> list[str]:
     o = s.opts
     size = human_size(o.size) + (f"..{human_size(o.size_max)}" if o.size_max else "")
     lines = [f"create container {container} (PUT)"]
-    r, w, d = o.mix
+    r, _, d = o.mix
     for rep in range(1, o.repeat + 1):
         if r or d:
             lines.append(f"rep {rep}: write {o.prefill} objects first ({size}, unmeasured)")
@@ -162,7 +162,7 @@ def run(s: Session, container: str) -> list[BenchResult]:
             if s.cancelled:
                 break
             pool = _Pool(random.Random(rng.random()))
-            r_pct, w_pct, d_pct = o.mix
+            r_pct, _, d_pct = o.mix
             if (r_pct or d_pct) and o.prefill:
                 _prefill(s, url, token, pool, payload, rng, new_name)
             raw, per_op = _drive(s, url, token, pool, payload, rep, new_name)

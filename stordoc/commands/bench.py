@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -79,7 +80,7 @@ def _common(p: argparse.ArgumentParser, duration: float = 5.0) -> None:
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b = sub.add_parser("bench", help="quick benchmarks: rados, swift, rbd, limits",
                        description="Quick benchmarks with stored baselines and noise-aware "
                                    "verdicts.")

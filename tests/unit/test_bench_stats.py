@@ -117,7 +117,7 @@ def test_state_changes_lists_what_differs() -> None:
     ch = state_changes(before, after)
     assert any(c.startswith("versions") for c in ch)
     assert any(c.startswith("num_up_osds: 3 -> 2") for c in ch)
-    assert not any(c.startswith("pool") or c.startswith("num_osds:") for c in ch)
+    assert not any(c.startswith(("pool", "num_osds:")) for c in ch)
 
 
 def test_between_invocation_drift_raises_the_threshold() -> None:
