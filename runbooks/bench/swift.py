@@ -375,5 +375,16 @@ def cleanup(conn: Any, container: str, concurrency: int, url: str, token: str) -
                 break
             if time.monotonic() > deadline:
                 raise
+            if e.http_status == 409:  # not empty yet: delete what the listing shows now
+                try:
+                    _, left = conn.get_container(container, full_listing=True)
+                except ClientException:
+                    left = []
+                for o in left:
+                    try:
+                        conn.delete_object(container, o["name"])
+                        deleted[0] += 1
+                    except ClientException:
+                        pass
             time.sleep(0.5)
     return deleted[0]
