@@ -196,6 +196,14 @@ def cmd_run(a: argparse.Namespace) -> int:
     try:
         ctx = env.run_context(a.cluster, source="cli")
         lim = _limits(env)
+        if a.compare:  # a named baseline must exist before anything runs
+            from storage.benchstore import BenchStore
+
+            st = BenchStore(env.journal)
+            if st.baseline(ctx.cluster, a.compare) is None:
+                known = ", ".join(x["name"] for x in st.baselines(ctx.cluster)) or "none"
+                raise UserError(f"no baseline named {a.compare!r} on {ctx.cluster}; "
+                                f"known: {known}")
         try:
             plan = api.plan_bench(ctx, a.kind, _options(a), lim)
         except api.Refused as e:
