@@ -251,22 +251,29 @@ def _run_with_progress(api: Any, ctx: Any, plan: Any, lim: Any, quiet: bool) -> 
                     description=f"{plan.kind} {p.phase} rep {p.rep}/{p.reps}",
                     rate=(f"{p.mb_s:,.1f} MB/s {p.ops_s:,.0f} ops/s" if p.ops else ""))
 
+    finished = threading.Event()
+
     def work() -> None:
         try:
             box["report"] = api.run_bench(ctx, plan.kind, plan.options, on_progress, cancel,
                                           lim, plan=plan)
         except BaseException as e:  # handed to the main thread
             box["error"] = e
+        finally:
+            finished.set()
 
     th = threading.Thread(target=work, name="bench", daemon=True)
     with prog:
         th.start()
-        while th.is_alive():
+        # wait on an Event, not Thread.join: a Ctrl-C inside join() can leave the thread
+        # looking finished while it still runs (and the process would exit mid-cleanup)
+        while not finished.is_set():
             try:
-                th.join(0.2)
+                finished.wait(0.2)
             except KeyboardInterrupt:
-                cancel.set()
-                err.print("stopping: finishing in-flight operations and cleaning up ...")
+                if not cancel.is_set():
+                    cancel.set()
+                    err.print("stopping: finishing in-flight operations and cleaning up ...")
     if "error" in box:
         e = box["error"]
         if isinstance(e, api.Refused):
