@@ -9,7 +9,9 @@ Other modules add their own tables through ``Journal.db`` (``storage.audit``,
 
 from __future__ import annotations
 
+import fcntl
 import json
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -33,17 +35,23 @@ class Journal:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self.db = sqlite_utils.Database(self.path, recursive_triggers=False)
         # check_same_thread=False: the TUI and the bot write from worker threads
-        self.db.conn.close()
-        import sqlite3
-
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30,
                                isolation_level=None)
         self.db = sqlite_utils.Database(conn)
-        if self.path != ":memory:":
-            self.db.enable_wal()
-        self._ensure()
+        if self.path == ":memory:":
+            self._ensure()
+            return
+        # Switching to WAL and creating the schema are not covered by SQLite's busy
+        # timeout when several processes open a fresh file at once: serialize them.
+        with open(self.path + ".lock", "a") as lf:
+            fcntl.flock(lf, fcntl.LOCK_EX)
+            try:
+                if self.db.journal_mode != "wal":
+                    self.db.enable_wal()
+                self._ensure()
+            finally:
+                fcntl.flock(lf, fcntl.LOCK_UN)
 
     @property
     def lock(self) -> threading.RLock:
