@@ -205,6 +205,26 @@ def verify(ctx: RunContext, plan: Plan, cancel: threading.Event | None = None,
             return False, left, f"still failing after {attempts} check run(s): {why}"
 
 
+def _bench_after(ctx: RunContext, on_event: EventFn | None,
+                 cancel: threading.Event | None) -> dict[str, Any] | None:
+    """The optional quick benchmark after a verified fix (``[runbooks] bench_after_fix``);
+    its verdict against earlier runs joins the fix's result. Never fails the fix."""
+    if ctx.bench_after_fix != "rados" or (cancel is not None and cancel.is_set()):
+        return None
+    from runbooks.bench.api import BenchLimits, bench_after_fix
+
+    _emit(on_event, RunEvent("bench", None, "benchmark",
+                             "running a quick RADOS write benchmark after the fix"))
+    try:
+        res = bench_after_fix(ctx, BenchLimits.from_mapping(ctx.bench_limits), cancel=cancel)
+    except Exception as e:  # a benchmark problem must not turn a good fix into a failure
+        res = {"ran": False, "reason": f"{type(e).__name__}: {e}"}
+    _emit(on_event, RunEvent("bench", None, "benchmark",
+                             f"verdict: {res.get('verdict')}; {res.get('headline', '')}"
+                             if res.get("ran") else f"not run: {res.get('reason')}"))
+    return res
+
+
 def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
             on_event: EventFn | None = None,
             cancel: threading.Event | None = None, recheck: bool = True) -> RunResult:
@@ -348,11 +368,16 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         outcome = "success" if ok else "verify_failed"
         msg = (f"{plan.runbook} {plan.target}: {len(done_t)} step(s) done; "
                + (f"verified: {', '.join(plan.verify_codes)} cleared" if ok else vmsg))
+        bench = _bench_after(ctx, on_event, cancel) if ok else None
+        if bench is not None:
+            msg += "; benchmark after the fix: " + str(
+                bench.get("verdict") if bench.get("ran") else f"not run ({bench.get('reason')})")
         audit.finish_run(run_id, outcome, msg,
                          {"verified": ok, "message": vmsg,
-                          "findings": [f.to_dict() for f in left]})
+                          "findings": [f.to_dict() for f in left], "bench": bench})
         _emit(on_event, RunEvent("done", None, outcome, msg))
-        return RunResult(run_id, outcome, msg, tuple(results), done_t, not_done_t, ok, left)
+        return RunResult(run_id, outcome, msg, tuple(results), done_t, not_done_t, ok, left,
+                         bench)
     except BaseException as e:
         if run_id is not None:
             audit.finish_run(run_id, "failed", f"runbook aborted: {type(e).__name__}: {e}", {})

@@ -52,6 +52,8 @@ class RunContext:
     verify_timeout_s: float = 120.0
     step_timeout_s: float = 120.0
     options: Mapping[str, Any] = field(default_factory=dict)
+    bench_after_fix: str = "none"  # "rados": a quick benchmark after each verified fix
+    bench_limits: Mapping[str, Any] = field(default_factory=dict)  # [bench] settings
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -270,6 +272,7 @@ class RunResult:
     not_done: tuple[str, ...]
     verified: bool | None
     verify_findings: tuple[Finding, ...] = ()
+    bench: Mapping[str, Any] | None = None  # the benchmark after the fix, when configured
 
     @property
     def ok(self) -> bool:
@@ -279,4 +282,5 @@ class RunResult:
         return {"run_id": self.run_id, "outcome": self.outcome, "message": self.message,
                 "steps": [s.to_dict() for s in self.steps], "done": list(self.done),
                 "not_done": list(self.not_done), "verified": self.verified,
-                "verify_findings": [f.to_dict() for f in self.verify_findings]}
+                "verify_findings": [f.to_dict() for f in self.verify_findings],
+                "bench": dict(self.bench) if self.bench else None}

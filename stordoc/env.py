@@ -55,7 +55,8 @@ class Env:
             cluster=n, target=cs.target(n), journal=self.journal,
             thresholds=self.settings.thresholds_for(n), muted=tuple(cs.muted),
             user=self.settings.user or self.user, source=source,
-            verify_timeout_s=rs.verify_timeout_s, step_timeout_s=rs.step_timeout_s)
+            verify_timeout_s=rs.verify_timeout_s, step_timeout_s=rs.step_timeout_s,
+            bench_after_fix=rs.bench_after_fix, bench_limits=self.settings.bench.model_dump())
 
     def close(self) -> None:
         if self._journal is not None:

@@ -409,3 +409,26 @@ def test_swift_ring_rebalance(lab: Lab, env: Env, ctx: RunContext,
     assert backups and any((lab.swift_etc / "backups").glob("*.object.ring.gz"))
     assert not [f for f in findings(env) if f.target == "object"
                 and f.code in pa.verify_codes]
+
+
+def test_bench_after_fix_adds_its_verdict_to_the_result(lab: Lab, env: Env,
+                                                         ctx: RunContext) -> None:
+    """With [runbooks] bench_after_fix = "rados", a verified fix runs a quick benchmark
+    and its verdict joins the result, the events and the audit."""
+    wait_health(lab, "HEALTH_OK")
+    bctx = dataclasses.replace(ctx, bench_after_fix="rados",
+                               bench_limits={"max_duration_s": 30})
+    lab.ceph("osd", "out", "2")
+    p = plan(bctx, "osd-in", "osd.2")
+    events: list[RunEvent] = []
+    res = execute(bctx, p, confirmed_by="tester", on_event=events.append)
+    assert res.outcome == "success"
+    assert res.bench is not None and res.bench["ran"] is True, res.bench
+    assert res.bench["verdict"] in {"faster", "slower", "no significant change",
+                                    "inconclusive"}
+    assert "benchmark after the fix" in res.message
+    assert [e for e in events if e.kind == "bench"]
+    run = Audit(bctx.journal).run(res.run_id)
+    assert run is not None and run["verify"]["bench"]["ran"] is True
+    assert Audit(bctx.journal).locks("lab") == []
+    wait_health(lab, "HEALTH_OK")
