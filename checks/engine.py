@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from checks.model import (
     REGISTRY,

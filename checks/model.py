@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from storage.model import ClusterSnapshot
 

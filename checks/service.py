@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from checks.engine import CheckReport, run_checks
 from checks.model import Thresholds

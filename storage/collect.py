@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 # threads at once, leaves that thread unjoinable and collect() hangs at pool shutdown.
 from storage.ceph import collect_ceph
 from storage.hosts import FabricRunner, collect_host_facts
-from storage.swift import collect_swift
 from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
+from storage.swift import collect_swift
 from storage.targets import ClusterTarget
 
 

@@ -111,7 +111,7 @@ class FabricRunner:
             else:
                 client.load_system_host_keys()
         except OSError as e:
-            raise HostUnreachable(t.name, f"cannot read known_hosts {t.known_hosts}: {e}")
+            raise HostUnreachable(t.name, f"cannot read known_hosts {t.known_hosts}: {e}") from e
         try:
             conn.open()
         except paramiko.BadHostKeyException as e:

@@ -23,10 +23,11 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 DEFAULT_DIR = "/var/tmp/stordoc-lab"
 DEFAULT_PORT_BASE = 16000

@@ -8,9 +8,9 @@ tuples so that a snapshot can be shared between threads (TUI workers, the bot) s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
-
+from typing import Any
 
 # --------------------------------------------------------------------------- Ceph
 

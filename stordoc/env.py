@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from checks.service import CheckOutcome, check_cluster
-from stordoc.settings import Settings
 from storage.journal import Journal
 from storage.targets import ClusterTarget
+from stordoc.settings import Settings
 
 if TYPE_CHECKING:
     from runbooks.api import RunContext
@@ -44,7 +45,7 @@ class Env:
                              self.journal if record else None, only=only,
                              host_facts=host_facts, source=source)
 
-    def run_context(self, cluster: str | None, source: str = "cli") -> "RunContext":
+    def run_context(self, cluster: str | None, source: str = "cli") -> RunContext:
         """What the runbooks need for one cluster: target, journal, limits, who acts."""
         from runbooks.api import RunContext
 

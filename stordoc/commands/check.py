@@ -28,7 +28,7 @@ STATUS = {0: "ok", 1: "warn", 2: "crit", 3: "unreachable"}
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="run the health checks (exit 0 OK, 1 warn, 2 crit, "
                        "3 unreachable)")
     p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
@@ -114,9 +114,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     env = env_from_args(args)
     only = [c.strip() for c in args.only.split(",") if c.strip()] if args.only else None
     if only:
+        import checks.catalog  # noqa: F401
         from checks.engine import run_checks  # noqa: F401  (registers every code)
         from checks.model import REGISTRY
-        import checks.catalog  # noqa: F401
 
         unknown = [c for c in only if c.upper() not in REGISTRY.codes]
         if unknown:

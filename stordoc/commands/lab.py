@@ -8,13 +8,13 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from stordoc.errors import UserError
 from storage.lab import DEFAULT_DIR, DEFAULT_PORT_BASE, SCENARIOS, Lab, LabError
+from stordoc.errors import UserError
 
 console = Console(highlight=False)
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos")
     lsub = p.add_subparsers(dest="lab_cmd", metavar="ACTION", required=True)
 

@@ -9,7 +9,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import swiftclient
 
 from storage.lab import CACHE_POOL, FEW_PG_POOL, SWIFT_KEY, SWIFT_USER, Lab
