@@ -86,7 +86,7 @@ def main() -> int:
             [sys.executable, __file__, "--config", args.config, "--serve", fake.base_url,
              "--journal", f"{tmp}/bot.db", "--requests", str(args.requests)]
             + (["--cluster", args.cluster] if args.cluster else []),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(f"{tmp}/bot.log", "w"),
             text=True, cwd=ROOT)
         try:
             assert child.stdout is not None and child.stdin is not None
@@ -113,8 +113,14 @@ def main() -> int:
             child.stdin.flush()
             after = json.loads(child.stdout.readline())
             # every request was answered in Slack too (the work after the ack)
-            fake.wait_for(lambda f: len(f.of("chat.postEphemeral", "chat.postMessage",
-                                              "chat.update")) >= args.requests, 120)
+            try:
+                fake.wait_for(lambda f: len(f.of("chat.postEphemeral", "chat.postMessage",
+                                                  "chat.update")) >= args.requests, 120)
+            except AssertionError:
+                log = Path(f"{tmp}/bot.log").read_text()
+                print("not every request was answered; bot log:\n" + "\n".join(
+                    ln for ln in log.splitlines() if "Warning" not in ln)[-3000:])
+                raise SystemExit(2) from None
         finally:
             if child.stdin:
                 child.stdin.close()

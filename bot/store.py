@@ -48,9 +48,10 @@ class BotStore:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         db = journal.db
-        self._lock = threading.Lock()
-        if journal.path == ":memory:":
+        self._lock: threading.Lock | threading.RLock = threading.Lock()
+        if journal.path == ":memory:":  # one connection only: share it and its lock
             self._conn = journal.db.conn
+            self._lock = journal.lock
         else:
             self._conn = sqlite3.connect(journal.path, check_same_thread=False, timeout=30,
                                          isolation_level=None)
@@ -73,60 +74,70 @@ class BotStore:
 
     def first_time(self, key: str, kind: str) -> bool:
         """True the first time ``key`` is seen; False for a retry or duplicate."""
+        try:
+            self._write("insert into bot_requests (key, received_at, kind) values (?, ?, ?)",
+                        (key, time.time(), kind))
+            return True
+        except sqlite3.IntegrityError:
+            return False
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> int:
+        """One write in its own IMMEDIATE transaction: waits for other writers (busy
+        timeout) instead of failing on a stale read snapshot; returns the row count."""
         with self._lock:
+            self._conn.execute("begin immediate")
             try:
-                self._conn.execute(
-                    "insert into bot_requests (key, received_at, kind) values (?, ?, ?)",
-                    (key, time.time(), kind))
-                return True
-            except sqlite3.IntegrityError:
-                return False
+                n = self._conn.execute(sql, args).rowcount
+            except BaseException:
+                self._conn.execute("rollback")
+                raise
+            self._conn.execute("commit")
+            return int(n)
 
     def new_button(self, kind: str, cluster: str, runbook: str, target: str,
                    requested_by: str, ttl_s: float, data: Mapping[str, Any] | None = None,
                    token: str | None = None) -> str:
         tok = token or secrets.token_urlsafe(18)
         now = time.time()
-        with self.journal.lock:
-            self.journal.db.table("bot_buttons").insert(
-                {"token": tok, "kind": kind, "cluster": cluster, "runbook": runbook,
-                 "target": target, "requested_by": requested_by, "created_at": now,
-                 "expires_at": now + ttl_s, "used_at": None, "used_by": None,
-                 "data": json.dumps(dict(data or {}), default=str)})
+        self._write(
+            "insert into bot_buttons (token, kind, cluster, runbook, target, requested_by, "
+            "created_at, expires_at, used_at, used_by, data) values "
+            "(?, ?, ?, ?, ?, ?, ?, ?, null, null, ?)",
+            (tok, kind, cluster, runbook, target, requested_by, now, now + ttl_s,
+             json.dumps(dict(data or {}), default=str)))
         return tok
 
     def button(self, token: str) -> Button | None:
         if not token or len(token) > 64:
             return None
-        with self.journal.lock:
-            rows = list(self.journal.db["bot_buttons"].rows_where("token = ?", [token]))
+        with self._lock:
+            rows = self._conn.execute(
+                "select token, kind, cluster, runbook, target, requested_by, created_at, "
+                "expires_at, used_at, used_by, data from bot_buttons where token = ?",
+                (token,)).fetchall()
         if not rows:
             return None
         r = rows[0]
-        return Button(r["token"], r["kind"], r["cluster"], r["runbook"], r["target"],
-                      r["requested_by"], r["created_at"], r["expires_at"], r["used_at"],
-                      r["used_by"], json.loads(r["data"] or "{}"))
+        return Button(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                      json.loads(r[10] or "{}"))
 
     def spend(self, tokens: list[str], user: str) -> bool:
         """Mark tokens used (all of one plan's buttons together); False if already spent."""
-        now = time.time()
-        with self.journal.lock, self.journal.db.conn:
-            cur = self.journal.db.conn.execute(
-                f"update bot_buttons set used_at = ?, used_by = ? where used_at is null and "
-                f"token in ({','.join('?' * len(tokens))})", (now, user, *tokens))
-            return bool(cur.rowcount)
+        return bool(self._write(
+            f"update bot_buttons set used_at = ?, used_by = ? where used_at is null and "
+            f"token in ({','.join('?' * len(tokens))})", (time.time(), user, *tokens)))
 
     def audit(self, user: str, cluster: str | None, action: str, outcome: str,
               detail: str = "") -> None:
         """Every bot action with the Slack user ID (runbook runs also go to runbook_runs)."""
-        with self._lock:
-            self._conn.execute(
-                "insert into bot_audit (at, user, cluster, action, outcome, detail) values "
-                "(?, ?, ?, ?, ?, ?)", (time.time(), user, cluster, action, outcome,
-                                       detail[:500]))
+        self._write("insert into bot_audit (at, user, cluster, action, outcome, detail) "
+                    "values (?, ?, ?, ?, ?, ?)",
+                    (time.time(), user, cluster, action, outcome, detail[:500]))
 
     def audit_rows(self, limit: int = 50) -> list[dict[str, Any]]:
-        cur = self._conn.execute("select at, user, cluster, action, outcome, detail from "
-                                 "bot_audit order by rowid desc limit ?", (limit,))
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
+        with self._lock:
+            cur = self._conn.execute("select at, user, cluster, action, outcome, detail "
+                                     "from bot_audit order by rowid desc limit ?", (limit,))
+            cols = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        return [dict(zip(cols, row)) for row in rows]

@@ -113,7 +113,7 @@ def test_unauthorized_user_refused_with_role_named(h: BotHarness) -> None:
 def test_forged_or_expired_button_refused(h: BotHarness) -> None:
     h.slack.press("confirm", "not-a-real-token", OPERATOR, "1700000000.000001")
     h.wait_post("this button is not known", ("chat.postEphemeral",))
-    tok = h.bot.store.new_button("fix", "lab", "osd-start", "osd.1", OPERATOR, 0.001)
+    tok = h.bot.store.new_button("fix", "lab", "osd-start", "osd.1", OPERATOR, -1)  # expired
     h.slack.press("fix", tok, OPERATOR, "1700000000.000001")
     h.wait_post("this button expired", ("chat.postEphemeral",))
     tok2 = h.bot.store.new_button("fix", "lab", "osd-start", "osd.1", OPERATOR, 900)
