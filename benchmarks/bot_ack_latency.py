@@ -61,7 +61,7 @@ def serve(config: str, cluster: str | None, base_url: str, journal: str, n_token
     tokens = [bot.store.new_button("cancel", name, "osd-start", "osd.0", OPS, 900)
               for _ in range(n_tokens)]
     print(json.dumps({"url": srv.url, "tokens": tokens, "cluster": name}), flush=True)
-    for line in sys.stdin:  # the parent asks for the check counters, then closes stdin
+    for _line in sys.stdin:  # the parent asks for the check counters, then closes stdin
         print(json.dumps(checks), flush=True)
 
 
