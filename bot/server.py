@@ -17,6 +17,8 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.error import BoltError
+from slack_sdk.errors import SlackApiError
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 from bot.app import StordocBot
@@ -52,9 +54,14 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
                           "button_ttl_s": s.button_ttl_s, "roles": roles, "admins": s.admins,
                           "secrets": [x for x in [app_token, *swift_keys] if x]}
     kw.update(overrides)
-    install(Redactor([token, secret, *kw["secrets"]]))
-    return StordocBot(Backend(env), bot_token=token,
-                      signing_secret=secret or "socket-mode-unused", **kw)
+    red = Redactor([token, secret, *kw["secrets"]])
+    install(red)
+    try:
+        return StordocBot(Backend(env), bot_token=token,
+                          signing_secret=secret or "socket-mode-unused", **kw)
+    except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
+        raise UserError(f"cannot start the bot: Slack API auth.test failed: "
+                        f"{red.text(str(e)).splitlines()[0][:300]}") from None
 
 
 class _Server(ThreadingMixIn, WSGIServer):
