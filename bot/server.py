@@ -17,9 +17,9 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
-from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 from bot.app import StordocBot
 from bot.auth import RoleSpec
