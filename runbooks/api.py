@@ -215,10 +215,21 @@ def _bench_after(ctx: RunContext, on_event: EventFn | None,
 
     _emit(on_event, RunEvent("bench", None, "benchmark",
                              "running a quick RADOS write benchmark after the fix"))
-    try:
-        res = bench_after_fix(ctx, BenchLimits.from_mapping(ctx.bench_limits), cancel=cancel)
-    except Exception as e:  # a benchmark problem must not turn a good fix into a failure
-        res = {"ran": False, "reason": f"{type(e).__name__}: {e}"}
+    # a fix (an OSD back in, a remount) sets PGs peering and recovering: give the cluster
+    # until the verify deadline to settle before measuring it
+    deadline = time.monotonic() + ctx.verify_timeout_s
+    while True:
+        try:
+            res = bench_after_fix(ctx, BenchLimits.from_mapping(ctx.bench_limits),
+                                  cancel=cancel)
+        except Exception as e:  # a benchmark problem must not turn a good fix into a failure
+            res = {"ran": False, "reason": f"{type(e).__name__}: {e}"}
+            break
+        settling = "active+clean" in str(res.get("reason", ""))
+        if res.get("ran") or not settling or time.monotonic() > deadline or (
+                cancel is not None and cancel.is_set()):
+            break
+        time.sleep(2)
     _emit(on_event, RunEvent("bench", None, "benchmark",
                              f"verdict: {res.get('verdict')}; {res.get('headline', '')}"
                              if res.get("ran") else f"not run: {res.get('reason')}"))

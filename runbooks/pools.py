@@ -163,8 +163,14 @@ def pool_clean_probe(pool: str, pg_num: int) -> Any:
         # ``osd pool ls detail`` names pgp_num "pg_placement_num"
         pgp = int(cur.get("pg_placement_num", cur.get("pgp_num", 0)) or 0)
         pgn = int(cur.get("pg_num", 0) or 0)
-        msg = f"pool {pool} pg_num {pgn} pgp_num {pgp}; {clean}/{total} PGs active+clean"
-        done = pgn == pg_num and pgp == pg_num and total > 0 and clean == total
+        # the manager's PG stats lag the osdmap: until they count every pool's pg_num,
+        # "all clean" describes the PGs before the change
+        expected = sum(int(x.get("pg_num", 0) or 0) for x in pools)
+        msg = (f"pool {pool} pg_num {pgn} pgp_num {pgp}; {clean}/{total} PGs active+clean"
+               + (f" (stats still count {total} of {expected} PGs)" if total != expected
+                  else ""))
+        done = (pgn == pg_num and pgp == pg_num and total == expected and total > 0
+                and clean == total)
         return done, msg
 
     return probe
