@@ -32,6 +32,9 @@ from typing import Any
 DEFAULT_DIR = "/var/tmp/stordoc-lab"
 DEFAULT_PORT_BASE = 16000
 N_OSDS = 3
+# sparse: costs disk only as data lands. 2 GiB proved too small: a few benchmark runs
+# filled the OSDs and BlueStore aborts on ENOSPC
+OSD_BLOCK_BYTES = 10 * 1024**3
 SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
 SCENARIOS = ("osd-unmounted", "cache-tier-misconfigured", "pool-few-pgs",
@@ -552,7 +555,7 @@ keyring = {self.admin_keyring}
         with open(img, "wb") as f:
             f.truncate(320 * 1024**2)
         with open(blk, "wb") as f:
-            f.truncate(2 * 1024**3)
+            f.truncate(OSD_BLOCK_BYTES)
         _run(["mkfs.xfs", "-q", "-f", "-L", f"osd{i}", str(img)], step)
         dev = self._attach(img, step)
         bdev = self._attach(blk, step)

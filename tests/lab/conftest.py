@@ -11,12 +11,19 @@ import pytest
 from storage.lab import N_OSDS, Lab
 
 
+_broken: list[str] = []
+
+
 @pytest.fixture(autouse=True)
 def settled(lab: Lab) -> None:
+    if _broken:  # fail at once instead of waiting out the deadline test after test
+        pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if lab.osds_up_in() == (N_OSDS, N_OSDS) and lab.pgs_clean():
             return
         time.sleep(0.5)
-    pytest.fail(f"the lab did not settle (OSDs up/in {lab.osds_up_in()}, PGs clean "
-                f"{lab.pgs_clean()}) within 180 s before this test")
+    dead = [n for n, pid in lab.status()["processes"].items() if pid is None]
+    _broken.append(f"OSDs up/in {lab.osds_up_in()}, PGs clean {lab.pgs_clean()}, "
+                   f"daemons not running: {', '.join(dead) or 'none'} (logs in {lab.log_dir})")
+    pytest.fail(f"the lab did not settle within 180 s before this test: {_broken[0]}")
