@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.journal import Journal
+from storage.procs import pid_alive
 
 REDACTED = "***"
 
@@ -115,18 +116,6 @@ def _pk(table: Any) -> int:
     return int(pk) if pk is not None else 0
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Audit:
     """Runs, steps and locks in the journal. Thread-safe through the journal's lock."""
 
@@ -166,7 +155,7 @@ class Audit:
 
     # ------------------------------------------------------------------ locks
     def _is_stale(self, row: Mapping[str, Any]) -> bool:
-        if row["host"] == self.hostname and not _pid_alive(int(row["pid"])):
+        if row["host"] == self.hostname and not pid_alive(int(row["pid"])):
             return True
         return bool(time.time() - float(row["since"]) > self.stale_after_s)
 

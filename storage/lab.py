@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.procs import pid_alive
+
 DEFAULT_DIR = "/var/tmp/stordoc-lab"
 DEFAULT_PORT_BASE = 16000
 N_OSDS = 3
@@ -120,21 +122,6 @@ def _run(argv: list[str], step: str, timeout: float = 60, log: str | None = None
         raise LabError(step, f"{' '.join(argv)} exited {p.returncode}: {p.stderr or p.stdout}",
                        log)
     return p
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie is not alive
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _cmdline(pid: int) -> str:
@@ -271,7 +258,7 @@ class Lab:
             pid = int(self._pidfile(name).read_text().strip())
         except (OSError, ValueError):
             return None
-        if not _alive(pid):
+        if not pid_alive(pid):
             return None
         # pid reuse guard: the process must be one of ours (its command line names our
         # base directory or our port)
@@ -297,14 +284,14 @@ class Lab:
         except ProcessLookupError:
             return False
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and pid_alive(pid):
             time.sleep(0.1)
-        if _alive(pid):
+        if pid_alive(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            while _alive(pid):
+            while pid_alive(pid):
                 time.sleep(0.05)
         return True
 

@@ -4,12 +4,13 @@ test's aftermath out of the next one's result."""
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from storage.lab import N_OSDS, Lab
-
 
 _broken: list[str] = []
 
@@ -27,3 +28,14 @@ def settled(lab: Lab) -> None:
     _broken.append(f"OSDs up/in {lab.osds_up_in()}, PGs clean {lab.pgs_clean()}, "
                    f"daemons not running: {', '.join(dead) or 'none'} (logs in {lab.log_dir})")
     pytest.fail(f"the lab did not settle within 180 s before this test: {_broken[0]}")
+
+
+@pytest.fixture
+def osd1_unmounted(lab: Lab) -> Iterator[None]:
+    """osd.1 down with its data directory unmounted (seed 000), healed afterwards."""
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        yield
+    finally:
+        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
+            lab.heal("osd-unmounted", osd=1)

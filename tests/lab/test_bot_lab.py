@@ -25,15 +25,6 @@ def h(lab: Lab, tmp_path: Path) -> Iterator[BotHarness]:
     harness.close()
 
 
-@pytest.fixture
-def osd1_unmounted(lab: Lab) -> Iterator[None]:
-    lab.break_("osd-unmounted", osd=1)
-    try:
-        yield
-    finally:
-        lab.heal("osd-unmounted", osd=1)
-
-
 def _health(h: BotHarness, user: str):  # type: ignore[no-untyped-def]
     n = len(h.posts())
     h.slack.slash("health lab", user)

@@ -4,13 +4,10 @@ error, then recovers by itself. Breaks are healed in finalizers."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.widgets import DataTable
 
 from storage.lab import Lab
@@ -57,16 +54,6 @@ def _env(lab: Lab, tmp_path: Path, ceph_timeout: float | None = None) -> Env:
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(text)
     return Env(load_settings(cfg))
-
-
-@pytest.fixture
-def osd1_unmounted(lab: Lab) -> Iterator[None]:
-    lab.break_("osd-unmounted", osd=1)
-    try:
-        yield
-    finally:
-        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
-            lab.heal("osd-unmounted", osd=1)
 
 
 @sync

@@ -3,7 +3,6 @@ with capture-pane, on the lab with osd.1's data dir unmounted."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -38,16 +37,6 @@ def wait_pane(session: str, cond: Callable[[str], bool], timeout: float, what: s
             return text
         time.sleep(0.2)  # polling the pane, with a deadline
     raise AssertionError(f"timed out waiting for {what}; screen was:\n{text}")
-
-
-@pytest.fixture
-def osd1_unmounted(lab: Lab) -> Iterator[None]:
-    lab.break_("osd-unmounted", osd=1)
-    try:
-        yield
-    finally:
-        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
-            lab.heal("osd-unmounted", osd=1)
 
 
 @pytest.fixture
