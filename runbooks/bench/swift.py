@@ -102,10 +102,14 @@ def plan_lines(s: Session, container: str) -> list[str]:
 
 
 class _Pool:
-    """Names of objects that exist, shared by the workers (reads pick, deletes take)."""
+    """Names of objects that exist, shared by the workers (reads pick, deletes take).
+
+    A name being read is not handed out for deletion: a GET racing a DELETE of the same
+    object would count a 404 that is the workload's doing, not the cluster's."""
 
     def __init__(self, rng: random.Random) -> None:
         self.names: list[str] = []
+        self.reading: dict[str, int] = {}
         self.lock = threading.Lock()
         self.rng = rng
 
@@ -115,15 +119,29 @@ class _Pool:
 
     def pick(self) -> str | None:
         with self.lock:
-            return self.rng.choice(self.names) if self.names else None
+            if not self.names:
+                return None
+            name = self.rng.choice(self.names)
+            self.reading[name] = self.reading.get(name, 0) + 1
+            return name
+
+    def done_reading(self, name: str) -> None:
+        with self.lock:
+            left = self.reading.get(name, 1) - 1
+            if left > 0:
+                self.reading[name] = left
+            else:
+                self.reading.pop(name, None)
 
     def take(self) -> str | None:
         with self.lock:
-            if not self.names:
-                return None
-            i = self.rng.randrange(len(self.names))
-            self.names[i], self.names[-1] = self.names[-1], self.names[i]
-            return self.names.pop()
+            for _ in range(min(8, len(self.names))):
+                i = self.rng.randrange(len(self.names))
+                if self.names[i] in self.reading:
+                    continue
+                self.names[i], self.names[-1] = self.names[-1], self.names[i]
+                return self.names.pop()
+            return None
 
 
 def _sizes(o: Any, rng: random.Random) -> int:
@@ -291,7 +309,11 @@ def _drive(s: Session, url: str, token: str, pool: _Pool, payload: bytes, rep: i
                         c.put_object(container, name, payload[:n])
                         pool.add(name)
                     elif kind == "read":
-                        _, body = c.get_object(container, name)
+                        assert name is not None
+                        try:
+                            _, body = c.get_object(container, name)
+                        finally:
+                            pool.done_reading(name)
                         n = len(body)
                     else:
                         c.delete_object(container, name)
