@@ -16,6 +16,7 @@ from storage.model import CephState, ClusterSnapshot, PoolState
 
 DEFAULT_RATIOS = (0.4, 0.6, 0.8)  # Ceph's documented defaults: dirty, dirty_high, full
 DEFAULT_HEADROOM = 0.8
+_ROUND = 64 * 1024**2  # target_max_bytes granularity
 DEFAULT_HIT_SET_PERIOD = 3600
 
 
@@ -76,7 +77,9 @@ class CacheTierTune(Runbook):
         d.params.update(pool=p.name, base_pool=base, cache_mode=p.cache_mode)
         headroom = _float_opt(d, "headroom", DEFAULT_HEADROOM, 0.1, 0.95)
         capacity = p.stored_bytes + p.max_avail_bytes
-        want = int(capacity * headroom)
+        # rounded down to 64 MiB: MAX AVAIL moves with every write, and a plan must come
+        # out the same when it is rebuilt under the lock a moment later
+        want = max(_ROUND, int(capacity * headroom) // _ROUND * _ROUND)
         if p.target_max_bytes == 0 and p.target_max_objects == 0 or \
                 p.target_max_bytes > capacity > 0:
             if capacity <= 0:
