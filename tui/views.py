@@ -28,6 +28,7 @@ from storage.model import (
     SwiftState,
 )
 from storage.targets import ClusterTarget
+from stordoc.fmt import human_age  # noqa: F401  (re-exported for the screens)
 
 # --------------------------------------------------------------------------- formatting
 
@@ -42,20 +43,6 @@ def human_bytes(n: float | None) -> str:
             return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
         v /= 1024
     return f"{v:.1f} PiB"  # pragma: no cover
-
-
-def human_age(seconds: float | None) -> str:
-    """``42s``, ``3m05s``, ``2h10m``: how old the data on screen is."""
-    if seconds is None:
-        return "never"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
 def ratio_micro(v: int) -> str:

@@ -23,6 +23,7 @@ from rich.text import Text
 from checks.model import Severity
 from checks.service import CheckOutcome
 from stordoc.commands.common import env_from_args
+from stordoc.fmt import human_age
 
 STATUS = {0: "ok", 1: "warn", 2: "crit", 3: "unreachable"}
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
@@ -45,16 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _since(ts: float | None) -> str:
-    if not ts:
-        return ""
-    s = max(0, int(time.time() - ts))
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
+    return human_age(time.time() - ts) if ts else ""
 
 
 def to_json(out: CheckOutcome) -> dict:
