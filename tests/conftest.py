@@ -43,24 +43,3 @@ def lab() -> Iterator[Lab]:
     finally:
         if not KEEP:
             lab.down(quiet=True)
-
-
-@pytest.fixture(scope="session")
-def lab_config(lab: Lab) -> Path:
-    return lab.config_path
-
-
-@pytest.fixture
-def lab_env(lab: Lab):  # type: ignore[no-untyped-def]
-    """An Env on the lab's generated settings, with its own journal file per test."""
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
-
-    env = Env(load_settings(lab.config_path))
-    yield env
-    env.close()
-
-
-@pytest.fixture
-def fixtures_dir() -> Path:
-    return FIXTURES

@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from storage.lab import N_OSDS, Lab
+from stordoc.env import Env
+from stordoc.settings import load_settings
 
 _broken: list[str] = []
 
@@ -39,3 +42,12 @@ def osd1_unmounted(lab: Lab) -> Iterator[None]:
     finally:
         if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
             lab.heal("osd-unmounted", osd=1)
+
+
+@pytest.fixture
+def env(lab: Lab, tmp_path: Path) -> Iterator[Env]:
+    """An Env on the lab's settings with a journal of its own (one per test)."""
+    s = load_settings(lab.config_path)
+    e = Env(s.model_copy(update={"journal": str(tmp_path / "journal.db")}))
+    yield e
+    e.close()

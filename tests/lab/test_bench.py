@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +33,6 @@ def _poll(cond: Callable[[], bool], timeout: float, what: str) -> None:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.5)
 
-
-@pytest.fixture
-def env(lab: Lab, tmp_path: Path) -> Iterator[Any]:
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
-
-    s = load_settings(lab.config_path)
-    e = Env(s.model_copy(update={"journal": str(tmp_path / "journal.db")}))
-    yield e
-    e.close()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
 from storage.lab import CACHE_POOL, FEW_PG_POOL, Lab
 from stordoc.env import Env
-from stordoc.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,14 +38,6 @@ def poll(cond: Callable[[], Any], timeout: float, what: str, interval: float = 1
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
-
-@pytest.fixture
-def env(lab: Lab, tmp_path: Path) -> Iterator[Env]:
-    """An Env on the lab's settings with a journal of its own."""
-    s = load_settings(lab.config_path)
-    e = Env(s.model_copy(update={"journal": str(tmp_path / "journal.db")}))
-    yield e
-    e.close()
 
 
 @pytest.fixture
