@@ -16,11 +16,6 @@ import shutil
 import time
 from typing import Any
 
-# Imported here, at module level, on purpose: importing swift (and so eventlet) for the
-# first time inside a worker thread leaves that thread unable to finish, which hangs
-# ThreadPoolExecutor shutdown in storage.collect (seen on Debian 12's swift 2.30).
-from swift.common.ring.builder import RingBuilder
-
 from runbooks.base import (
     Draft,
     Runbook,
@@ -32,6 +27,7 @@ from runbooks.base import (
 from runbooks.model import Plan, Refused, RunbookInfo, StepEnv
 from runbooks.osd import _mount_options
 from storage.model import ClusterSnapshot, SwiftState
+from storage.swiftlib import RingBuilder
 
 DEVICE_TARGET_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,63})@([A-Za-z0-9][A-Za-z0-9._-]{0,253})$")
 RING_KIND_RE = re.compile(r"^(object(-\d{1,4})?|account|container)$")

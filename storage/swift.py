@@ -20,11 +20,12 @@ from typing import Any
 
 import requests
 
+from storage.model import ReconHost, RingDevice, RingState, SwiftState
+
 # Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
 # first time inside a worker thread leaves that thread unjoinable (a pool shutdown hangs).
-from swift.common.ring import RingBuilder, RingData
-
-from storage.model import ReconHost, RingDevice, RingState, SwiftState
+# Always through storage.swiftlib, which puts back the real threading primitives.
+from storage.swiftlib import RingBuilder, RingData
 from storage.targets import SwiftTarget
 
 RECON_CHECKS = ("unmounted", "diskusage", "ringmd5", "swiftconfmd5")

@@ -173,7 +173,7 @@ def warm_imports() -> None:
     ``rados`` and ``swift.common.ring`` in two threads at once, deadlocks at thread exit.
     Importing them up front (as the CLI effectively does) avoids it.
     """
-    for mod in ("rados", "swift.common.ring", "storage.ceph", "storage.swift",
+    for mod in ("rados", "storage.swiftlib", "storage.ceph", "storage.swift",
                 "storage.hosts", "checks.catalog"):
         try:
             __import__(mod)

@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         check_loopback(args.host)
     env = env_from_args(args)
     bot = build_bot(env, socket_mode=args.socket, workers=args.workers)
+    from storage.swiftlib import restore_real_threading
+    restore_real_threading()  # whatever the imports above pulled in: OS-thread locks only
     log = logging.getLogger("stordoc.bot")
     try:
         if args.http:

@@ -35,6 +35,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
                          user=env.settings.user or env.user)
     except ValueError as e:
         raise UserError(str(e)) from None
+    from storage.swiftlib import restore_real_threading
+    restore_real_threading()  # the TUI's workers are OS threads: no green locks in logging
     try:
         app.run()
     finally:
