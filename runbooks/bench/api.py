@@ -174,7 +174,10 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
     elif kind == "swift":
         state = swift_mod.state(s)
         warnings += swift_mod.gate(state, o.force)
-        steps = swift_mod.plan_lines(s, o.container or lim.container)
+        container = o.container or lim.container
+        owner = swift_mod.check_container(s, container) if state.get("health") == "ok" \
+            else "absent"
+        steps = swift_mod.plan_lines(s, container, owner)
     else:
         if o.limit_size * 2 > lim.max_bytes:
             raise Refused("limit test size above the byte cap")

@@ -171,11 +171,11 @@ def run(s: Session, pool: str) -> list[BenchResult]:
     with RadosIO(t) as io:
         if io.ensure_pool(pool):
             s.step(f"create pool {pool}", f"ceph osd pool create {pool}", "created")
-        try:
-            io.mon({"prefix": "osd pool application enable", "pool": pool, "app": "rbd",
-                    "yes_i_really_mean_it": True})
-        except Exception:
-            pass
+            try:  # tag only a pool this run created: someone else's pool is left as it is
+                io.mon({"prefix": "osd pool application enable", "pool": pool, "app": "rbd",
+                        "yes_i_really_mean_it": True})
+            except Exception:
+                pass
         state = io.state(pool)
         s.fit_space(state)
         if o.image_size > s.bytes_left():
@@ -183,6 +183,8 @@ def run(s: Session, pool: str) -> list[BenchResult]:
                           f"({s.bytes_left() // MIB} MiB left); use --image-size")
         ioctx = io.cluster.open_ioctx(pool)
         try:
+            if image in rbd.RBD().list(ioctx):  # never remove an image this run did not make
+                raise Refused(f"image {pool}/{image} already exists; not touching it")
             rbd.RBD().create(ioctx, image, o.image_size)
             s.step(f"create image {pool}/{image}", f"rbd create {pool}/{image} "
                    f"--size {o.image_size // MIB}M", "created")

@@ -2,8 +2,14 @@
 
 Shapes follow swift-bench (``-c`` concurrency, ``-s``/``-l`` object size or a size range)
 and COSBench (read/write/delete mixes such as 80/15/5). One token is fetched once and
-shared; each worker thread has its own ``Connection``. Objects live in a dedicated
-container that is emptied and deleted afterwards (unless ``keep``).
+shared; each worker thread has its own ``Connection``.
+
+Safety: a benchmark writes only into a container it creates (marked with the metadata
+``X-Container-Meta-Stordoc-Bench``) or one already carrying that mark (a dedicated one an
+operator set aside with ``swift post -m Stordoc-Bench:yes NAME``); any other existing
+container is refused before anything is written. Cleanup deletes only the objects this
+run wrote, and the container only if this run created it (an operator's benchmark once
+emptied a customer's container here).
 """
 
 from __future__ import annotations
@@ -22,6 +28,41 @@ from storage.rados_io import RawRun
 from storage.targets import SwiftTarget
 
 OBJ_PREFIX = "stordoc_bench_"
+MARK_HEADER = "X-Container-Meta-Stordoc-Bench"
+
+
+def container_owner(conn: Any, container: str) -> str:
+    """``absent``, ``stordoc`` (it carries stordoc's mark) or ``foreign``."""
+    from swiftclient.client import ClientException
+
+    try:
+        headers = conn.head_container(container)
+    except ClientException as e:
+        if e.http_status == 404:
+            return "absent"
+        raise Refused(f"cannot read container {container}: {_err_kind(e)}") from None
+    except Exception as e:
+        raise Refused(f"cannot read container {container}: {_err_kind(e)}") from None
+    return "stordoc" if MARK_HEADER.lower() in {k.lower() for k in headers} else "foreign"
+
+
+def refuse_foreign(container: str) -> Refused:
+    return Refused(f"container {container} exists and was not created by stordoc: a "
+                   "benchmark writes only into its own container (pick another name, or "
+                   f"mark a dedicated one with `swift post -m Stordoc-Bench:yes {container}`)")
+
+
+def check_container(s: Session, container: str) -> str:
+    """Plan-time ownership check (changes nothing): refuses a foreign container."""
+    url, token = auth(swift_target(s))
+    conn = _conn(url, token)
+    try:
+        owner = container_owner(conn, container)
+    finally:
+        conn.close()
+    if owner == "foreign":
+        raise refuse_foreign(container)
+    return owner
 
 
 def swift_target(s: Session) -> SwiftTarget:
@@ -85,10 +126,11 @@ def gate(st: dict[str, Any], force: bool) -> list[str]:
     return []
 
 
-def plan_lines(s: Session, container: str) -> list[str]:
+def plan_lines(s: Session, container: str, owner: str = "absent") -> list[str]:
     o = s.opts
     size = human_size(o.size) + (f"..{human_size(o.size_max)}" if o.size_max else "")
-    lines = [f"create container {container} (PUT)"]
+    lines = [f"create container {container} (PUT, marked {MARK_HEADER})" if owner == "absent"
+             else f"use container {container} (marked as stordoc's)"]
     r, _, d = o.mix
     for rep in range(1, o.repeat + 1):
         if r or d:
@@ -97,7 +139,8 @@ def plan_lines(s: Session, container: str) -> list[str]:
                      f"{o.concurrency} workers, {o.duration_s:g} s"
                      + (f", at most {o.ops} ops" if o.ops else ""))
     if not o.keep:
-        lines.append(f"delete every object in {container} and the container")
+        lines.append("delete the objects this run wrote" + (
+            " and the container" if owner == "absent" else f" (keep {container})"))
     return lines
 
 
@@ -160,20 +203,23 @@ def run(s: Session, container: str) -> list[BenchResult]:
     st = state(s)
     main = _conn(url, token)
     try:
-        main.put_container(container)
-    except Exception as e:
-        raise Refused(f"cannot create container {container}: {_err_kind(e)}") from None
-    s.step(f"create container {container}", f"swift post {container}", "created")
+        created = _claim(s, main, container)
+    except BaseException:
+        main.close()
+        raise
     rng = random.Random(o.seed)
     payload = os.urandom(o.size_max or o.size)
     results: list[BenchResult] = []
     counter = [0]
     clock = threading.Lock()
+    written: set[str] = set()
 
     def new_name() -> str:
         with clock:
             counter[0] += 1
-            return f"{OBJ_PREFIX}{s.group_id}_{counter[0]}"
+            name = f"{OBJ_PREFIX}{s.group_id}_{counter[0]}"
+            written.add(name)  # recorded before the PUT: cleanup knows every name tried
+            return name
 
     try:
         for rep in range(1, o.repeat + 1):
@@ -194,11 +240,43 @@ def run(s: Session, container: str) -> list[BenchResult]:
                    f"size={o.size}..{o.size_max or o.size} {o.duration_s:g}s", res.headline())
     finally:
         if not o.keep or s.cancelled:
-            n = cleanup(main, container, o.concurrency, url, token)
-            s.step(f"delete container {container}", f"swift delete {container}",
-                   f"deleted {n} objects and the container")
+            n, gone = cleanup(main, container, sorted(written), created, o.concurrency, url,
+                              token)
+            what = f"deleted {n} objects this run wrote"
+            if created:
+                what += " and the container" if gone else \
+                    f"; kept container {container}: it holds objects this run did not write"
+            s.step(f"clean up container {container}", f"swift delete {container} "
+                   f"<{len(written)} objects of this run>", what)
         main.close()
     return results
+
+
+def _claim(s: Session, conn: Any, container: str) -> bool:
+    """Make sure the run may write into ``container``; True if this run created it.
+
+    The PUT carries no header: on an existing container it changes nothing (202), and the
+    mark is set by a POST only on a container this PUT created (201)."""
+    owner = container_owner(conn, container)
+    if owner == "foreign":
+        raise refuse_foreign(container)
+    if owner == "stordoc":
+        s.step(f"use container {container}", f"swift stat {container}",
+               "marked as stordoc's")
+        return False
+    resp: dict[str, Any] = {}
+    try:
+        conn.put_container(container, response_dict=resp)
+    except Exception as e:
+        raise Refused(f"cannot create container {container}: {_err_kind(e)}") from None
+    if resp.get("status") != 201:  # someone created it between our HEAD and PUT
+        if container_owner(conn, container) != "stordoc":
+            raise refuse_foreign(container)
+        return False
+    conn.post_container(container, {MARK_HEADER: s.group_id})
+    s.step(f"create container {container}", f"swift post -m Stordoc-Bench:{s.group_id} "
+           f"{container}", "created")
+    return True
 
 
 def _prefill(s: Session, url: str, token: str, pool: _Pool, payload: bytes,
@@ -350,17 +428,13 @@ def _drive(s: Session, url: str, token: str, pool: _Pool, payload: bytes, rep: i
     return raw, breakdown
 
 
-def cleanup(conn: Any, container: str, concurrency: int, url: str, token: str) -> int:
-    """Delete every object in the container (in parallel), then the container."""
+def cleanup(conn: Any, container: str, names: list[str], created: bool, concurrency: int,
+            url: str, token: str) -> tuple[int, bool]:
+    """Delete the objects this run wrote (in parallel); then the container, only if this
+    run created it and nothing else is left in it. Returns (deleted, container gone)."""
     from swiftclient.client import ClientException
 
-    try:
-        _, objs = conn.get_container(container, full_listing=True)
-    except ClientException as e:
-        if e.http_status == 404:
-            return 0
-        raise
-    names = [o["name"] for o in objs]
+    todo = list(names)
     lock = threading.Lock()
     deleted = [0]
 
@@ -369,15 +443,15 @@ def cleanup(conn: Any, container: str, concurrency: int, url: str, token: str) -
         try:
             while True:
                 with lock:
-                    if not names:
+                    if not todo:
                         return
-                    n = names.pop()
+                    n = todo.pop()
                 try:
                     c.delete_object(container, n)
                     with lock:
                         deleted[0] += 1
                 except ClientException:
-                    pass
+                    pass  # 404: the mix deleted it already
         finally:
             c.close()
 
@@ -387,26 +461,29 @@ def cleanup(conn: Any, container: str, concurrency: int, url: str, token: str) -
         th.start()
     for th in threads:
         th.join()
+    if not created:
+        return deleted[0], False
+    mine = set(names)
     deadline = time.monotonic() + 30
-    while True:  # listings are eventually consistent: retry until the container goes
+    while True:  # listings are eventually consistent: retry while only our names show
         try:
             conn.delete_container(container)
-            break
+            return deleted[0], True
         except ClientException as e:
             if e.http_status == 404:
-                break
-            if time.monotonic() > deadline:
-                raise
-            if e.http_status == 409:  # not empty yet: delete what the listing shows now
+                return deleted[0], True
+            if e.http_status != 409 or time.monotonic() > deadline:
+                return deleted[0], False
+            try:
+                _, left = conn.get_container(container, full_listing=True)
+            except ClientException:
+                left = []
+            if any(o["name"] not in mine for o in left):
+                return deleted[0], False  # someone else's objects: the container stays
+            for o in left:
                 try:
-                    _, left = conn.get_container(container, full_listing=True)
+                    conn.delete_object(container, o["name"])
+                    deleted[0] += 1
                 except ClientException:
-                    left = []
-                for o in left:
-                    try:
-                        conn.delete_object(container, o["name"])
-                        deleted[0] += 1
-                    except ClientException:
-                        pass
+                    pass
             time.sleep(0.5)
-    return deleted[0]

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from stordoc.commands.common import env_from_args
+from stordoc.confirm import confirm
 from stordoc.errors import UserError
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
@@ -212,14 +213,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             out = err if a.json else console
             for line in plan.lines():
                 out.print(line, markup=False)
-        if not a.yes:
-            if not sys.stdin.isatty():
-                console.print("Nothing run: add --yes to run this benchmark.")
-                return 0
-            ans = console.input("Run this benchmark? [y/N] ").strip().lower()
-            if ans not in ("y", "yes"):
-                console.print("Not run.")
-                return 0
+        confirm("Run this benchmark?", a.yes, ask=console.input)
         report = _run_with_progress(api, ctx, plan, lim, quiet=a.json)
         comps = []
         if a.compare is not None and report.results:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import sys
 import threading
 from typing import Any
 
@@ -19,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from stordoc.commands.common import env_from_args
+from stordoc.confirm import confirm
 from stordoc.env import Env
 from stordoc.errors import UserError
 
@@ -213,17 +213,7 @@ def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _confirm(args: argparse.Namespace) -> None:
-    if args.yes:
-        return
-    if not sys.stdin.isatty():
-        raise UserError("not confirmed: pass --yes (there is no terminal to ask on); "
-                        "nothing was run")
-    try:
-        answer = input("Type yes to run: ")
-    except EOFError:
-        answer = ""
-    if answer.strip().lower() != "yes":
-        raise UserError("not confirmed: nothing was run")
+    confirm("Run this plan?", args.yes)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
