@@ -130,7 +130,7 @@ class Audit:
 
     # ------------------------------------------------------------------ schema
     def _ensure(self) -> None:
-        with self.journal.lock:
+        with self.journal.schema_lock():
             self.db.table("runbook_locks").create(
                 {"id": int, "cluster": str, "target": str, "owner": str, "purpose": str,
                  "pid": int, "host": str, "since": float},
@@ -140,7 +140,8 @@ class Audit:
             self.db.table("runbook_runs").create(
                 {"id": int, "cluster": str, "runbook": str, "target": str, "user": str,
                  "source": str, "confirmed_by": str, "plan": str, "started_at": float,
-                 "finished_at": float, "outcome": str, "message": str, "verify": str},
+                 "finished_at": float, "outcome": str, "message": str, "verify": str,
+                 "pid": int, "host": str},
                 pk="id", if_not_exists=True)
             self.db.table("runbook_runs").create_index(["cluster", "started_at"], if_not_exists=True)
             self.db.table("runbook_steps").create(
@@ -149,6 +150,15 @@ class Audit:
                  "duration_s": float, "status": str, "at": float},
                 pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
             self.db.table("runbook_steps").create_index(["run_id"], if_not_exists=True)
+            runs = self.db.table("runbook_runs")
+            for col, typ in (("pid", int), ("host", str)):  # journals older than these
+                if col not in runs.columns_dict:
+                    runs.add_column(col, typ)
+            self.db.table("runbook_owned").create(
+                {"id": int, "run_id": int, "cluster": str, "step_idx": int, "what": str,
+                 "undo_prefix": str, "undo_args": str, "undo_command": str, "state": str,
+                 "at": float},
+                pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
 
     def _r(self, text: str | None) -> str:
         return redact(text or "", self.secrets)
@@ -214,7 +224,7 @@ class Audit:
                 "source": source, "confirmed_by": confirmed_by or user,
                 "plan": json.dumps(redact_obj(dict(plan), self.secrets), default=str),
                 "started_at": time.time(), "finished_at": None, "outcome": "running",
-                "message": "", "verify": "{}"}))
+                "message": "", "verify": "{}", "pid": os.getpid(), "host": self.hostname}))
 
     def record_step(self, run_id: int, index: int, title: str, where: str, command: str,
                     rc: int | None, stdout: str, stderr: str, duration_s: float,
@@ -233,6 +243,59 @@ class Audit:
                 "finished_at": time.time(), "outcome": outcome, "message": self._r(message),
                 "verify": json.dumps(redact_obj(dict(verify or {}), self.secrets),
                                      default=str)})
+
+    # ------------------------------------------------------------------ owned changes
+    # A run's own changes to the cluster (a flag it sets, e.g. noout) are written here
+    # BEFORE they are made, with the command that undoes them. If the process dies
+    # mid-run, a later run, `stordoc locks --clear` or a front end's start-up finds the
+    # run dead, marks it interrupted and offers to undo exactly what it owned, never a
+    # flag someone else set.
+    def own(self, run_id: int, cluster: str, step_idx: int, what: str, undo_prefix: str,
+            undo_args: Mapping[str, Any], undo_command: str) -> int:
+        with self.journal.lock:
+            return _pk(self.db.table("runbook_owned").insert({
+                "run_id": run_id, "cluster": cluster, "step_idx": step_idx, "what": what,
+                "undo_prefix": undo_prefix, "undo_args": json.dumps(dict(undo_args)),
+                "undo_command": undo_command, "state": "held", "at": time.time()}))
+
+    def set_owned(self, run_id: int, step_idx: int, state: str) -> None:
+        """``undone`` (the run's cleanup ran), ``not_made`` (the step failed), ``left``."""
+        with self.journal.lock:
+            self.db.conn.execute(
+                "update runbook_owned set state = ?, at = ? where run_id = ? and step_idx = ?"
+                " and state = 'held'", [state, time.time(), run_id, step_idx])
+
+    def set_owned_by_id(self, owned_id: int, state: str) -> None:
+        with self.journal.lock:
+            self.db.conn.execute("update runbook_owned set state = ?, at = ? where id = ?",
+                                 [state, time.time(), owned_id])
+
+    def dead_runs(self, cluster: str) -> list[dict[str, Any]]:
+        """Runs still marked running whose process on this host is gone."""
+        rows = self.db.table("runbook_runs").rows_where(
+            "cluster = ? and outcome = 'running' and host = ? and pid is not null",
+            [cluster, self.hostname])
+        return [self._decode(dict(r)) for r in rows if not pid_alive(int(r["pid"]))]
+
+    def release_locks_of(self, pid: int, host: str) -> int:
+        with self.journal.lock:
+            cur = self.db.conn.execute("delete from runbook_locks where pid = ? and host = ?",
+                                       [pid, host])
+            return int(cur.rowcount or 0)
+
+    def leftovers(self, cluster: str) -> list[dict[str, Any]]:
+        """Changes owned by interrupted runs and never undone."""
+        rows = self.db.conn.execute(
+            "select o.*, r.runbook, r.target, r.user from runbook_owned o join runbook_runs r"
+            " on r.id = o.run_id where o.cluster = ? and o.state = 'held' and"
+            " r.outcome = 'interrupted' order by o.id", [cluster])
+        cols = [c[0] for c in rows.description]
+        out = []
+        for r in rows.fetchall():
+            d = dict(zip(cols, r, strict=True))
+            d["undo_args"] = json.loads(d["undo_args"] or "{}")
+            out.append(d)
+        return out
 
     @staticmethod
     def _decode(row: dict[str, Any]) -> dict[str, Any]:

@@ -9,12 +9,13 @@ Other modules add their own tables through ``Journal.db`` (``storage.audit``,
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,21 @@ class Journal:
     @property
     def lock(self) -> threading.RLock:
         return self._lock
+
+    @contextlib.contextmanager
+    def schema_lock(self) -> Iterator[None]:
+        """Serialize schema changes (CREATE/ALTER) across processes and threads: SQLite's
+        busy timeout does not cover them when another process writes at the same time."""
+        with self._lock:
+            if self.path == ":memory:":
+                yield
+                return
+            with open(self.path + ".lock", "a") as lf:
+                fcntl.flock(lf, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(lf, fcntl.LOCK_UN)
 
     def _ensure(self) -> None:
         with self._lock:

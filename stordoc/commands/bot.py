@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from storage.swiftlib import restore_real_threading
     restore_real_threading()  # whatever the imports above pulled in: OS-thread locks only
     log = logging.getLogger("stordoc.bot")
+    _mark_interrupted(env, log)
     try:
         if args.http:
             try:
@@ -73,3 +74,16 @@ def run(args: argparse.Namespace) -> int:
         bot.close()
         env.close()
     return 0
+
+
+def _mark_interrupted(env: object, log: logging.Logger) -> None:
+    """Start-up reconciliation: runs whose process died become ``interrupted``; what they
+    left is logged (undoing it needs a person: `stordoc locks --yes` or the next fix)."""
+    from runbooks.api import reconcile
+
+    for name in env.settings.clusters:  # type: ignore[attr-defined]
+        try:
+            for x in reconcile(env.run_context(name, source="slack")):  # type: ignore[attr-defined]
+                log.warning("cluster %s: %s", name, x.line())
+        except Exception as e:  # an unreadable journal must not stop the bot from starting
+            log.warning("cluster %s: reconciliation failed: %s", name, e)

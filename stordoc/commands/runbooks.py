@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--clear", metavar="TARGET", help="remove a stale lock on TARGET")
     p.add_argument("--force", action="store_true",
                    help="with --clear: also remove a lock whose process still runs")
+    p.add_argument("--yes", "-y", action="store_true",
+                   help="undo what interrupted runs left (e.g. noout) without asking")
     p.set_defaults(func=cmd_locks)
 
 
@@ -226,6 +228,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         raise UserError("fix needs RUNBOOK TARGET, or --finding CODE")
     env = env_from_args(args)
     try:
+        _settle_interrupted(env, args)
         if args.finding:
             runbook, target = _pick_finding(env, args)
         else:
@@ -324,6 +327,27 @@ def cmd_audit(args: argparse.Namespace) -> int:
         env.close()
 
 
+def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) -> None:
+    """Runs whose process died are marked interrupted; what they owned and left (a flag
+    they set) is shown and undone only after a yes (``--yes`` counts). With ``ask`` off
+    (listing locks) it is only shown, unless ``--yes``."""
+    from runbooks.api import reconcile, undo_leftovers
+
+    ctx = env.run_context(args.cluster)
+    left = reconcile(ctx)
+    if not left:
+        return
+    for x in left:
+        console.print(Text(x.line(), style="yellow"))
+    if not ask and not args.yes:
+        console.print("undo it with: stordoc locks --yes")
+        return
+    confirm("Undo what the interrupted run(s) left?", args.yes,
+            what="left as it is; nothing was run")
+    for line in undo_leftovers(ctx, left, confirmed_by=ctx.user):
+        console.print(line)
+
+
 def cmd_locks(args: argparse.Namespace) -> int:
     from storage.audit import Audit
 
@@ -345,7 +369,9 @@ def cmd_locks(args: argparse.Namespace) -> int:
             audit.clear(cluster, lk.target)
             console.print(f"cleared the lock on {lk.target} ({lk.purpose}, {lk.owner}, "
                           f"pid {lk.pid} on {lk.host})")
+            _settle_interrupted(env, args)
             return 0
+        _settle_interrupted(env, args, ask=False)
         locks_ = audit.locks(cluster)
         if not locks_:
             console.print(f"no runbook locks on cluster {cluster}")

@@ -1,0 +1,129 @@
+"""Issue 10.4 on the real lab: `stordoc fix` SIGKILLed mid-run.
+
+It used to leave `noout` set and the run "running" forever, and the retry said "noout is
+already set… left as it is". Now the run records what it owns before changing it; the
+next `locks --clear` (or fix) marks the dead run interrupted and, after a yes, undoes
+exactly what it owned, never a flag an operator set before."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storage.audit import Audit
+from storage.journal import Journal
+from storage.lab import Lab
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _flags(lab: Lab) -> set[str]:
+    dump = lab.ceph("osd", "dump")
+    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
+
+
+def _cli(cfg: Path, *argv: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), *argv],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          stdin=subprocess.DEVNULL, **kw)
+
+
+def _kill_after_mount(cfg: Path, journal: Path) -> int:
+    """Start the fix, SIGKILL it as soon as the audit shows the mount step done."""
+    proc = subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
+                             "osd-remount", "osd.1", "--yes"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if journal.exists():
+                j = Journal(str(journal))
+                try:
+                    a = Audit(j)
+                    runs = [r for r in a.runs(cluster="lab") if r["runbook"] == "osd-remount"]
+                    if runs and any("mount" in s["title"].lower() and s["status"] == "done"
+                                    and "noout" not in s["title"]
+                                    for s in a.steps(int(runs[0]["id"]))):
+                        os.kill(proc.pid, signal.SIGKILL)
+                        proc.wait(30)
+                        return int(runs[0]["id"])
+                finally:
+                    j.close()
+            assert proc.poll() is None, "the fix ended before the mount step was seen"
+            time.sleep(0.1)
+        raise AssertionError("the mount step never completed")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+
+
+@pytest.fixture
+def cfg(lab: Lab, tmp_path: Path) -> tuple[Path, Path]:
+    journal = tmp_path / "j.db"
+    text = "\n".join(f'journal = "{journal}"' if line.startswith("journal =") else line
+                     for line in lab.config_path.read_text().splitlines())
+    p = tmp_path / "stordoc.toml"
+    p.write_text(text + "\n")
+    return p, journal
+
+
+def test_sigkill_mid_fix_then_reconcile_undoes_own_noout(
+        lab: Lab, osd1_unmounted: None, cfg: tuple[Path, Path]) -> None:
+    conf, journal = cfg
+    assert "noout" not in _flags(lab)
+    run_id = _kill_after_mount(conf, journal)
+    try:
+        assert "noout" in _flags(lab)  # the dead run's flag, still set
+        # without a yes and no terminal: shown, nothing undone
+        p = _cli(conf, "locks", "--clear", "osd.1")
+        assert "interrupted" in p.stdout and "ceph osd unset noout" in p.stdout, p.stdout
+        assert p.returncode == 64 and "not confirmed" in p.stderr
+        assert "noout" in _flags(lab)
+        p = _cli(conf, "locks", "--yes")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "undone: ceph osd unset noout" in p.stdout, p.stdout
+        assert "noout" not in _flags(lab)
+        j = Journal(str(journal))
+        try:
+            a = Audit(j)
+            run = a.run(run_id)
+            assert run is not None and run["outcome"] == "interrupted"
+            assert "Done:" in run["message"] and "Not done:" in run["message"]
+            assert not a.locks("lab")  # the dead run's locks are gone
+            undo = [r for r in a.runs(cluster="lab") if r["runbook"] == "undo-interrupted"]
+            assert len(undo) == 1 and undo[0]["outcome"] == "success"
+            assert not a.leftovers("lab")
+        finally:
+            j.close()
+    finally:
+        lab.ceph("osd", "unset", "noout", check=False)
+
+
+def test_operator_noout_is_never_undone(lab: Lab, osd1_unmounted: None,
+                                        cfg: tuple[Path, Path]) -> None:
+    conf, journal = cfg
+    lab.ceph("osd", "set", "noout")
+    try:
+        run_id = _kill_after_mount(conf, journal)
+        p = _cli(conf, "locks", "--yes")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "undone" not in p.stdout
+        assert "noout" in _flags(lab)  # the operator's flag stays
+        j = Journal(str(journal))
+        try:
+            run = Audit(j).run(run_id)
+            assert run is not None and run["outcome"] == "interrupted"
+        finally:
+            j.close()
+    finally:
+        lab.ceph("osd", "unset", "noout", check=False)
