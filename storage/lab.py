@@ -848,6 +848,10 @@ key = {{ value = "{SWIFT_KEY}" }}
                     + (", marked out" if out else ""))
         if scenario == "cache-tier-misconfigured":
             step = "break cache-tier-misconfigured"
+            if {CACHE_BASE_POOL, CACHE_POOL} & set(self._pool_names()):
+                # left by an earlier (maybe partial) break: start over, or the second
+                # `application enable` on what is already a tier fails (EINVAL)
+                self.heal("cache-tier-misconfigured")
             for pool in (CACHE_BASE_POOL, CACHE_POOL):
                 self.ceph("osd", "pool", "create", pool, "8", "8", "replicated", step=step)
                 self.ceph("osd", "pool", "application", "enable", pool, "rbd", step=step)
