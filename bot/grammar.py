@@ -27,6 +27,7 @@ RUNBOOK_TARGETS: Mapping[str, str] = {
     "pool-pg-num": "pool",
     "swift-device-remount": "device",
     "swift-ring-rebalance": "ring",
+    "swift-server-start": "server",
 }
 RING_KINDS = ("object", "account", "container")
 COMMANDS = ("health", "osd", "pools", "cache", "ring", "findings", "history", "plan",
@@ -220,6 +221,12 @@ def parse_target(runbook: str, tok: str) -> str:
         if tok not in RING_KINDS:
             raise GrammarError(f"`{_show(tok)}` is not a ring: one of "
                                f"{', '.join(RING_KINDS)}{suggest(tok, RING_KINDS)}")
+        return tok
+    if kind == "server":
+        m = _DEVICE_RE.match(tok)
+        if not m or m.group(1) not in RING_KINDS:
+            raise GrammarError(f"`{_show(tok)}` is not a Swift server: write SERVER@HOST "
+                               "(e.g. `object@node1`)")
         return tok
     if kind == "device":
         if not _DEVICE_RE.match(tok):

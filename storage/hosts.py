@@ -199,6 +199,8 @@ echo "@@losetup"; losetup -J -l 2>/dev/null
 echo "@@fstab"; cat -- "$fstab" 2>/dev/null
 echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)' | tail -n 300
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
+echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-server'
+echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
 while [ $# -gt 0 ]; do
   case $1 in
     osd)
@@ -431,6 +433,47 @@ def parse_ps_osds(lines: Iterable[str], cluster: str = "ceph") -> dict[int, int]
     return out
 
 
+_SS_PROC_RE = re.compile(r'\("([^"]*)",pid=(\d+)')
+_SWIFT_PS_RE = re.compile(r"swift-(object|container|account)-server")
+
+
+def parse_listeners(lines: Iterable[str]) -> dict[int, tuple[int | None, str]] | None:
+    """TCP port -> (pid, process name) from ``ss -Hltnp``; None when ss is not there."""
+    lines = list(lines)
+    if any(ln.strip() == "unknown" for ln in lines):
+        return None
+    out: dict[int, tuple[int | None, str]] = {}
+    for line in lines:
+        f = line.split()
+        if len(f) < 4 or ":" not in f[3]:
+            continue
+        port_s = f[3].rsplit(":", 1)[1]
+        if not port_s.isdigit():
+            continue
+        m = _SS_PROC_RE.search(line)
+        out.setdefault(int(port_s), (int(m.group(2)), m.group(1)) if m else (None, ""))
+    return out
+
+
+def parse_ps_swift(lines: Iterable[str]) -> list[Daemon]:
+    """Swift storage server processes from ``ps -eo pid=,args=`` (ident = the config path)."""
+    out: list[Daemon] = []
+    for line in lines:
+        parts = line.strip().split(None, 1)
+        if len(parts) != 2 or not parts[0].isdigit():
+            continue
+        words = parts[1].split()
+        idx = next((i for i, w in enumerate(words[:3])
+                    if _SWIFT_PS_RE.fullmatch(os.path.basename(w))), None)
+        if idx is None:
+            continue
+        m = _SWIFT_PS_RE.fullmatch(os.path.basename(words[idx]))
+        assert m is not None
+        conf = words[idx + 1] if len(words) > idx + 1 else ""
+        out.append(Daemon(f"swift-{m.group(1)}-server", conf, int(parts[0]), True))
+    return out
+
+
 def parse_identities(text: str) -> dict[str, DeviceIdentity | str]:
     """device -> identity, or an error string when it could not be read."""
     out: dict[str, DeviceIdentity | str] = {}
@@ -614,8 +657,10 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
     io = tuple(e for e in io_all if e.device in kept_names
                or re.sub(r"p?\d+$", "", e.device) in kept_names
                or any(k.startswith(e.device) for k in kept_names))
+    daemons += parse_ps_swift(sec.get("swiftps", []))
+    listeners = parse_listeners(sec.get("listen", [])) if "listen" in sec else None
     facts = HostFacts(name=t.name, address=t.address, mounts=mounts, block_devices=bdevs,
-                      fstab=fstab, daemons=tuple(daemons), io_errors=io, dirs=dirs,
+                      fstab=fstab, daemons=tuple(daemons), listeners=listeners, io_errors=io, dirs=dirs,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
                       swift_dirs=dict(plan.swift))

@@ -237,6 +237,8 @@ class HostFacts:
     identities: tuple[DeviceIdentity, ...] = ()  # of devices NOT mounted
     fstab: tuple[FstabLine, ...] = ()
     daemons: tuple[Daemon, ...] = ()
+    # TCP port -> (pid, process name) of what listens on it (``ss -ltnp``); None = unknown
+    listeners: Mapping[int, tuple[int | None, str]] | None = None
     io_errors: tuple[IoError, ...] = ()
     dirs: Mapping[str, bool] = field(default_factory=dict)  # path -> exists (OSD/Swift dirs)
     links: Mapping[str, str] = field(default_factory=dict)  # "DIR/block" -> resolved device
@@ -310,6 +312,10 @@ class ReconHost:
     port: int
     server: str  # "object" | "container" | "account"
     error: str | None = None
+    # why it did not answer: "refused" (nothing listens: process down), "timeout",
+    # "http" (an HTTP error status), "no-recon" (answers, but not recon: middleware
+    # missing), "bad-json"; None when every recon answer arrived
+    error_kind: str | None = None
     unmounted: tuple[str, ...] = ()  # device names
     diskusage: tuple[Mapping[str, Any], ...] = ()
     ringmd5: Mapping[str, str] = field(default_factory=dict)  # path -> md5

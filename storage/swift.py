@@ -152,33 +152,88 @@ def _server(kind: str) -> str:
     return _SERVER_OF.get(kind, "object")
 
 
+# What every storage server answers (ring/swift.conf md5, devices, load...), then what
+# depends on the server type ("{t}" is object/container/account). A failure of the first
+# request tells whether the server is up; later failures only lose that one signal.
+RECON_COMMON = ("unmounted", "diskusage", "ringmd5", "swiftconfmd5", "load", "time",
+                "sockstat", "driveaudit", "quarantined")
+RECON_BY_TYPE = {
+    "object": ("replication/object", "async", "updater/object", "auditor/object",
+               "expirer/object"),
+    "container": ("replication/container", "updater/container", "auditor/container"),
+    "account": ("replication/account", "auditor/account"),
+}
+
+
+def classify_error(e: BaseException | None, status: int | None = None) -> str:
+    """refused / timeout / unreachable / no-recon / http / bad-json for one failed GET."""
+    if status is not None:
+        # without the recon middleware the storage server parses /recon/x as a
+        # device/partition path and answers 400 (or 404 behind something else)
+        return "no-recon" if status in (400, 404) else "http"
+    if isinstance(e, requests.Timeout):
+        return "timeout"
+    if isinstance(e, requests.ConnectionError):
+        text = str(e)
+        return "refused" if "refused" in text.lower() or "Errno 111" in text else "unreachable"
+    if isinstance(e, ValueError):
+        return "bad-json"
+    return "http"
+
+
 def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
-                session: requests.Session | None = None) -> ReconHost:
-    """All recon answers of one storage server; the first failure becomes ``error``."""
+                session: requests.Session | None = None,
+                full: bool = True) -> ReconHost:
+    """All recon answers of one storage server; the first failure becomes ``error``.
+
+    The first request decides reachability (``error_kind``); when it fails nothing else is
+    asked. With ``full`` the per-type signals (replication, async, sweeps...) are asked too;
+    their failures are kept in ``raw["_errors"]`` without marking the server down.
+    """
     s = session or requests.Session()
     raw: dict[str, Any] = {}
-    err = None
-    for what in RECON_CHECKS:
+    err = kind = None
+    errors: dict[str, str] = {}
+    checks = RECON_COMMON + (RECON_BY_TYPE.get(server, ()) if full else ())
+    if not full:
+        checks = RECON_CHECKS
+    for i, what in enumerate(checks):
         url = f"http://{ip}:{port}/recon/{what}"
         try:
             r = s.get(url, timeout=timeout_s)
-            r.raise_for_status()
+            if r.status_code >= 400:
+                why = classify_error(None, r.status_code)
+                msg = f"{url}: HTTP {r.status_code}: {r.text.strip()[:100]}"
+                if i == 0:
+                    err, kind = msg, why
+                    break
+                errors[what] = msg
+                if what in RECON_CHECKS:
+                    err = err or msg
+                continue
             raw[what] = r.json()
         except (requests.RequestException, ValueError) as e:
-            err = f"{url}: {type(e).__name__}: {e}"
-            if isinstance(e, (requests.ConnectionError, requests.Timeout)):
+            msg = f"{url}: {type(e).__name__}: {e}"
+            if i == 0 or isinstance(e, (requests.ConnectionError, requests.Timeout)):
+                err, kind = msg, classify_error(e)
                 break
-    return recon_from_raw(ip, port, server, raw, err)
+            errors[what] = msg
+            if what in RECON_CHECKS:
+                err = err or msg
+    if errors:
+        raw["_errors"] = errors
+    return recon_from_raw(ip, port, server, raw, err, kind)
 
 
 def recon_from_raw(ip: str, port: int, server: str, raw: dict[str, Any],
-                   error: str | None = None) -> ReconHost:
+                   error: str | None = None, error_kind: str | None = None) -> ReconHost:
     """Build a ``ReconHost`` from the JSON answers (keyed by recon check name)."""
     err = error
     unm = raw.get("unmounted") or []
     du = raw.get("diskusage") or []
     return ReconHost(
         ip=ip, port=port, server=server, error=err,
+        error_kind=error_kind if err else None,
         unmounted=tuple(str(d.get("device")) for d in unm if isinstance(d, dict)),
         diskusage=tuple(d for d in du if isinstance(d, dict)),
         ringmd5={str(k): str(v) for k, v in (raw.get("ringmd5") or {}).items()},

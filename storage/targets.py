@@ -33,6 +33,8 @@ class HostTarget:
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None  # e.g. "/run/ceph/ceph-osd.{id}.pid"; else ps scan
     swift_devices_dir: str | None = None  # "/srv/node"
+    # argv template, formatted with {server} (object, container or account)
+    swift_server_start: tuple[str, ...] = ("systemctl", "start", "swift-{server}")
     fstab_path: str = "/etc/fstab"
 
 

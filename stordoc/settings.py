@@ -79,6 +79,7 @@ class HostSettings(_Model):
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None
     swift_devices_dir: str | None = None
+    swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     fstab_path: str = "/etc/fstab"
 
     @field_validator("name")
@@ -131,6 +132,7 @@ class ClusterSettings(_Model):
                     key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
                     osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
                     osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+                    swift_server_start=tuple(h.swift_server_start),
                     fstab_path=h.fstab_path,
                 ) for h in self.hosts
             ),

@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         b.add_argument("scenario", choices=SCENARIOS)
         b.add_argument("--osd", type=int, default=1, help="OSD id (osd-unmounted)")
         b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
+        b.add_argument("--server", choices=("object", "container", "account"),
+                       default="object", help="Swift server (swift-server-stopped)")
         if name == "break":
             b.add_argument("--out", action="store_true", help="also mark the OSD out")
             b.add_argument("--mode", choices=("drift", "replicas"), default="drift",
@@ -110,10 +112,11 @@ def _fault(args: argparse.Namespace, heal: bool) -> int:
         raise UserError(f"no lab under {lab.base}: run 'stordoc lab up' first")
     try:
         if heal:
-            msg = lab.heal(args.scenario, osd=args.osd, device=args.device)
+            msg = lab.heal(args.scenario, osd=args.osd, device=args.device,
+                           server=args.server)
         else:
             msg = lab.break_(args.scenario, osd=args.osd, out=args.out, device=args.device,
-                             mode=args.mode)
+                             mode=args.mode, server=args.server)
     except ValueError as e:
         raise UserError(str(e)) from None
     except LabError as e:

@@ -99,7 +99,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
 
     names = {i.name for i in list_runbooks()}
     assert names == {"osd-remount", "osd-start", "osd-in", "cache-tier-tune", "pool-pg-num",
-                     "swift-device-remount", "swift-ring-rebalance"}
+                     "swift-device-remount", "swift-ring-rebalance", "swift-server-start"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
@@ -112,6 +112,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert runbook_for_code("OSD_DATA_UNMOUNTED") == "osd-remount"
     assert runbook_for_code("osd_up_out") == "osd-in"
     assert runbook_for_code("CEPH_HEALTH") is None
+    assert runbook_for_code("SWIFT_SERVER_DOWN") == "swift-server-start"
 
 
 # ------------------------------------------------------------------ osd-remount

@@ -1,0 +1,137 @@
+"""A Swift storage server that does not answer: why (refused, timeout, HTTP error, no
+recon middleware), told apart over real loopback sockets; what SSH confirms; the finding."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from checks.engine import run_checks
+from checks.swift_recon import server_findings
+from storage.hosts import parse_listeners, parse_ps_swift
+from storage.model import ClusterSnapshot, Daemon, HostFacts, ReconHost, SwiftState
+from storage.swift import fetch_recon
+
+SS = """\
+LISTEN 0      4096     0.0.0.0:17012 0.0.0.0:* users:(("swift-container",pid=12782,fd=14))
+LISTEN 0      4096     0.0.0.0:17013 0.0.0.0:* users:(("swift-object-se",pid=12783,fd=14))
+LISTEN 0      128      0.0.0.0:17015 0.0.0.0:* users:(("sshd",pid=8504,fd=4))
+LISTEN 0      128         [::]:22       [::]:*
+"""
+PS = """\
+12783 /usr/bin/python3 /usr/bin/swift-object-server /var/tmp/lab/swift/etc/object-server.conf -v
+12782 /usr/bin/python3 /usr/bin/swift-container-server /var/tmp/lab/swift/etc/container-server.conf -v
+  999 vim swift-object-server.txt
+"""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = b'{"x": 1}' if self.status == 200 else b"<html>Bad Request</html>"
+        self.send_response(self.status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a: object) -> None:
+        pass
+
+
+@pytest.fixture
+def http_status() -> Iterator[dict[int, int]]:
+    """status -> port of a real loopback HTTP server answering that status."""
+    servers = []
+    ports = {}
+    for st in (400, 500):
+        h = type(f"H{st}", (_Handler,), {"status": st})
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), h)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        ports[st] = srv.server_address[1]
+    yield ports
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return int(port)
+
+
+def test_refused_timeout_http_and_no_recon_are_told_apart(http_status: dict[int, int]) -> None:
+    refused = fetch_recon("127.0.0.1", _free_port(), "object", 2.0)
+    assert refused.error_kind == "refused" and refused.error
+    # a listener that never accepts/answers: the GET times out
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    try:
+        slow = fetch_recon("127.0.0.1", silent.getsockname()[1], "object", 0.3)
+    finally:
+        silent.close()
+    assert slow.error_kind == "timeout"
+    assert fetch_recon("127.0.0.1", http_status[400], "object", 2.0).error_kind == "no-recon"
+    assert fetch_recon("127.0.0.1", http_status[500], "object", 2.0).error_kind == "http"
+
+
+def test_parse_listeners_and_swift_processes() -> None:
+    ls = parse_listeners(SS.splitlines())
+    assert ls is not None
+    assert ls[17013] == (12783, "swift-object-se") and ls[22] == (None, "")
+    assert parse_listeners(["unknown"]) is None
+    ds = parse_ps_swift(PS.splitlines())
+    assert [(d.kind, d.pid) for d in ds] == [("swift-object-server", 12783),
+                                             ("swift-container-server", 12782)]
+    assert ds[0].ident.endswith("object-server.conf")
+
+
+def _snap(r: ReconHost, facts: HostFacts | None) -> ClusterSnapshot:
+    sw = SwiftState(rings=(), recon=(r,), collected_at=1.0)
+    return ClusterSnapshot(cluster="lab", taken_at=1.0, swift=sw,
+                           hosts={"node1": facts} if facts else {},
+                           host_facts_collected=facts is not None)
+
+
+DOWN = ReconHost("127.0.0.2", 6200, "object", error="refused", error_kind="refused")
+
+
+def test_down_server_confirmed_over_ssh() -> None:
+    facts = HostFacts("node1", "127.0.0.2", listeners={22: (1, "sshd")},
+                      daemons=(Daemon("swift-object-server", "/other/object.conf", 77, True),))
+    (f,) = server_findings(DOWN, _snap(DOWN, facts))
+    assert f.code == "SWIFT_SERVER_DOWN" and f.severity.label == "crit"
+    assert f.entity == "object server 127.0.0.2:6200"
+    assert f.runbook == "swift-server-start" and f.target == "object@node1"
+    assert "nothing listens on port 6200 on node1" in f.message
+    assert f.evidence["port_free"] is True
+    assert f.evidence["swift_processes"] == [{"pid": 77, "conf": "/other/object.conf"}]
+
+
+def test_port_held_by_another_process_is_said() -> None:
+    facts = HostFacts("node1", "127.0.0.2", listeners={6200: (5, "nginx")})
+    (f,) = server_findings(DOWN, _snap(DOWN, facts))
+    assert "port 6200 is held by pid 5 (nginx)" in f.message
+    assert f.evidence["port_free"] is False
+
+
+def test_each_kind_has_its_code_and_the_engine_runs_it() -> None:
+    for kind, code in (("timeout", "SWIFT_SERVER_TIMEOUT"), ("http", "SWIFT_SERVER_HTTP_ERROR"),
+                       ("no-recon", "SWIFT_RECON_NOT_CONFIGURED"),
+                       ("refused", "SWIFT_SERVER_DOWN")):
+        r = ReconHost("127.0.0.3", 6201, "container", error="x", error_kind=kind)
+        rep = run_checks(_snap(r, None), None, now=1.0)
+        got = [(f.code, f.entity) for f in rep.findings if f.code.startswith("SWIFT_SERVER")
+               or f.code == "SWIFT_RECON_NOT_CONFIGURED"]
+        assert got == [(code, "container server 127.0.0.3:6201")]
+    ok = ReconHost("127.0.0.3", 6201, "container")
+    assert server_findings(ok, _snap(ok, None)) == []
