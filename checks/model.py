@@ -80,6 +80,22 @@ class Thresholds:
     swift_dispersion_max: float = 5.0  # percent
     swift_min_parts_per_device: int = 100
     swift_max_parts_per_device: int = 1_000_000
+    # recon judgement (checks/swift_recon.py; docs/checks.md lists them)
+    swift_replication_age_warn_s: float = 3 * 3600.0
+    swift_replication_age_crit_s: float = 12 * 3600.0
+    swift_replication_failures_warn: int = 10
+    swift_async_pending_warn: int = 100
+    swift_async_pending_crit: int = 10_000
+    swift_quarantine_growth_warn: int = 10
+    swift_history_window_s: float = 86400.0
+    swift_fill_warn: float = 0.80
+    swift_fill_crit: float = 0.90
+    swift_fill_spread_warn: float = 0.20
+    swift_load5_warn: float = 50.0
+    swift_time_drift_max_s: float = 1.0
+    swift_sockstat_orphan_warn: int = 5000
+    swift_driveaudit_errors_max: int = 0
+    swift_sweep_warn_s: float = 6 * 3600.0
     osd_nearfull_ratio_default: float = 0.85
     clock_skew_max_s: float = 0.05
     io_error_window_s: float = 86400.0

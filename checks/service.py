@@ -8,9 +8,11 @@ from dataclasses import dataclass, replace
 
 from checks.engine import CheckReport, run_checks
 from checks.model import Thresholds
+from checks.swift_recon import recon_samples
 from storage.collect import collect
 from storage.journal import FindingDelta, Journal
 from storage.model import ClusterSnapshot
+from storage.swifthist import SwiftHistory
 from storage.targets import ClusterTarget
 
 
@@ -31,10 +33,19 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     t0 = time.monotonic()
     snap = snapshot or collect(target, host_facts=host_facts)
     t1 = time.monotonic()
+    hist = None
+    window = (thresholds or Thresholds()).swift_history_window_s
+    if journal is not None and snap.swift is not None:
+        # earlier recon numbers, so growth ("quarantines +40 since yesterday") is judged
+        hist = SwiftHistory(journal)
+        snap = replace(snap, swift=replace(
+            snap.swift, history=hist.baseline(target.name, snap.swift.collected_at, window)))
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
     report = run_checks(snap, thresholds, muted=muted)
     t2 = time.monotonic()
     run_id = delta = None
+    if hist is not None and snap.swift is not None:
+        hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift), window)
     if journal is not None:
         run_id = journal.record_check_run(
             target.name, report.started_at, report.duration_s + (t1 - t0), report.exit_code,

@@ -10,10 +10,11 @@ healthcheck stays green in all of these.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from storage.model import ClusterSnapshot, HostFacts, ReconHost
+from storage.model import ClusterSnapshot, HostFacts, ReconHost, SwiftState
 
 START = "swift-server-start"
 CODES = (
@@ -109,4 +110,269 @@ def swift_servers(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]
     out: list[Finding] = []
     for r in sw.recon:
         out.extend(server_findings(r, snap))
+    return out
+
+
+# --------------------------------------------------------------------------- recon numbers
+
+RECON_CODES = (
+    CodeInfo("SWIFT_REPLICATION_STALE", Severity.WARN,
+             "A server's replicator has not completed a pass for longer than the threshold "
+             "(crit above the second threshold)."),
+    CodeInfo("SWIFT_REPLICATION_FAILURES", Severity.WARN,
+             "The last replication pass of a server counted failures above the threshold."),
+    CodeInfo("SWIFT_ASYNC_PENDING", Severity.WARN,
+             "An object server holds async pendings (container updates not yet done)."),
+    CodeInfo("SWIFT_QUARANTINE_GROWTH", Severity.WARN,
+             "Quarantined objects/containers/accounts on a server grew within the window."),
+    CodeInfo("SWIFT_DEVICE_FULL", Severity.WARN,
+             "A Swift device is filled above the warn (crit) threshold."),
+    CodeInfo("SWIFT_FILL_SPREAD", Severity.WARN,
+             "Fill differs too much between the devices of a ring."),
+    CodeInfo("SWIFT_LOAD_HIGH", Severity.WARN, "A storage node's 5-minute load is high."),
+    CodeInfo("SWIFT_TIME_DRIFT", Severity.WARN,
+             "A storage server's clock differs from the checking host's."),
+    CodeInfo("SWIFT_SOCKSTAT_ORPHANS", Severity.WARN,
+             "Many orphaned TCP sockets on a storage node."),
+    CodeInfo("SWIFT_DRIVE_AUDIT_ERRORS", Severity.WARN,
+             "swift-drive-audit found drive errors on a storage node."),
+    CodeInfo("SWIFT_SWEEP_SLOW", Severity.WARN,
+             "An updater/auditor/expirer sweep took longer than the threshold."),
+)
+QUARANTINE_KINDS = ("objects", "containers", "accounts")
+
+
+def _num(v: object) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    return None
+
+
+def recon_samples(sw: SwiftState) -> list[tuple[str, str, float]]:
+    """The numbers kept in the journal for history: (entity, metric, value)."""
+    out: list[tuple[str, str, float]] = []
+    for r in sw.recon:
+        if r.error_kind is not None:
+            continue
+        ent = server_entity(r.server, r.ip, r.port)
+        q = r.raw.get("quarantined")
+        if isinstance(q, dict):
+            for k in QUARANTINE_KINDS:
+                v = _num(q.get(k))
+                if v is not None:
+                    out.append((ent, f"quarantined_{k}", v))
+        a = r.raw.get("async")
+        if isinstance(a, dict) and _num(a.get("async_pending")) is not None:
+            out.append((ent, "async_pending", float(a["async_pending"])))
+    return out
+
+
+def _age_h(s: float) -> str:
+    return f"{s / 3600:.1f} h"
+
+
+def replication(r: ReconHost) -> dict[str, object] | None:
+    """last completed (epoch), duration (s), failures of the last pass, or None."""
+    rep = r.raw.get(f"replication/{r.server}")
+    if not isinstance(rep, dict):
+        return None
+    if r.server == "object":
+        last = _num(rep.get("object_replication_last")) or _num(rep.get("replication_last"))
+        took = _num(rep.get("object_replication_time"))
+        took = took * 60 if took is not None else None  # object replicator: minutes
+    else:
+        last = _num(rep.get("replication_last"))
+        took = _num(rep.get("replication_time"))
+    stats = rep.get("replication_stats") if isinstance(rep.get("replication_stats"), dict) \
+        else {}
+    fails = _num(stats.get("failure")) if isinstance(stats, dict) else None
+    return {"last": last, "duration_s": took, "failures": fails}
+
+
+def _sweeps(r: ReconHost) -> list[tuple[str, float]]:
+    """(daemon, seconds of the last sweep/pass) that recon reports for this server."""
+    out: list[tuple[str, float]] = []
+    up = r.raw.get(f"updater/{r.server}")
+    if isinstance(up, dict):
+        v = _num(up.get(f"{r.server}_updater_sweep"))
+        if v is not None:
+            out.append((f"{r.server}-updater", v))
+    au = r.raw.get(f"auditor/{r.server}")
+    if isinstance(au, dict):
+        v = _num(au.get(f"{r.server}_auditor_pass_completed"))
+        if v is not None:
+            out.append((f"{r.server}-auditor", v))
+        for key in ("object_auditor_stats_ALL", "object_auditor_stats_ZBF"):
+            st = au.get(key)
+            if isinstance(st, dict) and _num(st.get("audit_time")) is not None:
+                out.append((f"object-auditor ({key.rsplit('_', 1)[1]})",
+                            float(st["audit_time"])))
+    ex = r.raw.get("expirer/object") if r.server == "object" else None
+    if isinstance(ex, dict):
+        v = _num(ex.get("object_expiration_pass"))
+        if v is not None:
+            out.append(("object-expirer", v))
+    return out
+
+
+def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping[str, tuple[
+        float, float]]]) -> list[Finding]:
+    """Judgement of one answering server's recon numbers (pure)."""
+    th = ctx.thresholds
+    now = ctx.now or time.time()
+    ent = server_entity(r.server, r.ip, r.port)
+    ep = f"{r.ip}:{r.port}"
+    out: list[Finding] = []
+    rep = replication(r)
+    if rep is not None and isinstance(rep["last"], float):
+        age = max(0.0, now - rep["last"])
+        if age > th.swift_replication_age_warn_s:
+            crit = age > th.swift_replication_age_crit_s
+            out.append(Finding(
+                "SWIFT_REPLICATION_STALE", Severity.CRIT if crit else Severity.WARN, ent,
+                f"{r.server} replication on {ep} has not completed for {_age_h(age)} "
+                f"(warn {_age_h(th.swift_replication_age_warn_s)}, "
+                f"crit {_age_h(th.swift_replication_age_crit_s)})",
+                {"last": rep["last"], "age_s": round(age), "duration_s": rep["duration_s"],
+                 "warn_s": th.swift_replication_age_warn_s,
+                 "crit_s": th.swift_replication_age_crit_s}, since=rep["last"]))
+    if rep is not None and isinstance(rep["failures"], float) \
+            and rep["failures"] > th.swift_replication_failures_warn:
+        out.append(Finding(
+            "SWIFT_REPLICATION_FAILURES", Severity.WARN, ent,
+            f"{r.server} replication on {ep}: {rep['failures']:.0f} failures in the last "
+            f"pass (warn above {th.swift_replication_failures_warn})",
+            {"failures": rep["failures"], "warn": th.swift_replication_failures_warn}))
+    a = r.raw.get("async")
+    pend = _num(a.get("async_pending")) if isinstance(a, dict) else None
+    if pend is not None and pend >= th.swift_async_pending_warn:
+        crit = pend >= th.swift_async_pending_crit
+        out.append(Finding(
+            "SWIFT_ASYNC_PENDING", Severity.CRIT if crit else Severity.WARN, ent,
+            f"object server {ep} holds {pend:.0f} async pendings (warn "
+            f"{th.swift_async_pending_warn}, crit {th.swift_async_pending_crit}): container "
+            "updates are waiting (container servers down or slow? object-updater running?)",
+            {"async_pending": pend, "warn": th.swift_async_pending_warn,
+             "crit": th.swift_async_pending_crit}))
+    q = r.raw.get("quarantined")
+    past = history.get(ent, {})
+    if isinstance(q, dict):
+        for k in QUARANTINE_KINDS:
+            v = _num(q.get(k))
+            base = past.get(f"quarantined_{k}")
+            if v is None or base is None:
+                continue
+            grew = v - base[1]
+            if grew >= th.swift_quarantine_growth_warn:
+                out.append(Finding(
+                    "SWIFT_QUARANTINE_GROWTH", Severity.WARN, ent,
+                    f"quarantined {k} on {ep} grew by {grew:.0f} since "
+                    f"{_age_h(now - base[0])} ago (now {v:.0f}; warn at "
+                    f"+{th.swift_quarantine_growth_warn})",
+                    {"kind": k, "now": v, "before": base[1], "before_at": base[0],
+                     "growth": grew, "warn": th.swift_quarantine_growth_warn}))
+    load = r.raw.get("load")
+    l5 = _num(load.get("5m")) if isinstance(load, dict) else None
+    if l5 is not None and l5 > th.swift_load5_warn:
+        out.append(Finding(
+            "SWIFT_LOAD_HIGH", Severity.WARN, ent,
+            f"5-minute load {l5:g} on {r.ip} (warn above {th.swift_load5_warn:g})",
+            {"load": dict(load) if isinstance(load, dict) else load,
+             "warn": th.swift_load5_warn}))
+    remote = _num(r.raw.get("time"))
+    local = _num(r.raw.get("_local_time"))
+    if remote is not None and local is not None:
+        rtt = _num(r.raw.get("_rtt_s")) or 0.0
+        drift = abs(remote - local) - rtt / 2
+        if drift > th.swift_time_drift_max_s:
+            out.append(Finding(
+                "SWIFT_TIME_DRIFT", Severity.WARN, ent,
+                f"clock of {r.ip} differs by {remote - local:+.1f} s from this host's "
+                f"(max {th.swift_time_drift_max_s:g} s)",
+                {"remote": remote, "local": local, "rtt_s": rtt,
+                 "max_s": th.swift_time_drift_max_s}))
+    ss = r.raw.get("sockstat")
+    orphan = _num(ss.get("orphan")) if isinstance(ss, dict) else None
+    if orphan is not None and orphan > th.swift_sockstat_orphan_warn:
+        out.append(Finding(
+            "SWIFT_SOCKSTAT_ORPHANS", Severity.WARN, ent,
+            f"{orphan:.0f} orphaned TCP sockets on {r.ip} (warn above "
+            f"{th.swift_sockstat_orphan_warn})", {"sockstat": dict(ss) if isinstance(
+                ss, dict) else ss, "warn": th.swift_sockstat_orphan_warn}))
+    da = r.raw.get("driveaudit")
+    errs = _num(da.get("drive_audit_errors")) if isinstance(da, dict) else None
+    if errs is not None and errs > th.swift_driveaudit_errors_max:
+        out.append(Finding(
+            "SWIFT_DRIVE_AUDIT_ERRORS", Severity.WARN, ent,
+            f"swift-drive-audit counted {errs:.0f} drive errors on {r.ip}",
+            {"drive_audit_errors": errs, "max": th.swift_driveaudit_errors_max}))
+    for daemon, secs in _sweeps(r):
+        if secs > th.swift_sweep_warn_s:
+            out.append(Finding(
+                "SWIFT_SWEEP_SLOW", Severity.WARN, ent,
+                f"{daemon} on {ep}: last sweep took {_age_h(secs)} (warn above "
+                f"{_age_h(th.swift_sweep_warn_s)})",
+                {"daemon": daemon, "seconds": secs, "warn_s": th.swift_sweep_warn_s}))
+    return out
+
+
+_SERVER_PREF = {"object": 0, "container": 1, "account": 2}
+
+
+def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
+    """Per ring device fill from recon diskusage (the object server's report preferred),
+    and the spread between the devices of each ring."""
+    th = ctx.thresholds
+    usage: dict[tuple[str, str], tuple[float, dict[str, object]]] = {}
+    for r in sorted(sw.recon, key=lambda h: _SERVER_PREF.get(h.server, 3)):
+        for du in r.diskusage:
+            size, used = _num(du.get("size")), _num(du.get("used"))
+            if not du.get("mounted") or not size or used is None:
+                continue
+            usage.setdefault((r.ip, str(du.get("device"))),
+                             (used / size, {"size": size, "used": used,
+                                            "avail": du.get("avail"), "via": r.server}))
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for ring in sorted(sw.rings, key=lambda g: _SERVER_PREF.get(g.kind.split("-")[0], 3)):
+        fills: list[tuple[float, str]] = []
+        for d in ring.devices:
+            got = usage.get((d.ip, d.device))
+            if got is None:
+                continue
+            fill, ev = got
+            ent = f"{ring.kind} ring {d.endpoint}"
+            fills.append((fill, ent))
+            if fill >= th.swift_fill_warn and (d.ip, d.device) not in seen:
+                seen.add((d.ip, d.device))
+                crit = fill >= th.swift_fill_crit
+                out.append(Finding(
+                    "SWIFT_DEVICE_FULL", Severity.CRIT if crit else Severity.WARN, ent,
+                    f"Swift device {d.device} on {d.ip} is {fill:.0%} full (warn "
+                    f"{th.swift_fill_warn:.0%}, crit {th.swift_fill_crit:.0%})",
+                    dict(ev, fill=round(fill, 4), device=d.device, ip=d.ip,
+                         warn=th.swift_fill_warn, crit=th.swift_fill_crit)))
+        if len(fills) >= 2:
+            lo, hi = min(fills), max(fills)
+            if hi[0] - lo[0] > th.swift_fill_spread_warn:
+                out.append(Finding(
+                    "SWIFT_FILL_SPREAD", Severity.WARN, f"{ring.kind} ring",
+                    f"{ring.kind} ring fill ranges from {lo[0]:.0%} ({lo[1]}) to {hi[0]:.0%} "
+                    f"({hi[1]}): more than {th.swift_fill_spread_warn:.0%} apart",
+                    {"min": round(lo[0], 4), "min_device": lo[1], "max": round(hi[0], 4),
+                     "max_device": hi[1], "warn": th.swift_fill_spread_warn}))
+    return out
+
+
+@check("swift-recon", codes=RECON_CODES, needs=("swift",))
+def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
+    sw = snap.swift
+    assert sw is not None
+    out: list[Finding] = []
+    for r in sw.recon:
+        if r.error_kind is None:
+            out.extend(host_findings(r, ctx, sw.history))
+    out.extend(fill_findings(sw, ctx))
     return out

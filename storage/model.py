@@ -333,6 +333,8 @@ class SwiftState:
     local_ring_md5: Mapping[str, str] = field(default_factory=dict)
     local_swiftconf_md5: str | None = None
     collected_at: float = 0.0
+    # earlier recon numbers from the journal: entity -> metric -> (taken_at, value)
+    history: Mapping[str, Mapping[str, tuple[float, float]]] = field(default_factory=dict)
 
     def ring(self, kind: str) -> RingState | None:
         for r in self.rings:

@@ -200,7 +200,11 @@ def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
     for i, what in enumerate(checks):
         url = f"http://{ip}:{port}/recon/{what}"
         try:
+            t0 = time.time()
             r = s.get(url, timeout=timeout_s)
+            if what == "time":  # the checking host's clock at the middle of the request
+                raw["_local_time"] = (t0 + time.time()) / 2
+                raw["_rtt_s"] = time.time() - t0
             if r.status_code >= 400:
                 why = classify_error(None, r.status_code)
                 msg = f"{url}: HTTP {r.status_code}: {r.text.strip()[:100]}"

@@ -100,6 +100,21 @@ class ThresholdSettings(_Model):
     swift_dispersion_max: float | None = None
     swift_min_parts_per_device: int | None = None
     swift_max_parts_per_device: int | None = None
+    swift_replication_age_warn_s: float | None = Field(None, gt=0)
+    swift_replication_age_crit_s: float | None = Field(None, gt=0)
+    swift_replication_failures_warn: int | None = Field(None, ge=0)
+    swift_async_pending_warn: int | None = Field(None, ge=0)
+    swift_async_pending_crit: int | None = Field(None, ge=0)
+    swift_quarantine_growth_warn: int | None = Field(None, ge=1)
+    swift_history_window_s: float | None = Field(None, gt=0)
+    swift_fill_warn: float | None = Field(None, gt=0, le=1)
+    swift_fill_crit: float | None = Field(None, gt=0, le=1)
+    swift_fill_spread_warn: float | None = Field(None, gt=0, le=1)
+    swift_load5_warn: float | None = Field(None, gt=0)
+    swift_time_drift_max_s: float | None = Field(None, gt=0)
+    swift_sockstat_orphan_warn: int | None = Field(None, ge=0)
+    swift_driveaudit_errors_max: int | None = Field(None, ge=0)
+    swift_sweep_warn_s: float | None = Field(None, gt=0)
     clock_skew_max_s: float | None = None
     io_error_window_s: float | None = None
 

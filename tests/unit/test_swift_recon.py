@@ -1,0 +1,140 @@
+"""Recon numbers judged with thresholds, on the lab's captured recon JSON (and that JSON
+changed the way a sick cluster reports it), plus history through a real SQLite journal."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks.engine import run_checks
+from checks.model import CheckContext, Thresholds
+from checks.swift_recon import fill_findings, host_findings, recon_samples
+from storage.journal import Journal
+from storage.model import ClusterSnapshot, RingDevice, RingState, SwiftState
+from storage.swift import recon_from_raw
+from storage.swifthist import SwiftHistory
+
+RAW = json.loads((Path(__file__).parents[1] / "fixtures" / "swift"
+                  / "recon-lab-healthy.json").read_text())
+NOW = 1_800_000_000.0
+T = Thresholds()
+
+
+def raw(server: str, **changes: Any) -> dict[str, Any]:
+    r = copy.deepcopy(RAW[server])
+    r.update(changes)
+    return r
+
+
+def host(server: str, port: int = 6200, ip: str = "127.0.0.3", **changes: Any):
+    return recon_from_raw(ip, port, server, raw(server, **changes))
+
+
+def codes(fs: list) -> list[tuple[str, str, str]]:
+    return sorted((f.code, f.severity.label, f.entity) for f in fs)
+
+
+def test_healthy_lab_recon_gives_nothing() -> None:
+    ctx = CheckContext(T, NOW)
+    for server in ("object", "container", "account"):
+        assert host_findings(host(server), ctx, {}) == []
+
+
+def test_replication_age_warn_then_crit_and_failures() -> None:
+    ctx = CheckContext(T, NOW)
+    rep = {"object_replication_last": NOW - 4 * 3600, "object_replication_time": 3.0,
+           "replication_stats": {"failure": 25, "success": 100}}
+    fs = host_findings(host("object", **{"replication/object": rep}), ctx, {})
+    assert codes(fs) == [("SWIFT_REPLICATION_FAILURES", "warn", "object server 127.0.0.3:6200"),
+                         ("SWIFT_REPLICATION_STALE", "warn", "object server 127.0.0.3:6200")]
+    stale = next(f for f in fs if f.code == "SWIFT_REPLICATION_STALE")
+    assert "has not completed for 4.0 h" in stale.message
+    assert stale.evidence["duration_s"] == 180.0  # object replicator reports minutes
+    rep2 = {"replication_last": NOW - 13 * 3600, "replication_time": 5.0,
+            "replication_stats": {"failure": 0}}
+    fs = host_findings(host("container", **{"replication/container": rep2}), ctx, {})
+    assert codes(fs) == [("SWIFT_REPLICATION_STALE", "crit", "container server 127.0.0.3:6200")]
+    # a replicator that never reported (null, as on the lab) is not judged
+    assert host_findings(host("account"), ctx, {}) == []
+
+
+def test_async_pending_thresholds() -> None:
+    ctx = CheckContext(Thresholds(swift_async_pending_warn=5, swift_async_pending_crit=50), NOW)
+    assert host_findings(host("object", **{"async": {"async_pending": 4}}), ctx, {}) == []
+    fs = host_findings(host("object", **{"async": {"async_pending": 7}}), ctx, {})
+    assert codes(fs) == [("SWIFT_ASYNC_PENDING", "warn", "object server 127.0.0.3:6200")]
+    fs = host_findings(host("object", **{"async": {"async_pending": 50}}), ctx, {})
+    assert fs[0].severity.label == "crit"
+
+
+def test_time_load_sockstat_driveaudit_sweeps() -> None:
+    ctx = CheckContext(T, NOW)
+    h = host("object", time=NOW + 30, load={"1m": 80, "5m": 70.5, "15m": 60},
+             sockstat={"orphan": 9000}, driveaudit={"drive_audit_errors": 2},
+             **{"updater/object": {"object_updater_sweep": 7 * 3600.0},
+                "expirer/object": {"object_expiration_pass": 10.0}})
+    h = recon_from_raw(h.ip, h.port, h.server, {**h.raw, "_local_time": NOW, "_rtt_s": 0.01})
+    got = {f.code for f in host_findings(h, ctx, {})}
+    assert got == {"SWIFT_TIME_DRIFT", "SWIFT_LOAD_HIGH", "SWIFT_SOCKSTAT_ORPHANS",
+                   "SWIFT_DRIVE_AUDIT_ERRORS", "SWIFT_SWEEP_SLOW"}
+
+
+def _rings(ip_dev: list[tuple[str, str]]) -> tuple[RingState, ...]:
+    devs = tuple(RingDevice(i, 1, i, ip, 6200, d, 100.0, 128)
+                 for i, (ip, d) in enumerate(ip_dev))
+    return (RingState("object", "/x/object.ring.gz", "/x/object.builder", 9, 3.0, 1, devs),)
+
+
+def test_device_fill_names_the_ring_device_and_spread() -> None:
+    rings = _rings([("127.0.0.2", "d1"), ("127.0.0.3", "d2")])
+    usage = ({"device": "d1", "mounted": True, "size": 100, "used": 10, "avail": 90},
+             {"device": "d2", "mounted": True, "size": 100, "used": 93, "avail": 7})
+    # every host reports every directory under devices (the lab's hosts share one):
+    # only the ring's (ip, device) pairs count
+    recon = tuple(recon_from_raw(ip, 6200, "object", {"diskusage": list(usage)})
+                  for ip in ("127.0.0.2", "127.0.0.3"))
+    sw = SwiftState(rings, recon, collected_at=NOW)
+    fs = fill_findings(sw, CheckContext(T, NOW))
+    assert codes(fs) == [("SWIFT_DEVICE_FULL", "crit", "object ring d2@127.0.0.3:6200"),
+                         ("SWIFT_FILL_SPREAD", "warn", "object ring")]
+    assert "93% full" in fs[0].message
+
+
+def test_quarantine_growth_from_the_journal(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.db")
+    hist = SwiftHistory(j)
+    day = 86400.0
+
+    def sw_with(q: int, at: float) -> SwiftState:
+        h = host("object", quarantined={"objects": q, "containers": 0, "accounts": 0,
+                                        "policies": {}})
+        return SwiftState((), (h,), collected_at=at)
+
+    for at, q in ((NOW - 2 * day, 1), (NOW - 1.1 * day, 5), (NOW - 3600, 30)):
+        hist.record("lab", at, recon_samples(sw_with(q, at)), day)
+    base = hist.baseline("lab", NOW, day)
+    ent = "object server 127.0.0.3:6200"
+    # the newest sample at least a day old: 5 objects 1.1 days ago
+    assert base[ent]["quarantined_objects"] == (NOW - 1.1 * day, 5.0)
+    sw = SwiftState((), sw_with(45, NOW).recon, collected_at=NOW, history=base)
+    rep = run_checks(ClusterSnapshot("lab", NOW, swift=sw), T, now=NOW)
+    (f,) = [f for f in rep.findings if f.code == "SWIFT_QUARANTINE_GROWTH"]
+    assert f.entity == ent and f.evidence["growth"] == 40.0
+    assert "grew by 40 since 26.4 h ago" in f.message
+    # below the threshold: nothing
+    sw2 = SwiftState((), sw_with(14, NOW).recon, collected_at=NOW, history=base)
+    assert not [f for f in run_checks(ClusterSnapshot("lab", NOW, swift=sw2), T,
+                                      now=NOW).findings if f.code == "SWIFT_QUARANTINE_GROWTH"]
+    j.close()
+
+
+@pytest.mark.parametrize("key", ["swift_fill_warn", "swift_async_pending_warn"])
+def test_thresholds_come_from_the_settings(key: str) -> None:
+    from stordoc.settings import ThresholdSettings
+
+    th = ThresholdSettings(**{key: 0.5 if "fill" in key else 3}).apply(Thresholds())
+    assert getattr(th, key) == (0.5 if "fill" in key else 3)
