@@ -336,6 +336,7 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
                                             "avail": du.get("avail"), "via": r.server}))
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    spread_seen: set[frozenset[tuple[str, str]]] = set()
     for ring in sorted(sw.rings, key=lambda g: _SERVER_PREF.get(g.kind.split("-")[0], 3)):
         fills: list[tuple[float, str]] = []
         for d in ring.devices:
@@ -354,7 +355,9 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
                     f"{th.swift_fill_warn:.0%}, crit {th.swift_fill_crit:.0%})",
                     dict(ev, fill=round(fill, 4), device=d.device, ip=d.ip,
                          warn=th.swift_fill_warn, crit=th.swift_fill_crit)))
-        if len(fills) >= 2:
+        devset = frozenset((d.ip, d.device) for d in ring.devices)
+        if len(fills) >= 2 and devset not in spread_seen:
+            spread_seen.add(devset)  # rings on the same drives: said once (object first)
             lo, hi = min(fills), max(fills)
             if hi[0] - lo[0] > th.swift_fill_spread_warn:
                 out.append(Finding(

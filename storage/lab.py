@@ -40,7 +40,9 @@ OSD_BLOCK_BYTES = 10 * 1024**3
 SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
 SCENARIOS = ("osd-unmounted", "cache-tier-misconfigured", "pool-few-pgs",
-             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped")
+             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped", "swift-device-full")
+SWIFT_FILL_FILE = "stordoc-lab-fill"  # at the device's root: no Swift daemon reads it
+SWIFT_FILL_TO = 0.85  # above the default warn (0.80), below crit (0.90)
 SWIFT_SERVERS = ("object", "container", "account")
 CACHE_BASE_POOL = "lab-base"
 CACHE_POOL = "lab-cache"
@@ -867,6 +869,20 @@ key = {{ value = "{SWIFT_KEY}" }}
         """Inject a real fault; returns a one-line description of what was done."""
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+        if scenario == "swift-device-full":
+            if device not in SWIFT_DEVICES:
+                raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
+            root = self.swift_node / device
+            if not os.path.ismount(root):
+                raise LabError(f"break swift-device-full {device}", f"{root} is not mounted")
+            st = os.statvfs(root)
+            size = st.f_blocks * st.f_frsize
+            used = (st.f_blocks - st.f_bfree) * st.f_frsize
+            want = int(size * SWIFT_FILL_TO) - used
+            if want > 0:
+                with open(root / SWIFT_FILL_FILE, "ab") as fill:
+                    os.posix_fallocate(fill.fileno(), 0, want)
+            return f"Swift device {device} filled to {SWIFT_FILL_TO:.0%} ({root / SWIFT_FILL_FILE})"
         if scenario == "swift-server-stopped":
             if server not in SWIFT_SERVERS:
                 raise ValueError(f"the lab's Swift servers are {', '.join(SWIFT_SERVERS)}")
@@ -950,6 +966,11 @@ key = {{ value = "{SWIFT_KEY}" }}
                   f"the {server} server answering recon",
                   str(self.log_dir / f"swift-{server}.log"))
             return f"swift-{server}-server running and answering recon"
+        if scenario == "swift-device-full":
+            if device not in SWIFT_DEVICES:
+                raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
+            (self.swift_node / device / SWIFT_FILL_FILE).unlink(missing_ok=True)
+            return f"Swift device {device}: fill file removed"
         if scenario == "osd-unmounted":
             step = f"heal osd-unmounted osd.{osd}"
             img = self.images / f"osd-{osd}.xfs"

@@ -112,3 +112,16 @@ def test_start_refused_while_the_port_is_held_then_heal_clears(
         squatter.close()
     lab.heal("swift-server-stopped", server=server)
     assert poll(lambda: swift_findings(lab) == [], 30)
+
+
+def test_device_full_names_the_device_and_heal_clears(lab: Lab) -> None:
+    lab.break_("swift-device-full", device="d2")
+    try:
+        got = swift_findings(lab)
+        port = lab.ports.object
+        assert ("SWIFT_DEVICE_FULL", f"object ring d2@127.0.0.3:{port}") in got
+        assert ("SWIFT_FILL_SPREAD", "object ring") in got
+        assert {c for c, _ in got} == {"SWIFT_DEVICE_FULL", "SWIFT_FILL_SPREAD"}
+    finally:
+        lab.heal("swift-device-full", device="d2")
+    assert swift_findings(lab) == []
