@@ -218,8 +218,10 @@ def _sweeps(r: ReconHost) -> list[tuple[str, float]]:
 
 
 def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping[str, tuple[
-        float, float]]]) -> list[Finding]:
-    """Judgement of one answering server's recon numbers (pure)."""
+        float, float]]], node_level: bool = True) -> list[Finding]:
+    """Judgement of one answering server's recon numbers (pure). ``node_level``: also
+    judge what belongs to the node rather than the server (quarantines, load, clock,
+    sockets, drive audit), which every server of one node reports alike."""
     th = ctx.thresholds
     now = ctx.now or time.time()
     ent = server_entity(r.server, r.ip, r.port)
@@ -256,6 +258,9 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             "updates are waiting (container servers down or slow? object-updater running?)",
             {"async_pending": pend, "warn": th.swift_async_pending_warn,
              "crit": th.swift_async_pending_crit}))
+    out.extend(_sweep_findings(r, ctx))
+    if not node_level:
+        return out
     q = r.raw.get("quarantined")
     past = history.get(ent, {})
     if isinstance(q, dict):
@@ -308,11 +313,18 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             "SWIFT_DRIVE_AUDIT_ERRORS", Severity.WARN, ent,
             f"swift-drive-audit counted {errs:.0f} drive errors on {r.ip}",
             {"drive_audit_errors": errs, "max": th.swift_driveaudit_errors_max}))
+    return out
+
+
+def _sweep_findings(r: ReconHost, ctx: CheckContext) -> list[Finding]:
+    th = ctx.thresholds
+    ent = server_entity(r.server, r.ip, r.port)
+    out: list[Finding] = []
     for daemon, secs in _sweeps(r):
         if secs > th.swift_sweep_warn_s:
             out.append(Finding(
                 "SWIFT_SWEEP_SLOW", Severity.WARN, ent,
-                f"{daemon} on {ep}: last sweep took {_age_h(secs)} (warn above "
+                f"{daemon} on {r.ip}:{r.port}: last sweep took {_age_h(secs)} (warn above "
                 f"{_age_h(th.swift_sweep_warn_s)})",
                 {"daemon": daemon, "seconds": secs, "warn_s": th.swift_sweep_warn_s}))
     return out
@@ -374,8 +386,10 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
     assert sw is not None
     out: list[Finding] = []
-    for r in sw.recon:
+    nodes: set[str] = set()
+    for r in sorted(sw.recon, key=lambda h: (_SERVER_PREF.get(h.server, 3), h.ip, h.port)):
         if r.error_kind is None:
-            out.extend(host_findings(r, ctx, sw.history))
+            out.extend(host_findings(r, ctx, sw.history, node_level=r.ip not in nodes))
+            nodes.add(r.ip)
     out.extend(fill_findings(sw, ctx))
     return out

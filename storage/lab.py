@@ -40,7 +40,9 @@ OSD_BLOCK_BYTES = 10 * 1024**3
 SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
 SCENARIOS = ("osd-unmounted", "cache-tier-misconfigured", "pool-few-pgs",
-             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped", "swift-device-full")
+             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped", "swift-device-full", "swift-quarantine")
+QUARANTINE_CONTAINER = "stordoc-lab-quarantine"
+QUARANTINE_OBJECTS = 4  # x 3 replicas = 12 quarantined, above the default growth warn (10)
 SWIFT_FILL_FILE = "stordoc-lab-fill"  # at the device's root: no Swift daemon reads it
 SWIFT_FILL_TO = 0.85  # above the default warn (0.80), below crit (0.90)
 SWIFT_SERVERS = ("object", "container", "account")
@@ -869,6 +871,8 @@ key = {{ value = "{SWIFT_KEY}" }}
         """Inject a real fault; returns a one-line description of what was done."""
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+        if scenario == "swift-quarantine":
+            return self._break_quarantine()
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -966,6 +970,8 @@ key = {{ value = "{SWIFT_KEY}" }}
                   f"the {server} server answering recon",
                   str(self.log_dir / f"swift-{server}.log"))
             return f"swift-{server}-server running and answering recon"
+        if scenario == "swift-quarantine":
+            return self._heal_quarantine()
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -1021,6 +1027,51 @@ key = {{ value = "{SWIFT_KEY}" }}
                 os.utime(self.swift_etc / f.name, (t, t))
             shutil.rmtree(bak)
         return "rings and builders restored"
+
+    def _swift_conn(self) -> Any:
+        from swiftclient.client import Connection
+
+        return Connection(authurl=f"http://127.0.0.1:{self.ports.proxy}/auth/v1.0",
+                          user=SWIFT_USER, key=SWIFT_KEY, retries=1, timeout=15)
+
+    def _data_files(self) -> set[Path]:
+        return set(self.swift_node.glob("d*/objects/*/*/*/*.data"))
+
+    def _break_quarantine(self) -> str:
+        """Objects PUT, their replicas corrupted on disk, the object auditor run once."""
+        step = "break swift-quarantine"
+        before = self._data_files()
+        conn = self._swift_conn()
+        conn.put_container(QUARANTINE_CONTAINER)
+        for i in range(QUARANTINE_OBJECTS):
+            conn.put_object(QUARANTINE_CONTAINER, f"obj-{i}", contents=b"stordoc lab " * 64)
+        conn.close()
+        ours = sorted(self._data_files() - before)
+        for path in ours:  # same size, other bytes: the ETag no longer matches
+            with open(path, "r+b") as f:
+                f.write(b"X" * path.stat().st_size)
+        _run(["swift-object-auditor", str(self.swift_etc / "object-server.conf"), "once"],
+             step, timeout=120, log=str(self.log_dir / "swift-object-auditor.log"))
+        quarantined = list(self.swift_node.glob("d*/quarantined/objects/*"))
+        return (f"{len(ours)} object replica(s) corrupted, the auditor quarantined "
+                f"{len(quarantined)}")
+
+    def _heal_quarantine(self) -> str:
+        conn = self._swift_conn()
+        try:
+            _, objs = conn.get_container(QUARANTINE_CONTAINER)
+            for o in objs:
+                conn.delete_object(QUARANTINE_CONTAINER, o["name"])
+            conn.delete_container(QUARANTINE_CONTAINER)
+        except Exception:  # noqa: BLE001  (already gone)
+            pass
+        finally:
+            conn.close()
+        n = 0
+        for d in self.swift_node.glob("d*/quarantined"):
+            n += len(list(d.glob("objects/*")))
+            shutil.rmtree(d)
+        return f"lab objects deleted, {n} quarantined replica(s) removed"
 
     def _pool_names(self) -> list[str]:
         got = self.ceph("osd", "pool", "ls", check=False)

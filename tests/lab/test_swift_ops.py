@@ -125,3 +125,30 @@ def test_device_full_names_the_device_and_heal_clears(lab: Lab) -> None:
     finally:
         lab.heal("swift-device-full", device="d2")
     assert swift_findings(lab) == []
+
+
+def test_quarantine_growth_from_history_and_heal(lab: Lab, tmp_path: Path) -> None:
+    from checks.service import check_cluster
+    from storage.journal import Journal
+
+    target = load_settings(lab.config_path).cluster("lab").target("lab")
+    j = Journal(tmp_path / "journal.db")
+
+    def swift_codes() -> list[tuple[str, str]]:
+        out = check_cluster(target, journal=j, host_facts=False)
+        return sorted((f.code, f.entity) for f in out.report.findings
+                      if f.code.startswith("SWIFT_"))
+
+    try:
+        assert swift_codes() == []  # the baseline sample
+        msg = lab.break_("swift-quarantine")
+        assert "the auditor quarantined 12" in msg
+        got = swift_codes()
+        port = lab.ports.object
+        assert ("SWIFT_QUARANTINE_GROWTH", f"object server 127.0.0.2:{port}") in got
+        assert {c for c, _ in got} == {"SWIFT_QUARANTINE_GROWTH"}
+    finally:
+        lab.heal("swift-quarantine")
+    assert swift_codes() == []
+    assert swift_codes() == []
+    j.close()
