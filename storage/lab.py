@@ -40,7 +40,10 @@ OSD_BLOCK_BYTES = 10 * 1024**3
 SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
 SCENARIOS = ("osd-unmounted", "cache-tier-misconfigured", "pool-few-pgs",
-             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped", "swift-device-full", "swift-quarantine")
+             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped", "swift-device-full", "swift-quarantine",
+             "swift-async-pending")
+ASYNC_CONTAINER = "stordoc-lab-async"
+ASYNC_OBJECTS = 40  # x 3 replicas = 120 async pendings, above the default warn (100)
 QUARANTINE_CONTAINER = "stordoc-lab-quarantine"
 QUARANTINE_OBJECTS = 4  # x 3 replicas = 12 quarantined, above the default growth warn (10)
 SWIFT_FILL_FILE = "stordoc-lab-fill"  # at the device's root: no Swift daemon reads it
@@ -873,6 +876,8 @@ key = {{ value = "{SWIFT_KEY}" }}
             raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
         if scenario == "swift-quarantine":
             return self._break_quarantine()
+        if scenario == "swift-async-pending":
+            return self._break_async()
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -972,6 +977,8 @@ key = {{ value = "{SWIFT_KEY}" }}
             return f"swift-{server}-server running and answering recon"
         if scenario == "swift-quarantine":
             return self._heal_quarantine()
+        if scenario == "swift-async-pending":
+            return self._heal_async()
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -1055,6 +1062,50 @@ key = {{ value = "{SWIFT_KEY}" }}
         quarantined = list(self.swift_node.glob("d*/quarantined/objects/*"))
         return (f"{len(ours)} object replica(s) corrupted, the auditor quarantined "
                 f"{len(quarantined)}")
+
+    def _recon_cron(self, step: str) -> None:
+        """What cron runs on a real node: count async pendings into the recon cache."""
+        _run(["swift-recon-cron", str(self.swift_etc / "object-server.conf")], step,
+             timeout=60)
+
+    def _break_async(self) -> str:
+        """Container servers unreachable during PUTs: object servers queue the updates."""
+        step = "break swift-async-pending"
+        conn = self._swift_conn()
+        conn.put_container(ASYNC_CONTAINER)
+        conn.head_container(ASYNC_CONTAINER)  # the proxy caches the container's info
+        self.stop("swift-container")
+        try:
+            for i in range(ASYNC_OBJECTS):
+                conn.put_object(ASYNC_CONTAINER, f"obj-{i}", contents=b"async")
+        finally:
+            conn.close()
+        self._recon_cron(step)
+        n = sum(1 for _ in self.swift_node.glob("d*/async_pending*/*/*"))
+        return (f"container server stopped during {ASYNC_OBJECTS} PUTs: {n} async pendings "
+                "(the container server stays stopped until heal)")
+
+    def _heal_async(self) -> str:
+        step = "heal swift-async-pending"
+        if self.pid("swift-container") is None:
+            self.start_swift_server("container")
+        _wait(lambda: self.swift_server_answers("container"), 30, step,
+              "the container server answering recon")
+        _run(["swift-object-updater", str(self.swift_etc / "object-server.conf"), "once"],
+             step, timeout=120, log=str(self.log_dir / "swift-object-updater.log"))
+        self._recon_cron(step)
+        left = sum(1 for _ in self.swift_node.glob("d*/async_pending*/*/*"))
+        conn = self._swift_conn()
+        try:
+            _, objs = conn.get_container(ASYNC_CONTAINER)
+            for o in objs:
+                conn.delete_object(ASYNC_CONTAINER, o["name"])
+            conn.delete_container(ASYNC_CONTAINER)
+        except Exception:  # noqa: BLE001  (already gone)
+            pass
+        finally:
+            conn.close()
+        return f"container server started, object-updater run: {left} async pendings left"
 
     def _heal_quarantine(self) -> str:
         conn = self._swift_conn()

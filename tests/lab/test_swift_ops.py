@@ -152,3 +152,17 @@ def test_quarantine_growth_from_history_and_heal(lab: Lab, tmp_path: Path) -> No
     assert swift_codes() == []
     assert swift_codes() == []
     j.close()
+
+
+def test_async_pending_named_and_cleared_by_heal(lab: Lab) -> None:
+    try:
+        msg = lab.break_("swift-async-pending")
+        assert "120 async pendings" in msg
+        got = swift_findings(lab)
+        port = lab.ports.object
+        for ip in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+            assert ("SWIFT_ASYNC_PENDING", f"object server {ip}:{port}") in got
+            assert ("SWIFT_SERVER_DOWN", f"container server {ip}:{lab.ports.container}") in got
+    finally:
+        lab.heal("swift-async-pending")
+    assert swift_findings(lab) == []
