@@ -246,6 +246,25 @@ def recon_from_raw(ip: str, port: int, server: str, raw: dict[str, Any],
         raw=raw)
 
 
+RECON_WORKERS = 64
+
+
+def collect_recon(endpoints: Iterable[tuple[str, int, str]], timeout_s: float,
+                  max_workers: int = RECON_WORKERS) -> tuple[ReconHost, ...]:
+    """Recon of every (ip, port, server) in parallel, each server with its own timeout per
+    request and its own keep-alive session; results in the order given."""
+    eps = list(endpoints)
+    if not eps:
+        return ()
+
+    def one(ep: tuple[str, int, str]) -> ReconHost:
+        with requests.Session() as s:
+            return fetch_recon(ep[0], ep[1], ep[2], timeout_s, session=s)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(eps)))) as pool:
+        return tuple(pool.map(one, eps))
+
+
 def _proxy_health(url: str, timeout_s: float) -> tuple[bool | None, str | None]:
     try:
         r = requests.get(url.rstrip("/") + "/healthcheck", timeout=timeout_s)
@@ -277,12 +296,11 @@ def _collect(target: SwiftTarget) -> SwiftState:
         for d in ring.devices:
             endpoints.setdefault((d.ip, d.port), _server(ring.kind))
     eps = sorted(endpoints.items())
-    with ThreadPoolExecutor(max_workers=max(1, min(32, len(eps) + 1))) as pool:
-        proxy_f = pool.submit(_proxy_health, target.proxy_url, target.recon_timeout_s) \
+    with ThreadPoolExecutor(max_workers=1) as one:
+        proxy_f = one.submit(_proxy_health, target.proxy_url, target.recon_timeout_s) \
             if target.proxy_url else None
-        futs = [pool.submit(fetch_recon, ip, port, srv, target.recon_timeout_s)
-                for (ip, port), srv in eps]
-        recon = tuple(f.result() for f in futs)
+        recon = collect_recon([(ip, port, srv) for (ip, port), srv in eps],
+                              target.recon_timeout_s)
         healthy, perr = proxy_f.result() if proxy_f else (None, None)
     local_md5 = {r.ring_path: r.ring_md5 for r in rings if r.ring_path and r.ring_md5}
     return SwiftState(rings=rings, recon=recon, proxy_url=target.proxy_url,
