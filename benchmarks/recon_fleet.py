@@ -50,7 +50,7 @@ def _answers(devs: int, idx: int) -> dict[str, bytes]:
     return {k: json.dumps(v).encode() for k, v in a.items()}
 
 
-def _serve(n: int, devs: int, delay_s: float, conn: "mp.connection.Connection") -> None:
+def _serve(n: int, devs: int, delay_s: float, conn: mp.connection.Connection) -> None:
     async def main() -> None:
         ports: list[tuple[str, int]] = []
 
