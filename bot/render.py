@@ -9,12 +9,14 @@ message Slack would reject is never sent.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from checks.model import Finding, Severity
 from storage.model import CephState, SwiftState
+from stordoc.fmt import human_age
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -360,7 +362,29 @@ def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
                          f"parts {d.parts}")
     if not lines:
         lines = [f"no {kind} ring" if kind else "no rings"]
+    lines += server_lines(swift, kind)
     return paginate(head, [header(head)] + sections_of("\n".join(lines)), head)
+
+
+def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
+    """Per storage server: state, replication age, async pendings, quarantines, fill."""
+    from checks.swift_recon import server_summaries
+
+    want = None if kind is None else ("object" if kind.startswith("object") else kind)
+    out = []
+    for s in server_summaries(swift, swift.collected_at or time.time()):
+        if want is not None and s.server != want:
+            continue
+        if s.state != "ok":
+            out.append(f"    :red_circle: {s.server} `{s.endpoint}` {esc(s.state)}")
+            continue
+        rep = "never" if s.replication_age_s is None else human_age(s.replication_age_s) + \
+            " ago"
+        out.append(f"    {s.server} `{s.endpoint}` replicated {rep}, async "
+                   f"{'-' if s.async_pending is None else f'{s.async_pending:.0f}'}, "
+                   f"quarantined {'-' if s.quarantined is None else f'{s.quarantined:.0f}'}, "
+                   f"fill {'-' if s.fill_max is None else f'{s.fill_max:.0%}'}")
+    return (["*servers*"] + out) if out else []
 
 
 def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:

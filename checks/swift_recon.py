@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import ClusterSnapshot, HostFacts, ReconHost, SwiftState
@@ -392,4 +393,54 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
             out.extend(host_findings(r, ctx, sw.history, node_level=r.ip not in nodes))
             nodes.add(r.ip)
     out.extend(fill_findings(sw, ctx))
+    return out
+
+
+# --------------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class ServerSummary:
+    """One storage server's state for the TUI's Swift screen and Slack's ``ring``."""
+
+    server: str
+    ip: str
+    port: int
+    state: str  # "ok" or the error kind (refused, timeout, http, no-recon, ...)
+    replication_age_s: float | None = None
+    async_pending: float | None = None
+    quarantined: float | None = None
+    fill_max: float | None = None  # the fullest of its mounted devices, 0..1
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+
+def server_summaries(sw: SwiftState, now: float) -> list[ServerSummary]:
+    """Replication age, async pendings, quarantines and fill per storage server (pure)."""
+    ring_devs: dict[tuple[str, int], set[str]] = {}
+    for ring in sw.rings:
+        for d in ring.devices:
+            ring_devs.setdefault((d.ip, d.port), set()).add(d.device)
+    out: list[ServerSummary] = []
+    for r in sorted(sw.recon, key=lambda h: (_SERVER_PREF.get(h.server, 3), h.ip, h.port)):
+        if r.error_kind is not None:
+            out.append(ServerSummary(r.server, r.ip, r.port, r.error_kind))
+            continue
+        rep = replication(r)
+        last = rep["last"] if rep else None
+        a = r.raw.get("async")
+        q = r.raw.get("quarantined")
+        mine = ring_devs.get((r.ip, r.port), set())
+        fills = [float(du["used"]) / float(du["size"]) for du in r.diskusage
+                 if du.get("mounted") and _num(du.get("size")) and _num(du.get("used"))
+                 is not None and str(du.get("device")) in mine]
+        out.append(ServerSummary(
+            r.server, r.ip, r.port, "ok",
+            replication_age_s=max(0.0, now - last) if isinstance(last, float) else None,
+            async_pending=_num(a.get("async_pending")) if isinstance(a, dict) else None,
+            quarantined=sum(_num(q.get(k)) or 0.0 for k in QUARANTINE_KINDS)
+            if isinstance(q, dict) else None,
+            fill_max=max(fills) if fills else None))
     return out

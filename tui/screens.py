@@ -526,11 +526,16 @@ class SwiftScreen(DataScreen):
         t.add_columns(*views.RING_COLUMNS)
         yield t
         yield Static(id="swift-note")
+        srv: DataTable[Any] = DataTable(id="swift-servers", cursor_type="row")
+        srv.add_columns(*views.SERVER_COLUMNS)
+        yield srv
 
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
         sw = st.outcome.snapshot.swift
         fill_table(self.query_one("#rings", DataTable), views.ring_rows(sw, self.needle))
+        fill_table(self.query_one("#swift-servers", DataTable),
+                   views.server_rows(sw, st.outcome.snapshot.taken_at, self.needle))
         note = ""
         if sw is None:
             note = st.outcome.snapshot.swift_error or "no Swift configured for this cluster"

@@ -523,6 +523,35 @@ def _recon_state(sw: SwiftState, ring: RingState, d: RingDevice) -> tuple[str, s
     return (f"mounted {100.0 * used / size:.0f}%" if size else "mounted"), "green"
 
 
+SERVER_COLUMNS = ("server", "ip:port", "state", "replicated", "async", "quarantined",
+                  "fill max")
+
+
+def server_rows(sw: SwiftState | None, now: float, needle: str = "") -> list[Row]:
+    """One row per storage server: replication age, async pendings, quarantines, fill."""
+    from checks.swift_recon import server_summaries
+
+    if sw is None:
+        return []
+    rows: list[Row] = []
+    ndl = needle.lower()
+    for s in server_summaries(sw, now):
+        ok = s.state == "ok"
+        cells = (s.server, s.endpoint, s.state if ok else s.state.upper(),
+                 "-" if s.replication_age_s is None else human_age(s.replication_age_s) + " ago",
+                 "-" if s.async_pending is None else f"{s.async_pending:.0f}",
+                 "-" if s.quarantined is None else f"{s.quarantined:.0f}",
+                 "-" if s.fill_max is None else f"{s.fill_max:.0%}")
+        styles = ("", "", "green" if ok else "bold red", "", "", "",
+                  "bold red" if (s.fill_max or 0) >= 0.9 else
+                  "yellow" if (s.fill_max or 0) >= 0.8 else "")
+        r = Row(f"srv:{s.server}:{s.endpoint}", "server", cells, styles,
+                " ".join(cells).lower(), s)
+        if r.matches(ndl):
+            rows.append(r)
+    return rows
+
+
 def ring_rows(sw: SwiftState | None, needle: str = "") -> list[Row]:
     """Each ring (part power, replicas, balance) then its devices by region and zone."""
     if sw is None:

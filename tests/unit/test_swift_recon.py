@@ -138,3 +138,27 @@ def test_thresholds_come_from_the_settings(key: str) -> None:
 
     th = ThresholdSettings(**{key: 0.5 if "fill" in key else 3}).apply(Thresholds())
     assert getattr(th, key) == (0.5 if "fill" in key else 3)
+
+
+def test_server_summary_in_tui_rows_and_slack_ring() -> None:
+    from bot.render import ring_reply
+    from checks.swift_recon import server_summaries
+    from tui.views import server_rows
+
+    rings = _rings([("127.0.0.3", "d2")])
+    rep = {"object_replication_last": NOW - 7200}
+    ok = host("object", **{"replication/object": rep, "async": {"async_pending": 7},
+                            "quarantined": {"objects": 3, "containers": 1, "accounts": 0}})
+    down = recon_from_raw("127.0.0.4", 6200, "object", {}, "refused", "refused")
+    sw = SwiftState(rings, (ok, down), collected_at=NOW)
+    s = server_summaries(sw, NOW)
+    assert [(x.endpoint, x.state) for x in s] == [("127.0.0.3:6200", "ok"),
+                                                  ("127.0.0.4:6200", "refused")]
+    assert s[0].replication_age_s == 7200 and s[0].async_pending == 7
+    assert s[0].quarantined == 4 and s[0].fill_max is not None
+    rows = server_rows(sw, NOW)
+    assert rows[0].cells[3:6] == ("2h00m ago", "7", "4")
+    assert rows[1].cells[2] == "REFUSED"
+    text = json.dumps([m.__dict__ for m in ring_reply("lab", sw, "object").messages], default=str)
+    assert "replicated 2h00m ago, async 7, quarantined 4, fill 7%" in text
+    assert "`127.0.0.4:6200` refused" in text
