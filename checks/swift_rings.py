@@ -185,6 +185,15 @@ def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                     f"{name.split('.ring.gz')[0]} ring {ep}",
                     f"{r.server} server {ep} has {name} md5 {md5}, local {want}",
                     {"server": ep, "file": path, "md5": md5, "local_md5": want}))
+        if r.ringmd5 and r.error_kind is None:
+            have = {os.path.basename(p) for p in r.ringmd5}
+            for name, want in sorted(local.items()):
+                if name not in have:
+                    out.append(Finding(
+                        "SWIFT_RING_MD5_MISMATCH", Severity.CRIT,
+                        f"{name.split('.ring.gz')[0]} ring {ep}",
+                        f"{r.server} server {ep} has no {name} (local md5 {want})",
+                        {"server": ep, "file": name, "md5": None, "local_md5": want}))
         if r.swiftconfmd5:
             confs.setdefault(r.swiftconfmd5, []).append(ep)
     if len(confs) > 1 or (confs and sw.local_swiftconf_md5

@@ -630,6 +630,8 @@ user = root
 swift_dir = {self.swift_etc}
 devices = {self.swift_node}
 mount_check = true
+# every daemon run on this conf (auditor, updater, recon-cron) writes the lab's cache
+recon_cache_path = {self.base / 'swift' / 'cache'}
 log_name = {kind}-server
 log_level = WARNING
 

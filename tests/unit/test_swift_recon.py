@@ -162,3 +162,16 @@ def test_server_summary_in_tui_rows_and_slack_ring() -> None:
     text = json.dumps([m.__dict__ for m in ring_reply("lab", sw, "object").messages], default=str)
     assert "replicated 2h00m ago, async 7, quarantined 4, fill 7%" in text
     assert "`127.0.0.4:6200` refused" in text
+
+
+def test_server_missing_a_ring_file_is_a_md5_mismatch() -> None:
+    from checks.engine import run_checks as rc
+
+    h = recon_from_raw("127.0.0.3", 6200, "object",
+                       {"ringmd5": {"/etc/swift/account.ring.gz": "a" * 32}})
+    sw = SwiftState((), (h,), collected_at=NOW,
+                    local_ring_md5={"/x/account.ring.gz": "a" * 32,
+                                    "/x/object.ring.gz": "b" * 32})
+    got = [(f.code, f.entity) for f in rc(ClusterSnapshot("lab", NOW, swift=sw), T,
+                                          now=NOW).findings if f.code.startswith("SWIFT_RING")]
+    assert got == [("SWIFT_RING_MD5_MISMATCH", "object ring 127.0.0.3:6200")]
