@@ -48,7 +48,7 @@ def ssh_confirmation(facts: HostFacts | None, server: str, port: int) -> dict[st
         return {"ssh": "no host configured for this address"}
     if facts.error:
         return {"ssh": f"host did not answer: {facts.error}"}
-    procs = [{"pid": d.pid, "conf": d.ident} for d in facts.daemons
+    procs = [{"pid": d.pid, "conf": d.ident} for d in facts.swift_processes
              if d.kind == f"swift-{server}-server" and d.running]
     ev: dict[str, object] = {"swift_processes": procs}
     if facts.listeners is None:

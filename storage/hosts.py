@@ -657,10 +657,11 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
     io = tuple(e for e in io_all if e.device in kept_names
                or re.sub(r"p?\d+$", "", e.device) in kept_names
                or any(k.startswith(e.device) for k in kept_names))
-    daemons += parse_ps_swift(sec.get("swiftps", []))
     listeners = parse_listeners(sec.get("listen", [])) if "listen" in sec else None
     facts = HostFacts(name=t.name, address=t.address, mounts=mounts, block_devices=bdevs,
-                      fstab=fstab, daemons=tuple(daemons), listeners=listeners, io_errors=io, dirs=dirs,
+                      fstab=fstab, daemons=tuple(daemons), listeners=listeners,
+                      swift_processes=tuple(parse_ps_swift(sec.get("swiftps", []))),
+                      io_errors=io, dirs=dirs,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
                       swift_dirs=dict(plan.swift))

@@ -237,6 +237,8 @@ class HostFacts:
     identities: tuple[DeviceIdentity, ...] = ()  # of devices NOT mounted
     fstab: tuple[FstabLine, ...] = ()
     daemons: tuple[Daemon, ...] = ()
+    # swift-(object|container|account)-server processes (ident = their config file)
+    swift_processes: tuple[Daemon, ...] = ()
     # TCP port -> (pid, process name) of what listens on it (``ss -ltnp``); None = unknown
     listeners: Mapping[int, tuple[int | None, str]] | None = None
     io_errors: tuple[IoError, ...] = ()

@@ -107,7 +107,7 @@ DOWN = ReconHost("127.0.0.2", 6200, "object", error="refused", error_kind="refus
 
 def test_down_server_confirmed_over_ssh() -> None:
     facts = HostFacts("node1", "127.0.0.2", listeners={22: (1, "sshd")},
-                      daemons=(Daemon("swift-object-server", "/other/object.conf", 77, True),))
+                      swift_processes=(Daemon("swift-object-server", "/other/object.conf", 77, True),))
     (f,) = server_findings(DOWN, _snap(DOWN, facts))
     assert f.code == "SWIFT_SERVER_DOWN" and f.severity.label == "crit"
     assert f.entity == "object server 127.0.0.2:6200"
