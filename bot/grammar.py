@@ -34,7 +34,7 @@ COMMANDS = ("health", "osd", "pools", "cache", "ring", "findings", "history", "p
             "fix", "bench", "audit", "help")
 
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9._@:=,/+-]+$")
-_OSD_RE = re.compile(r"^(?:osd\.)?(\d{1,6})$")
+_OSD_RE = re.compile(r"^(?:osd\.)?([0-9]{1,6})$", re.ASCII)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _DEVICE_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]{0,63})@([A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
 _CODE_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
@@ -206,10 +206,18 @@ def _take_cluster(toks: list[str]) -> tuple[list[str], str | None]:
 
 
 def parse_osd(tok: str) -> int:
+    # the one OSD spelling rule (ASCII digits only) shared with the CLI and the TUI
+    from runbooks.model import Refused
+    from runbooks.targets import osd_id
+
     m = _OSD_RE.match(tok)
     if not m:
         raise GrammarError(f"`{_show(tok)}` is not an OSD: write `osd.N` (e.g. `osd.1`)")
-    return int(m.group(1))
+    try:
+        return osd_id(f"osd.{m.group(1)}")
+    except Refused:
+        raise GrammarError(f"`{_show(tok)}` is not an OSD: write `osd.N` (e.g. `osd.1`)") \
+            from None
 
 
 def parse_target(runbook: str, tok: str) -> str:
@@ -232,10 +240,21 @@ def parse_target(runbook: str, tok: str) -> str:
         if not _DEVICE_RE.match(tok):
             raise GrammarError(f"`{_show(tok)}` is not a Swift device: write DEVICE@HOST "
                                "(e.g. `d2@node2`)")
-        return tok
+        return _canonical(kind, tok)
     if not _NAME_RE.match(tok):
         raise GrammarError(f"`{_show(tok)}` is not a valid {kind} name")
-    return tok
+    return _canonical(kind, tok)
+
+
+def _canonical(kind: str, tok: str) -> str:
+    """The runbooks' one spelling of a target (the same lock key as the CLI's)."""
+    from runbooks.model import Refused
+    from runbooks.targets import canonical_target
+
+    try:
+        return canonical_target(kind, tok)
+    except Refused as e:
+        raise GrammarError(str(e)) from None
 
 
 def _no_more(cmd: str, rest: Sequence[str]) -> None:

@@ -35,6 +35,7 @@ from runbooks.model import (
     StepResult,
     WaitOp,
 )
+from runbooks.targets import canonical_target
 from storage.audit import Audit, LockHeld
 from storage.model import ClusterSnapshot
 from storage.runner import HostUnreachable, Runner
@@ -92,9 +93,15 @@ def plan_from_snapshot(ctx: RunContext, snap: ClusterSnapshot, runbook: str, tar
                        options: Mapping[str, Any] | None = None) -> Plan:
     """Validate ``target`` against ``snap`` and build the steps (no I/O at all)."""
     rb = _runbook(runbook)
-    target = target.strip()
-    if not target:
+    if not (target or "").strip():
         raise Refused(f"{runbook}: a target is required ({rb.info.target_help})")
+    # one spelling per target before anything is locked, planned or audited
+    target = canonical_target(rb.info.target_kind, target)
+    unknown = sorted(set(options or {}) - set(rb.option_keys) - set(ctx.options))
+    if unknown:
+        takes = ", ".join(rb.option_keys) or "no options"
+        raise Refused(f"{rb.info.name}: unknown option(s) {', '.join(map(repr, unknown))} "
+                      f"(it takes {takes})")
     opts = {**dict(ctx.options), **dict(options or {})}
     draft = Draft(ctx, options=opts)
     rb.build(draft, snap, target)

@@ -7,7 +7,6 @@ registry refuses a name registered twice, like the check registry does for codes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +75,7 @@ class Runbook:
 
     info: RunbookInfo
     needs_host_facts: bool = False
+    option_keys: tuple[str, ...] = ()  # the ``-o KEY=VALUE`` keys it reads; others refused
 
     def lock_keys(self, target: str) -> list[str]:
         return [target]
@@ -108,9 +108,6 @@ def registry() -> Mapping[str, Runbook]:
 
 # ------------------------------------------------------------------ shared helpers
 
-OSD_RE = re.compile(r"^osd\.(\d{1,6})$")
-
-
 def need_ceph(snap: ClusterSnapshot) -> CephState:
     if snap.ceph is None:
         why = snap.ceph_error or "no Ceph configured for this cluster"
@@ -120,10 +117,9 @@ def need_ceph(snap: ClusterSnapshot) -> CephState:
 
 def parse_osd(target: str, ceph: CephState) -> int:
     """``osd.N`` -> N, refused unless N exists in the osdmap."""
-    m = OSD_RE.match(target.strip())
-    if not m:
-        raise Refused(f"{target!r} is not an OSD name like osd.3")
-    osd_id = int(m.group(1))
+    from runbooks.targets import osd_id as _osd_id
+
+    osd_id = _osd_id(target)
     if ceph.osd(osd_id) is None:
         known = ", ".join(f"osd.{o.id}" for o in ceph.osds) or "none"
         raise Refused(f"osd.{osd_id} does not exist in the osdmap (OSDs: {known})")

@@ -57,6 +57,7 @@ def human_bytes(n: int) -> str:
 
 @register
 class CacheTierTune(Runbook):
+    option_keys = ("headroom", "dirty_ratio", "dirty_high_ratio", "full_ratio")
     info = RunbookInfo(
         "cache-tier-tune",
         "Give a cache tier a target size, ratios in order (dirty <= dirty_high <= full) "
@@ -181,6 +182,7 @@ def pool_clean_probe(pool: str, pg_num: int) -> Any:
 
 @register
 class PoolPgNum(Runbook):
+    option_keys = ("pg_num",)
     info = RunbookInfo(
         "pool-pg-num",
         "Raise a pool's pg_num and pgp_num toward the heuristic in power-of-two steps, "

@@ -230,6 +230,7 @@ def _rebalance_copy(builder_path: str) -> tuple[Any, dict[str, Any]]:
 
 @register
 class SwiftRingRebalance(Runbook):
+    option_keys = ("apply",)
     info = RunbookInfo(
         "swift-ring-rebalance",
         "Rebalance a Swift ring (plan-only unless applied; backup first; refused inside "

@@ -356,9 +356,17 @@ def cmd_locks(args: argparse.Namespace) -> int:
         cluster = env.cluster_name(args.cluster)
         audit = Audit(env.journal)
         if args.clear:
+            from runbooks.model import Refused
+            from runbooks.targets import canonical_osd
+
+            name = args.clear.strip()
+            try:
+                name = canonical_osd(name)  # osd.02 names the lock on osd.2
+            except Refused:
+                pass
             locks = {lk.target: lk for lk in audit.locks(cluster)}
-            keys = [k for k in (args.clear, f"pool {args.clear}", f"ring {args.clear}",
-                                f"flag {args.clear}") if k in locks]
+            keys = [k for k in (name, f"pool {name}", f"ring {name}",
+                                f"flag {name}") if k in locks]
             if not keys:
                 raise UserError(f"no lock on {args.clear!r} in cluster {cluster}")
             lk = locks[keys[0]]
