@@ -9,7 +9,9 @@ lab's generated config is the one exception: it lives outside the repo).
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -250,20 +252,61 @@ def parse_settings(data: dict[str, Any], source: str = "<settings>") -> Settings
     return s
 
 
-def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
-    """Read settings from ``path``, $STORDOC_CONFIG, ~/.config/stordoc or /etc/stordoc."""
-    candidates = [Path(path)] if path else [p for p in DEFAULT_PATHS if p is not None]
-    for p in candidates:
-        if p.is_file():
-            try:
-                data = tomllib.loads(p.read_text())
-            except tomllib.TOMLDecodeError as e:
-                raise SettingsError(f"{p}: not valid TOML: {e}") from None
-            except OSError as e:
-                raise SettingsError(f"{p}: cannot read: {e}") from None
-            return parse_settings(data, str(p))
+def _read(p: Path) -> Settings:
+    if p.is_dir():
+        raise SettingsError(f"{p}: is a directory, not a config file")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise SettingsError(f"{p}: not valid TOML: {e}") from None
+    except PermissionError:
+        raise  # the CLI says "permission denied: FILE" with its own exit status
+    except (OSError, UnicodeDecodeError) as e:
+        raise SettingsError(f"{p}: cannot read: {e}") from None
+    return parse_settings(data, str(p))
+
+
+def running_lab_config() -> Path | None:
+    """The config of a default lab that runs now (``stordoc lab up`` without --dir)."""
+    from storage.lab import DEFAULT_DIR, Lab
+
+    if not (Path(DEFAULT_DIR) / "lab.json").is_file():
+        return None
+    try:
+        lab = Lab(DEFAULT_DIR)
+        if lab.config_path.is_file() and lab.pid("mon.a"):
+            return lab.config_path
+    except OSError:
+        return None
+    return None
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None,
+                  notice: Callable[[str], None] = _say) -> Settings:
+    """Read settings from ``path``, $STORDOC_CONFIG, ~/.config/stordoc or /etc/stordoc, or
+    else a running default lab's config (``notice`` says so)."""
     if path:
-        raise SettingsError(f"{path}: no such config file")
+        p = Path(path)
+        if not p.exists():
+            raise SettingsError(f"{path}: no such config file")
+        return _read(p)
+    env = os.environ.get("STORDOC_CONFIG")
+    if env:
+        if not Path(env).exists():
+            raise SettingsError(f"{env} (named by $STORDOC_CONFIG): no such config file")
+        return _read(Path(env))
+    for p in DEFAULT_PATHS[1:]:
+        if p is not None and p.exists():
+            return _read(p)
+    lab = running_lab_config()
+    if lab is not None:
+        notice(f"stordoc: no config file; using the running lab's config {lab}")
+        return _read(lab)
     raise SettingsError(
-        "no config file: pass --config FILE, set STORDOC_CONFIG, or run 'stordoc lab up' "
-        "which writes one (see config.example.toml)")
+        "no config file: pass --config FILE, set STORDOC_CONFIG, or write "
+        f"{DEFAULT_PATHS[1]} (see config.example.toml); a lab's config is in its "
+        "directory ('stordoc lab status --dir DIR' names it; 'stordoc lab up' starts one)")

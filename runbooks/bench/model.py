@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -165,21 +167,28 @@ def fingerprint_fields(cluster: str, kind: str, engine: str, workload: str,
             "concurrency": concurrency, "client": client, "versions": sorted(versions)}
 
 
+_SIZE_RE = re.compile(r"\A(?:[0-9]{1,13}(?:\.[0-9]{0,6})?|\.[0-9]{1,6})\Z", re.ASCII)
+MAX_SIZE = 1024**4  # 1 TiB: no benchmark object, block or image is bigger
+
+
 def parse_size(text: str) -> int:
     """``4k``, ``4KB``, ``4M``, ``1GiB``, ``65536`` -> bytes (binary units)."""
     t = text.strip().lower().replace("ib", "").rstrip("b")
     mult = 1
-    for suffix, m in (("k", 1024), ("m", MIB), ("g", 1024 * MIB)):
+    for suffix, m in (("k", 1024), ("m", MIB), ("g", 1024 * MIB), ("t", 1024**2 * MIB)):
         if t.endswith(suffix):
             t, mult = t[:-1], m
             break
-    try:
-        v = float(t)
-    except ValueError:
-        raise ValueError(f"not a size: {text!r} (e.g. 4k, 4M, 1G)") from None
-    if v <= 0:
-        raise ValueError(f"size must be positive: {text!r}")
-    return int(v * mult)
+    # ASCII digits only: float() would take "inf", "nan", "1e400" and Unicode digits
+    if not _SIZE_RE.match(t):
+        raise ValueError(f"not a size: {text[:40]!r} (e.g. 4k, 4M, 1G)")
+    v = float(t)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"size must be positive: {text[:40]!r}")
+    n = int(v * mult)
+    if not 1 <= n <= MAX_SIZE:
+        raise ValueError(f"size must be between 1 byte and 1T: {text[:40]!r}")
+    return n
 
 
 def human_size(n: int) -> str:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from stordoc.argtypes import float_range, int_range, plain_name
 from stordoc.commands.common import env_from_args
 from stordoc.confirm import confirm
 from stordoc.errors import UserError
@@ -43,31 +44,30 @@ def _modes(text: str) -> tuple[str, ...]:
 def _mix(text: str) -> tuple[int, int, int]:
     parts = text.replace(":", "/").split("/")
     try:
-        vals = tuple(int(p) for p in parts)
-    except ValueError:
+        vals = tuple(PERCENT(p) for p in parts)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"mix is READ/WRITE/DELETE percent, e.g. 80/15/5, "
-                                         f"got {text!r}") from None
+                                         f"got {text[:40]!r}") from None
     if len(vals) != 3:
         raise argparse.ArgumentTypeError("mix needs three numbers: READ/WRITE/DELETE")
     return (vals[0], vals[1], vals[2])
 
 
-def _pos_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return v
+PERCENT = int_range(0, 100)
+DURATION = float_range(0, 86400, lo_open=True)  # [bench] max_duration_s caps it further
+CONCURRENCY = int_range(1, 1024)
+OPS = int_range(1, 10**9)
+REPEAT = int_range(1, 100)
+COUNT = int_range(0, 10**6)
+LIMIT = int_range(1, 100_000)
 
 
 def _common(p: argparse.ArgumentParser, duration: float = 5.0) -> None:
     p.add_argument("--cluster", help="cluster name from the settings")
-    p.add_argument("--duration", type=_pos_float, default=duration,
+    p.add_argument("--duration", type=DURATION, default=duration,
                    help=f"seconds per phase (default {duration:g})")
-    p.add_argument("--ops", type=int, help="stop a phase after this many operations")
-    p.add_argument("--repeat", type=int, default=1,
+    p.add_argument("--ops", type=OPS, help="stop a phase after this many operations")
+    p.add_argument("--repeat", type=REPEAT, default=1,
                    help="repetitions (3+ give a run-level significance test)")
     p.add_argument("--compare", nargs="?", const="", metavar="BASELINE", default=None,
                    help="compare with earlier runs of the same fingerprint, or a named "
@@ -78,7 +78,7 @@ def _common(p: argparse.ArgumentParser, duration: float = 5.0) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="run without asking")
     p.add_argument("--force", action="store_true",
                    help="run even if health is ERR or PGs are not active+clean")
-    p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int_range(0, 2**32 - 1), help=argparse.SUPPRESS)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,10 +91,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _common(r)
     r.add_argument("--mode", type=_modes, default=("write",),
                    help="write, seq, rand, comma-separated (default write)")
-    r.add_argument("-t", "--concurrency", type=int, default=16, help="ops in flight (16)")
+    r.add_argument("-t", "--concurrency", type=CONCURRENCY, default=16, help="ops in flight (16)")
     r.add_argument("-b", "--size", type=_size, default=4 * 1024 * 1024,
                    help="object size (4M)")
-    r.add_argument("--pool", help="benchmark pool (settings [bench] pool)")
+    r.add_argument("--pool", type=plain_name, help="benchmark pool (settings [bench] pool)")
     r.add_argument("--keep", action="store_true", help="keep the objects for a read run")
     r.add_argument("--engine", choices=("native", "rados-bench"), default="native")
     r.set_defaults(func=cmd_run, kind="rados")
@@ -103,13 +103,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _common(s)
     s.add_argument("--mix", type=_mix, default=(0, 100, 0),
                    help="READ/WRITE/DELETE percent (default 0/100/0; COSBench 80/15/5)")
-    s.add_argument("-c", "--concurrency", type=int, default=16, help="workers (16)")
+    s.add_argument("-c", "--concurrency", type=CONCURRENCY, default=16, help="workers (16)")
     s.add_argument("-s", "--size", type=_size, default=64 * 1024, help="object size (64K)")
     s.add_argument("-l", "--size-max", type=_size,
                    help="largest object size: sizes are uniform in SIZE..SIZE_MAX")
-    s.add_argument("--prefill", type=int, default=200,
+    s.add_argument("--prefill", type=COUNT, default=200,
                    help="objects written first when the mix reads or deletes (200)")
-    s.add_argument("--container", help="benchmark container (settings [bench] container)")
+    s.add_argument("--container", type=plain_name, help="benchmark container (settings [bench] container)")
     s.add_argument("--keep", action="store_true", help="keep the container")
     s.set_defaults(func=cmd_run, kind="swift")
 
@@ -117,14 +117,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _common(d)
     d.add_argument("--mode", type=_modes, default=("randrw",),
                    help="randrw (4k), seqwrite, seqread (64k), randread, randwrite")
-    d.add_argument("-t", "--iodepth", dest="concurrency", type=int, default=16,
+    d.add_argument("-t", "--iodepth", dest="concurrency", type=CONCURRENCY, default=16,
                    help="fio iodepth (16)")
     d.add_argument("-b", "--size", type=_size, default=4 * 1024 * 1024,
                    help="block size (default per mode: 4k random, 64k sequential)")
     d.add_argument("--image-size", type=_size, default=256 * 1024 * 1024,
                    help="scratch image size (256M)")
-    d.add_argument("--rwmixread", type=int, default=70, help="read percent for randrw (70)")
-    d.add_argument("--pool", help="benchmark pool (settings [bench] pool)")
+    d.add_argument("--rwmixread", type=PERCENT, default=70, help="read percent for randrw (70)")
+    d.add_argument("--pool", type=plain_name, help="benchmark pool (settings [bench] pool)")
     d.set_defaults(func=cmd_run, kind="rbd")
 
     lm = bs.add_parser("limits", help="disk (scratch file on an OSD filesystem) and network")
@@ -138,7 +138,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     h = bs.add_parser("history", help="stored benchmark results")
     h.add_argument("--cluster")
     h.add_argument("--kind", choices=("rados", "swift", "rbd", "limits"))
-    h.add_argument("--limit", type=int, default=20)
+    h.add_argument("--limit", type=LIMIT, default=20)
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=cmd_history)
 

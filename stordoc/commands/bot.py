@@ -11,6 +11,7 @@ import argparse
 import logging
 import threading
 
+from stordoc.argtypes import int_range
 from stordoc.commands.common import env_from_args
 
 
@@ -23,10 +24,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       help="serve Slack's HTTP requests at POST /slack/events")
     mode.add_argument("--socket", action="store_true",
                       help="connect to Slack over Socket Mode (app token, no open port)")
-    p.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
+    p.add_argument("--port", type=int_range(1, 65535), default=3000, help="HTTP port (default 3000)")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address, loopback only "
                    "(default 127.0.0.1)")
-    p.add_argument("--workers", type=int, default=8,
+    p.add_argument("--workers", type=int_range(1, 256), default=8,
                    help="background workers for checks and runbooks (default 8)")
     p.add_argument("--verbose", "-v", action="store_true", help="log at debug level")
     p.set_defaults(func=run)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from storage.lab import DEFAULT_DIR, DEFAULT_PORT_BASE, SCENARIOS, Lab, LabError
+from stordoc.argtypes import int_range
 from stordoc.errors import UserError
 
 console = Console(highlight=False)
@@ -20,11 +21,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--dir", default=DEFAULT_DIR, help=f"base directory ({DEFAULT_DIR})")
-        q.add_argument("--port-base", type=int, default=None,
+        q.add_argument("--port-base", type=int_range(1024, 65535 - 200), default=None,
                        help=f"first port of the lab's range (default {DEFAULT_PORT_BASE})")
 
-    up = lsub.add_parser("up", help="bring the lab up (cleans a stale lab of the same dir)")
+    up = lsub.add_parser("up", help="bring the lab up (cleans a stale lab of the same dir; "
+                         "refuses on a running one unless --recreate)")
     common(up)
+    up.add_argument("--recreate", action="store_true",
+                    help="tear down a running lab of this dir first (its journal and audit "
+                         "history go with it)")
     up.set_defaults(func=cmd_up)
     st = lsub.add_parser("status", help="what runs, where, on which ports; health")
     common(st)
@@ -37,7 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}")
         common(b)
         b.add_argument("scenario", choices=SCENARIOS)
-        b.add_argument("--osd", type=int, default=1, help="OSD id (osd-unmounted)")
+        b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted)")
         b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
         b.add_argument("--server", choices=("object", "container", "account"),
                        default="object", help="Swift server (swift-server-stopped)")
@@ -56,6 +61,11 @@ def _lab(args: argparse.Namespace) -> Lab:
 
 def cmd_up(args: argparse.Namespace) -> int:
     lab = _lab(args)
+    live = [n for n in lab._known_daemons() if lab.pid(n)]
+    if live and not args.recreate:
+        raise UserError(f"a lab is running under {lab.base} ({len(live)} daemons): use its "
+                        f"config {lab.config_path} (--config or $STORDOC_CONFIG), or pass "
+                        "--recreate to tear it down with its journal and audit history")
     try:
         took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"))
     except LabError as e:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from stordoc.argtypes import int_range
 from stordoc.commands.common import env_from_args
 from stordoc.confirm import confirm
 from stordoc.env import Env
@@ -50,8 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_fix)
 
     p = sub.add_parser("audit", help="runbook runs from the journal")
-    p.add_argument("--last", type=int, default=20, metavar="N")
-    p.add_argument("--run", type=int, metavar="ID", help="one run with its steps")
+    p.add_argument("--last", type=int_range(1, 100_000), default=20, metavar="N")
+    p.add_argument("--run", type=int_range(1, 2**63 - 1), metavar="ID",
+                   help="one run with its steps")
     p.add_argument("--cluster")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from stordoc.argtypes import float_range
 from stordoc.errors import UserError
 
 
@@ -13,7 +14,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "or the default one)")
     p.add_argument("--read-only", action="store_true",
                    help="hide every action that changes the cluster")
-    p.add_argument("--refresh", type=float, metavar="SECONDS", default=None,
+    p.add_argument("--refresh", type=float_range(0, 86400, lo_open=True), metavar="SECONDS", default=None,
                    help="auto-refresh interval (default: settings tui.refresh_s)")
     p.set_defaults(func=cmd_tui)
 
