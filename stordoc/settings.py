@@ -9,11 +9,13 @@ lab's generated config is the one exception: it lives outside the repo).
 from __future__ import annotations
 
 import os
+import string
 import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -32,7 +34,36 @@ class SettingsError(Exception):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# every timeout, in seconds: above zero, at most a day (1e308 "timed out" after 2 s)
+MAX_TIMEOUT_S = 86400.0
+
+
+def Timeout(default: float, hi: float = MAX_TIMEOUT_S) -> Any:  # noqa: N802
+    return Field(default, gt=0, le=hi, allow_inf_nan=False)
+
+
+def check_template(template: str, fields: frozenset[str]) -> str:
+    """An argv/path template may name only ``fields``, plainly: ``{id}``, never ``{0}``,
+    ``{}``, ``{id.attr}``, ``{id[0]}``, ``{id:spec}`` or ``{id!r}``."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise ValueError(f"bad template {template!r}: {e}") from None
+    allowed = ", ".join("{" + f + "}" for f in sorted(fields))
+    for _, name, spec, conv in parts:
+        if name is None:
+            continue
+        if name not in fields or spec or conv:
+            shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+            raise ValueError(f"template {template!r}: {shown} is not allowed (use {allowed})")
+    return template
+
+
+OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
+OSD_PATH_FIELDS = frozenset({"id", "cluster"})
 
 
 class Secret(_Model):
@@ -56,7 +87,7 @@ class CephSettings(_Model):
     conf: str
     keyring: str | None = None
     client: str = "client.admin"
-    timeout: float = Field(10.0, gt=0, le=300)
+    timeout: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
     cluster_name: str = "ceph"
 
 
@@ -66,7 +97,7 @@ class SwiftSettings(_Model):
     auth_url: str | None = None
     user: str | None = None
     key: Secret | None = None
-    recon_timeout: float = Field(5.0, gt=0, le=120)
+    recon_timeout: float = Field(5.0, gt=0, le=120, allow_inf_nan=False)
 
 
 class HostSettings(_Model):
@@ -76,7 +107,7 @@ class HostSettings(_Model):
     user: str = "root"
     key_file: str | None = None
     known_hosts: str | None = None
-    timeout: float = Field(10.0, gt=0, le=300)
+    timeout: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
     osd_start: list[str] = ["systemctl", "start", "ceph-osd@{id}"]
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None
@@ -90,6 +121,20 @@ class HostSettings(_Model):
         if not v or any(c.isspace() for c in v):
             raise ValueError("host name must be non-empty without spaces")
         return v
+
+    @field_validator("osd_start")
+    @classmethod
+    def _start_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_START_FIELDS)
+        return v
+
+    @field_validator("osd_data_dir", "osd_pid_file")
+    @classmethod
+    def _path_ok(cls, v: str | None) -> str | None:
+        return None if v is None else check_template(v, OSD_PATH_FIELDS)
 
 
 class ThresholdSettings(_Model):
@@ -119,6 +164,13 @@ class ThresholdSettings(_Model):
     swift_sweep_warn_s: float | None = Field(None, gt=0)
     clock_skew_max_s: float | None = None
     io_error_window_s: float | None = None
+
+    @field_validator("*")
+    @classmethod
+    def _sane(cls, v: float | None) -> float | None:
+        if v is not None and not 0 <= v <= 1e9:
+            raise ValueError(f"must be between 0 and 1e9, not {v}")
+        return v
 
     def apply(self, base: Thresholds) -> Thresholds:
         vals = {k: v for k, v in self.model_dump().items() if v is not None}
@@ -169,33 +221,67 @@ class SlackSettings(_Model):
     signing_secret: Secret = Secret(env="SLACK_SIGNING_SECRET")
     app_token: Secret = Secret(env="SLACK_APP_TOKEN")
     api_base_url: str | None = None  # only for a local fake Slack API in tests
-    button_ttl_s: int = Field(900, gt=0)
+    button_ttl_s: int = Field(900, gt=0, le=7 * 86400)
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _url_ok(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        u = urlsplit(v)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"{v!r} is not an http(s) URL")
+        return v
     roles: dict[str, Role] = {}  # per cluster name, "*" for all
     admins: list[str] = []
 
 
 class TuiSettings(_Model):
-    refresh_s: float = Field(10.0, ge=1.0)
+    refresh_s: float = Field(10.0, ge=1.0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     bindings: dict[str, str] = {}  # action -> key, e.g. {"refresh": "r"}
 
 
 class RunbookSettings(_Model):
-    verify_timeout_s: float = Field(120.0, gt=0)
-    step_timeout_s: float = Field(120.0, gt=0)
+    verify_timeout_s: float = Timeout(120.0)
+    step_timeout_s: float = Timeout(120.0)
     bench_after_fix: Literal["none", "rados"] = "none"
 
 
 class BenchSettings(_Model):
-    max_duration_s: float = Field(120.0, gt=0)
-    max_bytes: int = Field(2 * 1024**3, gt=0)
+    max_duration_s: float = Timeout(120.0)
+    max_bytes: int = Field(2 * 1024**3, gt=0, le=1024**4)
     pool: str = "stordoc-bench"
     container: str = "stordoc-bench"
-    k_noise: float = Field(3.0, gt=0)
-    min_change: float = Field(0.10, gt=0)
+    k_noise: float = Field(3.0, gt=0, le=100, allow_inf_nan=False)
+    min_change: float = Field(0.10, gt=0, le=10, allow_inf_nan=False)
+
+    @field_validator("pool", "container")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        from runbooks.model import Refused
+        from runbooks.targets import new_pool_name
+
+        try:
+            return new_pool_name(v)
+        except Refused as e:
+            raise ValueError(str(e)) from None
 
 
 class Settings(_Model):
     journal: str = "/var/lib/stordoc/journal.db"
+
+    @field_validator("journal")
+    @classmethod
+    def _journal_ok(cls, v: str) -> str:
+        p = Path(v).expanduser()
+        if not v.strip() or "\x00" in v:
+            raise ValueError("an empty path")
+        real = p.resolve()
+        if real.parts[:2] in (("/", "proc"), ("/", "sys"), ("/", "dev")):
+            raise ValueError(f"{v}: not a place for a journal file (under /{real.parts[1]})")
+        if real.is_dir():
+            raise ValueError(f"{v}: is a directory; name a file in it, e.g. {p / 'journal.db'}")
+        return v
     default_cluster: str | None = None
     user: str | None = None  # who runs the CLI, for the audit (default: $USER)
     thresholds: ThresholdSettings = ThresholdSettings()
