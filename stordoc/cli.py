@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.text import Text
@@ -24,6 +24,13 @@ def say_error(message: str) -> None:
 
 
 class Parser(argparse.ArgumentParser):
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # argparse drops a "--" value (``--run=--``) and hands the type an empty list
+        if action.option_strings and action.nargs in (None, "?") and "--" in arg_strings:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, "
+                       "not '--'")
+        return super()._get_values(action, arg_strings)
+
     def error(self, message: str) -> NoReturn:
         # one line: the problem and where the usage is (not the usage itself)
         say_error(f"{message} (see '{self.prog} --help')")

@@ -3,6 +3,7 @@ journal, who the user is, and how to reach clusters. Tests build their own."""
 
 from __future__ import annotations
 
+import errno
 import getpass
 import os
 from collections.abc import Iterable
@@ -12,10 +13,48 @@ from typing import TYPE_CHECKING
 from checks.service import CheckOutcome, check_cluster
 from storage.journal import Journal
 from storage.targets import ClusterTarget
-from stordoc.settings import Settings
+from stordoc.settings import ClusterSettings, Settings
 
 if TYPE_CHECKING:
     from runbooks.api import RunContext
+
+
+def _denied(path: str) -> PermissionError:
+    return PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+
+def need_readable(path: str | None) -> None:
+    """A file stordoc must read (keyring, SSH key, known_hosts): unreadable is a
+    PermissionError naming it, not 'monitors unreachable' later on."""
+    if path and os.path.exists(path) and not os.access(path, os.R_OK):
+        raise _denied(path)
+
+
+def need_writable_db(path: str) -> None:
+    """The journal (SQLite, WAL): the file and its directory must be writable."""
+    p = os.path.abspath(os.path.expanduser(path))
+    if os.path.exists(p):
+        if not os.access(p, os.R_OK | os.W_OK):
+            raise _denied(p)
+        d = os.path.dirname(p)
+    else:
+        d = os.path.dirname(p)
+        while d and not os.path.exists(d):  # the first directory that exists is created in
+            d = os.path.dirname(d)
+    if d and not os.access(d, os.W_OK | os.X_OK):
+        raise _denied(d)
+
+
+def preflight_cluster(cs: ClusterSettings) -> None:
+    """Every local file a cluster's settings name and stordoc reads."""
+    if cs.ceph:
+        need_readable(cs.ceph.conf)
+        need_readable(cs.ceph.keyring)
+    if cs.swift and cs.swift.key and cs.swift.key.file:
+        need_readable(cs.swift.key.file)
+    for h in cs.hosts:
+        need_readable(h.key_file)
+        need_readable(h.known_hosts)
 
 
 @dataclass
@@ -27,6 +66,7 @@ class Env:
     @property
     def journal(self) -> Journal:
         if self._journal is None:
+            need_writable_db(self.settings.journal)
             self._journal = Journal(self.settings.journal)
         return self._journal
 
@@ -35,12 +75,14 @@ class Env:
 
     def target(self, name: str | None) -> ClusterTarget:
         n = self.cluster_name(name)
+        preflight_cluster(self.settings.clusters[n])
         return self.settings.clusters[n].target(n)
 
     def check(self, cluster: str | None, only: Iterable[str] | None = None,
               host_facts: bool = True, source: str = "cli", record: bool = True) -> CheckOutcome:
         n = self.cluster_name(cluster)
         cs = self.settings.clusters[n]
+        preflight_cluster(cs)
         return check_cluster(cs.target(n), self.settings.thresholds_for(n), cs.muted,
                              self.journal if record else None, only=only,
                              host_facts=host_facts, source=source)
@@ -51,6 +93,7 @@ class Env:
 
         n = self.cluster_name(cluster)
         cs = self.settings.clusters[n]
+        preflight_cluster(cs)
         rs = self.settings.runbooks
         return RunContext(
             cluster=n, target=cs.target(n), journal=self.journal,
