@@ -273,13 +273,19 @@ class Settings(_Model):
     @field_validator("journal")
     @classmethod
     def _journal_ok(cls, v: str) -> str:
-        p = Path(v).expanduser()
-        if not v.strip() or "\x00" in v:
+        if not v.strip():
             raise ValueError("an empty path")
-        real = p.resolve()
+        if not v.isprintable():
+            raise ValueError("a path with control characters")
+        try:
+            p = Path(v).expanduser()
+            real = p.resolve()
+            is_dir = real.is_dir()
+        except (OSError, RuntimeError) as e:
+            raise ValueError(f"{v[:80]}: unusable path: {e}") from None
         if real.parts[:2] in (("/", "proc"), ("/", "sys"), ("/", "dev")):
             raise ValueError(f"{v}: not a place for a journal file (under /{real.parts[1]})")
-        if real.is_dir():
+        if is_dir:
             raise ValueError(f"{v}: is a directory; name a file in it, e.g. {p / 'journal.db'}")
         return v
     default_cluster: str | None = None
