@@ -185,3 +185,11 @@ def test_backtick_in_a_refusal_keeps_formatting(h: BotHarness) -> None:
     text = call.params["text"]
     assert text.count("`") % 2 == 0, text  # every code span closed
     assert "ˋ;rebootˋ" in text
+
+
+@pytest.mark.parametrize("opt", ["size=inf", "size=1e400", "seconds=nan",
+                                 "concurrency=100000000000000000000"])
+def test_hostile_bench_number_over_http_is_a_clear_refusal(h: BotHarness, opt: str) -> None:
+    h.slack.slash(f"bench rados {opt}", OPERATOR)
+    call = h.wait_post(f"bench option `{opt}", ("chat.postEphemeral",))
+    assert "Error" not in call.params["text"] and not h.posts()
