@@ -168,11 +168,13 @@ def main() -> int:
             return all(verdict(i, k, s)[0] or k in ("button", "badsig")
                        for i, k, s, _ in res)
         try:
-            fake.wait_for(all_answered, 600)
+            fake.wait_for(all_answered, 300)
         except AssertionError:
             pass  # counted as wrong below
         settle = time.monotonic()
         results = [(k, *verdict(i, k, s)) for i, k, s, _ in res]
+        wrong = [(k, s, [str(x.params.get("text", ""))[:160] for x in in_channel(chan("B", i))])
+                 for (i, k, s, _), (_, ok, _) in zip(res, results, strict=True) if not ok]
         final_round_s = round_of_help("F")
         deadline = time.monotonic() + 60
         while proc.threads() > baseline and time.monotonic() < deadline:
@@ -204,6 +206,8 @@ def main() -> int:
           f"{final_round_s:.1f} s; threads {baseline} before, {after} after "
           f"(left blocked: {max(0, after - baseline)}); bot alive: {alive}; "
           f"'greenlet.error' in log: {'greenlet.error' in log}")
+    for k, status, texts in wrong[:5]:
+        print(f"  wrong: {k} (HTTP {status}): {texts or 'no answer'}")
     print(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared)")
     ok = total_ok == len(kinds) and after <= baseline and alive and "greenlet.error" not in log
     return 0 if ok else 1

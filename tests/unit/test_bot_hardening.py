@@ -193,3 +193,14 @@ def test_hostile_bench_number_over_http_is_a_clear_refusal(h: BotHarness, opt: s
     h.slack.slash(f"bench rados {opt}", OPERATOR)
     call = h.wait_post(f"bench option `{opt}", ("chat.postEphemeral",))
     assert "Error" not in call.params["text"] and not h.posts()
+
+
+def test_second_person_is_decided_by_the_runbook_only() -> None:
+    import bot.backend
+    from runbooks.api import list_runbooks
+
+    need = {i.name: i.needs_second_person for i in list_runbooks()}
+    assert need["osd-remount"] and need["swift-device-remount"]  # touch data: two people
+    assert need["pool-pg-num"] and need["cache-tier-tune"] and need["swift-ring-rebalance"]
+    assert not need["osd-start"] and not need["osd-in"]
+    assert not hasattr(bot.backend, "DESTRUCTIVE_DEFAULT")  # no list of the bot's own
