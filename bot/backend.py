@@ -12,6 +12,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,8 @@ class Backend:
     def __init__(self, env: Env) -> None:
         self.env = env
         self._lock = threading.Lock()
+        self._flight_lock = threading.Lock()
+        self._inflight: dict[str, Future[CheckOutcome]] = {}
 
     # ------------------------------------------------------------------ clusters
     def clusters(self) -> list[str]:
@@ -94,7 +97,25 @@ class Backend:
         return self.env.settings.default_cluster
 
     def check(self, cluster: str, source: str = "slack") -> CheckOutcome:
-        return self.env.check(cluster, source=source)
+        """A check run of ``cluster``; requests arriving while one runs share it (a burst
+        of 20 ``health`` is one run and 3 SSH sessions, not 20 and 60 on a loaded host)."""
+        with self._flight_lock:
+            fut = self._inflight.get(cluster)
+            mine = fut is None
+            if fut is None:
+                fut = self._inflight[cluster] = Future()
+        if not mine:
+            return fut.result()
+        try:
+            out = self.env.check(cluster, source=source)
+            fut.set_result(out)
+            return out
+        except BaseException as e:
+            fut.set_exception(e)
+            raise
+        finally:
+            with self._flight_lock:
+                self._inflight.pop(cluster, None)
 
     def history(self, cluster: str, limit: int = 15) -> list[dict[str, Any]]:
         return self.env.journal.runs(cluster, limit=limit)

@@ -204,3 +204,21 @@ def test_second_person_is_decided_by_the_runbook_only() -> None:
     assert need["pool-pg-num"] and need["cache-tier-tune"] and need["swift-ring-rebalance"]
     assert not need["osd-start"] and not need["osd-in"]
     assert not hasattr(bot.backend, "DESTRUCTIVE_DEFAULT")  # no list of the bot's own
+
+
+def test_concurrent_health_checks_of_one_cluster_share_one_run(h: BotHarness) -> None:
+    import threading
+
+    gate = threading.Barrier(6)
+    outs = []
+
+    def one() -> None:
+        gate.wait()
+        outs.append(h.bot.backend.check("lab"))
+    ts = [threading.Thread(target=one) for _ in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert len(outs) == 6 and len({id(o) for o in outs}) == 1
+    assert len(h.env.journal.runs("lab")) == 1
