@@ -105,12 +105,16 @@ def main() -> int:
                 for i in range(args.concurrency)), 120)
             return time.monotonic() - t0
 
-        # warm-up: every pool worker started, one health check done; then the baseline
+        # warm-up: C concurrent health requests hold every pool worker at once (they wait
+        # on one shared check run), so the pool is at its size; then the baseline
         round_of_help("W")
-        SlackSender(proc.url, channel=chan("H", 99999)).slash(f"health {cluster}", USER)
-        fake.wait_for(lambda f: [x for x in in_channel(chan("H", 99999))
-                                 if str(x.params.get("text", "")).startswith(f"{cluster}:")],
-                      180)
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            list(pool.map(lambda i: SlackSender(proc.url, channel=chan("H", i)).slash(
+                f"health {cluster}", USER), range(args.concurrency)))
+        fake.wait_for(lambda f: all(
+            [x for x in in_channel(chan("H", i))
+             if str(x.params.get("text", "")).startswith(f"{cluster}:")]
+            for i in range(args.concurrency)), 300)
         time.sleep(0.5)  # benchmark only: let the warm-up's request threads exit
         baseline = proc.threads()
 
