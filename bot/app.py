@@ -38,8 +38,8 @@ from checks.service import CheckOutcome
 
 log = logging.getLogger("stordoc.bot")
 
-_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,30}$")
-_CHANNEL_RE = re.compile(r"^[CDG][A-Z0-9]{2,30}$")
+_USER_RE = re.compile(r"[UW][A-Z0-9]{2,30}")  # always re.fullmatch: `$` allows a "\n"
+_CHANNEL_RE = re.compile(r"[CDG][A-Z0-9]{2,30}")
 _MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 
 
@@ -145,6 +145,7 @@ class StordocBot:
         self.ttl = button_ttl_s
         self.working_after_s = working_after_s
         self.redactor = Redactor([bot_token, signing_secret, *secrets])
+        self.signing_secret = signing_secret
         self.store = BotStore(backend.env.journal)
         kwargs: dict[str, Any] = {"token": bot_token}
         if api_base_url:
@@ -165,6 +166,15 @@ class StordocBot:
         self.app.action("fix")(self._on_fix)
         self.app.action("confirm")(self._on_confirm)
         self.app.action("cancel")(self._on_cancel)
+        # Anything else Slack may deliver (unknown buttons, events we are not subscribed to,
+        # shortcuts, views): 200 and nothing done. Slack retries anything else, and bolt's
+        # own answer to an unhandled request is a 404 plus a warning with sample code.
+        everything = re.compile(".*", re.DOTALL)
+        self.app.action(everything)(_ack_only)
+        self.app.event(everything)(_ack_only)
+        self.app.shortcut(everything)(_ack_only)
+        self.app.view(everything)(_ack_only)
+        self.app.options(everything)(_ack_only)
 
     # ------------------------------------------------------------------ plumbing
     def _group_members(self, group: str) -> list[str]:
@@ -212,12 +222,7 @@ class StordocBot:
             m.text = self.redactor.text(m.text)
             m.blocks = self._scrub(m.blocks)
             r.validate_message(m)
-        if reply.ephemeral:
-            if replace_ts:
-                self.client.chat_update(channel=where.channel, ts=replace_ts,
-                                        text=reply.messages[0].text,
-                                        blocks=reply.messages[0].blocks)
-                return [replace_ts]
+        if reply.ephemeral:  # never via chat.update: that would show it to the channel
             for m in reply.messages:
                 kw: dict[str, Any] = {"thread_ts": tts} if tts else {}
                 self.client.chat_postEphemeral(channel=where.channel, user=where.user,
@@ -255,13 +260,17 @@ class StordocBot:
 
     def _audit(self, where: Where, cluster: str | None, action: str, outcome: str,
                detail: str = "") -> None:
+        # a cluster name comes from chat until resolved: a secret pasted there must not be
+        # stored; configured names are kept, anything else only redacted
+        if cluster is not None and cluster not in self.backend.clusters():
+            cluster = self.redactor.text(cluster)
         self.store.audit(where.user, cluster, action, outcome, self.redactor.text(detail))
 
     # ------------------------------------------------------------------ listeners
     def _on_command(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
         ack()
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
-        if not _USER_RE.match(user) or not _CHANNEL_RE.match(channel):
+        if not valid_ids(user, channel):
             return
         self.submit(self.run_text, Where(channel, user, None, "command"),
                     str(body.get("text", "")))
@@ -269,7 +278,7 @@ class StordocBot:
     def _on_mention(self, ack: Callable[..., None], event: dict[str, Any]) -> None:
         ack()
         user, channel = str(event.get("user", "")), str(event.get("channel", ""))
-        if not _USER_RE.match(user) or not _CHANNEL_RE.match(channel):
+        if not valid_ids(user, channel):
             return
         text = _MENTION_RE.sub(" ", str(event.get("text", ""))).strip()
         thread = str(event.get("thread_ts") or event.get("ts") or "") or None
@@ -280,7 +289,7 @@ class StordocBot:
         channel = str((body.get("channel") or {}).get("id", ""))
         msg = body.get("message") or {}
         acts = body.get("actions") or [{}]
-        if not _USER_RE.match(user) or not _CHANNEL_RE.match(channel):
+        if not valid_ids(user, channel):
             return None
         return (Where(channel, user, msg.get("thread_ts"), "button"), str(msg.get("ts", "")),
                 str(acts[0].get("value", "")))
@@ -362,8 +371,14 @@ class StordocBot:
             state["done"] = True
             ts = state["ts"]
         if ts and reply.ephemeral:
-            self.client.chat_update(channel=where.channel, ts=ts, text=reply.messages[0].text,
-                                    blocks=reply.messages[0].blocks)
+            # a refusal is for the asker only: never turn the public "still working…" into
+            # it; answer privately and take the placeholder away
+            self.post(where, reply)
+            try:
+                self.client.chat_delete(channel=where.channel, ts=ts)
+            except Exception as e:
+                log.warning("could not delete the 'still working' message: %s",
+                            self.redactor.text(str(e))[:200])
             return
         self.post(where, reply, replace_ts=ts)
 
@@ -493,7 +508,7 @@ class StordocBot:
                                          self.ttl, {"confirm": conf})
             self.store.new_button(
                 "confirm", cluster, runbook, target, where.user, self.ttl,
-                {"cancel": canc, "lines": pv.lines, "destructive": pv.destructive,
+                {"cancel": canc, "lines": pv.lines, "second_person": pv.second_person,
                  "options": dict(options or {})}, token=conf)
             with self._plans_lock:
                 now = time.monotonic()
@@ -502,7 +517,7 @@ class StordocBot:
                 self._plans[conf] = (pv, now)
         self._audit(where, cluster, "plan", "shown", f"{runbook} {target}")
         return r.plan_reply(cluster, runbook, target, pv.lines, conf, canc, where.user,
-                            self.ttl, pv.destructive, two)
+                            self.ttl, pv.second_person, two)
 
     def _button(self, where: Where, token: str, kind: str) -> Button | None:
         b = self.store.button(token)
@@ -551,8 +566,8 @@ class StordocBot:
         if b.used_at is not None:
             self._refuse(where, f"this plan was already handled by <@{b.used_by}>")
             return
-        destructive = bool(b.data.get("destructive"))
-        if destructive and self.auth.two_person(b.cluster) and where.user == b.requested_by:
+        second = bool(b.data.get("second_person", True))  # unknown: the safe side
+        if second and self.auth.two_person(b.cluster) and where.user == b.requested_by:
             self._audit(where, b.cluster, "confirm", "refused: two-person",
                         f"{b.runbook} {b.target}")
             self._refuse(where, f"two-person rule on `{b.cluster}`: `{b.runbook}` must be "
@@ -637,6 +652,15 @@ class StordocBot:
         for t in list(self.runs):
             t.join(timeout=300)
         self.store.close()
+
+
+def valid_ids(user: str, channel: str) -> bool:
+    """Slack user and channel IDs, whole strings only (no trailing newline, no space)."""
+    return bool(_USER_RE.fullmatch(user) and _CHANNEL_RE.fullmatch(channel))
+
+
+def _ack_only(ack: Callable[..., None]) -> None:
+    ack()
 
 
 def _utc(ts: Any) -> str:

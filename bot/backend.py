@@ -12,6 +12,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ class PlanView:
     runbook: str
     target: str
     lines: list[str]
-    destructive: bool
+    second_person: bool  # the runbook's own needs_second_person (two-person rule)
     obj: Any  # the runbooks.api Plan, kept server-side until confirmed
     data: Mapping[str, Any] = field(default_factory=dict)
 
@@ -42,12 +43,6 @@ class RunOutcome:
     run_id: int | None = None
     details: list[str] = field(default_factory=list)  # extra lines (benchmark figures)
     files: list[tuple[str, str, str]] = field(default_factory=list)  # (path, name, title)
-
-
-# Runbooks that change data placement or cluster-wide settings; the two-person rule
-# applies to them when the plan itself does not say.
-DESTRUCTIVE_DEFAULT = frozenset({"osd-remount", "pool-pg-num", "cache-tier-tune",
-                                 "swift-device-remount", "swift-ring-rebalance"})
 
 
 def _module(name: str) -> Any | None:
@@ -91,6 +86,8 @@ class Backend:
     def __init__(self, env: Env) -> None:
         self.env = env
         self._lock = threading.Lock()
+        self._flight_lock = threading.Lock()
+        self._inflight: dict[str, Future[CheckOutcome]] = {}
 
     # ------------------------------------------------------------------ clusters
     def clusters(self) -> list[str]:
@@ -100,7 +97,25 @@ class Backend:
         return self.env.settings.default_cluster
 
     def check(self, cluster: str, source: str = "slack") -> CheckOutcome:
-        return self.env.check(cluster, source=source)
+        """A check run of ``cluster``; requests arriving while one runs share it (a burst
+        of 20 ``health`` is one run and 3 SSH sessions, not 20 and 60 on a loaded host)."""
+        with self._flight_lock:
+            fut = self._inflight.get(cluster)
+            mine = fut is None
+            if fut is None:
+                fut = self._inflight[cluster] = Future()
+        if not mine:
+            return fut.result()
+        try:
+            out = self.env.check(cluster, source=source)
+            fut.set_result(out)
+            return out
+        except BaseException as e:
+            fut.set_exception(e)
+            raise
+        finally:
+            with self._flight_lock:
+                self._inflight.pop(cluster, None)
 
     def history(self, cluster: str, limit: int = 15) -> list[dict[str, Any]]:
         return self.env.journal.runs(cluster, limit=limit)
@@ -166,9 +181,8 @@ class Backend:
                 raise BotError(str(e)) from None
             raise
         lines = list(p.lines()) if hasattr(p, "lines") else [str(p)]
-        destructive = bool(getattr(p, "destructive", runbook in DESTRUCTIVE_DEFAULT))
         data = p.to_dict() if hasattr(p, "to_dict") else {}
-        return PlanView(cluster, runbook, target, lines, destructive, p, data)
+        return PlanView(cluster, runbook, target, lines, bool(p.needs_second_person), p, data)
 
     def execute(self, pv: PlanView, requested_by: str, confirmed_by: str,
                 on_event: Callable[[str], None], cancel: threading.Event) -> RunOutcome:
@@ -280,47 +294,21 @@ class Backend:
                           getattr(rep, "audit_run_id", None), details, files)
 
 
-_BENCH_KEYS = {"seconds": "duration_s", "duration": "duration_s", "concurrency": "concurrency",
-               "threads": "concurrency", "size": "size", "size_max": "size_max",
-               "modes": "modes", "mode": "modes", "repeat": "repeat", "ops": "ops",
-               "pool": "pool", "container": "container", "mix": "mix", "engine": "engine"}
-
-
 def bench_options(api: Any, options: Mapping[str, str]) -> Any:
-    """Typed benchmark options from ``key=value`` words; ``force``/``keep`` stay CLI-only."""
-    import difflib
-
-    from runbooks.bench.model import parse_size
+    """Typed benchmark options from ``key=value`` words (the grammar types and bounds
+    each value); ``force``/``keep`` stay CLI-only."""
+    from bot.grammar import GrammarError, bench_option
 
     kw: dict[str, Any] = {}
     for k, v in options.items():
-        field_ = _BENCH_KEYS.get(k)
-        if field_ is None:
-            m = difflib.get_close_matches(k, list(_BENCH_KEYS), n=1)
-            hint = f"; did you mean `{m[0]}`?" if m else ""
-            raise BotError(f"unknown bench option `{k}`{hint} (options: "
-                           f"{', '.join(sorted(_BENCH_KEYS))})")
         try:
-            if field_ == "duration_s":
-                kw[field_] = float(v)
-                if not 0 < kw[field_] <= 3600:
-                    raise ValueError("seconds must be in 0..3600")
-            elif field_ in ("concurrency", "repeat", "ops"):
-                kw[field_] = int(v)
-                if kw[field_] <= 0:
-                    raise ValueError(f"{k} must be positive")
-            elif field_ in ("size", "size_max"):
-                kw[field_] = parse_size(v)
-            elif field_ == "modes":
-                kw[field_] = tuple(x for x in v.split(",") if x)
-            elif field_ == "mix":
-                parts = tuple(int(x) for x in v.split("/"))
-                if len(parts) != 3:
-                    raise ValueError("mix is READ/WRITE/DELETE, e.g. 80/15/5")
-                kw[field_] = parts
-                kw["modes"] = ("mix",)
-            else:
-                kw[field_] = v
-        except ValueError as e:
-            raise BotError(f"bench option `{k}={v}`: {e}") from None
-    return api.BenchOptions(**kw)
+            field_, value = bench_option(k, v)
+        except GrammarError as e:
+            raise BotError(str(e)) from None
+        kw[field_] = value
+        if field_ == "mix":
+            kw["modes"] = ("mix",)
+    try:
+        return api.BenchOptions(**kw)
+    except (TypeError, ValueError) as e:
+        raise BotError(f"bench options: {e}") from None

@@ -423,14 +423,14 @@ def help_reply(command: str, usage: Mapping[str, str], topic: str | None) -> Rep
 
 def plan_reply(cluster: str, runbook: str, target: str, lines: Sequence[str],
                confirm_token: str | None, cancel_token: str | None, requester: str,
-               ttl_s: int, destructive: bool, two_person: bool) -> Reply:
+               ttl_s: int, second_person: bool, two_person: bool) -> Reply:
     """The plan as a dry run, with Confirm (behind Slack's confirm dialog) and Cancel."""
     head = f"Plan: {runbook} {target} on {cluster}"
     body = "\n".join(lines) or "(no steps)"
     blocks: list[Block] = [header(head)]
     blocks.extend(sections_of("```\n" + esc(clip(body, 2900 * 10)) + "\n```")[:40])
     note = f"requested by <@{requester}> · buttons expire in {ttl_s // 60} min"
-    if destructive and two_person:
+    if second_person and two_person:
         note += " · two-person rule: someone else must confirm"
     blocks.append(context(note))
     if confirm_token and cancel_token:

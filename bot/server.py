@@ -1,19 +1,31 @@
 """Run the bot: build it from the settings, serve HTTP (signed requests) or Socket Mode.
 
 HTTP mode is bolt's WSGI adapter on a threading WSGI server from the standard library,
-bound to loopback (put a TLS reverse proxy in front of it for Slack). Every request is
-verified by bolt against the signing secret (HMAC of ``v0:timestamp:body``, at most five
-minutes old) before any listener sees it. Socket Mode uses bolt's built-in client with
+bound to loopback (put a TLS reverse proxy in front of it for Slack). In front of bolt,
+``SignedGate`` does the cheap things first and nothing expensive before authentication:
+the body is bounded (``MAX_BODY``; larger is 413 unread), the timestamp must be an
+integer at most five minutes old (else 400/401), the signature (HMAC-SHA256 of
+``v0:timestamp:body``) must match (else 401), and only then is the body parsed (not a
+Slack payload: 400) and handed to bolt. A refused request costs one bounded log line,
+never the body or a traceback. Socket Mode uses bolt's built-in client with
 the app-level token; no port is opened.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import io
 import ipaddress
+import json
 import logging
+import re
 import threading
+import time
+from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
 from typing import Any
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -30,6 +42,101 @@ from stordoc.errors import UserError
 
 log = logging.getLogger("stordoc.bot")
 PATH = "/slack/events"
+MAX_BODY = 512 * 1024  # a block_actions payload carries its message: 50 blocks fit easily
+MAX_AGE_S = 300  # Slack's own rule: older requests may be replays
+_DRAIN_MAX = 8 * 1024 * 1024  # read and drop at most this much of a refused body
+_TS_RE = re.compile(r"[0-9]{1,12}")
+_SIG_RE = re.compile(r"v0=[0-9a-f]{64}")
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class SignedGate:
+    """WSGI middleware before bolt: size, timestamp, signature, then a parseable body."""
+
+    def __init__(self, inner: WsgiApp, signing_secret: str, path: str = PATH,
+                 max_body: int = MAX_BODY, clock: Callable[[], float] = time.time) -> None:
+        self.inner = inner
+        self.path = path
+        self.max_body = max_body
+        self.clock = clock
+        self._secret = signing_secret.encode()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
+                 ) -> Iterable[bytes]:
+        def answer(code: int, reason: str, detail: str, size: int = 0) -> Iterable[bytes]:
+            log.warning("http: refused %s %s: %s (%d bytes from %s)", code, reason, detail,
+                        size, str(environ.get("REMOTE_ADDR", "?"))[:64])
+            body = f"{reason}\n".encode()
+            start_response(f"{code} {reason}", [("Content-Type", "text/plain"),
+                                                ("Content-Length", str(len(body)))])
+            return [body]
+
+        if environ.get("PATH_INFO") != self.path:
+            return answer(404, "Not Found", "unknown path")
+        if environ.get("REQUEST_METHOD") != "POST":
+            return answer(405, "Method Not Allowed", "not a POST")
+        raw_len = str(environ.get("CONTENT_LENGTH") or "0")
+        if not _TS_RE.fullmatch(raw_len):
+            return answer(400, "Bad Request", "bad Content-Length")
+        size = int(raw_len)
+        stream = environ["wsgi.input"]
+        if size > self.max_body:
+            _drain(stream, size)
+            return answer(413, "Payload Too Large", f"body over {self.max_body} bytes", size)
+        body = stream.read(size) if size else b""
+        ts = str(environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP", ""))
+        sig = str(environ.get("HTTP_X_SLACK_SIGNATURE", ""))
+        if not _TS_RE.fullmatch(ts):
+            return answer(400, "Bad Request", "missing or non-integer timestamp", size)
+        if abs(self.clock() - int(ts)) > MAX_AGE_S:
+            return answer(401, "Unauthorized", "timestamp older than 5 minutes", size)
+        mac = hmac.new(self._secret, b"v0:" + ts.encode() + b":" + body, hashlib.sha256)
+        want = "v0=" + mac.hexdigest()  # over the raw bytes: any body, even not UTF-8
+        if not _SIG_RE.fullmatch(sig) or not hmac.compare_digest(want, sig):
+            return answer(401, "Unauthorized", "bad signature", size)
+        why = malformed(body, str(environ.get("CONTENT_TYPE", "")))
+        if why:
+            return answer(400, "Bad Request", f"signed but {why}", size)
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        return self.inner(environ, start_response)
+
+
+def _drain(stream: Any, size: int) -> None:
+    """Read and drop a refused body (bounded), so the client sees the answer, not a reset."""
+    left = min(size, _DRAIN_MAX)
+    while left > 0:
+        chunk = stream.read(min(left, 65536))
+        if not chunk:
+            return
+        left -= len(chunk)
+
+
+def malformed(body: bytes, content_type: str) -> str | None:
+    """Why a signed body is not a Slack payload bolt can take, or None."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    if content_type.split(";")[0].strip() == "application/json":
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return "not JSON"
+        return None if isinstance(obj, dict) else "not a JSON object"
+    try:
+        form = parse_qs(text, strict_parsing=bool(text), max_num_fields=200)
+    except ValueError:
+        return "not a form"
+    if "payload" in form:
+        try:
+            obj = json.loads(form["payload"][0])
+        except ValueError:
+            return "payload is not JSON"
+        if not isinstance(obj, dict):
+            return "payload is not a JSON object"
+    return None
 
 
 def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> StordocBot:
@@ -91,8 +198,9 @@ class HttpServer:
     def __init__(self, bot: StordocBot, host: str = "127.0.0.1", port: int = 3000) -> None:
         check_loopback(host)
         self.bot = bot
-        self.httpd = make_server(host, port, SlackRequestHandler(bot.app, PATH),
-                                 server_class=_Server, handler_class=_Quiet)
+        gate = SignedGate(SlackRequestHandler(bot.app, PATH), bot.signing_secret, PATH)
+        self.httpd = make_server(host, port, gate, server_class=_Server,
+                                 handler_class=_Quiet)
         self.port = self.httpd.server_address[1]
         self.url = f"http://{host}:{self.port}{PATH}"
         self._t: threading.Thread | None = None

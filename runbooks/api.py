@@ -112,7 +112,8 @@ def plan_from_snapshot(ctx: RunContext, snap: ClusterSnapshot, runbook: str, tar
         runbook=rb.info.name, cluster=ctx.cluster, target=target, params=dict(draft.params),
         steps=tuple(draft.steps), verify_codes=draft.verify_codes or rb.info.fixes,
         before_after=dict(draft.before_after), warnings=tuple(draft.warnings),
-        summary=rb.info.summary, destructive=rb.info.destructive, locks=tuple(locks),
+        summary=rb.info.summary, destructive=rb.info.destructive,
+        needs_second_person=rb.info.needs_second_person, locks=tuple(locks),
         verify_entities=draft.verify_entities, verify_host_facts=draft.verify_host_facts,
         options=opts)
 

@@ -32,9 +32,18 @@ class RunbookInfo:
     name: str
     summary: str
     fixes: tuple[str, ...]
-    destructive: bool
+    destructive: bool  # moves data or changes cluster-wide settings
     target_kind: str  # "osd", "pool", "cache-pool", "swift-device", "swift-ring"
     target_help: str = ""  # e.g. "osd.N"
+    touches_data: bool = False  # mounts a data directory or device: moves no data, but a
+    # wrong mount serves the wrong disk, so a second person confirms it under two_person
+
+    @property
+    def needs_second_person(self) -> bool:
+        """Under a cluster's two-person rule, someone other than the requester confirms.
+
+        The one place this is decided: every front end reads it from the plan."""
+        return self.destructive or self.touches_data
 
 
 @dataclass
@@ -189,6 +198,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     summary: str = ""
     destructive: bool = False
+    needs_second_person: bool = False  # RunbookInfo.needs_second_person of its runbook
     locks: tuple[str, ...] = ()  # lock keys taken for the run (the target first)
     verify_entities: tuple[str, ...] = ()  # findings on these entities (or target) count
     verify_host_facts: bool = False  # the verifying checks need host facts
@@ -222,7 +232,7 @@ class Plan:
         return {
             "runbook": self.runbook, "cluster": self.cluster, "target": self.target,
             "params": dict(self.params), "summary": self.summary,
-            "destructive": self.destructive,
+            "destructive": self.destructive, "needs_second_person": self.needs_second_person,
             "steps": [s.to_dict() for s in self.steps],
             "verify_codes": list(self.verify_codes),
             "verify_entities": list(self.verify_entities),

@@ -139,7 +139,8 @@ class OsdRemount(Runbook):
     info = RunbookInfo(
         "osd-remount",
         "Mount an OSD's data directory from the device that names it, start it, mark it in.",
-        ("OSD_DATA_UNMOUNTED",), destructive=False, target_kind="osd", target_help="osd.N")
+        ("OSD_DATA_UNMOUNTED",), destructive=False, target_kind="osd", target_help="osd.N",
+        touches_data=True)
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:

@@ -68,7 +68,7 @@ class SwiftDeviceRemount(Runbook):
         "Mount an unmounted Swift device (not on a disk with I/O errors or a disabled fstab "
         "line) and confirm recon no longer lists it.",
         ("SWIFT_DEVICE_UNMOUNTED",), destructive=False, target_kind="swift-device",
-        target_help="DEVICE@HOST, e.g. d2@node2")
+        target_help="DEVICE@HOST, e.g. d2@node2", touches_data=True)
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:

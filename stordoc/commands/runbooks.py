@@ -155,7 +155,9 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
     infos = list_runbooks()
     if args.json:
         print(json.dumps([{"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
-                           "destructive": i.destructive, "target_kind": i.target_kind,
+                           "destructive": i.destructive,
+                           "needs_second_person": i.needs_second_person,
+                           "target_kind": i.target_kind,
                            "target": i.target_help} for i in infos], indent=2))
         return 0
     t = Table(show_edge=False)

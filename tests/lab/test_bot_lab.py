@@ -63,6 +63,11 @@ def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: Non
     confirm = buttons(plan, "confirm")[0]
     assert confirm["confirm"]["confirm"]["text"] == "Run it"
     assert "mount" in all_text(plan)
+    # a remount moves no data but needs a second person under two_person (the runbook
+    # says so: RunbookInfo.touches_data); the requester's own Confirm is refused
+    assert "two-person rule" in all_text(plan)
+    h.slack.press("confirm", confirm["value"], OPS, plan_ts)
+    h.wait_post("two-person rule on `lab`", ("chat.postEphemeral",))
     # a second operator confirms; a retried delivery of the same press runs once
     body = h.slack.action_body("confirm", confirm["value"], OPS2, plan_ts,
                                trigger_id="confirm.lab.1")

@@ -3,11 +3,11 @@ a client that signs requests to the app exactly as Slack does.
 
 ``FakeSlack`` records every Web API call (method, params, headers) and answers like Slack
 (``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
-``files.getUploadURLExternal`` + the upload URL + ``files.completeUploadExternal``,
-``usergroups.users.list``, ``views.open``, ``apps.connections.open``). It also rejects
-messages over Slack's limits (50 blocks, 3000-character sections) with ``invalid_blocks``,
-as Slack would, so a test notices. Waiting is done on a condition variable notified on
-each call, never by sleeping.
+``chat.delete``, ``files.getUploadURLExternal`` + the upload URL +
+``files.completeUploadExternal``, ``usergroups.users.list``, ``views.open``,
+``apps.connections.open``). It also rejects messages over Slack's limits (50 blocks,
+3000-character sections) with ``invalid_blocks``, as Slack would, so a test notices.
+Waiting is done on a condition variable notified on each call, never by sleeping.
 """
 
 from __future__ import annotations
@@ -148,6 +148,10 @@ class FakeSlack:
             ts = params.get("ts") if method == "chat.update" else self._ts_next()
             return {"ok": True, "channel": params["channel"], "ts": ts,
                     "message": {"text": params.get("text"), "ts": ts}}
+        if method == "chat.delete":
+            if not params.get("channel") or not params.get("ts"):
+                return {"ok": False, "error": "message_not_found"}
+            return {"ok": True, "channel": params["channel"], "ts": params["ts"]}
         if method == "files.getUploadURLExternal":
             fid = f"F{next(self._fid):08d}"
             return {"ok": True, "file_id": fid,

@@ -44,7 +44,7 @@ def test_parses(text: str, expected: g.Command) -> None:
     ("frobnicate", "unknown command `frobnicate`"),
     ("osd osd.1; rm -rf /", "unexpected character `;`"),
     ("health $(reboot)", "unexpected character `$`"),
-    ("health `id`", "unexpected character `"),
+    ("health `id`", "unexpected backtick in `ˋidˋ`"),
     ("health lab | sh", "unexpected character `|`"),
     ("osd osd.x", "is not an OSD"),
     ("plan osd-remout osd.1", "did you mean `osd-remount`"),
