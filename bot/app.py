@@ -29,6 +29,7 @@ from slack_sdk import WebClient
 
 from bot import grammar as g
 from bot import render as r
+from bot.alerts import AlertDesk
 from bot.auth import Authorizer, Level, RoleSpec
 from bot.backend import Backend, BotError, PlanView
 from bot.redact import Redactor
@@ -139,7 +140,8 @@ class StordocBot:
                  command: str = "/stordoc", api_base_url: str | None = None,
                  button_ttl_s: int = 900, roles: Mapping[str, RoleSpec] | None = None,
                  admins: Iterable[str] = (), workers: int = 8, working_after_s: float = 2.5,
-                 throttle_s: float = 1.0, secrets: Iterable[str] = ()) -> None:
+                 throttle_s: float = 1.0, secrets: Iterable[str] = (),
+                 channels: Mapping[str, str] | None = None) -> None:
         self.backend = backend
         self.command = command
         self.ttl = button_ttl_s
@@ -157,6 +159,8 @@ class StordocBot:
         self._plans: dict[str, tuple[PlanView, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
+        self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
+        self.desk = AlertDesk(self, self.channels)
         self.app = App(client=self.client, signing_secret=signing_secret,
                        process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
@@ -324,12 +328,20 @@ class StordocBot:
         if isinstance(cmd, g.Help) and cmd.cluster is None:
             self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
             return
+        bound = self.channels.get(where.channel)
         try:
             cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
-                                        self.backend.default_cluster())
+                                        bound or self.backend.default_cluster())
         except g.GrammarError as e:
             self._audit(where, cmd.cluster, "command", "bad input", text[:200])
             self._refuse(where, str(e))
+            return
+        if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
+            self._audit(where, cluster, type(cmd).__name__.lower(), "refused",
+                        f"channel bound to {bound}: {text[:180]}")
+            self._refuse(where, f"this channel is bound to cluster `{bound}`: commands for "
+                                f"`{cluster}` from here need an admin (slack.channels); use "
+                                "that cluster's channel")
             return
         need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
         refusal = self.auth.refusal(where.user, cluster, need)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.labalerts import DAEMONS as ALERT_DAEMONS
+from storage.labalerts import AlertChain
 from storage.procs import pid_alive
 
 DEFAULT_DIR = "/var/tmp/stordoc-lab"
@@ -280,6 +282,8 @@ class Lab:
                  "swift-object", "mgr.x"]
         names += [f"osd.{i}" for i in range(N_OSDS)]
         names.append("mon.a")
+        if self._read_state().get("alerts"):
+            names[:0] = list(ALERT_DAEMONS)
         return names
 
     def stop(self, name: str, timeout: float = 20) -> bool:
@@ -366,8 +370,9 @@ class Lab:
             _run(["umount", "-l", str(target)], step)
 
     # ------------------------------------------------------------------ up
-    def up(self, progress: Progress | None = None) -> float:
-        """Bring the whole lab up from nothing; returns the seconds it took."""
+    def up(self, progress: Progress | None = None, with_alerts: bool = False) -> float:
+        """Bring the whole lab up from nothing; returns the seconds it took. With
+        ``with_alerts``, also the alert chain (storage/labalerts.py)."""
         say = progress or (lambda s: None)
         t0 = time.monotonic()
         say(f"cleaning any previous lab under {self.base}")
@@ -392,6 +397,10 @@ class Lab:
         self._up_swift()
         say("creating pools and waiting for HEALTH_OK")
         self._up_pools()
+        if with_alerts:
+            say("starting the alert chain (mgr prometheus module, Prometheus, Alertmanager)")
+            self._write_state(alerts=True)
+            AlertChain(self).up()
         self._write_config()
         took = time.monotonic() - t0
         self._write_state(up_seconds=round(took, 1))
@@ -814,7 +823,20 @@ proxy_url = "http://127.0.0.1:{self.ports.proxy}"
 auth_url = "http://127.0.0.1:{self.ports.proxy}/auth/v1.0"
 user = "{SWIFT_USER}"
 key = {{ value = "{SWIFT_KEY}" }}
-{hosts}""")
+{hosts}{self._alerts_config()}""")
+
+    def _alerts_config(self) -> str:
+        """The [alerts] settings of a lab with the alert chain: the webhook's token and
+        port, and Alertmanager's URL for silences."""
+        if not self._read_state().get("alerts"):
+            return ""
+        chain = AlertChain(self)
+        return f"""
+[alerts]
+token = {{ file = "{chain.token_file}" }}
+alertmanager_url = "{chain.alertmanager_url}"
+cluster_label = "cluster"
+"""
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:

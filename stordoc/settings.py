@@ -9,6 +9,7 @@ lab's generated config is the one exception: it lives outside the repo).
 from __future__ import annotations
 
 import os
+import re
 import string
 import sys
 import tomllib
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from checks.model import Thresholds
 from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
@@ -234,6 +236,37 @@ class SlackSettings(_Model):
         return v
     roles: dict[str, Role] = {}  # per cluster name, "*" for all
     admins: list[str] = []
+    # channel ID -> cluster: commands there default to it; other clusters only for admins;
+    # alerts and watch posts of a cluster go to its channel
+    channels: dict[str, str] = {}
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_ids(cls, v: dict[str, str]) -> dict[str, str]:
+        for ch in v:
+            if not re.fullmatch(r"[CG][A-Z0-9]{2,30}", ch):
+                raise ValueError(f"{ch!r} is not a Slack channel ID (C... or G...)")
+        return v
+
+
+class AlertSettings(_Model):
+    """Alertmanager's webhook into the bot (``POST /alertmanager``) and its API for silences."""
+
+    token: Secret | None = None  # the bearer token Alertmanager sends; no token, no intake
+    cluster_label: str = "cluster"  # the alert label naming the cluster
+    clusters: dict[str, str] = {}  # label value (name or Ceph fsid) -> stordoc cluster
+    alertmanager_url: str | None = None  # for silences from chat
+    max_alerts: int = Field(200, ge=1, le=10_000)  # per delivery; more is refused (413)
+
+    @field_validator("alertmanager_url")
+    @classmethod
+    def _url_ok(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        u = urlsplit(v)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"{v!r} is not an http(s) URL")
+        return v
 
 
 class TuiSettings(_Model):
@@ -293,10 +326,22 @@ class Settings(_Model):
     thresholds: ThresholdSettings = ThresholdSettings()
     clusters: dict[str, ClusterSettings]
     slack: SlackSettings = SlackSettings()
+    alerts: AlertSettings = AlertSettings()
     tui: TuiSettings = TuiSettings()
     runbooks: RunbookSettings = RunbookSettings()
     bench: BenchSettings = BenchSettings()
     source: str | None = None
+
+    @model_validator(mode="after")
+    def _known_clusters(self) -> Settings:
+        """Channel bindings and alert label mappings must name configured clusters."""
+        for where, names in (("slack.channels", self.slack.channels),
+                             ("alerts.clusters", self.alerts.clusters)):
+            for key, name in names.items():
+                if name not in self.clusters:
+                    raise ValueError(f"{where}.{key}: unknown cluster {name!r}; configured: "
+                                     f"{', '.join(sorted(self.clusters)) or 'none'}")
+        return self
 
     def cluster_name(self, name: str | None) -> str:
         """Resolve an explicit or default cluster name; ambiguous or unknown is an error."""

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.server import HttpServer, build_bot, check_loopback, socket_mode
+    from bot.server import HttpServer, alert_gate, build_bot, check_loopback, socket_mode
     from stordoc.errors import UserError
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.http:
             try:
-                srv = HttpServer(bot, args.host, args.port)
+                srv = HttpServer(bot, args.host, args.port, alerts=alert_gate(env, bot))
             except OSError as e:
                 raise UserError(f"cannot listen on {args.host}:{args.port}: "
                                 f"{e.strerror or e}") from None
