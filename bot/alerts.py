@@ -15,6 +15,7 @@ and the alerts' fingerprints (``bot_requests``), so a restart or a retry posts n
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -81,11 +82,35 @@ class AmPayload(BaseModel):
         return (self.groupLabels.get("alertname") or self.commonLabels.get("alertname")
                 or self.alerts[0].name)[:120]
 
+    def since(self) -> float | None:
+        """When the newest of these alerts started (resolved: ended), epoch s: a check
+        begun after it saw the condition (or its end); None when a time is missing or
+        unreadable (check afresh)."""
+        starts = [_epoch(a.endsAt if a.status == "resolved" else a.startsAt)
+                  for a in self.alerts]
+        if not starts or any(s is None for s in starts):
+            return None
+        return max(s for s in starts if s is not None)
+
     def delivery_key(self) -> str:
         """Same for a repeated delivery of the same state of the same group."""
         parts = sorted(f"{a.fingerprint}:{a.status}:{a.startsAt}" for a in self.alerts)
         raw = json.dumps([self.groupKey, self.status, parts])
         return "am:" + hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+_FRAC_RE = re.compile(r"(\.[0-9]{6})[0-9]+")
+
+
+def _epoch(ts: str) -> float | None:
+    """RFC 3339 as Alertmanager writes it (nanoseconds, ``Z``) to epoch seconds."""
+    try:
+        d = dt.datetime.fromisoformat(_FRAC_RE.sub(r"\1", ts.strip()).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if d.tzinfo is None or d.year < 2000:  # Go's zero time "0001-01-01T00:00:00Z"
+        return None
+    return d.timestamp()
 
 
 class Refused(Exception):
@@ -275,7 +300,7 @@ class AlertDesk:
     def handle(self, p: AmPayload, cluster: str, received: float) -> None:
         """Run the check, then post or thread (one cluster at a time: no double posts)."""
         with self._lock(cluster):
-            out = self.bot.backend.check(cluster, source="alert")
+            out = self.bot.backend.check_since(cluster, p.since(), source="alert")
             incidents = list(out.incidents)
             if p.status == "firing":
                 self._firing(p, cluster, out, related(incidents, p.alerts))
