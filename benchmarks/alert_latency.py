@@ -44,7 +44,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "alertmanager" / "osd_down_high_resolved
 
 
 def _rfc3339(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).isoformat().replace("+00:00",
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat().replace("+00:00",
                                                                                  "Z")
 
 
@@ -52,7 +52,7 @@ def delivery(i: int, began: float, tag: str) -> bytes:
     p = copy.deepcopy(json.loads(FIXTURE.read_text()))
     name = f"StordocBench{tag}{i}"
     p["status"] = "firing"
-    p["groupKey"] = '{}:{alertname="%s"}' % name
+    p["groupKey"] = "{}:{alertname=\"" + name + "\"}"
     p["groupLabels"] = {"alertname": name}
     p["commonLabels"] = {**p["commonLabels"], "alertname": name, "cluster": "lab"}
     for a in p["alerts"]:
