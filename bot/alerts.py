@@ -347,8 +347,11 @@ class AlertDesk:
     # -------------------------------------------------------------- watch
     def sync(self, cluster: str, out: CheckOutcome) -> tuple[int, int]:
         """Watch mode: post incidents not posted yet, close threads of incidents gone.
-        Returns (opened, closed)."""
+        Returns (opened, closed). An unreachable cluster closes nothing: not seeing an
+        incident is not seeing it clear."""
         opened = closed = 0
+        if out.report.exit_code == 3:
+            return 0, 0
         with self._lock(cluster):
             ids = {i.id for i in out.incidents}
             for inc in out.incidents:

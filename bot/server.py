@@ -140,14 +140,16 @@ def malformed(body: bytes, content_type: str) -> str | None:
     return None
 
 
-def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> StordocBot:
-    """A bot from ``settings.slack``; missing secrets are a one-line user error."""
+def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
+              **overrides: Any) -> StordocBot:
+    """A bot from ``settings.slack``; missing secrets are a one-line user error.
+    ``post_only`` (watch mode) needs the bot token only: it receives nothing."""
     s = env.settings.slack
     token = s.bot_token.resolve()
     secret = s.signing_secret.resolve()
     if not token:
         raise UserError("no Slack bot token: set $SLACK_BOT_TOKEN or slack.bot_token.file")
-    if not secret and not socket_mode:
+    if not secret and not socket_mode and not post_only:
         raise UserError("no Slack signing secret: set $SLACK_SIGNING_SECRET or "
                         "slack.signing_secret.file")
     app_token = s.app_token.resolve() if socket_mode else None
@@ -168,7 +170,7 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
     install(red)
     try:
         bot = StordocBot(Backend(env), bot_token=token, channels=s.channels,
-                         signing_secret=secret or "socket-mode-unused", **kw)
+                         signing_secret=secret or "not-receiving", **kw)
     except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
         raise UserError(f"cannot start the bot: Slack API auth.test failed: "
                         f"{red.text(str(e)).splitlines()[0][:300]}") from None

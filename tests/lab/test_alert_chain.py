@@ -135,3 +135,45 @@ def test_webhook_refusals_post_nothing(h: BotHarness, chain: AlertChain) -> None
     assert code == 200 and ans["detail"].startswith("accepted")
     code, ans = _post(url, body, auth)
     assert code == 200 and "duplicate" in ans["detail"]
+
+
+def test_watch_posts_incident_then_resolution(h: BotHarness, lab: Lab) -> None:
+    """Watch mode (no Prometheus): a new incident is posted once with its Fix button, a
+    second round posts nothing new, the heal is announced in the same thread; the CLI's
+    `stordoc watch` prints the same incident."""
+    import subprocess
+    import sys
+    import threading
+
+    from stordoc.commands.watch import loop
+
+    lines: list[str] = []
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        n = loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=2)
+        assert n == 2
+        # watch's own posts (the module's alert chain may post alerts meanwhile)
+        tops = [c for c in _channel_posts(h) if not c.params.get("thread_ts")
+                and "new incident" in all_text(c)]
+        assert len(tops) == 1 and "OSD_DATA_UNMOUNTED" in all_text(tops[0])
+        assert buttons(tops[0], "fix")
+        assert any("OPEN" in x and "OSD_DATA_UNMOUNTED osd.1" in x for x in lines)
+        cli = subprocess.run([sys.executable, "-m", "stordoc", "--config",
+                              str(lab.config_path), "watch", "--count", "1", "--no-slack"],
+                             capture_output=True, text=True, timeout=120)
+        assert cli.returncode == 0, cli.stderr
+        assert "OPEN" in cli.stdout and "OSD_DATA_UNMOUNTED osd.1" in cli.stdout
+    finally:
+        lab.heal("osd-unmounted", osd=1)
+    ts = tops[0].response["ts"]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=1)
+        if any(c.params.get("thread_ts") == ts and "resolved" in all_text(c)
+               for c in _channel_posts(h)):
+            break
+        time.sleep(3)
+    else:
+        raise AssertionError("no resolution posted in the incident's thread")
+    assert len([c for c in _channel_posts(h) if not c.params.get("thread_ts")
+                and "OSD_DATA_UNMOUNTED" in all_text(c)]) == 1, "posted once"
