@@ -329,6 +329,10 @@ class StordocBot:
         if isinstance(cmd, g.Help) and cmd.cluster is None:
             self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
             return
+        if isinstance(cmd, g.Health) and cmd.cluster == "all" and \
+                "all" not in self.backend.clusters():
+            self._health_all(where, text)
+            return
         bound = self.channels.get(where.channel)
         try:
             cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
@@ -352,6 +356,29 @@ class StordocBot:
             return
         self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", text[:200])
         self._answer(where, lambda: self.answer(where, cluster, cmd))
+
+    def _health_all(self, where: Where, text: str) -> None:
+        """``health all``: every cluster the user may view, checked in parallel, one
+        verdict line each (clusters without a viewer role are left out, not named)."""
+        visible = [c for c in self.backend.clusters()
+                   if self.auth.refusal(where.user, c, Level.VIEWER) is None]
+        if not visible:
+            self._audit(where, None, "health", "refused", text[:200])
+            self._refuse(where, "you have no viewer role on any cluster (slack.roles)")
+            return
+        self._audit(where, None, "health", "accepted", f"all: {', '.join(visible)}"[:200])
+
+        def compute() -> r.Reply:
+            from checks.incidents import headline
+
+            # its own small pool: waiting on the bot's pool from inside it could deadlock
+            with ThreadPoolExecutor(max_workers=min(8, len(visible))) as ex:
+                outs = list(ex.map(self.backend.check, visible))
+            return r.all_clusters_reply([
+                (o.report.exit_code, headline(o.report.cluster, o.report.exit_code,
+                                              o.incidents, len(o.report.findings)))
+                for o in outs])
+        self._answer(where, compute)
 
     def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
         """Compute a reply; past ``working_after_s`` say "still working…" first."""
