@@ -23,8 +23,10 @@ import logging
 import re
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -194,6 +196,74 @@ def related(incidents: Sequence[Incident], alerts: Sequence[AmAlert]) -> list[In
     return hit or list(incidents)
 
 
+# --------------------------------------------------------------------------- silences
+
+class AlertmanagerError(Exception):
+    """Alertmanager's API did not do what was asked; one line."""
+
+
+class AlertmanagerApi:
+    """The two calls stordoc makes to Alertmanager's API v2: create a silence, list them."""
+
+    def __init__(self, url: str, timeout: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as e:
+            detail = e.read()[:200].decode("utf-8", "replace").strip()
+            raise AlertmanagerError(f"Alertmanager answered {e.code}: {detail}") from None
+        except (OSError, ValueError) as e:
+            raise AlertmanagerError(f"Alertmanager at {self.url} unreachable: {e}") from None
+
+    def create_silence(self, matchers: Mapping[str, str], ends_at: float, created_by: str,
+                       comment: str) -> str:
+        body = {"matchers": [{"name": k, "value": v, "isRegex": False, "isEqual": True}
+                             for k, v in matchers.items()],
+                "startsAt": _rfc3339(time.time()), "endsAt": _rfc3339(ends_at),
+                "createdBy": created_by, "comment": comment or "silenced from Slack"}
+        out = self._call("POST", "/api/v2/silences", body)
+        sid = out.get("silenceID") if isinstance(out, dict) else None
+        if not sid:
+            raise AlertmanagerError("Alertmanager returned no silence ID")
+        return str(sid)
+
+    def silences(self, label: str, value: str) -> list[dict[str, Any]]:
+        """Active silences whose matchers include ``label="value"``."""
+        out = self._call("GET", "/api/v2/silences")
+        res = []
+        for sil in out if isinstance(out, list) else []:
+            if (sil.get("status") or {}).get("state") != "active":
+                continue
+            ms = {m.get("name"): m.get("value") for m in sil.get("matchers") or []}
+            if ms.get(label) == value:
+                res.append(sil)
+        return res
+
+
+def _rfc3339(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+@dataclass(frozen=True)
+class AlertConfig:
+    """What the desk needs of ``[alerts]``: the cluster label and Alertmanager's API."""
+
+    cluster_label: str = "cluster"
+    clusters: Mapping[str, str] = field(default_factory=dict)  # label value -> cluster
+    alertmanager_url: str | None = None
+
+    def label_value(self, cluster: str) -> str:
+        """The label value that names ``cluster`` in alerts (the mapping's, else its name)."""
+        return next((k for k, v in self.clusters.items() if v == cluster), cluster)
+
+
 # --------------------------------------------------------------------------- gate
 
 class AlertGate:
@@ -266,8 +336,12 @@ class AlertThread:
 class AlertDesk:
     """Posts incidents into cluster channels, once each, and follows them in threads."""
 
-    def __init__(self, bot: StordocBot, channels: Mapping[str, str]) -> None:
+    def __init__(self, bot: StordocBot, channels: Mapping[str, str],
+                 config: AlertConfig | None = None) -> None:
         self.bot = bot
+        self.config = config or AlertConfig()
+        self.api = (AlertmanagerApi(self.config.alertmanager_url)
+                    if self.config.alertmanager_url else None)
         self.channel_of: dict[str, str] = {}
         for ch, cluster in channels.items():
             self.channel_of.setdefault(cluster, ch)
@@ -309,6 +383,39 @@ class AlertDesk:
             log.info("alert %s %s for %s handled in %.2f s", p.name, p.status, cluster,
                      time.monotonic() - received)
 
+    def silence(self, cluster: str, alertname: str, duration_s: float, user: str,
+                reason: str) -> str:
+        """An Alertmanager silence of ``alertname`` on ``cluster`` (creator: the Slack user),
+        and a stordoc mute of the roots of the incidents that alert was posted with, same
+        expiry. Returns the reply line; raises AlertmanagerError."""
+        if self.api is None:
+            raise AlertmanagerError("no Alertmanager to silence in: set alerts.alertmanager_url")
+        until = time.time() + duration_s
+        sid = self.api.create_silence(
+            {"alertname": alertname, self.config.cluster_label: self.config.label_value(cluster)},
+            until, f"slack:{user}", reason or f"silenced from Slack by {user}")
+        muted = []
+        for th in self.open_threads(cluster):
+            if any(_alertname_of(g) == alertname for g in self._groups(th.key)) and \
+                    th.incident != "(none)":
+                code, _, entity = th.incident.partition(" ")
+                self.mute(cluster, code, entity, until, user, reason or f"silence {alertname}")
+                muted.append(th.incident)
+        self.bot.store.audit(user, cluster, "silence", "created",
+                             f"{alertname} until {_rfc3339(until)} id {sid}; muted: "
+                             f"{', '.join(muted) or 'nothing'}; {reason}"[:500])
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
+        line = f"Silenced `{alertname}` on {cluster} until {when} (Alertmanager silence {sid})"
+        return line + (f"; stordoc muted {', '.join(muted)} until then" if muted else "")
+
+    def mute(self, cluster: str, code: str, entity: str, until: float, user: str,
+             reason: str) -> None:
+        """stordoc's own mute (storage/mutes.py when present on this cluster's journal)."""
+        from storage.mutes import add_mute
+
+        add_mute(self.bot.backend.env.journal, cluster, code, entity or None, until,
+                 f"slack:{user}", reason)
+
     def _firing(self, p: AmPayload, cluster: str, out: CheckOutcome,
                 incidents: Sequence[Incident]) -> None:
         note = f"Alertmanager: *{r.esc(p.name)}* firing ({len(p.alerts)} alert" \
@@ -326,9 +433,15 @@ class AlertDesk:
             key = f"{cluster}|{inc.id}"
             th = self.thread(key)
             if th is None:
+                blocks = self._incident_blocks(cluster, inc, f"{p.name} firing")
+                if self.api is not None:
+                    tok = self.bot.store.new_button("silence", cluster, "silence", p.name,
+                                                    "alertmanager", self.bot.ttl,
+                                                    {"alertname": p.name})
+                    blocks.append({"type": "actions", "elements": [
+                        r.button("Silence 4h", "silence", tok)]})
                 self._open(key, cluster, inc.id, f"{p.name}: {inc.root.entity} "
-                           f"{inc.root.code} on {cluster}",
-                           self._incident_blocks(cluster, inc, f"{p.name} firing"), p.groupKey)
+                           f"{inc.root.code} on {cluster}", blocks, p.groupKey)
             elif self._add_group(th, p.groupKey):
                 self._reply(th, f"{note}: same cause ({inc.root.entity} {inc.root.code}).")
 
@@ -451,6 +564,11 @@ class AlertDesk:
     def threads_of_group(self, cluster: str, group: str) -> list[AlertThread]:
         return [AlertThread(*row[:7]) for row in self._rows("cluster = ?", (cluster,))
                 if group in json.loads(row[7] or "[]")]
+
+
+def _alertname_of(group_key: str) -> str | None:
+    m = re.search(r'alertname="([^"]{1,128})"', group_key)
+    return m.group(1) if m else None
 
 
 def _quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome) -> list[r.Block]:

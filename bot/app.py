@@ -29,7 +29,7 @@ from slack_sdk import WebClient
 
 from bot import grammar as g
 from bot import render as r
-from bot.alerts import AlertDesk
+from bot.alerts import AlertConfig, AlertDesk, AlertmanagerError
 from bot.auth import Authorizer, Level, RoleSpec
 from bot.backend import Backend, BotError, PlanView
 from bot.redact import Redactor
@@ -142,7 +142,8 @@ class StordocBot:
                  button_ttl_s: int = 900, roles: Mapping[str, RoleSpec] | None = None,
                  admins: Iterable[str] = (), workers: int = 8, working_after_s: float = 2.5,
                  throttle_s: float = 1.0, secrets: Iterable[str] = (),
-                 channels: Mapping[str, str] | None = None) -> None:
+                 channels: Mapping[str, str] | None = None,
+                 alerts: AlertConfig | None = None) -> None:
         self.backend = backend
         self.command = command
         self.ttl = button_ttl_s
@@ -161,7 +162,7 @@ class StordocBot:
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
         self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
-        self.desk = AlertDesk(self, self.channels)
+        self.desk = AlertDesk(self, self.channels, alerts)
         self.app = App(client=self.client, signing_secret=signing_secret,
                        process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
@@ -171,6 +172,7 @@ class StordocBot:
         self.app.action("fix")(self._on_fix)
         self.app.action("confirm")(self._on_confirm)
         self.app.action("cancel")(self._on_cancel)
+        self.app.action("silence")(self._on_silence)
         # Anything else Slack may deliver (unknown buttons, events we are not subscribed to,
         # shortcuts, views): 200 and nothing done. Slack retries anything else, and bolt's
         # own answer to an unhandled request is a 404 plus a warning with sample code.
@@ -316,6 +318,12 @@ class StordocBot:
         w = self._button_where(body)
         if w:
             self.submit(self.press_cancel, *w)
+
+    def _on_silence(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
+        ack()
+        w = self._button_where(body)
+        if w:
+            self.submit(self.press_silence, *w)
 
     # ------------------------------------------------------------------ commands
     def run_text(self, where: Where, text: str) -> None:
@@ -477,6 +485,14 @@ class StordocBot:
                                     note=f"from check run #{rid}")
         if isinstance(cmd, g.History):
             return r.history_reply(cluster, self.backend.history(cluster))
+        if isinstance(cmd, g.Silence):
+            try:
+                return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
+                                                      where.user, cmd.reason))
+            except AlertmanagerError as e:
+                raise BotError(str(e)) from None
+        if isinstance(cmd, g.Silences):
+            return self._silences(cluster)
         if isinstance(cmd, g.Audit):
             rows = self.backend.audit(cluster)
             for x in rows:
@@ -606,6 +622,52 @@ class StordocBot:
         self._audit(where, b.cluster, "fix", "pressed", f"{b.runbook} {b.target}")
         self._answer(where, lambda: self.plan_reply(where, b.cluster, b.runbook, b.target,
                                                     buttons=True))
+
+    def press_silence(self, where: Where, msg_ts: str, token: str) -> None:
+        """The Silence button of an alert's post: 4 h, operators only, answered in the
+        alert's thread; the token is spent so a double press silences once."""
+        b = self._button(where, token, "silence")
+        if b is None:
+            return
+        if not self.store.spend([token], where.user):
+            self._refuse(where, "this alert was already silenced from this button")
+            return
+        alertname = str(b.data.get("alertname", b.target))
+        self._audit(where, b.cluster, "silence", "pressed", alertname)
+        try:
+            line = self.desk.silence(b.cluster, alertname, 4 * 3600.0, where.user,
+                                     f"Silence button by {where.user}")
+        except AlertmanagerError as e:
+            self._refuse(where, str(e))
+            return
+        self.post(Where(where.channel, where.user, msg_ts, "button"), r.text_reply(line),
+                  thread_ts=msg_ts)
+
+    def _silences(self, cluster: str) -> r.Reply:
+        lines: list[str] = []
+        api = self.desk.api
+        if api is None:
+            lines.append("Alertmanager: not configured (alerts.alertmanager_url)")
+        else:
+            try:
+                sils = api.silences(self.desk.config.cluster_label,
+                                    self.desk.config.label_value(cluster))
+            except AlertmanagerError as e:
+                raise BotError(str(e)) from None
+            for sil in sils:
+                ms = ", ".join(f"{m.get('name')}={m.get('value')}"
+                               for m in sil.get("matchers") or [])
+                lines.append(f"silence {str(sil.get('id', ''))[:8]}: {ms} until "
+                             f"{sil.get('endsAt', '?')} by {sil.get('createdBy', '?')}: "
+                             f"{sil.get('comment', '')}")
+            if not sils:
+                lines.append("no active Alertmanager silence")
+        from storage.mutes import active_mutes
+
+        for m in active_mutes(self.backend.env.journal, cluster):
+            lines.append(f"mute {m.code} {m.entity or '*'} until "
+                         f"{_utc(m.until)} by {m.by}: {m.reason}")
+        return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))
 
     def press_cancel(self, where: Where, msg_ts: str, token: str) -> None:
         b = self._button(where, token, "cancel")

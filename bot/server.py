@@ -169,7 +169,10 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
     red = Redactor([token, secret, *kw["secrets"]])
     install(red)
     try:
+        a = env.settings.alerts
         bot = StordocBot(Backend(env), bot_token=token, channels=s.channels,
+                         alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
+                                               a.alertmanager_url),
                          signing_secret=secret or "not-receiving", **kw)
     except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
         raise UserError(f"cannot start the bot: Slack API auth.test failed: "
