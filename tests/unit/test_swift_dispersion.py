@@ -96,3 +96,21 @@ def test_summary_lines() -> None:
     s = dispersion_summary(sw)
     assert s.state == "missing copies" and s.missing == 1
     assert s.line() == "dispersion: objects 66.7% of copies (1 sampled), 1 missing"
+
+
+def test_tui_note_and_slack_ring_show_the_figures() -> None:
+    from bot.render import server_lines
+    from tui.views import swift_note
+
+    part = DispersionPart("object", 1, 3, _copies([("o", "d1", 200), ("o", "d2", 200),
+                                                   ("o", "d3", 404)]))
+    sw = SwiftState((), (), proxy_url="http://127.0.0.1:8080", proxy_healthy=True,
+                    dispersion=DispersionState(True, "AUTH_t", part, None))
+    assert swift_note(sw, None).splitlines() == [
+        "proxy http://127.0.0.1:8080: healthy",
+        "dispersion: objects 66.7% of copies (1 sampled), 1 missing"]
+    assert swift_note(None, "boom") == "boom"
+    lines = server_lines(sw, "object")
+    assert lines[-1] == ":red_circle: dispersion: objects 66.7% of copies (1 sampled), 1 missing"
+    assert server_lines(sw, "account") == []  # dispersion is about objects and containers
+    assert server_lines(SwiftState((), ()), None) == []  # not sampled: nothing to say
