@@ -28,7 +28,9 @@ from storage.model import ClusterSnapshot
 OSD_DOWN_CODES = ("OSD_DOWN_IN", "OSD_DOWN_OUT", "OSD_NEVER_UP", "OSD_HOST_DOWN")
 # Ceph health codes that name OSDs or hosts in their detail lines.
 CEPH_OSD_CODES = ("OSD_DOWN", "OSD_HOST_DOWN", "OSD_ROOT_DOWN", "OSD_FLAPPING",
-                  "SLOW_OPS", "OSD_UPGRADE_FINISHED")
+                  "SLOW_OPS", "RECENT_CRASH")
+CEPH_FULL_CODES = ("OSD_NEARFULL", "OSD_BACKFILLFULL", "OSD_FULL", "POOL_NEARFULL",
+                   "POOL_BACKFILLFULL", "POOL_FULL")
 # Ceph health codes about PGs: a consequence of OSDs that are down (or just came back).
 CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
                  "PG_BACKFILL_FULL", "PG_NOT_SCRUBBED", "PG_NOT_DEEP_SCRUBBED",
@@ -58,6 +60,7 @@ class Rule:
     consequences: tuple[str, ...] = ()
     fold_any: tuple[str, ...] = ()
     when: tuple[str, str] | None = None
+    ceph: tuple[str, ...] = ()  # Ceph's own codes that fold in when they name the entity
 
 
 OSD_FOLD = (*PG_CODES, *CEPH_PG_CODES)
@@ -80,20 +83,23 @@ def _after(codes: tuple[str, ...], code: str) -> tuple[str, ...]:
 RULES: tuple[Rule, ...] = (
     Rule("OSD_DEVICE_IO_ERRORS", "osd",
          ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", "OSD_FSTAB_DISABLED",
-          *OSD_DOWN_CODES), OSD_FOLD),
+          *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_FSTAB_DISABLED", "osd",
-         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD),
+         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_NOT_ACTIVATED", "osd",
-         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD),
-    Rule("OSD_DATA_UNMOUNTED", "osd", ("OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD),
-    Rule("OSD_DAEMON_STOPPED", "osd", OSD_DOWN_CODES, OSD_FOLD),
-    Rule("OSD_HOST_DOWN", "osd", OSD_DOWN_CODES, OSD_FOLD),
-    Rule("OSD_DOWN_IN", "osd", (), OSD_FOLD),
-    Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD),
-    Rule("OSD_NEVER_UP", "osd", (), OSD_FOLD),
-    Rule("OSD_UP_OUT", "osd", (), OSD_FOLD),
-    Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",)),
-    *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",))
+         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DATA_UNMOUNTED", "osd", ("OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DAEMON_STOPPED", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_HOST_DOWN", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DOWN_IN", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_NEVER_UP", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_UP_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), ceph=CEPH_FULL_CODES),
+    Rule("OSD_NEAR_FULL", "osd", (), ceph=CEPH_FULL_CODES),
+    Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),
+    *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",),
+           ceph=("CACHE_POOL_NO_HIT_SET", "CACHE_POOL_NEAR_FULL"))
       for c in CACHE_CODES),
     Rule("SWIFT_DEVICE_IO_ERRORS", "swift-device",
          ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR", "SWIFT_FSTAB_DISABLED")),
@@ -191,8 +197,8 @@ def osds_named(f: Finding, snap: ClusterSnapshot | None) -> set[int]:
     if hm and f.code != "CEPH_HEALTH":
         hosts.add(hm.group(1))
     code = ceph_code(f)
-    if code in CEPH_OSD_CODES:
-        for line in _detail_lines(f):
+    if code is not None:
+        for line in [str(f.evidence.get("summary") or ""), *_detail_lines(f)]:
             out |= {int(x) for x in _OSD_RE.findall(line)}
             hl = _HOST_RE.match(line)
             if hl:
@@ -328,9 +334,7 @@ def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) 
                 same = (f.code in rule.consequences or f.code == rule.cause) \
                     and _related(rule, key, f, snap)
                 # Ceph's own codes naming the same OSD / pool fold into it
-                ceph_same = (rule.scope in ("osd", "pool") and ceph_code(f) is not None
-                             and (rule.scope == "pool" or ceph_code(f) in CEPH_OSD_CODES)
-                             and _related(rule, key, f, snap))
+                ceph_same = ceph_code(f) in rule.ceph and _related(rule, key, f, snap)
                 anywhere = _folds(rule, f) and (ceph_code(f) or f.code) not in folded
                 if same or ceph_same or anywhere:
                     cons.append(f)
