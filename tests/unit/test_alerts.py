@@ -197,3 +197,20 @@ def test_channel_binding_defaults_and_refuses_other_clusters(h: BotHarness) -> N
     n = len(h.fake.calls)
     h.slack.slash("history --cluster prod", ADMIN)
     h.fake.wait_for(lambda f: [c for c in f.calls[n:] if "prod" in all_text(c)], 30)
+
+
+def test_duplicate_deliveries_post_once(h: BotHarness) -> None:
+    """Alertmanager retries and HA pairs deliver the same group twice: one message. The
+    cluster here is unreachable: the post says so instead of inventing a cause."""
+    url = h.base_url + "/alertmanager"
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    p = payload(status="firing")
+    p["alerts"][0].update(status="firing", endsAt="0001-01-01T00:00:00Z")
+    body = json.dumps(p).encode()
+    assert _post(url, body, auth) == 200
+    assert _post(url, body, auth) == 200
+    h.fake.wait_for(lambda f: [c for c in h.posts() if c.params.get("channel") == LAB_CH], 60)
+    time.sleep(2)
+    posts = [c for c in h.posts() if c.params.get("channel") == LAB_CH]
+    assert len(posts) == 1, [all_text(c)[:100] for c in posts]
+    assert "CephOSDDownHigh" in all_text(posts[0])
