@@ -258,6 +258,17 @@ class AlertConfig:
     cluster_label: str = "cluster"
     clusters: Mapping[str, str] = field(default_factory=dict)  # label value -> cluster
     alertmanager_url: str | None = None
+    quiet_hours: str | None = None  # "22:00-07:00", UTC
+    quiet_min_severity: Severity = Severity.CRIT
+
+    def quiet(self, severity: Severity, now: float | None = None) -> bool:
+        """True when an incident of ``severity`` must wait for the end of quiet hours."""
+        if not self.quiet_hours or severity >= self.quiet_min_severity:
+            return False
+        a, b = (int(x[:2]) * 60 + int(x[3:]) for x in self.quiet_hours.split("-"))
+        t = time.gmtime(time.time() if now is None else now)
+        m = t.tm_hour * 60 + t.tm_min
+        return (a <= m < b) if a <= b else (m >= a or m < b)
 
     def label_value(self, cluster: str) -> str:
         """The label value that names ``cluster`` in alerts (the mapping's, else its name)."""
@@ -432,6 +443,8 @@ class AlertDesk:
         for inc in incidents:
             key = f"{cluster}|{inc.id}"
             th = self.thread(key)
+            if th is None and self._held(cluster, inc, p.name):
+                continue
             if th is None:
                 blocks = self._incident_blocks(cluster, inc, f"{p.name} firing")
                 if self.api is not None:
@@ -469,7 +482,7 @@ class AlertDesk:
             ids = {i.id for i in out.incidents}
             for inc in out.incidents:
                 key = f"{cluster}|{inc.id}"
-                if self.thread(key) is None:
+                if self.thread(key) is None and not self._held(cluster, inc, "watch"):
                     self._open(key, cluster, inc.id, f"{inc.root.entity} {inc.root.code} on "
                                f"{cluster}", self._incident_blocks(cluster, inc, "new incident"),
                                "")
@@ -482,6 +495,14 @@ class AlertDesk:
                     self._close(th)
                     closed += 1
         return opened, closed
+
+    def _held(self, cluster: str, inc: Incident, why: str) -> bool:
+        """Quiet hours: below the minimum severity, not posted now (audited)."""
+        if not self.config.quiet(inc.severity):
+            return False
+        self.bot.store.audit("alertmanager" if why != "watch" else "watch", cluster,
+                             "post", "held: quiet hours", f"{inc.id} ({why})")
+        return True
 
     # -------------------------------------------------------------- messages
     def _incident_blocks(self, cluster: str, inc: Incident, why: str) -> list[r.Block]:

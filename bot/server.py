@@ -38,6 +38,7 @@ from bot.app import StordocBot
 from bot.auth import RoleSpec
 from bot.backend import Backend
 from bot.redact import Redactor, install
+from checks.model import Severity
 from stordoc.env import Env
 from stordoc.errors import UserError
 
@@ -172,7 +173,8 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
         a = env.settings.alerts
         bot = StordocBot(Backend(env), bot_token=token, channels=s.channels,
                          alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
-                                               a.alertmanager_url),
+                                               a.alertmanager_url, a.quiet_hours,
+                                               Severity[a.quiet_min_severity.upper()]),
                          signing_secret=secret or "not-receiving", **kw)
     except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
         raise UserError(f"cannot start the bot: Slack API auth.test failed: "

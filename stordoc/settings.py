@@ -258,6 +258,18 @@ class AlertSettings(_Model):
     clusters: dict[str, str] = {}  # label value (name or Ceph fsid) -> stordoc cluster
     alertmanager_url: str | None = None  # for silences from chat
     max_alerts: int = Field(200, ge=1, le=10_000)  # per delivery; more is refused (413)
+    # "22:00-07:00" (UTC): only incidents at or above quiet_min_severity are posted then;
+    # the others wait for the end of the quiet hours (watch posts them; alerts repeat)
+    quiet_hours: str | None = None
+    quiet_min_severity: Literal["warn", "crit"] = "crit"
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _quiet_ok(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"([01][0-9]|2[0-3]):[0-5][0-9]-"
+                                              r"([01][0-9]|2[0-3]):[0-5][0-9]", v):
+            raise ValueError(f"{v!r} is not a span like 22:00-07:00 (UTC)")
+        return v
 
     @field_validator("alertmanager_url")
     @classmethod

@@ -214,3 +214,23 @@ def test_duplicate_deliveries_post_once(h: BotHarness) -> None:
     posts = [c for c in h.posts() if c.params.get("channel") == LAB_CH]
     assert len(posts) == 1, [all_text(c)[:100] for c in posts]
     assert "CephOSDDownHigh" in all_text(posts[0])
+
+
+def test_quiet_hours_hold_what_is_below_the_minimum() -> None:
+    import calendar
+
+    from bot.alerts import AlertConfig
+    from checks.model import Severity
+
+    cfg = AlertConfig(quiet_hours="22:00-07:00", quiet_min_severity=Severity.CRIT)
+    night = calendar.timegm((2026, 11, 23, 23, 30, 0))
+    early = calendar.timegm((2026, 11, 24, 6, 59, 0))
+    day = calendar.timegm((2026, 11, 24, 7, 0, 0))
+    assert cfg.quiet(Severity.WARN, night) and cfg.quiet(Severity.WARN, early)
+    assert not cfg.quiet(Severity.CRIT, night), "critical is always posted"
+    assert not cfg.quiet(Severity.WARN, day)
+    same_day = AlertConfig(quiet_hours="12:00-13:00")
+    assert same_day.quiet(Severity.WARN, calendar.timegm((2026, 11, 24, 12, 30, 0)))
+    assert not AlertConfig().quiet(Severity.INFO, night)
+    with pytest.raises(SettingsError, match="22:00-07:00"):
+        parse_settings({"clusters": {"a": {}}, "alerts": {"quiet_hours": "25:00-07:00"}})
