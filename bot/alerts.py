@@ -358,6 +358,10 @@ class AlertDesk:
             self.channel_of.setdefault(cluster, ch)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        self._following: set[str] = set()
+        self.follow_every_s = 20.0
+        self.follow_for_s = 1800.0
+        self.stop = threading.Event()  # set by the bot's close(): followers end
         with bot.store.journal.lock:
             bot.store.journal.db.table("alert_threads").create(
                 {"key": str, "cluster": str, "incident": str, "channel": str, "ts": str,
@@ -468,7 +472,40 @@ class AlertDesk:
                 self._close(th)
             else:
                 self._reply(th, f"Alertmanager says *{r.esc(p.name)}* resolved, but stordoc "
-                                f"still sees {r.esc(th.incident)}.")
+                                f"still sees {r.esc(th.incident)}; following it here until "
+                                f"it clears (up to {self.follow_for_s / 60:.0f} min).")
+                self._follow(th)
+
+    def _follow(self, th: AlertThread) -> None:
+        """Re-check every ``follow_every_s`` until the thread's incident is gone (then say
+        it in the thread) or ``follow_for_s`` passed: an alert that resolves before its
+        cause (a flapping rule) still gets its "resolved" when the cause clears."""
+        with self._locks_lock:
+            if th.key in self._following:
+                return
+            self._following.add(th.key)
+
+        def run() -> None:
+            deadline = time.monotonic() + self.follow_for_s
+            try:
+                while time.monotonic() < deadline and not self.stop.wait(self.follow_every_s):
+                    if self.thread(th.key) is None:  # closed meanwhile (watch, an alert)
+                        return
+                    out = self.bot.backend.check_since(th.cluster, time.time(),
+                                                       source="alert")
+                    if out.report.exit_code != 3 and \
+                            th.incident not in {i.id for i in out.incidents}:
+                        with self._lock(th.cluster):
+                            if self.thread(th.key) is not None:
+                                self._reply(th, f":white_check_mark: resolved: stordoc sees "
+                                                f"{r.esc(th.incident)} clear (check at "
+                                                f"{time.strftime('%H:%M:%S')}).")
+                                self._close(th)
+                        return
+            finally:
+                with self._locks_lock:
+                    self._following.discard(th.key)
+        threading.Thread(target=run, name="stordoc-alert-follow", daemon=True).start()
 
     # -------------------------------------------------------------- watch
     def sync(self, cluster: str, out: CheckOutcome) -> tuple[int, int]:

@@ -772,6 +772,7 @@ class StordocBot:
                                         r.context(r.clip(self.redactor.text(closing), 2900))])
 
     def close(self) -> None:
+        self.desk.stop.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -122,6 +123,11 @@ class AlertChain:
             raise LabError("alerts", f"{CEPH_RULES} is missing: install the Debian package "
                                      "ceph-prometheus-alerts (bash scripts/setup does)")
         self.dir.mkdir(parents=True, exist_ok=True)
+        # a fresh start: Alertmanager's notification log would otherwise remember what it
+        # sent to the same receiver before and stay silent (repeat_interval), and
+        # Prometheus would restore old alert state; both directories are this chain's own
+        for d in ("am-data", "prom-data"):
+            shutil.rmtree(self.dir / d, ignore_errors=True)
         if not self.token_file.exists():
             self.token_file.write_text(secrets.token_hex(24) + "\n")
         self.token_file.chmod(0o600)
