@@ -230,10 +230,17 @@ echo "@@end"
 # Positional args: device paths (block devices or loop image files). See module docstring.
 IDENTITY_SCRIPT = r"""
 for dev in "$@"; do
+  echo "@@dev $dev"
+  if [ ! -f "$dev" ] && [ "$(head -c 22 -- "$dev" 2>/dev/null)" = "bluestore block device" ]; then
+    echo "bluestore 1"
+    if command -v ceph-bluestore-tool >/dev/null 2>&1; then
+      printf 'label '; ceph-bluestore-tool show-label --dev "$dev" 2>/dev/null | tr -d '\n'; echo
+    fi
+    continue
+  fi
   t=$(mktemp -d /tmp/stordoc-id.XXXXXX) || continue
   opts=ro,norecovery,nodev,nosuid,noexec
   if [ -f "$dev" ]; then opts=loop,$opts; fi
-  echo "@@dev $dev"
   if [ ! -f "$dev" ] && command -v blkid >/dev/null 2>&1; then
     fs=$(blkid -p -s TYPE -o value -- "$dev" 2>/dev/null)
     if [ "$fs" != xfs ]; then echo "error not xfs (${fs:-unknown})"; rmdir -- "$t"; continue; fi
@@ -474,6 +481,30 @@ def parse_ps_swift(lines: Iterable[str]) -> list[Daemon]:
     return out
 
 
+def parse_bluestore_label(text: str) -> dict[str, DeviceIdentity]:
+    """``ceph-bluestore-tool show-label`` JSON (device -> label) -> identities.
+
+    The label's ``osd_key`` is a secret: only whether it is there is kept."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    out: dict[str, DeviceIdentity] = {}
+    if not isinstance(data, dict):
+        return out
+    for dev, lab in data.items():
+        if not isinstance(lab, dict):
+            continue
+        who = str(lab.get("whoami", ""))
+        out[str(dev)] = DeviceIdentity(
+            device=str(dev), whoami=int(who) if who.isdigit() else None,
+            ceph_fsid=lab.get("ceph_fsid") or None, osd_fsid=lab.get("osd_uuid") or None,
+            kind="bluestore",
+            activatable=bool(lab.get("osd_key")) and lab.get("ready") == "ready"
+            and lab.get("description", "main") == "main")
+    return out
+
+
 def parse_identities(text: str) -> dict[str, DeviceIdentity | str]:
     """device -> identity, or an error string when it could not be read."""
     out: dict[str, DeviceIdentity | str] = {}
@@ -489,6 +520,10 @@ def parse_identities(text: str) -> dict[str, DeviceIdentity | str]:
                 err = v
             else:
                 vals[k] = v.strip()
+        if vals.get("bluestore") == "1":
+            got = parse_bluestore_label(vals.get("label", "")).get(dev)
+            out[dev] = got if got is not None else "BlueStore label unreadable"
+            continue
         if err and not vals:
             out[dev] = err
             continue
@@ -585,7 +620,7 @@ def _candidates(plan: HostPlan, mounts: Sequence[Mount], devs: Sequence[_Dev],
             add(src)  # a block device path, or a loop image not attached anywhere
     if not out:
         for d in free:
-            if d.dev.fstype in (None, "", "xfs") and d.dev.size > 0:
+            if d.dev.fstype in (None, "", "xfs", "ceph_bluestore") and d.dev.size > 0:
                 add(d.dev.path)
     return out
 

@@ -1026,10 +1026,10 @@ key = {{ value = "{SWIFT_KEY}" }}
             return (f"swift-{server}-server stopped (port {getattr(self.ports, server)} on "
                     "every lab host)")
         if scenario in ("osd-unmounted", "osd-not-activated"):
-            want = "xfs" if scenario == "osd-unmounted" else "raw"
-            mine = [i for i, k in enumerate(self.kinds) if k == want]
+            kind_wanted = "xfs" if scenario == "osd-unmounted" else "raw"
+            mine = [i for i, k in enumerate(self.kinds) if k == kind_wanted]
             if osd not in mine:
-                raise ValueError(f"{scenario} needs a {want} OSD; this lab's are "
+                raise ValueError(f"{scenario} needs a {kind_wanted} OSD; this lab's are "
                                  f"{', '.join(f'osd.{i}' for i in mine) or 'none'} "
                                  f"(layout {self.layout})")
             step = f"break {scenario} osd.{osd}"
@@ -1040,7 +1040,7 @@ key = {{ value = "{SWIFT_KEY}" }}
             if out:
                 self.ceph("osd", "out", str(osd), step=step)
             what = "tmpfs unmounted (as after a reboot whose activation did not run)" \
-                if want == "raw" else "unmounted"
+                if kind_wanted == "raw" else "unmounted"
             return (f"osd.{osd} stopped and {self.osd_dir(osd)} {what}"
                     + (", marked out" if out else ""))
         if scenario == "cache-tier-misconfigured":
