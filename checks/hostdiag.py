@@ -138,6 +138,7 @@ class OsdDiagnosis:
     fstab_active: tuple[FstabLine, ...] = ()
     fstab_commented: tuple[FstabLine, ...] = ()
     units: tuple[UnitState, ...] = ()  # when systemd runs
+    cluster_fsid: str = ""
 
     @property
     def device(self) -> str | None:
@@ -159,7 +160,14 @@ class OsdDiagnosis:
             raw = (line.raw or f"#{line.device} {line.mountpoint}").strip()
             return (f"the fstab line for {self.data_dir} on {self.host} is commented out on "
                     f"purpose ({raw}): someone disabled this disk")
-        if self.state in (OsdHostState.UNMOUNTED, OsdHostState.NOT_ACTIVATED):
+        if self.state in (OsdHostState.UNMOUNTED, OsdHostState.NOT_ACTIVATED,
+                          OsdHostState.MISSING):
+            if not self.matches:
+                seen = "; seen: " + ", ".join(
+                    f"{i.device} (whoami {i.whoami}, fsid {i.ceph_fsid})"
+                    for i in self.foreign) if self.foreign else ""
+                return (f"no device on {self.host} names osd.{self.osd_id} of cluster "
+                        f"{self.cluster_fsid}{seen}")
             if len(self.matches) > 1:
                 return (f"several devices on {self.host} name osd.{self.osd_id}: "
                         f"{', '.join(i.device for i in self.matches)}; pick the right one "
@@ -273,7 +281,8 @@ def diagnose_osd(facts: HostFacts, osd: OsdState, cluster_fsid: str, now: float 
     units = tuple(u for u in facts.units if u.osd_id == osd.id)
     return OsdDiagnosis(osd.id, facts.name, d, flavour, tuple(fev), state, mount, populated,
                         running, daemon.pid if daemon else None, matches, foreign,
-                        tuple(devices), tuple(errs), tuple(active), tuple(commented), units)
+                        tuple(devices), tuple(errs), tuple(active), tuple(commented), units,
+                        cluster_fsid)
 
 
 # --------------------------------------------------------------------------- Swift

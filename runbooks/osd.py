@@ -212,17 +212,14 @@ class OsdActivate(Runbook):
         if dg.state is OsdHostState.UNMOUNTED:
             raise Refused(f"osd.{osd.id} on {ht.name} has an XFS data partition: use "
                           "osd-remount")
+        if not dg.matches and dg.foreign:
+            f0 = dg.foreign[0]
+            raise Refused(f"{f0.device} on {ht.name} names osd.{osd.id} of another cluster "
+                          f"({f0.ceph_fsid}; this cluster is {ceph.fsid}): refusing to "
+                          "activate it")
         why = dg.refusal()
         if why:
             raise Refused(why)
-        if not dg.matches:
-            if dg.foreign:
-                f0 = dg.foreign[0]
-                raise Refused(f"{f0.device} on {ht.name} names osd.{osd.id} of another cluster "
-                              f"({f0.ceph_fsid}; this cluster is {ceph.fsid}): refusing to "
-                              "activate it")
-            raise Refused(f"no device on {ht.name} carries a BlueStore label or LV tags "
-                          f"naming osd.{osd.id} of cluster {ceph.fsid}")
         m = dg.matches[0]
         if not m.activatable:
             what = "LV is not active" if m.kind == "lvm" else \
