@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from storage.deploy import parse_lvs, parse_systemd
 from storage.model import (
     BlockDevice,
     CephState,
@@ -201,6 +202,22 @@ echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
 echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-server'
 echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
+echo "@@lvs"
+if command -v lvs >/dev/null 2>&1; then
+  LVM_SUPPRESS_FD_WARNINGS=1 lvs --reportformat json -o lv_path,lv_name,vg_name,lv_tags,lv_active,devices 2>/dev/null
+fi
+echo "@@systemd"
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  units=$(systemctl list-units --all --plain --no-legend --no-pager 'ceph-osd@*' 'ceph-volume@*' 'ceph-*@osd.*' 2>/dev/null | awk '{print $1}')
+  if [ -n "$units" ]; then
+    systemctl show --no-pager -p Id,ActiveState,SubState,Result,StateChangeTimestamp $units 2>/dev/null
+    for u in $units; do
+      if [ "$(systemctl is-failed -- "$u" 2>/dev/null)" = failed ]; then
+        echo "@@journal $u"; journalctl -u "$u" -n 20 --no-pager -q -o short-iso 2>/dev/null
+      fi
+    done
+  fi
+fi
 while [ $# -gt 0 ]; do
   case $1 in
     osd)
@@ -548,8 +565,8 @@ class HostPlan:
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
-def osd_data_dir(t: HostTarget, cluster: str, osd_id: int) -> str:
-    return t.osd_data_dir.format(cluster=cluster, id=osd_id)
+def osd_data_dir(t: HostTarget, cluster: str, osd_id: int, fsid: str = "") -> str:
+    return t.osd_data_dir.format(cluster=cluster, id=osd_id, fsid=fsid)
 
 
 def plan_for(target: ClusterTarget, host: HostTarget, ceph: CephState | None,
@@ -559,9 +576,9 @@ def plan_for(target: ClusterTarget, host: HostTarget, ceph: CephState | None,
     if ceph is not None:
         for o in sorted(ceph.osds, key=lambda o: o.id):
             if o.host == host.name and o.exists:
-                pidf = host.osd_pid_file.format(id=o.id, cluster=cl) if host.osd_pid_file \
-                    else None
-                osds.append((o.id, osd_data_dir(host, cl, o.id), pidf))
+                pidf = host.osd_pid_file.format(id=o.id, cluster=cl, fsid=ceph.fsid) \
+                    if host.osd_pid_file else None
+                osds.append((o.id, osd_data_dir(host, cl, o.id, ceph.fsid), pidf))
     devs: list[tuple[str, str]] = []
     if swift is not None and host.swift_devices_dir:
         seen: set[str] = set()
@@ -693,13 +710,18 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                or re.sub(r"p?\d+$", "", e.device) in kept_names
                or any(k.startswith(e.device) for k in kept_names))
     listeners = parse_listeners(sec.get("listen", [])) if "listen" in sec else None
+    mine = {o[0] for o in plan.osds}
+    lvm = tuple(v for v in parse_lvs("\n".join(sec.get("lvs", []))) if v.osd_id in mine)
+    journals = {k[len("journal "):]: v for k, v in sec.items() if k.startswith("journal ")}
+    units = tuple(u for u in parse_systemd(sec.get("systemd", []), journals)
+                  if u.osd_id in mine)
     facts = HostFacts(name=t.name, address=t.address, mounts=mounts, block_devices=bdevs,
                       fstab=fstab, daemons=tuple(daemons), listeners=listeners,
                       swift_processes=tuple(parse_ps_swift(sec.get("swiftps", []))),
                       io_errors=io, dirs=dirs,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
-                      swift_dirs=dict(plan.swift))
+                      swift_dirs=dict(plan.swift), lvm_volumes=lvm, units=units)
     labels = {d.dev.path: d.label for d in devs if d.label}
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label
     return facts, cand, labels

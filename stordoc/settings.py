@@ -63,7 +63,7 @@ def check_template(template: str, fields: frozenset[str]) -> str:
 
 
 OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
-OSD_PATH_FIELDS = frozenset({"id", "cluster"})
+OSD_PATH_FIELDS = frozenset({"id", "cluster", "fsid"})
 OSD_ACTIVATE_FIELDS = frozenset({"id", "conf", "cluster", "device", "osd_fsid", "fsid"})
 
 

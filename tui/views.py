@@ -179,7 +179,7 @@ def osd_data_dir(target: ClusterTarget | None, host: str | None, osd_id: int) ->
     ht = _host_target(target, host)
     if ht is None:
         return None
-    return ht.osd_data_dir.format(cluster=target.ceph_cluster_name, id=osd_id)
+    return ht.osd_data_dir.format(cluster=target.ceph_cluster_name, id=osd_id, fsid="{fsid}")
 
 
 _HOST_CACHE: dict[tuple[int, str], object] = {}
