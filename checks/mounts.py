@@ -49,6 +49,14 @@ SWIFT_CODES = (
              "The fstab line for a Swift device is commented out (drive-audit or by hand)."),
 )
 
+def _telling(log: tuple[str, ...]) -> str:
+    """The log line that says why: the last one not written by systemd itself."""
+    for ln in reversed(log):
+        if "systemd[1]:" not in ln:
+            return ln.strip()
+    return log[-1].strip()
+
+
 def _host_osds(snap: ClusterSnapshot, facts: HostFacts) -> Iterator[OsdState]:
     assert snap.ceph is not None
     for o in snap.ceph.osds:
@@ -145,7 +153,7 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                     "OSD_UNIT_FAILED", Severity.CRIT if down else Severity.WARN, o.name,
                     f"{u.unit} on {hname} failed ({u.result or u.sub_state}"
                     + (f", since {u.since}" if u.since else "") + ")"
-                    + (f": {u.log_tail[-1].strip()}" if u.log_tail else ""),
+                    + (f": {_telling(u.log_tail)}" if u.log_tail else ""),
                     dict(base_ev, unit=u.unit, result=u.result, since=u.since,
                          log_tail=list(u.log_tail)),
                     runbook=dg.runbook() if down else None,

@@ -55,12 +55,13 @@ def _start_argv(d: Draft, ht: HostTarget, osd_id: int) -> list[str]:
                          f"host {ht.name} osd_start")
 
 
-def _start_and_up(d: Draft, ht: HostTarget, osd: OsdState, running: bool) -> None:
+def _start_and_up(d: Draft, ht: HostTarget, osd: OsdState, running: bool,
+                  argv: list[str] | None = None) -> None:
     if running:
         d.warnings.append(f"a ceph-osd process for osd.{osd.id} already runs on {ht.name}; "
                           "only waiting for it to come up")
     else:
-        d.host(f"start the osd.{osd.id} daemon", ht.name, _start_argv(d, ht, osd.id))
+        d.host(f"start the osd.{osd.id} daemon", ht.name, argv or _start_argv(d, ht, osd.id))
     d.wait(f"wait until osd.{osd.id} is up", f"ceph osd dump: wait until osd.{osd.id} is up",
            osd_up_probe(osd.id))
     if not osd.in_:
@@ -179,12 +180,15 @@ class OsdRemount(Runbook):
 
 
 def _activate_argv(d: Draft, ht: HostTarget, dg: OsdDiagnosis, ceph: CephState) -> list[str]:
-    m = dg.matches[0]
+    m = dg.matches[0] if dg.matches else None
     conf = d.ctx.target.ceph.conf if d.ctx.target.ceph else ""
     values = {"id": dg.osd_id, "conf": conf, "cluster": d.ctx.target.ceph_cluster_name,
-              "device": m.device, "osd_fsid": m.osd_fsid or "", "fsid": ceph.fsid}
+              "device": m.device if m else "", "osd_fsid": (m.osd_fsid if m else "") or "",
+              "fsid": ceph.fsid}
     if dg.flavour is Flavour.CEPHADM:
         return fill_template(ht.osd_start_cephadm, values, f"host {ht.name} osd_start_cephadm")
+    if m is None:
+        raise Refused(f"no device names osd.{dg.osd_id}")
     if dg.flavour is Flavour.LVM or m.kind == "lvm":
         if not m.osd_fsid:
             raise Refused(f"the LV tags of osd.{dg.osd_id} carry no ceph.osd_fsid")
@@ -273,7 +277,9 @@ class OsdStart(Runbook):
                           f"(pid {dg.pid}) but the OSD is down: read its log before "
                           "restarting it")
         d.params.update(host=ht.name, data_dir=data_dir)
-        _start_and_up(d, ht, osd, False)
+        # cephadm runs the OSD in its container unit, not ceph-osd@N
+        argv = _activate_argv(d, ht, dg, ceph) if dg.flavour is Flavour.CEPHADM else None
+        _start_and_up(d, ht, osd, False, argv)
         d.verify_codes = ("OSD_DAEMON_STOPPED", *OSD_CODES)
         d.verify_entities = (f"osd.{osd.id}",)
         d.verify_host_facts = True

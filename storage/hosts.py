@@ -432,7 +432,9 @@ def parse_io_errors(lines: Iterable[str], now: float, window_s: float) -> tuple[
     return tuple(out)
 
 
-_OSD_ARG_RE = re.compile(r"(?:^|\s)(?:-i|--id)(?:\s+|=)(\d+)(?:\s|$)")
+# ``-i N`` / ``--id N``, or ``-n osd.N`` / ``--name osd.N`` (cephadm's containers)
+_OSD_ARG_RE = re.compile(r"(?:^|\s)(?:(?:-i|--id)(?:\s+|=)|(?:-n|--name)(?:\s+|=)osd\.)"
+                         r"(\d+)(?:\s|$)")
 
 
 _CLUSTER_ARG_RE = re.compile(r"(?:^|\s)--cluster(?:\s+|=)(\S+)")
