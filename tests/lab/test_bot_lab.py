@@ -98,7 +98,7 @@ def test_unknown_osd_named_and_unauthorized_refused(h: BotHarness, lab: Lab) -> 
     h.slack.slash("fix osd-start osd.1", STRANGER)
     h.wait_post("is not allowed", ("chat.postEphemeral",))
     h.slack.slash("osd tree", VIEWER)
-    tree = h.wait_post("3 OSDs", timeout=60)
+    tree = h.wait_post(f"{lab.n_osds} OSDs", timeout=60)
     assert "*node2*" in all_text(tree) and "`osd.1`" in all_text(tree)
 
 

@@ -174,7 +174,7 @@ def test_status_reports_processes_and_health(lab: Lab) -> None:
     assert all(st["processes"].values())
     assert st["ceph_health"] == "HEALTH_OK"
     assert st["swift_healthcheck"] is True
-    assert st["osds_up_in"] == (3, 3)
+    assert st["osds_up_in"] == (lab.n_osds, lab.n_osds)
 
 
 def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: Lab) -> None:

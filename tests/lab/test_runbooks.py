@@ -249,6 +249,11 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
 
     wait_health(lab, "HEALTH_OK")
     request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
+    # with a fourth OSD on its own host the data of an out OSD is recovered elsewhere:
+    # hold recovery so that the PGs stay unclean for the pool-pg-num refusal below
+    for flag in ("nobackfill", "norecover"):
+        lab.ceph("osd", "set", flag)
+        request.addfinalizer(lambda f=flag: lab.ceph("osd", "unset", f))  # type: ignore[misc]
     lab.break_("osd-unmounted", osd=1, out=True)
     before = state(lab)
     # no confirmation, no terminal: refused, nothing run
