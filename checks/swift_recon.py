@@ -120,6 +120,12 @@ RECON_CODES = (
     CodeInfo("SWIFT_REPLICATION_STALE", Severity.WARN,
              "A server's replicator has not completed a pass for longer than the threshold "
              "(crit above the second threshold)."),
+    CodeInfo("SWIFT_REPLICATION_NEVER", Severity.WARN,
+             "A server's recon reports no completed replication pass at all (null stats: "
+             "the replicator never ran, or writes another recon cache)."),
+    CodeInfo("SWIFT_REPLICATOR_NOT_RUNNING", Severity.WARN,
+             "Over SSH, a host runs a storage server but not its replicator: replication "
+             "has stopped there (its age only grows from now on)."),
     CodeInfo("SWIFT_REPLICATION_FAILURES", Severity.WARN,
              "The last replication pass of a server counted failures above the threshold."),
     CodeInfo("SWIFT_ASYNC_PENDING", Severity.WARN,
@@ -229,6 +235,13 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
     ep = f"{r.ip}:{r.port}"
     out: list[Finding] = []
     rep = replication(r)
+    if rep is not None and rep["last"] is None:
+        out.append(Finding(
+            "SWIFT_REPLICATION_NEVER", Severity.WARN, ent,
+            f"{r.server} replication on {ep} has never completed a pass (recon's "
+            f"replication/{r.server} is null: is swift-{r.server}-replicator running, and "
+            "with this server's recon_cache_path?)",
+            {"replication": r.raw.get(f"replication/{r.server}")}))
     if rep is not None and isinstance(rep["last"], float):
         age = max(0.0, now - rep["last"])
         if age > th.swift_replication_age_warn_s:
@@ -382,6 +395,29 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
     return out
 
 
+def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list[Finding]:
+    """SWIFT_REPLICATOR_NOT_RUNNING for one answering server (pure): its host, seen over
+    SSH, runs ``swift-<server>-server`` but no ``swift-<server>-replicator``."""
+    if r.error_kind is not None or not snap.host_facts_collected:
+        return []
+    hname, facts = _host_for(snap, r.ip)
+    if facts is None or facts.error:
+        return []
+    kinds = {d.kind for d in facts.swift_processes if d.running}
+    if f"swift-{r.server}-server" not in kinds or f"swift-{r.server}-replicator" in kinds:
+        return []
+    rep = replication(r)
+    last = rep["last"] if rep else None
+    since = f"; its last pass completed {_age_h(max(0.0, now - last))} ago" \
+        if isinstance(last, float) else "; no pass has ever completed"
+    return [Finding(
+        "SWIFT_REPLICATOR_NOT_RUNNING", Severity.WARN, server_entity(r.server, r.ip, r.port),
+        f"swift-{r.server}-replicator is not running on {hname} ({r.ip}) beside its "
+        f"{r.server} server{since}: replication has stopped there",
+        {"host": hname, "ip": r.ip, "server": r.server, "last": last,
+         "processes": sorted(kinds)})]
+
+
 @check("swift-recon", codes=RECON_CODES, needs=("swift",))
 def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
@@ -391,6 +427,7 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     for r in sorted(sw.recon, key=lambda h: (_SERVER_PREF.get(h.server, 3), h.ip, h.port)):
         if r.error_kind is None:
             out.extend(host_findings(r, ctx, sw.history, node_level=r.ip not in nodes))
+            out.extend(replicator_findings(r, snap, ctx.now or time.time()))
             nodes.add(r.ip)
     out.extend(fill_findings(sw, ctx))
     return out

@@ -39,7 +39,8 @@ CODES = (
     CodeInfo("SWIFT_BUILDER_RING_MISMATCH", Severity.WARN,
              "ring.gz and its builder disagree (or one is missing/unreadable)."),
     CodeInfo("SWIFT_RING_MD5_MISMATCH", Severity.CRIT,
-             "A storage server serves a ring that differs from the local one."),
+             "A storage server serves a ring that differs from the local one.",
+             "swift-ring-push"),
     CodeInfo("SWIFT_CONF_MD5_MISMATCH", Severity.CRIT,
              "swift.conf differs between servers (hash prefix/suffix must be identical)."),
     CodeInfo("SWIFT_MIN_PART_HOURS", Severity.INFO,
@@ -173,6 +174,7 @@ def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     for ring in sw.rings:
         out.extend(ring_findings(ring, ctx))
     local = {os.path.basename(p): m for p, m in sw.local_ring_md5.items()}
+    matches = {f"{r.kind}.ring.gz": r.builder_matches_ring for r in sw.rings}
     confs: dict[str, list[str]] = {}
     for r in sw.recon:
         ep = f"{r.ip}:{r.port}"
@@ -180,11 +182,17 @@ def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
             name = os.path.basename(path)
             want = local.get(name)
             if want and md5 and md5 != want:
+                kind = name.split('.ring.gz')[0]
+                m = matches.get(name)
+                built = " (the builder's)" if m is True else \
+                    " (which differs from the builder)" if m is False else ""
                 out.append(Finding(
-                    "SWIFT_RING_MD5_MISMATCH", Severity.CRIT,
-                    f"{name.split('.ring.gz')[0]} ring {ep}",
-                    f"{r.server} server {ep} has {name} md5 {md5}, local {want}",
-                    {"server": ep, "file": path, "md5": md5, "local_md5": want}))
+                    "SWIFT_RING_MD5_MISMATCH", Severity.CRIT, f"{kind} ring {ep}",
+                    f"{r.server} server {ep} reads {path} with md5 {md5}, not the local "
+                    f"{want}{built}: it serves an older or other ring",
+                    {"server": ep, "file": path, "md5": md5, "local_md5": want,
+                     "local_matches_builder": matches.get(name)},
+                    runbook="swift-ring-push", target=kind))
         if r.ringmd5 and r.error_kind is None:
             have = {os.path.basename(p) for p in r.ringmd5}
             for name, want in sorted(local.items()):

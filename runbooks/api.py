@@ -299,7 +299,8 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         run_id = audit.start_run(ctx.cluster, plan.runbook, plan.target, ctx.user, ctx.source,
                                  plan.to_dict(), confirmed_by=confirmed_by)
         _emit(on_event, RunEvent("plan", None, plan.runbook, "\n".join(plan.lines())))
-        if any(isinstance(s.op, HostOp) for s in plan.steps):
+        if any(isinstance(s.op, HostOp) or (isinstance(s.op, PyOp) and s.op.remote)
+               for s in plan.steps):
             runner = ctx.runner
             if runner is None:
                 runner = _default_runner(ctx)
@@ -502,6 +503,10 @@ class _NoRunner:
     """Stands in when a plan has no host steps; any host call is a bug."""
 
     def run(self, host: str, argv: Any, timeout_s: float = 30.0) -> Any:
+        raise HostUnreachable(host, "no runner configured for this plan")
+
+    def put(self, host: str, local_path: str, remote_path: str,
+            timeout_s: float = 60.0) -> None:
         raise HostUnreachable(host, "no runner configured for this plan")
 
     def close(self) -> None:

@@ -70,6 +70,12 @@ class Draft:
               timeout_s: float | None = None) -> int:
         return self._add(title, "local", PyOp(describe, fn), timeout_s, None)
 
+    def remote(self, title: str, host: str, describe: str, fn: Probe,
+               timeout_s: float | None = None) -> int:
+        """A step that talks to ``host`` through ``env.runner`` with logic between the
+        commands (each one still an argv list)."""
+        return self._add(title, host, PyOp(describe, fn, remote=True), timeout_s, None)
+
 
 class Runbook:
     """Subclass and register with ``@register``. ``build`` must not change anything."""

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from runbooks.base import (
@@ -249,6 +250,9 @@ class SwiftRingRebalance(Runbook):
         if left > 0:
             raise Refused(f"inside min_part_hours: {left} s left before partitions may move "
                           "again")
+        blocked = plan.params.get("distribution_blocked")
+        if blocked:
+            raise Refused(f"the new ring could not reach every server: {blocked}")
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         if not RING_KIND_RE.match(target):
@@ -316,6 +320,222 @@ class SwiftRingRebalance(Runbook):
                 f"cp -p {builder_path} {ring_path} {backup_dir}/", backup)
         d.local(f"rebalance the {target} ring and write {os.path.basename(ring_path)}",
                 f"swift-ring-builder {builder_path} rebalance --seed {REBALANCE_SEED}", apply)
-        d.warnings.append(f"after applying, copy {ring_path} to every Swift node")
-        d.verify_codes = self.info.fixes
-        d.verify_entities = (f"{target} ring",)
+        ents: list[str] = []
+        try:
+            if swift.recon:  # no storage server in the rings: nothing to copy to
+                ents = plan_distribution(d, snap, target, ring_path, None)
+            else:
+                d.warnings.append("no storage server to copy the new ring to")
+        except Refused as e:
+            d.params["distribution_blocked"] = str(e)
+            d.warnings.append(f"{e}: applying is refused until every server answers")
+        d.verify_codes = (*self.info.fixes, "SWIFT_RING_MD5_MISMATCH")
+        d.verify_entities = (f"{target} ring", *ents)
+
+
+# --------------------------------------------------------------------------- ring push
+
+RING_FILE_RE = re.compile(r"^(object(-\d{1,4})?|account|container)\.ring\.gz$")
+
+
+@dataclass(frozen=True)
+class RingDest:
+    """One ring file a storage server reads on a configured host, as recon reported it."""
+
+    host: str
+    path: str
+    md5: str | None  # what recon reported when the plan was made
+    servers: tuple[str, ...]  # "object 127.0.0.2:6200", ...
+
+
+def ring_destinations(snap: ClusterSnapshot, hosts: Any, file_name: str
+                      ) -> tuple[list[RingDest], list[str]]:
+    """Every (host, path) where an answering server reads ``file_name`` (from
+    ``/recon/ringmd5``), and the problems that keep a push from reaching every server:
+    servers that do not answer recon, or whose address is no configured host."""
+    swift = _need_swift(snap)
+    by_addr = {h.address: h.name for h in hosts}
+    found: dict[tuple[str, str], tuple[str | None, list[str]]] = {}
+    problems: list[str] = []
+    for r in swift.recon:
+        who = f"{r.server} {r.ip}:{r.port}"
+        if r.error_kind is not None:
+            problems.append(f"{who} does not answer recon ({r.error_kind}): where it reads "
+                            "its rings is unknown")
+            continue
+        paths = [p for p in r.ringmd5 if os.path.basename(p) == file_name]
+        if not paths:
+            continue
+        host = by_addr.get(r.ip)
+        if host is None:
+            problems.append(f"{who} is on no configured host: cannot copy to it")
+            continue
+        for p in paths:
+            md5, servers = found.get((host, p), (r.ringmd5.get(p), []))
+            servers.append(who)
+            found[(host, p)] = (md5, servers)
+    dests = [RingDest(h, p, md5, tuple(s)) for (h, p), (md5, s) in sorted(found.items())]
+    return dests, problems
+
+
+def _remote_md5(env: StepEnv, host: str, path: str) -> tuple[str | None, str]:
+    """(md5 or None when the file is absent, error text when md5sum failed otherwise)."""
+    r = env.runner.run(host, ["md5sum", "--", path], timeout_s=30)
+    if r.ok and r.stdout.split():
+        return r.stdout.split()[0], ""
+    if "No such file" in r.stderr:
+        return None, ""
+    return None, f"md5sum {path} on {host} failed: {r.stderr.strip() or r.rc}"
+
+
+def push_commands(local: str, dest: str, suffix: str) -> list[list[str]]:
+    """The argv lists one copy runs on the host (SFTP put between the cp and the md5sum)."""
+    tmp, bak = f"{dest}.{suffix}.tmp", f"{dest}.{suffix}.bak"
+    return [["md5sum", "--", dest], ["cp", "-p", "--", dest, bak],
+            ["sftp-put", local, tmp], ["md5sum", "--", tmp], ["mv", "-f", "--", tmp, dest],
+            ["md5sum", "--", dest]]
+
+
+def push_step(local: str, host: str, dests: list[RingDest], suffix: str,
+              expect_md5: str | None) -> Any:
+    """Copy ``local`` over each destination on ``host``: only a file whose md5 is still the
+    one recon reported at plan time (or already the new one), a backup first, the md5
+    checked after the copy and again after the rename."""
+
+    def step(env: StepEnv) -> tuple[bool, str]:
+        from storage.swift import file_md5
+
+        new = file_md5(local)
+        if new is None:
+            return False, f"cannot read {local}"
+        if expect_md5 is not None and new != expect_md5:
+            return False, f"{local} changed since the plan (md5 {new}, planned {expect_md5})"
+        said: list[str] = []
+        for d in dests:
+            cur, err = _remote_md5(env, host, d.path)
+            if err:
+                return False, "; ".join([*said, err])
+            if cur == new:
+                said.append(f"{d.path}: already {new}")
+                continue
+            if cur != d.md5:
+                return False, "; ".join([*said, (
+                    f"{d.path} on {host} has md5 {cur} but {d.md5} when planned: not "
+                    "replacing a file stordoc did not plan to replace")])
+            tmp, bak = f"{d.path}.{suffix}.tmp", f"{d.path}.{suffix}.bak"
+            if cur is not None:
+                r = env.runner.run(host, ["cp", "-p", "--", d.path, bak], timeout_s=30)
+                if not r.ok:
+                    return False, "; ".join([*said, f"backup {bak} failed: {r.stderr.strip()}"])
+            try:
+                env.runner.put(host, local, tmp)
+            except OSError as e:
+                return False, "; ".join([*said, f"copy to {host}:{tmp} failed: {e}"])
+            got, err = _remote_md5(env, host, tmp)
+            if got != new:
+                env.runner.run(host, ["rm", "-f", "--", tmp], timeout_s=30)
+                return False, "; ".join([*said, f"{host}:{tmp} has md5 {got} after the copy, "
+                                         f"not {new} ({err or 'removed'})"])
+            r = env.runner.run(host, ["mv", "-f", "--", tmp, d.path], timeout_s=30)
+            if not r.ok:
+                return False, "; ".join([*said, f"mv {tmp} failed: {r.stderr.strip()}"])
+            got, err = _remote_md5(env, host, d.path)
+            if got != new:
+                return False, "; ".join([*said, f"{host}:{d.path} has md5 {got} after the "
+                                         f"rename, not {new} {err}".strip()])
+            said.append(f"{d.path}: {cur or 'absent'} -> {new}"
+                        + (f" (backup {bak})" if cur is not None else ""))
+        return True, "; ".join(said)
+
+    return step
+
+
+def ring_md5_probe(endpoints: list[tuple[str, int, str]], local: str, file_name: str,
+                   timeout_s: float) -> Any:
+    """A WaitOp probe: every storage server's recon reports the local ring's md5."""
+
+    def probe(env: StepEnv) -> tuple[bool, str]:
+        from storage.swift import fetch_recon, file_md5
+
+        want = file_md5(local)
+        for ip, port, server in endpoints:
+            r = fetch_recon(ip, port, server, timeout_s, full=False)
+            if r.error_kind is not None:
+                return False, f"{server} {ip}:{port}: {r.error_kind}: {r.error}"
+            got = {m for p, m in r.ringmd5.items() if os.path.basename(p) == file_name}
+            if got != {want}:
+                return False, (f"{server} {ip}:{port} reports {file_name} md5 "
+                               f"{', '.join(sorted(str(g) for g in got)) or 'none'}, "
+                               f"want {want}")
+        return True, f"{len(endpoints)} server(s) report {file_name} md5 {want}"
+
+    return probe
+
+
+def plan_distribution(d: Draft, snap: ClusterSnapshot, kind: str, local: str,
+                      expect_md5: str | None) -> list[str]:
+    """Add the copy steps (one per host) and the recon wait for ring ``kind``; returns
+    the entities whose SWIFT_RING_MD5_MISMATCH the run clears. Refused when a server is
+    out of reach (the push could not be verified everywhere)."""
+    swift = _need_swift(snap)
+    file_name = f"{kind}.ring.gz"
+    dests, problems = ring_destinations(snap, d.ctx.target.hosts, file_name)
+    if problems:
+        raise Refused(f"cannot distribute {file_name} to every server: {problems[0]}"
+                      + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    if not dests:
+        raise Refused(f"no storage server reports {file_name} in /recon/ringmd5")
+    if expect_md5 is not None:  # files that already hold it are left alone (and said so)
+        current = [x for x in dests if x.md5 == expect_md5]
+        dests = [x for x in dests if x.md5 != expect_md5]
+        d.params["already_current"] = [f"{x.host}:{x.path}" for x in current]
+    suffix = f"stordoc-{int(time.time())}"
+    hosts = sorted({x.host for x in dests})
+    for host in hosts:
+        mine = [x for x in dests if x.host == host]
+        lines = [" ".join(argv) for x in mine for argv in push_commands(local, x.path, suffix)]
+        d.remote(f"copy {file_name} to {host} ({len(mine)} file(s), backup, md5 checked)",
+                 host, "; ".join(lines), push_step(local, host, mine, suffix, expect_md5))
+    endpoints = sorted({(r.ip, r.port, r.server) for r in swift.recon})
+    timeout = d.ctx.target.swift.recon_timeout_s if d.ctx.target.swift else 5.0
+    d.wait(f"wait until every server's recon reports the new {file_name}",
+           "GET " + " ".join(f"http://{ip}:{p}/recon/ringmd5" for ip, p, _ in endpoints),
+           ring_md5_probe(endpoints, local, file_name, timeout))
+    d.params.setdefault("distribution", []).extend(
+        {"host": x.host, "path": x.path, "md5_before": x.md5} for x in dests)
+    return [f"{kind} ring {ip}:{p}" for ip, p, _ in endpoints]
+
+
+@register
+class SwiftRingPush(Runbook):
+    info = RunbookInfo(
+        "swift-ring-push",
+        "Copy the local ring.gz to every server that reads an older one (SFTP, backup "
+        "first, md5 checked) and wait until recon reports the new md5 everywhere.",
+        ("SWIFT_RING_MD5_MISMATCH",), destructive=False, target_kind="swift-ring",
+        target_help="object, account or container")
+
+    def lock_keys(self, target: str) -> list[str]:
+        return [f"ring {target}"]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        if not RING_KIND_RE.match(target):
+            raise Refused(f"{target!r} is not a ring kind (object, account, container)")
+        swift = _need_swift(snap)
+        ring = swift.ring(target)
+        if ring is None or ring.ring_path is None or ring.ring_md5 is None:
+            raise Refused(f"no {target}.ring.gz in the local swift_dir to push")
+        if ring.builder_matches_ring is False:
+            raise Refused(f"{target}.ring.gz does not match {target}.builder: rebalance or "
+                          "write the ring first (swift-ring-rebalance), then push")
+        stale = [r for r in swift.recon if r.error_kind is None and any(
+            os.path.basename(p) == f"{target}.ring.gz" and m != ring.ring_md5
+            for p, m in r.ringmd5.items())]
+        if not stale:
+            d.warnings.append(f"every answering server already reports {target}.ring.gz "
+                              f"md5 {ring.ring_md5}: nothing to copy")
+        d.params.update(ring=target, ring_file=ring.ring_path, md5=ring.ring_md5,
+                        stale_servers=[f"{r.server} {r.ip}:{r.port}" for r in stale])
+        ents = plan_distribution(d, snap, target, ring.ring_path, ring.ring_md5)
+        d.verify_codes = ("SWIFT_RING_MD5_MISMATCH",)
+        d.verify_entities = tuple(ents)

@@ -174,6 +174,24 @@ class FabricRunner:
         return CommandResult(t.name, tuple(argv), r.exited, r.stdout, r.stderr,
                              time.monotonic() - t0)
 
+    def put(self, host: str, local_path: str, remote_path: str,
+            timeout_s: float = 60.0) -> None:
+        """SFTP ``local_path`` to ``remote_path`` on the host (no shell involved)."""
+        t = self._target(host)
+        if t.name in self._failed:
+            raise HostUnreachable(t.name, self._failed[t.name])
+        with self._lock(t.name):
+            conn = self._connect(t)
+            try:
+                sftp = conn.client.open_sftp()
+            except Exception as e:  # noqa: BLE001  (paramiko.SSHException: no sftp)
+                raise OSError(f"{t.name}: no SFTP: {type(e).__name__}: {e}") from None
+            try:
+                sftp.get_channel().settimeout(timeout_s)
+                sftp.put(local_path, remote_path)
+            finally:
+                sftp.close()
+
     def _drop(self, name: str) -> None:
         conn = self._conns.pop(name, None)
         if conn is not None:
@@ -200,7 +218,7 @@ echo "@@losetup"; losetup -J -l 2>/dev/null
 echo "@@fstab"; cat -- "$fstab" 2>/dev/null
 echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)' | tail -n 300
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
-echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-server'
+echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-(server|replicator)'
 echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
 echo "@@lvs"
 if command -v lvs >/dev/null 2>&1; then
@@ -460,7 +478,7 @@ def parse_ps_osds(lines: Iterable[str], cluster: str = "ceph") -> dict[int, int]
 
 
 _SS_PROC_RE = re.compile(r'\("([^"]*)",pid=(\d+)')
-_SWIFT_PS_RE = re.compile(r"swift-(object|container|account)-server")
+_SWIFT_PS_RE = re.compile(r"swift-(object|container|account)-(server|replicator)")
 
 
 def parse_listeners(lines: Iterable[str]) -> dict[int, tuple[int | None, str]] | None:
@@ -482,7 +500,8 @@ def parse_listeners(lines: Iterable[str]) -> dict[int, tuple[int | None, str]] |
 
 
 def parse_ps_swift(lines: Iterable[str]) -> list[Daemon]:
-    """Swift storage server processes from ``ps -eo pid=,args=`` (ident = the config path)."""
+    """Swift storage server and replicator processes from ``ps -eo pid=,args=`` (ident =
+    the config path; kind ``swift-object-server``, ``swift-object-replicator``...)."""
     out: list[Daemon] = []
     for line in lines:
         parts = line.strip().split(None, 1)
@@ -496,7 +515,7 @@ def parse_ps_swift(lines: Iterable[str]) -> list[Daemon]:
         m = _SWIFT_PS_RE.fullmatch(os.path.basename(words[idx]))
         assert m is not None
         conf = words[idx + 1] if len(words) > idx + 1 else ""
-        out.append(Daemon(f"swift-{m.group(1)}-server", conf, int(parts[0]), True))
+        out.append(Daemon(f"swift-{m.group(1)}-{m.group(2)}", conf, int(parts[0]), True))
     return out
 
 

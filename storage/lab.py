@@ -44,8 +44,9 @@ OSD_BLOCK_BYTES = 10 * 1024**3
 SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
 SCENARIOS = ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured", "pool-few-pgs",
-             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped", "swift-device-full", "swift-quarantine",
-             "swift-async-pending")
+             "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped",
+             "swift-device-full", "swift-quarantine", "swift-async-pending",
+             "swift-replication-stalled", "swift-ring-stale")
 ASYNC_CONTAINER = "stordoc-lab-async"
 ASYNC_OBJECTS = 40  # x 3 replicas = 120 async pendings, above the default warn (100)
 QUARANTINE_CONTAINER = "stordoc-lab-quarantine"
@@ -53,6 +54,11 @@ QUARANTINE_OBJECTS = 4  # x 3 replicas = 12 quarantined, above the default growt
 SWIFT_FILL_FILE = "stordoc-lab-fill"  # at the device's root: no Swift daemon reads it
 SWIFT_FILL_TO = 0.85  # above the default warn (0.80), below crit (0.90)
 SWIFT_SERVERS = ("object", "container", "account")
+# replicators run as daemons (a pass every few seconds) so replication age stays small on a
+# healthy lab; `swift-replication-stalled` stops one of them while objects change
+SWIFT_REPLICATOR_INTERVAL_S = 10
+STALLED_CONTAINER = "stordoc-lab-stalled"
+STALLED_OBJECTS = 8
 CACHE_BASE_POOL = "lab-base"
 CACHE_POOL = "lab-cache"
 FEW_PG_POOL = "lab-fewpg"
@@ -242,6 +248,11 @@ class Lab:
     def swift_node(self) -> Path:
         return self.base / "swift" / "node"
 
+    def ring_dir(self, kind: str) -> Path:
+        """The swift_dir of one storage server (its own copy of the rings), so that one
+        server can run with an older ring.gz than the others (``swift-ring-stale``)."""
+        return self.base / "swift" / "srv" / kind
+
     @property
     def ssh_dir(self) -> Path:
         return self.base / "ssh"
@@ -324,6 +335,7 @@ class Lab:
     def _known_daemons(self) -> list[str]:
         names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
                  "swift-object", "mgr.x"]
+        names += [f"swift-{k}-replicator" for k in SWIFT_SERVERS]
         names += [f"osd.{i}" for i in range(self.n_osds)]
         names.append("mon.a")
         return names
@@ -470,7 +482,7 @@ class Lab:
             "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
             "AllowUsers root@127.*\nMaxStartups 200:30:400\nMaxSessions 50\n"
-            "LogLevel ERROR\nUseDNS no\n")
+            "LogLevel ERROR\nUseDNS no\nSubsystem sftp internal-sftp\n")
         Path("/run/sshd").mkdir(exist_ok=True)
         _run(["/usr/sbin/sshd", "-f", str(sd / "sshd_config"), "-E", str(log)], step,
              log=str(log))
@@ -739,7 +751,7 @@ bind_ip = 0.0.0.0
 bind_port = {port}
 workers = 0
 user = root
-swift_dir = {self.swift_etc}
+swift_dir = {self.ring_dir(kind)}
 devices = {self.swift_node}
 mount_check = true
 # every daemon run on this conf (auditor, updater, recon-cron) writes the lab's cache
@@ -761,6 +773,9 @@ use = egg:swift#recon
 recon_cache_path = {self.base / 'swift' / 'cache'}
 
 [{kind}-replicator]
+interval = {SWIFT_REPLICATOR_INTERVAL_S}
+{"sync_method = ssync" if kind == "object" else ""}
+
 [{kind}-auditor]
 [{kind}-updater]
 """
@@ -795,6 +810,7 @@ recon_cache_path = {self.base / 'swift' / 'cache'}
                 raise LabError(step, p.stdout + p.stderr)
             (self.swift_etc / f"{kind}-server.conf").write_text(
                 self._swift_server_conf(kind, port))
+        self.sync_server_rings()
         (self.swift_etc / "proxy-server.conf").write_text(f"""[DEFAULT]
 bind_ip = 127.0.0.1
 bind_port = {self.ports.proxy}
@@ -840,11 +856,57 @@ use = egg:swift#proxy_logging
                 "swift_hash_path_prefix = stordoc-lab\n\n[storage-policy:0]\n"
                 "name = Policy-0\ndefault = yes\n")
 
+    def sync_server_rings(self, kinds: Iterable[str] = SWIFT_SERVERS) -> list[str]:
+        """Copy every ring.gz of swift_etc into the swift_dir of each server in ``kinds``."""
+        done = []
+        for kind in kinds:
+            self.ring_dir(kind).mkdir(parents=True, exist_ok=True)
+            for f in sorted(self.swift_etc.glob("*.ring.gz")):
+                shutil.copy2(f, self.ring_dir(kind) / f.name)
+                done.append(str(self.ring_dir(kind) / f.name))
+        return done
+
     def _up_swift(self) -> None:
         for kind in ("account", "container", "object", "proxy"):
             self.start_swift_server(kind)
         _wait(lambda: self.swift_healthy() is True, 30, "swift",
               "the Swift proxy healthcheck", str(self.log_dir / "swift-proxy.log"))
+        t0 = time.time()
+        for kind in SWIFT_SERVERS:
+            self.start_replicator(kind)
+        for kind in SWIFT_SERVERS:
+            self.wait_replication_pass(kind, t0, "swift replicators")
+
+    def start_replicator(self, kind: str) -> int:
+        return self._spawn(f"swift-{kind}-replicator",
+                           [f"/usr/bin/swift-{kind}-replicator",
+                            str(self.swift_etc / f"{kind}-server.conf"), "-v"],
+                           f"start swift-{kind}-replicator")
+
+    def replication_last(self, kind: str) -> tuple[float | None, float | None]:
+        """(last completed, when that pass started) from the lab's recon cache."""
+        try:
+            cache = json.loads((self.base / "swift" / "cache" / f"{kind}.recon").read_text())
+        except (OSError, ValueError):
+            return None, None
+        if kind == "object":
+            last, took = cache.get("object_replication_last"), \
+                cache.get("object_replication_time")
+            took = took * 60 if isinstance(took, (int, float)) else None
+        else:
+            last, took = cache.get("replication_last"), cache.get("replication_time")
+        if not isinstance(last, (int, float)):
+            return None, None
+        return float(last), float(last) - float(took or 0.0)
+
+    def wait_replication_pass(self, kind: str, after: float, step: str,
+                              timeout: float = 90) -> None:
+        """Wait until a replication pass of ``kind`` that started after ``after`` is done."""
+        def done() -> bool:
+            _, started = self.replication_last(kind)
+            return started is not None and started >= after
+        _wait(done, timeout, step, f"a {kind} replication pass",
+              str(self.log_dir / f"swift-{kind}-replicator.log"), 0.5)
 
     def swift_healthy(self) -> bool | str:
         try:
@@ -1004,6 +1066,10 @@ key = {{ value = "{SWIFT_KEY}" }}
             return self._break_quarantine()
         if scenario == "swift-async-pending":
             return self._break_async()
+        if scenario == "swift-replication-stalled":
+            return self._break_stalled(server)
+        if scenario == "swift-ring-stale":
+            return self._break_ring_stale(server)
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -1106,11 +1172,16 @@ key = {{ value = "{SWIFT_KEY}" }}
             _wait(lambda: self.swift_server_answers(server), 30, step,
                   f"the {server} server answering recon",
                   str(self.log_dir / f"swift-{server}.log"))
+            self.settle_replication(step)
             return f"swift-{server}-server running and answering recon"
         if scenario == "swift-quarantine":
             return self._heal_quarantine()
         if scenario == "swift-async-pending":
             return self._heal_async()
+        if scenario == "swift-replication-stalled":
+            return self._heal_stalled(server)
+        if scenario == "swift-ring-stale":
+            return self._heal_ring_stale()
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -1171,6 +1242,8 @@ key = {{ value = "{SWIFT_KEY}" }}
                 t = now - 1 if f.name.endswith(".builder") else now
                 os.utime(self.swift_etc / f.name, (t, t))
             shutil.rmtree(bak)
+        self._drop_push_backups()
+        self.sync_server_rings()
         return "rings and builders restored"
 
     def _swift_conn(self) -> Any:
@@ -1232,6 +1305,7 @@ key = {{ value = "{SWIFT_KEY}" }}
         _run(["swift-object-updater", str(self.swift_etc / "object-server.conf"), "once"],
              step, timeout=120, log=str(self.log_dir / "swift-object-updater.log"))
         self._recon_cron(step)
+        self.settle_replication(step)
         left = sum(1 for _ in self.swift_node.glob("d*/async_pending*/*/*"))
         conn = self._swift_conn()
         try:
@@ -1261,6 +1335,89 @@ key = {{ value = "{SWIFT_KEY}" }}
             n += len(list(d.glob("objects/*")))
             shutil.rmtree(d)
         return f"lab objects deleted, {n} quarantined replica(s) removed"
+
+    def settle_replication(self, step: str) -> None:
+        """After a server was down: (re)start any stopped replicator and wait for a pass of
+        each that started now, so recon's last pass counts no failures of the fault."""
+        t0 = time.time()
+        for kind in SWIFT_SERVERS:
+            if self.pid(f"swift-{kind}-replicator") is None:
+                self.start_replicator(kind)
+        for kind in SWIFT_SERVERS:
+            self.wait_replication_pass(kind, t0, step)
+
+    def _break_stalled(self, server: str) -> str:
+        """The replicator of ``server`` stopped, then objects change (PUT into a container)."""
+        if server not in SWIFT_SERVERS:
+            raise ValueError(f"the lab's Swift servers are {', '.join(SWIFT_SERVERS)}")
+        was = self.stop(f"swift-{server}-replicator")
+        last, _ = self.replication_last(server)
+        conn = self._swift_conn()
+        try:
+            conn.put_container(STALLED_CONTAINER)
+            for i in range(STALLED_OBJECTS):
+                conn.put_object(STALLED_CONTAINER, f"obj-{i}", contents=b"stalled " * 32)
+        finally:
+            conn.close()
+        return (f"swift-{server}-replicator " + ("stopped" if was else "was not running")
+                + f" (last pass completed at {last}); {STALLED_OBJECTS} objects PUT since")
+
+    def _heal_stalled(self, server: str) -> str:
+        step = "heal swift-replication-stalled"
+        conn = self._swift_conn()
+        try:
+            _, objs = conn.get_container(STALLED_CONTAINER)
+            for o in objs:
+                conn.delete_object(STALLED_CONTAINER, o["name"])
+            conn.delete_container(STALLED_CONTAINER)
+        except Exception:  # noqa: BLE001  (already gone)
+            pass
+        finally:
+            conn.close()
+        self.settle_replication(step)
+        last, _ = self.replication_last(server)
+        return f"swift-{server}-replicator running, a pass completed at {last}"
+
+    def _break_ring_stale(self, server: str) -> str:
+        """The object ring changes (device meta, written with write_ring) and reaches every
+        server but ``server``, which keeps the older ring.gz."""
+        if server not in SWIFT_SERVERS:
+            raise ValueError(f"the lab's Swift servers are {', '.join(SWIFT_SERVERS)}")
+        step = "break swift-ring-stale"
+        bak = self.base / "swift" / "ring-stale-backup"
+        if not bak.exists():
+            bak.mkdir()
+            for f in ("object.builder", "object.ring.gz"):
+                shutil.copy2(self.swift_etc / f, bak / f)
+        b = str(self.swift_etc / "object.builder")
+        _run(["swift-ring-builder", b, "set_info", "--device", "d1", "--change-meta",
+              f"stordoc-lab-{int(time.time())}", "--yes"], step)
+        p = _run(["swift-ring-builder", b, "write_ring"], step, check=False)
+        if p.returncode not in (0, 1):
+            raise LabError(step, p.stdout + p.stderr)
+        self.sync_server_rings([k for k in SWIFT_SERVERS if k != server])
+        return (f"object ring changed and copied to every server but the {server} server "
+                f"({self.ring_dir(server) / 'object.ring.gz'} is the older ring)")
+
+    def _drop_push_backups(self) -> None:
+        """The backups a ring push (swift-ring-push, a rebalance's distribution) left
+        beside each server's rings: the lab's heal puts its own rings back."""
+        for kind in SWIFT_SERVERS:
+            for f in self.ring_dir(kind).glob("*.stordoc-*"):
+                f.unlink()
+
+    def _heal_ring_stale(self) -> str:
+        bak = self.base / "swift" / "ring-stale-backup"
+        if bak.exists():
+            now = time.time()
+            for f in bak.iterdir():
+                shutil.copy2(f, self.swift_etc / f.name)
+                t = now - 1 if f.name.endswith(".builder") else now
+                os.utime(self.swift_etc / f.name, (t, t))
+            shutil.rmtree(bak)
+        self._drop_push_backups()
+        self.sync_server_rings()
+        return "object ring and builder restored and copied to every server"
 
     def _pool_names(self) -> list[str]:
         got = self.ceph("osd", "pool", "ls", check=False)

@@ -10,6 +10,7 @@ a shell; for tests and the lab).
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Sequence
@@ -50,6 +51,12 @@ class Runner(Protocol):
         """Run argv on host; raise HostUnreachable if the host cannot be reached."""
         ...
 
+    def put(self, host: str, local_path: str, remote_path: str,
+            timeout_s: float = 60.0) -> None:
+        """Copy a local file to ``remote_path`` on host (SFTP over the same connection);
+        raise HostUnreachable if the host cannot be reached, OSError if the copy fails."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -62,6 +69,10 @@ class DryRunRecorder:
     def run(self, host: str, argv: Sequence[str], timeout_s: float = 30.0) -> CommandResult:
         self.calls.append((host, tuple(argv)))
         return CommandResult(host, tuple(argv), 0, "", "", 0.0)
+
+    def put(self, host: str, local_path: str, remote_path: str,
+            timeout_s: float = 60.0) -> None:
+        self.calls.append((host, ("put", local_path, remote_path)))
 
     def close(self) -> None:
         pass
@@ -85,6 +96,10 @@ class LocalRunner:
             return CommandResult(host, tuple(argv), 127, "", str(e), time.monotonic() - t0)
         return CommandResult(host, tuple(argv), p.returncode, p.stdout, p.stderr,
                              time.monotonic() - t0)
+
+    def put(self, host: str, local_path: str, remote_path: str,
+            timeout_s: float = 60.0) -> None:
+        shutil.copyfile(local_path, remote_path)
 
     def close(self) -> None:
         pass

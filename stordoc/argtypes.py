@@ -43,6 +43,42 @@ def float_range(lo: float, hi: float, *, lo_open: bool = False) -> Callable[[str
     return parse
 
 
+_DUR_RE = re.compile(r"\A([0-9]{1,9})([smhd]?)\Z", re.ASCII)
+_DUR_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, lo_s: float, hi_s: float) -> float:
+    """``90``, ``90s``, ``5m``, ``4h``, ``2d`` to seconds within [lo_s, hi_s], else
+    ``ValueError`` with one line (shared by the CLI and the Slack grammar)."""
+    t = text.strip().lower()
+    m = _DUR_RE.match(t)
+    if not m:
+        raise ValueError(f"not a duration like 30s, 5m, 4h or 2d: {text[:40]!r}")
+    v = float(int(m.group(1)) * _DUR_UNIT[m.group(2)])
+    if not lo_s <= v <= hi_s:
+        raise ValueError(f"must be between {_fmt_s(lo_s)} and {_fmt_s(hi_s)}, not {t}")
+    return v
+
+
+def _fmt_s(s: float) -> str:
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n and s % n == 0:
+            return f"{int(s // n)}{unit}"
+    return f"{s:g}s"
+
+
+def duration(lo_s: float, hi_s: float) -> Callable[[str], float]:
+    """argparse type for ``parse_duration``."""
+    def parse(text: str) -> float:
+        try:
+            return parse_duration(text, lo_s, hi_s)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = "duration"
+    return parse
+
+
 def plain_name(text: str) -> str:
     """A pool or container name stordoc may create: letters, digits, ``. _ -``; no ``/``."""
     from runbooks.model import Refused

@@ -401,8 +401,15 @@ def test_swift_ring_rebalance(lab: Lab, env: Env, ctx: RunContext,
                        check=True, capture_output=True)
         pa = plan(ctx, "swift-ring-rebalance", "object", {"apply": True})
     ring_md5 = hashlib.md5(ring.read_bytes()).hexdigest()
+    # the distribution step: one copy per host, then recon must report it everywhere
+    assert [s.where for s in pa.steps if s.title.startswith("copy object.ring.gz")] == \
+        ["node1", "node2", "node3"]
     run_ok(ctx, pa)
-    assert hashlib.md5(ring.read_bytes()).hexdigest() != ring_md5
+    new_md5 = hashlib.md5(ring.read_bytes()).hexdigest()
+    assert new_md5 != ring_md5
+    for kind in ("object", "container", "account"):  # every server's own swift_dir
+        assert hashlib.md5((lab.ring_dir(kind) / "object.ring.gz").read_bytes()
+                           ).hexdigest() == new_md5
     backups = list((lab.swift_etc / "backups").glob("*.object.builder"))
     assert backups and any((lab.swift_etc / "backups").glob("*.object.ring.gz"))
     assert not [f for f in findings(env) if f.target == "object"

@@ -250,3 +250,15 @@ def test_the_issues_settings_are_refused(path: tuple[Any, ...], value: Any, msg:
     with pytest.raises(SettingsError, match=msg.replace("{", r"\{").replace("}", r"\}")
                        .replace("(", r"\(").replace(")", r"\)")):
         parse_settings(_set(BASE, path, value), "x.toml")
+
+
+def test_durations_parse_and_refuse() -> None:
+    from stordoc.argtypes import parse_duration
+
+    assert parse_duration("90", 1, 86400) == 90
+    assert parse_duration("5m", 1, 86400) == 300
+    assert parse_duration(" 4H ", 1, 86400) == 4 * 3600
+    assert parse_duration("1d", 1, 86400) == 86400
+    for bad in ("inf", "nan", "1e3", "-5m", "5 m", "٥m", "5mm", "", "99999999999h", "2d"):
+        with pytest.raises(ValueError):
+            parse_duration(bad, 1, 86400)

@@ -18,9 +18,12 @@ from storage.model import ClusterSnapshot, RingDevice, RingState, SwiftState
 from storage.swift import recon_from_raw
 from storage.swifthist import SwiftHistory
 
-RAW = json.loads((Path(__file__).parents[1] / "fixtures" / "swift"
-                  / "recon-lab-healthy.json").read_text())
-NOW = 1_800_000_000.0
+FIX = Path(__file__).parents[1] / "fixtures" / "swift"
+# the lab with its replicators running (a pass every 10 s); the older capture is of a
+# lab whose replicators never ran (null replication stats)
+RAW = json.loads((FIX / "recon-lab-replicating.json").read_text())
+NEVER = json.loads((FIX / "recon-lab-healthy.json").read_text())
+NOW = RAW["object"]["replication/object"]["object_replication_last"] + 60.0
 T = Thresholds()
 
 
@@ -58,8 +61,21 @@ def test_replication_age_warn_then_crit_and_failures() -> None:
             "replication_stats": {"failure": 0}}
     fs = host_findings(host("container", **{"replication/container": rep2}), ctx, {})
     assert codes(fs) == [("SWIFT_REPLICATION_STALE", "crit", "container server 127.0.0.3:6200")]
-    # a replicator that never reported (null, as on the lab) is not judged
     assert host_findings(host("account"), ctx, {}) == []
+
+
+def test_null_replication_is_judged_never() -> None:
+    """A replicator that never completed a pass (recon's replication stats all null) is
+    a finding of its own, per server; a server that did not answer that request is not."""
+    ctx = CheckContext(T, NOW)
+    for server in ("object", "container", "account"):
+        h = recon_from_raw("127.0.0.3", 6200, server, copy.deepcopy(NEVER[server]))
+        fs = host_findings(h, ctx, {})
+        assert codes(fs) == [("SWIFT_REPLICATION_NEVER", "warn",
+                              f"{server} server 127.0.0.3:6200")]
+        assert "never completed a pass" in fs[0].message
+        gone = {k: v for k, v in NEVER[server].items() if not k.startswith("replication/")}
+        assert host_findings(recon_from_raw("127.0.0.3", 6200, server, gone), ctx, {}) == []
 
 
 def test_async_pending_thresholds() -> None:

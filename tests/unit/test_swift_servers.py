@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from checks.engine import run_checks
-from checks.swift_recon import server_findings
+from checks.swift_recon import replicator_findings, server_findings
 from storage.hosts import parse_listeners, parse_ps_swift
 from storage.model import ClusterSnapshot, Daemon, HostFacts, ReconHost, SwiftState
 from storage.swift import fetch_recon
@@ -25,6 +25,7 @@ LISTEN 0      128         [::]:22       [::]:*
 PS = """\
 12783 /usr/bin/python3 /usr/bin/swift-object-server /var/tmp/lab/swift/etc/object-server.conf -v
 12782 /usr/bin/python3 /usr/bin/swift-container-server /var/tmp/lab/swift/etc/container-server.conf -v
+12790 /usr/bin/python3 /usr/bin/swift-container-replicator /var/tmp/lab/swift/etc/container-server.conf -v
   999 vim swift-object-server.txt
 """
 
@@ -91,7 +92,8 @@ def test_parse_listeners_and_swift_processes() -> None:
     assert parse_listeners(["unknown"]) is None
     ds = parse_ps_swift(PS.splitlines())
     assert [(d.kind, d.pid) for d in ds] == [("swift-object-server", 12783),
-                                             ("swift-container-server", 12782)]
+                                             ("swift-container-server", 12782),
+                                             ("swift-container-replicator", 12790)]
     assert ds[0].ident.endswith("object-server.conf")
 
 
@@ -135,3 +137,23 @@ def test_each_kind_has_its_code_and_the_engine_runs_it() -> None:
         assert got == [(code, "container server 127.0.0.3:6201")]
     ok = ReconHost("127.0.0.3", 6201, "container")
     assert server_findings(ok, _snap(ok, None)) == []
+
+
+def test_replicator_not_running_next_to_its_server() -> None:
+    """Over SSH: the container server runs with its replicator, the object server
+    without: only the object server's replication has stopped."""
+    facts = HostFacts("node1", "127.0.0.2", swift_processes=tuple(parse_ps_swift(
+        PS.splitlines())))
+    rep = {"object_replication_last": 1000.0, "object_replication_time": 0.1}
+    obj = ReconHost("127.0.0.2", 6200, "object", raw={"replication/object": rep})
+    cont = ReconHost("127.0.0.2", 6201, "container", raw={})
+    acc = ReconHost("127.0.0.2", 6202, "account", raw={})
+    snap = _snap(obj, facts)
+    (f,) = replicator_findings(obj, snap, now=1000.0 + 7200)
+    assert f.code == "SWIFT_REPLICATOR_NOT_RUNNING" and f.entity == "object server 127.0.0.2:6200"
+    assert "swift-object-replicator is not running on node1" in f.message and "2.0 h ago" in f.message
+    assert replicator_findings(cont, snap, now=1.0) == []
+    # no account server process seen on that host: not judged (it may run under another name)
+    assert replicator_findings(acc, snap, now=1.0) == []
+    # without host facts nothing is said
+    assert replicator_findings(obj, _snap(obj, None), now=1.0) == []

@@ -1,0 +1,145 @@
+"""Replication and ring distribution on the real lab: a stopped replicator while objects
+change (SWIFT_REPLICATOR_NOT_RUNNING at once over SSH, SWIFT_REPLICATION_STALE from recon's
+last-completed time), one server with an older ring.gz (SWIFT_RING_MD5_MISMATCH) fixed by
+`stordoc fix` with swift-ring-push over SSH/SFTP, and a rebalance that distributes its
+ring before it is called verified."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from checks.engine import run_checks
+from checks.model import Thresholds
+from storage.collect import collect
+from storage.lab import Lab
+from storage.swift import file_md5
+from stordoc.settings import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cfg(lab: Lab, tmp_path: Path) -> Path:
+    text = lab.config_path.read_text()
+    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
+             for ln in text.splitlines()]
+    p = tmp_path / "stordoc.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+                          input="",
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+
+
+def findings(lab: Lab, th: Thresholds | None = None) -> list[tuple[str, str]]:
+    target = load_settings(lab.config_path).cluster("lab").target("lab")
+    rep = run_checks(collect(target), thresholds=th)
+    return sorted((f.code, f.entity) for f in rep.findings if f.code.startswith("SWIFT_"))
+
+
+def poll(fn: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return True
+        time.sleep(1.0)
+    return fn()
+
+
+IPS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+
+
+def test_healthy_lab_replicates_and_has_no_finding_twice(lab: Lab) -> None:
+    for kind in ("object", "container", "account"):
+        last, _ = lab.replication_last(kind)
+        assert last is not None, f"{kind} replicator never completed a pass"
+    assert findings(lab) == []
+    assert findings(lab) == []
+
+
+def test_replication_stalled_is_named_and_heal_clears(lab: Lab) -> None:
+    port = lab.ports.object
+    try:
+        msg = lab.break_("swift-replication-stalled", server="object")
+        assert "swift-object-replicator stopped" in msg
+        got = findings(lab)
+        assert got == [("SWIFT_REPLICATOR_NOT_RUNNING", f"object server {ip}:{port}")
+                       for ip in IPS]
+        # recon's last completed pass no longer moves: with a threshold above the lab's
+        # replication interval (10 s) its age crosses it while the others keep passing
+        th = Thresholds(swift_replication_age_warn_s=30.0)
+        stale = [("SWIFT_REPLICATION_STALE", f"object server {ip}:{port}") for ip in IPS]
+        assert poll(lambda: set(stale) <= set(findings(lab, th)), 150)
+        last, _ = lab.replication_last("object")
+        assert last is not None and time.time() - last > 30
+    finally:
+        lab.heal("swift-replication-stalled", server="object")
+    assert findings(lab) == []
+    assert findings(lab, Thresholds(swift_replication_age_warn_s=60.0)) == []
+
+
+def test_ring_stale_found_and_pushed_by_fix(lab: Lab, cfg: Path) -> None:
+    port = lab.ports.object
+    stale = lab.ring_dir("object") / "object.ring.gz"
+    try:
+        msg = lab.break_("swift-ring-stale", server="object")
+        assert "every server but the object server" in msg
+        new = file_md5(str(lab.swift_etc / "object.ring.gz"))
+        old = file_md5(str(stale))
+        assert new and old and new != old
+        got = findings(lab)
+        assert got == [("SWIFT_RING_MD5_MISMATCH", f"object ring {ip}:{port}") for ip in IPS]
+        r = cli(cfg, "check")
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"with md5 {old}, not the local {new}" in " ".join(r.stdout.split())
+        r = cli(cfg, "fix", "--finding", "SWIFT_RING_MD5_MISMATCH", "--entity",
+                f"object ring 127.0.0.2:{port}", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = " ".join(r.stdout.split())
+        assert "swift-ring-push object" in out and "verified" in out
+        assert f"{old} -> {new}" in out
+        assert file_md5(str(stale)) == new
+        baks = sorted(lab.ring_dir("object").glob("object.ring.gz.stordoc-*.bak"))
+        assert len(baks) == 1 and file_md5(str(baks[0])) == old  # the backup it made
+        # the untouched servers' copies were not rewritten (no backup beside them)
+        for kind in ("container", "account"):
+            assert not list(lab.ring_dir(kind).glob("*.stordoc-*"))
+        assert findings(lab) == []
+    finally:
+        lab.heal("swift-ring-stale")
+    assert findings(lab) == []
+
+
+def test_push_refuses_a_file_changed_since_the_plan(lab: Lab, tmp_path: Path) -> None:
+    from runbooks.api import RunContext, execute, plan_from_snapshot
+    from storage.journal import Journal
+
+    target = load_settings(lab.config_path).cluster("lab").target("lab")
+    stale = lab.ring_dir("object") / "object.ring.gz"
+    try:
+        lab.break_("swift-ring-stale", server="object")
+        ctx = RunContext("lab", target, Journal(tmp_path / "j.db"), user="tester",
+                         verify_timeout_s=20)
+        plan = plan_from_snapshot(ctx, collect(target), "swift-ring-push", "object")
+        stale.write_bytes(stale.read_bytes() + b"\0")  # someone else changed it
+        changed = file_md5(str(stale))
+        res = execute(ctx, plan, confirmed_by="tester")
+        assert res.outcome == "failed"
+        text = " ".join(s.stderr for s in res.steps if s.stderr)
+        assert "not replacing a file stordoc did not plan to replace" in text
+        assert file_md5(str(stale)) == changed
+        assert not list(lab.ring_dir("object").glob("*.stordoc-*"))
+    finally:
+        lab.heal("swift-ring-stale")
+    assert findings(lab) == []
