@@ -64,7 +64,8 @@ def check_template(template: str, fields: frozenset[str]) -> str:
 
 
 OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
-OSD_PATH_FIELDS = frozenset({"id", "cluster"})
+OSD_PATH_FIELDS = frozenset({"id", "cluster", "fsid"})
+OSD_ACTIVATE_FIELDS = frozenset({"id", "conf", "cluster", "device", "osd_fsid", "fsid"})
 
 
 class Secret(_Model):
@@ -112,6 +113,11 @@ class HostSettings(_Model):
     osd_start: list[str] = ["systemctl", "start", "ceph-osd@{id}"]
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None
+    osd_activate_raw: list[str] = ["ceph-volume", "--cluster", "{cluster}", "raw", "activate",
+                                   "--device", "{device}", "--no-systemd"]
+    osd_activate_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "activate",
+                                   "--no-systemd", "{id}", "{osd_fsid}"]
+    osd_start_cephadm: list[str] = ["systemctl", "start", "ceph-{fsid}@osd.{id}"]
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     fstab_path: str = "/etc/fstab"
@@ -130,6 +136,15 @@ class HostSettings(_Model):
             raise ValueError("an empty command")
         for part in v:
             check_template(part, OSD_START_FIELDS)
+        return v
+
+    @field_validator("osd_activate_raw", "osd_activate_lvm", "osd_start_cephadm")
+    @classmethod
+    def _activate_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_ACTIVATE_FIELDS)
         return v
 
     @field_validator("osd_data_dir", "osd_pid_file")
@@ -204,6 +219,9 @@ class ClusterSettings(_Model):
                     key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
                     osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
                     osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+                    osd_activate_raw=tuple(h.osd_activate_raw),
+                    osd_activate_lvm=tuple(h.osd_activate_lvm),
+                    osd_start_cephadm=tuple(h.osd_start_cephadm),
                     swift_server_start=tuple(h.swift_server_start),
                     fstab_path=h.fstab_path,
                 ) for h in self.hosts

@@ -8,7 +8,15 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from storage.lab import DEFAULT_DIR, DEFAULT_PORT_BASE, SCENARIOS, Lab, LabError
+from storage.lab import (
+    DEFAULT_DIR,
+    DEFAULT_LAYOUT,
+    DEFAULT_PORT_BASE,
+    LAYOUTS,
+    SCENARIOS,
+    Lab,
+    LabError,
+)
 from stordoc.argtypes import int_range
 from stordoc.errors import UserError
 
@@ -34,6 +42,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="also run the alert chain: the mgr prometheus module, Prometheus with "
                          "Ceph's alert rules and Alertmanager delivering to the bot's webhook "
                          "(port base + 19)")
+    up.add_argument("--osd-layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
+                    help="how OSDs are deployed: xfs (3 ceph-disk style XFS data dirs), raw "
+                         "(3 ceph-volume raw OSDs, tmpfs data dirs), mixed (3 xfs + osd.3 "
+                         f"raw on node4; default {DEFAULT_LAYOUT})")
     up.set_defaults(func=cmd_up)
     st = lsub.add_parser("status", help="what runs, where, on which ports; health")
     common(st)
@@ -46,7 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}")
         common(b)
         b.add_argument("scenario", choices=SCENARIOS)
-        b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted)")
+        b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted, osd-not-activated)")
         b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
         b.add_argument("--server", choices=("object", "container", "account"),
                        default="object", help="Swift server (swift-server-stopped, swift-replication-stalled, swift-ring-stale)")
@@ -60,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _lab(args: argparse.Namespace) -> Lab:
     if args.port_base is not None and not 1024 <= args.port_base <= 65000:
         raise UserError("--port-base must be between 1024 and 65000")
-    return Lab(args.dir, args.port_base)
+    return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None))
 
 
 def cmd_up(args: argparse.Namespace) -> int:
