@@ -1028,6 +1028,10 @@ cluster_label = "cluster"
                  "swift-container": self.ports.container,
                  "swift-object": self.ports.object, "memcached": self.ports.memcached,
                  "sshd": self.ports.sshd}
+        if self._read_state().get("alerts"):
+            chain = AlertChain(self)
+            ports.update(prometheus=chain.ports.prometheus,
+                         alertmanager=chain.ports.alertmanager)
         health: Any = None
         if procs.get("mon.a"):
             try:

@@ -123,6 +123,8 @@ class AlertChain:
             raise LabError("alerts", f"{CEPH_RULES} is missing: install the Debian package "
                                      "ceph-prometheus-alerts (bash scripts/setup does)")
         self.dir.mkdir(parents=True, exist_ok=True)
+        for name in DAEMONS:  # already running (lab up --with-alerts): start afresh
+            self.lab.stop(name)
         # a fresh start: Alertmanager's notification log would otherwise remember what it
         # sent to the same receiver before and stay silent (repeat_interval), and
         # Prometheus would restore old alert state; both directories are this chain's own
