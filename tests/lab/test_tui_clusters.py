@@ -66,3 +66,27 @@ async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -
             assert app.state.outcome is not None and app.state.outcome.report.cluster == "lab"
     finally:
         env.close()
+
+
+def test_check_all_one_line_per_cluster_worst_exit(lab: Lab, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    env = _two_clusters(lab, tmp_path)
+    env.close()
+    cfg = str(tmp_path / "two.toml")
+    run = subprocess.run([sys.executable, "-m", "stordoc", "--config", cfg, "check", "--all"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 3, run.stderr  # the worst: "far" is unreachable
+    lines = [ln for ln in run.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 2, run.stdout
+    assert lines[0].startswith("UNREACHABLE far:") and " lab:" in lines[1]
+    js = subprocess.run([sys.executable, "-m", "stordoc", "--config", cfg, "check", "--all",
+                         "--json"], capture_output=True, text=True, timeout=300)
+    doc = json.loads(js.stdout)
+    assert doc["exit_code"] == 3 and doc["status"] == "unreachable"
+    assert {c["cluster"]: c["status"] for c in doc["clusters"]}["far"] == "unreachable"
+    bad = subprocess.run([sys.executable, "-m", "stordoc", "--config", cfg, "check", "--all",
+                          "--cluster", "lab"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 64 and "Traceback" not in bad.stderr
