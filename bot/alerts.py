@@ -420,7 +420,8 @@ class AlertDesk:
                              f"{alertname} until {_rfc3339(until)} id {sid}; muted: "
                              f"{', '.join(muted) or 'nothing'}; {reason}"[:500])
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
-        line = f"Silenced `{alertname}` on {cluster} until {when} (Alertmanager silence {sid})"
+        line = (f"Silenced `{r.esc(alertname)}` on {cluster} until {when} (Alertmanager "
+                f"silence {r.esc(sid)})")
         return line + (f"; stordoc muted {', '.join(muted)} until then" if muted else "")
 
     def mute(self, cluster: str, code: str, entity: str, until: float, user: str,
@@ -573,7 +574,8 @@ class AlertDesk:
               blocks: list[r.Block], group: str) -> None:
         ch = self.channel_of[cluster]
         self.bot.throttle.wait(ch)
-        m = r.Message(text=r.clip(title, 300), blocks=self.bot._scrub(blocks))
+        # the fallback text notifies (mrkdwn: `<!channel>` would ping): escaped
+        m = r.Message(text=r.clip(r.esc(title), 300), blocks=self.bot._scrub(blocks))
         m.text = self.bot.redactor.text(m.text)
         r.validate_message(m)
         resp = self.bot.client.chat_postMessage(channel=ch, text=m.text, blocks=m.blocks)

@@ -234,3 +234,33 @@ def test_quiet_hours_hold_what_is_below_the_minimum() -> None:
     assert not AlertConfig().quiet(Severity.INFO, night)
     with pytest.raises(SettingsError, match="22:00-07:00"):
         parse_settings({"clusters": {"a": {}}, "alerts": {"quiet_hours": "25:00-07:00"}})
+
+
+def test_hostile_alert_text_cannot_ping_or_format(h: BotHarness) -> None:
+    """Label values are someone else's text: `<!channel>` must not reach Slack as markup."""
+    url = h.base_url + "/alertmanager"
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    p = payload(status="firing", groupKey='{}:{alertname="<!channel> x"}',
+                groupLabels={"alertname": "<!channel> x"})
+    p["alerts"][0].update(status="firing", endsAt="0001-01-01T00:00:00Z",
+                          labels={"alertname": "<!channel> x", "cluster": "lab"},
+                          annotations={"summary": "<@U0BOSS> *look* <https://evil|here>"})
+    p["commonAnnotations"] = p["alerts"][0]["annotations"]
+    assert _post(url, json.dumps(p).encode(), auth) == 200
+    post = h.fake.wait_for(lambda f: [c for c in h.posts()
+                                      if c.params.get("channel") == LAB_CH], 60)[0]
+    marked: list[str] = [str(post.params.get("text", ""))]  # fallback text: mrkdwn
+
+    def walk(o: Any) -> None:  # every mrkdwn text (plain_text is shown literally)
+        if isinstance(o, dict):
+            if o.get("type") == "mrkdwn":
+                marked.append(str(o.get("text", "")))
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(post.params.get("blocks"))
+    raw = "\n".join(marked)
+    assert "<!channel>" not in raw and "<@U0BOSS>" not in raw and "<https://evil" not in raw
+    assert "&lt;!channel&gt;" in raw
