@@ -415,6 +415,37 @@ class StordocBot:
                                                     "entity": inc.root.entity})
         return make
 
+    def mute_reply(self, where: Where, cluster: str,
+                   cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
+        """Mutes with expiry from chat (operators only for mute/unmute), by Slack user ID,
+        in the same journal table as the CLI's (storage/mutes.py)."""
+        from storage import mutes
+
+        journal = self.backend.env.journal
+        if isinstance(cmd, g.MuteList):
+            now = time.time()
+            rows = [{"what": m.what, "state": "active" if m.active(now) else (
+                "removed" if m.removed_at else "expired"), "until": _utc(m.until),
+                "by": m.by, "reason": m.reason} for m in mutes.list_mutes(journal, cluster, 20)]
+            return r.rows_reply(f"{cluster}: mutes", rows,
+                                ("what", "state", "until", "by", "reason"))
+        import checks.catalog  # noqa: F401
+        from checks.model import REGISTRY
+
+        if cmd.code not in REGISTRY.codes:
+            raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, REGISTRY.codes)}")
+        if isinstance(cmd, g.Unmute):
+            gone = mutes.remove_mutes(journal, cluster, cmd.code, cmd.entity, where.user)
+            if not gone:
+                raise BotError(f"no active mute of `{cmd.code}"
+                               f"{' ' + cmd.entity if cmd.entity else ''}` on {cluster}")
+            return r.text_reply(f":bell: unmuted {', '.join(m.what for m in gone)} on "
+                                f"{cluster} by <@{where.user}>")
+        m = mutes.add_mute(journal, cluster, cmd.code, cmd.entity, time.time() + cmd.for_s,
+                           where.user, cmd.reason)
+        return r.text_reply(f":no_bell: muted `{m.what}` on {cluster} until {_utc(m.until)} "
+                            f"by <@{where.user}>: {r.esc(m.reason)}")
+
     def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
         if isinstance(cmd, g.Health):
             out = self.backend.check(cluster)
@@ -438,6 +469,8 @@ class StordocBot:
                                     note=f"from check run #{rid}")
         if isinstance(cmd, g.History):
             return r.history_reply(cluster, self.backend.history(cluster))
+        if isinstance(cmd, (g.Mute, g.Unmute, g.MuteList)):
+            return self.mute_reply(where, cluster, cmd)
         if isinstance(cmd, g.Audit):
             rows = self.backend.audit(cluster)
             for x in rows:

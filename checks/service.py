@@ -13,6 +13,7 @@ from checks.swift_recon import recon_samples
 from storage.collect import collect
 from storage.journal import FindingDelta, Journal
 from storage.model import ClusterSnapshot
+from storage.mutes import active_mutes
 from storage.swifthist import SwiftHistory
 from storage.targets import ClusterTarget
 
@@ -43,8 +44,12 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
         hist = SwiftHistory(journal)
         snap = replace(snap, swift=replace(
             snap.swift, history=hist.baseline(target.name, snap.swift.collected_at, window)))
+    # mutes with expiry (storage/mutes.py): an expired one no longer matches
+    rules: list[tuple[str, str | None]] = []
+    if journal is not None:
+        rules = [(m.code, m.entity) for m in active_mutes(journal, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
-    report = run_checks(snap, thresholds, muted=muted)
+    report = run_checks(snap, thresholds, muted=muted, mute_rules=rules)
     t2 = time.monotonic()
     incidents = correlate(report.findings, snap)
     run_id = delta = None

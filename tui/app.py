@@ -44,7 +44,7 @@ SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
 }
 
 ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm", "bench_launch",
-                            "bench_cancel"})
+                            "bench_cancel", "mute"})
 """Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
 
 

@@ -625,7 +625,7 @@ class SwiftScreen(DataScreen):
 
 class FindingsScreen(DataScreen):
     TITLE_TEXT = "Findings"
-    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix"), Binding("m", "mute", "Mute…", id="mute")]
 
     def body(self) -> ComposeResult:
         t: DataTable[Any] = DataTable(id="findings", cursor_type="row")
@@ -648,6 +648,26 @@ class FindingsScreen(DataScreen):
 
     def action_fix(self) -> None:
         self.fix_finding(self._selected())
+
+    def action_mute(self) -> None:
+        """Mute the selected finding (this entity) for a while, with a reason."""
+        f = self._selected()
+        if f is None:
+            self.notify("no finding selected", severity="warning")
+            return
+
+        def done(answer: tuple[float, str] | None) -> None:
+            if answer is None:
+                return
+            try:
+                msg = self.sapp.backend.mute(self.sapp.cluster, f.code, f.entity, *answer)
+            except Exception as e:  # refused (no reason, ...): one line, nothing changed
+                self.notify(str(e), severity="error")
+                return
+            self.notify(msg)
+            self.sapp.request_refresh()
+
+        self.app.push_screen(MuteModal(f), done)
 
     @on(DataTable.RowSelected, "#findings")
     def _drill(self, event: DataTable.RowSelected) -> None:
@@ -680,6 +700,49 @@ class FindingDetailScreen(DetailScreen):
 
 
 # --------------------------------------------------------------------------- runbook
+
+
+class MuteModal(ModalScreen["tuple[float, str] | None"]):
+    """How long and why: both required; Enter in the reason field mutes, Escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__()
+        self.finding = finding
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="mute"):
+            yield Static(f"[b]Mute {self.finding.code} {self.finding.entity}[/b]\n"
+                         "for (30m, 4h, 2d) and why (kept in the audit); Enter mutes, "
+                         "Escape cancels")
+            yield Input(value="4h", id="mute-for")
+            yield Input(placeholder="reason (required)", id="mute-reason")
+            yield Static(id="mute-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#mute-reason", Input).focus()
+
+    @on(Input.Submitted)
+    def _submit(self, event: Input.Submitted) -> None:
+        from stordoc.argtypes import parse_duration
+
+        err = self.query_one("#mute-error", Static)
+        try:
+            for_s = parse_duration(self.query_one("#mute-for", Input).value, 60,
+                                   30 * 86400.0)
+        except ValueError as e:
+            err.update(f"[red]{e}[/]")
+            return
+        reason = self.query_one("#mute-reason", Input).value.strip()
+        if not reason:
+            err.update("[red]a reason is required[/]")
+            self.query_one("#mute-reason", Input).focus()
+            return
+        self.dismiss((for_s, reason))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class ConfirmModal(ModalScreen[bool]):
