@@ -113,6 +113,9 @@ RULES: tuple[Rule, ...] = (
          when=("server", "container")),
     *(Rule(c, "swift-server", SERVER_CODES) for c in SERVER_CODES),
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
+    # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
+    Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
+    Rule("PGS_STUCK", "entity", (), OSD_FOLD),
 )
 # Cluster-wide codes about one pool's settings: grouped per pool, the worst first.
 POOL_SCOPE = "pool"
@@ -154,6 +157,9 @@ class Incident:
     @property
     def headline(self) -> str:
         """The first line a tired reader sees: cause, where, and what it does."""
+        if self.root.code == "CEPH_HEALTH":  # "ceph SLOW_OPS: ...", not the code twice
+            code = self.root.entity.removeprefix("ceph ")
+            return f"{self.root.entity}: {self.impact.removeprefix(f'Ceph {code}: ')}"
         return f"{self.root.code} {self.root.entity}: {self.impact}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -237,7 +243,7 @@ def pg_impact(findings: Iterable[Finding]) -> tuple[int, int]:
 
 def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
     sev = max([root.severity, *(c.severity for c in cons)])
-    blocking, unclean = pg_impact(cons)
+    blocking, unclean = pg_impact([root, *cons])
     if blocking:
         return Severity.CRIT, f"{blocking} PGs inactive: client I/O blocked"
     if unclean:
