@@ -431,7 +431,8 @@ def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
 
 
 def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
-    """Per storage server: state, replication age, async pendings, quarantines, fill."""
+    """Per storage server: state, replication age, async pendings, quarantines, fill; then
+    the dispersion figures (% of sampled copies found)."""
     from checks.swift_recon import server_summaries
 
     want = None if kind is None else ("object" if kind.startswith("object") else kind)
@@ -448,7 +449,14 @@ def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
                    f"{'-' if s.async_pending is None else f'{s.async_pending:.0f}'}, "
                    f"quarantined {'-' if s.quarantined is None else f'{s.quarantined:.0f}'}, "
                    f"fill {'-' if s.fill_max is None else f'{s.fill_max:.0%}'}")
-    return (["*servers*"] + out) if out else []
+    out = (["*servers*"] + out) if out else []
+    if swift.dispersion is not None and want in (None, "object", "container"):
+        from checks.swift_dispersion import dispersion_summary
+
+        d = dispersion_summary(swift)
+        icon = ":red_circle: " if d.missing else ""
+        out.append(f"{icon}{esc(d.line())}")
+    return out
 
 
 def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:

@@ -8,6 +8,7 @@ from checks import (  # noqa: F401
     mounts,
     osd,
     pgs,
+    swift_dispersion,
     swift_recon,
     swift_rings,
 )

@@ -589,13 +589,8 @@ class SwiftScreen(DataScreen):
         fill_table(self.query_one("#rings", DataTable), views.ring_rows(sw, self.needle))
         fill_table(self.query_one("#swift-servers", DataTable),
                    views.server_rows(sw, st.outcome.snapshot.taken_at, self.needle))
-        note = ""
-        if sw is None:
-            note = st.outcome.snapshot.swift_error or "no Swift configured for this cluster"
-        elif sw.proxy_url:
-            note = f"proxy {sw.proxy_url}: " + ("healthy" if sw.proxy_healthy else
-                                                f"UNHEALTHY {sw.proxy_error or ''}")
-        self.query_one("#swift-note", Static).update(note)
+        self.query_one("#swift-note", Static).update(
+            views.swift_note(sw, st.outcome.snapshot.swift_error))
 
     @on(DataTable.RowSelected, "#rings")
     def _drill(self, event: DataTable.RowSelected) -> None:

@@ -525,6 +525,21 @@ def _recon_state(sw: SwiftState, ring: RingState, d: RingDevice) -> tuple[str, s
     return (f"mounted {100.0 * used / size:.0f}%" if size else "mounted"), "green"
 
 
+def swift_note(sw: SwiftState | None, swift_error: str | None) -> str:
+    """The line under the rings: the proxy's health and the dispersion figures."""
+    from checks.swift_dispersion import dispersion_summary
+
+    if sw is None:
+        return swift_error or "no Swift configured for this cluster"
+    parts = []
+    if sw.proxy_url:
+        parts.append(f"proxy {sw.proxy_url}: " + ("healthy" if sw.proxy_healthy else
+                                                  f"UNHEALTHY {sw.proxy_error or ''}"))
+    if sw.dispersion is not None:
+        parts.append(dispersion_summary(sw).line())
+    return "\n".join(parts)
+
+
 SERVER_COLUMNS = ("server", "ip:port", "state", "replicated", "async", "quarantined",
                   "fill max")
 
