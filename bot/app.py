@@ -158,6 +158,7 @@ class StordocBot:
         self._plans: dict[str, tuple[PlanView, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
+        self._closing = threading.Event()  # ends follow-ups when the bot stops
         self.app = App(client=self.client, signing_secret=signing_secret,
                        process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
@@ -702,8 +703,45 @@ class StordocBot:
                                 text=r.clip(f"{head}: {status}", 2900),
                                 blocks=[r.header(head), *lines_block,
                                         r.context(r.clip(self.redactor.text(closing), 2900))])
+        if status.startswith(":white_check_mark:"):
+            self._follow(where, thread, b)
+
+    def _follow(self, where: Where, thread: str, b: Button) -> None:
+        """After a successful OSD/pool fix: one thread message saying what the cluster
+        still does (peering, recovery, Ceph's ETA), updated until clean or 3 minutes."""
+        from runbooks.aftermath import Aftermath, follow, worth_following
+
+        if not worth_following(b.runbook):
+            return
+        try:
+            ctx = self.backend.env.run_context(b.cluster, source="slack")
+        except Exception as e:  # settings changed under us: say nothing rather than fail
+            log.warning("no follow-up: %s", self.redactor.text(str(e))[:200])
+            return
+        ts: list[str] = []
+
+        def show(am: Aftermath) -> None:
+            icon = ":white_check_mark:" if am.clean else ":hourglass_flowing_sand:"
+            text = r.clip(f"{icon} after the fix: {am.line}", 2900)
+            self.throttle.wait(where.channel)
+            if not ts:
+                resp = self.client.chat_postMessage(channel=where.channel,
+                                                    thread_ts=thread, text=text)
+                ts.append(str(resp.get("ts")))
+            else:
+                self.client.chat_update(channel=where.channel, ts=ts[0], text=text)
+
+        try:
+            am = follow(ctx, show, timeout_s=180.0, interval_s=3.0, cancel=self._closing)
+            if not am.clean and not self._closing.is_set():
+                show(Aftermath(False, am.num_pgs, am.unclean, am.inactive, am.states,
+                               am.events, am.eta_s, "still not clean after 3 minutes: "
+                               f"{am.line}"))
+        except Exception as e:
+            log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 
     def close(self) -> None:
+        self._closing.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)
