@@ -75,14 +75,16 @@ class StordocApp(App[None]):
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
 
+    # Help and Quit first: an 80-column footer cuts from the right, and on-call must always
+    # see how to get help and out; the section keys follow (all listed in Help).
     BINDINGS = [
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
         *(Binding(k, f"goto('{name}')", title, id=name)
           for name, (k, title, _) in SECTIONS.items()),
         Binding("r", "refresh", "Refresh", id="refresh"),
         Binding("space", "pause", "Pause", id="pause"),
         Binding("escape", "back", "Back", id="back"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
     ]
 
     def __init__(self, backend: Backend, cluster: str | None = None, *,

@@ -353,3 +353,30 @@ async def test_mute_key_asks_for_duration_and_reason_then_hides_the_finding() ->
         assert b.mutes == [(first.code, first.entity, 4 * 3600.0, "disk swap")]
         assert isinstance(app.screen, S.FindingsScreen)
         assert all(f.key != first.key for f in app.screen.findings)
+
+
+@sync
+async def test_vim_and_home_end_keys_move_the_table_cursor() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f")
+        await settle(app, pilot)
+        t = app.screen.query_one("#findings", DataTable)
+        assert t.cursor_row == 0
+        await pilot.press("j", "j")
+        assert t.cursor_row == 2
+        await pilot.press("k")
+        assert t.cursor_row == 1
+        await pilot.press("G")
+        assert t.cursor_row == t.row_count - 1
+        await pilot.press("home")
+        assert t.cursor_row == 0
+        await pilot.press("end")
+        assert t.cursor_row == t.row_count - 1
+        await pilot.press("g")
+        assert t.cursor_row == 0
+        # the footer keeps Help and Quit at 80 columns
+        from textual.widgets import Footer
+        keys = {b.key for b in app.screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
+        assert {"question_mark", "q"} <= keys
