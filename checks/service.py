@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from checks.engine import CheckReport, run_checks
 from checks.incidents import Incident, correlate
-from checks.model import Thresholds
+from checks.model import Finding, Thresholds
 from checks.swift_recon import recon_samples
 from storage.collect import collect
 from storage.journal import FindingDelta, Journal
@@ -33,7 +33,10 @@ class CheckOutcome:
 def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
                   muted: Iterable[str] = (), journal: Journal | None = None,
                   only: Iterable[str] | None = None, host_facts: bool = True,
-                  source: str = "cli", snapshot: ClusterSnapshot | None = None) -> CheckOutcome:
+                  source: str = "cli", snapshot: ClusterSnapshot | None = None,
+                  mutes_from: Journal | None = None) -> CheckOutcome:
+    """``journal`` records the run; ``mutes_from`` (default: the same journal) only reads
+    the mutes with expiry, so a check that is not recorded still honours them."""
     t0 = time.monotonic()
     snap = snapshot or collect(target, host_facts=host_facts)
     t1 = time.monotonic()
@@ -46,8 +49,9 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             snap.swift, history=hist.baseline(target.name, snap.swift.collected_at, window)))
     # mutes with expiry (storage/mutes.py): an expired one no longer matches
     rules: list[tuple[str, str | None]] = []
-    if journal is not None:
-        rules = [(m.code, m.entity) for m in active_mutes(journal, target.name)]
+    mj = mutes_from or journal
+    if mj is not None:
+        rules = [(m.code, m.entity) for m in active_mutes(mj, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
     report = run_checks(snap, thresholds, muted=muted, mute_rules=rules)
     t2 = time.monotonic()
@@ -62,6 +66,8 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             (f.to_dict() for f in report.findings), source=source,
             host_facts=snap.host_facts_collected)
         delta = journal.delta(target.name, run_id)
+        report = replace(report, findings=_with_since(journal, target.name, report.findings))
+        incidents = correlate(report.findings, snap)
     if only:
         keep = {c.upper() for c in only}
         report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
@@ -72,3 +78,22 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)
     return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1, incidents)
+
+
+MAX_SINCE_LOOKUPS = 50
+
+
+def _with_since(journal: Journal, cluster: str, findings: tuple[Finding, ...]
+                ) -> tuple[Finding, ...]:
+    """"for N s" on every finding: a check that knows no start (Swift, cache tiers, pools)
+    gets the start of its unbroken streak in the journal, whoever ran those checks."""
+    out = []
+    n = 0
+    for f in findings:
+        if f.since is None and n < MAX_SINCE_LOOKUPS:
+            n += 1
+            first = journal.first_seen(cluster, f.code, f.entity)
+            if first is not None:
+                f = replace(f, since=first)
+        out.append(f)
+    return tuple(out)
