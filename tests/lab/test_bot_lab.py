@@ -45,6 +45,12 @@ def test_health_names_the_unmounted_osd_and_its_device(h: BotHarness, lab: Lab,
     assert fix, "a Fix button for the unmounted OSD"
     tok = h.bot.store.button(fix[0]["value"])
     assert tok is not None and tok.runbook in ("osd-remount", "osd-start")
+    # the cause is the first line: stordoc's verdict and the root, Ceph's health after it;
+    # one Fix button, the root's runbook (osd-start would refuse: never offered)
+    first = msg.params["blocks"][0]["text"]["text"]
+    assert "lab: OSD_DATA_UNMOUNTED osd.1" in first.split("\n")[0], first
+    assert [h.bot.store.button(b["value"]).runbook  # type: ignore[union-attr]
+            for b in fix] == ["osd-remount"]
 
 
 def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: None) -> None:
