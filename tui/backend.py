@@ -119,6 +119,9 @@ class Backend(Protocol):
     def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
              reason: str) -> str: ...
 
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None: ...
+
 
 # --------------------------------------------------------------------------- adapters
 
@@ -260,6 +263,17 @@ class EnvBackend:
         except refused as e:
             raise ActionRefused(str(e)) from None
         return _run_view(res)
+
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None:
+        """After a successful OSD/pool fix: what the cluster still does, until clean."""
+        from runbooks.aftermath import follow, worth_following
+
+        if not worth_following(runbook):
+            return
+        ctx = self.env.run_context(cluster, source=self.source)
+        follow(ctx, lambda am: on_line(f"after the fix: {am.line}", am.clean),
+               timeout_s=300.0, interval_s=2.0, cancel=cancel)
 
     def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
              reason: str) -> str:
@@ -414,6 +428,10 @@ class SnapshotBackend:
     def plan(self, cluster: str, runbook: str, target: str,
              options: Mapping[str, Any] | None = None) -> PlanView:
         raise ActionRefused("captured data: runbooks cannot run against it")
+
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None:
+        """Captured data: nothing runs, so nothing to follow."""
 
     def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
              reason: str) -> str:

@@ -942,6 +942,10 @@ class RunbookScreen(DataScreen):
         def work() -> None:
             res = backend.execute(cluster, plan, log_event, cancel)
             self.post_message(RunFinished(res))
+            if res.ok:  # the truth after "success": peering, recovery, until clean
+                backend.follow(cluster, plan.runbook,
+                               lambda line, clean: log_event(RunEvent("info", line, clean or
+                                                                      None)), cancel)
 
         self.run_worker(work, thread=True, group="run", exit_on_error=False)
 
