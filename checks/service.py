@@ -71,6 +71,7 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     if only:
         keep = {c.upper() for c in only}
         report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
+        incidents = tuple(i for i in incidents if any(f.code in keep for f in i.findings))
         if delta is not None:
             def kept(ks: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
                 return tuple(k for k in ks if k[0] in keep)
