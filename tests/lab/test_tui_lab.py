@@ -131,8 +131,8 @@ async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
             await pilot.press("d")
             good_at = app.state.data_at
             try:
-                stopped_at = time.time()
                 assert lab.stop("mon.a")
+                stopped_at = time.time()  # no good data can be collected after this
                 await wait_until(pilot, lambda: app.state.error is not None, 90,
                                  "the error to show")
                 assert "ceph" in (app.state.error or "")
