@@ -163,6 +163,7 @@ class StordocBot:
         self.runs: list[threading.Thread] = []
         self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
         self.desk = AlertDesk(self, self.channels, alerts)
+        self._closing = threading.Event()  # ends follow-ups when the bot stops
         self.app = App(client=self.client, signing_secret=signing_secret,
                        process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
@@ -462,6 +463,37 @@ class StordocBot:
                                                     "entity": inc.root.entity})
         return make
 
+    def mute_reply(self, where: Where, cluster: str,
+                   cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
+        """Mutes with expiry from chat (operators only for mute/unmute), by Slack user ID,
+        in the same journal table as the CLI's (storage/mutes.py)."""
+        from storage import mutes
+
+        journal = self.backend.env.journal
+        if isinstance(cmd, g.MuteList):
+            now = time.time()
+            rows = [{"what": m.what, "state": "active" if m.active(now) else (
+                "removed" if m.removed_at else "expired"), "until": _utc(m.until),
+                "by": m.by, "reason": m.reason} for m in mutes.list_mutes(journal, cluster, 20)]
+            return r.rows_reply(f"{cluster}: mutes", rows,
+                                ("what", "state", "until", "by", "reason"))
+        import checks.catalog  # noqa: F401
+        from checks.model import REGISTRY
+
+        if cmd.code not in REGISTRY.codes:
+            raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, REGISTRY.codes)}")
+        if isinstance(cmd, g.Unmute):
+            gone = mutes.remove_mutes(journal, cluster, cmd.code, cmd.entity, where.user)
+            if not gone:
+                raise BotError(f"no active mute of `{cmd.code}"
+                               f"{' ' + cmd.entity if cmd.entity else ''}` on {cluster}")
+            return r.text_reply(f":bell: unmuted {', '.join(m.what for m in gone)} on "
+                                f"{cluster} by <@{where.user}>")
+        m = mutes.add_mute(journal, cluster, cmd.code, cmd.entity, time.time() + cmd.for_s,
+                           where.user, cmd.reason)
+        return r.text_reply(f":no_bell: muted `{m.what}` on {cluster} until {_utc(m.until)} "
+                            f"by <@{where.user}>: {r.esc(m.reason)}")
+
     def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
         if isinstance(cmd, g.Health):
             out = self.backend.check(cluster)
@@ -493,6 +525,8 @@ class StordocBot:
                 raise BotError(str(e)) from None
         if isinstance(cmd, g.Silences):
             return self._silences(cluster)
+        if isinstance(cmd, (g.Mute, g.Unmute, g.MuteList)):
+            return self.mute_reply(where, cluster, cmd)
         if isinstance(cmd, g.Audit):
             rows = self.backend.audit(cluster)
             for x in rows:
@@ -770,9 +804,46 @@ class StordocBot:
                                 text=r.clip(f"{head}: {status}", 2900),
                                 blocks=[r.header(head), *lines_block,
                                         r.context(r.clip(self.redactor.text(closing), 2900))])
+        if status.startswith(":white_check_mark:"):
+            self._follow(where, thread, b)
+
+    def _follow(self, where: Where, thread: str, b: Button) -> None:
+        """After a successful OSD/pool fix: one thread message saying what the cluster
+        still does (peering, recovery, Ceph's ETA), updated until clean or 3 minutes."""
+        from runbooks.aftermath import Aftermath, follow, worth_following
+
+        if not worth_following(b.runbook):
+            return
+        try:
+            ctx = self.backend.env.run_context(b.cluster, source="slack")
+        except Exception as e:  # settings changed under us: say nothing rather than fail
+            log.warning("no follow-up: %s", self.redactor.text(str(e))[:200])
+            return
+        ts: list[str] = []
+
+        def show(am: Aftermath) -> None:
+            icon = ":white_check_mark:" if am.clean else ":hourglass_flowing_sand:"
+            text = r.clip(f"{icon} after the fix: {am.line}", 2900)
+            self.throttle.wait(where.channel)
+            if not ts:
+                resp = self.client.chat_postMessage(channel=where.channel,
+                                                    thread_ts=thread, text=text)
+                ts.append(str(resp.get("ts")))
+            else:
+                self.client.chat_update(channel=where.channel, ts=ts[0], text=text)
+
+        try:
+            am = follow(ctx, show, timeout_s=180.0, interval_s=3.0, cancel=self._closing)
+            if not am.clean and not self._closing.is_set():
+                show(Aftermath(False, am.num_pgs, am.unclean, am.inactive, am.states,
+                               am.events, am.eta_s, "still not clean after 3 minutes: "
+                               f"{am.line}"))
+        except Exception as e:
+            log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 
     def close(self) -> None:
         self.desk.stop.set()
+        self._closing.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)

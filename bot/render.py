@@ -277,7 +277,9 @@ IncidentTokenFn = Callable[[Incident], "str | None"]
 def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
     """One incident: the cause, its impact, what it explains, one next step (Fix)."""
     txt = (f"{SEV_ICON[inc.severity]} *{n}. {esc(inc.root.code)}* `{esc(inc.root.entity)}`"
-           f"\n{esc(inc.root.message)}\n_impact:_ {esc(inc.impact)}")
+           f"\n{esc(inc.root.message)}")
+    if inc.impact != inc.root.message:
+        txt += f"\n_impact:_ {esc(inc.impact)}"
     if inc.next_step is not None:
         txt += f"\n_next:_ `{esc(inc.next_step.command)}`"
     elif inc.manual:

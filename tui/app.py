@@ -44,7 +44,7 @@ SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
 }
 
 ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm", "bench_launch",
-                            "bench_cancel"})
+                            "bench_cancel", "mute"})
 """Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
 
 
@@ -75,15 +75,17 @@ class StordocApp(App[None]):
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
 
+    # Help and Quit first: an 80-column footer cuts from the right, and on-call must always
+    # see how to get help and out; the section keys follow (all listed in Help).
     BINDINGS = [
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
         *(Binding(k, f"goto('{name}')", title, id=name)
           for name, (k, title, _) in SECTIONS.items()),
         Binding("r", "refresh", "Refresh", id="refresh"),
         Binding("C", "clusters", "Clusters", id="clusters"),
         Binding("space", "pause", "Pause", id="pause"),
         Binding("escape", "back", "Back", id="back"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
     ]
 
     def __init__(self, backend: Backend, cluster: str | None = None, *,

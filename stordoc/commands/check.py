@@ -116,7 +116,8 @@ def render_incidents(out: CheckOutcome, console: Console) -> None:
             head.append(f"  ({', '.join(tags)})", style="dim")
         console.print(head)
         console.print(Padding(Text(inc.root.message), (0, 0, 0, 4)))
-        console.print(Padding(Text(f"impact: {inc.impact}"), (0, 0, 0, 4)))
+        if inc.impact != inc.root.message:
+            console.print(Padding(Text(f"impact: {inc.impact}"), (0, 0, 0, 4)))
         if inc.consequences:
             also = ", ".join(f"{c.code} {c.entity}" for c in inc.consequences)
             console.print(Padding(Text(f"explains: {also}", style="dim"), (0, 0, 0, 4)))
