@@ -247,6 +247,7 @@ class HostFacts:
     links: Mapping[str, str] = field(default_factory=dict)  # "DIR/block" -> resolved device
     osd_dirs: Mapping[int, str] = field(default_factory=dict)  # this host's OSD id -> data dir
     swift_dirs: Mapping[str, str] = field(default_factory=dict)  # its ring device -> dir
+    ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)
     collected_at: float = 0.0
     duration_s: float = 0.0
 
