@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks.incidents import Incident, headline
 from checks.model import Finding, Severity
 from storage.model import CephState, SwiftState
 from stordoc.fmt import human_age
@@ -231,7 +232,7 @@ def _evidence(ev: Mapping[str, Any]) -> str:
 
 def finding_blocks(f: Finding, token: str | None) -> list[Block]:
     txt = f"{SEV_ICON[f.severity]} *{esc(f.entity)}*  `{f.code}`\n{esc(f.message)}"
-    if f.runbook:
+    if f.runbook and token:
         txt += f"\n_fix:_ `{f.runbook} {esc(f.target or '')}`"
     acc = button("Fix", "fix", token, style="primary") if (token and f.runbook) else None
     blocks = [section(txt, acc)]
@@ -268,6 +269,67 @@ def findings_reply(cluster: str, findings: Sequence[Finding], token_for: TokenFn
                          + (f"  (fix: {f.runbook} {f.target or ''})" if f.runbook else "")
                          for f in findings) + "\n"
     return paginate(head, blocks, text, plain, f"{cluster}-findings.txt")
+
+
+IncidentTokenFn = Callable[[Incident], "str | None"]
+
+
+def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
+    """One incident: the cause, its impact, what it explains, one next step (Fix)."""
+    txt = (f"{SEV_ICON[inc.severity]} *{n}. {esc(inc.root.code)}* `{esc(inc.root.entity)}`"
+           f"\n{esc(inc.root.message)}\n_impact:_ {esc(inc.impact)}")
+    if inc.next_step is not None:
+        txt += f"\n_next:_ `{esc(inc.next_step.command)}`"
+    elif inc.manual:
+        txt += f"\n_by hand:_ {esc(clip(inc.manual, 400))}"
+    acc = (button("Fix", "fix", token, style="primary")
+           if token and inc.next_step is not None else None)
+    blocks = [section(clip(txt, MAX_SECTION - 20), acc)]
+    if inc.consequences:
+        blocks.append(context("explains: " + esc(clip(", ".join(
+            f"{c.code} {c.entity}" for c in inc.consequences), 1500))))
+    return blocks
+
+
+def health_reply(cluster: str, exit_code: int, incidents: Sequence[Incident],
+                 findings: Sequence[Finding], incident_token: IncidentTokenFn,
+                 ceph_health: str | None = None, note: str | None = None) -> Reply:
+    """`health`: stordoc's verdict and the top cause first, incidents each with one Fix,
+    then Ceph's health as one fact, then every finding (no Fix on consequences)."""
+    head = headline(cluster, exit_code, incidents, len(findings))
+    blocks: list[Block] = [section(f"*{esc(head)}*")]
+    facts = []
+    if ceph_health:
+        facts.append(f"Ceph {ceph_health}")
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
+    facts.append(f"{len(findings)} findings ({counts[Severity.CRIT]} crit, "
+                 f"{counts[Severity.WARN]} warn)")
+    if note:
+        facts.append(note)
+    blocks.append(context(esc(" · ".join(facts))))
+    if not findings:
+        blocks.append(section(":white_check_mark: All checks passed."))
+    for n, inc in enumerate(incidents, 1):
+        blocks.extend(incident_blocks(n, inc, incident_token(inc)))
+    rest = [f for f in findings if not any(f.key == x.key for i in incidents
+                                            for x in i.findings)]
+    if rest:
+        blocks.append(divider())
+        blocks.append(section(f"*Other findings ({len(rest)})*"))
+        for f in rest:
+            blocks.extend(finding_blocks(f, None))
+
+    def plain() -> str:
+        lines = [head]
+        for n, inc in enumerate(incidents, 1):
+            lines.append(f"{n}. [{inc.severity.label}] {inc.root.code} {inc.root.entity}: "
+                         f"{inc.root.message} | impact: {inc.impact}"
+                         + (f" | next: {inc.next_step.command}" if inc.next_step else ""))
+            lines += [f"   explains: {c.code} {c.entity}: {c.message}"
+                      for c in inc.consequences]
+        lines += [f"[{f.severity.label}] {f.entity} {f.code}: {f.message}" for f in rest]
+        return "\n".join(lines) + "\n"
+    return paginate(head, blocks, head, plain, f"{cluster}-health.txt")
 
 
 # --------------------------------------------------------------------------- views

@@ -3,6 +3,7 @@ by name prefix): add a module here to add its checks."""
 
 from checks import (  # noqa: F401
     cache,
+    ceph_config,
     cluster,
     mounts,
     osd,

@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
+from checks.incidents import Incident
 from checks.model import Finding, Severity
 from storage.model import (
     CephState,
@@ -95,8 +96,14 @@ class Overview:
 
 
 def overview(snap: ClusterSnapshot, findings: Sequence[Finding]) -> Overview:
+    """Facts after the incidents: Ceph's health is one of them, not the verdict."""
     out: list[tuple[str, str, str]] = []
     ceph = snap.ceph
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
+    out.append(("Findings", f"{counts[Severity.CRIT]} crit, {counts[Severity.WARN]} warn, "
+                f"{counts[Severity.INFO]} info",
+                "bold red" if counts[Severity.CRIT] else
+                "yellow" if counts[Severity.WARN] else "green"))
     if ceph is not None:
         hs = ceph.health_status
         out.append(("Ceph health", hs, {"HEALTH_OK": "green", "HEALTH_WARN": "yellow"}
@@ -141,11 +148,6 @@ def overview(snap: ClusterSnapshot, findings: Sequence[Finding]) -> Overview:
         out.append(("Hosts", f"{len(snap.hosts)} ({len(bad)} unreachable"
                     + (f": {', '.join(bad)}" if bad else "") + ")",
                     "bold red" if bad else ""))
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
-    out.append(("Findings", f"{counts[Severity.CRIT]} crit, {counts[Severity.WARN]} warn, "
-                f"{counts[Severity.INFO]} info",
-                "bold red" if counts[Severity.CRIT] else
-                "yellow" if counts[Severity.WARN] else "green"))
     return Overview(tuple(out))
 
 
@@ -608,6 +610,24 @@ def ring_rows(sw: SwiftState | None, needle: str = "") -> list[Row]:
 # --------------------------------------------------------------------------- findings
 
 FINDING_COLUMNS = ("severity", "code", "entity", "message", "runbook")
+INCIDENT_COLUMNS = ("sev", "cause", "entity", "next step", "impact")
+
+
+def incident_rows(incidents: Sequence[Incident], new: Iterable[tuple[str, str]] = ()
+                  ) -> list[Row]:
+    """One row per incident, worst first: the cause, the one next step, the impact."""
+    new_set = set(new)
+    rows = []
+    for inc in incidents:
+        step = inc.next_step
+        nxt = f"{step.runbook} {step.target}" if step else "by hand"
+        mark = " *new*" if inc.root.key in new_set else ""
+        rows.append(_row(f"incident:{inc.id}", "incident",
+                         [inc.severity.label, inc.root.code, inc.root.entity, nxt,
+                          inc.impact + mark],
+                         [SEV_STYLE[inc.severity], "bold", "", "cyan" if step else "dim", ""],
+                         inc))
+    return rows
 
 
 def finding_rows(findings: Sequence[Finding], needle: str = "",
