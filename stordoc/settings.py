@@ -121,6 +121,7 @@ class HostSettings(_Model):
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     fstab_path: str = "/etc/fstab"
+    swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
 
     @field_validator("name")
     @classmethod
@@ -223,7 +224,7 @@ class ClusterSettings(_Model):
                     osd_activate_lvm=tuple(h.osd_activate_lvm),
                     osd_start_cephadm=tuple(h.osd_start_cephadm),
                     swift_server_start=tuple(h.swift_server_start),
-                    fstab_path=h.fstab_path,
+                    fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
                 ) for h in self.hosts
             ),
             ceph_cluster_name=cluster_name,
