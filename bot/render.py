@@ -334,6 +334,19 @@ def health_reply(cluster: str, exit_code: int, incidents: Sequence[Incident],
     return paginate(head, blocks, head, plain, f"{cluster}-health.txt")
 
 
+def all_clusters_reply(lines: Sequence[tuple[int, str]]) -> Reply:
+    """``health all``: one verdict line per cluster, worst first."""
+    icon = {0: ":large_green_circle:", 1: ":large_orange_circle:", 2: ":red_circle:",
+            3: ":black_circle:"}
+    rows = sorted(lines, key=lambda x: -x[0])
+    head = f"All clusters ({len(rows)})"
+    blocks: list[Block] = [header(head)]
+    blocks += sections_of("\n".join(f"{icon.get(c, '')} {esc(t)}" for c, t in rows))
+    text = head + ": " + "; ".join(t for _, t in rows)
+    return paginate(head, blocks, clip(text, MAX_TEXT), lambda: "\n".join(t for _, t in rows)
+                    + "\n", "all-clusters.txt")
+
+
 # --------------------------------------------------------------------------- views
 
 

@@ -487,7 +487,8 @@ class OsdScreen(DataScreen):
 def _best_fixable(fs: Sequence[Finding]) -> Finding | None:
     """The finding to fix first: the root cause (e.g. OSD_DATA_UNMOUNTED) over symptoms."""
     fixable = [f for f in fs if f.runbook and f.target]
-    order = {"osd-remount": 0, "swift-device-remount": 0, "osd-start": 1, "osd-in": 2}
+    order = {"osd-remount": 0, "osd-activate": 0, "swift-device-remount": 0, "osd-start": 1,
+             "osd-in": 2}
     fixable.sort(key=lambda f: (order.get(f.runbook or "", 5), -f.severity))
     return fixable[0] if fixable else None
 

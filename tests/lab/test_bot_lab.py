@@ -100,14 +100,14 @@ def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: Non
     assert runs[0]["source"] == "slack"
 
 
-def test_unknown_osd_named_and_unauthorized_refused(h: BotHarness) -> None:
+def test_unknown_osd_named_and_unauthorized_refused(h: BotHarness, lab: Lab) -> None:
     h.slack.slash("osd osd.17", VIEWER)
     call = h.wait_post("unknown OSD", ("chat.postEphemeral",), timeout=60)
-    assert "this cluster has osd.0-osd.2" in call.params["text"]
+    assert f"this cluster has osd.0-osd.{lab.n_osds - 1}" in call.params["text"]
     h.slack.slash("fix osd-start osd.1", STRANGER)
     h.wait_post("is not allowed", ("chat.postEphemeral",))
     h.slack.slash("osd tree", VIEWER)
-    tree = h.wait_post("3 OSDs", timeout=60)
+    tree = h.wait_post(f"{lab.n_osds} OSDs", timeout=60)
     assert "*node2*" in all_text(tree) and "`osd.1`" in all_text(tree)
 
 
