@@ -207,18 +207,6 @@ def test_swift_server_stopped_is_one_incident(env: Env, broken: Callable[..., st
     assert inc.next_step is not None and inc.next_step.runbook == "swift-server-start"
 
 
-def test_swift_async_pending_folds_into_the_stopped_container_server(
-        env: Env, broken: Callable[..., str]) -> None:
-    broken("swift-async-pending")
-    out = until(env, lambda o: has_root("SWIFT_SERVER_DOWN")(o) and any(
-        f.code == "SWIFT_ASYNC_PENDING" for f in o.report.findings), what="async")
-    inc = the_incident(out, "SWIFT_SERVER_DOWN")
-    assert len(out.incidents) == 1, [i.id for i in out.incidents]
-    assert inc.root.entity.startswith("container server")
-    assert "SWIFT_ASYNC_PENDING" in {f.code for f in inc.consequences}
-    assert "container updates queued" in inc.impact
-
-
 def test_swift_device_full_is_one_incident(env: Env, broken: Callable[..., str]) -> None:
     broken("swift-device-full", device="d2")
     out = until(env, has_root("SWIFT_DEVICE_FULL"), what="d2 full")
@@ -285,3 +273,16 @@ def test_swift_ring_stale_on_every_server_is_one_incident(
     assert inc.impact.startswith("on 3 servers alike")
     assert inc.next_step is not None and inc.next_step.command == \
         "stordoc fix swift-ring-push object"
+
+
+# last: on some lab layouts its heal leaves the pendings behind (see the lab)
+def test_swift_async_pending_folds_into_the_stopped_container_server(
+        env: Env, broken: Callable[..., str]) -> None:
+    broken("swift-async-pending")
+    out = until(env, lambda o: has_root("SWIFT_SERVER_DOWN")(o) and any(
+        f.code == "SWIFT_ASYNC_PENDING" for f in o.report.findings), what="async")
+    inc = the_incident(out, "SWIFT_SERVER_DOWN")
+    assert len(out.incidents) == 1, [i.id for i in out.incidents]
+    assert inc.root.entity.startswith("container server")
+    assert "SWIFT_ASYNC_PENDING" in {f.code for f in inc.consequences}
+    assert "container updates queued" in inc.impact
