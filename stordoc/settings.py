@@ -113,6 +113,7 @@ class HostSettings(_Model):
     osd_pid_file: str | None = None
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
+    swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
     fstab_path: str = "/etc/fstab"
     swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
 
@@ -205,6 +206,7 @@ class ClusterSettings(_Model):
                     osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
                     osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
                     swift_server_start=tuple(h.swift_server_start),
+                    swift_replicator_start=tuple(h.swift_replicator_start),
                     fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
                 ) for h in self.hosts
             ),
