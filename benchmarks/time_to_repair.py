@@ -1,7 +1,12 @@
 """Time to repair on the lab: unmounted+out OSD -> detect -> plan -> run -> verify.
 
-Each cycle: ``Lab.break_("osd-unmounted", out=True)`` (not timed), then
-  detect: ``stordoc check`` (collect with host facts + all checks) until OSD_DATA_UNMOUNTED
+Two faults (``--fault``): ``osd-unmounted`` (the XFS data partition of a ceph-disk style OSD
+unmounted: OSD_DATA_UNMOUNTED, runbook osd-remount) and ``osd-not-activated`` (the tmpfs
+of a ceph-volume raw OSD gone after a "reboot": OSD_NOT_ACTIVATED, runbook osd-activate);
+``both`` alternates them cycle by cycle and prints the medians of each.
+
+Each cycle: ``Lab.break_(FAULT, out=True)`` (not timed), then
+  detect: ``stordoc check`` (collect with host facts + all checks) until the fault's code
           names the OSD,
   plan:   ``runbooks.api.plan`` for the runbook the finding names (fresh snapshot),
   run:    ``execute`` from the first step to the last (noout, mount, start, wait up, in,
@@ -13,7 +18,7 @@ runs through the real command line (``stordoc check``, ``stordoc fix --finding .
 ``stordoc check``) and reports wall times per command.
 
 Usage: .venv/bin/python benchmarks/time_to_repair.py --dir /var/tmp/sd-lab-rb \
-           --port-base 17800 --cycles 5 [--osd 1] [--cli]
+           --port-base 17800 --cycles 5 [--fault both] [--osd 1] [--cli]
 """
 
 from __future__ import annotations
@@ -47,17 +52,21 @@ def wait_healthy(lab: Lab, timeout: float = 300) -> None:
     raise SystemExit("the lab did not return to HEALTH_OK")
 
 
-def cycle_api(env: Env, lab: Lab, osd: int) -> dict[str, float]:
-    lab.break_("osd-unmounted", osd=osd, out=True)
+CODE = {"osd-unmounted": "OSD_DATA_UNMOUNTED", "osd-not-activated": "OSD_NOT_ACTIVATED"}
+
+
+def cycle_api(env: Env, lab: Lab, osd: int, fault: str) -> dict[str, float]:
+    lab.break_(fault, osd=osd, out=True)
     target = f"osd.{osd}"
+    code = CODE[fault]
     t0 = time.monotonic()
     finding = None
     while finding is None:
         out = env.check("lab", source="bench")
         finding = next((f for f in out.report.findings
-                        if f.code == "OSD_DATA_UNMOUNTED" and f.target == target), None)
+                        if f.code == code and f.target == target), None)
         if finding is None and time.monotonic() - t0 > 120:
-            raise SystemExit("OSD_DATA_UNMOUNTED never showed up")
+            raise SystemExit(f"{code} never showed up")
     t1 = time.monotonic()
     ctx = env.run_context("lab", source="bench")
     assert finding.runbook is not None
@@ -87,8 +96,8 @@ def cycle_api(env: Env, lab: Lab, osd: int) -> dict[str, float]:
             "verify": t3 - run_end, "until clean": t4 - t3, "total": t4 - t0}
 
 
-def cycle_cli(cfg: str, lab: Lab, osd: int) -> dict[str, float]:
-    lab.break_("osd-unmounted", osd=osd, out=True)
+def cycle_cli(cfg: str, lab: Lab, osd: int, fault: str) -> dict[str, float]:
+    lab.break_(fault, osd=osd, out=True)
     base = [sys.executable, "-m", "stordoc", "--config", cfg]
     envv = {**os.environ, "PYTHONWARNINGS": "ignore"}
 
@@ -99,8 +108,7 @@ def cycle_cli(cfg: str, lab: Lab, osd: int) -> dict[str, float]:
         return p.returncode, time.monotonic() - t
 
     rc1, detect = run("check")
-    rc2, fix = run("fix", "--finding", "OSD_DATA_UNMOUNTED", "--entity", f"osd.{osd}",
-                   "--yes")
+    rc2, fix = run("fix", "--finding", CODE[fault], "--entity", f"osd.{osd}", "--yes")
     if rc1 == 0 or rc2 != 0:
         raise SystemExit(f"cli cycle failed: check rc {rc1}, fix rc {rc2}")
     t = time.monotonic()
@@ -122,33 +130,53 @@ def _fmt(r: dict[str, Any]) -> str:
                      for k, v in r.items())
 
 
+def _osd_for(lab: Lab, fault: str, wanted: int | None) -> int:
+    kind = "xfs" if fault == "osd-unmounted" else "raw"
+    mine = [i for i, k in enumerate(lab.kinds) if k == kind]
+    if wanted is not None and wanted in mine:
+        return wanted
+    if not mine:
+        raise SystemExit(f"the lab (layout {lab.layout}) has no {kind} OSD for {fault}")
+    return mine[min(1, len(mine) - 1)] if kind == "xfs" else mine[-1]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", default="/var/tmp/sd-lab-rb")
     ap.add_argument("--port-base", type=int, default=17800)
-    ap.add_argument("--cycles", type=int, default=5)
-    ap.add_argument("--osd", type=int, default=1)
+    ap.add_argument("--cycles", type=int, default=5, help="cycles per fault")
+    ap.add_argument("--fault", choices=("osd-unmounted", "osd-not-activated", "both"),
+                    default="osd-unmounted")
+    ap.add_argument("--osd", type=int, default=None,
+                    help="OSD id (default: osd.1 for XFS, the last raw OSD for tmpfs)")
     ap.add_argument("--cli", action="store_true", help="time the real CLI commands")
     args = ap.parse_args()
     lab = Lab(args.dir, args.port_base)
     cfg = str(lab.config_path)
     env = Env(load_settings(cfg))
-    rows: list[dict[str, float]] = []
+    faults = ["osd-unmounted", "osd-not-activated"] if args.fault == "both" else [args.fault]
+    rows: dict[str, list[dict[str, float]]] = {f: [] for f in faults}
     try:
         for i in range(args.cycles):
-            wait_healthy(lab)
-            r = cycle_cli(cfg, lab, args.osd) if args.cli else cycle_api(env, lab, args.osd)
-            rows.append(r)
-            print(f"cycle {i + 1}: " + _fmt(r), flush=True)
+            for fault in faults:
+                osd = _osd_for(lab, fault, args.osd)
+                wait_healthy(lab)
+                r = cycle_cli(cfg, lab, osd, fault) if args.cli else \
+                    cycle_api(env, lab, osd, fault)
+                rows[fault].append(r)
+                print(f"cycle {i + 1} {fault} osd.{osd}: " + _fmt(r), flush=True)
     finally:
         env.close()
         wait_healthy(lab)
-    med: dict[str, Any] = {k: round(statistics.median(r[k] for r in rows), 2)
-                           for k in rows[0]}
-    print(f"median over {len(rows)} cycles: " + _fmt(med))
-    print(json.dumps({"cycles": len(rows), "mode": "cli" if args.cli else "api",
-                      "median_s": med, "max_total_s": round(max(r["total"] for r in rows), 2),
-                      "goal_s": 60}))
+    summary: dict[str, Any] = {}
+    for fault, rs in rows.items():
+        med: dict[str, Any] = {k: round(statistics.median(r[k] for r in rs), 2)
+                               for k in rs[0]}
+        print(f"{fault}: median over {len(rs)} cycles: " + _fmt(med))
+        summary[fault] = {"cycles": len(rs), "median_s": med,
+                          "max_total_s": round(max(r["total"] for r in rs), 2)}
+    print(json.dumps({"mode": "cli" if args.cli else "api", "faults": summary,
+                      "goal_s": {"osd-unmounted": 60, "osd-not-activated": 30}}))
     return 0
 
 

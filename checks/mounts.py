@@ -9,20 +9,11 @@ otherwise (recon only lists directories that exist, so SWIFT_DEVICE_NO_DIR needs
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterable, Iterator
 
+from checks.hostdiag import OsdHostState, diagnose_osd, diagnose_swift_device
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from storage.model import (
-    ClusterSnapshot,
-    DeviceIdentity,
-    FstabLine,
-    HostFacts,
-    IoError,
-    OsdState,
-    RingDevice,
-)
+from storage.model import ClusterSnapshot, HostFacts, OsdState, RingDevice
 
 OSD_CODES = (
     CodeInfo("OSD_DATA_UNMOUNTED", Severity.CRIT,
@@ -34,6 +25,17 @@ OSD_CODES = (
              "Recent kernel I/O errors for an OSD's device: a remount or restart is unsafe."),
     CodeInfo("OSD_FSTAB_DISABLED", Severity.WARN,
              "The fstab line for an OSD data dir is commented out (disabled on purpose?)."),
+    CodeInfo("OSD_NOT_ACTIVATED", Severity.CRIT,
+             "A ceph-volume (raw/lvm) OSD's tmpfs data dir was not re-created after a boot: "
+             "its device's BlueStore label or LV tags name it, the dir is empty.",
+             "osd-activate"),
+    CodeInfo("OSD_LABEL_FOREIGN", Severity.WARN,
+             "The only device naming this OSD id carries another cluster's fsid."),
+    CodeInfo("OSD_LV_INACTIVE", Severity.CRIT,
+             "An LV tagged for this OSD by ceph-volume lvm is not active."),
+    CodeInfo("OSD_UNIT_FAILED", Severity.CRIT,
+             "A systemd unit of this OSD (ceph-osd@N, ceph-volume@lvm-N-UUID, "
+             "ceph-FSID@osd.N) failed; its last log lines are the evidence."),
 )
 SWIFT_CODES = (
     CodeInfo("SWIFT_DEVICE_UNMOUNTED", Severity.CRIT,
@@ -47,59 +49,12 @@ SWIFT_CODES = (
              "The fstab line for a Swift device is commented out (drive-audit or by hand)."),
 )
 
-_PART_RE = re.compile(r"^(?P<base>(?:nvme\d+n\d+|mmcblk\d+|loop\d+))p\d+$|^(?P<sd>[a-z]+)\d+$")
-
-
-def _kname(dev: str) -> str:
-    return os.path.basename(dev.rstrip("/"))
-
-
-def _parent(name: str) -> str:
-    m = _PART_RE.match(name)
-    if not m:
-        return name
-    return m.group("base") or m.group("sd") or name
-
-
-def _backing_loops(facts: HostFacts, path: str) -> set[str]:
-    """Kernel names of loop devices attached to an image file (lab, file-backed OSDs)."""
-    p = os.path.normpath(path)
-    return {_kname(b.path) for b in facts.block_devices
-            if b.backing_file and os.path.normpath(b.backing_file) == p}
-
-
-def _errors_for(facts: HostFacts, devices: Iterable[str], ctx: CheckContext) -> list[IoError]:
-    names: set[str] = set()
-    for d in devices:
-        if not d:
-            continue
-        names.add(_kname(d))
-        names |= _backing_loops(facts, d)
-    if not names:
-        return []
-    wanted = names | {_parent(n) for n in names}
-    out = []
-    for e in facts.io_errors:
-        if e.when is not None and ctx.now and ctx.now - e.when > ctx.thresholds.io_error_window_s:
-            continue
-        if e.device in wanted or _parent(e.device) in wanted:
-            out.append(e)
-    return out
-
-
-def _fstab_for(facts: HostFacts, path: str) -> tuple[list[FstabLine], list[FstabLine]]:
-    p = os.path.normpath(path)
-    lines = [f for f in facts.fstab if os.path.normpath(f.mountpoint) == p]
-    return [f for f in lines if not f.commented], [f for f in lines if f.commented]
-
-
-def _match_osd_device(facts: HostFacts, osd: OsdState, fsid: str) -> tuple[
-        DeviceIdentity | None, list[DeviceIdentity]]:
-    """The unmounted device whose whoami/ceph_fsid name this OSD, plus near misses."""
-    exact = [i for i in facts.identities if i.whoami == osd.id and i.ceph_fsid == fsid
-             and (not osd.uuid or not i.osd_fsid or i.osd_fsid == osd.uuid)]
-    other = [i for i in facts.identities if i.whoami == osd.id and i not in exact]
-    return (exact[0] if exact else None), other
+def _telling(log: tuple[str, ...]) -> str:
+    """The log line that says why: the last one not written by systemd itself."""
+    for ln in reversed(log):
+        if "systemd[1]:" not in ln:
+            return ln.strip()
+    return log[-1].strip()
 
 
 def _host_osds(snap: ClusterSnapshot, facts: HostFacts) -> Iterator[OsdState]:
@@ -111,39 +66,43 @@ def _host_osds(snap: ClusterSnapshot, facts: HostFacts) -> Iterator[OsdState]:
 
 @check("osd-mounts", codes=OSD_CODES, needs=("ceph", "hosts"))
 def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
-    """Why an OSD is down, seen from its host."""
+    """Why an OSD is down, seen from its host (one diagnosis: ``checks.hostdiag``)."""
     ceph = snap.ceph
     assert ceph is not None
     out: list[Finding] = []
+    window = ctx.thresholds.io_error_window_s
     for hname, facts in sorted(snap.hosts.items()):
         if not facts.reachable:
             continue
         for o in _host_osds(snap, facts):
-            d = facts.osd_dirs.get(o.id)
-            if d is None:
+            dg = diagnose_osd(facts, o, ceph.fsid, ctx.now, window)
+            if dg is None:
                 continue
-            mount = facts.mount_at(d)
-            # a data dir kept on the root fs (not a mount point by design) holds its files
-            populated = facts.dirs.get(os.path.join(d, "whoami"), False)
-            daemon = next((x for x in facts.daemons if x.kind == "ceph-osd"
-                           and x.ident == str(o.id)), None)
-            running = daemon is not None and daemon.running
-            active, commented = _fstab_for(facts, d)
-            base_ev = {"host": hname, "data_dir": d, "osd_up": o.up, "osd_in": o.in_}
-            devices: list[str] = []
-            if mount is not None:
-                devices.append(mount.source)
-            blk = facts.links.get(os.path.join(d, "block"))
-            if blk:
-                devices.append(blk)
-            matched, others = _match_osd_device(facts, o, ceph.fsid)
-            if mount is None:
-                if matched:
-                    devices.append(matched.device)
-                devices += [f.device for f in active]
-            errs = _errors_for(facts, devices, ctx)
-            if mount is None and not populated and (not o.up or not running):
-                ev = dict(base_ev, dir_exists=facts.dirs.get(d, False), daemon_running=running)
+            d = dg.data_dir
+            base_ev: dict[str, object] = {"host": hname, "data_dir": d, "osd_up": o.up,
+                                          "osd_in": o.in_, **dg.as_evidence()}
+            sev = Severity.CRIT if o.in_ else Severity.WARN
+            errs = list(dg.io_errors)
+            active, commented = dg.fstab_active, dg.fstab_commented
+            safe = dg.refusal() is None
+            down = not o.up or not dg.running
+            if dg.state is OsdHostState.NOT_ACTIVATED and down:
+                m = dg.matches[0]
+                ev = dict(base_ev, dir_exists=facts.dirs.get(d, False),
+                          daemon_running=dg.running, device=m.device,
+                          device_whoami=m.whoami, device_ceph_fsid=m.ceph_fsid,
+                          device_osd_fsid=m.osd_fsid, activate_safe=safe)
+                what = "LV" if m.kind == "lvm" else "BlueStore label"
+                out.append(Finding(
+                    "OSD_NOT_ACTIVATED", sev, o.name,
+                    f"{o.name} ({dg.flavour.value}) was not activated on {hname}: "
+                    f"{d} is empty while the {what} on {m.device} names it "
+                    "(activation did not run or failed after a reboot)", ev,
+                    runbook="osd-activate", target=o.name, since=o.down_since))
+            elif dg.state in (OsdHostState.UNMOUNTED, OsdHostState.MISSING) and down:
+                matched = next((i for i in dg.matches if i.kind == "xfs"), None)
+                ev = dict(base_ev, dir_exists=facts.dirs.get(d, False),
+                          daemon_running=dg.running)
                 if matched:
                     ev.update(device=matched.device, device_whoami=matched.whoami,
                               device_ceph_fsid=matched.ceph_fsid,
@@ -152,33 +111,61 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 else:
                     ev["device"] = "no matching device found"
                     where = "; no unmounted device holding it was found"
-                if others:
+                if dg.foreign:
                     ev["other_candidates"] = [
                         {"device": i.device, "ceph_fsid": i.ceph_fsid, "osd_fsid": i.osd_fsid}
-                        for i in others]
+                        for i in dg.foreign]
                 if active:
                     ev["fstab"] = active[0].raw or f"{active[0].device} {active[0].mountpoint}"
-                ev["remount_safe"] = not errs and not (commented and not active)
+                ev["remount_safe"] = safe
                 out.append(Finding(
-                    "OSD_DATA_UNMOUNTED", Severity.CRIT if o.in_ else Severity.WARN, o.name,
+                    "OSD_DATA_UNMOUNTED", sev, o.name,
                     f"{o.name} data dir {d} is not mounted on {hname}{where}", ev,
                     runbook="osd-remount", target=o.name, since=o.down_since))
-            elif (mount is not None or populated) and not running:
-                ev = dict(base_ev, device=mount.source if mount else None, pid=daemon.pid if daemon else None)
+                if dg.foreign and not dg.matches:
+                    f0 = dg.foreign[0]
+                    out.append(Finding(
+                        "OSD_LABEL_FOREIGN", Severity.WARN, o.name,
+                        f"{f0.device} on {hname} names osd.{o.id} of another cluster "
+                        f"({f0.ceph_fsid}, this one is {ceph.fsid}): do not activate or "
+                        "mount it as this OSD", dict(base_ev, device=f0.device,
+                                                     device_ceph_fsid=f0.ceph_fsid)))
+            elif dg.state is OsdHostState.STOPPED:
+                mount = dg.mount
+                src = mount.source if mount and mount.fstype != "tmpfs" else None
+                ev = dict(base_ev, device=src, pid=dg.pid)
                 out.append(Finding(
-                    "OSD_DAEMON_STOPPED", Severity.CRIT if o.in_ else Severity.WARN, o.name,
+                    "OSD_DAEMON_STOPPED", sev, o.name,
                     f"{o.name} data is in place on {hname} "
-                    f"({mount.source if mount else d}) but ceph-osd "
-                    "is not running", ev, runbook="osd-start", target=o.name,
-                    since=o.down_since))
+                    f"({src or d}) but ceph-osd is not running", ev, runbook="osd-start",
+                    target=o.name, since=o.down_since))
+            for lv in (v for v in facts.lvm_volumes if v.osd_id == o.id and not v.active
+                       and v.cluster_fsid == ceph.fsid):
+                out.append(Finding(
+                    "OSD_LV_INACTIVE", Severity.CRIT if down else Severity.WARN, o.name,
+                    f"{o.name}'s {lv.type} LV {lv.vg_name}/{lv.lv_name} on {hname} is not "
+                    "active: activate the volume group before the OSD",
+                    dict(base_ev, lv=lv.lv_path, lv_type=lv.type, devices=list(lv.devices))))
+            for u in dg.units:
+                if u.active_state != "failed":
+                    continue
+                out.append(Finding(
+                    "OSD_UNIT_FAILED", Severity.CRIT if down else Severity.WARN, o.name,
+                    f"{u.unit} on {hname} failed ({u.result or u.sub_state}"
+                    + (f", since {u.since}" if u.since else "") + ")"
+                    + (f": {_telling(u.log_tail)}" if u.log_tail else ""),
+                    dict(base_ev, unit=u.unit, result=u.result, since=u.since,
+                         log_tail=list(u.log_tail)),
+                    runbook=dg.runbook() if down else None,
+                    target=o.name if down and dg.runbook() else None))
             if errs:
                 out.append(Finding(
                     "OSD_DEVICE_IO_ERRORS", Severity.CRIT, o.name,
                     f"{len(errs)} kernel I/O error(s) for {o.name}'s device on {hname} "
                     f"({errs[-1].device}): do not remount or restart before checking the disk",
-                    dict(base_ev, devices=sorted(set(devices)),
+                    dict(base_ev, devices=sorted(set(dg.devices)),
                          lines=[e.line for e in errs[-5:]], count=len(errs))))
-            if commented and not active:
+            if dg.fstab_disabled:
                 out.append(Finding(
                     "OSD_FSTAB_DISABLED", Severity.WARN, o.name,
                     f"the fstab line for {o.name} ({d}) on {hname} is commented out",
@@ -230,28 +217,23 @@ def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Fi
                                  "recon_unmounted_on": recon_says}
         if have_facts:
             assert facts is not None
-            path = facts.swift_dirs[dev]
-            mount = facts.mount_at(path)
-            exists = facts.dirs.get(path, False)
-            active, commented = _fstab_for(facts, path)
-            ident = next((i for i in facts.identities if i.label == dev), None)
-            devices = [mount.source] if mount else []
-            if ident:
-                devices.append(ident.device)
-            devices += [f.device for f in active]
-            errs = _errors_for(facts, devices, ctx)
+            sd = diagnose_swift_device(facts, dev, ctx.now, ctx.thresholds.io_error_window_s)
+            assert sd is not None
+            path, mount, exists = sd.path, sd.mount, sd.exists
+            active, commented = list(sd.fstab_active), list(sd.fstab_commented)
+            errs = list(sd.io_errors)
             ev.update(path=path, dir_exists=exists)
             if active:
                 ev["fstab"] = active[0].raw
-            if ident:
-                ev["unmounted_device"] = ident.device
+            if sd.unmounted_device:
+                ev["unmounted_device"] = sd.unmounted_device
             if not exists:
                 out.append(Finding(
                     "SWIFT_DEVICE_NO_DIR", Severity.CRIT, entity,
                     f"ring device {dev} has no directory {path} on {hname}: recon cannot "
                     "report it, its partitions go to handoffs", ev, target=target))
             elif mount is None:
-                ev["remount_safe"] = not errs and not (commented and not active)
+                ev["remount_safe"] = sd.refusal() is None
                 out.append(Finding(
                     "SWIFT_DEVICE_UNMOUNTED", Severity.CRIT, entity,
                     f"Swift device {dev} is not mounted at {path} on {hname}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checks.hostdiag import diagnose_osd
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import CephState, ClusterSnapshot, OsdState
 
@@ -103,6 +104,21 @@ def _evidence(o: OsdState, state: CephState, snap: ClusterSnapshot) -> dict[str,
     return ev
 
 
+def _repair(o: OsdState, st: CephState, snap: ClusterSnapshot,
+            ctx: CheckContext) -> tuple[str, str]:
+    """The runbook that will actually run for a down OSD (from its host's diagnosis when
+    host facts were collected: remount, activate or start) and the words for it."""
+    f = snap.hosts.get(o.host or "")
+    if f is not None and f.reachable:
+        dg = diagnose_osd(f, o, st.fsid, ctx.now, ctx.thresholds.io_error_window_s)
+        rb = dg.runbook() if dg is not None else None
+        if rb == "osd-remount":
+            return rb, "mount its data dir and start it"
+        if rb == "osd-activate":
+            return rb, "activate it (ceph-volume) and start it"
+    return "osd-start", "start it"
+
+
 def _down_out_interval(state: CephState) -> float | None:
     try:
         return float(state.config["mon_osd_down_out_interval"])
@@ -163,15 +179,17 @@ def check_osds(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
                 left = o.down_since + interval - now
                 if left > 0:
                     msg += f"; Ceph marks it out in about {fmt_duration(left)}"
-            yield Finding("OSD_DOWN_IN", Severity.CRIT, name, msg + "; start it",
-                          _evidence(o, st, snap), runbook="osd-start", target=name,
+            rb, how = _repair(o, st, snap, ctx)
+            yield Finding("OSD_DOWN_IN", Severity.CRIT, name, msg + f"; {how}",
+                          _evidence(o, st, snap), runbook=rb, target=name,
                           since=o.down_since)
         elif not o.up:
+            rb, how = _repair(o, st, snap, ctx)
             yield Finding("OSD_DOWN_OUT", Severity.WARN, name,
                           f"{name} {where} is down and out ({_down_for(o, now)}); Ceph's "
-                          f"OSD_DOWN no longer shows it; {_redundancy(st)}: start it, or "
+                          f"OSD_DOWN no longer shows it; {_redundancy(st)}: {how}, or "
                           f"remove it for good",
-                          _evidence(o, st, snap), runbook="osd-start", target=name,
+                          _evidence(o, st, snap), runbook=rb, target=name,
                           since=o.down_since)
         elif not o.in_:
             yield Finding("OSD_UP_OUT", Severity.WARN, name,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks import hostdiag
 from runbooks.model import (
     HostOp,
     MonOp,
@@ -164,17 +165,9 @@ def fill_template(template: tuple[str, ...] | list[str], values: Mapping[str, An
 
 
 def io_errors_for(facts: HostFacts, device: str) -> list[str]:
-    """Kernel I/O error lines on the host for this device (by its kernel name)."""
-    names = {device.rsplit("/", 1)[-1]}
-    for bd in facts.block_devices:
-        if bd.path == device and bd.backing_file:
-            names.add(bd.backing_file.rsplit("/", 1)[-1])
-    out = []
-    for e in facts.io_errors:
-        dev = e.device.rsplit("/", 1)[-1]
-        if dev in names or any(dev.startswith(n) and dev[len(n):].isdigit() for n in names):
-            out.append(e.line)
-    return out
+    """Kernel I/O error lines on the host for this device: the one rule of
+    ``checks.hostdiag.io_errors_for`` (partitions, whole disks, loop images)."""
+    return [e.line for e in hostdiag.io_errors_for(facts, [device])]
 
 
 def fstab_disabled(facts: HostFacts, mountpoint: str) -> str | None:

@@ -8,16 +8,14 @@ this cluster), the data directory comes from the host's configured template.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from checks.hostdiag import Flavour, OsdDiagnosis, OsdHostState, diagnose_osd
 from runbooks.base import (
     Draft,
     Runbook,
     fill_template,
-    fstab_disabled,
     host_of,
-    io_errors_for,
     need_ceph,
     parse_osd,
     register,
@@ -50,16 +48,6 @@ def _daemon(facts: HostFacts, osd_id: int) -> tuple[bool, int | None]:
     return False, None
 
 
-def _data_dir(ht: HostTarget, facts: HostFacts, cluster_name: str, osd_id: int) -> str:
-    d = facts.osd_dirs.get(osd_id)
-    if d:
-        return d
-    try:
-        return ht.osd_data_dir.format(cluster=cluster_name, id=osd_id)
-    except (KeyError, ValueError, IndexError) as e:
-        raise Refused(f"host {ht.name}: bad osd_data_dir template: {e}") from None
-
-
 def _start_argv(d: Draft, ht: HostTarget, osd_id: int) -> list[str]:
     conf = d.ctx.target.ceph.conf if d.ctx.target.ceph else ""
     return fill_template(ht.osd_start, {"id": osd_id, "conf": conf,
@@ -67,12 +55,13 @@ def _start_argv(d: Draft, ht: HostTarget, osd_id: int) -> list[str]:
                          f"host {ht.name} osd_start")
 
 
-def _start_and_up(d: Draft, ht: HostTarget, osd: OsdState, running: bool) -> None:
+def _start_and_up(d: Draft, ht: HostTarget, osd: OsdState, running: bool,
+                  argv: list[str] | None = None) -> None:
     if running:
         d.warnings.append(f"a ceph-osd process for osd.{osd.id} already runs on {ht.name}; "
                           "only waiting for it to come up")
     else:
-        d.host(f"start the osd.{osd.id} daemon", ht.name, _start_argv(d, ht, osd.id))
+        d.host(f"start the osd.{osd.id} daemon", ht.name, argv or _start_argv(d, ht, osd.id))
     d.wait(f"wait until osd.{osd.id} is up", f"ceph osd dump: wait until osd.{osd.id} is up",
            osd_up_probe(osd.id))
     if not osd.in_:
@@ -134,6 +123,18 @@ def _mount_options(facts: HostFacts, mountpoint: str, device: str,
     return args
 
 
+def _diagnose(d: Draft, snap: ClusterSnapshot, ceph: CephState, osd: OsdState,
+              ht: HostTarget, facts: HostFacts) -> OsdDiagnosis:
+    """The host diagnosis the checks use: a runbook refuses exactly where the check's
+    evidence says unsafe (``checks.hostdiag``)."""
+    dg = diagnose_osd(facts, osd, ceph.fsid, snap.taken_at)
+    if dg is None:
+        raise Refused(f"host {ht.name} did not report a data dir for osd.{osd.id} "
+                      "(is it its CRUSH host?)")
+    d.params.update(flavour=dg.flavour.value)
+    return dg
+
+
 @register
 class OsdRemount(Runbook):
     info = RunbookInfo(
@@ -146,16 +147,17 @@ class OsdRemount(Runbook):
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         ceph, osd = _down_osd(d, snap, target)
         ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
-        data_dir = _data_dir(ht, facts, d.ctx.target.ceph_cluster_name, osd.id)
-        if facts.mount_at(data_dir) is not None:
+        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        data_dir = dg.data_dir
+        if dg.mount is not None:
             raise Refused(f"{data_dir} is already mounted on {ht.name}: use osd-start")
-        disabled = fstab_disabled(facts, data_dir)
-        if disabled:
-            raise Refused(f"the fstab line for {data_dir} on {ht.name} is commented out on "
-                          f"purpose ({disabled.strip()}): someone disabled this disk")
-        matches = [i for i in facts.identities
-                   if i.whoami == osd.id and i.ceph_fsid == ceph.fsid]
-        devices = list(dict.fromkeys(i.device for i in matches))
+        if dg.state is OsdHostState.NOT_ACTIVATED:
+            raise Refused(f"osd.{osd.id} on {ht.name} is a {dg.flavour.value} OSD: its data "
+                          f"dir is a tmpfs with nothing to mount; use osd-activate")
+        why = dg.refusal()
+        if why:
+            raise Refused(why)
+        devices = list(dict.fromkeys(i.device for i in dg.matches if i.kind == "xfs"))
         if not devices:
             others = [f"{i.device} (whoami {i.whoami}, fsid {i.ceph_fsid})"
                       for i in facts.identities if i.whoami is not None]
@@ -164,24 +166,85 @@ class OsdRemount(Runbook):
         block = {bd.path for bd in facts.block_devices}
         # prefer an attached block device over an image file named in fstab
         devices.sort(key=lambda p: (p not in block, p))
-        in_block = [p for p in devices if p in block]
-        if len(in_block) > 1:
-            raise Refused(f"several devices on {ht.name} name osd.{osd.id}: "
-                          f"{', '.join(in_block)}; mount the right one by hand")
         device = devices[0]
-        errs = io_errors_for(facts, device)
-        if errs:
-            raise Refused(f"{device} on {ht.name} shows kernel I/O errors, remounting is "
-                          f"unsafe: {errs[0].strip()}")
-        running, _ = _daemon(facts, osd.id)
         d.params.update(host=ht.name, device=device, data_dir=data_dir)
         mount_argv = ["mount", *_mount_options(facts, data_dir, device, device in block),
                       device, data_dir]
         noout = _noout(d, ceph)
         d.host(f"mount {device} on {data_dir}", ht.name, mount_argv)
-        _start_and_up(d, ht, osd, running)
+        _start_and_up(d, ht, osd, dg.running)
         _unset_noout(d, noout)
         d.verify_codes = ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_CODES)
+        d.verify_entities = (f"osd.{osd.id}",)
+        d.verify_host_facts = True
+
+
+def _activate_argv(d: Draft, ht: HostTarget, dg: OsdDiagnosis, ceph: CephState) -> list[str]:
+    m = dg.matches[0] if dg.matches else None
+    conf = d.ctx.target.ceph.conf if d.ctx.target.ceph else ""
+    values = {"id": dg.osd_id, "conf": conf, "cluster": d.ctx.target.ceph_cluster_name,
+              "device": m.device if m else "", "osd_fsid": (m.osd_fsid if m else "") or "",
+              "fsid": ceph.fsid}
+    if dg.flavour is Flavour.CEPHADM:
+        return fill_template(ht.osd_start_cephadm, values, f"host {ht.name} osd_start_cephadm")
+    if m is None:
+        raise Refused(f"no device names osd.{dg.osd_id}")
+    if dg.flavour is Flavour.LVM or m.kind == "lvm":
+        if not m.osd_fsid:
+            raise Refused(f"the LV tags of osd.{dg.osd_id} carry no ceph.osd_fsid")
+        return fill_template(ht.osd_activate_lvm, values, f"host {ht.name} osd_activate_lvm")
+    return fill_template(ht.osd_activate_raw, values, f"host {ht.name} osd_activate_raw")
+
+
+@register
+class OsdActivate(Runbook):
+    info = RunbookInfo(
+        "osd-activate",
+        "Re-create a ceph-volume (raw/lvm) or cephadm OSD's tmpfs data dir from the label or "
+        "LV tags that name it (what a boot runs), start it, mark it in.",
+        ("OSD_NOT_ACTIVATED",), destructive=False, target_kind="osd", target_help="osd.N",
+        touches_data=True)
+    needs_host_facts = True
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        ceph, osd = _down_osd(d, snap, target)
+        ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
+        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        if dg.mount is not None or dg.populated:
+            raise Refused(f"{dg.data_dir} is in place on {ht.name}: nothing to activate; "
+                          "use osd-start")
+        if dg.state is OsdHostState.UNMOUNTED:
+            raise Refused(f"osd.{osd.id} on {ht.name} has an XFS data partition: use "
+                          "osd-remount")
+        if not dg.matches and dg.foreign:
+            f0 = dg.foreign[0]
+            raise Refused(f"{f0.device} on {ht.name} names osd.{osd.id} of another cluster "
+                          f"({f0.ceph_fsid}; this cluster is {ceph.fsid}): refusing to "
+                          "activate it")
+        why = dg.refusal()
+        if why:
+            raise Refused(why)
+        m = dg.matches[0]
+        if not m.activatable:
+            what = "LV is not active" if m.kind == "lvm" else \
+                "BlueStore label lacks what activation needs (osd_key, ready)"
+            raise Refused(f"{m.device} on {ht.name} names osd.{osd.id} but its {what}")
+        argv = _activate_argv(d, ht, dg, ceph)
+        d.params.update(host=ht.name, device=m.device, data_dir=dg.data_dir)
+        noout = _noout(d, ceph)
+        if dg.flavour is Flavour.CEPHADM:
+            d.host(f"start the cephadm unit of osd.{osd.id}", ht.name, argv)
+            d.wait(f"wait until osd.{osd.id} is up",
+                   f"ceph osd dump: wait until osd.{osd.id} is up", osd_up_probe(osd.id))
+            if not osd.in_:
+                d.mon(f"mark osd.{osd.id} in (it was out)", "osd in", {"ids": [str(osd.id)]})
+        else:
+            d.host(f"activate osd.{osd.id} from {m.device} ({dg.flavour.value})", ht.name,
+                   argv)
+            _start_and_up(d, ht, osd, dg.running)
+        _unset_noout(d, noout)
+        d.verify_codes = ("OSD_NOT_ACTIVATED", "OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED",
+                          "OSD_UNIT_FAILED", *OSD_CODES)
         d.verify_entities = (f"osd.{osd.id}",)
         d.verify_host_facts = True
 
@@ -196,31 +259,30 @@ class OsdStart(Runbook):
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
-        _, osd = _down_osd(d, snap, target)
+        ceph, osd = _down_osd(d, snap, target)
         ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
-        data_dir = _data_dir(ht, facts, d.ctx.target.ceph_cluster_name, osd.id)
-        m = facts.mount_at(data_dir)
-        if m is None and not _tmpfs_like(facts, data_dir):
+        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        data_dir = dg.data_dir
+        if dg.state is OsdHostState.NOT_ACTIVATED:
+            raise Refused(f"{data_dir} is empty on {ht.name}: osd.{osd.id} "
+                          f"({dg.flavour.value}) was not activated; use osd-activate")
+        if dg.mount is None and not dg.populated:
             raise Refused(f"{data_dir} is not mounted on {ht.name}: use osd-remount")
-        if m is not None:
-            errs = io_errors_for(facts, m.source)
-            if errs:
-                raise Refused(f"{m.source} on {ht.name} shows kernel I/O errors, starting "
-                              f"osd.{osd.id} is unsafe: {errs[0].strip()}")
-        running, pid = _daemon(facts, osd.id)
-        if running:
-            raise Refused(f"a ceph-osd process for osd.{osd.id} runs on {ht.name} (pid {pid}) "
-                          "but the OSD is down: read its log before restarting it")
+        if dg.io_errors:
+            e = dg.io_errors[-1]
+            raise Refused(f"{e.device} on {ht.name} shows kernel I/O errors, starting "
+                          f"osd.{osd.id} is unsafe: {e.line.strip()}")
+        if dg.running:
+            raise Refused(f"a ceph-osd process for osd.{osd.id} runs on {ht.name} "
+                          f"(pid {dg.pid}) but the OSD is down: read its log before "
+                          "restarting it")
         d.params.update(host=ht.name, data_dir=data_dir)
-        _start_and_up(d, ht, osd, False)
+        # cephadm runs the OSD in its container unit, not ceph-osd@N
+        argv = _activate_argv(d, ht, dg, ceph) if dg.flavour is Flavour.CEPHADM else None
+        _start_and_up(d, ht, osd, False, argv)
         d.verify_codes = ("OSD_DAEMON_STOPPED", *OSD_CODES)
         d.verify_entities = (f"osd.{osd.id}",)
         d.verify_host_facts = True
-
-
-def _tmpfs_like(facts: HostFacts, data_dir: str) -> bool:
-    """A data dir that is a plain directory with content (no separate mount) counts."""
-    return bool(facts.links.get(os.path.join(data_dir, "block")))
 
 
 @register

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from storage.deploy import parse_lvs, parse_systemd
 from storage.model import (
     BlockDevice,
     CephState,
@@ -220,6 +221,22 @@ echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
 echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-(server|replicator)'
 echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
+echo "@@lvs"
+if command -v lvs >/dev/null 2>&1; then
+  LVM_SUPPRESS_FD_WARNINGS=1 lvs --reportformat json -o lv_path,lv_name,vg_name,lv_tags,lv_active,devices 2>/dev/null
+fi
+echo "@@systemd"
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  units=$(systemctl list-units --all --plain --no-legend --no-pager 'ceph-osd@*' 'ceph-volume@*' 'ceph-*@osd.*' 2>/dev/null | awk '{print $1}')
+  if [ -n "$units" ]; then
+    systemctl show --no-pager -p Id,ActiveState,SubState,Result,StateChangeTimestamp $units 2>/dev/null
+    for u in $units; do
+      if [ "$(systemctl is-failed -- "$u" 2>/dev/null)" = failed ]; then
+        echo "@@journal $u"; journalctl -u "$u" -n 20 --no-pager -q -o short-iso 2>/dev/null
+      fi
+    done
+  fi
+fi
 while [ $# -gt 0 ]; do
   case $1 in
     osd)
@@ -253,10 +270,17 @@ echo "@@end"
 # Positional args: device paths (block devices or loop image files). See module docstring.
 IDENTITY_SCRIPT = r"""
 for dev in "$@"; do
+  echo "@@dev $dev"
+  if [ ! -f "$dev" ] && [ "$(head -c 22 -- "$dev" 2>/dev/null)" = "bluestore block device" ]; then
+    echo "bluestore 1"
+    if command -v ceph-bluestore-tool >/dev/null 2>&1; then
+      printf 'label '; ceph-bluestore-tool show-label --dev "$dev" 2>/dev/null | tr -d '\n'; echo
+    fi
+    continue
+  fi
   t=$(mktemp -d /tmp/stordoc-id.XXXXXX) || continue
   opts=ro,norecovery,nodev,nosuid,noexec
   if [ -f "$dev" ]; then opts=loop,$opts; fi
-  echo "@@dev $dev"
   if [ ! -f "$dev" ] && command -v blkid >/dev/null 2>&1; then
     fs=$(blkid -p -s TYPE -o value -- "$dev" 2>/dev/null)
     if [ "$fs" != xfs ]; then echo "error not xfs (${fs:-unknown})"; rmdir -- "$t"; continue; fi
@@ -433,7 +457,9 @@ def parse_io_errors(lines: Iterable[str], now: float, window_s: float) -> tuple[
     return tuple(out)
 
 
-_OSD_ARG_RE = re.compile(r"(?:^|\s)(?:-i|--id)(?:\s+|=)(\d+)(?:\s|$)")
+# ``-i N`` / ``--id N``, or ``-n osd.N`` / ``--name osd.N`` (cephadm's containers)
+_OSD_ARG_RE = re.compile(r"(?:^|\s)(?:(?:-i|--id)(?:\s+|=)|(?:-n|--name)(?:\s+|=)osd\.)"
+                         r"(\d+)(?:\s|$)")
 
 
 _CLUSTER_ARG_RE = re.compile(r"(?:^|\s)--cluster(?:\s+|=)(\S+)")
@@ -510,6 +536,30 @@ def parse_ps_swift(lines: Iterable[str]) -> list[Daemon]:
     return out
 
 
+def parse_bluestore_label(text: str) -> dict[str, DeviceIdentity]:
+    """``ceph-bluestore-tool show-label`` JSON (device -> label) -> identities.
+
+    The label's ``osd_key`` is a secret: only whether it is there is kept."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    out: dict[str, DeviceIdentity] = {}
+    if not isinstance(data, dict):
+        return out
+    for dev, lab in data.items():
+        if not isinstance(lab, dict):
+            continue
+        who = str(lab.get("whoami", ""))
+        out[str(dev)] = DeviceIdentity(
+            device=str(dev), whoami=int(who) if who.isdigit() else None,
+            ceph_fsid=lab.get("ceph_fsid") or None, osd_fsid=lab.get("osd_uuid") or None,
+            kind="bluestore",
+            activatable=bool(lab.get("osd_key")) and lab.get("ready") == "ready"
+            and lab.get("description", "main") == "main")
+    return out
+
+
 def parse_identities(text: str) -> dict[str, DeviceIdentity | str]:
     """device -> identity, or an error string when it could not be read."""
     out: dict[str, DeviceIdentity | str] = {}
@@ -525,6 +575,10 @@ def parse_identities(text: str) -> dict[str, DeviceIdentity | str]:
                 err = v
             else:
                 vals[k] = v.strip()
+        if vals.get("bluestore") == "1":
+            got = parse_bluestore_label(vals.get("label", "")).get(dev)
+            out[dev] = got if got is not None else "BlueStore label unreadable"
+            continue
         if err and not vals:
             out[dev] = err
             continue
@@ -549,8 +603,8 @@ class HostPlan:
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
-def osd_data_dir(t: HostTarget, cluster: str, osd_id: int) -> str:
-    return t.osd_data_dir.format(cluster=cluster, id=osd_id)
+def osd_data_dir(t: HostTarget, cluster: str, osd_id: int, fsid: str = "") -> str:
+    return t.osd_data_dir.format(cluster=cluster, id=osd_id, fsid=fsid)
 
 
 def plan_for(target: ClusterTarget, host: HostTarget, ceph: CephState | None,
@@ -560,9 +614,9 @@ def plan_for(target: ClusterTarget, host: HostTarget, ceph: CephState | None,
     if ceph is not None:
         for o in sorted(ceph.osds, key=lambda o: o.id):
             if o.host == host.name and o.exists:
-                pidf = host.osd_pid_file.format(id=o.id, cluster=cl) if host.osd_pid_file \
-                    else None
-                osds.append((o.id, osd_data_dir(host, cl, o.id), pidf))
+                pidf = host.osd_pid_file.format(id=o.id, cluster=cl, fsid=ceph.fsid) \
+                    if host.osd_pid_file else None
+                osds.append((o.id, osd_data_dir(host, cl, o.id, ceph.fsid), pidf))
     devs: list[tuple[str, str]] = []
     if swift is not None and host.swift_devices_dir:
         seen: set[str] = set()
@@ -621,7 +675,7 @@ def _candidates(plan: HostPlan, mounts: Sequence[Mount], devs: Sequence[_Dev],
             add(src)  # a block device path, or a loop image not attached anywhere
     if not out:
         for d in free:
-            if d.dev.fstype in (None, "", "xfs") and d.dev.size > 0:
+            if d.dev.fstype in (None, "", "xfs", "ceph_bluestore") and d.dev.size > 0:
                 add(d.dev.path)
     return out
 
@@ -694,13 +748,18 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                or re.sub(r"p?\d+$", "", e.device) in kept_names
                or any(k.startswith(e.device) for k in kept_names))
     listeners = parse_listeners(sec.get("listen", [])) if "listen" in sec else None
+    mine = {o[0] for o in plan.osds}
+    lvm = tuple(v for v in parse_lvs("\n".join(sec.get("lvs", []))) if v.osd_id in mine)
+    journals = {k[len("journal "):]: v for k, v in sec.items() if k.startswith("journal ")}
+    units = tuple(u for u in parse_systemd(sec.get("systemd", []), journals)
+                  if u.osd_id in mine)
     facts = HostFacts(name=t.name, address=t.address, mounts=mounts, block_devices=bdevs,
                       fstab=fstab, daemons=tuple(daemons), listeners=listeners,
                       swift_processes=tuple(parse_ps_swift(sec.get("swiftps", []))),
                       io_errors=io, dirs=dirs,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
-                      swift_dirs=dict(plan.swift),
+                      swift_dirs=dict(plan.swift), lvm_volumes=lvm, units=units,
                       ring_md5=parse_md5sums(sec.get("ringmd5", [])))
     labels = {d.dev.path: d.label for d in devs if d.label}
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label

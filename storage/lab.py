@@ -30,17 +30,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.labalerts import DAEMONS as ALERT_DAEMONS
+from storage.labalerts import AlertChain
 from storage.procs import pid_alive
 
 DEFAULT_DIR = "/var/tmp/stordoc-lab"
 DEFAULT_PORT_BASE = 16000
-N_OSDS = 3
+N_OSDS = 3  # OSDs of the ``xfs`` and ``raw`` layouts; ``mixed`` adds a fourth
+LAYOUTS = ("xfs", "raw", "mixed")
+DEFAULT_LAYOUT = "mixed"
+CV_OSD_ROOT = "/var/lib/ceph/osd"  # where ceph-volume puts data dirs (fixed per cluster name)
+CV_BOOTSTRAP_DIR = "/var/lib/ceph/bootstrap-osd"
 # sparse: costs disk only as data lands. 2 GiB proved too small: a few benchmark runs
 # filled the OSDs and BlueStore aborts on ENOSPC
 OSD_BLOCK_BYTES = 10 * 1024**3
 SWIFT_DEVICES = ("d1", "d2", "d3", "d4")
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
-SCENARIOS = ("osd-unmounted", "cache-tier-misconfigured", "pool-few-pgs",
+SCENARIOS = ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured", "pool-few-pgs",
              "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped",
              "swift-device-full", "swift-quarantine", "swift-async-pending",
              "swift-replication-stalled", "swift-ring-stale", "swift-dispersion-missing")
@@ -75,6 +81,18 @@ class LabError(Exception):
         super().__init__(msg)
         self.step = step
         self.log = log
+
+
+def layout_kinds(layout: str) -> tuple[str, ...]:
+    """Per OSD id, how it is deployed: ``xfs`` (ceph-disk style data partition) or ``raw``
+    (ceph-volume raw: BlueStore label on the device, tmpfs data dir)."""
+    if layout == "xfs":
+        return ("xfs",) * N_OSDS
+    if layout == "raw":
+        return ("raw",) * N_OSDS
+    if layout == "mixed":
+        return ("xfs",) * N_OSDS + ("raw",)
+    raise ValueError(f"unknown OSD layout {layout!r}; known: {', '.join(LAYOUTS)}")
 
 
 def host_of_osd(osd_id: int) -> tuple[str, str]:
@@ -160,13 +178,41 @@ class Lab:
     """One lab under ``base`` with ports from ``port_base``."""
 
     def __init__(self, base: str | os.PathLike[str] = DEFAULT_DIR,
-                 port_base: int | None = None) -> None:
+                 port_base: int | None = None, layout: str | None = None) -> None:
         self.base = Path(base).resolve()
         state = self._read_state()
         if port_base is None:
             port_base = int(state.get("port_base", DEFAULT_PORT_BASE)) if state else \
                 DEFAULT_PORT_BASE
         self.ports = Ports(port_base)
+        if layout is None:
+            layout = str(state.get("osd_layout", DEFAULT_LAYOUT))
+        self.kinds = layout_kinds(layout)
+        self.layout = layout
+
+    @property
+    def n_osds(self) -> int:
+        return len(self.kinds)
+
+    @property
+    def n_hosts(self) -> int:
+        """CRUSH hosts with OSDs (node1..nodeN); Swift lives on node1..node3."""
+        return max(3, self.n_osds)
+
+    @property
+    def cv_cluster(self) -> str:
+        """The cluster *name* ceph-volume uses: unique per lab, so that its fixed paths
+        (``/var/lib/ceph/osd/NAME-ID``, ``/var/lib/ceph/bootstrap-osd/NAME.keyring``) of
+        labs side by side do not collide. The daemons keep the name ``ceph``."""
+        return f"sdlab{self.ports.base}"
+
+    @property
+    def bootstrap_keyring(self) -> Path:
+        return Path(CV_BOOTSTRAP_DIR) / f"{self.cv_cluster}.keyring"
+
+    def osd_device(self, i: int) -> str | None:
+        """The loop device holding a raw OSD's BlueStore label (its ``block``)."""
+        return self._loop_for(self.images / f"osd-{i}.block")
 
     # ------------------------------------------------------------------ paths
     @property
@@ -223,6 +269,8 @@ class Lab:
         return self.base / "lab.json"
 
     def osd_dir(self, i: int) -> Path:
+        if i < len(self.kinds) and self.kinds[i] == "raw":
+            return Path(CV_OSD_ROOT) / f"{self.cv_cluster}-{i}"
         return self.ceph_dir / "osd" / f"ceph-{i}"
 
     def osd_pid_file(self, i: int) -> Path:
@@ -291,8 +339,10 @@ class Lab:
         names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
                  "swift-object", "mgr.x"]
         names += [f"swift-{k}-replicator" for k in SWIFT_SERVERS]
-        names += [f"osd.{i}" for i in range(N_OSDS)]
+        names += [f"osd.{i}" for i in range(self.n_osds)]
         names.append("mon.a")
+        if self._read_state().get("alerts"):
+            names[:0] = list(ALERT_DAEMONS)
         return names
 
     def stop(self, name: str, timeout: float = 20) -> bool:
@@ -331,12 +381,15 @@ class Lab:
 
     # ------------------------------------------------------------------ mounts & loops
     def _mounts_under_base(self) -> list[str]:
+        """Mounts of this lab: under its base dir, and its ceph-volume tmpfs data dirs."""
         out = []
+        cv = f"{CV_OSD_ROOT}/{self.cv_cluster}-"
         with open("/proc/self/mounts") as f:
             for line in f:
                 parts = line.split()
                 target = parts[1].replace("\\040", " ")
-                if target == str(self.base) or target.startswith(str(self.base) + "/"):
+                if target == str(self.base) or target.startswith(str(self.base) + "/") \
+                        or target.startswith(cv):
                     out.append(target)
         return sorted(out, key=lambda t: -t.count("/"))
 
@@ -379,8 +432,9 @@ class Lab:
             _run(["umount", "-l", str(target)], step)
 
     # ------------------------------------------------------------------ up
-    def up(self, progress: Progress | None = None) -> float:
-        """Bring the whole lab up from nothing; returns the seconds it took."""
+    def up(self, progress: Progress | None = None, with_alerts: bool = False) -> float:
+        """Bring the whole lab up from nothing; returns the seconds it took. With
+        ``with_alerts``, also the alert chain (storage/labalerts.py)."""
         say = progress or (lambda s: None)
         t0 = time.monotonic()
         say(f"cleaning any previous lab under {self.base}")
@@ -390,13 +444,14 @@ class Lab:
                   self.base / "swift" / "cache", self.ceph_dir / "osd"):
             d.mkdir(parents=True, exist_ok=True)
         self._write_state(port_base=self.ports.base, fsid=str(uuid.uuid4()),
-                          started=time.time())
+                          started=time.time(), osd_layout=self.layout)
         say("starting sshd and memcached")
         self._up_ssh()
         self._up_memcached()
         say("creating the Ceph monitor and manager")
         self._up_ceph_mon_mgr()
-        say(f"creating {N_OSDS} BlueStore OSDs")
+        say(f"creating {self.n_osds} BlueStore OSDs (layout {self.layout}: "
+            f"{', '.join(self.kinds)})")
         with ThreadPoolExecutor(max_workers=2) as ex:
             swift_f = ex.submit(self._prepare_swift)
             self._up_osds()
@@ -405,6 +460,10 @@ class Lab:
         self._up_swift()
         say("creating pools and waiting for HEALTH_OK")
         self._up_pools()
+        if with_alerts:
+            say("starting the alert chain (mgr prometheus module, Prometheus, Alertmanager)")
+            self._write_state(alerts=True)
+            AlertChain(self).up()
         self._write_config()
         took = time.monotonic() - t0
         self._write_state(up_seconds=round(took, 1))
@@ -422,7 +481,8 @@ class Lab:
         (sd / "authorized_keys").write_text(f'from="127.0.0.0/8" {pub}\n')
         os.chmod(sd / "authorized_keys", 0o600)
         hostpub = " ".join((sd / "host_ed25519.pub").read_text().split()[:2])
-        hosts = ",".join(f"[127.0.0.{i}]:{self.ports.sshd}" for i in range(1, 5))
+        hosts = ",".join(f"[127.0.0.{i}]:{self.ports.sshd}"
+                         for i in range(1, self.n_hosts + 2))
         (sd / "known_hosts").write_text(f"{hosts} {hostpub}\n")
         log = self.log_dir / "sshd.log"
         (sd / "sshd_config").write_text(
@@ -450,7 +510,8 @@ class Lab:
         st = self._read_state()
         osd_sections = "".join(
             f"\n[osd.{i}]\ncrush_location = root=default host={host_of_osd(i)[0]}\n"
-            for i in range(N_OSDS))
+            + (f"osd_data = {self.osd_dir(i)}\n" if k == "raw" else "")
+            for i, k in enumerate(self.kinds))
         c = self.ceph_dir
         return f"""[global]
 fsid = {st['fsid']}
@@ -590,12 +651,69 @@ keyring = {self.admin_keyring}
         _run(self.osd_start_argv(i), step, log=str(self.log_dir / f"ceph-osd.{i}.log"))
 
     def _up_osds(self) -> None:
-        # ids are handed out in order by `osd new`, so create sequentially but let each
-        # mkfs (the slow part) overlap with the next OSD's preparation
-        for i in range(N_OSDS):
-            self._create_osd(i)
-        _wait(lambda: self.osds_up_in() == (N_OSDS, N_OSDS), 90, "OSDs up",
-              f"{N_OSDS} OSDs up and in", str(self.log_dir / "ceph-osd.0.log"), 0.5)
+        # ids are handed out in order by `osd new`, so create sequentially
+        if "raw" in self.kinds:
+            self._prepare_ceph_volume()
+        for i, kind in enumerate(self.kinds):
+            if kind == "raw":
+                self._create_raw_osd(i)
+            else:
+                self._create_osd(i)
+        n = self.n_osds
+        _wait(lambda: self.osds_up_in() == (n, n), 90, "OSDs up",
+              f"{n} OSDs up and in", str(self.log_dir / "ceph-osd.0.log"), 0.5)
+
+    def ceph_volume_argv(self, *args: str) -> list[str]:
+        """``ceph-volume`` on this lab: its config by ``CEPH_CONF``, its own cluster name."""
+        return ["env", f"CEPH_CONF={self.conf}", "ceph-volume", "--cluster", self.cv_cluster,
+                *args]
+
+    def _prepare_ceph_volume(self) -> None:
+        """The bootstrap-osd key where ceph-volume reads it; dirs its mkfs (run as the
+        ``ceph`` user) writes to."""
+        step = "ceph-volume bootstrap"
+        Path(CV_BOOTSTRAP_DIR).mkdir(parents=True, exist_ok=True)
+        Path(CV_OSD_ROOT).mkdir(parents=True, exist_ok=True)
+        _run(["ceph", "-c", str(self.conf), "auth", "get-or-create", "client.bootstrap-osd",
+              "mon", "allow profile bootstrap-osd", "-o", str(self.bootstrap_keyring)], step)
+        for d in (self.log_dir, self.run_dir, self.ceph_dir / "crash"):
+            d.mkdir(parents=True, exist_ok=True)
+            os.chmod(d, 0o1777)
+
+    def _create_raw_osd(self, i: int) -> None:
+        """An OSD as ``ceph-volume raw`` makes it: label on the device, tmpfs data dir."""
+        step = f"create osd.{i} (ceph-volume raw)"
+        blk = self.images / f"osd-{i}.block"
+        with open(blk, "wb") as f:
+            f.truncate(OSD_BLOCK_BYTES)
+        dev = self._attach(blk, step)
+        log = str(self.log_dir / f"ceph-volume.osd.{i}.log")
+        p = _run(self.ceph_volume_argv("raw", "prepare", "--bluestore", "--data", dev), step,
+                 timeout=180, log=log, check=False)
+        with open(log, "a") as f:
+            f.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            raise LabError(step, f"ceph-volume raw prepare exited {p.returncode}: "
+                           f"{p.stderr or p.stdout}", log)
+        self.activate_raw(i, step)
+        self._write_state(**{f"osd{i}_device": dev})
+        self.start_osd(i)
+
+    def activate_raw(self, i: int, step: str) -> None:
+        """``ceph-volume raw activate --device DEV --no-systemd`` (what a boot runs)."""
+        dev = self.osd_device(i)
+        if dev is None:
+            raise LabError(step, f"no loop device attached for osd.{i}'s block image")
+        if os.path.ismount(self.osd_dir(i)):
+            return
+        log = str(self.log_dir / f"ceph-volume.osd.{i}.log")
+        p = _run(self.ceph_volume_argv("raw", "activate", "--device", dev, "--no-systemd"),
+                 step, timeout=120, log=log, check=False)
+        with open(log, "a") as f:
+            f.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            raise LabError(step, f"ceph-volume raw activate exited {p.returncode}: "
+                           f"{p.stderr or p.stdout}", log)
 
     def osds_up_in(self) -> tuple[int, int]:
         try:
@@ -628,7 +746,10 @@ keyring = {self.admin_keyring}
 
     def _up_pools(self) -> None:
         step = "pools"
-        self.ceph("osd", "pool", "create", "rbd", "32", "32", "replicated", step=step)
+        # the PG heuristic wants (OSDs x 100 / 3) rounded up to a power of two; a quarter of
+        # it is the least that raises no finding: 32 for 3 OSDs, 64 for 4
+        pgs = "32" if self.n_osds <= 3 else "64"
+        self.ceph("osd", "pool", "create", "rbd", pgs, pgs, "replicated", step=step)
         self.ceph("osd", "pool", "application", "enable", "rbd", "rbd", step=step)
         _wait(self.pgs_clean, 90, "PGs active+clean", "all PGs active+clean",
               str(self.log_dir / "ceph.log"), 0.5)
@@ -671,8 +792,8 @@ interval = {SWIFT_REPLICATOR_INTERVAL_S}
 
     def _prepare_swift(self) -> None:
         step = "swift devices and rings"
-        fstabs: dict[str, list[str]] = {f"node{i}": [] for i in range(1, 4)}
-        for i in range(N_OSDS):
+        fstabs: dict[str, list[str]] = {f"node{i}": [] for i in range(1, self.n_hosts + 1)}
+        for i in (i for i, k in enumerate(self.kinds) if k == "xfs"):
             fstabs[host_of_osd(i)[0]].append(
                 f"{self.images / f'osd-{i}.xfs'} {self.osd_dir(i)} xfs loop,noatime 0 0")
         for d in SWIFT_DEVICES:
@@ -854,7 +975,12 @@ echo $! >"{self.pids}/swift-$1-replicator.pid"
     def _write_config(self) -> None:
         self._write_swift_start_script()
         hosts = ""
-        for n in range(1, 4):
+        for n in range(1, self.n_hosts + 1):
+            i = n - 1  # the OSD on this host
+            raw = i < self.n_osds and self.kinds[i] == "raw"
+            data_dir = f"{CV_OSD_ROOT}/{self.cv_cluster}-{{id}}" if raw \
+                else f"{self.ceph_dir / 'osd'}/ceph-{{id}}"
+            swift = f'swift_devices_dir = "{self.swift_node}"\n' if n <= 3 else ""
             hosts += f"""
 [[clusters.lab.hosts]]
 name = "node{n}"
@@ -865,10 +991,11 @@ key_file = "{self.ssh_dir / 'client_ed25519'}"
 known_hosts = "{self.ssh_dir / 'known_hosts'}"
 timeout = 10
 osd_start = {json.dumps(self.osd_start_argv())}
-osd_data_dir = "{self.ceph_dir / 'osd'}/ceph-{{id}}"
+osd_data_dir = "{data_dir}"
 osd_pid_file = "{self.run_dir}/ceph-osd.{{id}}.pid"
-swift_devices_dir = "{self.swift_node}"
-swift_server_start = {json.dumps([str(self.swift_start_script), "{server}"])}
+osd_activate_raw = {json.dumps(self.ceph_volume_argv(
+                "raw", "activate", "--device", "{device}", "--no-systemd"))}
+{swift}swift_server_start = {json.dumps([str(self.swift_start_script), "{server}"])}
 swift_ring_dirs = {json.dumps([str(self.ring_dir(k)) for k in SWIFT_SERVERS])}
 swift_replicator_start = {json.dumps([str(self.replicator_start_script), "{server}"])}
 fstab_path = "{self.base / 'hosts' / f'node{n}.fstab'}"
@@ -892,7 +1019,20 @@ proxy_url = "http://127.0.0.1:{self.ports.proxy}"
 auth_url = "http://127.0.0.1:{self.ports.proxy}/auth/v1.0"
 user = "{SWIFT_USER}"
 key = {{ value = "{SWIFT_KEY}" }}
-{hosts}""")
+{hosts}{self._alerts_config()}""")
+
+    def _alerts_config(self) -> str:
+        """The [alerts] settings of a lab with the alert chain: the webhook's token and
+        port, and Alertmanager's URL for silences."""
+        if not self._read_state().get("alerts"):
+            return ""
+        chain = AlertChain(self)
+        return f"""
+[alerts]
+token = {{ file = "{chain.token_file}" }}
+alertmanager_url = "{chain.alertmanager_url}"
+cluster_label = "cluster"
+"""
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:
@@ -903,6 +1043,10 @@ key = {{ value = "{SWIFT_KEY}" }}
                  "swift-container": self.ports.container,
                  "swift-object": self.ports.object, "memcached": self.ports.memcached,
                  "sshd": self.ports.sshd}
+        if self._read_state().get("alerts"):
+            chain = AlertChain(self)
+            ports.update(prometheus=chain.ports.prometheus,
+                         alertmanager=chain.ports.alertmanager)
         health: Any = None
         if procs.get("mon.a"):
             try:
@@ -918,6 +1062,7 @@ key = {{ value = "{SWIFT_KEY}" }}
             "swift_healthcheck": self.swift_healthy() if procs.get("swift-proxy") else None,
             "mounts": self._mounts_under_base(), "loop_devices": self.loop_devices(),
             "up_seconds": self._read_state().get("up_seconds"),
+            "osd_layout": self.layout, "osd_kinds": list(self.kinds),
         }
 
     def running(self) -> bool:
@@ -944,6 +1089,11 @@ key = {{ value = "{SWIFT_KEY}" }}
             subprocess.run(["losetup", "-d", dev], capture_output=True, check=False,
                            timeout=15)
             detached.append(dev)
+        if not self._mounts_under_base():
+            for d in Path(CV_OSD_ROOT).glob(f"{self.cv_cluster}-*"):
+                if d.is_dir() and not os.path.ismount(d):
+                    shutil.rmtree(d, ignore_errors=True)
+            self.bootstrap_keyring.unlink(missing_ok=True)
         if self.base.exists() and not self._mounts_under_base():
             shutil.rmtree(self.base, ignore_errors=True)
         return {"stopped": stopped, "unmounted": unmounted, "detached": detached}
@@ -985,17 +1135,23 @@ key = {{ value = "{SWIFT_KEY}" }}
                 return f"the {server} server was not running"
             return (f"swift-{server}-server stopped (port {getattr(self.ports, server)} on "
                     "every lab host)")
-        if scenario == "osd-unmounted":
-            if not 0 <= osd < N_OSDS:
-                raise ValueError(f"the lab has osd.0-osd.{N_OSDS - 1}, not osd.{osd}")
-            step = f"break osd-unmounted osd.{osd}"
+        if scenario in ("osd-unmounted", "osd-not-activated"):
+            kind_wanted = "xfs" if scenario == "osd-unmounted" else "raw"
+            mine = [i for i, k in enumerate(self.kinds) if k == kind_wanted]
+            if osd not in mine:
+                raise ValueError(f"{scenario} needs a {kind_wanted} OSD; this lab's are "
+                                 f"{', '.join(f'osd.{i}' for i in mine) or 'none'} "
+                                 f"(layout {self.layout})")
+            step = f"break {scenario} osd.{osd}"
             self.stop(f"osd.{osd}")
             self.ceph("osd", "down", str(osd), check=False, step=step)
             self._umount(self.osd_dir(osd), step)
             _wait(lambda: self.osd_up(osd) is False, 60, step, f"osd.{osd} down")
             if out:
                 self.ceph("osd", "out", str(osd), step=step)
-            return (f"osd.{osd} stopped and {self.osd_dir(osd)} unmounted"
+            what = "tmpfs unmounted (as after a reboot whose activation did not run)" \
+                if kind_wanted == "raw" else "unmounted"
+            return (f"osd.{osd} stopped and {self.osd_dir(osd)} {what}"
                     + (", marked out" if out else ""))
         if scenario == "cache-tier-misconfigured":
             step = "break cache-tier-misconfigured"
@@ -1077,17 +1233,23 @@ key = {{ value = "{SWIFT_KEY}" }}
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
             (self.swift_node / device / SWIFT_FILL_FILE).unlink(missing_ok=True)
             return f"Swift device {device}: fill file removed"
-        if scenario == "osd-unmounted":
-            step = f"heal osd-unmounted osd.{osd}"
-            img = self.images / f"osd-{osd}.xfs"
-            self._mount(self._attach(img, step), self.osd_dir(osd), step)
+        if scenario in ("osd-unmounted", "osd-not-activated"):
+            step = f"heal {scenario} osd.{osd}"
+            if not 0 <= osd < self.n_osds:
+                raise ValueError(f"the lab has osd.0-osd.{self.n_osds - 1}, not osd.{osd}")
+            if self.kinds[osd] == "raw":
+                self.activate_raw(osd, step)
+            else:
+                img = self.images / f"osd-{osd}.xfs"
+                self._mount(self._attach(img, step), self.osd_dir(osd), step)
             if self.pid(f"osd.{osd}") is None:
                 self.start_osd(osd)
             _wait(lambda: self.osd_up(osd) is True, 60, step, f"osd.{osd} up",
                   str(self.log_dir / f"ceph-osd.{osd}.log"))
             self.ceph("osd", "in", str(osd), step=step)
             _wait(self.pgs_clean, 120, step, "PGs active+clean")
-            return f"osd.{osd} mounted, started and in"
+            return f"osd.{osd} {'activated' if self.kinds[osd] == 'raw' else 'mounted'}, " \
+                "started and in"
         if scenario == "cache-tier-misconfigured":
             step = "heal cache-tier-misconfigured"
             pools = self._pool_names()

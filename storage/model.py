@@ -199,6 +199,13 @@ class DeviceIdentity:
     ceph_fsid: str | None = None
     osd_fsid: str | None = None
     label: str | None = None
+    # where the identity was read: "xfs" (files of a ceph-disk style data partition),
+    # "bluestore" (the BlueStore label, ``ceph-bluestore-tool show-label``: ceph-volume
+    # raw), "lvm" (LV tags: ceph-volume lvm)
+    kind: str = "xfs"
+    # the label holds what ``prime-osd-dir`` needs to rebuild a tmpfs data dir (osd_key,
+    # ready); the key itself is never kept
+    activatable: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,6 +234,35 @@ class IoError:
 
 
 @dataclass(frozen=True)
+class LvmVolume:
+    """An LV that ceph-volume lvm tagged (``lvs -o lv_tags`` / ``ceph-volume lvm list``)."""
+
+    lv_path: str
+    vg_name: str
+    lv_name: str
+    osd_id: int | None
+    osd_fsid: str | None
+    cluster_fsid: str | None
+    cluster_name: str | None = None
+    type: str = "block"  # ceph.type: block | db | wal
+    active: bool = True  # lv_active == "active" (unknown counts as active)
+    devices: tuple[str, ...] = ()  # physical devices under it
+
+
+@dataclass(frozen=True)
+class UnitState:
+    """A systemd unit that matters for an OSD (``systemctl show``, ``journalctl -u``)."""
+
+    unit: str  # ceph-osd@3.service, ceph-volume@lvm-3-UUID.service, ceph-FSID@osd.3.service
+    osd_id: int | None
+    active_state: str  # active | failed | inactive | activating ...
+    sub_state: str = ""
+    result: str = ""  # success | exit-code | timeout ...
+    since: str | None = None  # StateChangeTimestamp as printed
+    log_tail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """Facts from one host over SSH. ``error`` set means the host did not answer."""
 
@@ -247,6 +283,8 @@ class HostFacts:
     links: Mapping[str, str] = field(default_factory=dict)  # "DIR/block" -> resolved device
     osd_dirs: Mapping[int, str] = field(default_factory=dict)  # this host's OSD id -> data dir
     swift_dirs: Mapping[str, str] = field(default_factory=dict)  # its ring device -> dir
+    lvm_volumes: tuple[LvmVolume, ...] = ()  # LVs tagged by ceph-volume lvm
+    units: tuple[UnitState, ...] = ()  # OSD-related systemd units (when systemd runs)
     ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)
     collected_at: float = 0.0
     duration_s: float = 0.0

@@ -32,6 +32,14 @@ class HostTarget:
     osd_start: tuple[str, ...] = ("systemctl", "start", "ceph-osd@{id}")
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None  # e.g. "/run/ceph/ceph-osd.{id}.pid"; else ps scan
+    # how a tmpfs data dir is re-created (runbook osd-activate), per deployment flavour;
+    # formatted with {id}, {conf}, {cluster}, {device}, {osd_fsid}, {fsid}
+    osd_activate_raw: tuple[str, ...] = ("ceph-volume", "--cluster", "{cluster}", "raw",
+                                         "activate", "--device", "{device}", "--no-systemd")
+    osd_activate_lvm: tuple[str, ...] = ("ceph-volume", "--cluster", "{cluster}", "lvm",
+                                         "activate", "--no-systemd", "{id}", "{osd_fsid}")
+    # cephadm: the unit's container activates and runs the OSD in one go
+    osd_start_cephadm: tuple[str, ...] = ("systemctl", "start", "ceph-{fsid}@osd.{id}")
     swift_devices_dir: str | None = None  # "/srv/node"
     # argv template, formatted with {server} (object, container or account)
     swift_server_start: tuple[str, ...] = ("systemctl", "start", "swift-{server}")

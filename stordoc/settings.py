@@ -9,6 +9,7 @@ lab's generated config is the one exception: it lives outside the repo).
 from __future__ import annotations
 
 import os
+import re
 import string
 import sys
 import tomllib
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from checks.model import Thresholds
 from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
@@ -63,7 +64,8 @@ def check_template(template: str, fields: frozenset[str]) -> str:
 
 
 OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
-OSD_PATH_FIELDS = frozenset({"id", "cluster"})
+OSD_PATH_FIELDS = frozenset({"id", "cluster", "fsid"})
+OSD_ACTIVATE_FIELDS = frozenset({"id", "conf", "cluster", "device", "osd_fsid", "fsid"})
 
 
 class Secret(_Model):
@@ -111,6 +113,11 @@ class HostSettings(_Model):
     osd_start: list[str] = ["systemctl", "start", "ceph-osd@{id}"]
     osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
     osd_pid_file: str | None = None
+    osd_activate_raw: list[str] = ["ceph-volume", "--cluster", "{cluster}", "raw", "activate",
+                                   "--device", "{device}", "--no-systemd"]
+    osd_activate_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "activate",
+                                   "--no-systemd", "{id}", "{osd_fsid}"]
+    osd_start_cephadm: list[str] = ["systemctl", "start", "ceph-{fsid}@osd.{id}"]
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
@@ -131,6 +138,15 @@ class HostSettings(_Model):
             raise ValueError("an empty command")
         for part in v:
             check_template(part, OSD_START_FIELDS)
+        return v
+
+    @field_validator("osd_activate_raw", "osd_activate_lvm", "osd_start_cephadm")
+    @classmethod
+    def _activate_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_ACTIVATE_FIELDS)
         return v
 
     @field_validator("osd_data_dir", "osd_pid_file")
@@ -205,6 +221,9 @@ class ClusterSettings(_Model):
                     key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
                     osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
                     osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+                    osd_activate_raw=tuple(h.osd_activate_raw),
+                    osd_activate_lvm=tuple(h.osd_activate_lvm),
+                    osd_start_cephadm=tuple(h.osd_start_cephadm),
                     swift_server_start=tuple(h.swift_server_start),
                     swift_replicator_start=tuple(h.swift_replicator_start),
                     fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
@@ -239,6 +258,49 @@ class SlackSettings(_Model):
         return v
     roles: dict[str, Role] = {}  # per cluster name, "*" for all
     admins: list[str] = []
+    # channel ID -> cluster: commands there default to it; other clusters only for admins;
+    # alerts and watch posts of a cluster go to its channel
+    channels: dict[str, str] = {}
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_ids(cls, v: dict[str, str]) -> dict[str, str]:
+        for ch in v:
+            if not re.fullmatch(r"[CG][A-Z0-9]{2,30}", ch):
+                raise ValueError(f"{ch!r} is not a Slack channel ID (C... or G...)")
+        return v
+
+
+class AlertSettings(_Model):
+    """Alertmanager's webhook into the bot (``POST /alertmanager``) and its API for silences."""
+
+    token: Secret | None = None  # the bearer token Alertmanager sends; no token, no intake
+    cluster_label: str = "cluster"  # the alert label naming the cluster
+    clusters: dict[str, str] = {}  # label value (name or Ceph fsid) -> stordoc cluster
+    alertmanager_url: str | None = None  # for silences from chat
+    max_alerts: int = Field(200, ge=1, le=10_000)  # per delivery; more is refused (413)
+    # "22:00-07:00" (UTC): only incidents at or above quiet_min_severity are posted then;
+    # the others wait for the end of the quiet hours (watch posts them; alerts repeat)
+    quiet_hours: str | None = None
+    quiet_min_severity: Literal["warn", "crit"] = "crit"
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _quiet_ok(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"([01][0-9]|2[0-3]):[0-5][0-9]-"
+                                              r"([01][0-9]|2[0-3]):[0-5][0-9]", v):
+            raise ValueError(f"{v!r} is not a span like 22:00-07:00 (UTC)")
+        return v
+
+    @field_validator("alertmanager_url")
+    @classmethod
+    def _url_ok(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        u = urlsplit(v)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"{v!r} is not an http(s) URL")
+        return v
 
 
 class TuiSettings(_Model):
@@ -298,10 +360,22 @@ class Settings(_Model):
     thresholds: ThresholdSettings = ThresholdSettings()
     clusters: dict[str, ClusterSettings]
     slack: SlackSettings = SlackSettings()
+    alerts: AlertSettings = AlertSettings()
     tui: TuiSettings = TuiSettings()
     runbooks: RunbookSettings = RunbookSettings()
     bench: BenchSettings = BenchSettings()
     source: str | None = None
+
+    @model_validator(mode="after")
+    def _known_clusters(self) -> Settings:
+        """Channel bindings and alert label mappings must name configured clusters."""
+        for where, names in (("slack.channels", self.slack.channels),
+                             ("alerts.clusters", self.alerts.clusters)):
+            for key, name in names.items():
+                if name not in self.clusters:
+                    raise ValueError(f"{where}.{key}: unknown cluster {name!r}; configured: "
+                                     f"{', '.join(sorted(self.clusters)) or 'none'}")
+        return self
 
     def cluster_name(self, name: str | None) -> str:
         """Resolve an explicit or default cluster name; ambiguous or unknown is an error."""

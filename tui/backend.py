@@ -116,6 +116,12 @@ class Backend(Protocol):
 
     def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]: ...
 
+    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
+             reason: str) -> str: ...
+
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None: ...
+
 
 # --------------------------------------------------------------------------- adapters
 
@@ -258,6 +264,31 @@ class EnvBackend:
             raise ActionRefused(str(e)) from None
         return _run_view(res)
 
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None:
+        """After a successful OSD/pool fix: what the cluster still does, until clean."""
+        from runbooks.aftermath import follow, worth_following
+
+        if not worth_following(runbook):
+            return
+        ctx = self.env.run_context(cluster, source=self.source)
+        follow(ctx, lambda am: on_line(f"after the fix: {am.line}", am.clean),
+               timeout_s=300.0, interval_s=2.0, cancel=cancel)
+
+    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
+             reason: str) -> str:
+        """A mute with expiry in the journal (storage/mutes.py), by the TUI's user."""
+        from storage.mutes import add_mute
+
+        user = self.env.settings.user or self.env.user
+        try:
+            m = add_mute(self.env.journal, cluster, code, entity, time.time() + for_s, user,
+                         reason)
+        except ValueError as e:
+            raise ActionRefused(str(e)) from None
+        return (f"muted {m.what} until "
+                f"{time.strftime('%H:%M UTC', time.gmtime(m.until))} by {m.by}")
+
     def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = self.env.journal.runs(cluster, limit=limit)
         return rows
@@ -367,6 +398,7 @@ class SnapshotBackend:
     work: float = 0.0
     fresh: bool = False  # each refresh returns a new snapshot object (new taken_at)
     calls: int = 0
+    mutes: list[tuple[str, str | None, float, str]] = field(default_factory=list)
 
     def clusters(self) -> Sequence[str]:
         return [self.snapshot.cluster]
@@ -396,6 +428,20 @@ class SnapshotBackend:
     def plan(self, cluster: str, runbook: str, target: str,
              options: Mapping[str, Any] | None = None) -> PlanView:
         raise ActionRefused("captured data: runbooks cannot run against it")
+
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None:
+        """Captured data: nothing runs, so nothing to follow."""
+
+    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
+             reason: str) -> str:
+        """Captured data: mutes hide findings in this session only."""
+        if not reason.strip():
+            raise ActionRefused("a mute needs a reason")
+        self.mutes.append((code, entity, for_s, reason))
+        self.findings = tuple(f for f in self.findings
+                              if not (f.code == code and entity in (None, f.entity)))
+        return f"muted {code} {entity or '(all)'} (captured data: this session only)"
 
     def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
                 cancel: threading.Event) -> RunView:

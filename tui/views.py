@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
+from checks import hostdiag
 from checks.incidents import Incident
 from checks.model import Finding, Severity
 from storage.model import (
@@ -169,6 +170,9 @@ class OsdHostView:
     io_errors: tuple[str, ...] = ()
     fstab: str | None = None
     block: tuple[str, ...] = ()
+    flavour: str | None = None  # "xfs", "ceph-volume raw", ... (checks.hostdiag.Flavour)
+    flavour_evidence: tuple[str, ...] = ()
+    state: str | None = None  # checks.hostdiag.OsdHostState value
 
 
 def osd_data_dir(target: ClusterTarget | None, host: str | None, osd_id: int) -> str | None:
@@ -177,7 +181,7 @@ def osd_data_dir(target: ClusterTarget | None, host: str | None, osd_id: int) ->
     ht = _host_target(target, host)
     if ht is None:
         return None
-    return ht.osd_data_dir.format(cluster=target.ceph_cluster_name, id=osd_id)
+    return ht.osd_data_dir.format(cluster=target.ceph_cluster_name, id=osd_id, fsid="{fsid}")
 
 
 _HOST_CACHE: dict[tuple[int, str], object] = {}
@@ -208,19 +212,16 @@ def osd_host_view(snap: ClusterSnapshot, target: ClusterTarget | None,
     if facts.error:
         return OsdHostView(ddir, None, None, "unknown", host_error=facts.error)
     mount = facts.mount_at(ddir) if ddir else None
-    fsid = snap.ceph.fsid if snap.ceph else None
-    match = next((i.device for i in facts.identities if i.whoami == osd.id
-                  and (fsid is None or i.ceph_fsid in (None, fsid))), None)
+    fsid = snap.ceph.fsid if snap.ceph else ""
+    # the one host diagnosis the checks and runbooks use (flavour, device, I/O errors)
+    dg = hostdiag.diagnose_osd(facts, osd, fsid, snap.taken_at)
+    match = dg.matches[0].device if dg and dg.matches else None
     daemon = next((d for d in facts.daemons if d.kind == "ceph-osd"
                    and d.ident == str(osd.id)), None)
     dstate = "unknown" if daemon is None else (
         f"running (pid {daemon.pid})" if daemon.running else "stopped")
-    devs = {mount.source} if mount else set()
-    if match:
-        devs.add(match)
-    names = {d.rsplit("/", 1)[-1] for d in devs}
-    io = tuple(e.line for e in facts.io_errors if e.device in names
-               or any(e.device in d for d in devs))
+    devs = set(dg.devices) if dg else ({mount.source} if mount else set())
+    io = tuple(e.line for e in dg.io_errors) if dg else ()
     fst = next((f for f in facts.fstab if ddir and f.mountpoint.rstrip("/") ==
                 ddir.rstrip("/")), None)
     fstab = None if fst is None else (("# disabled: " if fst.commented else "") +
@@ -231,7 +232,10 @@ def osd_host_view(snap: ClusterSnapshot, target: ClusterTarget | None,
     if ddir and facts.links.get(f"{ddir.rstrip('/')}/block"):
         block += (f"{ddir.rstrip('/')}/block -> {facts.links[ddir.rstrip('/') + '/block']}",)
     return OsdHostView(ddir, mount.source if mount else None, match, dstate,
-                       io_errors=io, fstab=fstab, block=block)
+                       io_errors=io, fstab=fstab, block=block,
+                       flavour=dg.flavour.value if dg else None,
+                       flavour_evidence=dg.evidence if dg else (),
+                       state=dg.state.value if dg else None)
 
 
 def _osd_cells(o: OsdState, use: float | None, hv: OsdHostView | None
@@ -246,7 +250,9 @@ def _osd_cells(o: OsdState, use: float | None, hv: OsdHostView | None
         ddir, mstyle = f"mounted {hv.mounted_from}", "green"
         daemon, dstyle = hv.daemon, ("green" if hv.daemon.startswith("running") else "red")
     else:
-        ddir = "NOT MOUNTED" + (f" ({hv.matching_device})" if hv.matching_device else "")
+        word = "NOT ACTIVATED" if hv.state == hostdiag.OsdHostState.NOT_ACTIVATED.value \
+            else "NOT MOUNTED"
+        ddir = word + (f" ({hv.matching_device})" if hv.matching_device else "")
         mstyle = "bold red"
         daemon, dstyle = hv.daemon, ("green" if hv.daemon.startswith("running") else "red")
     cells = [f"  {o.name}", status, inout, f"{o.crush_weight:.3f}", f"{o.reweight:.3f}",
@@ -372,8 +378,14 @@ def osd_detail(snap: ClusterSnapshot, target: ClusterTarget | None, osd_id: int,
         lines.append(("host facts", f"host unreachable: {hv.host_error}", "yellow"))
     else:
         lines.append(("data dir", hv.data_dir or "-", ""))
+        if hv.flavour:
+            lines.append(("deployment", hv.flavour, ""))
+            for ev in hv.flavour_evidence:
+                lines.append(("  because", ev, "dim"))
+        not_act = hv.state == hostdiag.OsdHostState.NOT_ACTIVATED.value
         lines.append(("mount", f"mounted from {hv.mounted_from}" if hv.mounted_from
-                      else "NOT MOUNTED", "green" if hv.mounted_from else "bold red"))
+                      else ("NOT ACTIVATED (tmpfs missing)" if not_act else "NOT MOUNTED"),
+                      "green" if hv.mounted_from else "bold red"))
         if not hv.mounted_from:
             lines.append(("matching device", hv.matching_device or
                           "no matching device found", "yellow"))

@@ -59,6 +59,9 @@ def osd_hosts(s: Session) -> list[tuple[HostTarget, list[int]]]:
 def scratch_dir(s: Session, h: HostTarget, osds: Sequence[int]) -> str | None:
     if not osds:
         return h.swift_devices_dir
+    # {fsid} (cephadm layouts) is not known here: such hosts get no disk limit
+    if "{fsid}" in h.osd_data_dir:
+        return None
     return h.osd_data_dir.format(cluster=s.ctx.target.ceph_cluster_name, id=osds[0])
 
 

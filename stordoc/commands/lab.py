@@ -8,7 +8,15 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from storage.lab import DEFAULT_DIR, DEFAULT_PORT_BASE, SCENARIOS, Lab, LabError
+from storage.lab import (
+    DEFAULT_DIR,
+    DEFAULT_LAYOUT,
+    DEFAULT_PORT_BASE,
+    LAYOUTS,
+    SCENARIOS,
+    Lab,
+    LabError,
+)
 from stordoc.argtypes import int_range
 from stordoc.errors import UserError
 
@@ -30,6 +38,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--recreate", action="store_true",
                     help="tear down a running lab of this dir first (its journal and audit "
                          "history go with it)")
+    up.add_argument("--with-alerts", action="store_true",
+                    help="also run the alert chain: the mgr prometheus module, Prometheus with "
+                         "Ceph's alert rules and Alertmanager delivering to the bot's webhook "
+                         "(port base + 19)")
+    up.add_argument("--osd-layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
+                    help="how OSDs are deployed: xfs (3 ceph-disk style XFS data dirs), raw "
+                         "(3 ceph-volume raw OSDs, tmpfs data dirs), mixed (3 xfs + osd.3 "
+                         f"raw on node4; default {DEFAULT_LAYOUT})")
     up.set_defaults(func=cmd_up)
     st = lsub.add_parser("status", help="what runs, where, on which ports; health")
     common(st)
@@ -42,7 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}")
         common(b)
         b.add_argument("scenario", choices=SCENARIOS)
-        b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted)")
+        b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted, osd-not-activated)")
         b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
         b.add_argument("--server", choices=("object", "container", "account"),
                        default="object", help="Swift server (swift-server-stopped, swift-replication-stalled, swift-ring-stale)")
@@ -56,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _lab(args: argparse.Namespace) -> Lab:
     if args.port_base is not None and not 1024 <= args.port_base <= 65000:
         raise UserError("--port-base must be between 1024 and 65000")
-    return Lab(args.dir, args.port_base)
+    return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None))
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -67,7 +83,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                         f"config {lab.config_path} (--config or $STORDOC_CONFIG), or pass "
                         "--recreate to tear it down with its journal and audit history")
     try:
-        took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"))
+        took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"),
+                      with_alerts=args.with_alerts)
     except LabError as e:
         console.print(f"[bold red]lab up failed:[/] {e}")
         return 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.lab import N_OSDS, Lab
+from storage.lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
 
@@ -24,7 +24,7 @@ def settled(lab: Lab) -> None:
         pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        if lab.osds_up_in() == (N_OSDS, N_OSDS) and lab.pgs_clean():
+        if lab.osds_up_in() == (lab.n_osds, lab.n_osds) and lab.pgs_clean():
             return
         time.sleep(0.5)
     dead = [n for n, pid in lab.status()["processes"].items() if pid is None]

@@ -36,13 +36,13 @@ def _poll(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 @pytest.fixture
-def ctx(env: Any) -> Any:
+def ctx(env: Any, lab: Lab) -> Any:
     c = env.run_context(None, source="test")
 
     def clean() -> bool:  # a freshly started lab is still peering
         with RadosIO(c.target.ceph) as io:
             st = io.state()
-        return st["num_up_osds"] == 3 and st["pgs_by_state"].get("active+clean") == \
+        return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
             st["num_pgs"]
 
     _poll(clean, 180, "lab PGs active+clean")
@@ -73,7 +73,7 @@ def test_rados_native_consistent_with_rados_bench_and_cleans_up(lab: Lab, ctx: A
     assert w.lat_p50_ms <= w.lat_p99_ms <= w.lat_max_ms
     # Little's law: 16 in flight -> avg latency ~ 16 / ops_s (our bookkeeping is coherent)
     assert w.lat_avg_ms / 1000 == pytest.approx(16 / w.ops_s, rel=0.25)
-    assert w.state["num_osds"] == 3 and w.state["versions"]
+    assert w.state["num_osds"] == lab.n_osds and w.state["versions"]
     assert _bench_objects(ctx) == []
     # the stock tool, same pool and parameters, right after
     t = ctx.target.ceph
@@ -176,7 +176,7 @@ def test_refuses_on_degraded_cluster_unless_forced(lab: Lab, ctx: Any) -> None:
     def healthy() -> bool:
         with RadosIO(ctx.target.ceph) as io:
             st = io.state()
-        return st["num_up_osds"] == 3 and st["pgs_by_state"].get("active+clean") == \
+        return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
             st["num_pgs"]
 
     lab.break_("osd-unmounted", osd=1)

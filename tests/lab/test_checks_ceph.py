@@ -68,12 +68,13 @@ def healthy(lab: Lab, target: CephTarget) -> Iterator[None]:
     yield
 
 
-def test_healthy_lab_has_no_ceph_findings(healthy: None, target: CephTarget) -> None:
+def test_healthy_lab_has_no_ceph_findings(lab: Lab, healthy: None,
+                                          target: CephTarget) -> None:
     state, err = collect_ceph(target)
     assert err is None and state is not None
-    assert state.release == "pacific" and len(state.osds) == 3
+    assert state.release == "pacific" and len(state.osds) == lab.n_osds
     assert all(o.up and o.in_ for o in state.osds)
-    assert {o.host for o in state.osds} == {"node1", "node2", "node3"}
+    assert {o.host for o in state.osds} == {f"node{i + 1}" for i in range(lab.n_osds)}
     assert state.raw["errors"] == {}
     assert ceph_findings(target) == []
 
@@ -155,7 +156,7 @@ def test_stopped_manager_still_gives_the_osd_picture(lab: Lab, healthy: None,
         assert lab.stop("mgr.x")
         state, err = collect_ceph(short)
         assert err is None and state is not None
-        assert len(state.osds) == 3 and state.pool("rbd") is not None
+        assert len(state.osds) == lab.n_osds and state.pool("rbd") is not None
         errs = state.raw["errors"]
         assert set(errs) == {"pg stat", "pg dump_stuck", "osd df", "crash ls-new"}
         # one timeout for the manager, not one per manager command

@@ -64,13 +64,14 @@ def broken(lab: Lab) -> Iterator[Callable[..., str]]:
 def test_host_facts_over_real_ssh(lab: Lab, target: ClusterTarget) -> None:
     snap = collect(target)
     assert snap.ceph is not None and snap.swift is not None
-    assert set(snap.hosts) == {"node1", "node2", "node3"}
-    for i, name in enumerate(("node1", "node2", "node3")):
-        f = snap.hosts[name]
+    assert set(snap.hosts) == {f"node{i + 1}" for i in range(lab.n_hosts)}
+    for i, kind in enumerate(lab.kinds):
+        f = snap.hosts[f"node{i + 1}"]
         assert f.reachable, f.error
         d = str(lab.osd_dir(i))
         assert f.osd_dirs == {i: d}  # osd.i lives on CRUSH host node{i+1}
-        assert f.mount_at(d) is not None and f.mount_at(d).fstype == "xfs"
+        m = f.mount_at(d)  # ceph-volume raw OSDs live on a tmpfs
+        assert m is not None and m.fstype == ("tmpfs" if kind == "raw" else "xfs")
         assert [(x.ident, x.running) for x in f.daemons] == [(str(i), True)]
         assert x_pid_matches(lab, i, f.daemons[0].pid)
     assert set(snap.hosts["node1"].swift_dirs) == {"d1", "d4"}
@@ -145,12 +146,12 @@ def test_swift_ring_bad(lab: Lab, target: ClusterTarget, broken: Callable[..., s
 def test_ssh_refusing_host_is_a_finding_and_ceph_checks_still_run(
         lab: Lab, target: ClusterTarget) -> None:
     # a port in the lab's range that nothing listens on
-    dead = HostTarget("node4", "127.0.0.5", port=lab.ports.sshd + 1, key_file=target.hosts[0]
+    dead = HostTarget("node9", "127.0.0.10", port=lab.ports.sshd + 1, key_file=target.hosts[0]
                       .key_file, known_hosts=target.hosts[0].known_hosts, timeout_s=3)
     t2 = dataclasses.replace(target, hosts=target.hosts + (dead,))
     snap, rep = check(t2)
     hu = [x for x in rep.findings if x.code == "HOST_UNREACHABLE"]
-    assert [x.entity for x in hu] == ["host node4"]
+    assert [x.entity for x in hu] == ["host node9"]
     assert snap.ceph is not None and "osd-mounts" in rep.checks_run
     assert all(snap.hosts[n].reachable for n in ("node1", "node2", "node3"))
 

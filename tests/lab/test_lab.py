@@ -23,21 +23,32 @@ def osd_dump(lab: Lab) -> dict:
     return json.loads(ceph(lab, "osd", "dump", "--format", "json"))
 
 
-def test_up_gives_three_osds_up_in_on_three_hosts(lab: Lab) -> None:
+def test_up_gives_its_layouts_osds_up_in_one_per_host(lab: Lab) -> None:
     dump = osd_dump(lab)
-    assert [(o["osd"], o["up"], o["in"]) for o in dump["osds"]] == [(0, 1, 1), (1, 1, 1),
-                                                                    (2, 1, 1)]
+    n = lab.n_osds
+    assert [(o["osd"], o["up"], o["in"]) for o in dump["osds"]] == [(i, 1, 1) for i in range(n)]
     tree = json.loads(ceph(lab, "osd", "tree", "--format", "json"))
     hosts = {n["name"]: n["children"] for n in tree["nodes"] if n["type"] == "host"}
-    assert sorted(hosts) == ["node1", "node2", "node3"]
+    assert sorted(hosts) == [f"node{i + 1}" for i in range(n)]
     rbd = next(p for p in dump["pools"] if p["pool_name"] == "rbd")
     assert (rbd["size"], rbd["min_size"]) == (3, 2)
-    # each OSD's data dir is its own mount, holding whoami and a block symlink
-    for i in range(3):
+    mounts = {ln.split()[1]: ln.split()[2] for ln in Path("/proc/self/mounts").read_text()
+              .splitlines()}
+    # each OSD's data dir is its own mount (XFS, or ceph-volume's tmpfs for raw OSDs),
+    # holding whoami and a block symlink
+    for i, kind in enumerate(lab.kinds):
         d = lab.osd_dir(i)
         assert os.path.ismount(d)
+        assert mounts[str(d)] == ("tmpfs" if kind == "raw" else "xfs")
         assert (d / "whoami").read_text().strip() == str(i)
         assert (d / "block").is_symlink() and os.readlink(d / "block").startswith("/dev/loop")
+        if kind == "raw":  # the label ceph-volume wrote names this OSD of this cluster
+            label = json.loads(subprocess.run(
+                ["ceph-bluestore-tool", "show-label", "--dev", os.readlink(d / "block")],
+                capture_output=True, text=True, check=True, timeout=30).stdout)
+            (meta,) = label.values()
+            assert (meta["whoami"], meta["ceph_fsid"]) == (str(i), lab.fsid)
+            assert str(d).startswith(f"/var/lib/ceph/osd/{lab.cv_cluster}-")
     assert json.loads(ceph(lab, "health", "--format", "json"))["status"] == "HEALTH_OK"
 
 
@@ -163,7 +174,7 @@ def test_status_reports_processes_and_health(lab: Lab) -> None:
     assert all(st["processes"].values())
     assert st["ceph_health"] == "HEALTH_OK"
     assert st["swift_healthcheck"] is True
-    assert st["osds_up_in"] == (3, 3)
+    assert st["osds_up_in"] == (lab.n_osds, lab.n_osds)
 
 
 def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: Lab) -> None:
@@ -185,7 +196,10 @@ def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: L
         assert other._mounts_under_base() and other.loop_devices()
         other.up()
         assert other.running() and lab.running()
-        assert len(other.loop_devices()) == 10
+        # XFS OSDs: data image + block; raw OSDs: block only; 4 Swift devices
+        assert len(other.loop_devices()) == \
+            sum(2 if k == "xfs" else 1 for k in other.kinds) + 4
+        assert "raw" not in other.kinds or other.bootstrap_keyring.exists()
         pids = [p for p in other.status()["processes"].values() if p]
     finally:
         res = other.down()
@@ -193,6 +207,11 @@ def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: L
     assert not base.exists()
     assert other.loop_devices() == {}
     assert not any(str(base) in line for line in Path("/proc/mounts").read_text().splitlines())
+    # ceph-volume's fixed paths of this lab (its own cluster name) are gone too
+    cv = f"/var/lib/ceph/osd/{other.cv_cluster}-"
+    assert not any(cv in line for line in Path("/proc/mounts").read_text().splitlines())
+    assert not list(Path("/var/lib/ceph/osd").glob(f"{other.cv_cluster}-*"))
+    assert not other.bootstrap_keyring.exists()
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
     assert lab.running()  # the first lab was not touched

@@ -236,6 +236,14 @@ def test_failed_start_stops_reports_audits_and_clears_noout(
 # ------------------------------------------------------------------ refusals
 
 
+def _restart(lab: Lab, i: int) -> None:
+    """Start a stopped OSD again (its data dir is still in place) and wait until it is up;
+    the heal of the other OSD that runs after waits for clean PGs."""
+    if lab.pid(f"osd.{i}") is None:
+        lab.start_osd(i)
+    poll(lambda: lab.osd_up(i) is True, 90, f"osd.{i} up")
+
+
 def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
         lab: Lab, env: Env, ctx: RunContext, cfg: Path,
         request: pytest.FixtureRequest) -> None:
@@ -250,6 +258,13 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
     wait_health(lab, "HEALTH_OK")
     request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
     lab.break_("osd-unmounted", osd=1, out=True)
+    # with a fourth OSD on its own host the data of an out OSD is recovered there; stop it
+    # too (down, still in) so that the PGs stay unclean for the pool-pg-num refusal below
+    for extra in range(3, lab.n_osds):
+        request.addfinalizer(lambda i=extra: _restart(lab, i))  # type: ignore[misc]
+        lab.stop(f"osd.{extra}")
+        lab.ceph("osd", "down", str(extra))
+        poll(lambda i=extra: lab.osd_up(i) is False, 60, f"osd.{extra} down")  # type: ignore[misc]
     before = state(lab)
     # no confirmation, no terminal: refused, nothing run
     r = cli(cfg, "fix", "osd-remount", "osd.1")

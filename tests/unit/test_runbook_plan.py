@@ -98,10 +98,10 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     import checks.catalog  # noqa: F401
 
     names = {i.name for i in list_runbooks()}
-    assert names == {"osd-remount", "osd-start", "osd-in", "cache-tier-tune", "pool-pg-num",
-                     "swift-device-remount", "swift-ring-rebalance", "swift-server-start",
-                     "swift-ring-push", "swift-dispersion-populate", "crash-archive",
-                     "swift-replicator-start"}
+    assert names == {"osd-remount", "osd-activate", "osd-start", "osd-in", "cache-tier-tune",
+                     "pool-pg-num", "swift-device-remount", "swift-ring-rebalance",
+                     "swift-server-start", "swift-ring-push", "swift-dispersion-populate",
+                     "crash-archive", "swift-replicator-start"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
@@ -112,6 +112,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
         if ci.runbook:
             assert ci.runbook in names, (code, ci.runbook)
     assert runbook_for_code("OSD_DATA_UNMOUNTED") == "osd-remount"
+    assert runbook_for_code("OSD_NOT_ACTIVATED") == "osd-activate"
     assert runbook_for_code("osd_up_out") == "osd-in"
     assert runbook_for_code("CEPH_HEALTH") is None
     assert runbook_for_code("SWIFT_SERVER_DOWN") == "swift-server-start"
