@@ -980,7 +980,10 @@ echo $! >"{self.pids}/swift-$1-replicator.pid"
             raw = i < self.n_osds and self.kinds[i] == "raw"
             data_dir = f"{CV_OSD_ROOT}/{self.cv_cluster}-{{id}}" if raw \
                 else f"{self.ceph_dir / 'osd'}/ceph-{{id}}"
-            swift = f'swift_devices_dir = "{self.swift_node}"\n' if n <= 3 else ""
+            # only the hosts that carry Swift devices read rings (node4 holds an OSD only)
+            ring_dirs = json.dumps([str(self.ring_dir(k)) for k in SWIFT_SERVERS])
+            swift = (f'swift_devices_dir = "{self.swift_node}"\n'
+                     f"swift_ring_dirs = {ring_dirs}\n") if n <= 3 else ""
             hosts += f"""
 [[clusters.lab.hosts]]
 name = "node{n}"
@@ -996,7 +999,6 @@ osd_pid_file = "{self.run_dir}/ceph-osd.{{id}}.pid"
 osd_activate_raw = {json.dumps(self.ceph_volume_argv(
                 "raw", "activate", "--device", "{device}", "--no-systemd"))}
 {swift}swift_server_start = {json.dumps([str(self.swift_start_script), "{server}"])}
-swift_ring_dirs = {json.dumps([str(self.ring_dir(k)) for k in SWIFT_SERVERS])}
 swift_replicator_start = {json.dumps([str(self.replicator_start_script), "{server}"])}
 fstab_path = "{self.base / 'hosts' / f'node{n}.fstab'}"
 """
