@@ -239,6 +239,16 @@ class Role(_Model):
     two_person: bool = False  # confirmer must differ from requester for destructive runbooks
 
 
+def http_url(v: str | None) -> str | None:
+    """An optional http(s) URL with a host (Slack's API base, Alertmanager's API)."""
+    if v is None:
+        return v
+    u = urlsplit(v)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"{v!r} is not an http(s) URL")
+    return v
+
+
 class SlackSettings(_Model):
     command: str = "/stordoc"
     bot_token: Secret = Secret(env="SLACK_BOT_TOKEN")
@@ -250,12 +260,7 @@ class SlackSettings(_Model):
     @field_validator("api_base_url")
     @classmethod
     def _url_ok(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        u = urlsplit(v)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"{v!r} is not an http(s) URL")
-        return v
+        return http_url(v)
     roles: dict[str, Role] = {}  # per cluster name, "*" for all
     admins: list[str] = []
     # channel ID -> cluster: commands there default to it; other clusters only for admins;
@@ -295,12 +300,7 @@ class AlertSettings(_Model):
     @field_validator("alertmanager_url")
     @classmethod
     def _url_ok(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        u = urlsplit(v)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"{v!r} is not an http(s) URL")
-        return v
+        return http_url(v)
 
 
 class TuiSettings(_Model):
