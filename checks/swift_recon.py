@@ -125,7 +125,7 @@ RECON_CODES = (
              "the replicator never ran, or writes another recon cache)."),
     CodeInfo("SWIFT_REPLICATOR_NOT_RUNNING", Severity.WARN,
              "Over SSH, a host runs a storage server but not its replicator: replication "
-             "has stopped there (its age only grows from now on)."),
+             "has stopped there (its age only grows from now on).", "swift-replicator-start"),
     CodeInfo("SWIFT_REPLICATION_FAILURES", Severity.WARN,
              "The last replication pass of a server counted failures above the threshold."),
     CodeInfo("SWIFT_ASYNC_PENDING", Severity.WARN,
@@ -426,11 +426,12 @@ def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list
         if isinstance(last, float) else "; no pass has ever completed"
     return [Finding(
         "SWIFT_REPLICATOR_NOT_RUNNING", Severity.WARN, server_entity(r.server, r.ip, r.port),
-        f"swift-{r.server}-replicator is not running on {hname} ({r.ip}) beside its "
-        f"{r.server} server{since}: replication has stopped there",
-        {"host": hname, "ip": r.ip, "server": r.server, "last": last,
-         "server_conf": sorted(confs),
-         "replicators": [{"pid": d.pid, "conf": d.ident} for d in repl]})]
+        message=f"swift-{r.server}-replicator is not running on {hname} ({r.ip}) beside "
+        f"its {r.server} server{since}: replication has stopped there",
+        evidence={"host": hname, "ip": r.ip, "server": r.server, "last": last,
+                  "server_conf": sorted(confs),
+                  "replicators": [{"pid": d.pid, "conf": d.ident} for d in repl]},
+        runbook="swift-replicator-start", target=f"{r.server}@{hname}")]
 
 
 @check("swift-recon", codes=RECON_CODES, needs=("swift",))

@@ -43,6 +43,8 @@ class HostTarget:
     swift_devices_dir: str | None = None  # "/srv/node"
     # argv template, formatted with {server} (object, container or account)
     swift_server_start: tuple[str, ...] = ("systemctl", "start", "swift-{server}")
+    swift_replicator_start: tuple[str, ...] = ("systemctl", "start",
+                                               "swift-{server}-replicator")
     fstab_path: str = "/etc/fstab"
     # where this host's Swift servers read their rings (md5 of each *.ring.gz over SSH)
     swift_ring_dirs: tuple[str, ...] = ()

@@ -120,6 +120,7 @@ class HostSettings(_Model):
     osd_start_cephadm: list[str] = ["systemctl", "start", "ceph-{fsid}@osd.{id}"]
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
+    swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
     fstab_path: str = "/etc/fstab"
     swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
 
@@ -224,6 +225,7 @@ class ClusterSettings(_Model):
                     osd_activate_lvm=tuple(h.osd_activate_lvm),
                     osd_start_cephadm=tuple(h.osd_start_cephadm),
                     swift_server_start=tuple(h.swift_server_start),
+                    swift_replicator_start=tuple(h.swift_replicator_start),
                     fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
                 ) for h in self.hosts
             ),

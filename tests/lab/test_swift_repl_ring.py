@@ -162,3 +162,22 @@ def test_stale_ring_of_a_stopped_server_is_seen_over_ssh(lab: Lab) -> None:
         lab.heal("swift-server-stopped", server="object")
         lab.heal("swift-ring-stale")
     assert findings(lab) == []
+
+
+def test_stopped_replicator_fixed_by_fix_and_verified(lab: Lab, cfg: Path) -> None:
+    port = lab.ports.object
+    try:
+        lab.break_("swift-replication-stalled", server="object")
+        r = cli(cfg, "fix", "--finding", "SWIFT_REPLICATOR_NOT_RUNNING", "--entity",
+                f"object server 127.0.0.2:{port}", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = " ".join(r.stdout.split())
+        assert "swift-replicator-start object@node1" in out and "verified" in out
+        assert "a replication pass completed on 1 endpoint(s)" in out
+        # started the lab's way: its pid file is written, so `lab down` stops it
+        assert lab.pid("swift-object-replicator") is not None
+        r = cli(cfg, "fix", "swift-replicator-start", "object@node1", "--yes")
+        assert r.returncode == 64 and "nothing to start" in r.stderr
+    finally:
+        lab.heal("swift-replication-stalled", server="object")
+    assert findings(lab) == []
