@@ -33,6 +33,7 @@ from bot.auth import Authorizer, Level, RoleSpec
 from bot.backend import Backend, BotError, PlanView
 from bot.redact import Redactor
 from bot.store import BotStore, Button
+from checks.incidents import Incident, correlate
 from checks.model import Finding, Severity
 from checks.service import CheckOutcome
 
@@ -387,12 +388,31 @@ class StordocBot:
         return self.backend.env.check(cluster, host_facts=False, record=False,
                                       source="slack")
 
-    def token_for(self, cluster: str, user: str) -> Callable[[Finding], str | None]:
+    def token_for(self, cluster: str, user: str,
+                  among: Iterable[Finding] | None = None) -> Callable[[Finding], str | None]:
+        """A Fix button per finding with a runbook; with ``among``, only for the roots of
+        their incidents (a consequence's fix is the root's, never its own)."""
+        roots = ({i.root.key for i in correlate(list(among))} if among is not None
+                 else None)
+
         def make(f: Finding) -> str | None:
             if not f.runbook or not f.target:
                 return None
+            if roots is not None and f.key not in roots:
+                return None
             return self.store.new_button("fix", cluster, f.runbook, f.target, user, self.ttl,
                                          {"code": f.code, "entity": f.entity})
+        return make
+
+    def incident_token_for(self, cluster: str, user: str) -> Callable[[Incident], str | None]:
+        """A Fix button for an incident's one next step (already planned, never refused)."""
+        def make(inc: Incident) -> str | None:
+            step = inc.next_step
+            if step is None:
+                return None
+            return self.store.new_button("fix", cluster, step.runbook, step.target, user,
+                                         self.ttl, {"code": inc.root.code,
+                                                    "entity": inc.root.entity})
         return make
 
     def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
@@ -403,15 +423,18 @@ class StordocBot:
                 note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
                         f"{len(out.delta.resolved)} resolved since run "
                         f"#{out.delta.previous_run_id}")
-            return r.findings_reply(cluster, out.report.findings,
-                                    self.token_for(cluster, where.user), note=note)
+            ceph = out.snapshot.ceph
+            return r.health_reply(cluster, out.report.exit_code, out.incidents,
+                                  out.report.findings,
+                                  self.incident_token_for(cluster, where.user),
+                                  ceph.health_status if ceph else None, note=note)
         if isinstance(cmd, g.Findings):
             rid, rows = self.backend.last_findings(cluster)
             if rid is None:
                 return r.text_reply(f"no check run recorded for {cluster} yet: try "
                                     f"`{self.command} health {cluster}`")
             fs = [_finding_from_row(x) for x in rows]
-            return r.findings_reply(cluster, fs, self.token_for(cluster, where.user),
+            return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, fs),
                                     note=f"from check run #{rid}")
         if isinstance(cmd, g.History):
             return r.history_reply(cluster, self.backend.history(cluster))
@@ -436,7 +459,7 @@ class StordocBot:
                 return r.osd_tree_reply(cluster, ceph)
             g.check_osd(cmd.osd_id, (o.id for o in ceph.osds))
             return r.osd_reply(cluster, ceph, cmd.osd_id, out.report.findings,
-                               self.token_for(cluster, where.user))
+                               self.token_for(cluster, where.user, out.report.findings))
         if isinstance(cmd, g.Ring):
             out = self._views(cluster)
             if out.snapshot.swift is None:

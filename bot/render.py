@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks.incidents import Incident, headline
 from checks.model import Finding, Severity
 from storage.model import CephState, SwiftState
 from stordoc.fmt import human_age
@@ -231,7 +232,7 @@ def _evidence(ev: Mapping[str, Any]) -> str:
 
 def finding_blocks(f: Finding, token: str | None) -> list[Block]:
     txt = f"{SEV_ICON[f.severity]} *{esc(f.entity)}*  `{f.code}`\n{esc(f.message)}"
-    if f.runbook:
+    if f.runbook and token:
         txt += f"\n_fix:_ `{f.runbook} {esc(f.target or '')}`"
     acc = button("Fix", "fix", token, style="primary") if (token and f.runbook) else None
     blocks = [section(txt, acc)]
@@ -268,6 +269,67 @@ def findings_reply(cluster: str, findings: Sequence[Finding], token_for: TokenFn
                          + (f"  (fix: {f.runbook} {f.target or ''})" if f.runbook else "")
                          for f in findings) + "\n"
     return paginate(head, blocks, text, plain, f"{cluster}-findings.txt")
+
+
+IncidentTokenFn = Callable[[Incident], "str | None"]
+
+
+def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
+    """One incident: the cause, its impact, what it explains, one next step (Fix)."""
+    txt = (f"{SEV_ICON[inc.severity]} *{n}. {esc(inc.root.code)}* `{esc(inc.root.entity)}`"
+           f"\n{esc(inc.root.message)}\n_impact:_ {esc(inc.impact)}")
+    if inc.next_step is not None:
+        txt += f"\n_next:_ `{esc(inc.next_step.command)}`"
+    elif inc.manual:
+        txt += f"\n_by hand:_ {esc(clip(inc.manual, 400))}"
+    acc = (button("Fix", "fix", token, style="primary")
+           if token and inc.next_step is not None else None)
+    blocks = [section(clip(txt, MAX_SECTION - 20), acc)]
+    if inc.consequences:
+        blocks.append(context("explains: " + esc(clip(", ".join(
+            f"{c.code} {c.entity}" for c in inc.consequences), 1500))))
+    return blocks
+
+
+def health_reply(cluster: str, exit_code: int, incidents: Sequence[Incident],
+                 findings: Sequence[Finding], incident_token: IncidentTokenFn,
+                 ceph_health: str | None = None, note: str | None = None) -> Reply:
+    """`health`: stordoc's verdict and the top cause first, incidents each with one Fix,
+    then Ceph's health as one fact, then every finding (no Fix on consequences)."""
+    head = headline(cluster, exit_code, incidents, len(findings))
+    blocks: list[Block] = [section(f"*{esc(head)}*")]
+    facts = []
+    if ceph_health:
+        facts.append(f"Ceph {ceph_health}")
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
+    facts.append(f"{len(findings)} findings ({counts[Severity.CRIT]} crit, "
+                 f"{counts[Severity.WARN]} warn)")
+    if note:
+        facts.append(note)
+    blocks.append(context(esc(" · ".join(facts))))
+    if not findings:
+        blocks.append(section(":white_check_mark: All checks passed."))
+    for n, inc in enumerate(incidents, 1):
+        blocks.extend(incident_blocks(n, inc, incident_token(inc)))
+    rest = [f for f in findings if not any(f.key == x.key for i in incidents
+                                            for x in i.findings)]
+    if rest:
+        blocks.append(divider())
+        blocks.append(section(f"*Other findings ({len(rest)})*"))
+        for f in rest:
+            blocks.extend(finding_blocks(f, None))
+
+    def plain() -> str:
+        lines = [head]
+        for n, inc in enumerate(incidents, 1):
+            lines.append(f"{n}. [{inc.severity.label}] {inc.root.code} {inc.root.entity}: "
+                         f"{inc.root.message} | impact: {inc.impact}"
+                         + (f" | next: {inc.next_step.command}" if inc.next_step else ""))
+            lines += [f"   explains: {c.code} {c.entity}: {c.message}"
+                      for c in inc.consequences]
+        lines += [f"[{f.severity.label}] {f.entity} {f.code}: {f.message}" for f in rest]
+        return "\n".join(lines) + "\n"
+    return paginate(head, blocks, head, plain, f"{cluster}-health.txt")
 
 
 # --------------------------------------------------------------------------- views
@@ -367,7 +429,8 @@ def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
 
 
 def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
-    """Per storage server: state, replication age, async pendings, quarantines, fill."""
+    """Per storage server: state, replication age, async pendings, quarantines, fill; then
+    the dispersion figures (% of sampled copies found)."""
     from checks.swift_recon import server_summaries
 
     want = None if kind is None else ("object" if kind.startswith("object") else kind)
@@ -384,7 +447,14 @@ def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
                    f"{'-' if s.async_pending is None else f'{s.async_pending:.0f}'}, "
                    f"quarantined {'-' if s.quarantined is None else f'{s.quarantined:.0f}'}, "
                    f"fill {'-' if s.fill_max is None else f'{s.fill_max:.0%}'}")
-    return (["*servers*"] + out) if out else []
+    out = (["*servers*"] + out) if out else []
+    if swift.dispersion is not None and want in (None, "object", "container"):
+        from checks.swift_dispersion import dispersion_summary
+
+        d = dispersion_summary(swift)
+        icon = ":red_circle: " if d.missing else ""
+        out.append(f"{icon}{esc(d.line())}")
+    return out
 
 
 def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:

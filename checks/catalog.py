@@ -1,4 +1,14 @@
 """The explicit list of check modules. Importing one registers its checks (no discovery
 by name prefix): add a module here to add its checks."""
 
-from checks import cache, cluster, mounts, osd, pgs, swift_recon, swift_rings  # noqa: F401
+from checks import (  # noqa: F401
+    cache,
+    ceph_config,
+    cluster,
+    mounts,
+    osd,
+    pgs,
+    swift_dispersion,
+    swift_recon,
+    swift_rings,
+)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checks.ceph_codes import ceph_health_finding
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity
 from storage.ceph import parse_time_sync
@@ -41,14 +42,8 @@ def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]
     st = snap.ceph
     assert st is not None
     for hc in st.health_checks:
-        if hc.muted:
-            continue
-        sev = Severity.CRIT if hc.severity == "HEALTH_ERR" else Severity.WARN
-        yield Finding("CEPH_HEALTH", sev, f"ceph {hc.code}",
-                      f"Ceph {hc.code}: {hc.summary}",
-                      {"ceph_code": hc.code, "ceph_severity": hc.severity,
-                       "summary": hc.summary, "detail": list(hc.detail[:MAX_DETAIL]),
-                       "detail_count": len(hc.detail)})
+        # explained (checks/ceph_codes.py); muted in Ceph: an info finding, not dropped
+        yield ceph_health_finding(hc, st, ctx)
     quorum = set(st.mon_quorum)
     if quorum:
         for mon in st.mon_names:

@@ -96,6 +96,9 @@ class Thresholds:
     swift_sockstat_orphan_warn: int = 5000
     swift_driveaudit_errors_max: int = 0
     swift_sweep_warn_s: float = 6 * 3600.0
+    # dispersion (checks/swift_dispersion.py): % of sampled copies found
+    swift_dispersion_copies_warn_pct: float = 100.0  # any missing copy warns
+    swift_dispersion_copies_crit_pct: float = 90.0
     osd_nearfull_ratio_default: float = 0.85
     clock_skew_max_s: float = 0.05
     io_error_window_s: float = 86400.0

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from checks.engine import CheckReport, run_checks
+from checks.incidents import Incident, correlate
 from checks.model import Thresholds
 from checks.swift_recon import recon_samples
 from storage.collect import collect
@@ -24,6 +25,8 @@ class CheckOutcome:
     delta: FindingDelta | None
     collect_s: float
     check_s: float
+    # grouped by cause (checks.incidents), worst first; next steps set by the runbooks layer
+    incidents: tuple[Incident, ...] = ()
 
 
 def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
@@ -43,6 +46,7 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
     report = run_checks(snap, thresholds, muted=muted)
     t2 = time.monotonic()
+    incidents = correlate(report.findings, snap)
     run_id = delta = None
     if hist is not None and snap.swift is not None:
         hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift), window)
@@ -62,4 +66,4 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
 
             delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)
-    return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1)
+    return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1, incidents)

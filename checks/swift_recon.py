@@ -397,14 +397,28 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
 
 def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list[Finding]:
     """SWIFT_REPLICATOR_NOT_RUNNING for one answering server (pure): its host, seen over
-    SSH, runs ``swift-<server>-server`` but no ``swift-<server>-replicator``."""
+    SSH, runs this ``swift-<server>-server`` (the process holding its port, when the
+    listening sockets are known) but no ``swift-<server>-replicator`` on the same config
+    file."""
     if r.error_kind is not None or not snap.host_facts_collected:
         return []
     hname, facts = _host_for(snap, r.ip)
     if facts is None or facts.error:
         return []
-    kinds = {d.kind for d in facts.swift_processes if d.running}
-    if f"swift-{r.server}-server" not in kinds or f"swift-{r.server}-replicator" in kinds:
+    servers = [d for d in facts.swift_processes
+               if d.running and d.kind == f"swift-{r.server}-server"]
+    held = facts.listeners.get(r.port) if facts.listeners else None
+    if held is not None and held[0] is not None:
+        # the server answering on this port (its workers may be children: match by pid,
+        # else by the parent's config when the pid is a worker of it)
+        mine = [d for d in servers if d.pid == held[0]]
+        servers = mine or servers
+    if not servers:
+        return []
+    confs = {d.ident for d in servers}
+    repl = [d for d in facts.swift_processes
+            if d.running and d.kind == f"swift-{r.server}-replicator"]
+    if any(d.ident in confs for d in repl):
         return []
     rep = replication(r)
     last = rep["last"] if rep else None
@@ -415,7 +429,8 @@ def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list
         f"swift-{r.server}-replicator is not running on {hname} ({r.ip}) beside its "
         f"{r.server} server{since}: replication has stopped there",
         {"host": hname, "ip": r.ip, "server": r.server, "last": last,
-         "processes": sorted(kinds)})]
+         "server_conf": sorted(confs),
+         "replicators": [{"pid": d.pid, "conf": d.ident} for d in repl]})]
 
 
 @check("swift-recon", codes=RECON_CODES, needs=("swift",))

@@ -581,6 +581,7 @@ _OPTIONAL: tuple[_Cmd, ...] = (
     ("pg stat", True, "pg stat", {}),
     ("pg dump_stuck", True, "pg dump_stuck", {"stuckops": list(STUCK_OPS)}),
     ("osd df", True, "osd df", {}),
+    ("crash ls-new", True, "crash ls-new", {}),  # RECENT_CRASH explained
 )
 CONFIG_KEYS = ("mon_max_pg_per_osd", "mon_osd_down_out_interval")
 ETIMEDOUT = 110

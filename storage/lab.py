@@ -14,6 +14,7 @@ data dir ``ceph/osd/ceph-N`` is an XFS image loop-mounted there, holding small f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -46,7 +47,7 @@ SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 repli
 SCENARIOS = ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured", "pool-few-pgs",
              "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped",
              "swift-device-full", "swift-quarantine", "swift-async-pending",
-             "swift-replication-stalled", "swift-ring-stale")
+             "swift-replication-stalled", "swift-ring-stale", "swift-dispersion-missing")
 ASYNC_CONTAINER = "stordoc-lab-async"
 ASYNC_OBJECTS = 40  # x 3 replicas = 120 async pendings, above the default warn (100)
 QUARANTINE_CONTAINER = "stordoc-lab-quarantine"
@@ -1070,6 +1071,8 @@ key = {{ value = "{SWIFT_KEY}" }}
             return self._break_stalled(server)
         if scenario == "swift-ring-stale":
             return self._break_ring_stale(server)
+        if scenario == "swift-dispersion-missing":
+            return self._break_dispersion(device)
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -1182,6 +1185,8 @@ key = {{ value = "{SWIFT_KEY}" }}
             return self._heal_stalled(server)
         if scenario == "swift-ring-stale":
             return self._heal_ring_stale()
+        if scenario == "swift-dispersion-missing":
+            return self._heal_dispersion()
         if scenario == "swift-device-full":
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
@@ -1398,6 +1403,47 @@ key = {{ value = "{SWIFT_KEY}" }}
         self.sync_server_rings([k for k in SWIFT_SERVERS if k != server])
         return (f"object ring changed and copied to every server but the {server} server "
                 f"({self.ring_dir(server) / 'object.ring.gz'} is the older ring)")
+
+    @property
+    def _dispersion_aside(self) -> Path:
+        return self.base / "swift" / "dispersion-removed"
+
+    def _break_dispersion(self, device: str) -> str:
+        """One replica of one of stordoc's dispersion objects removed from ``device`` (its
+        hash directory moved aside, kept for heal). Needs ``swift dispersion populate``."""
+        from storage.dispersion import OBJECT_CONTAINER, hash_prefix_suffix, object_names
+
+        if device not in SWIFT_DEVICES:
+            raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
+        step = "break swift-dispersion-missing"
+        pre, suf = hash_prefix_suffix()
+        account = f"AUTH_{SWIFT_USER.split(':')[0]}"
+        for name in object_names(10_000):
+            h = hashlib.md5(pre + b"/" + f"{account}/{OBJECT_CONTAINER}/{name}".encode()
+                            + suf, usedforsecurity=False).hexdigest()
+            found = list((self.swift_node / device / "objects").glob(f"*/{h[-3:]}/{h}"))
+            if not found:
+                continue
+            src = found[0]
+            dst = self._dispersion_aside / device / src.relative_to(self.swift_node / device)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(src), str(dst))
+            return f"replica of {OBJECT_CONTAINER}/{name} removed from {device} ({src})"
+        raise LabError(step, f"no dispersion object has a replica on {device}: run "
+                       "'stordoc swift dispersion populate' first")
+
+    def _heal_dispersion(self) -> str:
+        n = 0
+        if self._dispersion_aside.exists():
+            for dev_dir in self._dispersion_aside.iterdir():
+                for hdir in sorted(dev_dir.glob("objects/*/*/*")):
+                    dst = self.swift_node / dev_dir.name / hdir.relative_to(dev_dir)
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    if not dst.exists():
+                        shutil.move(str(hdir), str(dst))
+                        n += 1
+            shutil.rmtree(self._dispersion_aside)
+        return f"{n} removed replica(s) put back"
 
     def _drop_push_backups(self) -> None:
         """The backups a ring push (swift-ring-push, a rebalance's distribution) left

@@ -20,6 +20,7 @@ from typing import Any
 
 import requests
 
+from storage.dispersion import sample as sample_dispersion
 from storage.model import ReconHost, RingDevice, RingState, SwiftState
 
 # Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
@@ -296,14 +297,19 @@ def _collect(target: SwiftTarget) -> SwiftState:
         for d in ring.devices:
             endpoints.setdefault((d.ip, d.port), _server(ring.kind))
     eps = sorted(endpoints.items())
-    with ThreadPoolExecutor(max_workers=1) as one:
-        proxy_f = one.submit(_proxy_health, target.proxy_url, target.recon_timeout_s) \
+    ring_paths = {r.kind: r.ring_path for r in rings if r.ring_path and r.kind in
+                  ("object", "container")}
+    with ThreadPoolExecutor(max_workers=2) as two:
+        proxy_f = two.submit(_proxy_health, target.proxy_url, target.recon_timeout_s) \
             if target.proxy_url else None
+        disp_f = two.submit(sample_dispersion, target, ring_paths, now) \
+            if target.auth_url and target.user and target.key else None
         recon = collect_recon([(ip, port, srv) for (ip, port), srv in eps],
                               target.recon_timeout_s)
         healthy, perr = proxy_f.result() if proxy_f else (None, None)
+        dispersion = disp_f.result() if disp_f else None
     local_md5 = {r.ring_path: r.ring_md5 for r in rings if r.ring_path and r.ring_md5}
     return SwiftState(rings=rings, recon=recon, proxy_url=target.proxy_url,
                       proxy_healthy=healthy, proxy_error=perr,
                       local_ring_md5=local_md5, local_swiftconf_md5=file_md5(SWIFT_CONF),
-                      collected_at=now)
+                      collected_at=now, dispersion=dispersion)

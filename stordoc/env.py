@@ -83,9 +83,20 @@ class Env:
         n = self.cluster_name(cluster)
         cs = self.settings.clusters[n]
         preflight_cluster(cs)
-        return check_cluster(cs.target(n), self.settings.thresholds_for(n), cs.muted,
-                             self.journal if record else None, only=only,
-                             host_facts=host_facts, source=source)
+        out = check_cluster(cs.target(n), self.settings.thresholds_for(n), cs.muted,
+                            self.journal if record else None, only=only,
+                            host_facts=host_facts, source=source)
+        return self.decide_next_steps(n, out)
+
+    def decide_next_steps(self, cluster: str, out: CheckOutcome) -> CheckOutcome:
+        """Each incident's one next step, planned (not run) on the same snapshot."""
+        from dataclasses import replace
+
+        from runbooks.nextstep import planning_context, with_next_steps
+
+        cs = self.settings.clusters[cluster]
+        ctx = planning_context(cluster, cs.target(cluster), self.settings.thresholds_for(cluster))
+        return replace(out, incidents=with_next_steps(ctx, out.snapshot, out.incidents))
 
     def run_context(self, cluster: str | None, source: str = "cli") -> RunContext:
         """What the runbooks need for one cluster: target, journal, limits, who acts."""

@@ -177,6 +177,8 @@ class ThresholdSettings(_Model):
     swift_sockstat_orphan_warn: int | None = Field(None, ge=0)
     swift_driveaudit_errors_max: int | None = Field(None, ge=0)
     swift_sweep_warn_s: float | None = Field(None, gt=0)
+    swift_dispersion_copies_warn_pct: float | None = Field(None, gt=0, le=100)
+    swift_dispersion_copies_crit_pct: float | None = Field(None, gt=0, le=100)
     clock_skew_max_s: float | None = None
     io_error_window_s: float | None = None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from checks.engine import CheckReport
+from checks.incidents import correlate
 from checks.model import Finding
 from checks.service import CheckOutcome
 from storage.model import ClusterSnapshot
@@ -385,7 +386,9 @@ class SnapshotBackend:
         if self.fresh:
             snap = replace(snap, taken_at=snap.taken_at + self.calls)
         report = CheckReport(snap.cluster, self.findings, snap.taken_at, 0.0, ())
-        return CheckOutcome(snap, report, None, None, 0.0, 0.0)
+        # grouped like a live check; next steps are not planned on captured data
+        return CheckOutcome(snap, report, None, None, 0.0, 0.0,
+                            correlate(report.findings, snap))
 
     def runbooks(self) -> Sequence[str]:
         return []

@@ -33,6 +33,8 @@ from textual.widgets import (
 )
 from textual.worker import Worker
 
+from checks.incidents import Incident
+from checks.incidents import headline as incidents_headline
 from checks.model import Finding
 from tui import views
 from tui.backend import BenchProgressView, BenchView, PlanView, RunEvent, RunView
@@ -261,10 +263,18 @@ class DataScreen(Screen[None]):
 
 
 class OverviewScreen(DataScreen):
+    """stordoc's verdict and the incidents first (visible at 80x24), then the facts
+    (Ceph's health among them), then every finding."""
+
     TITLE_TEXT = "Overview"
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
 
     def body(self) -> ComposeResult:
         with Vertical(id="overview"):
+            yield Static(id="headline")
+            it: DataTable[Any] = DataTable(id="incidents", cursor_type="row")
+            it.add_columns(*views.INCIDENT_COLUMNS)
+            yield it
             yield Static(id="summary")
             t: DataTable[Any] = DataTable(id="top", cursor_type="row")
             t.add_columns(*views.FINDING_COLUMNS)
@@ -272,13 +282,56 @@ class OverviewScreen(DataScreen):
 
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
-        ov = views.overview(st.outcome.snapshot, st.outcome.report.findings)
+        out = st.outcome
+        r = out.report
+        head = incidents_headline(r.cluster, r.exit_code, out.incidents, len(r.findings))
+        style = {0: "bold green", 1: "bold yellow"}.get(r.exit_code, "bold red")
+        self.query_one("#headline", Static).update(Text(head, style=style))
+        new = out.delta.new if out.delta else ()
+        inc = self.query_one("#incidents", DataTable)
+        fill_table(inc, views.incident_rows(out.incidents, new))
+        inc.display = bool(out.incidents)
+        ov = views.overview(out.snapshot, r.findings)
         self.query_one("#summary", Static).update(lines_table(ov.lines))
-        rows = views.finding_rows(st.outcome.report.findings, self.needle,
-                                  st.outcome.delta.new if st.outcome.delta else ())
+        rows = views.finding_rows(r.findings, self.needle, new)
         fill_table(self.query_one("#top", DataTable), rows)
 
-    @on(DataTable.RowSelected)
+    def selected_incident(self) -> Incident | None:
+        o = self.sapp.state.outcome
+        if o is None or not o.incidents:
+            return None
+        t = self.query_one("#incidents", DataTable)
+        try:
+            key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
+        except Exception:
+            key = None
+        for i in o.incidents:
+            if key == f"incident:{i.id}":
+                return i
+        return o.incidents[0]
+
+    def action_fix(self) -> None:
+        """The selected (else the top) incident's one next step; never a refused one."""
+        inc = self.selected_incident()
+        if inc is None:
+            self.notify("no incident to fix", severity="information")
+            return
+        if inc.next_step is None:
+            self.notify(f"{inc.root.code} {inc.root.entity}: no runbook applies; "
+                        f"{inc.manual or 'see the finding'}", severity="warning")
+            return
+        self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
+
+    @on(DataTable.RowSelected, "#incidents")
+    def _drill_incident(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value or ""
+        o = self.sapp.state.outcome
+        for i in (o.incidents if o else ()):
+            if key == f"incident:{i.id}":
+                self.app.push_screen(FindingDetailScreen(i.root))
+                return
+
+    @on(DataTable.RowSelected, "#top")
     def _drill(self, event: DataTable.RowSelected) -> None:
         _drill_finding(self, event)
 
@@ -537,13 +590,8 @@ class SwiftScreen(DataScreen):
         fill_table(self.query_one("#rings", DataTable), views.ring_rows(sw, self.needle))
         fill_table(self.query_one("#swift-servers", DataTable),
                    views.server_rows(sw, st.outcome.snapshot.taken_at, self.needle))
-        note = ""
-        if sw is None:
-            note = st.outcome.snapshot.swift_error or "no Swift configured for this cluster"
-        elif sw.proxy_url:
-            note = f"proxy {sw.proxy_url}: " + ("healthy" if sw.proxy_healthy else
-                                                f"UNHEALTHY {sw.proxy_error or ''}")
-        self.query_one("#swift-note", Static).update(note)
+        self.query_one("#swift-note", Static).update(
+            views.swift_note(sw, st.outcome.snapshot.swift_error))
 
     @on(DataTable.RowSelected, "#rings")
     def _drill(self, event: DataTable.RowSelected) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from rich.text import Text
 
 from checks import hostdiag
+from checks.incidents import Incident
 from checks.model import Finding, Severity
 from storage.model import (
     CephState,
@@ -96,8 +97,14 @@ class Overview:
 
 
 def overview(snap: ClusterSnapshot, findings: Sequence[Finding]) -> Overview:
+    """Facts after the incidents: Ceph's health is one of them, not the verdict."""
     out: list[tuple[str, str, str]] = []
     ceph = snap.ceph
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
+    out.append(("Findings", f"{counts[Severity.CRIT]} crit, {counts[Severity.WARN]} warn, "
+                f"{counts[Severity.INFO]} info",
+                "bold red" if counts[Severity.CRIT] else
+                "yellow" if counts[Severity.WARN] else "green"))
     if ceph is not None:
         hs = ceph.health_status
         out.append(("Ceph health", hs, {"HEALTH_OK": "green", "HEALTH_WARN": "yellow"}
@@ -142,11 +149,6 @@ def overview(snap: ClusterSnapshot, findings: Sequence[Finding]) -> Overview:
         out.append(("Hosts", f"{len(snap.hosts)} ({len(bad)} unreachable"
                     + (f": {', '.join(bad)}" if bad else "") + ")",
                     "bold red" if bad else ""))
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
-    out.append(("Findings", f"{counts[Severity.CRIT]} crit, {counts[Severity.WARN]} warn, "
-                f"{counts[Severity.INFO]} info",
-                "bold red" if counts[Severity.CRIT] else
-                "yellow" if counts[Severity.WARN] else "green"))
     return Overview(tuple(out))
 
 
@@ -535,6 +537,21 @@ def _recon_state(sw: SwiftState, ring: RingState, d: RingDevice) -> tuple[str, s
     return (f"mounted {100.0 * used / size:.0f}%" if size else "mounted"), "green"
 
 
+def swift_note(sw: SwiftState | None, swift_error: str | None) -> str:
+    """The line under the rings: the proxy's health and the dispersion figures."""
+    from checks.swift_dispersion import dispersion_summary
+
+    if sw is None:
+        return swift_error or "no Swift configured for this cluster"
+    parts = []
+    if sw.proxy_url:
+        parts.append(f"proxy {sw.proxy_url}: " + ("healthy" if sw.proxy_healthy else
+                                                  f"UNHEALTHY {sw.proxy_error or ''}"))
+    if sw.dispersion is not None:
+        parts.append(dispersion_summary(sw).line())
+    return "\n".join(parts)
+
+
 SERVER_COLUMNS = ("server", "ip:port", "state", "replicated", "async", "quarantined",
                   "fill max")
 
@@ -605,6 +622,24 @@ def ring_rows(sw: SwiftState | None, needle: str = "") -> list[Row]:
 # --------------------------------------------------------------------------- findings
 
 FINDING_COLUMNS = ("severity", "code", "entity", "message", "runbook")
+INCIDENT_COLUMNS = ("sev", "cause", "entity", "next step", "impact")
+
+
+def incident_rows(incidents: Sequence[Incident], new: Iterable[tuple[str, str]] = ()
+                  ) -> list[Row]:
+    """One row per incident, worst first: the cause, the one next step, the impact."""
+    new_set = set(new)
+    rows = []
+    for inc in incidents:
+        step = inc.next_step
+        nxt = f"{step.runbook} {step.target}" if step else "by hand"
+        mark = " *new*" if inc.root.key in new_set else ""
+        rows.append(_row(f"incident:{inc.id}", "incident",
+                         [inc.severity.label, inc.root.code, inc.root.entity, nxt,
+                          inc.impact + mark],
+                         [SEV_STYLE[inc.severity], "bold", "", "cyan" if step else "dim", ""],
+                         inc))
+    return rows
 
 
 def finding_rows(findings: Sequence[Finding], needle: str = "",

@@ -1,12 +1,16 @@
 """``stordoc check``: run every check on a cluster, print findings, exit Nagios-style.
 
-JSON schema (``--json``, version 1), documented in docs/checks.md::
+JSON schema (``--json``, version 2), documented in docs/checks.md::
 
-  {"schema": 1, "cluster": str, "started_at": float, "duration_s": float,
+  {"schema": 2, "cluster": str, "started_at": float, "duration_s": float,
    "exit_code": 0|1|2|3, "status": "ok"|"warn"|"crit"|"unreachable",
    "counts": {"crit": int, "warn": int, "info": int},
    "findings": [{"code", "severity", "entity", "message", "evidence", "runbook",
                  "target", "since", "new": bool}],
+   "incidents": [{"id", "severity", "root": {"code", "entity", "message"},
+                  "consequences": [{"code", "entity"}], "impact", "next_step":
+                  {"runbook", "target", "command"}|null, "manual", "since", "new"}],
+   "ceph_health": str|null,
    "resolved_since_last_run": [{"code", "entity"}], "run_id": int|null}
 """
 
@@ -20,6 +24,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from checks.incidents import headline as incidents_headline
 from checks.model import Severity
 from checks.service import CheckOutcome
 from stordoc.commands.common import env_from_args
@@ -33,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="run the health checks (exit 0 OK, 1 warn, 2 crit, "
                        "3 unreachable)")
     p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
-    p.add_argument("--json", action="store_true", help="machine-readable output (schema 1)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema 2)")
     p.add_argument("--only", metavar="CODES",
                    help="comma-separated finding codes to report (others are still checked)")
     hf = p.add_mutually_exclusive_group()
@@ -55,9 +60,12 @@ def to_json(out: CheckOutcome) -> dict:
     counts = {s.label: sum(1 for f in r.findings if f.severity == s)
               for s in (Severity.CRIT, Severity.WARN, Severity.INFO)}
     return {
-        "schema": 1, "cluster": r.cluster, "started_at": r.started_at,
+        "schema": 2, "cluster": r.cluster, "started_at": r.started_at,
         "duration_s": round(out.collect_s + out.check_s, 3), "exit_code": r.exit_code,
         "status": STATUS[r.exit_code], "counts": counts,
+        "headline": headline(out),
+        "incidents": [{**i.to_dict(), "new": i.root.key in new} for i in out.incidents],
+        "ceph_health": out.snapshot.ceph.health_status if out.snapshot.ceph else None,
         "findings": [{**f.to_dict(), "new": f.key in new} for f in r.findings],
         "resolved_since_last_run": [{"code": c, "entity": e}
                                     for c, e in (out.delta.resolved if out.delta else ())],
@@ -65,13 +73,70 @@ def to_json(out: CheckOutcome) -> dict:
     }
 
 
+def headline(out: CheckOutcome) -> str:
+    """The first line: stordoc's verdict, then the top incident's cause (one line)."""
+    r = out.report
+    return incidents_headline(r.cluster, r.exit_code, out.incidents, len(r.findings))
+
+
+def _facts_line(out: CheckOutcome) -> str:
+    """Ceph's own health as one fact among others."""
+    r = out.report
+    parts = []
+    if out.snapshot.ceph is not None:
+        parts.append(f"Ceph {out.snapshot.ceph.health_status}")
+    counts = {s: sum(1 for f in r.findings if f.severity == s) for s in Severity}
+    parts.append(f"{len(r.findings)} findings ({counts[Severity.CRIT]} crit, "
+                 f"{counts[Severity.WARN]} warn, {counts[Severity.INFO]} info)")
+    if out.delta is not None:
+        parts.append(f"{len(out.delta.new)} new, {len(out.delta.resolved)} resolved")
+    return " · ".join(parts)
+
+
+def render_incidents(out: CheckOutcome, console: Console) -> None:
+    new = set(out.delta.new) if out.delta else set()
+    for n, inc in enumerate(out.incidents, 1):
+        head = Text()
+        head.append(f"{n}. ", style="bold")
+        head.append(inc.severity.name, style=STYLE[inc.severity])
+        head.append(f" {inc.root.code}", style=STYLE[inc.severity])
+        head.append(f"  {inc.root.entity}", style="bold")
+        tags = []
+        if inc.root.key in new:
+            tags.append("new")
+        if inc.root.since:
+            tags.append(f"for {_since(inc.root.since)}")
+        if tags:
+            head.append(f"  ({', '.join(tags)})", style="dim")
+        console.print(head)
+        console.print(Padding(Text(inc.root.message), (0, 0, 0, 4)))
+        console.print(Padding(Text(f"impact: {inc.impact}"), (0, 0, 0, 4)))
+        if inc.consequences:
+            also = ", ".join(f"{c.code} {c.entity}" for c in inc.consequences)
+            console.print(Padding(Text(f"explains: {also}", style="dim"), (0, 0, 0, 4)))
+        if inc.next_step is not None:
+            console.print(Padding(Text(f"next: {inc.next_step.command}", style="green"),
+                                  (0, 0, 0, 4)))
+        elif inc.manual:
+            console.print(Padding(Text(f"by hand: {inc.manual}", style="yellow"),
+                                  (0, 0, 0, 4)))
+
+
 def render(out: CheckOutcome, console: Console) -> None:
-    """Findings grouped by severity, one block each: readable on a phone-width terminal."""
+    """The verdict and the top cause first, incidents with one next step each, then every
+    finding grouped by severity: readable on a phone-width terminal."""
     r = out.report
     new = set(out.delta.new) if out.delta else set()
+    w = r.worst
+    console.print(Text(headline(out), style=STYLE[w] if w is not None else "green"),
+                  soft_wrap=True)
+    console.print(Text(_facts_line(out), style="dim"))
     if not r.findings:
         console.print(f"[green]cluster {r.cluster}: no findings[/] "
                       f"({len(r.checks_run)} checks, {out.collect_s + out.check_s:.2f}s)")
+    if out.incidents:
+        console.rule(f"INCIDENTS ({len(out.incidents)})", align="left", style="dim")
+        render_incidents(out, console)
     for sev in (Severity.CRIT, Severity.WARN, Severity.INFO):
         rows = [f for f in r.findings if f.severity == sev]
         if not rows:
@@ -90,9 +155,6 @@ def render(out: CheckOutcome, console: Console) -> None:
                 head.append(f"  ({', '.join(tags)})", style="dim")
             console.print(head)
             console.print(Padding(Text(f.message), (0, 0, 0, 4)))
-            if f.runbook:
-                fix = f"stordoc fix {f.runbook} {f.target}" if f.target else f.runbook
-                console.print(Padding(Text(f"fix: {fix}", style="green"), (0, 0, 0, 4)))
     if out.delta and out.delta.resolved:
         console.print("[green]resolved since the last run:[/] " +
                       ", ".join(f"{c} {e}" for c, e in out.delta.resolved))

@@ -158,9 +158,9 @@ def test_stopped_manager_still_gives_the_osd_picture(lab: Lab, healthy: None,
         assert err is None and state is not None
         assert len(state.osds) == lab.n_osds and state.pool("rbd") is not None
         errs = state.raw["errors"]
-        assert set(errs) == {"pg stat", "pg dump_stuck", "osd df"}
+        assert set(errs) == {"pg stat", "pg dump_stuck", "osd df", "crash ls-new"}
         # one timeout for the manager, not one per manager command
-        assert sum(e.startswith("skipped") for e in errs.values()) == 2
+        assert sum(e.startswith("skipped") for e in errs.values()) == 3
     finally:
         lab.start_mgr()
     wait_for(lambda: (r := collect_ceph(target))[0] is not None

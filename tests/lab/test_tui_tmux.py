@@ -40,7 +40,12 @@ def wait_pane(session: str, cond: Callable[[str], bool], timeout: float, what: s
 
 
 @pytest.fixture
-def session(lab: Lab, tmp_path: Path) -> Iterator[str]:
+def size() -> tuple[int, int]:
+    return (160, 45)
+
+
+@pytest.fixture
+def session(lab: Lab, tmp_path: Path, size: tuple[int, int]) -> Iterator[str]:
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(lab.config_path.read_text().replace(
         f'journal = "{lab.base}/journal.db"', f'journal = "{tmp_path}/journal.db"'))
@@ -48,10 +53,11 @@ def session(lab: Lab, tmp_path: Path) -> Iterator[str]:
     # COLUMNS/LINES from the test runner's environment would pin Textual to that size
     cmd = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "stordoc", "-c", str(cfg), "tui", "--cluster", "lab",
            "--refresh", "2"]
-    r = tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45", "-c", str(ROOT),
+    w, h = str(size[0]), str(size[1])
+    r = tmux("new-session", "-d", "-s", name, "-x", w, "-y", h, "-c", str(ROOT),
              "-e", "TERM=xterm-256color", *cmd)
     assert r.returncode == 0, r.stderr
-    tmux("resize-window", "-t", name, "-x", "160", "-y", "45")  # a running server may
+    tmux("resize-window", "-t", name, "-x", w, "-y", h)  # a running server may
     try:  # have given the new window another size
         yield name
     finally:
@@ -80,3 +86,23 @@ def test_real_tui_in_tmux_shows_the_unmounted_osd(osd1_unmounted: None, session:
     while tmux("has-session", "-t", session).returncode == 0:
         assert time.monotonic() < deadline, "stordoc tui did not quit on q"
         time.sleep(0.2)
+
+
+@pytest.mark.parametrize("size", [(80, 24)])
+def test_cause_is_the_first_line_of_the_overview_at_80x24(lab: Lab, session: str) -> None:
+    """The seed fault on on-call's terminal: the cause leads the overview, above Ceph's
+    own health, with its one next step in the incidents table."""
+    lab.break_("osd-unmounted", osd=1, out=True)
+    try:
+        text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED osd.1" in t, 120,
+                         "the cause on the overview")
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        first = next(i for i, ln in enumerate(lines) if "lab:" in ln and (
+            "WARN" in ln or "CRIT" in ln))
+        assert "OSD_DATA_UNMOUNTED osd.1" in lines[first], text
+        assert first <= 2, text  # under the title and the status line only
+        ceph = next(i for i, ln in enumerate(lines) if "Ceph health" in ln)
+        assert ceph > first
+        assert "osd-remount osd.1" in text
+    finally:
+        lab.heal("osd-unmounted", osd=1)

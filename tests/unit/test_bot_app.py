@@ -160,7 +160,7 @@ def test_unreachable_cluster_says_still_working_then_answers(h: BotHarness) -> N
     final = h.fake.wait_for(lambda f: [c for c in f.of("chat.update")
                                        if c.params.get("ts") == ts], 90)[0]
     text = all_text(final)
-    assert "CEPH_UNREACHABLE" in text and "lab: 1 crit" in text
+    assert "UNREACHABLE lab: CEPH_UNREACHABLE cluster lab" in text  # the cause first
     assert h.env.journal.runs("lab")[0]["source"] == "slack"
 
 

@@ -29,6 +29,8 @@ CEPH_CODES = {
     "CACHE_TARGET_TOO_BIG", "CACHE_NEAR_TARGET", "CACHE_TIER_DEPRECATED",
     "CEPH_HEALTH", "MON_OUT_OF_QUORUM", "OSD_NEAR_FULL", "OSD_IS_FULL", "POOL_NEAR_FULL",
     "MON_CLOCK_SKEW",
+    "POOL_SIZE_EQ_MIN_SIZE", "FULL_RATIOS_RAISED", "FULL_RATIOS_ORDER",
+    "REQUIRE_OSD_RELEASE_BEHIND", "OSD_NO_DEVICE_CLASS",
 }
 NOW = 1_800_000_000.0
 
@@ -430,9 +432,12 @@ def test_ceph_health_severity_and_mutes() -> None:
             "POOL_NO_REDUNDANCY": {"severity": "HEALTH_WARN",
                                    "summary": {"message": "1 pool(s) have no replicas"},
                                    "detail": [], "muted": True}}}
-    [f] = by_code(variant("healthy", edit), "CEPH_HEALTH")  # the muted one is skipped
+    f, m = by_code(variant("healthy", edit), "CEPH_HEALTH")
     assert (f.entity, f.severity) == ("ceph OSD_FULL", Severity.CRIT)
     assert f.evidence["detail"] == ["osd.2 is full"]
+    # the muted one is shown as muted (info), not dropped
+    assert (m.entity, m.severity) == ("ceph POOL_NO_REDUNDANCY", Severity.INFO)
+    assert m.message.startswith("muted in Ceph") and m.evidence["muted_in_ceph"] is True
 
 
 def test_mon_out_of_quorum() -> None:

@@ -100,7 +100,8 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     names = {i.name for i in list_runbooks()}
     assert names == {"osd-remount", "osd-activate", "osd-start", "osd-in", "cache-tier-tune",
                      "pool-pg-num", "swift-device-remount", "swift-ring-rebalance",
-                     "swift-server-start", "swift-ring-push"}
+                     "swift-server-start", "swift-ring-push", "swift-dispersion-populate",
+                     "crash-archive"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:

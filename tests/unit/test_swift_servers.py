@@ -157,3 +157,14 @@ def test_replicator_not_running_next_to_its_server() -> None:
     assert replicator_findings(acc, snap, now=1.0) == []
     # without host facts nothing is said
     assert replicator_findings(obj, _snap(obj, None), now=1.0) == []
+    # another cluster's object replicator on the same host (another config) does not count;
+    # the one on this server's config (the server holding the port) does
+    other = Daemon("swift-object-replicator", "/var/tmp/other/object-server.conf", 5, True)
+    same = Daemon("swift-object-replicator", facts.swift_processes[0].ident, 6, True)
+    f2 = HostFacts("node1", "127.0.0.2", listeners={6200: (12783, "swift-object-se")},
+                   swift_processes=(*facts.swift_processes, other))
+    assert [f.code for f in replicator_findings(obj, _snap(obj, f2), now=1.0)] == \
+        ["SWIFT_REPLICATOR_NOT_RUNNING"]
+    f3 = HostFacts("node1", "127.0.0.2", listeners={6200: (12783, "swift-object-se")},
+                   swift_processes=(*facts.swift_processes, other, same))
+    assert replicator_findings(obj, _snap(obj, f3), now=1.0) == []

@@ -58,3 +58,18 @@ def test_read_only_osd_screen_snapshot(snap_compare: Any) -> None:
         await _ready(pilot)
 
     assert snap_compare(_app(read_only=True), run_before=run_before, terminal_size=SIZE)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_overview_leads_with_the_cause(snap_compare: Any, size: tuple[int, int]) -> None:
+    """On-call's terminal: the verdict and the top incident's cause on the first line of
+    the overview, the incidents visible, Help and Quit in the footer."""
+    async def run_before(pilot: Any) -> None:
+        await _ready(pilot)
+        screen = pilot.app.screen
+        head = str(screen.query_one("#headline").render())
+        assert head.startswith("CRIT octopus: OSD_DATA_UNMOUNTED osd.1"), head
+        inc = screen.query_one("#incidents")
+        assert inc.row_count >= 1 and inc.region.bottom <= size[1] - 1
+
+    assert snap_compare(_app(), run_before=run_before, terminal_size=size)

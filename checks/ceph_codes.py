@@ -1,0 +1,220 @@
+"""Ceph's own health codes, explained: what Ceph does not say in ``health detail``.
+
+Each ``health detail`` check becomes one ``CEPH_HEALTH`` finding (entity ``ceph CODE``,
+Ceph's code and severity kept). For the codes an on-call engineer meets most, an
+explainer adds which OSDs and hosts, since when, what to read next, and a runbook where
+a safe one exists (archive a reviewed crash); ``pg repair`` stays manual with the command
+shown. A code muted in Ceph (``ceph health mute``) is an info finding that says so, not
+dropped. The explainers are pure functions of the snapshot, in one table (``EXPLAIN``).
+
+Ceph's message formats (Pacific): ``SLOW_OPS`` lists its daemons only in the summary
+(``12 slow ops, oldest one blocked for 174 sec, daemons [osd.2,osd.3] have slow ops.``);
+``RECENT_CRASH`` details are ``osd.1 crashed on host node2 at 2026-...``; ``PG_DAMAGED``
+details are ``pg 2.5 is active+clean+inconsistent, acting [0,1,2]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from checks.model import CheckContext, Finding, Severity
+from storage.ceph import parse_stamp
+from storage.model import CephState, HealthCheck
+
+MAX_DETAIL = 20
+_DAEMON_RE = re.compile(r"\b((?:osd|mon|mgr|mds)\.[A-Za-z0-9_-]+)")
+_PG_RE = re.compile(r"\bpg (\d+\.[0-9a-f]+) is ([a-z+_]+)(?:, acting \[([\d,]*)\])?")
+_BLOCKED_RE = re.compile(r"oldest one blocked for (\d+) sec")
+
+
+@dataclass(frozen=True)
+class Explained:
+    """What an explainer adds to one of Ceph's codes."""
+
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    runbook: str | None = None
+    target: str | None = None
+    since: float | None = None
+
+
+def daemons_named(hc: HealthCheck) -> list[str]:
+    """Daemons (``osd.1``, ``mon.a``) named in the summary and detail lines, in order."""
+    out: dict[str, None] = {}
+    for text in (hc.summary, *hc.detail):
+        for d in _DAEMON_RE.findall(text):
+            out[d] = None
+    return list(out)
+
+
+def _osd_hosts(st: CephState, daemons: list[str]) -> dict[str, str | None]:
+    hosts = {f"osd.{o.id}": o.host for o in st.osds}
+    return {d: hosts.get(d) for d in daemons if d.startswith("osd.")}
+
+
+def _where(st: CephState, daemons: list[str]) -> str:
+    """``osd.2 (node3), osd.3 (node1)``: the hosts Ceph does not name."""
+    hosts = _osd_hosts(st, daemons)
+    parts = [f"{d} ({hosts[d]})" if hosts.get(d) else d for d in daemons]
+    return ", ".join(parts[:8]) + (f" and {len(parts) - 8} more" if len(parts) > 8 else "")
+
+
+def _slow_ops(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    ds = daemons_named(hc)
+    m = _BLOCKED_RE.search(hc.summary)
+    blocked = int(m.group(1)) if m else None
+    first = next((d for d in ds if d.startswith("osd.")), None)
+    read = (f"read `ceph daemon {first} dump_ops_in_flight` / `dump_historic_slow_ops` on "
+            f"its host, and `ceph osd perf` for a slow disk" if first else
+            "read `ceph daemon DAEMON dump_ops_in_flight` on the daemon's host")
+    return Explained(
+        f"slow ops on {_where(st, ds) or 'unnamed daemons'}"
+        + (f", oldest blocked {blocked} s" if blocked is not None else "") + f": {read}",
+        {"daemons": ds, "hosts": _osd_hosts(st, ds), "oldest_blocked_s": blocked},
+        since=(ctx.now - blocked) if blocked is not None and ctx.now else None)
+
+
+def _crashes(st: CephState) -> list[Mapping[str, Any]]:
+    new = st.raw.get("crash ls-new")
+    return [c for c in new if isinstance(c, Mapping)] if isinstance(new, list) else []
+
+
+def _recent_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    crashes = _crashes(st)
+    ds = daemons_named(hc) or [str(c.get("entity_name")) for c in crashes]
+    ids = [str(c["crash_id"]) for c in crashes if c.get("crash_id")]
+    stamps = [s for s in (parse_stamp(c.get("timestamp")) for c in crashes) if s]
+    newest = crashes[-1] if crashes else None
+    what = ""
+    if newest is not None:
+        sig = newest.get("assert_msg") or newest.get("assert_condition") or \
+            " / ".join(str(x) for x in (newest.get("backtrace") or [])[:2])
+        what = f"; last: {newest.get('entity_name')} {newest.get('crash_id')}" + \
+            (f" ({str(sig).strip()[:120]})" if sig else "")
+    return Explained(
+        f"{len(ids) or len(ds)} new crash report(s) from {_where(st, ds) or 'daemons'}{what}:"
+        f" read `ceph crash info ID`, then archive the reviewed crash",
+        {"daemons": ds, "crash_ids": ids[:20], "hosts": _osd_hosts(st, ds)},
+        runbook="crash-archive" if ids else None, target=ids[-1] if ids else None,
+        since=min(stamps) if stamps else None)
+
+
+def _pg_damaged(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    pgs = []
+    osds: dict[int, None] = {}
+    for line in hc.detail:
+        m = _PG_RE.search(line)
+        if m:
+            pgs.append({"pgid": m.group(1), "state": m.group(2)})
+            for x in (m.group(3) or "").split(","):
+                if x.strip().isdigit():
+                    osds[int(x)] = None
+    names = [f"osd.{i}" for i in osds]
+    first = pgs[0]["pgid"] if pgs else "PGID"
+    manual = (f"by hand, after reading `rados list-inconsistent-obj {first} "
+              f"--format=json-pretty` and the OSDs' logs for disk errors: "
+              f"`ceph pg repair {first}`")
+    return Explained(
+        f"{len(pgs)} damaged PG(s) on {_where(st, names) or 'unknown OSDs'}: {manual}",
+        {"pgs": pgs[:50], "osds": sorted(osds), "hosts": _osd_hosts(st, names),
+         "manual": manual})
+
+
+def _scrub_errors(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    manual = ("`ceph health detail` names the inconsistent PGs (PG_DAMAGED); read "
+              "`rados list-inconsistent-obj PGID`, then `ceph pg repair PGID` by hand")
+    return Explained(f"{hc.summary}: {manual}", {"manual": manual})
+
+
+def _mgr_down(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    errs = st.raw.get("errors") or {}
+    stale = sorted(k for k, v in errs.items() if "manager" in str(v))
+    return Explained(
+        "no active ceph-mgr: PG states, `osd df` and pool usage are stale or missing"
+        + (f" ({', '.join(stale)} not collected)" if stale else "")
+        + "; start a ceph-mgr (its log says why it stopped)",
+        {"stale": stale, "manual": "start ceph-mgr on a manager host"})
+
+
+def _full(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    ds = daemons_named(hc)
+    pools = sorted({p for line in hc.detail for p in re.findall(r"pool '([^']+)'", line)})
+    usage = {f"osd.{u.id}": round(u.utilization, 1) for u in st.osd_usage}
+    ratios = (f"nearfull {st.nearfull_ratio:.2f}, backfillfull {st.backfillfull_ratio:.2f},"
+              f" full {st.full_ratio:.2f}")
+    what = _where(st, ds) if ds else ("pool(s) " + ", ".join(pools) if pools else "")
+    use = ", ".join(f"{d} {usage[d]}%" for d in ds if d in usage)
+    return Explained(
+        f"{hc.summary} ({what}{'; ' + use if use else ''}; ratios {ratios}): add capacity "
+        "or delete data; raising the ratios only buys time",
+        {"osds": ds, "pools": pools, "hosts": _osd_hosts(st, ds),
+         "utilization": {d: usage[d] for d in ds if d in usage}})
+
+
+def _old_version(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    ds = daemons_named(hc)
+    versions = st.raw.get("versions") or {}
+    running = sorted((versions.get("overall") or {}).keys()) if isinstance(
+        versions, Mapping) else []
+    return Explained(
+        f"{_where(st, ds) or 'some daemons'} run an older Ceph than the rest "
+        f"({'; '.join(v.split(' (')[0] for v in running) or 'versions unknown'}): finish the "
+        "upgrade (restart them on the new packages)",
+        {"daemons": ds, "hosts": _osd_hosts(st, ds), "running": running})
+
+
+def _spillover(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    ds = daemons_named(hc)
+    first = ds[0] if ds else "osd.N"
+    return Explained(
+        f"BlueFS metadata spilled from the fast DB device to the slow device on "
+        f"{_where(st, ds) or 'some OSDs'}: slower metadata I/O; read `ceph tell {first} "
+        f"bluefs stats`, compact it (`ceph tell {first} compact`) or give it a larger DB",
+        {"osds": ds, "hosts": _osd_hosts(st, ds)})
+
+
+def _osd_codes(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    ds = daemons_named(hc)
+    return Explained(f"Ceph {hc.code}: {hc.summary}" + (f" ({_where(st, ds)})" if ds else ""),
+                     {"daemons": ds, "hosts": _osd_hosts(st, ds)})
+
+
+Explainer = Callable[[HealthCheck, CephState, CheckContext], Explained]
+EXPLAIN: Mapping[str, Explainer] = {
+    "SLOW_OPS": _slow_ops,
+    "RECENT_CRASH": _recent_crash,
+    "PG_DAMAGED": _pg_damaged,
+    "OSD_SCRUB_ERRORS": _scrub_errors,
+    "MGR_DOWN": _mgr_down,
+    "OSD_NEARFULL": _full, "OSD_BACKFILLFULL": _full, "OSD_FULL": _full,
+    "POOL_NEARFULL": _full, "POOL_FULL": _full, "POOL_BACKFILLFULL": _full,
+    "DAEMON_OLD_VERSION": _old_version,
+    "BLUEFS_SPILLOVER": _spillover,
+    "OSD_DOWN": _osd_codes, "OSD_HOST_DOWN": _osd_codes, "OSD_FLAPPING": _osd_codes,
+}
+
+
+def ceph_health_finding(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Finding:
+    """One of Ceph's own checks as a finding, explained when an explainer exists."""
+    sev = Severity.CRIT if hc.severity == "HEALTH_ERR" else Severity.WARN
+    ev: dict[str, Any] = {"ceph_code": hc.code, "ceph_severity": hc.severity,
+                          "summary": hc.summary, "detail": list(hc.detail[:MAX_DETAIL]),
+                          "detail_count": len(hc.detail)}
+    msg = f"Ceph {hc.code}: {hc.summary}"
+    runbook = target = None
+    since = None
+    fn = EXPLAIN.get(hc.code)
+    if fn is not None:
+        ex = fn(hc, st, ctx)
+        msg = ex.message if ex.message.startswith("Ceph ") else f"Ceph {hc.code}: {ex.message}"
+        ev.update(ex.evidence)
+        runbook, target, since = ex.runbook, ex.target, ex.since
+    if hc.muted:
+        ev["muted_in_ceph"] = True
+        return Finding("CEPH_HEALTH", Severity.INFO, f"ceph {hc.code}",
+                       f"muted in Ceph (ceph health mute): {msg}", ev, since=since)
+    return Finding("CEPH_HEALTH", sev, f"ceph {hc.code}", msg, ev, runbook=runbook,
+                   target=target, since=since)

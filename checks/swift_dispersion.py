@@ -1,0 +1,115 @@
+"""Dispersion findings: copies of stordoc's dispersion objects and containers that the
+ring says should exist on a device and do not (a direct HEAD answered 404).
+
+The percentage is that of swift-dispersion-report (copies found among the copies asked
+that answered); a copy that could not be asked (server down, timeout) is not counted as
+missing: the server's own finding says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from storage.model import ClusterSnapshot, DispersionPart, SwiftState
+
+CODES = (
+    CodeInfo("SWIFT_DISPERSION_OBJECT_COPIES", Severity.WARN,
+             "Sampled dispersion objects lack copies on a device (crit below the crit "
+             "percentage, or when an object has no copy left)."),
+    CodeInfo("SWIFT_DISPERSION_CONTAINER_COPIES", Severity.WARN,
+             "Sampled dispersion containers lack copies on a device (crit below the crit "
+             "percentage, or when a container has no copy left)."),
+)
+_CODE = {"object": "SWIFT_DISPERSION_OBJECT_COPIES",
+         "container": "SWIFT_DISPERSION_CONTAINER_COPIES"}
+
+
+def part_findings(part: DispersionPart, ctx: CheckContext) -> list[Finding]:
+    """One finding per device that lacks copies (pure)."""
+    th = ctx.thresholds
+    pct = part.pct_found
+    if pct is None or part.missing == 0:
+        return []
+    lost = part.lost()
+    crit = pct < th.swift_dispersion_copies_crit_pct or bool(lost)
+    if pct >= th.swift_dispersion_copies_warn_pct and not crit:
+        return []
+    sev = Severity.CRIT if crit else Severity.WARN
+    head = (f"{part.kind} dispersion {pct:.1f}% of copies found ({part.found} of "
+            f"{part.found + part.missing} over {part.sampled} sampled {part.kind}s; warn "
+            f"below {th.swift_dispersion_copies_warn_pct:g}%, crit below "
+            f"{th.swift_dispersion_copies_crit_pct:g}%)")
+    out: list[Finding] = []
+    for (ip, port, device), n in sorted(part.missing_by_device().items()):
+        names = sorted({c.name for c in part.copies
+                        if c.missing and (c.ip, c.port, c.device) == (ip, port, device)})
+        out.append(Finding(
+            _CODE[part.kind], sev, f"{part.kind} ring {device}@{ip}:{port}",
+            f"{head}: {device}@{ip}:{port} lacks {n} cop{'y' if n == 1 else 'ies'}"
+            + (f"; {len(lost)} {part.kind}(s) have no copy left" if lost else ""),
+            {"pct_found": round(pct, 2), "found": part.found, "missing": part.missing,
+             "errors": part.errors, "sampled": part.sampled, "device_missing": n,
+             "names": names[:20], "lost": lost[:20],
+             "warn_pct": th.swift_dispersion_copies_warn_pct,
+             "crit_pct": th.swift_dispersion_copies_crit_pct}))
+    return out
+
+
+@check("swift-dispersion", codes=CODES, needs=("swift",))
+def swift_dispersion(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
+    sw = snap.swift
+    assert sw is not None
+    d = sw.dispersion
+    if d is None or not d.populated:
+        return []
+    out: list[Finding] = []
+    for part in (d.objects, d.containers):
+        if part is not None:
+            out.extend(part_findings(part, ctx))
+    return out
+
+
+@dataclass(frozen=True)
+class DispersionSummary:
+    """One line per kind for the CLI, the TUI's Swift screen and Slack's ``ring``."""
+
+    state: str  # "ok", "missing copies", "not populated", "not sampled", "error: ..."
+    object_pct: float | None = None
+    container_pct: float | None = None
+    objects: int = 0
+    containers: int = 0
+    missing: int = 0
+    errors: int = 0
+
+    def line(self) -> str:
+        if self.object_pct is None and self.container_pct is None:
+            return f"dispersion: {self.state}"
+        parts = []
+        if self.object_pct is not None:
+            parts.append(f"objects {self.object_pct:.1f}% of copies ({self.objects} sampled)")
+        if self.container_pct is not None:
+            parts.append(f"containers {self.container_pct:.1f}% ({self.containers} sampled)")
+        extra = f", {self.missing} missing" if self.missing else ""
+        extra += f", {self.errors} not asked (server down?)" if self.errors else ""
+        return f"dispersion: {'; '.join(parts)}{extra}"
+
+
+def dispersion_summary(sw: SwiftState) -> DispersionSummary:
+    """The dispersion figures of a snapshot (pure)."""
+    d = sw.dispersion
+    if d is None:
+        return DispersionSummary("not sampled (no Swift auth configured)")
+    if d.error:
+        return DispersionSummary(f"error: {d.error}")
+    if not d.populated:
+        return DispersionSummary("not populated (stordoc swift dispersion populate)")
+    o, c = d.objects, d.containers
+    missing = (o.missing if o else 0) + (c.missing if c else 0)
+    errors = (o.errors if o else 0) + (c.errors if c else 0)
+    return DispersionSummary(
+        "missing copies" if missing else "ok",
+        object_pct=o.pct_found if o else None, container_pct=c.pct_found if c else None,
+        objects=o.sampled if o else 0, containers=c.sampled if c else 0,
+        missing=missing, errors=errors)

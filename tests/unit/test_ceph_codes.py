@@ -1,0 +1,137 @@
+"""Ceph's own codes through fold/enrich (checks/ceph_codes.py, checks/incidents.py) on
+captured ``health detail`` JSON merged into the captured healthy Pacific lab state, and
+the cheap checks (checks/ceph_config.py) on edited osdmaps."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from checks.engine import run_checks
+from checks.incidents import correlate
+from checks.model import Finding, Severity
+from storage.ceph import build_state, load_raw_dir
+from storage.model import ClusterSnapshot
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+NOW = 1_795_000_000.0
+
+
+def raw_healthy() -> dict[str, Any]:
+    return load_raw_dir(str(FIX / "ceph-pacific" / "healthy"))
+
+
+def snap_of(raw: dict[str, Any]) -> ClusterSnapshot:
+    return ClusterSnapshot(cluster="lab", taken_at=time.time(), ceph=build_state(raw),
+                           swift=None, hosts={}, host_facts_collected=False)
+
+
+def findings(raw: dict[str, Any]) -> dict[str, Finding]:
+    rep = run_checks(snap_of(raw), now=NOW)
+    return {f.entity: f for f in (*rep.findings, *rep.muted)}
+
+
+def rare() -> dict[str, Finding]:
+    raw = raw_healthy()
+    raw["health detail"] = json.loads((FIX / "ceph-codes" / "health_detail_rare.json")
+                                      .read_text())
+    return findings(raw)
+
+
+def test_slow_ops_names_osds_hosts_and_what_to_read() -> None:
+    f = rare()["ceph SLOW_OPS"]
+    assert f.evidence["daemons"] == ["osd.0", "osd.2"]
+    assert f.evidence["hosts"] == {"osd.0": "node1", "osd.2": "node3"}
+    assert "osd.0 (node1), osd.2 (node3)" in f.message and "dump_ops_in_flight" in f.message
+    assert f.since == NOW - 174
+
+
+def test_pg_damaged_repair_stays_manual_with_the_command_shown() -> None:
+    f = rare()["ceph PG_DAMAGED"]
+    assert f.severity == Severity.CRIT and f.runbook is None
+    assert f.evidence["pgs"] == [{"pgid": "2.1b", "state": "active+clean+inconsistent"}]
+    assert f.evidence["osds"] == [0, 1, 2]
+    assert "`ceph pg repair 2.1b`" in f.message and "list-inconsistent-obj 2.1b" in f.message
+    s = rare()["ceph OSD_SCRUB_ERRORS"]
+    assert "pg repair" in s.message
+
+
+def test_old_version_spillover_and_flapping_name_their_osds() -> None:
+    fs = rare()
+    assert fs["ceph DAEMON_OLD_VERSION"].evidence["daemons"] == ["osd.1"]
+    assert "osd.1 (node2)" in fs["ceph DAEMON_OLD_VERSION"].message
+    sp = fs["ceph BLUEFS_SPILLOVER"]
+    assert sp.evidence["osds"] == ["osd.2"] and "ceph tell osd.2 compact" in sp.message
+    assert fs["ceph OSD_FLAPPING"].evidence["daemons"] == ["osd.1"]
+
+
+def test_code_muted_in_ceph_is_shown_as_muted_info() -> None:
+    f = rare()["ceph POOL_NEARFULL"]
+    assert f.severity == Severity.INFO and f.evidence["muted_in_ceph"] is True
+    assert f.message.startswith("muted in Ceph")
+
+
+def test_flapping_and_slow_ops_fold_into_the_osd_root() -> None:
+    fs = list(rare().values())
+    fs.append(Finding("OSD_DAEMON_STOPPED", Severity.CRIT, "osd.1", "osd.1 stopped", {},
+                      "osd-start", "osd.1"))
+    incs = correlate(fs)
+    top = [i for i in incs if i.root.code == "OSD_DAEMON_STOPPED"][0]
+    assert ("CEPH_HEALTH", "ceph OSD_FLAPPING") in {f.key for f in top.consequences}
+    # a PG damage is its own incident, with its manual repair
+    dmg = [i for i in incs if i.root.entity == "ceph PG_DAMAGED"][0]
+    assert dmg.severity == Severity.CRIT
+
+
+def test_recent_crash_names_the_crash_and_offers_the_archive_runbook() -> None:
+    raw = raw_healthy()
+    raw["health detail"] = {"status": "HEALTH_WARN", "checks": {"RECENT_CRASH": {
+        "severity": "HEALTH_WARN", "muted": False,
+        "summary": {"message": "1 daemons have recently crashed", "count": 1},
+        "detail": [{"message": "osd.1 crashed on host node2 at 2026-11-23T18:00:00.000000Z"}]}}}
+    raw["crash ls-new"] = [{"crash_id": "2026-11-23T18:00:00.000000Z_0e5c-4b1f",
+                            "entity_name": "osd.1", "timestamp": "2026-11-23T18:00:00.000000Z",
+                            "assert_msg": None, "backtrace": ["(abort()+0x1)"]}]
+    f = findings(raw)["ceph RECENT_CRASH"]
+    assert (f.runbook, f.target) == ("crash-archive", "2026-11-23T18:00:00.000000Z_0e5c-4b1f")
+    assert "osd.1 (node2)" in f.message and "ceph crash info" in f.message
+    assert f.since is not None
+
+
+def _dump(raw: dict[str, Any]) -> dict[str, Any]:
+    d: dict[str, Any] = copy.deepcopy(raw["osd dump"])
+    raw["osd dump"] = d
+    return d
+
+
+def test_cheap_checks_on_edited_osdmaps() -> None:
+    raw = raw_healthy()
+    d = _dump(raw)
+    d["pools"][-1]["min_size"] = d["pools"][-1]["size"]
+    d["nearfull_ratio"], d["full_ratio"] = 0.9700000286102295, 0.949999988079071
+    d["require_osd_release"] = "octopus"
+    for p in raw.get("osd pool ls detail") or ():
+        if p.get("pool_id") == d["pools"][-1]["pool"]:
+            p["min_size"] = p["size"]
+    fs = findings(raw)
+    codes = {f.code for f in fs.values()}
+    assert {"POOL_SIZE_EQ_MIN_SIZE", "FULL_RATIOS_ORDER", "REQUIRE_OSD_RELEASE_BEHIND"} <= codes
+    d["nearfull_ratio"], d["backfillfull_ratio"], d["full_ratio"] = 0.9, 0.93, 0.97
+    fs = findings(raw)
+    raised = [f for f in fs.values() if f.code == "FULL_RATIOS_RAISED"]
+    assert raised and raised[0].evidence["raised"] == {"nearfull": 0.9, "backfillfull": 0.93,
+                                                       "full": 0.97}
+
+
+def test_osd_without_device_class() -> None:
+    raw = raw_healthy()
+    tree = copy.deepcopy(raw["osd tree"])
+    for n in tree["nodes"]:
+        if n.get("id") == 1:
+            n.pop("device_class", None)
+    raw["osd tree"] = tree
+    f = findings(raw)["osd.1"]
+    assert f.code == "OSD_NO_DEVICE_CLASS" and "node2" in f.message
