@@ -113,7 +113,7 @@ def main() -> int:
                 f"health {cluster}", USER), range(args.concurrency)))
         fake.wait_for(lambda f: all(
             [x for x in in_channel(chan("H", i))
-             if str(x.params.get("text", "")).startswith(f"{cluster}:")]
+             if f" {cluster}: " in " " + str(x.params.get("text", "")).split("\n")[0][:40]]
             for i in range(args.concurrency)), 300)
         time.sleep(0.5)  # benchmark only: let the warm-up's request threads exit
         baseline = proc.threads()
@@ -152,12 +152,12 @@ def main() -> int:
                 return False, None
             if kind == "health":
                 done = [x for x in calls
-                        if str(x.params.get("text", "")).startswith(f"{cluster}:")]
+                        if f" {cluster}: " in " " + str(x.params.get("text", "")).split("\n")[0][:40]]
                 if not done:
                     return False, None
                 text = all_text(done[0])
                 ok = (all(c in text for c in want) if want
-                      else str(done[0].params.get("text")).startswith(f"{cluster}: no findings"))
+                      else str(done[0].params.get("text")).startswith(f"OK {cluster}: no incidents"))
                 ok = ok and "No existing session" not in text and not any(
                     c in text for c in ("CEPH_UNREACHABLE", "SWIFT_UNREACHABLE", "HOST_UNREACHABLE")
                     if c not in want)

@@ -29,6 +29,7 @@ from slack_sdk import WebClient
 
 from bot import grammar as g
 from bot import render as r
+from bot.alerts import AlertConfig, AlertDesk, AlertmanagerError
 from bot.auth import Authorizer, Level, RoleSpec
 from bot.backend import Backend, BotError, PlanView
 from bot.redact import Redactor
@@ -140,7 +141,9 @@ class StordocBot:
                  command: str = "/stordoc", api_base_url: str | None = None,
                  button_ttl_s: int = 900, roles: Mapping[str, RoleSpec] | None = None,
                  admins: Iterable[str] = (), workers: int = 8, working_after_s: float = 2.5,
-                 throttle_s: float = 1.0, secrets: Iterable[str] = ()) -> None:
+                 throttle_s: float = 1.0, secrets: Iterable[str] = (),
+                 channels: Mapping[str, str] | None = None,
+                 alerts: AlertConfig | None = None) -> None:
         self.backend = backend
         self.command = command
         self.ttl = button_ttl_s
@@ -158,6 +161,9 @@ class StordocBot:
         self._plans: dict[str, tuple[PlanView, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
+        self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
+        self.desk = AlertDesk(self, self.channels, alerts)
+        self._closing = threading.Event()  # ends follow-ups when the bot stops
         self.app = App(client=self.client, signing_secret=signing_secret,
                        process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
@@ -167,6 +173,7 @@ class StordocBot:
         self.app.action("fix")(self._on_fix)
         self.app.action("confirm")(self._on_confirm)
         self.app.action("cancel")(self._on_cancel)
+        self.app.action("silence")(self._on_silence)
         # Anything else Slack may deliver (unknown buttons, events we are not subscribed to,
         # shortcuts, views): 200 and nothing done. Slack retries anything else, and bolt's
         # own answer to an unhandled request is a 404 plus a warning with sample code.
@@ -313,6 +320,12 @@ class StordocBot:
         if w:
             self.submit(self.press_cancel, *w)
 
+    def _on_silence(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
+        ack()
+        w = self._button_where(body)
+        if w:
+            self.submit(self.press_silence, *w)
+
     # ------------------------------------------------------------------ commands
     def run_text(self, where: Where, text: str) -> None:
         """Parse, authorize and answer one command (runs in the worker pool)."""
@@ -325,12 +338,24 @@ class StordocBot:
         if isinstance(cmd, g.Help) and cmd.cluster is None:
             self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
             return
+        if isinstance(cmd, g.Health) and cmd.cluster == "all" and \
+                "all" not in self.backend.clusters():
+            self._health_all(where, text)
+            return
+        bound = self.channels.get(where.channel)
         try:
             cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
-                                        self.backend.default_cluster())
+                                        bound or self.backend.default_cluster())
         except g.GrammarError as e:
             self._audit(where, cmd.cluster, "command", "bad input", text[:200])
             self._refuse(where, str(e))
+            return
+        if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
+            self._audit(where, cluster, type(cmd).__name__.lower(), "refused",
+                        f"channel bound to {bound}: {text[:180]}")
+            self._refuse(where, f"this channel is bound to cluster `{bound}`: commands for "
+                                f"`{cluster}` from here need an admin (slack.channels); use "
+                                "that cluster's channel")
             return
         need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
         refusal = self.auth.refusal(where.user, cluster, need)
@@ -340,6 +365,29 @@ class StordocBot:
             return
         self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", text[:200])
         self._answer(where, lambda: self.answer(where, cluster, cmd))
+
+    def _health_all(self, where: Where, text: str) -> None:
+        """``health all``: every cluster the user may view, checked in parallel, one
+        verdict line each (clusters without a viewer role are left out, not named)."""
+        visible = [c for c in self.backend.clusters()
+                   if self.auth.refusal(where.user, c, Level.VIEWER) is None]
+        if not visible:
+            self._audit(where, None, "health", "refused", text[:200])
+            self._refuse(where, "you have no viewer role on any cluster (slack.roles)")
+            return
+        self._audit(where, None, "health", "accepted", f"all: {', '.join(visible)}"[:200])
+
+        def compute() -> r.Reply:
+            from checks.incidents import headline
+
+            # its own small pool: waiting on the bot's pool from inside it could deadlock
+            with ThreadPoolExecutor(max_workers=min(8, len(visible))) as ex:
+                outs = list(ex.map(self.backend.check, visible))
+            return r.all_clusters_reply([
+                (o.report.exit_code, headline(o.report.cluster, o.report.exit_code,
+                                              o.incidents, len(o.report.findings)))
+                for o in outs])
+        self._answer(where, compute)
 
     def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
         """Compute a reply; past ``working_after_s`` say "still working…" first."""
@@ -415,6 +463,37 @@ class StordocBot:
                                                     "entity": inc.root.entity})
         return make
 
+    def mute_reply(self, where: Where, cluster: str,
+                   cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
+        """Mutes with expiry from chat (operators only for mute/unmute), by Slack user ID,
+        in the same journal table as the CLI's (storage/mutes.py)."""
+        from storage import mutes
+
+        journal = self.backend.env.journal
+        if isinstance(cmd, g.MuteList):
+            now = time.time()
+            rows = [{"what": m.what, "state": "active" if m.active(now) else (
+                "removed" if m.removed_at else "expired"), "until": _utc(m.until),
+                "by": m.by, "reason": m.reason} for m in mutes.list_mutes(journal, cluster, 20)]
+            return r.rows_reply(f"{cluster}: mutes", rows,
+                                ("what", "state", "until", "by", "reason"))
+        import checks.catalog  # noqa: F401
+        from checks.model import REGISTRY
+
+        if cmd.code not in REGISTRY.codes:
+            raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, REGISTRY.codes)}")
+        if isinstance(cmd, g.Unmute):
+            gone = mutes.remove_mutes(journal, cluster, cmd.code, cmd.entity, where.user)
+            if not gone:
+                raise BotError(f"no active mute of `{cmd.code}"
+                               f"{' ' + cmd.entity if cmd.entity else ''}` on {cluster}")
+            return r.text_reply(f":bell: unmuted {', '.join(m.what for m in gone)} on "
+                                f"{cluster} by <@{where.user}>")
+        m = mutes.add_mute(journal, cluster, cmd.code, cmd.entity, time.time() + cmd.for_s,
+                           where.user, cmd.reason)
+        return r.text_reply(f":no_bell: muted `{m.what}` on {cluster} until {_utc(m.until)} "
+                            f"by <@{where.user}>: {r.esc(m.reason)}")
+
     def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
         if isinstance(cmd, g.Health):
             out = self.backend.check(cluster)
@@ -438,6 +517,16 @@ class StordocBot:
                                     note=f"from check run #{rid}")
         if isinstance(cmd, g.History):
             return r.history_reply(cluster, self.backend.history(cluster))
+        if isinstance(cmd, g.Silence):
+            try:
+                return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
+                                                      where.user, cmd.reason))
+            except AlertmanagerError as e:
+                raise BotError(str(e)) from None
+        if isinstance(cmd, g.Silences):
+            return self._silences(cluster)
+        if isinstance(cmd, (g.Mute, g.Unmute, g.MuteList)):
+            return self.mute_reply(where, cluster, cmd)
         if isinstance(cmd, g.Audit):
             rows = self.backend.audit(cluster)
             for x in rows:
@@ -568,6 +657,52 @@ class StordocBot:
         self._answer(where, lambda: self.plan_reply(where, b.cluster, b.runbook, b.target,
                                                     buttons=True))
 
+    def press_silence(self, where: Where, msg_ts: str, token: str) -> None:
+        """The Silence button of an alert's post: 4 h, operators only, answered in the
+        alert's thread; the token is spent so a double press silences once."""
+        b = self._button(where, token, "silence")
+        if b is None:
+            return
+        if not self.store.spend([token], where.user):
+            self._refuse(where, "this alert was already silenced from this button")
+            return
+        alertname = str(b.data.get("alertname", b.target))
+        self._audit(where, b.cluster, "silence", "pressed", alertname)
+        try:
+            line = self.desk.silence(b.cluster, alertname, 4 * 3600.0, where.user,
+                                     f"Silence button by {where.user}")
+        except AlertmanagerError as e:
+            self._refuse(where, str(e))
+            return
+        self.post(Where(where.channel, where.user, msg_ts, "button"), r.text_reply(line),
+                  thread_ts=msg_ts)
+
+    def _silences(self, cluster: str) -> r.Reply:
+        lines: list[str] = []
+        api = self.desk.api
+        if api is None:
+            lines.append("Alertmanager: not configured (alerts.alertmanager_url)")
+        else:
+            try:
+                sils = api.silences(self.desk.config.cluster_label,
+                                    self.desk.config.label_value(cluster))
+            except AlertmanagerError as e:
+                raise BotError(str(e)) from None
+            for sil in sils:
+                ms = ", ".join(f"{m.get('name')}={m.get('value')}"
+                               for m in sil.get("matchers") or [])
+                lines.append(f"silence {str(sil.get('id', ''))[:8]}: {ms} until "
+                             f"{sil.get('endsAt', '?')} by {sil.get('createdBy', '?')}: "
+                             f"{sil.get('comment', '')}")
+            if not sils:
+                lines.append("no active Alertmanager silence")
+        from storage.mutes import active_mutes
+
+        for m in active_mutes(self.backend.env.journal, cluster):
+            lines.append(f"mute {m.code} {m.entity or '*'} until "
+                         f"{_utc(m.until)} by {m.by}: {m.reason}")
+        return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))
+
     def press_cancel(self, where: Where, msg_ts: str, token: str) -> None:
         b = self._button(where, token, "cancel")
         if b is None:
@@ -669,8 +804,46 @@ class StordocBot:
                                 text=r.clip(f"{head}: {status}", 2900),
                                 blocks=[r.header(head), *lines_block,
                                         r.context(r.clip(self.redactor.text(closing), 2900))])
+        if status.startswith(":white_check_mark:"):
+            self._follow(where, thread, b)
+
+    def _follow(self, where: Where, thread: str, b: Button) -> None:
+        """After a successful OSD/pool fix: one thread message saying what the cluster
+        still does (peering, recovery, Ceph's ETA), updated until clean or 3 minutes."""
+        from runbooks.aftermath import Aftermath, follow, worth_following
+
+        if not worth_following(b.runbook):
+            return
+        try:
+            ctx = self.backend.env.run_context(b.cluster, source="slack")
+        except Exception as e:  # settings changed under us: say nothing rather than fail
+            log.warning("no follow-up: %s", self.redactor.text(str(e))[:200])
+            return
+        ts: list[str] = []
+
+        def show(am: Aftermath) -> None:
+            icon = ":white_check_mark:" if am.clean else ":hourglass_flowing_sand:"
+            text = r.clip(f"{icon} after the fix: {am.line}", 2900)
+            self.throttle.wait(where.channel)
+            if not ts:
+                resp = self.client.chat_postMessage(channel=where.channel,
+                                                    thread_ts=thread, text=text)
+                ts.append(str(resp.get("ts")))
+            else:
+                self.client.chat_update(channel=where.channel, ts=ts[0], text=text)
+
+        try:
+            am = follow(ctx, show, timeout_s=180.0, interval_s=3.0, cancel=self._closing)
+            if not am.clean and not self._closing.is_set():
+                show(Aftermath(False, am.num_pgs, am.unclean, am.inactive, am.states,
+                               am.events, am.eta_s, "still not clean after 3 minutes: "
+                               f"{am.line}"))
+        except Exception as e:
+            log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 
     def close(self) -> None:
+        self.desk.stop.set()
+        self._closing.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)

@@ -88,6 +88,8 @@ class Backend:
         self._lock = threading.Lock()
         self._flight_lock = threading.Lock()
         self._inflight: dict[str, Future[CheckOutcome]] = {}
+        self._started: dict[str, float] = {}  # wall time the run in flight started
+        self._last: dict[str, tuple[float, CheckOutcome]] = {}  # start time, outcome
 
     # ------------------------------------------------------------------ clusters
     def clusters(self) -> list[str]:
@@ -99,15 +101,28 @@ class Backend:
     def check(self, cluster: str, source: str = "slack") -> CheckOutcome:
         """A check run of ``cluster``; requests arriving while one runs share it (a burst
         of 20 ``health`` is one run and 3 SSH sessions, not 20 and 60 on a loaded host)."""
+        return self.check_since(cluster, None, source)
+
+    def check_since(self, cluster: str, since: float | None, source: str = "slack"
+                    ) -> CheckOutcome:
+        """Like ``check``, but a run that started at or after ``since`` (epoch seconds)
+        is recent enough and is returned as it is: an alert whose condition began at
+        ``since`` needs a look taken after that moment, not a new one per delivery."""
         with self._flight_lock:
+            last = self._last.get(cluster)
+            if since is not None and last is not None and last[0] >= since:
+                return last[1]
             fut = self._inflight.get(cluster)
             mine = fut is None
             if fut is None:
                 fut = self._inflight[cluster] = Future()
+                self._started[cluster] = time.time()
         if not mine:
             return fut.result()
         try:
             out = self.env.check(cluster, source=source)
+            with self._flight_lock:
+                self._last[cluster] = (self._started[cluster], out)
             fut.set_result(out)
             return out
         except BaseException as e:

@@ -31,7 +31,7 @@ RUNBOOK_TARGETS: Mapping[str, str] = {
 }
 RING_KINDS = ("object", "account", "container")
 COMMANDS = ("health", "osd", "pools", "cache", "ring", "findings", "history", "plan",
-            "fix", "bench", "audit", "help")
+            "fix", "bench", "audit", "silence", "silences", "mute", "unmute", "help")
 
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9._@:=,/+-]+$")
 _OSD_RE = re.compile(r"^(?:osd\.)?([0-9]{1,6})$", re.ASCII)
@@ -123,15 +123,57 @@ class Audit:
 
 
 @dataclass(frozen=True)
+class Silence:
+    """``silence ALERTNAME [for=4h] [reason ...]``: an Alertmanager silence of that alert on
+    the cluster, and a stordoc mute of the incident it was posted with, same expiry."""
+
+    alertname: str
+    duration_s: float = 4 * 3600.0
+    reason: str = ""
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class Mute:
+    """``mute CODE [ENTITY] for 4h REASON...``: a mute with expiry (storage/mutes.py)."""
+
+    code: str
+    entity: str | None
+    for_s: float
+    reason: str
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class Silences:
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class Unmute:
+    code: str
+    entity: str | None
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class MuteList:
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
 class Help:
     topic: str | None = None
     cluster: str | None = None
 
 
 Command = (Health | Osd | Pools | Cache | Ring | Findings | History | Plan | Fix | FixFinding
-           | Bench | Audit | Help)
+           | Bench | Audit | Silence | Silences | Mute | Unmute | MuteList | Help)
 
-ACTING = (Plan, Fix, FixFinding, Bench)  # need the operator role
+ACTING = (Plan, Fix, FixFinding, Bench, Silence, Mute, Unmute)  # need the operator role
+_ALERT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_:]{0,127}", re.ASCII)
+SILENCE_MIN_S, SILENCE_MAX_S = 300.0, 30 * 86400.0
+MAX_MUTE_S = 30 * 86400.0
 
 USAGE: Mapping[str, str] = {
     "health": "health [CLUSTER]  - run the checks and show the findings",
@@ -146,6 +188,12 @@ USAGE: Mapping[str, str] = {
            "Confirm to run",
     "bench": "bench KIND [key=value ...] [--cluster C]  - a quick benchmark",
     "audit": "audit [--cluster C]  - who ran what",
+    "silence": "silence ALERTNAME [for=4h] [reason ...] [--cluster C]  - silence an alert in "
+               "Alertmanager and mute its incident in stordoc, until then",
+    "silences": "silences [--cluster C]  - active Alertmanager silences and stordoc mutes",
+    "mute": "mute CODE [ENTITY] for 4h REASON... | mute list [--cluster C]  - hide a "
+            "finding for a while (ENTITY: osd.1, pool:rbd, host:node2, d2@node2)",
+    "unmute": "unmute CODE [ENTITY] [--cluster C]  - end a mute early",
     "help": "help [COMMAND]  - this help",
 }
 
@@ -296,6 +344,11 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
         if not rest or rest[0].lower() == "tree":
             return Osd(cluster, None)
         return Osd(cluster, parse_osd(rest[0]))
+    if verb == "silence":
+        return _parse_silence(rest, cluster)
+    if verb == "silences":
+        _no_more(verb, rest)
+        return Silences(cluster)
     if verb in ("pools", "cache", "findings", "history", "audit"):
         _no_more(verb, rest)
         simple: dict[str, Command] = {"pools": Pools(cluster), "cache": Cache(cluster),
@@ -334,6 +387,8 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
             bench_option(m.group(1), m.group(2))  # refuse a bad value now, not mid-run
             opts[m.group(1)] = m.group(2)
         return Bench(kind, opts, cluster)
+    if verb in ("mute", "unmute"):
+        return _mute(verb, rest, cluster)
     # plan / fix
     if not rest:
         raise GrammarError(f"`{verb}` needs a runbook and a target; usage: {USAGE[verb]}")
@@ -352,6 +407,63 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
     _no_more(verb, rest[2:])
     target = parse_target(runbook, rest[1])
     return (Plan if verb == "plan" else Fix)(runbook, target, cluster)
+
+
+def _parse_silence(rest: Sequence[str], cluster: str | None) -> Silence:
+    from stordoc.argtypes import parse_duration
+
+    if not rest:
+        raise GrammarError(f"`silence` needs an alert name; usage: {USAGE['silence']}")
+    if not _ALERT_RE.fullmatch(rest[0]):
+        raise GrammarError(f"`{_show(rest[0])}` is not an alert name (letters, digits, _ :)")
+    dur = 4 * 3600.0
+    words = list(rest[1:])
+    if words and words[0].lower().startswith("for="):
+        try:
+            dur = parse_duration(words.pop(0)[4:], SILENCE_MIN_S, SILENCE_MAX_S)
+        except ValueError as e:
+            raise GrammarError(f"silence for=: {e}") from None
+    reason = " ".join(words)[:200]
+    return Silence(rest[0], dur, reason, cluster)
+
+
+def _entity(tok: str) -> str:
+    """``osd.1``, ``d2@node2`` as typed; ``pool:rbd`` / ``host:node2`` are ``pool rbd``..."""
+    kind, sep, name = tok.partition(":")
+    if sep and kind.lower() in ("pool", "host", "mon", "ceph") and _NAME_RE.match(name):
+        return f"{kind.lower()} {name}"
+    if _NAME_RE.match(tok) or _DEVICE_RE.match(tok):
+        return tok
+    raise GrammarError(f"`{_show(tok)}` is not an entity (osd.1, pool:rbd, host:node2)")
+
+
+def _mute(verb: str, rest: Sequence[str], cluster: str | None) -> Command:
+    from stordoc.argtypes import parse_duration
+
+    if verb == "mute" and len(rest) == 1 and rest[0].lower() == "list":
+        return MuteList(cluster)
+    if not rest or not _CODE_RE.match(rest[0]):
+        raise GrammarError(f"`{verb}` needs a finding CODE; usage: {USAGE[verb]}")
+    code, rest = rest[0], list(rest[1:])
+    entity = None
+    if rest and rest[0].lower() != "for":
+        entity = _entity(rest.pop(0))
+    if verb == "unmute":
+        _no_more(verb, rest)
+        return Unmute(code, entity, cluster)
+    if len(rest) < 2 or rest[0].lower() != "for":
+        raise GrammarError(f"`mute` needs `for DURATION` (e.g. `for 4h`); usage: "
+                           f"{USAGE['mute']}")
+    try:
+        for_s = parse_duration(rest[1], 60, MAX_MUTE_S)
+    except ValueError as e:
+        raise GrammarError(f"mute duration: {e}") from None
+    words = rest[2:]
+    if words and words[0].lower() in ("because", "reason", "reason:"):
+        words = words[1:]
+    if not words:
+        raise GrammarError("`mute` needs a reason after the duration (kept in the audit)")
+    return Mute(code, entity, for_s, " ".join(words)[:300], cluster)
 
 
 # --------------------------------------------------------------------------- bench options

@@ -277,7 +277,9 @@ IncidentTokenFn = Callable[[Incident], "str | None"]
 def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
     """One incident: the cause, its impact, what it explains, one next step (Fix)."""
     txt = (f"{SEV_ICON[inc.severity]} *{n}. {esc(inc.root.code)}* `{esc(inc.root.entity)}`"
-           f"\n{esc(inc.root.message)}\n_impact:_ {esc(inc.impact)}")
+           f"\n{esc(inc.root.message)}")
+    if inc.impact != inc.root.message:
+        txt += f"\n_impact:_ {esc(inc.impact)}"
     if inc.next_step is not None:
         txt += f"\n_next:_ `{esc(inc.next_step.command)}`"
     elif inc.manual:
@@ -330,6 +332,19 @@ def health_reply(cluster: str, exit_code: int, incidents: Sequence[Incident],
         lines += [f"[{f.severity.label}] {f.entity} {f.code}: {f.message}" for f in rest]
         return "\n".join(lines) + "\n"
     return paginate(head, blocks, head, plain, f"{cluster}-health.txt")
+
+
+def all_clusters_reply(lines: Sequence[tuple[int, str]]) -> Reply:
+    """``health all``: one verdict line per cluster, worst first."""
+    icon = {0: ":large_green_circle:", 1: ":large_orange_circle:", 2: ":red_circle:",
+            3: ":black_circle:"}
+    rows = sorted(lines, key=lambda x: -x[0])
+    head = f"All clusters ({len(rows)})"
+    blocks: list[Block] = [header(head)]
+    blocks += sections_of("\n".join(f"{icon.get(c, '')} {esc(t)}" for c, t in rows))
+    text = head + ": " + "; ".join(t for _, t in rows)
+    return paginate(head, blocks, clip(text, MAX_TEXT), lambda: "\n".join(t for _, t in rows)
+                    + "\n", "all-clusters.txt")
 
 
 # --------------------------------------------------------------------------- views

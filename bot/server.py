@@ -33,10 +33,12 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 
+from bot import alerts as al
 from bot.app import StordocBot
 from bot.auth import RoleSpec
 from bot.backend import Backend
 from bot.redact import Redactor, install
+from checks.model import Severity
 from stordoc.env import Env
 from stordoc.errors import UserError
 
@@ -139,14 +141,16 @@ def malformed(body: bytes, content_type: str) -> str | None:
     return None
 
 
-def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> StordocBot:
-    """A bot from ``settings.slack``; missing secrets are a one-line user error."""
+def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
+              **overrides: Any) -> StordocBot:
+    """A bot from ``settings.slack``; missing secrets are a one-line user error.
+    ``post_only`` (watch mode) needs the bot token only: it receives nothing."""
     s = env.settings.slack
     token = s.bot_token.resolve()
     secret = s.signing_secret.resolve()
     if not token:
         raise UserError("no Slack bot token: set $SLACK_BOT_TOKEN or slack.bot_token.file")
-    if not secret and not socket_mode:
+    if not secret and not socket_mode and not post_only:
         raise UserError("no Slack signing secret: set $SLACK_SIGNING_SECRET or "
                         "slack.signing_secret.file")
     app_token = s.app_token.resolve() if socket_mode else None
@@ -157,6 +161,8 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
              for k, v in s.roles.items()}
     swift_keys = [c.swift.key.resolve() for c in env.settings.clusters.values()
                   if c.swift and c.swift.key]
+    if env.settings.alerts.token:
+        swift_keys.append(env.settings.alerts.token.resolve())
     kw: dict[str, Any] = {"command": s.command, "api_base_url": s.api_base_url,
                           "button_ttl_s": s.button_ttl_s, "roles": roles, "admins": s.admins,
                           "secrets": [x for x in [app_token, *swift_keys] if x]}
@@ -164,11 +170,43 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
     red = Redactor([token, secret, *kw["secrets"]])
     install(red)
     try:
-        return StordocBot(Backend(env), bot_token=token,
-                          signing_secret=secret or "socket-mode-unused", **kw)
+        a = env.settings.alerts
+        bot = StordocBot(Backend(env), bot_token=token, channels=s.channels,
+                         alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
+                                               a.alertmanager_url, a.quiet_hours,
+                                               Severity[a.quiet_min_severity.upper()]),
+                         signing_secret=secret or "not-receiving", **kw)
     except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
         raise UserError(f"cannot start the bot: Slack API auth.test failed: "
                         f"{red.text(str(e)).splitlines()[0][:300]}") from None
+    return bot
+
+
+def alert_gate(env: Env, bot: StordocBot) -> al.AlertGate | None:
+    """The Alertmanager webhook when ``alerts.token`` is set (no token, no intake)."""
+    a = env.settings.alerts
+    token = a.token.resolve() if a.token else None
+    if not token:
+        return None
+    if len(token) < 8 or not token.isascii() or not token.isprintable() or " " in token:
+        raise UserError("alerts.token: at least 8 printable ASCII characters, no spaces")
+    desk = bot.desk
+    return al.AlertGate(token, lambda p: desk.accept(p, a.cluster_label, a.clusters),
+                        max_alerts=a.max_alerts)
+
+
+class Router:
+    """Slack's signed requests to ``SignedGate``; ``/alertmanager`` to the alert gate."""
+
+    def __init__(self, slack: WsgiApp, alerts: WsgiApp | None) -> None:
+        self.slack = slack
+        self.alerts = alerts
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
+                 ) -> Iterable[bytes]:
+        if self.alerts is not None and environ.get("PATH_INFO") == al.PATH:
+            return self.alerts(environ, start_response)
+        return self.slack(environ, start_response)
 
 
 class _Server(ThreadingMixIn, WSGIServer):
@@ -195,11 +233,12 @@ def check_loopback(host: str) -> None:
 class HttpServer:
     """The bot's HTTP endpoint (``POST /slack/events``) in a background thread."""
 
-    def __init__(self, bot: StordocBot, host: str = "127.0.0.1", port: int = 3000) -> None:
+    def __init__(self, bot: StordocBot, host: str = "127.0.0.1", port: int = 3000,
+                 alerts: al.AlertGate | None = None) -> None:
         check_loopback(host)
         self.bot = bot
         gate = SignedGate(SlackRequestHandler(bot.app, PATH), bot.signing_secret, PATH)
-        self.httpd = make_server(host, port, gate, server_class=_Server,
+        self.httpd = make_server(host, port, Router(gate, alerts), server_class=_Server,
                                  handler_class=_Quiet)
         self.port = self.httpd.server_address[1]
         self.url = f"http://{host}:{self.port}{PATH}"

@@ -90,13 +90,15 @@ def _recent_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explaine
     newest = crashes[-1] if crashes else None
     what = ""
     if newest is not None:
-        sig = newest.get("assert_msg") or newest.get("assert_condition") or \
-            " / ".join(str(x) for x in (newest.get("backtrace") or [])[:2])
-        what = f"; last: {newest.get('entity_name')} {newest.get('crash_id')}" + \
-            (f" ({str(sig).strip()[:120]})" if sig else "")
+        frames = [str(x) for x in (newest.get("backtrace") or [])]
+        sig = newest.get("assert_msg") or newest.get("assert_condition") or next(
+            (f.split("+0x")[0].strip("( ") for f in frames if "::" in f), None)
+        what = (f"; last: {newest.get('entity_name')} at {newest.get('timestamp')} "
+                f"({newest.get('process_name') or 'daemon'} {newest.get('ceph_version') or ''}"
+                .rstrip() + (f", in {str(sig).strip()[:80]}" if sig else "") + ")")
     return Explained(
         f"{len(ids) or len(ds)} new crash report(s) from {_where(st, ds) or 'daemons'}{what}:"
-        f" read `ceph crash info ID`, then archive the reviewed crash",
+        f" read `ceph crash info {ids[-1] if ids else 'ID'}`, then archive it",
         {"daemons": ds, "crash_ids": ids[:20], "hosts": _osd_hosts(st, ds)},
         runbook="crash-archive" if ids else None, target=ids[-1] if ids else None,
         since=min(stamps) if stamps else None)

@@ -85,6 +85,7 @@ def run_checks(
     muted: Iterable[str] = (),
     registry: Registry | None = None,
     now: float | None = None,
+    mute_rules: Iterable[tuple[str, str | None]] = (),
 ) -> CheckReport:
     """Run all checks whose inputs exist. ``only`` keeps just those codes (after running)."""
     import checks.catalog  # noqa: F401  (explicit list of check modules registers them)
@@ -113,8 +114,15 @@ def run_checks(
                 {"traceback": traceback.format_exc(limit=5)}))
     only_set = {c.upper() for c in only} if only else None
     muted_set = {c.upper() for c in muted}
+    rules = [(c.upper(), e) for c, e in mute_rules]
+
+    def is_muted(f: Finding) -> bool:
+        """The config's static codes, or a mute with expiry (code, entity or all)."""
+        return f.code in muted_set or any(
+            c == f.code and (e is None or e == f.entity) for c, e in rules)
+
     kept = [f for f in findings if only_set is None or f.code in only_set]
-    shown = tuple(sorted((f for f in kept if f.code not in muted_set),
+    shown = tuple(sorted((f for f in kept if not is_muted(f)),
                          key=lambda f: (-f.severity, f.code, f.entity)))
-    hidden = tuple(f for f in kept if f.code in muted_set)
+    hidden = tuple(f for f in kept if is_muted(f))
     return CheckReport(snap.cluster, shown, started, time.monotonic() - t0, tuple(ran), hidden)

@@ -113,6 +113,9 @@ RULES: tuple[Rule, ...] = (
          when=("server", "container")),
     *(Rule(c, "swift-server", SERVER_CODES) for c in SERVER_CODES),
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
+    # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
+    Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
+    Rule("PGS_STUCK", "entity", (), OSD_FOLD),
 )
 # Cluster-wide codes about one pool's settings: grouped per pool, the worst first.
 POOL_SCOPE = "pool"
@@ -154,6 +157,9 @@ class Incident:
     @property
     def headline(self) -> str:
         """The first line a tired reader sees: cause, where, and what it does."""
+        if self.root.code == "CEPH_HEALTH":  # "ceph SLOW_OPS: ...", not the code twice
+            code = self.root.entity.removeprefix("ceph ")
+            return f"{self.root.entity}: {self.impact.removeprefix(f'Ceph {code}: ')}"
         return f"{self.root.code} {self.root.entity}: {self.impact}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -237,7 +243,7 @@ def pg_impact(findings: Iterable[Finding]) -> tuple[int, int]:
 
 def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
     sev = max([root.severity, *(c.severity for c in cons)])
-    blocking, unclean = pg_impact(cons)
+    blocking, unclean = pg_impact([root, *cons])
     if blocking:
         return Severity.CRIT, f"{blocking} PGs inactive: client I/O blocked"
     if unclean:
@@ -277,68 +283,77 @@ def pools_named(f: Finding) -> set[str]:
     return set()
 
 
-def _key(rule: Rule, f: Finding, snap: ClusterSnapshot | None) -> Any:
-    if rule.scope == "osd":
-        return frozenset(osds_named(f, snap)) or None
-    if rule.scope == "swift-device":
-        return swift_device_key(f)
-    if rule.scope == "swift-server":
-        return swift_server_kind(f)
-    if rule.scope == "pool":
-        return frozenset(pools_named(f)) or None
-    return f.entity
+class _Index:
+    """Each finding's keys per scope, computed once, and findings by key: correlating
+    thousands of findings (a rack down) stays linear, not one scan per root."""
 
+    def __init__(self, todo: Sequence[Finding], snap: ClusterSnapshot | None) -> None:
+        self.keys: list[dict[str, frozenset[Any]]] = []
+        self.by: dict[tuple[str, Any], list[int]] = {}
+        self.by_code: dict[str, list[int]] = {}
+        for i, f in enumerate(todo):
+            dev = swift_device_key(f)
+            kind = swift_server_kind(f)
+            k = {"osd": frozenset(osds_named(f, snap)),
+                 "swift-device": frozenset([dev] if dev else []),
+                 "swift-server": frozenset([kind] if kind else []),
+                 "pool": frozenset(pools_named(f)),
+                 "entity": frozenset([f.entity])}
+            self.keys.append(k)
+            for scope, vals in k.items():
+                for v in vals:
+                    self.by.setdefault((scope, v), []).append(i)
+            self.by_code.setdefault(f.code, []).append(i)
+            cc = ceph_code(f)
+            if cc:
+                self.by_code.setdefault(cc, []).append(i)
 
-def _related(rule: Rule, root_key: Any, f: Finding, snap: ClusterSnapshot | None) -> bool:
-    if root_key is None:
-        return False
-    if rule.scope == "osd":
-        return bool(root_key & osds_named(f, snap))
-    if rule.scope == "swift-device":
-        return swift_device_key(f) == root_key
-    if rule.scope == "swift-server":
-        return swift_server_kind(f) == root_key
-    if rule.scope == "pool":
-        return bool(root_key & pools_named(f))
-    return f.entity == root_key
+    def related(self, scope: str, root: int) -> list[int]:
+        """Findings sharing a key of ``scope`` with the root, in their original order."""
+        out: set[int] = set()
+        for v in self.keys[root][scope]:
+            out.update(self.by.get((scope, v), ()))
+        return sorted(out)
 
 
 def _folds(rule: Rule, f: Finding) -> bool:
     return f.code in rule.fold_any or ceph_code(f) in rule.fold_any
 
 
-def _pool_of(f: Finding) -> str | None:
-    return f.entity[5:] if f.entity.startswith("pool ") else None
-
-
 def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) -> \
         tuple[Incident, ...]:
     """Group findings into incidents, worst impact first. INFO findings stay out."""
     todo = [f for f in findings if f.severity > Severity.INFO]
+    idx = _Index(todo, snap)
     used: set[int] = set()
     incidents: list[Incident] = []
     folded: set[str] = set()  # fold_any codes already taken by an earlier incident
     for rule in RULES:
-        for i, root in enumerate(todo):
+        for i in list(idx.by_code.get(rule.cause, ())):
+            root = todo[i]
             if i in used or root.code != rule.cause:
                 continue
             if rule.when is not None and \
                     str(root.evidence.get(rule.when[0])) != rule.when[1]:
                 continue
             used.add(i)
-            key = _key(rule, root, snap)
-            cons: list[Finding] = []
-            for j, f in enumerate(todo):
+            take: set[int] = set()
+            for j in idx.related(rule.scope, i):
                 if j in used:
                     continue
-                same = (f.code in rule.consequences or f.code == rule.cause) \
-                    and _related(rule, key, f, snap)
+                f = todo[j]
+                same = f.code in rule.consequences or f.code == rule.cause
                 # Ceph's own codes naming the same OSD / pool fold into it
-                ceph_same = ceph_code(f) in rule.ceph and _related(rule, key, f, snap)
-                anywhere = _folds(rule, f) and (ceph_code(f) or f.code) not in folded
-                if same or ceph_same or anywhere:
-                    cons.append(f)
-                    used.add(j)
+                if same or ceph_code(f) in rule.ceph:
+                    take.add(j)
+            for code in rule.fold_any:
+                if code in folded:
+                    continue
+                for j in idx.by_code.get(code, ()):
+                    if j not in used and _folds(rule, todo[j]):
+                        take.add(j)
+            cons = [todo[j] for j in sorted(take)]
+            used |= take
             folded |= {ceph_code(f) or f.code for f in cons if _folds(rule, f)}
             incidents.append(_make(root, cons))
     # what no rule claims: one incident per entity (a pool's settings, a ring), worst

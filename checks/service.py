@@ -8,11 +8,12 @@ from dataclasses import dataclass, replace
 
 from checks.engine import CheckReport, run_checks
 from checks.incidents import Incident, correlate
-from checks.model import Thresholds
+from checks.model import Finding, Thresholds
 from checks.swift_recon import recon_samples
 from storage.collect import collect
 from storage.journal import FindingDelta, Journal
 from storage.model import ClusterSnapshot
+from storage.mutes import active_mutes
 from storage.swifthist import SwiftHistory
 from storage.targets import ClusterTarget
 
@@ -32,7 +33,10 @@ class CheckOutcome:
 def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
                   muted: Iterable[str] = (), journal: Journal | None = None,
                   only: Iterable[str] | None = None, host_facts: bool = True,
-                  source: str = "cli", snapshot: ClusterSnapshot | None = None) -> CheckOutcome:
+                  source: str = "cli", snapshot: ClusterSnapshot | None = None,
+                  mutes_from: Journal | None = None) -> CheckOutcome:
+    """``journal`` records the run; ``mutes_from`` (default: the same journal) only reads
+    the mutes with expiry, so a check that is not recorded still honours them."""
     t0 = time.monotonic()
     snap = snapshot or collect(target, host_facts=host_facts)
     t1 = time.monotonic()
@@ -43,8 +47,13 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
         hist = SwiftHistory(journal)
         snap = replace(snap, swift=replace(
             snap.swift, history=hist.baseline(target.name, snap.swift.collected_at, window)))
+    # mutes with expiry (storage/mutes.py): an expired one no longer matches
+    rules: list[tuple[str, str | None]] = []
+    mj = mutes_from or journal
+    if mj is not None:
+        rules = [(m.code, m.entity) for m in active_mutes(mj, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
-    report = run_checks(snap, thresholds, muted=muted)
+    report = run_checks(snap, thresholds, muted=muted, mute_rules=rules)
     t2 = time.monotonic()
     incidents = correlate(report.findings, snap)
     run_id = delta = None
@@ -57,9 +66,12 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             (f.to_dict() for f in report.findings), source=source,
             host_facts=snap.host_facts_collected)
         delta = journal.delta(target.name, run_id)
+        report = replace(report, findings=_with_since(journal, target.name, report.findings))
+        incidents = correlate(report.findings, snap)
     if only:
         keep = {c.upper() for c in only}
         report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
+        incidents = tuple(i for i in incidents if any(f.code in keep for f in i.findings))
         if delta is not None:
             def kept(ks: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
                 return tuple(k for k in ks if k[0] in keep)
@@ -67,3 +79,22 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)
     return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1, incidents)
+
+
+MAX_SINCE_LOOKUPS = 50
+
+
+def _with_since(journal: Journal, cluster: str, findings: tuple[Finding, ...]
+                ) -> tuple[Finding, ...]:
+    """"for N s" on every finding: a check that knows no start (Swift, cache tiers, pools)
+    gets the start of its unbroken streak in the journal, whoever ran those checks."""
+    out = []
+    n = 0
+    for f in findings:
+        if f.since is None and n < MAX_SINCE_LOOKUPS:
+            n += 1
+            first = journal.first_seen(cluster, f.code, f.entity)
+            if first is not None:
+                f = replace(f, since=first)
+        out.append(f)
+    return tuple(out)

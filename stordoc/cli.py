@@ -54,13 +54,13 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> Parser:
-    from stordoc.commands import bench, bot, check, lab, runbooks, swift, tui
+    from stordoc.commands import bench, bot, check, lab, mutes, runbooks, swift, tui, watch
 
     p = Parser(prog="stordoc", description="Health checks, runbooks and benchmarks for "
                "Ceph and Swift clusters.")
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for mod in (check, runbooks, bench, bot, tui, lab, swift):
+    for mod in (check, mutes, runbooks, bench, bot, watch, tui, lab, swift):
         mod.register(sub)
     for sp in sub.choices.values():
         _add_config(sp)

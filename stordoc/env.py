@@ -83,9 +83,12 @@ class Env:
         n = self.cluster_name(cluster)
         cs = self.settings.clusters[n]
         preflight_cluster(cs)
+        # not recorded (--no-record, the bot's views, the TUI's refreshes): mutes still hold
+        mutes_from = self.journal if record or os.path.exists(
+            os.path.expanduser(self.settings.journal)) else None
         out = check_cluster(cs.target(n), self.settings.thresholds_for(n), cs.muted,
                             self.journal if record else None, only=only,
-                            host_facts=host_facts, source=source)
+                            host_facts=host_facts, source=source, mutes_from=mutes_from)
         return self.decide_next_steps(n, out)
 
     def decide_next_steps(self, cluster: str, out: CheckOutcome) -> CheckOutcome:

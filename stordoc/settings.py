@@ -9,6 +9,7 @@ lab's generated config is the one exception: it lives outside the repo).
 from __future__ import annotations
 
 import os
+import re
 import string
 import sys
 import tomllib
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from checks.model import Thresholds
 from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
@@ -120,6 +121,7 @@ class HostSettings(_Model):
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     fstab_path: str = "/etc/fstab"
+    swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
 
     @field_validator("name")
     @classmethod
@@ -222,7 +224,7 @@ class ClusterSettings(_Model):
                     osd_activate_lvm=tuple(h.osd_activate_lvm),
                     osd_start_cephadm=tuple(h.osd_start_cephadm),
                     swift_server_start=tuple(h.swift_server_start),
-                    fstab_path=h.fstab_path,
+                    fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
                 ) for h in self.hosts
             ),
             ceph_cluster_name=cluster_name,
@@ -233,6 +235,16 @@ class Role(_Model):
     viewers: list[str] = []  # Slack user IDs (U...) or user group IDs (S...)
     operators: list[str] = []
     two_person: bool = False  # confirmer must differ from requester for destructive runbooks
+
+
+def http_url(v: str | None) -> str | None:
+    """An optional http(s) URL with a host (Slack's API base, Alertmanager's API)."""
+    if v is None:
+        return v
+    u = urlsplit(v)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"{v!r} is not an http(s) URL")
+    return v
 
 
 class SlackSettings(_Model):
@@ -246,14 +258,47 @@ class SlackSettings(_Model):
     @field_validator("api_base_url")
     @classmethod
     def _url_ok(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        u = urlsplit(v)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"{v!r} is not an http(s) URL")
-        return v
+        return http_url(v)
     roles: dict[str, Role] = {}  # per cluster name, "*" for all
     admins: list[str] = []
+    # channel ID -> cluster: commands there default to it; other clusters only for admins;
+    # alerts and watch posts of a cluster go to its channel
+    channels: dict[str, str] = {}
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_ids(cls, v: dict[str, str]) -> dict[str, str]:
+        for ch in v:
+            if not re.fullmatch(r"[CG][A-Z0-9]{2,30}", ch):
+                raise ValueError(f"{ch!r} is not a Slack channel ID (C... or G...)")
+        return v
+
+
+class AlertSettings(_Model):
+    """Alertmanager's webhook into the bot (``POST /alertmanager``) and its API for silences."""
+
+    token: Secret | None = None  # the bearer token Alertmanager sends; no token, no intake
+    cluster_label: str = "cluster"  # the alert label naming the cluster
+    clusters: dict[str, str] = {}  # label value (name or Ceph fsid) -> stordoc cluster
+    alertmanager_url: str | None = None  # for silences from chat
+    max_alerts: int = Field(200, ge=1, le=10_000)  # per delivery; more is refused (413)
+    # "22:00-07:00" (UTC): only incidents at or above quiet_min_severity are posted then;
+    # the others wait for the end of the quiet hours (watch posts them; alerts repeat)
+    quiet_hours: str | None = None
+    quiet_min_severity: Literal["warn", "crit"] = "crit"
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _quiet_ok(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"([01][0-9]|2[0-3]):[0-5][0-9]-"
+                                              r"([01][0-9]|2[0-3]):[0-5][0-9]", v):
+            raise ValueError(f"{v!r} is not a span like 22:00-07:00 (UTC)")
+        return v
+
+    @field_validator("alertmanager_url")
+    @classmethod
+    def _url_ok(cls, v: str | None) -> str | None:
+        return http_url(v)
 
 
 class TuiSettings(_Model):
@@ -313,10 +358,22 @@ class Settings(_Model):
     thresholds: ThresholdSettings = ThresholdSettings()
     clusters: dict[str, ClusterSettings]
     slack: SlackSettings = SlackSettings()
+    alerts: AlertSettings = AlertSettings()
     tui: TuiSettings = TuiSettings()
     runbooks: RunbookSettings = RunbookSettings()
     bench: BenchSettings = BenchSettings()
     source: str | None = None
+
+    @model_validator(mode="after")
+    def _known_clusters(self) -> Settings:
+        """Channel bindings and alert label mappings must name configured clusters."""
+        for where, names in (("slack.channels", self.slack.channels),
+                             ("alerts.clusters", self.alerts.clusters)):
+            for key, name in names.items():
+                if name not in self.clusters:
+                    raise ValueError(f"{where}.{key}: unknown cluster {name!r}; configured: "
+                                     f"{', '.join(sorted(self.clusters)) or 'none'}")
+        return self
 
     def cluster_name(self, name: str | None) -> str:
         """Resolve an explicit or default cluster name; ambiguous or unknown is an error."""

@@ -44,7 +44,7 @@ SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
 }
 
 ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm", "bench_launch",
-                            "bench_cancel"})
+                            "bench_cancel", "mute"})
 """Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
 
 
@@ -75,14 +75,17 @@ class StordocApp(App[None]):
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
 
+    # Help and Quit first: an 80-column footer cuts from the right, and on-call must always
+    # see how to get help and out; the section keys follow (all listed in Help).
     BINDINGS = [
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
         *(Binding(k, f"goto('{name}')", title, id=name)
           for name, (k, title, _) in SECTIONS.items()),
         Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("C", "clusters", "Clusters", id="clusters"),
         Binding("space", "pause", "Pause", id="pause"),
         Binding("escape", "back", "Back", id="back"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
     ]
 
     def __init__(self, backend: Backend, cluster: str | None = None, *,
@@ -292,6 +295,30 @@ class StordocApp(App[None]):
         if isinstance(scr, (S.HistoryScreen, S.BenchScreen)):
             scr.tick()
         self.request_refresh(force=True)
+
+    def action_clusters(self) -> None:
+        from tui.clusters import ClusterListScreen
+
+        if self._busy():
+            return
+        self.push_screen(ClusterListScreen(), self.switch_cluster)
+
+    def switch_cluster(self, name: str | None) -> None:
+        """Show another cluster: its data only, from a fresh refresh (the old cluster's
+        refresh in flight is ignored when it lands: ``on_refreshed`` checks the name)."""
+        if not name or name == self.cluster or name not in self.backend.clusters():
+            return
+        self.cluster = name
+        self.target = self.backend.target(name)
+        self.state = ClusterState()
+        self._inflight = None
+        self.title = f"stordoc · {name}" + (" · read-only" if self.read_only else "")
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        self._show()
+        self._update_status()
+        self.request_refresh(force=True)
+        self.notify(f"switched to cluster {name}", timeout=2)
 
     def action_pause(self) -> None:
         self.paused = not self.paused

@@ -101,6 +101,8 @@ class Backend(Protocol):
 
     def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
 
+    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]: ...
+
     def findings_of(self, run_id: int) -> list[dict[str, Any]]: ...
 
     def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
@@ -115,6 +117,12 @@ class Backend(Protocol):
                   cancel: threading.Event) -> BenchView: ...
 
     def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]: ...
+
+    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
+             reason: str) -> str: ...
+
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None: ...
 
 
 # --------------------------------------------------------------------------- adapters
@@ -258,9 +266,44 @@ class EnvBackend:
             raise ActionRefused(str(e)) from None
         return _run_view(res)
 
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None:
+        """After a successful OSD/pool fix: what the cluster still does, until clean."""
+        from runbooks.aftermath import follow, worth_following
+
+        if not worth_following(runbook):
+            return
+        ctx = self.env.run_context(cluster, source=self.source)
+        follow(ctx, lambda am: on_line(f"after the fix: {am.line}", am.clean),
+               timeout_s=300.0, interval_s=2.0, cancel=cancel)
+
+    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
+             reason: str) -> str:
+        """A mute with expiry in the journal (storage/mutes.py), by the TUI's user."""
+        from storage.mutes import add_mute
+
+        user = self.env.settings.user or self.env.user
+        try:
+            m = add_mute(self.env.journal, cluster, code, entity, time.time() + for_s, user,
+                         reason)
+        except ValueError as e:
+            raise ActionRefused(str(e)) from None
+        return (f"muted {m.what} until "
+                f"{time.strftime('%H:%M UTC', time.gmtime(m.until))} by {m.by}")
+
     def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = self.env.journal.runs(cluster, limit=limit)
         return rows
+
+    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]:
+        """What the bot posted from alerts and watch mode (the journal's alert_threads),
+        newest first: the TUI follows the same stream as the on-call channel."""
+        db = self.env.journal.db
+        with self.env.journal.lock:
+            if "alert_threads" not in db.table_names():
+                return []
+            return list(db.table("alert_threads").rows_where(order_by="opened_at desc",
+                                                             limit=limit))
 
     def findings_of(self, run_id: int) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = self.env.journal.findings_of(run_id)
@@ -367,6 +410,7 @@ class SnapshotBackend:
     work: float = 0.0
     fresh: bool = False  # each refresh returns a new snapshot object (new taken_at)
     calls: int = 0
+    mutes: list[tuple[str, str | None, float, str]] = field(default_factory=list)
 
     def clusters(self) -> Sequence[str]:
         return [self.snapshot.cluster]
@@ -397,12 +441,29 @@ class SnapshotBackend:
              options: Mapping[str, Any] | None = None) -> PlanView:
         raise ActionRefused("captured data: runbooks cannot run against it")
 
+    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
+               cancel: threading.Event) -> None:
+        """Captured data: nothing runs, so nothing to follow."""
+
+    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
+             reason: str) -> str:
+        """Captured data: mutes hide findings in this session only."""
+        if not reason.strip():
+            raise ActionRefused("a mute needs a reason")
+        self.mutes.append((code, entity, for_s, reason))
+        self.findings = tuple(f for f in self.findings
+                              if not (f.code == code and entity in (None, f.entity)))
+        return f"muted {code} {entity or '(all)'} (captured data: this session only)"
+
     def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
                 cancel: threading.Event) -> RunView:
         raise ActionRefused("captured data: runbooks cannot run against it")
 
     def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
         return self.history_rows[:limit]
+
+    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]:
+        return []
 
     def findings_of(self, run_id: int) -> list[dict[str, Any]]:
         return [f.to_dict() for f in self.findings]

@@ -156,16 +156,44 @@ class FilterInput(Input):
 # --------------------------------------------------------------------------- base
 
 
+class RowTable(DataTable[Any]):
+    """A DataTable whose Home/End move the cursor to the first/last row (DataTable's own
+    scroll sideways, which on-call read as "Home does nothing")."""
+
+    BINDINGS = [Binding("home", "cursor_to('top')", "Top", show=False),
+                Binding("end", "cursor_to('bottom')", "Bottom", show=False)]
+
+    def action_cursor_to(self, where: str) -> None:
+        if self.row_count:
+            self.move_cursor(row=0 if where == "top" else self.row_count - 1)
+
+
 class DataScreen(Screen[None]):
     """A screen that shows cluster data: header, status line, body, filter, footer."""
 
     TITLE_TEXT = ""
-    BINDINGS = [Binding("slash", "filter", "Filter", id="filter")]
+    BINDINGS = [Binding("slash", "filter", "Filter", id="filter"),
+                # vim and less keys on every table (listed in Help, not in the footer)
+                Binding("j", "table('down')", "Down", show=False),
+                Binding("k", "table('up')", "Up", show=False),
+                Binding("g", "table('top')", "Top", show=False),
+                Binding("G", "table('bottom')", "Bottom", show=False)]
 
     def __init__(self) -> None:
         super().__init__()
         self.needle = ""
         self.shown_version = -1
+
+    def action_table(self, where: str) -> None:
+        """Move the cursor of the focused table (else the first one)."""
+        t = self.focused if isinstance(self.focused, DataTable) else next(
+            iter(self.query(DataTable)), None)
+        if t is None or not t.row_count:
+            return
+        row = {"down": min(t.cursor_row + 1, t.row_count - 1),
+               "up": max(t.cursor_row - 1, 0), "top": 0,
+               "bottom": t.row_count - 1}[where]
+        t.move_cursor(row=row)
 
     @property
     def sapp(self) -> StordocApp:
@@ -252,6 +280,40 @@ class DataScreen(Screen[None]):
         o = self.sapp.state.outcome
         return o.report.findings if o else ()
 
+    # -- a cause line and a Fix key on screens that show a kind of problem
+    CAUSE_PREFIXES: tuple[str, ...] = ()
+
+    def screen_incident(self) -> Incident | None:
+        """The worst incident about what this screen shows (its codes' prefixes)."""
+        o = self.sapp.state.outcome
+        for inc in (o.incidents if o else ()):
+            if any(f.code.startswith(self.CAUSE_PREFIXES) for f in inc.findings):
+                return inc
+        return None
+
+    def cause_text(self) -> Text:
+        inc = self.screen_incident()
+        if inc is None:
+            return Text("no incident here", style="green")
+        t = Text()
+        t.append(f"{inc.severity.label} ", style=views.SEV_STYLE[inc.severity])
+        t.append(f"{inc.root.code} {inc.root.entity}: ", style="bold")
+        t.append(inc.impact)
+        if inc.next_step is not None and not self.sapp.read_only:
+            t.append(f"   x: {inc.next_step.runbook} {inc.next_step.target}", style="cyan")
+        elif inc.manual:
+            t.append(f"   by hand: {inc.manual}", style="dim")
+        return t
+
+    def fix_screen_incident(self) -> None:
+        inc = self.screen_incident()
+        if inc is None or inc.next_step is None:
+            self.notify("nothing to fix here" if inc is None else
+                        f"no runbook applies: {inc.manual or inc.root.message}",
+                        severity="warning")
+            return
+        self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
+
     def fix_finding(self, f: Finding | None) -> None:
         if f is None or not f.runbook or not f.target:
             self.notify("nothing to fix here: no finding with a runbook", severity="warning")
@@ -272,11 +334,11 @@ class OverviewScreen(DataScreen):
     def body(self) -> ComposeResult:
         with Vertical(id="overview"):
             yield Static(id="headline")
-            it: DataTable[Any] = DataTable(id="incidents", cursor_type="row")
+            it: DataTable[Any] = RowTable(id="incidents", cursor_type="row")
             it.add_columns(*views.INCIDENT_COLUMNS)
             yield it
             yield Static(id="summary")
-            t: DataTable[Any] = DataTable(id="top", cursor_type="row")
+            t: DataTable[Any] = RowTable(id="top", cursor_type="row")
             t.add_columns(*views.FINDING_COLUMNS)
             yield t
 
@@ -364,7 +426,7 @@ class OsdScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="filters")
-        t: DataTable[Any] = DataTable(id="osds", cursor_type="row")
+        t: DataTable[Any] = RowTable(id="osds", cursor_type="row")
         t.add_columns(*views.OSD_COLUMNS)
         yield t
 
@@ -510,11 +572,11 @@ class PoolScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         with Vertical():
-            t: DataTable[Any] = DataTable(id="pools", cursor_type="row")
+            t: DataTable[Any] = RowTable(id="pools", cursor_type="row")
             t.add_columns(*views.POOL_COLUMNS)
             yield t
             yield Static("PG states", classes="section")
-            t2: DataTable[Any] = DataTable(id="pgstates", cursor_type="row")
+            t2: DataTable[Any] = RowTable(id="pgstates", cursor_type="row")
             t2.add_columns("state", "count")
             yield t2
 
@@ -541,9 +603,15 @@ class PoolScreen(DataScreen):
 
 class CacheScreen(DataScreen):
     TITLE_TEXT = "Cache tiers"
+    CAUSE_PREFIXES = ("CACHE_",)
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+
+    def action_fix(self) -> None:
+        self.fix_screen_incident()
 
     def body(self) -> ComposeResult:
-        t: DataTable[Any] = DataTable(id="cache", cursor_type="row")
+        yield Static(id="cause", classes="cause")
+        t: DataTable[Any] = RowTable(id="cache", cursor_type="row")
         t.add_columns(*views.CACHE_COLUMNS)
         yield t
         yield Static(id="cache-note")
@@ -551,6 +619,7 @@ class CacheScreen(DataScreen):
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
         rows = views.cache_rows(st.outcome.snapshot.ceph, self.needle)
+        self.query_one("#cause", Static).update(self.cause_text())
         fill_table(self.query_one("#cache", DataTable), rows)
         self.query_one("#cache-note", Static).update(
             "" if rows else "no cache tiers configured")
@@ -574,19 +643,26 @@ class CacheScreen(DataScreen):
 
 class SwiftScreen(DataScreen):
     TITLE_TEXT = "Swift rings"
+    CAUSE_PREFIXES = ("SWIFT_",)
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+
+    def action_fix(self) -> None:
+        self.fix_screen_incident()
 
     def body(self) -> ComposeResult:
-        t: DataTable[Any] = DataTable(id="rings", cursor_type="row")
+        yield Static(id="cause", classes="cause")
+        t: DataTable[Any] = RowTable(id="rings", cursor_type="row")
         t.add_columns(*views.RING_COLUMNS)
         yield t
         yield Static(id="swift-note")
-        srv: DataTable[Any] = DataTable(id="swift-servers", cursor_type="row")
+        srv: DataTable[Any] = RowTable(id="swift-servers", cursor_type="row")
         srv.add_columns(*views.SERVER_COLUMNS)
         yield srv
 
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
         sw = st.outcome.snapshot.swift
+        self.query_one("#cause", Static).update(self.cause_text())
         fill_table(self.query_one("#rings", DataTable), views.ring_rows(sw, self.needle))
         fill_table(self.query_one("#swift-servers", DataTable),
                    views.server_rows(sw, st.outcome.snapshot.taken_at, self.needle))
@@ -621,10 +697,10 @@ class SwiftScreen(DataScreen):
 
 class FindingsScreen(DataScreen):
     TITLE_TEXT = "Findings"
-    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix"), Binding("m", "mute", "Mute…", id="mute")]
 
     def body(self) -> ComposeResult:
-        t: DataTable[Any] = DataTable(id="findings", cursor_type="row")
+        t: DataTable[Any] = RowTable(id="findings", cursor_type="row")
         t.add_columns(*views.FINDING_COLUMNS)
         yield t
 
@@ -644,6 +720,26 @@ class FindingsScreen(DataScreen):
 
     def action_fix(self) -> None:
         self.fix_finding(self._selected())
+
+    def action_mute(self) -> None:
+        """Mute the selected finding (this entity) for a while, with a reason."""
+        f = self._selected()
+        if f is None:
+            self.notify("no finding selected", severity="warning")
+            return
+
+        def done(answer: tuple[float, str] | None) -> None:
+            if answer is None:
+                return
+            try:
+                msg = self.sapp.backend.mute(self.sapp.cluster, f.code, f.entity, *answer)
+            except Exception as e:  # refused (no reason, ...): one line, nothing changed
+                self.notify(str(e), severity="error")
+                return
+            self.notify(msg)
+            self.sapp.request_refresh()
+
+        self.app.push_screen(MuteModal(f), done)
 
     @on(DataTable.RowSelected, "#findings")
     def _drill(self, event: DataTable.RowSelected) -> None:
@@ -676,6 +772,49 @@ class FindingDetailScreen(DetailScreen):
 
 
 # --------------------------------------------------------------------------- runbook
+
+
+class MuteModal(ModalScreen["tuple[float, str] | None"]):
+    """How long and why: both required; Enter in the reason field mutes, Escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__()
+        self.finding = finding
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="mute"):
+            yield Static(f"[b]Mute {self.finding.code} {self.finding.entity}[/b]\n"
+                         "for (30m, 4h, 2d) and why (kept in the audit); Enter mutes, "
+                         "Escape cancels")
+            yield Input(value="4h", id="mute-for")
+            yield Input(placeholder="reason (required)", id="mute-reason")
+            yield Static(id="mute-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#mute-reason", Input).focus()
+
+    @on(Input.Submitted)
+    def _submit(self, event: Input.Submitted) -> None:
+        from stordoc.argtypes import parse_duration
+
+        err = self.query_one("#mute-error", Static)
+        try:
+            for_s = parse_duration(self.query_one("#mute-for", Input).value, 60,
+                                   30 * 86400.0)
+        except ValueError as e:
+            err.update(f"[red]{e}[/]")
+            return
+        reason = self.query_one("#mute-reason", Input).value.strip()
+        if not reason:
+            err.update("[red]a reason is required[/]")
+            self.query_one("#mute-reason", Input).focus()
+            return
+        self.dismiss((for_s, reason))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class ConfirmModal(ModalScreen[bool]):
@@ -804,6 +943,10 @@ class RunbookScreen(DataScreen):
         def work() -> None:
             res = backend.execute(cluster, plan, log_event, cancel)
             self.post_message(RunFinished(res))
+            if res.ok:  # the truth after "success": peering, recovery, until clean
+                backend.follow(cluster, plan.runbook,
+                               lambda line, clean: log_event(RunEvent("info", line, clean or
+                                                                      None)), cancel)
 
         self.run_worker(work, thread=True, group="run", exit_on_error=False)
 
@@ -838,11 +981,11 @@ class HistoryScreen(DataScreen):
     def body(self) -> ComposeResult:
         with Vertical():
             yield Static("Check runs", classes="section")
-            t: DataTable[Any] = DataTable(id="runs", cursor_type="row")
+            t: DataTable[Any] = RowTable(id="runs", cursor_type="row")
             t.add_columns(*views.HISTORY_COLUMNS)
             yield t
             yield Static("Runbook runs (audit)", classes="section")
-            t2: DataTable[Any] = DataTable(id="audit", cursor_type="row")
+            t2: DataTable[Any] = RowTable(id="audit", cursor_type="row")
             t2.add_columns(*views.AUDIT_COLUMNS)
             yield t2
 
@@ -900,7 +1043,7 @@ class AuditRunScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="audit-head")
-        t: DataTable[Any] = DataTable(id="audit-steps", cursor_type="row")
+        t: DataTable[Any] = RowTable(id="audit-steps", cursor_type="row")
         t.add_columns("#", "title", "where", "command", "rc", "status", "took")
         yield t
 
@@ -956,7 +1099,7 @@ class RunFindingsScreen(DataScreen):
         self.rows: list[dict[str, Any]] = []
 
     def body(self) -> ComposeResult:
-        t: DataTable[Any] = DataTable(id="runfindings", cursor_type="row")
+        t: DataTable[Any] = RowTable(id="runfindings", cursor_type="row")
         t.add_columns("severity", "code", "entity", "message", "runbook")
         yield t
 
@@ -1062,7 +1205,7 @@ class BenchScreen(DataScreen):
         yield Sparkline([], id="bench-spark")
         with VerticalScroll(id="bench-out"):
             yield Static(id="bench-result")
-        t: DataTable[Any] = DataTable(id="bench-history", cursor_type="row")
+        t: DataTable[Any] = RowTable(id="bench-history", cursor_type="row")
         t.add_columns(*BENCH_COLUMNS)
         yield t
 

@@ -11,7 +11,7 @@ import argparse
 import logging
 import threading
 
-from stordoc.argtypes import int_range
+from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 
 
@@ -29,12 +29,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(default 127.0.0.1)")
     p.add_argument("--workers", type=int_range(1, 256), default=8,
                    help="background workers for checks and runbooks (default 8)")
+    p.add_argument("--watch", action="append", default=[], metavar="CLUSTER",
+                   help="also watch this cluster (repeatable): check every --every and post "
+                        "new incidents and resolutions to its bound channel")
+    p.add_argument("--every", type=duration(5, 86400), default=60.0,
+                   help="watch interval: 30s, 5m (default 60s)")
     p.add_argument("--verbose", "-v", action="store_true", help="log at debug level")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.server import HttpServer, build_bot, check_loopback, socket_mode
+    from bot.server import HttpServer, alert_gate, build_bot, check_loopback, socket_mode
     from stordoc.errors import UserError
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -51,10 +56,13 @@ def run(args: argparse.Namespace) -> int:
     restore_real_threading()  # whatever the imports above pulled in: OS-thread locks only
     log = logging.getLogger("stordoc.bot")
     _mark_interrupted(env, log)
+    stop = threading.Event()
+    for name in args.watch:
+        _start_watch(env, bot, env.cluster_name(name), args.every, stop, log)
     try:
         if args.http:
             try:
-                srv = HttpServer(bot, args.host, args.port)
+                srv = HttpServer(bot, args.host, args.port, alerts=alert_gate(env, bot))
             except OSError as e:
                 raise UserError(f"cannot listen on {args.host}:{args.port}: "
                                 f"{e.strerror or e}") from None
@@ -72,9 +80,31 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         log.info("stordoc bot: stopping")
     finally:
+        stop.set()
         bot.close()
         env.close()
     return 0
+
+
+def _start_watch(env: object, bot: object, cluster: str, every: float,
+                 stop: threading.Event, log: logging.Logger) -> None:
+    """Watch mode inside the bot: the same loop as ``stordoc watch``, posting through the
+    bot's alert desk (one thread per incident, shared with Alertmanager's alerts)."""
+    from stordoc.commands.watch import loop
+
+    if cluster not in env.settings.slack.channels.values():  # type: ignore[attr-defined]
+        from stordoc.errors import UserError
+        raise UserError(f"--watch {cluster}: no Slack channel is bound to it (slack.channels)")
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                loop(env, cluster, every, stop, log.info, bot.desk,  # type: ignore[arg-type, attr-defined]
+                     source="watch")
+            except Exception as e:  # a failed round must not end the watch
+                log.warning("watch %s: %s", cluster, e)
+                stop.wait(every)
+    threading.Thread(target=run, name=f"stordoc-watch-{cluster}", daemon=True).start()
 
 
 def _mark_interrupted(env: object, log: logging.Logger) -> None:

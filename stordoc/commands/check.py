@@ -28,6 +28,7 @@ from checks.incidents import headline as incidents_headline
 from checks.model import Severity
 from checks.service import CheckOutcome
 from stordoc.commands.common import env_from_args
+from stordoc.env import Env
 from stordoc.fmt import human_age
 
 STATUS = {0: "ok", 1: "warn", 2: "crit", 3: "unreachable"}
@@ -37,7 +38,12 @@ STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cya
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="run the health checks (exit 0 OK, 1 warn, 2 crit, "
                        "3 unreachable)")
-    p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--cluster", help="cluster name from the settings (default: the "
+                       "default)")
+    which.add_argument("--all", action="store_true",
+                       help="every configured cluster, one line each (in parallel); exit "
+                            "status the worst")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema 2)")
     p.add_argument("--only", metavar="CODES",
                    help="comma-separated finding codes to report (others are still checked)")
@@ -110,7 +116,8 @@ def render_incidents(out: CheckOutcome, console: Console) -> None:
             head.append(f"  ({', '.join(tags)})", style="dim")
         console.print(head)
         console.print(Padding(Text(inc.root.message), (0, 0, 0, 4)))
-        console.print(Padding(Text(f"impact: {inc.impact}"), (0, 0, 0, 4)))
+        if inc.impact != inc.root.message:
+            console.print(Padding(Text(f"impact: {inc.impact}"), (0, 0, 0, 4)))
         if inc.consequences:
             also = ", ".join(f"{c.code} {c.entity}" for c in inc.consequences)
             console.print(Padding(Text(f"explains: {also}", style="dim"), (0, 0, 0, 4)))
@@ -177,6 +184,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             from stordoc.errors import UserError
 
             raise UserError(f"unknown code(s): {', '.join(unknown)}; see docs/checks.md")
+    if args.all:
+        return _check_all(env, args, only)
     try:
         out = env.check(args.cluster, only=only, host_facts=args.host_facts,
                         record=not args.no_record)
@@ -187,3 +196,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         render(out, Console(highlight=False))
     return out.report.exit_code
+
+
+WORST = (0, 1, 2, 3)  # ok < warn < crit < unreachable: the order of the exit status
+
+
+def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> int:
+    """Every cluster at a glance: checked in parallel, one headline each, the worst exit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = sorted(env.settings.clusters)
+    try:
+        with ThreadPoolExecutor(max_workers=min(8, len(names))) as ex:
+            outs = list(ex.map(lambda n: env.check(n, only=only, host_facts=args.host_facts,
+                                                   record=not args.no_record), names))
+    finally:
+        env.close()
+    worst = max((o.report.exit_code for o in outs), key=WORST.index, default=0)
+    if args.json:
+        print(json.dumps({"schema": 2, "exit_code": worst, "status": STATUS[worst],
+                          "clusters": [to_json(o) for o in outs]}, indent=1, default=str))
+        return worst
+    con = Console(highlight=False)
+    for o in outs:
+        style = {0: "green", 1: "yellow", 2: "bold red", 3: "bold magenta"}[o.report.exit_code]
+        con.print(Text(headline(o), style=style), soft_wrap=True)
+    return worst

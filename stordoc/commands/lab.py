@@ -38,6 +38,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--recreate", action="store_true",
                     help="tear down a running lab of this dir first (its journal and audit "
                          "history go with it)")
+    up.add_argument("--with-alerts", action="store_true",
+                    help="also run the alert chain: the mgr prometheus module, Prometheus with "
+                         "Ceph's alert rules and Alertmanager delivering to the bot's webhook "
+                         "(port base + 19)")
     up.add_argument("--osd-layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
                     help="how OSDs are deployed: xfs (3 ceph-disk style XFS data dirs), raw "
                          "(3 ceph-volume raw OSDs, tmpfs data dirs), mixed (3 xfs + osd.3 "
@@ -79,7 +83,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                         f"config {lab.config_path} (--config or $STORDOC_CONFIG), or pass "
                         "--recreate to tear it down with its journal and audit history")
     try:
-        took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"))
+        took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"),
+                      with_alerts=args.with_alerts)
     except LabError as e:
         console.print(f"[bold red]lab up failed:[/] {e}")
         return 1

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from stordoc.argtypes import int_range
+from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 from stordoc.confirm import confirm
 from stordoc.env import Env
@@ -47,6 +47,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="fix the current finding with this code (runs a fresh check)")
     p.add_argument("--entity", help="with --finding: which entity or target when several")
     p.add_argument("--yes", "-y", action="store_true", help="confirm without asking")
+    p.add_argument("--follow", type=duration(0, 3600), default=300.0, metavar="DURATION",
+                   help="after a successful OSD/pool fix, report what the cluster still does "
+                   "(peering, recovery, Ceph's ETA) until clean or this long (default 5m; "
+                   "0 = do not follow)")
     _common(p)
     p.set_defaults(func=cmd_fix)
 
@@ -222,6 +226,26 @@ def _confirm(args: argparse.Namespace) -> None:
     confirm("Run this plan?", args.yes)
 
 
+def _follow(ctx: Any, runbook: str, timeout_s: float, cancel: threading.Event) -> None:
+    """The truth after "success": what the cluster still does, until clean or timeout."""
+    from runbooks.aftermath import follow, worth_following
+
+    if not worth_following(runbook):
+        return
+
+    def show(am: Any) -> None:
+        console.print(Text(f"  {am.line}", style="green" if am.clean else "yellow"))
+
+    try:
+        am = follow(ctx, show, timeout_s=timeout_s, cancel=cancel)
+    except KeyboardInterrupt:
+        console.print(Text("  stopped following (the cluster carries on)", style="dim"))
+        return
+    if not am.clean and not am.error:
+        console.print(Text(f"  still not clean after {int(timeout_s)} s: run `stordoc check`",
+                           style="yellow"))
+
+
 def cmd_fix(args: argparse.Namespace) -> int:
     from runbooks.api import Refused, RunResult, execute
 
@@ -268,6 +292,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
         style = "bold green" if res.ok else "bold red"
         console.print(Text(f"{res.outcome}: {res.message}", style=style))
         console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
+        if res.ok and args.follow > 0:
+            _follow(ctx, plan.runbook, args.follow, cancel)
         return EXIT.get(res.outcome, 2)
     finally:
         env.close()

@@ -45,6 +45,12 @@ def test_health_names_the_unmounted_osd_and_its_device(h: BotHarness, lab: Lab,
     assert fix, "a Fix button for the unmounted OSD"
     tok = h.bot.store.button(fix[0]["value"])
     assert tok is not None and tok.runbook in ("osd-remount", "osd-start")
+    # the cause is the first line: stordoc's verdict and the root, Ceph's health after it;
+    # one Fix button, the root's runbook (osd-start would refuse: never offered)
+    first = msg.params["blocks"][0]["text"]["text"]
+    assert "lab: OSD_DATA_UNMOUNTED osd.1" in first.split("\n")[0], first
+    assert [h.bot.store.button(b["value"]).runbook  # type: ignore[union-attr]
+            for b in fix] == ["osd-remount"]
 
 
 def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: None) -> None:
@@ -79,7 +85,10 @@ def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: Non
     assert ":white_check_mark:" in all_text(closed), all_text(closed)
     thread = [c for c in h.posts() if c.params.get("thread_ts") == plan_ts]
     assert len(thread) >= 3  # started, steps, verification
-    assert "verification" in all_text(thread[-1])
+    assert any("verification" in all_text(c) for c in thread)
+    # then the truth after the fix: what the cluster still does, until clean
+    h.fake.wait_for(lambda f: [c for c in f.of("chat.postMessage", "chat.update")
+                               if "after the fix:" in all_text(c)], 120)
     h.slack.press("confirm", confirm["value"], OPS2, plan_ts)  # the token is spent
     h.wait_post("already", ("chat.postEphemeral",))
     assert len([c for c in thread if "started by" in all_text(c)]) == 1

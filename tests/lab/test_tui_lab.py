@@ -131,15 +131,16 @@ async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
             await pilot.press("d")
             good_at = app.state.data_at
             try:
-                stopped_at = time.time()
                 assert lab.stop("mon.a")
                 await wait_until(pilot, lambda: app.state.error is not None, 90,
                                  "the error to show")
+                error_at = time.time()
                 assert "ceph" in (app.state.error or "")
                 # the last good data stays on screen, with its age (a refresh in flight
-                # when the monitor stopped may still have brought newer good data)
+                # when the monitor stopped may still have brought newer good data; its
+                # taken_at is stamped when the collection ends)
                 assert app.state.data_at is not None and good_at is not None
-                assert good_at <= app.state.data_at <= stopped_at
+                assert good_at <= app.state.data_at <= error_at
                 assert app.state.outcome is not None
                 assert app.state.outcome.snapshot.ceph is not None
                 assert osd_row(app, "osd.0")[1] == "up"

@@ -414,8 +414,10 @@ class BotHarness:
 
     def __init__(self, settings: Any, roles: Mapping[str, Mapping[str, Any]],
                  journal: str, button_ttl_s: int = 900, admins: tuple[str, ...] = (),
-                 groups: Mapping[str, list[str]] | None = None, **bot_kw: Any) -> None:
-        from bot.server import HttpServer, build_bot
+                 groups: Mapping[str, list[str]] | None = None, port: int = 0,
+                 channels: Mapping[str, str] | None = None, alerts: Any = None,
+                 **bot_kw: Any) -> None:
+        from bot.server import HttpServer, alert_gate, build_bot
         from stordoc.env import Env
         from stordoc.settings import Role, Secret, SlackSettings
 
@@ -424,11 +426,16 @@ class BotHarness:
             bot_token=Secret(value=TOKEN), signing_secret=Secret(value=SIGNING_SECRET),
             app_token=Secret(value=APP_TOKEN), api_base_url=self.fake.base_url,
             button_ttl_s=button_ttl_s, admins=list(admins),
-            roles={k: Role(**v) for k, v in roles.items()})
-        self.settings = settings.model_copy(update={"slack": slack, "journal": journal})
+            roles={k: Role(**v) for k, v in roles.items()}, channels=dict(channels or {}))
+        upd: dict[str, Any] = {"slack": slack, "journal": journal}
+        if alerts is not None:
+            upd["alerts"] = alerts
+        self.settings = settings.model_copy(update=upd)
         self.env = Env(self.settings)
         self.bot = build_bot(self.env, **bot_kw)
-        self.server = HttpServer(self.bot, "127.0.0.1", 0).start()
+        self.server = HttpServer(self.bot, "127.0.0.1", port,
+                                 alerts=alert_gate(self.env, self.bot)).start()
+        self.base_url = f"http://127.0.0.1:{self.server.port}"
         self.slack = SlackSender(self.server.url, command=slack.command)
 
     def close(self) -> None:

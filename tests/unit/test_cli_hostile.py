@@ -44,9 +44,9 @@ HOSTILE = [
     "pool=/etc", "nosuch=1",
 ]
 
-# subcommands that would start something long-running (a server, a UI, a lab): only
+# subcommands that would start something long-running (a server, a UI, a lab, a watch): only
 # their arguments are parsed here (the lab and bot have their own lab tests)
-PARSE_ONLY = {"bot", "tui", "lab"}
+PARSE_ONLY = {"bot", "tui", "lab", "watch"}
 
 
 @dataclass(frozen=True)

@@ -329,3 +329,54 @@ def test_cli_errors_are_one_line_and_start_nothing(tmp_path: Any, capsys: Any) -
     assert "Traceback" not in err  # one message (the console may wrap it), no traceback
     assert main(["-c", str(cfg), "tui", "--refresh", "0.1"]) == 64
     assert not (tmp_path / "j.db").exists()  # nothing was started or written
+
+
+@sync
+async def test_mute_key_asks_for_duration_and_reason_then_hides_the_finding() -> None:
+    b = backend()
+    app = make_app(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f")
+        await settle(app, pilot)
+        await pilot.press("down")  # off the severity header, onto the first finding
+        first = app.screen._selected()
+        assert first is not None
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, S.MuteModal)
+        await pilot.press("enter")  # no reason: refused, the modal stays
+        await pilot.pause()
+        assert isinstance(app.screen, S.MuteModal) and b.mutes == []
+        await pilot.press(*"disk swap", "enter")
+        await settle(app, pilot)
+        assert b.mutes == [(first.code, first.entity, 4 * 3600.0, "disk swap")]
+        assert isinstance(app.screen, S.FindingsScreen)
+        assert all(f.key != first.key for f in app.screen.findings)
+
+
+@sync
+async def test_vim_and_home_end_keys_move_the_table_cursor() -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f")
+        await settle(app, pilot)
+        t = app.screen.query_one("#findings", DataTable)
+        assert t.cursor_row == 0
+        await pilot.press("j", "j")
+        assert t.cursor_row == 2
+        await pilot.press("k")
+        assert t.cursor_row == 1
+        await pilot.press("G")
+        assert t.cursor_row == t.row_count - 1
+        await pilot.press("home")
+        assert t.cursor_row == 0
+        await pilot.press("end")
+        assert t.cursor_row == t.row_count - 1
+        await pilot.press("g")
+        assert t.cursor_row == 0
+        # the footer keeps Help and Quit at 80 columns
+        from textual.widgets import Footer
+        keys = {b.key for b in app.screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
+        assert {"question_mark", "q"} <= keys

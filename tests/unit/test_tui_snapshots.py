@@ -73,3 +73,21 @@ def test_overview_leads_with_the_cause(snap_compare: Any, size: tuple[int, int])
         assert inc.row_count >= 1 and inc.region.bottom <= size[1] - 1
 
     assert snap_compare(_app(), run_before=run_before, terminal_size=size)
+
+
+@pytest.mark.parametrize("key,name", [("c", "cache"), ("w", "swift"), ("f", "findings")])
+def test_problem_screens_at_80x24_show_the_cause_and_fix_key(snap_compare: Any, key: str,
+                                                             name: str) -> None:
+    """Every screen that shows a problem has a cause line with its Fix key at 80x24, and
+    the footer keeps Help and Quit."""
+    async def run_before(pilot: Any) -> None:
+        await _ready(pilot)
+        await pilot.press(key)
+        await _ready(pilot)
+        if name != "findings":
+            cause = str(pilot.app.screen.query_one("#cause").render())
+            want = "CACHE_NO_TARGET" if name == "cache" else "SWIFT_DEVICE_UNMOUNTED"
+            assert want in cause and "x: " in cause, cause
+            assert pilot.app.screen.query_one("#cause").region.y <= 3
+
+    assert snap_compare(_app(), run_before=run_before, terminal_size=(80, 24))

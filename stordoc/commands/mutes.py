@@ -1,0 +1,102 @@
+"""``stordoc mute CODE [ENTITY] --for 4h --reason ...``, ``mute --list``, ``unmute``:
+mutes with expiry in the journal (storage/mutes.py), audited (who, why, until), expired
+automatically. The config's static ``muted = [...]`` list stays as it is."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from stordoc.argtypes import duration
+from stordoc.commands.common import env_from_args
+from stordoc.errors import UserError
+
+MAX_MUTE_S = 30 * 86400.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("mute", help="hide a finding code (on one entity or all) for a while")
+    p.add_argument("code", nargs="?", help="finding code, e.g. OSD_DOWN_OUT (see docs/checks.md)")
+    p.add_argument("entity", nargs="?", help="only this entity, e.g. osd.1 (default: all)")
+    p.add_argument("--for", dest="for_s", type=duration(60, MAX_MUTE_S), metavar="DURATION",
+                   help="how long: 30m, 4h, 2d (1 minute to 30 days)")
+    p.add_argument("--reason", help="why (kept in the audit)")
+    p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
+    p.add_argument("--list", action="store_true", help="list mutes (active, expired, removed)")
+    p.set_defaults(func=cmd_mute)
+    u = sub.add_parser("unmute", help="end a mute before it expires")
+    u.add_argument("code", help="finding code")
+    u.add_argument("entity", nargs="?", help="the entity the mute names (none: the all-mute)")
+    u.add_argument("--cluster", help="cluster name from the settings (default: the default)")
+    u.set_defaults(func=cmd_unmute)
+
+
+def known_code(code: str) -> str:
+    """A registered finding code, upper-cased; else one clear line (exit 64)."""
+    import checks.catalog  # noqa: F401
+    import checks.engine  # noqa: F401  (registers the engine's codes)
+    from checks.model import REGISTRY
+
+    c = code.strip().upper()
+    if c not in REGISTRY.codes:
+        raise UserError(f"unknown code {code!r}; see docs/checks.md")
+    return c
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+def cmd_mute(args: argparse.Namespace) -> int:
+    from storage.mutes import add_mute, list_mutes
+
+    env = env_from_args(args)
+    try:
+        if args.list:
+            if args.code or args.for_s or args.reason:
+                raise UserError("mute --list takes no code, --for or --reason")
+            cluster = env.cluster_name(args.cluster)
+            now = time.time()
+            t = Table("id", "what", "state", "until", "by", "reason", box=None)
+            for m in list_mutes(env.journal, cluster):
+                state = ("removed by " + str(m.removed_by)) if m.removed_at else (
+                    "active" if m.active(now) else "expired")
+                t.add_row(str(m.id), m.what, state, _when(m.until), m.by, m.reason)
+            Console(highlight=False).print(t)
+            return 0
+        if not args.code:
+            raise UserError("mute needs a CODE (or --list)")
+        if args.for_s is None:
+            raise UserError("mute needs --for DURATION (e.g. --for 4h)")
+        if not (args.reason or "").strip():
+            raise UserError("mute needs --reason (kept in the audit)")
+        code = known_code(args.code)
+        cluster = env.cluster_name(args.cluster)
+        user = env.settings.user or env.user
+        m = add_mute(env.journal, cluster, code, args.entity, time.time() + args.for_s,
+                     user, args.reason)
+        print(f"muted {m.what} on {cluster} until {_when(m.until)} by {m.by}: {m.reason}")
+        return 0
+    finally:
+        env.close()
+
+
+def cmd_unmute(args: argparse.Namespace) -> int:
+    from storage.mutes import remove_mutes
+
+    env = env_from_args(args)
+    try:
+        code = known_code(args.code)
+        cluster = env.cluster_name(args.cluster)
+        gone = remove_mutes(env.journal, cluster, code, args.entity,
+                            env.settings.user or env.user)
+        if not gone:
+            what = f"{code} {args.entity}" if args.entity else f"{code} (all)"
+            raise UserError(f"no active mute of {what} on {cluster} (see mute --list)")
+        print(f"unmuted {', '.join(m.what for m in gone)} on {cluster}")
+        return 0
+    finally:
+        env.close()

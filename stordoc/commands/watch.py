@@ -1,0 +1,124 @@
+"""``stordoc watch``: on-call without Prometheus. Check a cluster every ``--every``, print a
+line per new incident and per resolution, and, when Slack is configured and a channel is
+bound to the cluster (``[slack.channels]``), post them there the way alerts are posted
+(one message per incident, its Fix button, the resolution in its thread, the channel's
+rate limit). The posted threads live in the journal: a restarted watch posts nothing twice.
+``stordoc bot --watch CLUSTER`` runs the same loop inside the bot process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from stordoc.argtypes import duration, int_range
+from stordoc.commands.common import env_from_args
+
+if TYPE_CHECKING:
+    from bot.alerts import AlertDesk
+    from checks.service import CheckOutcome
+    from stordoc.env import Env
+
+console = Console(highlight=False)
+MIN_EVERY_S, MAX_EVERY_S = 5.0, 86400.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("watch", help="check periodically; print (and post to the cluster's "
+                       "Slack channel) new incidents and resolutions")
+    p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
+    p.add_argument("--every", type=duration(MIN_EVERY_S, MAX_EVERY_S), default=60.0,
+                   help="time between checks: 30s, 5m, 1h (default 60s; 5s to 1d)")
+    p.add_argument("--count", type=int_range(1, 1_000_000), default=None,
+                   help="stop after this many checks (default: until Ctrl-C or SIGTERM)")
+    p.add_argument("--no-slack", action="store_true",
+                   help="print only, even when Slack is configured")
+    p.set_defaults(func=run)
+
+
+def stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def changes(prev: dict[str, str] | None, out: CheckOutcome) -> list[str]:
+    """Lines for what changed since ``prev`` (incident id -> line); all open on the first."""
+    if out.report.exit_code == 3:
+        return [f"{stamp()} {out.report.cluster} UNREACHABLE: "
+                + "; ".join(f.message for f in out.report.findings[:1])]
+    now = {i.id: _line(i) for i in out.incidents}
+    lines: list[str] = []
+    if prev is None:
+        lines.append(f"{stamp()} {out.report.cluster}: watching, {len(now)} incident"
+                     f"{'s' if len(now) != 1 else ''} open")
+        lines += [f"{stamp()} {out.report.cluster} OPEN {v}" for v in now.values()]
+        return lines
+    lines += [f"{stamp()} {out.report.cluster} NEW {now[k]}" for k in now if k not in prev]
+    lines += [f"{stamp()} {out.report.cluster} RESOLVED {k}" for k in prev if k not in now]
+    return lines
+
+
+def _line(inc: Any) -> str:
+    nxt = (f" -- next: stordoc fix {inc.next_step.runbook} {inc.next_step.target}"
+           if inc.next_step else "")
+    return f"{inc.severity.label} {inc.id}: {inc.impact}{nxt}"
+
+
+def loop(env: Env, cluster: str, every: float, stop: threading.Event,
+         emit: Callable[[str], None], desk: AlertDesk | None = None,
+         count: int | None = None, source: str = "watch") -> int:
+    """The watch loop (CLI and bot); returns the number of checks run."""
+    prev: dict[str, str] | None = None
+    n = 0
+    while not stop.is_set() and (count is None or n < count):
+        t0 = time.monotonic()
+        out = env.check(cluster, source=source)
+        n += 1
+        for line in changes(prev, out):
+            emit(line)
+        if out.report.exit_code != 3:
+            prev = {i.id: _line(i) for i in out.incidents}
+            if desk is not None:
+                desk.sync(cluster, out)
+        if count is not None and n >= count:
+            break
+        stop.wait(max(0.0, every - (time.monotonic() - t0)))
+    return n
+
+
+def _desk(env: Env, cluster: str, no_slack: bool) -> AlertDesk | None:
+    if no_slack or not env.settings.slack.bot_token.resolve():
+        return None
+    if cluster not in env.settings.slack.channels.values():
+        console.print(f"[yellow]no Slack channel is bound to {cluster} (slack.channels): "
+                      "printing only[/]")
+        return None
+    from bot.server import build_bot
+
+    return build_bot(env, post_only=True).desk
+
+
+def run(args: argparse.Namespace) -> int:
+    env = env_from_args(args)
+    try:
+        cluster = env.cluster_name(args.cluster)
+        desk = _desk(env, cluster, args.no_slack)
+        stop = threading.Event()
+        old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            loop(env, cluster, args.every, stop, lambda s: print(s, flush=True),
+                 desk, args.count)
+        except KeyboardInterrupt:
+            console.print(f"{stamp()} {cluster}: watch stopped")
+        finally:
+            signal.signal(signal.SIGTERM, old)
+            if desk is not None:
+                desk.bot.close()
+    finally:
+        env.close()
+    return 0

@@ -1,0 +1,152 @@
+"""Ceph's own codes on the real lab: RECENT_CRASH from an OSD killed with SIGABRT (its
+crash report posted as ceph-crash would, which the lab does not run), folded into the
+OSD's incident, then archived by the crash-archive runbook; OSD_NEARFULL by ratio,
+explained and folded, then muted in Ceph and shown as muted; MGR_DOWN; and a stordoc
+mute with expiry from the CLI on a real finding."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from checks.service import CheckOutcome
+from storage.lab import Lab
+from stordoc.env import Env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def until(env: Env, ok: Callable[[CheckOutcome], bool], timeout: float, what: str
+          ) -> CheckOutcome:
+    deadline = time.monotonic() + timeout
+    out = env.check("lab")
+    while not ok(out) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        out = env.check("lab")
+    assert ok(out), f"{what}: {[(f.code, f.entity) for f in out.report.findings]}"
+    return out
+
+
+def ceph_finding(out: CheckOutcome, code: str):  # type: ignore[no-untyped-def]
+    return next((f for f in (*out.report.findings, *out.report.muted)
+                 if f.entity == f"ceph {code}"), None)
+
+
+def ceph(lab: Lab, *args: str) -> str:
+    return subprocess.run(["ceph", "-c", str(lab.base / "ceph" / "ceph.conf"), *args],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+def cli(lab: Lab, env: Env, *args: str) -> subprocess.CompletedProcess[str]:
+    cfg = Path(env.settings.journal).parent / "stordoc.toml"
+    text = lab.config_path.read_text()
+    cfg.write_text("\n".join(f'journal = "{env.settings.journal}"' if ln.startswith(
+        "journal =") else ln for ln in text.splitlines()) + "\n")
+    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
+                          input="", env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+
+
+def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) -> None:
+    ceph(lab, "crash", "archive-all")  # crashes of earlier tests: this one starts clean
+    before = set(glob.glob(str(lab.base / "ceph" / "crash" / "*" / "meta")))
+    pid = lab.pid("osd.2")
+    assert pid is not None
+    os.kill(pid, signal.SIGABRT)
+    try:
+        deadline = time.monotonic() + 60
+        while not (new := set(glob.glob(str(lab.base / "ceph" / "crash" / "*" / "meta")))
+                   - before) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert new, "ceph-osd wrote no crash report"
+        ceph(lab, "crash", "post", "-i", new.pop())  # what ceph-crash does
+        # until Ceph marks osd.2 down, osd-start refuses ("osd.2 is up"): no next step yet
+        out = until(env, lambda o: ceph_finding(o, "RECENT_CRASH") is not None and any(
+            i.root.code == "OSD_DAEMON_STOPPED" and i.next_step is not None
+            for i in o.incidents), 90, "crash")
+        inc = out.incidents[0]
+        assert (inc.root.code, inc.root.entity) == ("OSD_DAEMON_STOPPED", "osd.2")
+        crash = ceph_finding(out, "RECENT_CRASH")
+        assert crash is not None and crash in inc.consequences
+        assert "osd.2 (node3)" in crash.message and crash.runbook == "crash-archive"
+        assert crash.since is not None
+        crash_id = crash.target
+        assert inc.next_step is not None and inc.next_step.command == \
+            "stordoc fix osd-start osd.2"
+        r = cli(lab, env, "fix", "osd-start", "osd.2", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        # the crash stays: now its own incident, whose one next step archives it
+        out = until(env, lambda o: bool(o.incidents) and o.incidents[0].root.entity ==
+                    "ceph RECENT_CRASH" and len(o.incidents) == 1, 120, "crash alone")
+        step = out.incidents[0].next_step
+        assert step is not None and step.command == f"stordoc fix crash-archive {crash_id}"
+        r = cli(lab, env, "fix", "crash-archive", str(crash_id), "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        until(env, lambda o: ceph_finding(o, "RECENT_CRASH") is None, 60, "archived")
+        assert crash_id in ceph(lab, "crash", "ls")  # archived, not deleted
+    finally:
+        if lab.pid("osd.2") is None:
+            lab.start_osd(2)
+
+
+def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -> None:
+    ceph(lab, "osd", "set-nearfull-ratio", "0.001")
+    try:
+        out = until(env, lambda o: ceph_finding(o, "OSD_NEARFULL") is not None, 90,
+                    "OSD_NEARFULL")
+        f = ceph_finding(out, "OSD_NEARFULL")
+        assert f is not None and f.evidence["osds"]
+        assert set(f.evidence["hosts"].values()) <= {"node1", "node2", "node3"}
+        assert "nearfull 0.00" in f.message and "%" in f.message
+        # folded into an OSD_NEAR_FULL incident of ours, not an incident of its own
+        assert not any(i.root.key == f.key for i in out.incidents)
+        assert any(i.root.code == "OSD_NEAR_FULL" and f in i.consequences
+                   for i in out.incidents)
+        ceph(lab, "health", "mute", "OSD_NEARFULL", "10m")
+        out = until(env, lambda o: (m := ceph_finding(o, "OSD_NEARFULL")) is not None
+                    and m.evidence.get("muted_in_ceph") is True, 60, "muted in Ceph")
+        m = ceph_finding(out, "OSD_NEARFULL")
+        assert m is not None and m.severity.label == "info"
+        assert m.message.startswith("muted in Ceph")
+    finally:
+        ceph(lab, "health", "unmute", "OSD_NEARFULL")
+        ceph(lab, "osd", "set-nearfull-ratio", "0.85")
+    until(env, lambda o: not o.report.findings, 90, "healthy again")
+
+
+def test_mgr_down_says_what_is_stale(lab: Lab, env: Env) -> None:
+    assert lab.stop("mgr.x")
+    try:
+        out = until(env, lambda o: ceph_finding(o, "MGR_DOWN") is not None, 120, "MGR_DOWN")
+        f = ceph_finding(out, "MGR_DOWN")
+        assert f is not None and "stale" in f.message and "pg stat" in f.message
+    finally:
+        lab.start_mgr()
+    until(env, lambda o: ceph_finding(o, "MGR_DOWN") is None, 120, "mgr back")
+
+
+def test_cli_mute_with_expiry_hides_a_real_finding_and_is_audited(lab: Lab,
+                                                                 env: Env) -> None:
+    lab.break_("pool-few-pgs")
+    try:
+        until(env, lambda o: any(f.code == "POOL_PG_NUM_LOW" for f in o.report.findings),
+              60, "few pgs")
+        r = cli(lab, env, "mute", "POOL_PG_NUM_LOW", "pool lab-fewpg", "--for", "10m",
+                "--reason", "test pool, removed soon")
+        assert r.returncode == 0, r.stderr
+        r = cli(lab, env, "check")
+        assert r.returncode == 0, r.stdout  # nothing else: OK
+        assert r.stdout.startswith("OK lab: no incidents") and "1 muted" in r.stdout
+        listing = cli(lab, env, "mute", "--list").stdout
+        assert "POOL_PG_NUM_LOW pool lab-fewpg" in listing and "test pool" in listing
+        r = cli(lab, env, "unmute", "POOL_PG_NUM_LOW", "pool lab-fewpg")
+        assert r.returncode == 0
+        assert cli(lab, env, "check").returncode == 1
+    finally:
+        lab.heal("pool-few-pgs")
