@@ -441,7 +441,8 @@ class AlertDesk:
             th = self.thread(key)
             if th is None:
                 self._open(key, cluster, "(none)", f"{p.name} firing on {cluster}",
-                           _quiet_blocks(p, cluster, out), p.groupKey)
+                           _quiet_blocks(p, cluster, out)
+                           + self._silence_actions(cluster, p.name), p.groupKey)
             else:
                 self._reply(th, f"{note} again; stordoc still finds no problem.")
             return
@@ -452,19 +453,22 @@ class AlertDesk:
                 continue
             if th is None:
                 blocks = self._incident_blocks(cluster, inc, f"{p.name} firing")
-                if self.api is not None:
-                    tok = self.bot.store.new_button("silence", cluster, "silence", p.name,
-                                                    "alertmanager", self.bot.ttl,
-                                                    {"alertname": p.name})
-                    blocks.append({"type": "actions", "elements": [
-                        r.button("Silence 4h", "silence", tok)]})
+                blocks += self._silence_actions(cluster, p.name)
                 self._open(key, cluster, inc.id, f"{p.name}: {inc.root.entity} "
                            f"{inc.root.code} on {cluster}", blocks, p.groupKey)
             elif self._add_group(th, p.groupKey):
                 self._reply(th, f"{note}: same cause ({inc.root.entity} {inc.root.code}).")
 
+    def _silence_actions(self, cluster: str, alertname: str) -> list[r.Block]:
+        """The Silence button (when Alertmanager's API is configured)."""
+        if self.api is None:
+            return []
+        tok = self.bot.store.new_button("silence", cluster, "silence", alertname,
+                                        "alertmanager", self.bot.ttl, {"alertname": alertname})
+        return [{"type": "actions", "elements": [r.button("Silence 4h", "silence", tok)]}]
+
     def _resolved(self, p: AmPayload, cluster: str, out: CheckOutcome) -> None:
-        now_ids = {i.id for i in out.incidents}
+        now_ids = present(out)
         for th in self.threads_of_group(cluster, p.groupKey):
             if th.incident == "(none)" or th.incident not in now_ids:
                 self._reply(th, f":white_check_mark: resolved: *{r.esc(p.name)}*; stordoc "
@@ -494,8 +498,7 @@ class AlertDesk:
                         return
                     out = self.bot.backend.check_since(th.cluster, time.time(),
                                                        source="alert")
-                    if out.report.exit_code != 3 and \
-                            th.incident not in {i.id for i in out.incidents}:
+                    if out.report.exit_code != 3 and th.incident not in present(out):
                         with self._lock(th.cluster):
                             if self.thread(th.key) is not None:
                                 self._reply(th, f":white_check_mark: resolved: stordoc sees "
@@ -517,7 +520,7 @@ class AlertDesk:
         if out.report.exit_code == 3:
             return 0, 0
         with self._lock(cluster):
-            ids = {i.id for i in out.incidents}
+            ids = present(out)
             for inc in out.incidents:
                 key = f"{cluster}|{inc.id}"
                 if self.thread(key) is None and not self._held(cluster, inc, "watch"):
@@ -624,6 +627,13 @@ class AlertDesk:
     def threads_of_group(self, cluster: str, group: str) -> list[AlertThread]:
         return [AlertThread(*row[:7]) for row in self._rows("cluster = ?", (cluster,))
                 if group in json.loads(row[7] or "[]")]
+
+
+def present(out: CheckOutcome) -> set[str]:
+    """Incident ids still there, muted ones included: a muted cause is hidden, not gone,
+    and must never be announced as resolved."""
+    return {i.id for i in out.incidents} | {f"{f.code} {f.entity}"
+                                            for f in out.report.muted}
 
 
 def _alertname_of(group_key: str) -> str | None:

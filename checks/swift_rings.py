@@ -166,6 +166,36 @@ def ring_findings(ring: RingState, ctx: CheckContext) -> list[Finding]:
     return out
 
 
+def ssh_ring_findings(snap: ClusterSnapshot, local: dict[str, str],
+                      matches: dict[str, bool | None]) -> list[Finding]:
+    """Ring files a host holds (md5sum over SSH in its ``swift_ring_dirs``) that differ
+    from the local ring and that no answering server's recon already reported: e.g. the
+    rings of a server that is down, which would start with the wrong ring."""
+    sw = snap.swift
+    assert sw is not None
+    seen = {(r.ip, p) for r in sw.recon if r.error_kind is None for p in r.ringmd5}
+    out: list[Finding] = []
+    for hname, facts in sorted(snap.hosts.items()):
+        if facts.error:
+            continue
+        for path, md5 in sorted(facts.ring_md5.items()):
+            name = os.path.basename(path)
+            want = local.get(name)
+            if not want or md5 == want or (facts.address, path) in seen:
+                continue
+            kind = name.split(".ring.gz")[0]
+            m = matches.get(name)
+            built = " (the builder's)" if m is True else \
+                " (which differs from the builder)" if m is False else ""
+            out.append(Finding(
+                "SWIFT_RING_MD5_MISMATCH", Severity.CRIT, f"{kind} ring {hname}:{path}",
+                f"{path} on {hname} has md5 {md5}, not the local {want}{built} (seen over "
+                "SSH; no answering server reports it: a server started there would use it)",
+                {"host": hname, "file": path, "md5": md5, "local_md5": want, "via": "ssh"},
+                runbook="swift-ring-push", target=kind))
+    return out
+
+
 @check("swift-rings", codes=CODES, needs=("swift",))
 def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
@@ -204,6 +234,7 @@ def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                         {"server": ep, "file": name, "md5": None, "local_md5": want}))
         if r.swiftconfmd5:
             confs.setdefault(r.swiftconfmd5, []).append(ep)
+    out.extend(ssh_ring_findings(snap, local, matches))
     if len(confs) > 1 or (confs and sw.local_swiftconf_md5
                           and set(confs) != {sw.local_swiftconf_md5}):
         ref = sw.local_swiftconf_md5 or max(confs, key=lambda k: len(confs[k]))

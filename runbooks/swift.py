@@ -322,8 +322,12 @@ class SwiftRingRebalance(Runbook):
                 f"swift-ring-builder {builder_path} rebalance --seed {REBALANCE_SEED}", apply)
         ents: list[str] = []
         try:
-            if swift.recon:  # no storage server in the rings: nothing to copy to
+            if swift.recon and d.ctx.target.hosts:
                 ents = plan_distribution(d, snap, target, ring_path, None, f"rb-{md5[:12]}")
+            elif swift.recon:
+                d.warnings.append(f"no hosts configured for SSH: copy {ring_path} to every "
+                                  "Swift node yourself (SWIFT_RING_MD5_MISMATCH names the "
+                                  "servers that still read the old one)")
             else:
                 d.warnings.append("no storage server to copy the new ring to")
         except Refused as e:

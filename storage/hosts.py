@@ -207,7 +207,8 @@ class FabricRunner:
 
 # --------------------------------------------------------------------------- the scripts
 
-# Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR".
+# Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
+# "ringdir DIR" (md5sum of each ring.gz there).
 # Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink.
 FACTS_SCRIPT = r"""
 fstab=$1; shift
@@ -256,6 +257,10 @@ while [ $# -gt 0 ]; do
       echo "@@swift $2"
       if [ -d "$3" ]; then echo "dir 1"; else echo "dir 0"; fi
       shift 3;;
+    ringdir)
+      echo "@@ringmd5"
+      for f in "$2"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null
+      shift 2;;
     *) shift;;
   esac
 done
@@ -295,13 +300,15 @@ echo "@@end"
 
 
 def facts_argv(fstab: str, osds: Sequence[tuple[int, str, str | None]],
-               swift: Sequence[tuple[str, str]]) -> list[str]:
+               swift: Sequence[tuple[str, str]], ring_dirs: Sequence[str] = ()) -> list[str]:
     """The one command that gathers a host's facts (constant script, typed arguments)."""
     argv = ["sh", "-c", FACTS_SCRIPT, "stordoc-facts", fstab]
     for osd_id, d, pidf in osds:
         argv += ["osd", str(int(osd_id)), d, pidf or ""]
     for name, d in swift:
         argv += ["swift", name, d]
+    for d in ring_dirs:
+        argv += ["ringdir", d]
     return argv
 
 
@@ -496,6 +503,16 @@ def parse_listeners(lines: Iterable[str]) -> dict[int, tuple[int | None, str]] |
             continue
         m = _SS_PROC_RE.search(line)
         out.setdefault(int(port_s), (int(m.group(2)), m.group(1)) if m else (None, ""))
+    return out
+
+
+def parse_md5sums(lines: Iterable[str]) -> dict[str, str]:
+    """path -> md5 from ``md5sum`` lines (``<32 hex>  <path>``)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and re.fullmatch(r"[0-9a-f]{32}", parts[0]):
+            out[parts[1].lstrip("*")] = parts[0]
     return out
 
 
@@ -742,7 +759,8 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                       io_errors=io, dirs=dirs,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
-                      swift_dirs=dict(plan.swift), lvm_volumes=lvm, units=units)
+                      swift_dirs=dict(plan.swift), lvm_volumes=lvm, units=units,
+                      ring_md5=parse_md5sums(sec.get("ringmd5", [])))
     labels = {d.dev.path: d.label for d in devs if d.label}
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label
     return facts, cand, labels
@@ -771,7 +789,7 @@ def collect_one(plan: HostPlan, runner: Runner, window_s: float = 86400.0) -> Ho
     t = plan.target
     t0 = time.monotonic()
     try:
-        r = runner.run(t.name, facts_argv(t.fstab_path, plan.osds, plan.swift),
+        r = runner.run(t.name, facts_argv(t.fstab_path, plan.osds, plan.swift, t.swift_ring_dirs),
                        timeout_s=t.timeout_s)
     except HostUnreachable as e:
         return HostFacts(name=t.name, address=t.address, error=e.reason,

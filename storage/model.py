@@ -285,6 +285,7 @@ class HostFacts:
     swift_dirs: Mapping[str, str] = field(default_factory=dict)  # its ring device -> dir
     lvm_volumes: tuple[LvmVolume, ...] = ()  # LVs tagged by ceph-volume lvm
     units: tuple[UnitState, ...] = ()  # OSD-related systemd units (when systemd runs)
+    ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)
     collected_at: float = 0.0
     duration_s: float = 0.0
 

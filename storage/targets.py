@@ -44,6 +44,8 @@ class HostTarget:
     # argv template, formatted with {server} (object, container or account)
     swift_server_start: tuple[str, ...] = ("systemctl", "start", "swift-{server}")
     fstab_path: str = "/etc/fstab"
+    # where this host's Swift servers read their rings (md5 of each *.ring.gz over SSH)
+    swift_ring_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

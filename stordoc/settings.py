@@ -121,6 +121,7 @@ class HostSettings(_Model):
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     fstab_path: str = "/etc/fstab"
+    swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
 
     @field_validator("name")
     @classmethod
@@ -223,7 +224,7 @@ class ClusterSettings(_Model):
                     osd_activate_lvm=tuple(h.osd_activate_lvm),
                     osd_start_cephadm=tuple(h.osd_start_cephadm),
                     swift_server_start=tuple(h.swift_server_start),
-                    fstab_path=h.fstab_path,
+                    fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
                 ) for h in self.hosts
             ),
             ceph_cluster_name=cluster_name,
@@ -234,6 +235,16 @@ class Role(_Model):
     viewers: list[str] = []  # Slack user IDs (U...) or user group IDs (S...)
     operators: list[str] = []
     two_person: bool = False  # confirmer must differ from requester for destructive runbooks
+
+
+def http_url(v: str | None) -> str | None:
+    """An optional http(s) URL with a host (Slack's API base, Alertmanager's API)."""
+    if v is None:
+        return v
+    u = urlsplit(v)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"{v!r} is not an http(s) URL")
+    return v
 
 
 class SlackSettings(_Model):
@@ -247,12 +258,7 @@ class SlackSettings(_Model):
     @field_validator("api_base_url")
     @classmethod
     def _url_ok(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        u = urlsplit(v)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"{v!r} is not an http(s) URL")
-        return v
+        return http_url(v)
     roles: dict[str, Role] = {}  # per cluster name, "*" for all
     admins: list[str] = []
     # channel ID -> cluster: commands there default to it; other clusters only for admins;
@@ -292,12 +298,7 @@ class AlertSettings(_Model):
     @field_validator("alertmanager_url")
     @classmethod
     def _url_ok(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        u = urlsplit(v)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"{v!r} is not an http(s) URL")
-        return v
+        return http_url(v)
 
 
 class TuiSettings(_Model):

@@ -101,6 +101,8 @@ class Backend(Protocol):
 
     def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
 
+    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]: ...
+
     def findings_of(self, run_id: int) -> list[dict[str, Any]]: ...
 
     def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
@@ -293,6 +295,16 @@ class EnvBackend:
         rows: list[dict[str, Any]] = self.env.journal.runs(cluster, limit=limit)
         return rows
 
+    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]:
+        """What the bot posted from alerts and watch mode (the journal's alert_threads),
+        newest first: the TUI follows the same stream as the on-call channel."""
+        db = self.env.journal.db
+        with self.env.journal.lock:
+            if "alert_threads" not in db.table_names():
+                return []
+            return list(db.table("alert_threads").rows_where(order_by="opened_at desc",
+                                                             limit=limit))
+
     def findings_of(self, run_id: int) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = self.env.journal.findings_of(run_id)
         return rows
@@ -449,6 +461,9 @@ class SnapshotBackend:
 
     def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
         return self.history_rows[:limit]
+
+    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]:
+        return []
 
     def findings_of(self, run_id: int) -> list[dict[str, Any]]:
         return [f.to_dict() for f in self.findings]

@@ -50,6 +50,10 @@ class ClusterListScreen(ModalScreen[str | None]):
         t: DataTable[str] = DataTable(id="clusters", cursor_type="row")
         t.add_columns("", "cluster", "last check", "age", "by")
         yield t
+        yield Static("Posted to on-call (alerts and watch), newest first", id="stream-title")
+        s: DataTable[str] = DataTable(id="stream", cursor_type="none")
+        s.add_columns("opened", "cluster", "incident", "state")
+        yield s
 
     def on_mount(self) -> None:
         app: StordocApp = self.app  # type: ignore[assignment]
@@ -61,6 +65,21 @@ class ClusterListScreen(ModalScreen[str | None]):
         if app.cluster in names:
             t.move_cursor(row=names.index(app.cluster))
         t.focus()
+        self.show_stream()
+        self.set_interval(2.0, self.show_stream)
+
+    def show_stream(self) -> None:
+        """The alert/watch stream from the journal (a few rows: cheap every 2 s)."""
+        app: StordocApp = self.app  # type: ignore[assignment]
+        s = self.query_one("#stream", DataTable)
+        s.clear()
+        for row in app.backend.alert_stream(20):
+            opened = time.strftime("%H:%M:%S", time.localtime(float(row.get("opened_at") or 0)))
+            closed = row.get("closed_at")
+            state = ("resolved " + time.strftime("%H:%M:%S", time.localtime(float(closed)))
+                     if closed else "open")
+            s.add_row(opened, str(row.get("cluster", "")), str(row.get("title", ""))[:80],
+                      state)
 
     def action_choose(self) -> None:
         t = self.query_one("#clusters", DataTable)

@@ -16,13 +16,15 @@ from stordoc.env import Env
 from stordoc.settings import load_settings
 
 _broken: list[str] = []
+# recovery on a loaded 2-core machine can take minutes; waiting costs nothing once settled
+SETTLE_S = 420
 
 
 @pytest.fixture(autouse=True)
 def settled(lab: Lab) -> None:
     if _broken:  # fail at once instead of waiting out the deadline test after test
         pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + SETTLE_S
     while time.monotonic() < deadline:
         if lab.osds_up_in() == (lab.n_osds, lab.n_osds) and lab.pgs_clean():
             return
@@ -30,7 +32,7 @@ def settled(lab: Lab) -> None:
     dead = [n for n, pid in lab.status()["processes"].items() if pid is None]
     _broken.append(f"OSDs up/in {lab.osds_up_in()}, PGs clean {lab.pgs_clean()}, "
                    f"daemons not running: {', '.join(dead) or 'none'} (logs in {lab.log_dir})")
-    pytest.fail(f"the lab did not settle within 180 s before this test: {_broken[0]}")
+    pytest.fail(f"the lab did not settle within {SETTLE_S} s before this test: {_broken[0]}")
 
 
 @pytest.fixture

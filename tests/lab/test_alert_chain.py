@@ -197,3 +197,67 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
         raise AssertionError("no resolution posted in the incident's thread")
     assert len([c for c in _channel_posts(h) if not c.params.get("thread_ts")
                 and "OSD_DATA_UNMOUNTED" in all_text(c)]) == 1, "posted once"
+
+
+def test_silence_from_chat_and_button(private: BotHarness, lab: Lab,
+                                      chain: AlertChain) -> None:
+    """`silence` and the Silence button create a real Alertmanager silence (creator: the
+    Slack user) and a stordoc mute of the incident's root, same expiry, audited; a viewer
+    cannot; `silences` lists both; a muted cause is never announced as resolved."""
+    from bot.alerts import AlertmanagerApi
+    from storage.mutes import active_mutes
+
+    h = private
+    api = AlertmanagerApi(chain.alertmanager_url)
+    h.slack.channel = CHANNEL
+    before = {s["id"] for s in api.silences("cluster", "lab")}
+    h.slack.slash("silence CephOSDDown for=1h planned disk swap", "UVIEWALRT1")
+    h.wait_post("operator", ("chat.postEphemeral", "chat.postMessage"))
+    assert {s["id"] for s in api.silences("cluster", "lab")} == before, "a viewer cannot"
+    h.slack.slash("silence CephOSDDown for=1h planned disk swap", OPS)
+    h.wait_post("Silenced `CephOSDDown` on lab")
+    new = [s for s in api.silences("cluster", "lab") if s["id"] not in before]
+    assert len(new) == 1 and new[0]["createdBy"] == f"slack:{OPS}"
+    assert {(m["name"], m["value"]) for m in new[0]["matchers"]} == {
+        ("alertname", "CephOSDDown"), ("cluster", "lab")}
+    assert "planned disk swap" in new[0]["comment"]
+    h.slack.slash("silences", OPS)
+    listed = h.wait_post("silences and mutes")
+    assert "alertname=CephOSDDown" in all_text(listed)
+    # the button on an incident's post: silence + mute of the root, same expiry
+    token = chain.token_file.read_text().strip()
+    lab.break_("osd-unmounted", osd=1)
+    try:
+        p = json.loads((Path(__file__).parents[1] / "fixtures" / "alertmanager"
+                        / "osd_down_high_resolved.json").read_text())
+        p.update(status="firing", groupKey='{}:{alertname="CephOSDDownHigh"}')
+        p["commonLabels"]["cluster"] = "lab"
+        p["alerts"][0].update(status="firing", endsAt="0001-01-01T00:00:00Z",
+                              startsAt="2000-01-01T00:00:00Z")
+        code, _ = _post(h.base_url + "/alertmanager", json.dumps(p).encode(),
+                        {"Authorization": f"Bearer {token}"})
+        assert code == 200
+        msg = h.fake.wait_for(lambda f: [c for c in _channel_posts(h)
+                                         if "OSD_DATA_UNMOUNTED" in all_text(c)
+                                         and buttons(c, "silence")], 180)[0]
+        sil = buttons(msg, "silence")[0]["value"]
+        h.slack.press("silence", sil, OPS, msg.response["ts"])
+        h.wait_post("stordoc muted OSD_DATA_UNMOUNTED osd.1")
+        mutes = active_mutes(h.env.journal, "lab")
+        assert [(m.code, m.entity) for m in mutes] == [("OSD_DATA_UNMOUNTED", "osd.1")]
+        assert mutes[0].by == f"slack:{OPS}"
+        sils = [s for s in api.silences("cluster", "lab")
+                if any(m["value"] == "CephOSDDownHigh" for m in s["matchers"])]
+        assert len(sils) == 1
+        h.slack.press("silence", sil, OPS, msg.response["ts"])
+        h.wait_post("already silenced", ("chat.postEphemeral", "chat.postMessage"))
+        # muted, not gone: watch mode must not call it resolved
+        ts = msg.response["ts"]
+        _, closed = h.bot.desk.sync("lab", h.env.check("lab"))
+        assert closed == 0
+        assert not [c for c in _channel_posts(h) if c.params.get("thread_ts") == ts
+                    and "resolved" in all_text(c)]
+    finally:
+        lab.heal("osd-unmounted", osd=1)
+        from storage.mutes import remove_mutes
+        remove_mutes(h.env.journal, "lab", "OSD_DATA_UNMOUNTED", "osd.1", "test")

@@ -143,3 +143,22 @@ def test_push_refuses_a_file_changed_since_the_plan(lab: Lab, tmp_path: Path) ->
     finally:
         lab.heal("swift-ring-stale")
     assert findings(lab) == []
+
+
+def test_stale_ring_of_a_stopped_server_is_seen_over_ssh(lab: Lab) -> None:
+    """The object server is down (recon cannot tell its ring): the md5sum of each host's
+    swift_ring_dirs over SSH still finds the older object.ring.gz it would start with."""
+    stale = lab.ring_dir("object") / "object.ring.gz"
+    try:
+        lab.break_("swift-ring-stale", server="object")
+        lab.break_("swift-server-stopped", server="object")
+        got = findings(lab)
+        for node in ("node1", "node2", "node3"):
+            assert ("SWIFT_RING_MD5_MISMATCH", f"object ring {node}:{stale}") in got
+        # what the other servers read is current: nothing said about their copies
+        assert not [e for c, e in got if c == "SWIFT_RING_MD5_MISMATCH"
+                    and ("/srv/container/" in e or "/srv/account/" in e)]
+    finally:
+        lab.heal("swift-server-stopped", server="object")
+        lab.heal("swift-ring-stale")
+    assert findings(lab) == []

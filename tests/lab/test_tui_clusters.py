@@ -30,10 +30,41 @@ def _two_clusters(lab: Lab, tmp_path: Path) -> Env:
     return Env(load_settings(cfg))
 
 
+def _alert_posted_for_far(env: Env, tmp_path: Path) -> None:
+    """The real bot (same journal) takes an alert about "far" and posts it."""
+    import json
+    import urllib.request
+
+    from stordoc.settings import AlertSettings, Secret
+    from tests.support.fake_slack import BotHarness
+
+    h = BotHarness(env.settings, {"far": {"operators": ["UOPSFAR001"]}}, env.settings.journal,
+                   throttle_s=0.05, channels={"CFARROOM01": "far"},
+                   alerts=AlertSettings(token=Secret(value="far-token-0123456789")))
+    try:
+        fixture = Path(__file__).parents[1] / "fixtures" / "alertmanager" / \
+            "osd_down_high_resolved.json"
+        p = json.loads(fixture.read_text())
+        p.update(status="firing", groupKey='{}:{alertname="CephHealthError"}',
+                 groupLabels={"alertname": "CephHealthError"})
+        p["alerts"][0].update(status="firing", endsAt="0001-01-01T00:00:00Z",
+                              labels={"alertname": "CephHealthError", "cluster": "far"})
+        req = urllib.request.Request(h.base_url + "/alertmanager", method="POST",
+                                     data=json.dumps(p).encode(), headers={
+                                         "Authorization": "Bearer far-token-0123456789",
+                                         "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 200
+        h.fake.wait_for(lambda f: h.posts(), 120)
+    finally:
+        h.close()
+
+
 @sync
 async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -> None:
     env = _two_clusters(lab, tmp_path)
     env.check("far", source="cli")  # "far" has a recorded (unreachable) run, the lab none yet
+    _alert_posted_for_far(env, tmp_path)  # the on-call stream the list follows
     app = StordocApp(EnvBackend(env), "lab", refresh_s=0, refresh_timeout_s=120, user="t")
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -46,6 +77,10 @@ async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -
             assert set(rows) == {"far", "lab"}
             assert rows["far"][2].startswith("UNREACHABLE") and "ago" in rows["far"][3]
             assert rows["lab"][0] == "▶"
+            st = app.screen.query_one("#stream", DataTable)
+            stream = [[str(c) for c in st.get_row(k)] for k in st.rows]
+            assert any(r[1] == "far" and "CephHealthError" in r[2] and r[3] == "open"
+                       for r in stream), stream
             await pilot.press("escape")  # Esc keeps the cluster
             assert app.cluster == "lab" and app.state.outcome is lab_outcome
             await pilot.press("C")

@@ -168,3 +168,36 @@ def test_replicator_not_running_next_to_its_server() -> None:
     f3 = HostFacts("node1", "127.0.0.2", listeners={6200: (12783, "swift-object-se")},
                    swift_processes=(*facts.swift_processes, other, same))
     assert replicator_findings(obj, _snap(obj, f3), now=1.0) == []
+
+
+def test_ring_md5_over_ssh_when_no_server_reports_it() -> None:
+    from checks.model import CheckContext, Thresholds
+    from checks.swift_rings import swift_rings
+    from storage.hosts import facts_argv, parse_md5sums
+
+    argv = facts_argv("/etc/fstab", [], [], ["/etc/swift", "/srv/x y"])
+    assert argv[-4:] == ["ringdir", "/etc/swift", "ringdir", "/srv/x y"]
+    md5s = parse_md5sums(["0123456789abcdef0123456789abcdef  /etc/swift/object.ring.gz",
+                          "md5sum: /etc/swift/x.ring.gz: Permission denied", ""])
+    assert md5s == {"/etc/swift/object.ring.gz": "0123456789abcdef0123456789abcdef"}
+    good, old = "a" * 32, "0123456789abcdef0123456789abcdef"
+    facts = HostFacts("node1", "127.0.0.2", ring_md5=md5s)
+    # the object server is down: only SSH sees its ring, which is old
+    down = ReconHost("127.0.0.2", 6200, "object", error="refused", error_kind="refused")
+    sw = SwiftState(rings=(), recon=(down,), local_ring_md5={"/local/object.ring.gz": good},
+                    collected_at=1.0)
+    snap = ClusterSnapshot(cluster="lab", taken_at=1.0, swift=sw, hosts={"node1": facts},
+                           host_facts_collected=True)
+    (f,) = [f for f in swift_rings(snap, CheckContext(Thresholds(), 1.0))
+            if f.code == "SWIFT_RING_MD5_MISMATCH"]
+    assert f.entity == "object ring node1:/etc/swift/object.ring.gz"
+    assert f.runbook == "swift-ring-push" and f.target == "object"
+    assert f.evidence["via"] == "ssh" and f"has md5 {old}, not the local {good}" in f.message
+    # the server answers and reports that file itself: recon's finding is the one
+    up = ReconHost("127.0.0.2", 6200, "object", ringmd5={"/etc/swift/object.ring.gz": old})
+    sw2 = SwiftState(rings=(), recon=(up,), local_ring_md5={"/local/object.ring.gz": good},
+                     collected_at=1.0)
+    snap2 = ClusterSnapshot(cluster="lab", taken_at=1.0, swift=sw2, hosts={"node1": facts},
+                            host_facts_collected=True)
+    got = [f.entity for f in swift_rings(snap2, CheckContext(Thresholds(), 1.0))]
+    assert got == ["object ring 127.0.0.2:6200"]
