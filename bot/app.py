@@ -161,9 +161,9 @@ class StordocBot:
         self._plans: dict[str, tuple[PlanView, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
+        self._closing = threading.Event()  # ends follow-ups when the bot stops
         self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
         self.desk = AlertDesk(self, self.channels, alerts)
-        self._closing = threading.Event()  # ends follow-ups when the bot stops
         self.app = App(client=self.client, signing_secret=signing_secret,
                        process_before_response=True)  # listeners only ack + submit
         self.app.middleware(self._dedupe)
@@ -517,6 +517,8 @@ class StordocBot:
                                     note=f"from check run #{rid}")
         if isinstance(cmd, g.History):
             return r.history_reply(cluster, self.backend.history(cluster))
+        if isinstance(cmd, (g.Mute, g.Unmute, g.MuteList)):
+            return self.mute_reply(where, cluster, cmd)
         if isinstance(cmd, g.Silence):
             try:
                 return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
@@ -525,8 +527,6 @@ class StordocBot:
                 raise BotError(str(e)) from None
         if isinstance(cmd, g.Silences):
             return self._silences(cluster)
-        if isinstance(cmd, (g.Mute, g.Unmute, g.MuteList)):
-            return self.mute_reply(where, cluster, cmd)
         if isinstance(cmd, g.Audit):
             rows = self.backend.audit(cluster)
             for x in rows:
@@ -842,8 +842,8 @@ class StordocBot:
             log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 
     def close(self) -> None:
-        self.desk.stop.set()
         self._closing.set()
+        self.desk.stop.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)

@@ -31,7 +31,7 @@ RUNBOOK_TARGETS: Mapping[str, str] = {
 }
 RING_KINDS = ("object", "account", "container")
 COMMANDS = ("health", "osd", "pools", "cache", "ring", "findings", "history", "plan",
-            "fix", "bench", "audit", "silence", "silences", "mute", "unmute", "help")
+            "fix", "bench", "audit", "mute", "unmute", "silence", "silences", "help")
 
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9._@:=,/+-]+$")
 _OSD_RE = re.compile(r"^(?:osd\.)?([0-9]{1,6})$", re.ASCII)
@@ -123,17 +123,6 @@ class Audit:
 
 
 @dataclass(frozen=True)
-class Silence:
-    """``silence ALERTNAME [for=4h] [reason ...]``: an Alertmanager silence of that alert on
-    the cluster, and a stordoc mute of the incident it was posted with, same expiry."""
-
-    alertname: str
-    duration_s: float = 4 * 3600.0
-    reason: str = ""
-    cluster: str | None = None
-
-
-@dataclass(frozen=True)
 class Mute:
     """``mute CODE [ENTITY] for 4h REASON...``: a mute with expiry (storage/mutes.py)."""
 
@@ -145,7 +134,13 @@ class Mute:
 
 
 @dataclass(frozen=True)
-class Silences:
+class Silence:
+    """``silence ALERTNAME [for=4h] [reason ...]``: an Alertmanager silence of that alert on
+    the cluster, and a stordoc mute of the incident it was posted with, same expiry."""
+
+    alertname: str
+    duration_s: float = 4 * 3600.0
+    reason: str = ""
     cluster: str | None = None
 
 
@@ -162,18 +157,23 @@ class MuteList:
 
 
 @dataclass(frozen=True)
+class Silences:
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
 class Help:
     topic: str | None = None
     cluster: str | None = None
 
 
 Command = (Health | Osd | Pools | Cache | Ring | Findings | History | Plan | Fix | FixFinding
-           | Bench | Audit | Silence | Silences | Mute | Unmute | MuteList | Help)
+           | Bench | Audit | Mute | Unmute | MuteList | Silence | Silences | Help)
 
-ACTING = (Plan, Fix, FixFinding, Bench, Silence, Mute, Unmute)  # need the operator role
+ACTING = (Plan, Fix, FixFinding, Bench, Mute, Unmute, Silence)  # need the operator role
+MAX_MUTE_S = 30 * 86400.0
 _ALERT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_:]{0,127}", re.ASCII)
 SILENCE_MIN_S, SILENCE_MAX_S = 300.0, 30 * 86400.0
-MAX_MUTE_S = 30 * 86400.0
 
 USAGE: Mapping[str, str] = {
     "health": "health [CLUSTER]  - run the checks and show the findings",
@@ -188,12 +188,12 @@ USAGE: Mapping[str, str] = {
            "Confirm to run",
     "bench": "bench KIND [key=value ...] [--cluster C]  - a quick benchmark",
     "audit": "audit [--cluster C]  - who ran what",
-    "silence": "silence ALERTNAME [for=4h] [reason ...] [--cluster C]  - silence an alert in "
-               "Alertmanager and mute its incident in stordoc, until then",
-    "silences": "silences [--cluster C]  - active Alertmanager silences and stordoc mutes",
     "mute": "mute CODE [ENTITY] for 4h REASON... | mute list [--cluster C]  - hide a "
             "finding for a while (ENTITY: osd.1, pool:rbd, host:node2, d2@node2)",
     "unmute": "unmute CODE [ENTITY] [--cluster C]  - end a mute early",
+    "silence": "silence ALERTNAME [for=4h] [reason ...] [--cluster C]  - silence an alert in "
+               "Alertmanager and mute its incident in stordoc, until then",
+    "silences": "silences [--cluster C]  - active Alertmanager silences and stordoc mutes",
     "help": "help [COMMAND]  - this help",
 }
 
@@ -409,24 +409,6 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
     return (Plan if verb == "plan" else Fix)(runbook, target, cluster)
 
 
-def _parse_silence(rest: Sequence[str], cluster: str | None) -> Silence:
-    from stordoc.argtypes import parse_duration
-
-    if not rest:
-        raise GrammarError(f"`silence` needs an alert name; usage: {USAGE['silence']}")
-    if not _ALERT_RE.fullmatch(rest[0]):
-        raise GrammarError(f"`{_show(rest[0])}` is not an alert name (letters, digits, _ :)")
-    dur = 4 * 3600.0
-    words = list(rest[1:])
-    if words and words[0].lower().startswith("for="):
-        try:
-            dur = parse_duration(words.pop(0)[4:], SILENCE_MIN_S, SILENCE_MAX_S)
-        except ValueError as e:
-            raise GrammarError(f"silence for=: {e}") from None
-    reason = " ".join(words)[:200]
-    return Silence(rest[0], dur, reason, cluster)
-
-
 def _entity(tok: str) -> str:
     """``osd.1``, ``d2@node2`` as typed; ``pool:rbd`` / ``host:node2`` are ``pool rbd``..."""
     kind, sep, name = tok.partition(":")
@@ -464,6 +446,24 @@ def _mute(verb: str, rest: Sequence[str], cluster: str | None) -> Command:
     if not words:
         raise GrammarError("`mute` needs a reason after the duration (kept in the audit)")
     return Mute(code, entity, for_s, " ".join(words)[:300], cluster)
+
+
+def _parse_silence(rest: Sequence[str], cluster: str | None) -> Silence:
+    from stordoc.argtypes import parse_duration
+
+    if not rest:
+        raise GrammarError(f"`silence` needs an alert name; usage: {USAGE['silence']}")
+    if not _ALERT_RE.fullmatch(rest[0]):
+        raise GrammarError(f"`{_show(rest[0])}` is not an alert name (letters, digits, _ :)")
+    dur = 4 * 3600.0
+    words = list(rest[1:])
+    if words and words[0].lower().startswith("for="):
+        try:
+            dur = parse_duration(words.pop(0)[4:], SILENCE_MIN_S, SILENCE_MAX_S)
+        except ValueError as e:
+            raise GrammarError(f"silence for=: {e}") from None
+    reason = " ".join(words)[:200]
+    return Silence(rest[0], dur, reason, cluster)
 
 
 # --------------------------------------------------------------------------- bench options

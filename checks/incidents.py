@@ -112,6 +112,8 @@ RULES: tuple[Rule, ...] = (
     Rule("SWIFT_SERVER_DOWN", "swift-server", SERVER_CODES, ("SWIFT_ASYNC_PENDING",),
          when=("server", "container")),
     *(Rule(c, "swift-server", SERVER_CODES) for c in SERVER_CODES),
+    # one stale ring file on every server of a kind: one push fixes them all
+    Rule("SWIFT_RING_MD5_MISMATCH", "swift-ring", ()),
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
     Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
@@ -124,6 +126,7 @@ _OSD_RE = re.compile(r"\bosd\.(\d+)\b")
 _HOST_RE = re.compile(r"^host (\S+)")
 _SWIFT_SERVER_RE = re.compile(r"^(?P<kind>\w+) server (?P<ip>\S+):(?P<port>\d+)$")
 _POOL_NAME_RE = re.compile(r"'([^']+)'")
+_SWIFT_RING_RE = re.compile(r"^(?P<kind>object|container|account)(?:-\d+)? ring\b")
 _SWIFT_DEV_RE = re.compile(r"^(?:\S+ )?ring (?P<ip>[0-9.:\[\]a-f]+?):(?P<port>\d+)/(?P<dev>\S+)$")
 
 
@@ -265,6 +268,9 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
         return sev, f"{codes['OSD_DOWN_IN'].entity} down but still in: its PGs are degraded"
     if "OSD_DOWN_OUT" in codes:
         return sev, f"{codes['OSD_DOWN_OUT'].entity} down and out: one disk fewer"
+    alike = 1 + sum(1 for c in cons if c.code == root.code)
+    if alike > 1:
+        return sev, f"on {alike} servers alike: {root.message}"
     return sev, root.message
 
 
@@ -294,7 +300,9 @@ class _Index:
         for i, f in enumerate(todo):
             dev = swift_device_key(f)
             kind = swift_server_kind(f)
+            ring = _SWIFT_RING_RE.match(f.entity)
             k = {"osd": frozenset(osds_named(f, snap)),
+                 "swift-ring": frozenset([ring.group("kind")] if ring else []),
                  "swift-device": frozenset([dev] if dev else []),
                  "swift-server": frozenset([kind] if kind else []),
                  "pool": frozenset(pools_named(f)),

@@ -186,12 +186,15 @@ def test_slack_fix_button_activates_the_raw_osd(lab: Lab, raw_not_activated: int
                  for b in buttons(msg, "fix")}
         assert "osd-activate" in fixes and "osd-remount" not in fixes
         h.slack.press("fix", fixes["osd-activate"], OPS, msg.response["ts"])
-        planned = h.wait_post(f"Plan: osd-activate osd.{i}", timeout=120)
+        # a slow plan replaces the "still working" message: look at updates too
+        planned = h.wait_post(f"Plan: osd-activate osd.{i}",
+                              ("chat.postMessage", "chat.update"), timeout=120)
         assert "raw activate" in all_text(planned)
         confirm = buttons(planned, "confirm")[0]
-        h.slack.press("confirm", confirm["value"], OPS2, planned.response["ts"])
+        plan_ts = planned.params.get("ts") or planned.response["ts"]
+        h.slack.press("confirm", confirm["value"], OPS2, plan_ts)
         closed = h.fake.wait_for(lambda f: [c for c in f.of("chat.update")
-                                            if c.params.get("ts") == planned.response["ts"]
+                                            if c.params.get("ts") == plan_ts
                                             and "verification" in all_text(c)], 300)[0]
         assert ":white_check_mark:" in all_text(closed), all_text(closed)
     finally:
