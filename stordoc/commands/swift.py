@@ -34,13 +34,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_populate(args: argparse.Namespace) -> int:
+    from stordoc.cli import build_parser
     from stordoc.commands.runbooks import cmd_fix
 
-    ns = argparse.Namespace(**vars(args))
-    ns.runbook, ns.target, ns.finding, ns.entity = ("swift-dispersion-populate",
-                                                    "dispersion", None, None)
-    ns.apply = False
-    ns.option = [f"objects={args.objects}", f"containers={args.containers}"]
+    # exactly `stordoc fix swift-dispersion-populate dispersion -o ...`: every option
+    # `fix` has gets its default from fix's own parser
+    argv = ["fix", "swift-dispersion-populate", "dispersion",
+            "-o", f"objects={args.objects}", "-o", f"containers={args.containers}"]
+    argv += ["--yes"] if args.yes else []
+    argv += ["--cluster", args.cluster] if args.cluster else []
+    ns = build_parser().parse_args(argv)
+    for key in ("config",):
+        if getattr(args, key, None) is not None:
+            setattr(ns, key, getattr(args, key))
     return cmd_fix(ns)
 
 
