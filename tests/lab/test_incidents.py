@@ -275,7 +275,7 @@ def test_swift_ring_stale_on_every_server_is_one_incident(
         "stordoc fix swift-ring-push object"
 
 
-# last: on some lab layouts its heal leaves the pendings behind (see the lab)
+# last: under load one updater pass may leave pendings (the heal now passes again until none)
 def test_swift_async_pending_folds_into_the_stopped_container_server(
         env: Env, broken: Callable[..., str]) -> None:
     broken("swift-async-pending")
