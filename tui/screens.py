@@ -1193,6 +1193,12 @@ class BenchScreen(DataScreen):
         self.cancel_event = threading.Event()
 
     def body(self) -> ComposeResult:
+        # a label over every field: a filled-in Input hides its placeholder
+        with Horizontal(id="bench-labels"):
+            for text, cls in (("kind", "lbl-select"), ("mode", "lbl-input"),
+                              ("seconds", "lbl-input"), ("concurrency", "lbl-input"),
+                              ("size KiB", "lbl-input")):
+                yield Static(text, classes=cls)
         with Horizontal(id="bench-form"):
             yield Select([("rados", "rados"), ("swift", "swift"), ("rbd", "rbd")],
                          value="rados", allow_blank=False, id="bench-kind")
