@@ -35,6 +35,20 @@ def _series_sets(obj: Any) -> tuple[str, list[tuple[str, list[dict[str, float]]]
     raise TypeError(f"cannot chart {type(obj).__name__}")
 
 
+def is_baseline(label: str) -> bool:
+    return label.startswith("baseline")
+
+
+def text_sets(sets: list[tuple[str, list[dict[str, float]]]], most: int = 8
+              ) -> list[tuple[str, list[dict[str, float]]]]:
+    """What a terminal chart can show: the latest baseline runs and the new ones, never
+    the baseline alone (eight baseline runs used to push every new run off the chart)."""
+    base = [x for x in sets if is_baseline(x[0])]
+    new = [x for x in sets if not is_baseline(x[0])]
+    keep_new = new[:max(most // 2, most - len(base))]
+    return base[-(most - len(keep_new)):] + keep_new if base else keep_new
+
+
 def chart_png(obj: Any, path: str) -> str:
     """Throughput and latency over time (and metric changes for a comparison) as a PNG."""
     import matplotlib
@@ -50,7 +64,7 @@ def chart_png(obj: Any, path: str) -> str:
         if not ser:
             continue
         t = [p["t"] for p in ser]
-        style = "--" if label.startswith("baseline") else "-"
+        style = "--" if is_baseline(label) else "-"
         ax_t.plot(t, [p["mb_s"] for p in ser], style, label=label)
         ax_l.plot(t, [p["lat_ms"] for p in ser], style, label=label)
     ax_t.set_ylabel("MB/s")
@@ -96,13 +110,15 @@ def chart_text(obj: Any, width: int = 100, height: int = 24, color: bool = False
         top = f.subplot(1, 1)
         top.title(title[:width - 4])
         bottom = f.subplot(2, 1)
-        for label, ser in sets[:8]:
+        for label, ser in text_sets(sets):
             if not ser:
                 continue
             t = [p["t"] for p in ser]
-            top.draw(top.signal(t, [p["mb_s"] for p in ser]).lines().label(label[:18]))
-            bottom.draw(bottom.signal(t, [p["lat_ms"] for p in ser]).lines()
-                        .label(label[:18]))
+            for ax, key in ((top, "mb_s"), (bottom, "lat_ms")):
+                sig = ax.signal(t, [p[key] for p in ser])
+                if not is_baseline(label):  # baseline runs as dots, the new ones as lines
+                    sig = sig.lines()
+                ax.draw(sig.label(label[:18]))
         top.label("MB/s", axis=1)
         bottom.label("latency ms", axis=1)
         bottom.label("seconds", axis=0)

@@ -150,3 +150,29 @@ def test_log_ratio_threshold_is_symmetric() -> None:
     assert m.verdict == FASTER and m2.verdict == SLOWER
     assert m.up == pytest.approx(0.10, abs=1e-9) and m.down == pytest.approx(1 - 1 / 1.1)
     assert "+10%/-9%" in m.line()
+
+
+def test_terminal_chart_keeps_new_runs_beside_the_baseline() -> None:
+    from runbooks.bench.charts import is_baseline, text_sets
+
+    ser = [{"t": float(i), "mb_s": 10.0 + i, "lat_ms": 2.0} for i in range(5)]
+    sets = [(f"baseline #{i}", ser) for i in range(1, 11)] + [("new #1", ser), ("new #2", ser)]
+    shown = [label for label, _ in text_sets(sets)]
+    assert len(shown) == 8 and shown[-2:] == ["new #1", "new #2"]
+    assert shown[0] == "baseline #5" and all(is_baseline(x) for x in shown[:6])
+    assert [label for label, _ in text_sets(sets[:2])] == ["baseline #1", "baseline #2"]
+    assert len(text_sets([(f"new #{i}", ser) for i in range(12)])) == 8
+
+
+def test_terminal_chart_draws_baseline_as_dots_new_as_lines(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from runbooks.bench import charts
+
+    ser = [{"t": float(i), "mb_s": 10.0 + (i % 3), "lat_ms": 2.0 + i} for i in range(30)]
+    sets = [("baseline #1", ser)]
+    monkeypatch.setattr(charts, "_series_sets", lambda obj: ("t", sets, None))
+    dots = charts.chart_text(object(), width=80, height=20)
+    sets[:] = [("new #1", ser)]
+    lines = charts.chart_text(object(), width=80, height=20)
+    assert "baseline #1" in dots and "new #1" in lines
+    # the same data: lines fill the gaps between points, so they draw more cells
+    assert sum(c not in " \n" for c in lines) > sum(c not in " \n" for c in dots)
