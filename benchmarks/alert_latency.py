@@ -10,7 +10,7 @@ from an alert's arrival at the webhook to its post.
    * ``began-now``: startsAt is the moment of sending: every delivery needs a new check
      (the worst case: the check's own time, with host facts over SSH).
 2. fault -> diagnosis (``--chain``): the real chain (mgr prometheus module, Prometheus with
-   Ceph's rules, Alertmanager) on the lab; ``lab break osd-unmounted --out`` to the bot's
+   Ceph's rules, Alertmanager) on the lab; ``lab break osd-unmounted`` to the bot's
    post naming OSD_DATA_UNMOUNTED; then the lab is healed.
 
 Usage: .venv/bin/python benchmarks/alert_latency.py --dir /var/tmp/stordoc-lab \
@@ -129,13 +129,13 @@ def main() -> int:
             if args.chain:
                 n0 = len(h.posts())
                 t0 = time.monotonic()
-                lab.break_("osd-unmounted", osd=1, out=True)
+                lab.break_("osd-unmounted", osd=1)  # down and in: OSD_DOWN fires
                 try:
                     def found(_: Any) -> Any:
                         return [c for c in h.posts()[n0:] if "OSD_DATA_UNMOUNTED" in all_text(c)
                                 and not c.params.get("thread_ts")]
                     c = h.fake.wait_for(found, 300)[0]
-                    print(f"lab break osd-unmounted --out -> diagnosis in Slack: "
+                    print(f"lab break osd-unmounted (down, in) -> diagnosis in Slack: "
                           f"{c.at - t0:.1f} s (alerts firing: {', '.join(chain.firing())})")
                 finally:
                     lab.heal("osd-unmounted", osd=1)
