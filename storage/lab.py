@@ -741,8 +741,18 @@ keyring = {self.admin_keyring}
         summ = s.get("pg_summary", s)
         by = summ.get("num_pg_by_state", [])
         total = summ.get("num_pgs", 0)
-        clean = sum(x["num"] for x in by if x["name"] == "active+clean")
+        # active+clean+scrubbing(+deep), +snaptrim...: clean too (a deep scrub is no fault)
+        clean = sum(x["num"] for x in by
+                    if {"active", "clean"} <= set(str(x["name"]).split("+")))
         return total > 0 and clean == total
+
+    def pg_states(self) -> str:
+        """``pg stat``'s states in one line (for a test that waits in vain)."""
+        s = self.ceph("pg", "stat", timeout=10, check=False)
+        if not isinstance(s, dict):
+            return str(s)[:200]
+        summ = s.get("pg_summary", s)
+        return ", ".join(f"{x['num']} {x['name']}" for x in summ.get("num_pg_by_state", []))
 
     def _up_pools(self) -> None:
         step = "pools"

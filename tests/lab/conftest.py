@@ -30,7 +30,10 @@ def settled(lab: Lab) -> None:
             return
         time.sleep(0.5)
     dead = [n for n, pid in lab.status()["processes"].items() if pid is None]
-    _broken.append(f"OSDs up/in {lab.osds_up_in()}, PGs clean {lab.pgs_clean()}, "
+    flags = lab.ceph("osd", "dump", check=False)
+    flags = flags.get("flags", "") if isinstance(flags, dict) else ""
+    _broken.append(f"OSDs up/in {lab.osds_up_in()}, PGs clean {lab.pgs_clean()} "
+                   f"({lab.pg_states()}; osd flags {flags}), "
                    f"daemons not running: {', '.join(dead) or 'none'} (logs in {lab.log_dir})")
     pytest.fail(f"the lab did not settle within {SETTLE_S} s before this test: {_broken[0]}")
 

@@ -102,7 +102,7 @@ def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -
                     "OSD_NEARFULL")
         f = ceph_finding(out, "OSD_NEARFULL")
         assert f is not None and f.evidence["osds"]
-        assert set(f.evidence["hosts"].values()) <= {"node1", "node2", "node3"}
+        assert set(f.evidence["hosts"].values()) <= {f"node{i + 1}" for i in range(lab.n_osds)}
         assert "nearfull 0.00" in f.message and "%" in f.message
         # folded into an OSD_NEAR_FULL incident of ours, not an incident of its own
         assert not any(i.root.key == f.key for i in out.incidents)
