@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def until(env: Env, ok: Callable[[CheckOutcome], bool], timeout: float, what: str
           ) -> CheckOutcome:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * 3  # a loaded 2-core CI machine: waits, not limits
     out = env.check("lab")
     while not ok(out) and time.monotonic() < deadline:
         time.sleep(1.0)
@@ -117,7 +117,8 @@ def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -
     finally:
         ceph(lab, "health", "unmute", "OSD_NEARFULL")
         ceph(lab, "osd", "set-nearfull-ratio", "0.85")
-    until(env, lambda o: not o.report.findings, 90, "healthy again")
+    # the nearfull finding gone (other findings, e.g. Swift's under load, are not this test's)
+    until(env, lambda o: ceph_finding(o, "OSD_NEARFULL") is None, 90, "nearfull gone")
 
 
 def test_mgr_down_says_what_is_stale(lab: Lab, env: Env) -> None:

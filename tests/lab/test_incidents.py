@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def until(env: Env, ok: Callable[[CheckOutcome], bool], timeout: float = 90.0,
           what: str = "") -> CheckOutcome:
     """Check the lab until ``ok`` holds (faults take a few seconds to show in Ceph)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * 3  # a loaded 2-core CI machine: waits, not limits
     out = env.check("lab")
     while not ok(out) and time.monotonic() < deadline:
         time.sleep(1.0)
