@@ -275,29 +275,6 @@ def test_swift_ring_stale_on_every_server_is_one_incident(
         "stordoc fix swift-ring-push object"
 
 
-def test_swift_dispersion_missing_is_one_incident(env: Env, cfg: Path, lab: Lab) -> None:
-    """One replica gone from d2: one incident rooted at that device's missing copies."""
-    r = cli(cfg, "swift", "dispersion", "populate", "--objects", "16", "--containers", "4",
-            "--yes")
-    assert r.returncode == 0, r.stdout + r.stderr
-    try:
-        lab.break_("swift-dispersion-missing", device="d2")
-        out = until(env, has_root("SWIFT_DISPERSION_OBJECT_COPIES"), what="copy missing")
-        inc = the_incident(out, "SWIFT_DISPERSION_OBJECT_COPIES")
-        assert len(out.incidents) == 1, [i.id for i in out.incidents]
-        assert "d2@" in inc.root.entity
-    finally:
-        lab.heal("swift-dispersion-missing", device="d2")
-        conn = lab._swift_conn()
-        try:  # the dispersion objects are this test's: later tests start without them
-            for c in conn.get_account(prefix="stordoc_dispersion_", full_listing=True)[1]:
-                for o in conn.get_container(c["name"], full_listing=True)[1]:
-                    conn.delete_object(c["name"], o["name"])
-                conn.delete_container(c["name"])
-        finally:
-            conn.close()
-
-
 # last: under load one updater pass may leave pendings (the heal now passes again until none)
 def test_swift_async_pending_folds_into_the_stopped_container_server(
         env: Env, broken: Callable[..., str]) -> None:
