@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot import render as r
+from bot.wsgi import drain
 from checks.model import Severity
 
 if TYPE_CHECKING:
@@ -309,7 +310,7 @@ class AlertGate:
             raise Refused(400, "bad Content-Length")
         size = int(raw_len)
         if size > self.max_body:
-            _drain(environ["wsgi.input"], size)
+            drain(environ["wsgi.input"], size)
             raise Refused(413, f"body over {self.max_body} bytes")
         body = environ["wsgi.input"].read(size) if size else b""
         m = _BEARER_RE.fullmatch(str(environ.get("HTTP_AUTHORIZATION", "")))
@@ -320,15 +321,6 @@ class AlertGate:
 
 _REASONS = {400: "Bad Request", 401: "Unauthorized", 405: "Method Not Allowed",
             413: "Payload Too Large", 422: "Unprocessable Entity"}
-
-
-def _drain(stream: Any, size: int) -> None:
-    left = min(size, 8 * 1024 * 1024)
-    while left > 0:
-        chunk = stream.read(min(left, 65536))
-        if not chunk:
-            return
-        left -= len(chunk)
 
 
 # --------------------------------------------------------------------------- desk

@@ -38,6 +38,7 @@ from bot.app import StordocBot
 from bot.auth import RoleSpec
 from bot.backend import Backend
 from bot.redact import Redactor, install
+from bot.wsgi import drain
 from checks.model import Severity
 from stordoc.env import Env
 from stordoc.errors import UserError
@@ -46,7 +47,6 @@ log = logging.getLogger("stordoc.bot")
 PATH = "/slack/events"
 MAX_BODY = 512 * 1024  # a block_actions payload carries its message: 50 blocks fit easily
 MAX_AGE_S = 300  # Slack's own rule: older requests may be replays
-_DRAIN_MAX = 8 * 1024 * 1024  # read and drop at most this much of a refused body
 _TS_RE = re.compile(r"[0-9]{1,12}")
 _SIG_RE = re.compile(r"v0=[0-9a-f]{64}")
 
@@ -84,7 +84,7 @@ class SignedGate:
         size = int(raw_len)
         stream = environ["wsgi.input"]
         if size > self.max_body:
-            _drain(stream, size)
+            drain(stream, size)
             return answer(413, "Payload Too Large", f"body over {self.max_body} bytes", size)
         body = stream.read(size) if size else b""
         ts = str(environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP", ""))
@@ -103,16 +103,6 @@ class SignedGate:
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         return self.inner(environ, start_response)
-
-
-def _drain(stream: Any, size: int) -> None:
-    """Read and drop a refused body (bounded), so the client sees the answer, not a reset."""
-    left = min(size, _DRAIN_MAX)
-    while left > 0:
-        chunk = stream.read(min(left, 65536))
-        if not chunk:
-            return
-        left -= len(chunk)
 
 
 def malformed(body: bytes, content_type: str) -> str | None:

@@ -30,6 +30,7 @@ from runbooks.model import Plan, Refused, RunbookInfo, StepEnv
 from runbooks.osd import _mount_options
 from storage.model import ClusterSnapshot, SwiftState
 from storage.swiftlib import RingBuilder
+from storage.targets import HostTarget
 
 DEVICE_TARGET_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,63})@([A-Za-z0-9][A-Za-z0-9._-]{0,253})$")
 RING_KIND_RE = re.compile(r"^(object(-\d{1,4})?|account|container)$")
@@ -152,6 +153,23 @@ def recon_answers_probe(endpoints: list[tuple[str, int, str]], timeout_s: float)
     return probe
 
 
+def _server_on_host(d: Draft, snap: ClusterSnapshot, target: str
+                    ) -> tuple[str, SwiftState, HostTarget]:
+    """SERVER@HOST parsed: (server kind, the Swift state, the configured host), or Refused."""
+    m = SERVER_TARGET_RE.match(target)
+    if not m:
+        raise Refused(f"{target!r} is not a Swift server target like object@node1 "
+                      "(object, container or account)")
+    server, host = m.group(1), m.group(2)
+    swift = _need_swift(snap)
+    ht = d.ctx.target.host(host)
+    if ht is None:
+        known = ", ".join(h.name for h in d.ctx.target.hosts) or "none"
+        raise Refused(f"host {host!r} is not configured for cluster {d.ctx.cluster} "
+                      f"(hosts: {known})")
+    return server, swift, ht
+
+
 @register
 class SwiftServerStart(Runbook):
     info = RunbookInfo(
@@ -164,17 +182,7 @@ class SwiftServerStart(Runbook):
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
-        m = SERVER_TARGET_RE.match(target)
-        if not m:
-            raise Refused(f"{target!r} is not a Swift server target like object@node1 "
-                          "(object, container or account)")
-        server, host = m.group(1), m.group(2)
-        swift = _need_swift(snap)
-        ht = d.ctx.target.host(host)
-        if ht is None:
-            known = ", ".join(h.name for h in d.ctx.target.hosts) or "none"
-            raise Refused(f"host {host!r} is not configured for cluster {d.ctx.cluster} "
-                          f"(hosts: {known})")
+        server, swift, ht = _server_on_host(d, snap, target)
         recon = [r for r in swift.recon if r.server == server and r.ip == ht.address]
         if not recon:
             raise Refused(f"no {server} ring lists a device on {ht.name} ({ht.address})")
@@ -657,17 +665,7 @@ class SwiftReplicatorStart(Runbook):
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         from checks.swift_recon import replicator_findings
 
-        m = SERVER_TARGET_RE.match(target)
-        if not m:
-            raise Refused(f"{target!r} is not a Swift server target like object@node1 "
-                          "(object, container or account)")
-        server, host = m.group(1), m.group(2)
-        swift = _need_swift(snap)
-        ht = d.ctx.target.host(host)
-        if ht is None:
-            known = ", ".join(h.name for h in d.ctx.target.hosts) or "none"
-            raise Refused(f"host {host!r} is not configured for cluster {d.ctx.cluster} "
-                          f"(hosts: {known})")
+        server, swift, ht = _server_on_host(d, snap, target)
         host_of(d.ctx, snap, ht.name, f"{server} replicator")
         recon = [r for r in swift.recon if r.server == server and r.ip == ht.address]
         if not recon:
