@@ -60,6 +60,12 @@ SWIFT_SERVERS = ("object", "container", "account")
 # replicators run as daemons (a pass every few seconds) so replication age stays small on a
 # healthy lab; `swift-replication-stalled` stops one of them while objects change
 SWIFT_REPLICATOR_INTERVAL_S = 10
+SWIFT_REPLICATION_IP = "127.0.0.1"
+# the lab's auditor runs once, on demand (swift-quarantine): at Swift's default 20 files/s
+# and 10 MB/s a lab that earlier tests filled outlasts any sane timeout; 0 = no rate limit,
+# and no zero-byte-file child to wait for
+AUDITOR_UNLIMITED = ("files_per_second = 0\nbytes_per_second = 0\n"
+                     "zero_byte_files_per_second = 0")
 STALLED_CONTAINER = "stordoc-lab-stalled"
 STALLED_OBJECTS = 8
 CACHE_BASE_POOL = "lab-base"
@@ -135,6 +141,12 @@ class Ports:
     @property
     def sshd(self) -> int:
         return self.base + 15
+
+    @property
+    def rsync(self) -> int:
+        """The rsync daemon the account and container replicators push whole DBs through
+        (base + 16..19 belong to the alert chain)."""
+        return self.base + 20
 
     @property
     def ms_range(self) -> tuple[int, int]:
@@ -337,7 +349,7 @@ class Lab:
 
     def _known_daemons(self) -> list[str]:
         names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
-                 "swift-object", "mgr.x"]
+                 "swift-object", "rsyncd", "mgr.x"]
         names += [f"swift-{k}-replicator" for k in SWIFT_SERVERS]
         names += [f"osd.{i}" for i in range(self.n_osds)]
         names.append("mon.a")
@@ -765,6 +777,25 @@ keyring = {self.admin_keyring}
               str(self.log_dir / "ceph.log"), 0.5)
 
     # ------------------------------------------------------------------ swift
+    def _rsyncd_conf(self) -> str:
+        """A DB replicator sends a whole DB a primary lacks by rsync (objects go by ssync):
+        one daemon for the lab's devices, on the replication address and the lab's port."""
+        mods = "".join(f"""
+[{kind}]
+path = {self.swift_node}
+read only = false
+lock file = {self.base / 'swift' / f'rsync-{kind}.lock'}
+max connections = 8
+""" for kind in SWIFT_SERVERS)
+        return f"""# stordoc lab: rsync for the Swift replicators of the lab under {self.base}
+uid = root
+gid = root
+use chroot = no
+address = {SWIFT_REPLICATION_IP}
+port = {self.ports.rsync}
+log file = {self.log_dir / 'rsyncd.log'}
+{mods}"""
+
     def _swift_server_conf(self, kind: str, port: int) -> str:
         return f"""[DEFAULT]
 bind_ip = 0.0.0.0
@@ -794,9 +825,11 @@ recon_cache_path = {self.base / 'swift' / 'cache'}
 
 [{kind}-replicator]
 interval = {SWIFT_REPLICATOR_INTERVAL_S}
+rsync_module = rsync://{SWIFT_REPLICATION_IP}:{self.ports.rsync}/{kind}
 {"sync_method = ssync" if kind == "object" else ""}
 
 [{kind}-auditor]
+{AUDITOR_UNLIMITED if kind == "object" else ""}
 [{kind}-updater]
 """
 
@@ -824,12 +857,19 @@ interval = {SWIFT_REPLICATOR_INTERVAL_S}
             _run(["swift-ring-builder", b, "create", str(SWIFT_PART_POWER), "3", "1"], step)
             for z, d in enumerate(SWIFT_DEVICES, start=1):
                 ip = SWIFT_DEVICE_HOST[d][1]
-                _run(["swift-ring-builder", b, "add", f"r1z{z}-{ip}:{port}/{d}", "100"], step)
+                # clients reach a device at its host's address; replication runs on a
+                # replication network (as many clusters do), here 127.0.0.1, the one address
+                # the lab's single replicator per server finds itself by (Swift's
+                # whataremyips lists interface addresses only: 127.0.0.2-4 are not, and a
+                # replicator that finds no local device in the ring replicates nothing)
+                _run(["swift-ring-builder", b, "add",
+                      f"r1z{z}-{ip}:{port}R{SWIFT_REPLICATION_IP}:{port}/{d}", "100"], step)
             p = _run(["swift-ring-builder", b, "rebalance"], step, check=False)
             if p.returncode not in (0, 1):  # 1 = warning (e.g. balance), still written
                 raise LabError(step, p.stdout + p.stderr)
             (self.swift_etc / f"{kind}-server.conf").write_text(
                 self._swift_server_conf(kind, port))
+        (self.swift_etc / "rsyncd.conf").write_text(self._rsyncd_conf())
         self.sync_server_rings()
         (self.swift_etc / "proxy-server.conf").write_text(f"""[DEFAULT]
 bind_ip = 127.0.0.1
@@ -891,11 +931,14 @@ use = egg:swift#proxy_logging
             self.start_swift_server(kind)
         _wait(lambda: self.swift_healthy() is True, 30, "swift",
               "the Swift proxy healthcheck", str(self.log_dir / "swift-proxy.log"))
+        self._spawn("rsyncd", ["rsync", "--daemon", "--no-detach",
+                               f"--config={self.swift_etc / 'rsyncd.conf'}"], "start rsyncd")
         t0 = time.time()
         for kind in SWIFT_SERVERS:
             self.start_replicator(kind)
         for kind in SWIFT_SERVERS:
             self.wait_replication_pass(kind, t0, "swift replicators")
+        self._recon_cron("swift recon cron")  # a node's cron: async pendings known from up
 
     def start_replicator(self, kind: str) -> int:
         return self._spawn(f"swift-{kind}-replicator",
@@ -1326,8 +1369,10 @@ cluster_label = "cluster"
         for path in ours:  # same size, other bytes: the ETag no longer matches
             with open(path, "r+b") as f:
                 f.write(b"X" * path.stat().st_size)
-        _run(["swift-object-auditor", str(self.swift_etc / "object-server.conf"), "once"],
-             step, timeout=120, log=str(self.log_dir / "swift-object-auditor.log"))
+        devices = sorted({p.relative_to(self.swift_node).parts[0] for p in ours})
+        _run(["swift-object-auditor", str(self.swift_etc / "object-server.conf"), "once",
+              "--devices", ",".join(devices)],
+             step, timeout=300, log=str(self.log_dir / "swift-object-auditor.log"))
         quarantined = list(self.swift_node.glob("d*/quarantined/objects/*"))
         return (f"{len(ours)} object replica(s) corrupted, the auditor quarantined "
                 f"{len(quarantined)}")
@@ -1340,6 +1385,7 @@ cluster_label = "cluster"
     def _break_async(self) -> str:
         """Container servers unreachable during PUTs: object servers queue the updates."""
         step = "break swift-async-pending"
+        before = set(self.swift_node.glob("d*/async_pending*/*/*"))
         conn = self._swift_conn()
         conn.put_container(ASYNC_CONTAINER)
         conn.head_container(ASYNC_CONTAINER)  # the proxy caches the container's info
@@ -1350,9 +1396,10 @@ cluster_label = "cluster"
         finally:
             conn.close()
         self._recon_cron(step)
-        n = sum(1 for _ in self.swift_node.glob("d*/async_pending*/*/*"))
-        return (f"container server stopped during {ASYNC_OBJECTS} PUTs: {n} async pendings "
-                "(the container server stays stopped until heal)")
+        now = set(self.swift_node.glob("d*/async_pending*/*/*"))
+        older = f", {len(now & before)} older ones still queued" if now & before else ""
+        return (f"container server stopped during {ASYNC_OBJECTS} PUTs: {len(now - before)} "
+                f"async pendings{older} (the container server stays stopped until heal)")
 
     def _heal_async(self) -> str:
         step = "heal swift-async-pending"

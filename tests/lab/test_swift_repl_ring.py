@@ -68,6 +68,37 @@ def test_healthy_lab_replicates_and_has_no_finding_twice(lab: Lab) -> None:
     assert findings(lab) == []
 
 
+def test_replicators_move_data_a_lost_container_db_comes_back(lab: Lab) -> None:
+    """The replicators find their devices in the ring (replication_ip) and push a whole DB
+    through the lab's rsync daemon: a container DB gone from d2 is back within passes."""
+    import hashlib
+    import shutil
+
+    from storage.dispersion import hash_prefix_suffix
+
+    pre, suf = hash_prefix_suffix()
+    conn = lab._swift_conn()
+    name, db = "", None
+    try:
+        for i in range(64):  # a container of ours that has a primary copy on d2
+            name = f"stordoc-lab-repl-{i}"
+            conn.put_container(name)
+            h = hashlib.md5(pre + f"/AUTH_test/{name}".encode() + suf,
+                            usedforsecurity=False).hexdigest()
+            found = list((lab.swift_node / "d2" / "containers").glob(f"*/{h[-3:]}/{h}"))
+            if found:
+                db = found[0]
+                break
+            conn.delete_container(name)
+        assert db is not None, "no container of 64 placed a copy on d2"
+        shutil.rmtree(db)
+        assert poll(lambda: (db / f"{db.name}.db").exists(), 120), \
+            f"{db} not replicated back (see {lab.log_dir / 'swift-container-replicator.log'})"
+    finally:
+        conn.delete_container(name)
+        conn.close()
+
+
 def test_replication_stalled_is_named_and_heal_clears(lab: Lab) -> None:
     port = lab.ports.object
     try:

@@ -94,8 +94,10 @@ def test_cause_is_the_first_line_of_the_overview_at_80x24(lab: Lab, session: str
     own health, with its one next step in the incidents table."""
     lab.break_("osd-unmounted", osd=1, out=True)
     try:
-        text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED osd.1" in t, 120,
-                         "the cause on the overview")
+        # the break takes steps (stop, down, unmount, out): wait for the settled picture,
+        # the cause with its next step, then judge the layout
+        text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED osd.1" in t
+                         and "osd-remount osd.1" in t, 120, "the cause and its next step")
         lines = [ln for ln in text.splitlines() if ln.strip()]
         first = next(i for i, ln in enumerate(lines) if "lab:" in ln and (
             "WARN" in ln or "CRIT" in ln))
