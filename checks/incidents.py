@@ -69,6 +69,7 @@ CACHE_CODES = ("CACHE_NO_TARGET", "CACHE_RATIO_ORDER", "CACHE_NO_HIT_SET",
 RING_CODES = ("SWIFT_REPLICAS_EXCEED_DEVICES", "SWIFT_REPLICAS_EXCEED_ZONES",
               "SWIFT_BUILDER_RING_MISMATCH", "SWIFT_BUILDER_NEWER_THAN_RING",
               "SWIFT_RING_UNBALANCED", "SWIFT_DISPERSION_HIGH")
+SWIFT_REPL_FOLD = ("SWIFT_REPLICATION_FAILURES",)
 SERVER_CODES = ("SWIFT_SERVER_DOWN", "SWIFT_SERVER_TIMEOUT", "SWIFT_SERVER_HTTP_ERROR",
                 "SWIFT_REPLICATION_STALE", "SWIFT_REPLICATION_FAILURES")
 
@@ -101,13 +102,15 @@ RULES: tuple[Rule, ...] = (
     *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",),
            ceph=("CACHE_POOL_NO_HIT_SET", "CACHE_POOL_NEAR_FULL"))
       for c in CACHE_CODES),
+    # a device that answers 507 fails every other node's replication pass towards it
     Rule("SWIFT_DEVICE_IO_ERRORS", "swift-device",
-         ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR", "SWIFT_FSTAB_DISABLED")),
+         ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR", "SWIFT_FSTAB_DISABLED"),
+         SWIFT_REPL_FOLD),
     Rule("SWIFT_FSTAB_DISABLED", "swift-device",
-         ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR")),
-    Rule("SWIFT_DEVICE_NO_DIR", "swift-device", ()),
-    Rule("SWIFT_DEVICE_UNMOUNTED", "swift-device", ()),
-    Rule("SWIFT_DEVICE_FULL", "swift-device", (), ("SWIFT_FILL_SPREAD",)),
+         ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR"), SWIFT_REPL_FOLD),
+    Rule("SWIFT_DEVICE_NO_DIR", "swift-device", (), SWIFT_REPL_FOLD),
+    Rule("SWIFT_DEVICE_UNMOUNTED", "swift-device", (), SWIFT_REPL_FOLD),
+    Rule("SWIFT_DEVICE_FULL", "swift-device", (), ("SWIFT_FILL_SPREAD", *SWIFT_REPL_FOLD)),
     # container servers down: object servers queue their container updates
     Rule("SWIFT_SERVER_DOWN", "swift-server", SERVER_CODES, ("SWIFT_ASYNC_PENDING",),
          when=("server", "container")),

@@ -1287,6 +1287,7 @@ cluster_label = "cluster"
             if device not in SWIFT_DEVICES:
                 raise ValueError(f"the lab's Swift devices are {', '.join(SWIFT_DEVICES)}")
             (self.swift_node / device / SWIFT_FILL_FILE).unlink(missing_ok=True)
+            self.settle_replication(f"heal swift-device-full {device}")
             return f"Swift device {device}: fill file removed"
         if scenario in ("osd-unmounted", "osd-not-activated"):
             step = f"heal {scenario} osd.{osd}"
@@ -1332,6 +1333,8 @@ cluster_label = "cluster"
             step = f"heal swift-device-unmounted {device}"
             img = self.images / f"swift-{device}.xfs"
             self._mount(self._attach(img, step), self.swift_node / device, step)
+            # the passes that failed towards it (507) count until each replicator's next one
+            self.settle_replication(step)
             return f"Swift device {device} mounted again"
         step = "heal swift-ring-bad"
         bak = self.base / "swift" / "ring-backup"

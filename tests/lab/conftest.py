@@ -56,3 +56,13 @@ def env(lab: Lab, tmp_path: Path) -> Iterator[Env]:
     e = Env(s.model_copy(update={"journal": str(tmp_path / "journal.db")}))
     yield e
     e.close()
+
+
+@pytest.fixture
+def cfg(lab: Lab, tmp_path: Path) -> Path:
+    """The lab's config file with a journal of this test (for the CLI in a subprocess)."""
+    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
+             for ln in lab.config_path.read_text().splitlines()]
+    p = tmp_path / "stordoc.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p

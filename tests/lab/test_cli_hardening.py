@@ -25,16 +25,6 @@ from tests.lab.test_runbooks import wait_health
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def cfg(lab: Lab, tmp_path: Path) -> Path:
-    """The lab's config file with a journal of this test (for the CLI)."""
-    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
-             for ln in lab.config_path.read_text().splitlines()]
-    p = tmp_path / "stordoc.toml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
 def test_concurrent_fixes_of_one_osd_spelled_differently_take_one_lock(
         lab: Lab, cfg: Path, request: pytest.FixtureRequest) -> None:
     wait_health(lab, "HEALTH_OK")

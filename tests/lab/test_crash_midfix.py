@@ -68,18 +68,14 @@ def _kill_after_mount(cfg: Path, journal: Path) -> int:
 
 
 @pytest.fixture
-def cfg(lab: Lab, tmp_path: Path) -> tuple[Path, Path]:
-    journal = tmp_path / "j.db"
-    text = "\n".join(f'journal = "{journal}"' if line.startswith("journal =") else line
-                     for line in lab.config_path.read_text().splitlines())
-    p = tmp_path / "stordoc.toml"
-    p.write_text(text + "\n")
-    return p, journal
+def cfg_journal(cfg: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The test's config (conftest's ``cfg``) and the journal it names."""
+    return cfg, tmp_path / "journal.db"
 
 
 def test_sigkill_mid_fix_then_reconcile_undoes_own_noout(
-        lab: Lab, osd1_unmounted: None, cfg: tuple[Path, Path]) -> None:
-    conf, journal = cfg
+        lab: Lab, osd1_unmounted: None, cfg_journal: tuple[Path, Path]) -> None:
+    conf, journal = cfg_journal
     assert "noout" not in _flags(lab)
     run_id = _kill_after_mount(conf, journal)
     try:
@@ -110,8 +106,8 @@ def test_sigkill_mid_fix_then_reconcile_undoes_own_noout(
 
 
 def test_operator_noout_is_never_undone(lab: Lab, osd1_unmounted: None,
-                                        cfg: tuple[Path, Path]) -> None:
-    conf, journal = cfg
+                                        cfg_journal: tuple[Path, Path]) -> None:
+    conf, journal = cfg_journal
     lab.ceph("osd", "set", "noout")
     try:
         run_id = _kill_after_mount(conf, journal)

@@ -55,16 +55,6 @@ def the_incident(out: CheckOutcome, code: str, entity: str | None = None) -> Inc
     return top
 
 
-@pytest.fixture
-def cfg(lab: Lab, tmp_path: Path) -> Path:
-    text = lab.config_path.read_text()
-    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
-             for ln in text.splitlines()]
-    p = tmp_path / "stordoc.toml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
 def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
@@ -184,13 +174,35 @@ def test_pool_few_pgs_is_one_incident(env: Env, broken: Callable[..., str]) -> N
     assert out.incidents[0].next_step.command == "stordoc fix pool-pg-num lab-fewpg"
 
 
-def test_swift_device_unmounted_is_one_incident(env: Env,
+@pytest.fixture
+def strict_env(lab: Lab, tmp_path: Path) -> Iterator[Env]:
+    """An Env for which one replication failure is a finding (the lab's passes are small)."""
+    from stordoc.settings import ThresholdSettings, load_settings
+
+    s = load_settings(lab.config_path)
+    e = Env(s.model_copy(update={
+        "journal": str(tmp_path / "strict.db"),
+        "thresholds": ThresholdSettings(swift_replication_failures_warn=0)}))
+    yield e
+    e.close()
+
+
+def test_swift_device_unmounted_is_one_incident(lab: Lab, strict_env: Env,
                                                 broken: Callable[..., str]) -> None:
+    """d2 unmounted answers 507: the other nodes' replication passes towards it fail for
+    real, and those failures are consequences of the one device, not incidents of their own."""
+    t0 = time.time()
     broken("swift-device-unmounted", device="d2")
-    out = until(env, has_root("SWIFT_DEVICE_UNMOUNTED"), what="d2 unmounted")
+    for kind in ("object", "container"):
+        lab.wait_replication_pass(kind, t0, "a pass with d2 unmounted")
+    out = until(strict_env, has_root("SWIFT_DEVICE_UNMOUNTED"), what="d2 unmounted")
     inc = the_incident(out, "SWIFT_DEVICE_UNMOUNTED")
-    assert len(out.incidents) == 1 and "d2@" in inc.root.entity
+    assert len(out.incidents) == 1 and "d2@" in inc.root.entity, \
+        [(i.id, [f.code for f in i.findings]) for i in out.incidents]
     assert inc.next_step is not None and inc.next_step.runbook == "swift-device-remount"
+    repl = [f for f in out.report.findings if f.code == "SWIFT_REPLICATION_FAILURES"]
+    assert repl, "no replication pass failed towards the unmounted device"
+    assert {f.key for f in repl} <= {f.key for f in inc.findings}
 
 
 @pytest.mark.parametrize("server", ["object", "container"])

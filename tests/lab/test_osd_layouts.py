@@ -47,16 +47,6 @@ def _tmpfs_mounted(path: Path) -> bool:
 
 
 @pytest.fixture
-def cfg(lab: Lab, tmp_path: Path) -> Path:
-    """The lab's config file with a journal of this test (for the CLI)."""
-    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
-             for ln in lab.config_path.read_text().splitlines()]
-    p = tmp_path / "stordoc.toml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
-@pytest.fixture
 def raw_not_activated(lab: Lab) -> Iterator[int]:
     """The raw OSD after a reboot whose activation did not run: stopped, tmpfs gone, out."""
     i = _raw_osd(lab)

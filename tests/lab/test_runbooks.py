@@ -47,17 +47,6 @@ def ctx(env: Env) -> RunContext:
     return c
 
 
-@pytest.fixture
-def cfg(lab: Lab, tmp_path: Path) -> Path:
-    """The lab's config file with a journal of this test (for the CLI)."""
-    text = lab.config_path.read_text()
-    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
-             for ln in text.splitlines()]
-    p = tmp_path / "stordoc.toml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
 def cli(cfg: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,

@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from checks.engine import run_checks
 from checks.model import Thresholds
 from storage.collect import collect
@@ -23,16 +21,6 @@ from storage.swift import file_md5
 from stordoc.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def cfg(lab: Lab, tmp_path: Path) -> Path:
-    text = lab.config_path.read_text()
-    lines = [f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =") else ln
-             for ln in text.splitlines()]
-    p = tmp_path / "stordoc.toml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
 
 
 def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:

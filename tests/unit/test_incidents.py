@@ -95,6 +95,20 @@ def test_swift_servers_of_one_kind_are_one_incident_and_async_pendings_fold() ->
     assert inc.impact == "container server down on 3 node(s); 120 container updates queued"
 
 
+def test_replication_failures_towards_an_unmounted_device_fold_into_it() -> None:
+    """Every other node's replicator fails towards a device that answers 507: one cause."""
+    fs = [F("SWIFT_DEVICE_UNMOUNTED", "object ring d2@127.0.0.3:6200", Severity.CRIT,
+            ip="127.0.0.3", device="d2")]
+    fs += [F("SWIFT_REPLICATION_FAILURES", f"{k} server 127.0.0.{n}:{p}", failures=40)
+           for n in (2, 4) for k, p in (("object", 6200), ("container", 6201))]
+    (inc,) = correlate(fs)
+    assert inc.root.code == "SWIFT_DEVICE_UNMOUNTED"
+    assert {f.code for f in inc.consequences} == {"SWIFT_REPLICATION_FAILURES"}
+    assert len(inc.findings) == 5
+    # without a device cause they stay an incident of their own (one per server kind)
+    assert {i.root.code for i in correlate(fs[1:])} == {"SWIFT_REPLICATION_FAILURES"}
+
+
 def test_info_findings_are_not_incidents_and_empty_is_ok() -> None:
     assert correlate([F("CACHE_TIER_DEPRECATED", "pool c", Severity.INFO)]) == ()
     assert headline("lab", 0, (), 0) == "OK lab: no incidents"
