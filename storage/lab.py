@@ -791,6 +791,7 @@ max connections = 8
 uid = root
 gid = root
 use chroot = no
+hosts allow = {SWIFT_REPLICATION_IP}
 address = {SWIFT_REPLICATION_IP}
 port = {self.ports.rsync}
 log file = {self.log_dir / 'rsyncd.log'}
