@@ -265,6 +265,9 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
                        if c.code == "SWIFT_ASYNC_PENDING")
             return sev, (f"{kind[0]} server {what} on {n} node(s)"
                          + (f"; {pend:.0f} container updates queued" if pend else ""))
+        if root.code == "SWIFT_REPLICATOR_IDLE":
+            return sev, (f"{kind[0]} replication does nothing on {n} node(s): handoffs stay "
+                         "where they are and lost copies are not rebuilt")
         if n > 1:
             return sev, f"on {n} {kind[0]} servers: {root.message}"
     if "OSD_DOWN_IN" in codes:

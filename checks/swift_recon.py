@@ -128,6 +128,11 @@ RECON_CODES = (
              "has stopped there (its age only grows from now on).", "swift-replicator-start"),
     CodeInfo("SWIFT_REPLICATION_FAILURES", Severity.WARN,
              "The last replication pass of a server counted failures above the threshold."),
+    CodeInfo("SWIFT_REPLICATOR_IDLE", Severity.WARN,
+             "A replicator completes passes but attempted nothing while its host's devices "
+             "hold partitions (over SSH): it does not find itself in the ring (the devices' "
+             "replication address is not one of the host's, or bind_ip/ring_ip points "
+             "elsewhere), so nothing on this host is replicated."),
     CodeInfo("SWIFT_ASYNC_PENDING", Severity.WARN,
              "An object server holds async pendings (container updates not yet done)."),
     CodeInfo("SWIFT_QUARANTINE_GROWTH", Severity.WARN,
@@ -195,7 +200,8 @@ def replication(r: ReconHost) -> dict[str, object] | None:
     stats = rep.get("replication_stats") if isinstance(rep.get("replication_stats"), dict) \
         else {}
     fails = _num(stats.get("failure")) if isinstance(stats, dict) else None
-    return {"last": last, "duration_s": took, "failures": fails}
+    tried = _num(stats.get("attempted")) if isinstance(stats, dict) else None
+    return {"last": last, "duration_s": took, "failures": fails, "attempted": tried}
 
 
 def _sweeps(r: ReconHost) -> list[tuple[str, float]]:
@@ -434,6 +440,47 @@ def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list
         runbook="swift-replicator-start", target=f"{r.server}@{hname}")]
 
 
+def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> list[Finding]:
+    """SWIFT_REPLICATOR_IDLE for one answering server (pure): its last pass is recent and
+    attempted 0, while SSH finds partition directories on this host's devices of its ring.
+    Swift's replicator then logs "Can't find itself ... not replicating" and recon alone
+    looks healthy (passes complete, no failures)."""
+    if r.error_kind is not None or not snap.host_facts_collected or snap.swift is None:
+        return []
+    rep = replication(r)
+    if rep is None or rep["attempted"] != 0.0 or not isinstance(rep["last"], float):
+        return []
+    now = ctx.now or time.time()
+    if now - rep["last"] > ctx.thresholds.swift_replication_age_warn_s:
+        return []  # SWIFT_REPLICATION_STALE speaks for an old pass
+    hname, facts = _host_for(snap, r.ip)
+    ring = snap.swift.ring(r.server)
+    if facts is None or facts.error or ring is None:
+        return []
+    devs = [d for d in ring.devices if d.ip == r.ip and d.port == r.port]
+    parts = {d.device: facts.swift_parts.get(d.device, {}).get(r.server, 0) for d in devs}
+    if sum(parts.values()) == 0:
+        return []  # nothing here to replicate yet: an idle pass is right
+    repl = sorted({f"{d.replication_ip or d.ip}:{d.replication_port or d.port}"
+                   for d in devs})
+    held = sorted(dev for dev, n in parts.items() if n)
+    age = max(0.0, now - rep["last"])
+    ago = f"{age:.0f} s" if age < 120 else _age_h(age)
+    return [Finding(
+        "SWIFT_REPLICATOR_IDLE", Severity.WARN, server_entity(r.server, r.ip, r.port),
+        message=f"swift-{r.server}-replicator on {hname} ({r.ip}) attempted nothing in its "
+        f"last pass ({ago} ago) while {', '.join(held)} hold {sum(parts.values())} "
+        f"{r.server} partitions: it does not find itself in the {r.server} ring, where "
+        f"this host's devices replicate at {', '.join(repl)}",
+        evidence={"host": hname, "ip": r.ip, "server": r.server, "last": rep["last"],
+                  "attempted": 0, "partitions": parts, "replication_addresses": repl,
+                  "manual": f"on {hname}, compare {', '.join(repl)} (the {r.server} ring's "
+                  "replication ip:port of this host's devices, `swift-ring-builder "
+                  f"{r.server}.builder`) with `ip -br addr` and the replicator's "
+                  "bind_ip/ring_ip; fix the ring (`set_info --replication-ip OLD "
+                  "--change-replication-ip NEW`, write_ring, push it) or the config"})]
+
+
 @check("swift-recon", codes=RECON_CODES, needs=("swift",))
 def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
@@ -444,6 +491,7 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
         if r.error_kind is None:
             out.extend(host_findings(r, ctx, sw.history, node_level=r.ip not in nodes))
             out.extend(replicator_findings(r, snap, ctx.now or time.time()))
+            out.extend(idle_findings(r, snap, ctx))
             nodes.add(r.ip)
     out.extend(fill_findings(sw, ctx))
     return out

@@ -209,7 +209,7 @@ class FabricRunner:
 
 # Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
 # "ringdir DIR" (md5sum of each ring.gz there).
-# Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink.
+# Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink, find.
 FACTS_SCRIPT = r"""
 fstab=$1; shift
 echo "@@now"; date +%s
@@ -256,6 +256,11 @@ while [ $# -gt 0 ]; do
     swift)
       echo "@@swift $2"
       if [ -d "$3" ]; then echo "dir 1"; else echo "dir 0"; fi
+      for k in objects containers accounts; do
+        if [ -d "$3/$k" ]; then
+          echo "parts $k $(find "$3/$k" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*' 2>/dev/null | wc -l)"
+        fi
+      done
       shift 3;;
     ringdir)
       echo "@@ringmd5"
@@ -334,6 +339,19 @@ def split_sections(text: str) -> dict[str, list[str]]:
             cur = out.setdefault(line[2:].strip(), [])
         elif cur is not None:
             cur.append(line)
+    return out
+
+
+_PARTS_KIND = {"objects": "object", "containers": "container", "accounts": "account"}
+
+
+def parse_swift_parts(lines: Sequence[str]) -> dict[str, int]:
+    """``parts objects 57`` lines -> {"object": 57}: partition dirs on one Swift device."""
+    out: dict[str, int] = {}
+    for line in lines:
+        p = line.split()
+        if len(p) == 3 and p[0] == "parts" and p[1] in _PARTS_KIND and p[2].isdigit():
+            out[_PARTS_KIND[p[1]]] = int(p[2])
     return out
 
 
@@ -726,10 +744,12 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
         elif osd_id in ps:
             running, pid = True, ps[osd_id]
         daemons.append(Daemon("ceph-osd", str(osd_id), pid, running))
+    swift_parts: dict[str, dict[str, int]] = {}
     for name, d in plan.swift:
         lines = sec.get(f"swift {name}", [])
         dirs[d] = "dir 1" in lines
         relevant_dirs.append(d)
+        swift_parts[name] = parse_swift_parts(lines)
 
     rel = {_norm(d) for d in relevant_dirs}
     mounts = tuple(m for m in all_mounts if _norm(m.target) in rel)
@@ -759,7 +779,8 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                       io_errors=io, dirs=dirs,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
-                      swift_dirs=dict(plan.swift), lvm_volumes=lvm, units=units,
+                      swift_dirs=dict(plan.swift), swift_parts=swift_parts,
+                      lvm_volumes=lvm, units=units,
                       ring_md5=parse_md5sums(sec.get("ringmd5", [])))
     labels = {d.dev.path: d.label for d in devs if d.label}
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label

@@ -49,7 +49,12 @@ SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 repli
 SCENARIOS = ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured", "pool-few-pgs",
              "swift-device-unmounted", "swift-ring-bad", "swift-server-stopped",
              "swift-device-full", "swift-quarantine", "swift-async-pending",
-             "swift-replication-stalled", "swift-ring-stale", "swift-dispersion-missing")
+             "swift-replication-stalled", "swift-ring-stale", "swift-dispersion-missing",
+             "swift-replication-lost")
+# swift-replication-lost: the ring's replication address for every device, somewhere no
+# lab replicator finds itself (as after a ring built for a replication network the hosts
+# are not on)
+SWIFT_LOST_REPLICATION_IP = "127.0.0.99"
 ASYNC_CONTAINER = "stordoc-lab-async"
 ASYNC_OBJECTS = 40  # x 3 replicas = 120 async pendings, above the default warn (100)
 QUARANTINE_CONTAINER = "stordoc-lab-quarantine"
@@ -1168,6 +1173,8 @@ cluster_label = "cluster"
             return self._break_stalled(server)
         if scenario == "swift-ring-stale":
             return self._break_ring_stale(server)
+        if scenario == "swift-replication-lost":
+            return self._break_replication_lost(server)
         if scenario == "swift-dispersion-missing":
             return self._break_dispersion(device)
         if scenario == "swift-device-full":
@@ -1282,6 +1289,8 @@ cluster_label = "cluster"
             return self._heal_stalled(server)
         if scenario == "swift-ring-stale":
             return self._heal_ring_stale()
+        if scenario == "swift-replication-lost":
+            return self._heal_replication_lost()
         if scenario == "swift-dispersion-missing":
             return self._heal_dispersion()
         if scenario == "swift-device-full":
@@ -1513,6 +1522,43 @@ cluster_label = "cluster"
         self.sync_server_rings([k for k in SWIFT_SERVERS if k != server])
         return (f"object ring changed and copied to every server but the {server} server "
                 f"({self.ring_dir(server) / 'object.ring.gz'} is the older ring)")
+
+    def _break_replication_lost(self, server: str) -> str:
+        """``server``'s ring gets replication address 127.0.0.99 on every device (written
+        and copied to every server): its replicator keeps completing passes that do nothing."""
+        if server not in SWIFT_SERVERS:
+            raise ValueError(f"the lab's Swift servers are {', '.join(SWIFT_SERVERS)}")
+        step = "break swift-replication-lost"
+        bak = self.base / "swift" / "ring-lost-backup"
+        if not bak.exists():
+            bak.mkdir()
+            for f in (f"{server}.builder", f"{server}.ring.gz"):
+                shutil.copy2(self.swift_etc / f, bak / f)
+        b = str(self.swift_etc / f"{server}.builder")
+        _run(["swift-ring-builder", b, "set_info", "--replication-ip", SWIFT_REPLICATION_IP,
+              "--change-replication-ip", SWIFT_LOST_REPLICATION_IP, "--yes"], step)
+        p = _run(["swift-ring-builder", b, "write_ring"], step, check=False)
+        if p.returncode not in (0, 1):
+            raise LabError(step, p.stdout + p.stderr)
+        self.sync_server_rings()
+        return (f"{server} ring: every device replicates at {SWIFT_LOST_REPLICATION_IP}, an "
+                f"address no lab replicator has (swift-{server}-replicator replicates nothing)")
+
+    def _heal_replication_lost(self) -> str:
+        bak = self.base / "swift" / "ring-lost-backup"
+        if bak.exists():
+            now = time.time()
+            for f in bak.iterdir():
+                shutil.copy2(f, self.swift_etc / f.name)
+                t = now - 1 if f.name.endswith(".builder") else now
+                os.utime(self.swift_etc / f.name, (t, t))
+            shutil.rmtree(bak)
+        self._drop_push_backups()
+        self.sync_server_rings()
+        # the replicators reload a changed ring within 15 s: wait for a pass after that
+        time.sleep(16)
+        self.settle_replication("heal swift-replication-lost")
+        return "ring and builder restored and copied to every server, a pass completed"
 
     @property
     def _dispersion_aside(self) -> Path:

@@ -283,6 +283,8 @@ class HostFacts:
     links: Mapping[str, str] = field(default_factory=dict)  # "DIR/block" -> resolved device
     osd_dirs: Mapping[int, str] = field(default_factory=dict)  # this host's OSD id -> data dir
     swift_dirs: Mapping[str, str] = field(default_factory=dict)  # its ring device -> dir
+    # its ring device -> server kind -> partition directories on it (data to replicate)
+    swift_parts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     lvm_volumes: tuple[LvmVolume, ...] = ()  # LVs tagged by ceph-volume lvm
     units: tuple[UnitState, ...] = ()  # OSD-related systemd units (when systemd runs)
     ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)

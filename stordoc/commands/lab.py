@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted, osd-not-activated)")
         b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
         b.add_argument("--server", choices=("object", "container", "account"),
-                       default="object", help="Swift server (swift-server-stopped, swift-replication-stalled, swift-ring-stale)")
+                       default="object", help="Swift server (swift-server-stopped, swift-replication-stalled, swift-ring-stale, swift-replication-lost)")
         if name == "break":
             b.add_argument("--out", action="store_true", help="also mark the OSD out")
             b.add_argument("--mode", choices=("drift", "replicas"), default="drift",

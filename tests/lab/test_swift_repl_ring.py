@@ -87,6 +87,29 @@ def test_replicators_move_data_a_lost_container_db_comes_back(lab: Lab) -> None:
         conn.close()
 
 
+def test_replicator_that_does_not_find_itself_in_the_ring_is_named(lab: Lab) -> None:
+    """The object ring's replication address moves to 127.0.0.99: the replicator keeps
+    completing passes (recon looks fine, no failures) that attempt nothing, while SSH finds
+    partitions on every host: SWIFT_REPLICATOR_IDLE on each object server; healed, gone."""
+    port = lab.ports.object
+    conn = lab._swift_conn()
+    conn.put_container("stordoc-lab-idle")
+    try:
+        for i in range(16):  # partitions on every host's devices, whatever ran before
+            conn.put_object("stordoc-lab-idle", f"obj-{i}", contents=b"idle")
+        msg = lab.break_("swift-replication-lost", server="object")
+        assert "127.0.0.99" in msg
+        idle = [("SWIFT_REPLICATOR_IDLE", f"object server {ip}:{port}") for ip in IPS]
+        assert poll(lambda: findings(lab) == idle, 150), findings(lab)
+    finally:
+        lab.heal("swift-replication-lost")
+        for i in range(16):
+            conn.delete_object("stordoc-lab-idle", f"obj-{i}")
+        conn.delete_container("stordoc-lab-idle")
+        conn.close()
+    assert poll(lambda: findings(lab) == [], 60), findings(lab)
+
+
 def test_replication_stalled_is_named_and_heal_clears(lab: Lab) -> None:
     port = lab.ports.object
     try:

@@ -109,6 +109,13 @@ def test_replication_failures_towards_an_unmounted_device_fold_into_it() -> None
     assert {i.root.code for i in correlate(fs[1:])} == {"SWIFT_REPLICATION_FAILURES"}
 
 
+def test_idle_replicators_of_one_kind_are_one_incident_with_their_impact() -> None:
+    fs = [F("SWIFT_REPLICATOR_IDLE", f"object server 127.0.0.{n}:6200", partitions={"d1": 5})
+          for n in (2, 3, 4)]
+    (inc,) = correlate(fs)
+    assert inc.impact.startswith("object replication does nothing on 3 node(s)")
+
+
 def test_info_findings_are_not_incidents_and_empty_is_ok() -> None:
     assert correlate([F("CACHE_TIER_DEPRECATED", "pool c", Severity.INFO)]) == ()
     assert headline("lab", 0, (), 0) == "OK lab: no incidents"

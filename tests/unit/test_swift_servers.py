@@ -201,3 +201,61 @@ def test_ring_md5_over_ssh_when_no_server_reports_it() -> None:
                             host_facts_collected=True)
     got = [f.entity for f in swift_rings(snap2, CheckContext(Thresholds(), 1.0))]
     assert got == ["object ring 127.0.0.2:6200"]
+
+
+def test_swift_parts_parsed_from_the_facts_script_lines() -> None:
+    from storage.hosts import parse_swift_parts
+
+    assert parse_swift_parts(["dir 1", "parts objects 57", "parts containers 3",
+                              "parts accounts x", "parts nope 4", "parts objects"]) == \
+        {"object": 57, "container": 3}
+    assert parse_swift_parts([]) == {}
+
+
+def _idle_snap(attempted: object, parts: int, repl_ip: str = "10.9.9.9",
+               last: float = 995.0) -> tuple[ReconHost, ClusterSnapshot]:
+    from storage.model import RingDevice, RingState
+
+    rep = {"object_replication_last": last, "object_replication_time": 0.01,
+           "replication_stats": {"attempted": attempted, "failure": 0}}
+    r = ReconHost("127.0.0.2", 6200, "object", raw={"replication/object": rep})
+    devs = (RingDevice(0, 1, 1, "127.0.0.2", 6200, "d1", 100.0, 384, replication_ip=repl_ip,
+                       replication_port=6200),
+            RingDevice(1, 1, 2, "127.0.0.3", 6200, "d2", 100.0, 384))
+    ring = RingState("object", "/etc/swift/object.ring.gz", None, 9, 3.0, 1, devs)
+    facts = HostFacts("node1", "127.0.0.2", swift_dirs={"d1": "/srv/node/d1"},
+                      swift_parts={"d1": {"object": parts, "container": 2}})
+    sw = SwiftState(rings=(ring,), recon=(r,), collected_at=1.0)
+    return r, ClusterSnapshot(cluster="lab", taken_at=1.0, swift=sw, hosts={"node1": facts},
+                              host_facts_collected=True)
+
+
+def test_replicator_idle_while_its_host_holds_partitions() -> None:
+    """Passes complete, attempt nothing, the host's devices hold data: the replicator does
+    not find itself in the ring (what Swift logs as "Can't find itself ... not
+    replicating", and what recon alone never shows)."""
+    from checks.model import CheckContext, Thresholds
+    from checks.swift_recon import idle_findings
+
+    ctx = CheckContext(thresholds=Thresholds(), now=1000.0)
+    r, snap = _idle_snap(0, 57)
+    (f,) = idle_findings(r, snap, ctx)
+    assert f.code == "SWIFT_REPLICATOR_IDLE" and f.entity == "object server 127.0.0.2:6200"
+    assert "attempted nothing in its last pass (5 s ago) while d1 hold 57 object " \
+        "partitions" in f.message
+    assert f.message.endswith("replicate at 10.9.9.9:6200")
+    assert "ip -br addr" in str(f.evidence["manual"])
+    assert f.evidence["partitions"] == {"d1": 57}
+    # the engine runs it
+    assert "SWIFT_REPLICATOR_IDLE" in [x.code for x in run_checks(snap, None, now=1000.0)
+                                       .findings]
+    # a pass that attempted something, a host with no partitions yet, unknown stats, an
+    # old pass (SWIFT_REPLICATION_STALE's), no host facts: nothing said
+    assert idle_findings(*_idle_snap(12, 57), ctx) == []
+    assert idle_findings(*_idle_snap(0, 0), ctx) == []
+    assert idle_findings(*_idle_snap(None, 57), ctx) == []
+    assert idle_findings(*_idle_snap(0, 57, last=1000.0 - 90_000), ctx) == []
+    r2, s2 = _idle_snap(0, 57)
+    s3 = ClusterSnapshot(cluster="lab", taken_at=1.0, swift=s2.swift, hosts={},
+                         host_facts_collected=False)
+    assert idle_findings(r2, s3, ctx) == []
