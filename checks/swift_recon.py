@@ -129,10 +129,9 @@ RECON_CODES = (
     CodeInfo("SWIFT_REPLICATION_FAILURES", Severity.WARN,
              "The last replication pass of a server counted failures above the threshold."),
     CodeInfo("SWIFT_REPLICATOR_IDLE", Severity.WARN,
-             "A replicator completes passes but attempted nothing while its host's devices "
-             "hold partitions (over SSH): it does not find itself in the ring (the devices' "
-             "replication address is not one of the host's, or bind_ip/ring_ip points "
-             "elsewhere), so nothing on this host is replicated."),
+             "A replicator's last pass attempted nothing and the ring's replication address "
+             "of its host's devices is not an address of that host (over SSH): it does not "
+             "find itself in the ring, so nothing on this host is replicated."),
     CodeInfo("SWIFT_ASYNC_PENDING", Severity.WARN,
              "An object server holds async pendings (container updates not yet done)."),
     CodeInfo("SWIFT_QUARANTINE_GROWTH", Severity.WARN,
@@ -442,9 +441,11 @@ def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list
 
 def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> list[Finding]:
     """SWIFT_REPLICATOR_IDLE for one answering server (pure): its last pass is recent and
-    attempted 0, while SSH finds partition directories on this host's devices of its ring.
-    Swift's replicator then logs "Can't find itself ... not replicating" and recon alone
-    looks healthy (passes complete, no failures)."""
+    attempted 0, and no replication address of this host's devices in its ring is one of
+    the host's addresses (SSH). Swift's replicator then logs "Can't find itself ... not
+    replicating" and recon alone looks healthy (passes complete, no failures). Both are
+    needed: a pass can attempt nothing for a moment (seen under load), and an address list
+    seen from SSH alone may miss a replicator's ring_ip."""
     if r.error_kind is not None or not snap.host_facts_collected or snap.swift is None:
         return []
     rep = replication(r)
@@ -458,27 +459,32 @@ def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> lis
     if facts is None or facts.error or ring is None:
         return []
     devs = [d for d in ring.devices if d.ip == r.ip and d.port == r.port]
+    if not devs or not facts.addresses:
+        return []
+    if {d.replication_ip or d.ip for d in devs} & set(facts.addresses):
+        return []  # it finds itself: an empty pass is a moment (or an empty cluster)
     parts = {d.device: facts.swift_parts.get(d.device, {}).get(r.server, 0) for d in devs}
-    if sum(parts.values()) == 0:
-        return []  # nothing here to replicate yet: an idle pass is right
     repl = sorted({f"{d.replication_ip or d.ip}:{d.replication_port or d.port}"
                    for d in devs})
     held = sorted(dev for dev, n in parts.items() if n)
+    data = (f" while {', '.join(held)} hold {sum(parts.values())} {r.server} partitions"
+            if held else "")
     age = max(0.0, now - rep["last"])
     ago = f"{age:.0f} s" if age < 120 else _age_h(age)
     return [Finding(
         "SWIFT_REPLICATOR_IDLE", Severity.WARN, server_entity(r.server, r.ip, r.port),
         message=f"swift-{r.server}-replicator on {hname} ({r.ip}) attempted nothing in its "
-        f"last pass ({ago} ago) while {', '.join(held)} hold {sum(parts.values())} "
-        f"{r.server} partitions: it does not find itself in the {r.server} ring, where "
-        f"this host's devices replicate at {', '.join(repl)}",
+        f"last pass ({ago} ago){data}: it does not find itself in the {r.server} ring, "
+        f"where this host's devices replicate at {', '.join(repl)}, not an address of "
+        f"{hname}",
         evidence={"host": hname, "ip": r.ip, "server": r.server, "last": rep["last"],
                   "attempted": 0, "partitions": parts, "replication_addresses": repl,
-                  "manual": f"on {hname}, compare {', '.join(repl)} (the {r.server} ring's "
-                  "replication ip:port of this host's devices, `swift-ring-builder "
-                  f"{r.server}.builder`) with `ip -br addr` and the replicator's "
-                  "bind_ip/ring_ip; fix the ring (`set_info --replication-ip OLD "
-                  "--change-replication-ip NEW`, write_ring, push it) or the config"})]
+                  "host_addresses": list(facts.addresses),
+                  "manual": f"give the {r.server} ring's devices on {hname} a replication "
+                  f"address {hname} has (now {', '.join(repl)}; `ip -br addr` there): "
+                  f"`swift-ring-builder {r.server}.builder set_info --replication-ip OLD "
+                  "--change-replication-ip NEW`, write_ring, push the ring; or, if the "
+                  "address is right, bring it up on the host"})]
 
 
 @check("swift-recon", codes=RECON_CODES, needs=("swift",))

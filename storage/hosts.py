@@ -220,6 +220,7 @@ echo "@@fstab"; cat -- "$fstab" 2>/dev/null
 echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)' | tail -n 300
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
 echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-(server|replicator)'
+echo "@@addrs"; ip -o addr show 2>/dev/null | awk '{print $4}'
 echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
 echo "@@lvs"
 if command -v lvs >/dev/null 2>&1; then
@@ -353,6 +354,17 @@ def parse_swift_parts(lines: Sequence[str]) -> dict[str, int]:
         if len(p) == 3 and p[0] == "parts" and p[1] in _PARTS_KIND and p[2].isdigit():
             out[_PARTS_KIND[p[1]]] = int(p[2])
     return out
+
+
+def parse_addrs(lines: Sequence[str]) -> tuple[str, ...]:
+    """``ip -o addr`` fourth fields (``127.0.0.1/8``, ``fe80::1/64``) -> the addresses, as
+    Swift's whataremyips() lists them (exact addresses, not the networks)."""
+    out: list[str] = []
+    for line in lines:
+        a = line.strip().split("/", 1)[0]
+        if a and a not in out and re.fullmatch(r"[0-9A-Fa-f:.]+", a):
+            out.append(a)
+    return tuple(out)
 
 
 def parse_findmnt(text: str) -> tuple[Mount, ...]:
@@ -781,7 +793,8 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                       links=links, osd_dirs={o[0]: o[1] for o in plan.osds},
                       swift_dirs=dict(plan.swift), swift_parts=swift_parts,
                       lvm_volumes=lvm, units=units,
-                      ring_md5=parse_md5sums(sec.get("ringmd5", [])))
+                      ring_md5=parse_md5sums(sec.get("ringmd5", [])),
+                      addresses=parse_addrs(sec.get("addrs", [])))
     labels = {d.dev.path: d.label for d in devs if d.label}
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label
     return facts, cand, labels

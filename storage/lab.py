@@ -387,9 +387,13 @@ class Lab:
         """Start a non-daemonizing server in its own session, stdout to its log."""
         log = self.log_dir / f"{name}.log"
         with open(log, "ab") as out:
-            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True,
-                                 close_fds=True)
+            try:
+                p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     close_fds=True)
+            except FileNotFoundError:
+                raise LabError(step, f"{argv[0]} not found: install the lab packages "
+                               "(scripts/setup)", str(log)) from None
         self._pidfile(name).write_text(str(p.pid))
         time.sleep(0.05)
         if p.poll() is not None:

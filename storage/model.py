@@ -288,6 +288,7 @@ class HostFacts:
     lvm_volumes: tuple[LvmVolume, ...] = ()  # LVs tagged by ceph-volume lvm
     units: tuple[UnitState, ...] = ()  # OSD-related systemd units (when systemd runs)
     ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)
+    addresses: tuple[str, ...] = ()  # the host's interface addresses (``ip -o addr``); () unknown
     collected_at: float = 0.0
     duration_s: float = 0.0
 
