@@ -37,6 +37,16 @@ RING_KIND_RE = re.compile(r"^(object(-\d{1,4})?|account|container)$")
 REBALANCE_SEED = 1  # the plan and the apply compute the same assignment
 
 
+def _configured_host(d: Draft, host: str) -> HostTarget:
+    """The cluster's configured host of that name, or a refusal that lists the known ones."""
+    ht = d.ctx.target.host(host)
+    if ht is None:
+        known = ", ".join(h.name for h in d.ctx.target.hosts) or "none"
+        raise Refused(f"host {host!r} is not configured for cluster {d.ctx.cluster} "
+                      f"(hosts: {known})")
+    return ht
+
+
 def _need_swift(snap: ClusterSnapshot) -> SwiftState:
     if snap.swift is None:
         raise Refused(f"cannot read Swift: {snap.swift_error or 'no Swift configured'}")
@@ -79,11 +89,7 @@ class SwiftDeviceRemount(Runbook):
             raise Refused(f"{target!r} is not a Swift device target like d2@node2")
         dev, host = m.group(1), m.group(2)
         swift = _need_swift(snap)
-        ht = d.ctx.target.host(host)
-        if ht is None:
-            known = ", ".join(h.name for h in d.ctx.target.hosts) or "none"
-            raise Refused(f"host {host!r} is not configured for cluster {d.ctx.cluster} "
-                          f"(hosts: {known})")
+        ht = _configured_host(d, host)
         ring_devs = [(r.kind, rd) for r in swift.rings for rd in r.devices
                      if rd.device == dev and rd.ip == ht.address]
         if not ring_devs:
@@ -162,12 +168,7 @@ def _server_on_host(d: Draft, snap: ClusterSnapshot, target: str
                       "(object, container or account)")
     server, host = m.group(1), m.group(2)
     swift = _need_swift(snap)
-    ht = d.ctx.target.host(host)
-    if ht is None:
-        known = ", ".join(h.name for h in d.ctx.target.hosts) or "none"
-        raise Refused(f"host {host!r} is not configured for cluster {d.ctx.cluster} "
-                      f"(hosts: {known})")
-    return server, swift, ht
+    return server, swift, _configured_host(d, host)
 
 
 @register

@@ -1375,17 +1375,7 @@ cluster_label = "cluster"
             self.settle_replication(step)
             return f"Swift device {device} mounted again"
         step = "heal swift-ring-bad"
-        bak = self.base / "swift" / "ring-backup"
-        if bak.exists():
-            now = time.time()
-            for f in bak.iterdir():
-                shutil.copy2(f, self.swift_etc / f.name)
-                # the builder must not look newer than the ring it was written with
-                t = now - 1 if f.name.endswith(".builder") else now
-                os.utime(self.swift_etc / f.name, (t, t))
-            shutil.rmtree(bak)
-        self._drop_push_backups()
-        self.sync_server_rings()
+        self._restore_rings(self.base / "swift" / "ring-backup")
         return "rings and builders restored"
 
     def _swift_conn(self) -> Any:
@@ -1574,15 +1564,7 @@ cluster_label = "cluster"
 
     def _heal_replication_lost(self) -> str:
         bak = self.base / "swift" / "ring-lost-backup"
-        if bak.exists():
-            now = time.time()
-            for f in bak.iterdir():
-                shutil.copy2(f, self.swift_etc / f.name)
-                t = now - 1 if f.name.endswith(".builder") else now
-                os.utime(self.swift_etc / f.name, (t, t))
-            shutil.rmtree(bak)
-        self._drop_push_backups()
-        self.sync_server_rings()
+        self._restore_rings(bak)
         # the replicators reload a changed ring within 15 s: wait for a pass after that
         time.sleep(16)
         self.settle_replication("heal swift-replication-lost")
@@ -1636,8 +1618,10 @@ cluster_label = "cluster"
             for f in self.ring_dir(kind).glob("*.stordoc-*"):
                 f.unlink()
 
-    def _heal_ring_stale(self) -> str:
-        bak = self.base / "swift" / "ring-stale-backup"
+    def _restore_rings(self, bak: Path) -> None:
+        """Put a scenario's saved builders and rings back into swift_etc (the builder must not
+        look newer than the ring it was written with), drop the backup and push backups,
+        and copy the rings to every server."""
         if bak.exists():
             now = time.time()
             for f in bak.iterdir():
@@ -1647,6 +1631,10 @@ cluster_label = "cluster"
             shutil.rmtree(bak)
         self._drop_push_backups()
         self.sync_server_rings()
+
+    def _heal_ring_stale(self) -> str:
+        bak = self.base / "swift" / "ring-stale-backup"
+        self._restore_rings(bak)
         return "object ring and builder restored and copied to every server"
 
     def _pool_names(self) -> list[str]:
