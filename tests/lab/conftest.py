@@ -25,13 +25,9 @@ def settled(lab: Lab) -> None:
     if _broken:  # fail at once instead of waiting out the deadline test after test
         pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
     t0 = time.monotonic()
-    kicked = False
     while time.monotonic() < t0 + SETTLE_S:
         if lab.osds_up_in() == (lab.n_osds, lab.n_osds) and lab.pgs_clean():
             return
-        if not kicked and time.monotonic() > t0 + SETTLE_S / 2:
-            lab.repeer_unclean_pgs()  # a stalled recovery: peer again once
-            kicked = True
         time.sleep(0.5)
     dead = [n for n, pid in lab.status()["processes"].items() if pid is None]
     flags = lab.ceph("osd", "dump", check=False)
