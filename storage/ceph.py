@@ -468,6 +468,32 @@ def parse_osd_df(d: Mapping[str, Any]) -> tuple[OsdUsage, ...]:
     return tuple(out)
 
 
+def parse_osd_perf(d: Any) -> dict[int, tuple[float, float]]:
+    """``osd perf``: per OSD (commit, apply) latency in ms, as the manager last averaged
+    them. Octopus+ wrap the list in ``osdstats``; earlier releases do not. Entries with no
+    id or no numbers are skipped (an OSD that never reported)."""
+    if not isinstance(d, Mapping):
+        return {}
+    infos = (d.get("osdstats") or {}).get("osd_perf_infos") \
+        if isinstance(d.get("osdstats"), Mapping) else d.get("osd_perf_infos")
+    out: dict[int, tuple[float, float]] = {}
+    if not isinstance(infos, list):
+        return out
+    for e in infos:
+        if not isinstance(e, Mapping) or not isinstance(e.get("perf_stats"), Mapping):
+            continue
+        ps = e["perf_stats"]
+        try:
+            osd = int(e["id"])
+            commit = float(ps.get("commit_latency_ms", 0))
+            apply = float(ps.get("apply_latency_ms", 0))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if osd >= 0 and math.isfinite(commit) and math.isfinite(apply):
+            out[osd] = (commit, apply)
+    return out
+
+
 def parse_config_value(v: Any) -> str | None:
     """``config get`` answers a bare value, a string, or ``{"name": value}``."""
     if v is None:

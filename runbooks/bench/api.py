@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runbooks.bench import limits as limits_mod
+from runbooks.bench import osdperf
 from runbooks.bench import rados as rados_mod
 from runbooks.bench import rbd as rbd_mod
 from runbooks.bench import swift as swift_mod
@@ -33,6 +34,7 @@ from runbooks.bench.stats import Comparison, compare_groups
 from runbooks.model import Refused, RunContext
 from storage.audit import Audit, LockHeld
 from storage.benchstore import BenchStore
+from storage.ceph import CephClient, CephError
 from storage.rados_io import MODES as RADOS_MODES
 from storage.rados_io import RadosBenchError, RadosIO
 from storage.runner import Runner
@@ -232,6 +234,7 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
             t_last[0] = now
 
         s = Session(ctx, o, lim, group, cancel, on_progress, on_step, list(p.warnings))
+        sampler = _osd_sampler(ctx) if kind in ("rados", "rbd") else None
         try:
             if kind == "rados":
                 pool = o.pool or lim.pool
@@ -252,6 +255,10 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
             status, message = "failed", str(e)
         except RadosBenchError as e:
             status, message = "failed", str(e)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                osdperf.attach(results, sampler)
         if cancel.is_set() and status == "ok":
             status, message = "cancelled", "stopped by the user; cleaned up"
             for r in results:
@@ -272,6 +279,25 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
                              {"group_id": group, "results": [r.id for r in results]})
         audit.release(lock_id)
     return BenchReport(group, kind, ctx.cluster, status, results, message, s.warnings, run_id)
+
+
+def _osd_sampler(ctx: RunContext) -> osdperf.OsdLatencySampler | None:
+    """``ceph osd perf`` every second on a connection of its own (None without Ceph or
+    when the manager cannot be reached: the benchmark runs without per-OSD latency)."""
+    if ctx.target.ceph is None:
+        return None
+    client = CephClient(ctx.target.ceph)
+    try:
+        client.connect()
+    except CephError:
+        return None
+
+    class _Sampler(osdperf.OsdLatencySampler):
+        def stop(self) -> None:
+            super().stop()
+            client.close()
+
+    return _Sampler(lambda: client.mgr("osd perf"), 1.0).start()
 
 
 def _add_efficiency(store: BenchStore, cluster: str, results: Sequence[BenchResult]) -> None:
@@ -328,6 +354,9 @@ def compare(ctx: RunContext, report: BenchReport | str, baseline: str | None = N
             hist.setdefault(r["group_id"], []).append(r)
         c = compare_groups(base, new, lim.k_noise, lim.min_change, label,
                            history=list(hist.values())[:20])
+        where = osdperf.change_note(base, new)
+        if where:
+            c.notes.append(where)
         if not base:
             c.notes.append("nothing stored to compare with yet: this run can become the "
                            "baseline ('stordoc bench baseline set NAME')")

@@ -74,6 +74,11 @@ def test_rados_native_consistent_with_rados_bench_and_cleans_up(lab: Lab, ctx: A
     # Little's law: 16 in flight -> avg latency ~ 16 / ops_s (our bookkeeping is coherent)
     assert w.lat_avg_ms / 1000 == pytest.approx(16 / w.ops_s, rel=0.25)
     assert w.state["num_osds"] == lab.n_osds and w.state["versions"]
+    # per-OSD latency sampled from the manager while the phase ran (`ceph osd perf`)
+    ol = w.extra["osd_latency"]
+    assert set(ol["osds"]) == {str(i) for i in range(lab.n_osds)}
+    assert 1 <= ol["samples"] <= w.duration_s / ol["interval_s"] + 2
+    assert all(0 <= v["commit_avg_ms"] <= v["commit_max_ms"] for v in ol["osds"].values())
     assert _bench_objects(ctx) == []
     # the stock tool, same pool and parameters, right after
     t = ctx.target.ceph
@@ -252,6 +257,7 @@ def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:
     assert c_slow.verdict == "slower", c_slow.lines()
     text = "\n".join(c_slow.lines())
     assert "threshold" in text and "noise" in text and "SLOWER" in text
+    assert "per-OSD commit latency" in text  # where to look, from both sides' samples
     png = api.chart_png(c_slow, str(Path(ctx.journal.path).parent / "cmp.png"))
     assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "MB/s" in api.chart_text(c_slow)

@@ -156,6 +156,7 @@ def test_bench_from_slack_plan_confirm_figures_and_chart(h: BotHarness, lab: Lab
     assert ":white_check_mark:" in all_text(closed), all_text(closed)
     thread = "\n".join(all_text(c) for c in h.posts() if c.params.get("thread_ts") == plan_ts)
     assert "ops/s" in thread and "MB/s" in thread and "p99" in thread
+    assert "ceph osd perf" in thread  # per-OSD latency while it ran
     up = h.fake.wait_for(lambda f: f.of("files.completeUploadExternal"), 60)
     assert up[0].params["files"][0]["title"] == "bench rados on lab"
     (data,) = h.fake.uploads.values()

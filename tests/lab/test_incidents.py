@@ -21,6 +21,7 @@ from checks.incidents import Incident
 from checks.service import CheckOutcome
 from storage.lab import Lab
 from stordoc.env import Env
+from tests.lab.test_swift_dispersion import drop_dispersion
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -285,6 +286,25 @@ def test_swift_ring_stale_on_every_server_is_one_incident(
     assert inc.impact.startswith("on 3 servers alike")
     assert inc.next_step is not None and inc.next_step.command == \
         "stordoc fix swift-ring-push object"
+
+
+def test_swift_dispersion_missing_is_one_incident(env: Env, cfg: Path, lab: Lab) -> None:
+    """One replica gone from d2: one incident rooted at that device's missing copies."""
+    t0 = time.time()
+    r = cli(cfg, "swift", "dispersion", "populate", "--objects", "16", "--containers", "4",
+            "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    try:
+        # a container copy a busy server missed at the PUT comes with the next pass
+        lab.wait_replication_pass("container", t0, "dispersion containers replicated")
+        lab.break_("swift-dispersion-missing", device="d2")
+        out = until(env, has_root("SWIFT_DISPERSION_OBJECT_COPIES"), what="copy missing")
+        inc = the_incident(out, "SWIFT_DISPERSION_OBJECT_COPIES")
+        assert len(out.incidents) == 1, [i.id for i in out.incidents]
+        assert "d2@" in inc.root.entity
+    finally:
+        lab.heal("swift-dispersion-missing", device="d2")
+        drop_dispersion(lab)  # they are this test's: later tests start without them
 
 
 # last: under load one updater pass may leave pendings (the heal now passes again until none)

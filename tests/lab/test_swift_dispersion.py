@@ -33,7 +33,8 @@ def report(cfg: Path) -> tuple[int, dict]:
     return r.returncode, json.loads(r.stdout)
 
 
-def _drop_dispersion(lab: Lab) -> None:
+def drop_dispersion(lab: Lab) -> None:
+    """Remove stordoc's dispersion containers and objects (a test that populated them)."""
     conn = lab._swift_conn()
     try:
         for c in conn.get_account(prefix="stordoc_dispersion_", full_listing=True)[1]:
@@ -45,7 +46,7 @@ def _drop_dispersion(lab: Lab) -> None:
 
 
 def test_populate_needs_consent_then_a_removed_replica_is_seen(lab: Lab, cfg: Path) -> None:
-    _drop_dispersion(lab)  # a lab an earlier run populated: start from "never populated"
+    drop_dispersion(lab)  # a lab an earlier run populated: start from "never populated"
     try:
         rc, rep = report(cfg)
         assert rc == 0 and rep["state"].startswith("not populated")
