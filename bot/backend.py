@@ -265,8 +265,6 @@ class Backend:
 
         api = _module("runbooks.bench.api")
         assert api is not None
-        from runbooks.bench.osdperf import line as osd_latency_line
-
         kind, opts, bp = pv.obj
         ctx = self._ctx(pv.cluster, requested_by)
         last: dict[str, Any] = {"at": 0.0, "phase": ""}
@@ -291,9 +289,7 @@ class Backend:
             p99 = f"{r.lat_p99_ms:.1f}" if r.lat_p99_ms is not None else "-"
             details.append(f"{r.workload}: {r.ops_s:.1f} ops/s, {r.mb_s:.2f} MB/s, latency "
                            f"p50 {p50} ms p99 {p99} ms, errors {r.errors}")
-            slow = osd_latency_line(r.extra.get("osd_latency"))
-            if slow:
-                details.append(f"{r.workload}: {slow}")
+            details += api.detail_lines(r)
         verdict = "no comparison"
         files: list[tuple[str, str, str]] = []
         if rep.results:

@@ -370,12 +370,8 @@ class EnvBackend:
             raise ActionRefused(str(e)) from None
         comp: list[str] = []
         chart = ""
-        from runbooks.bench.osdperf import line as osd_latency_line
-
         for r in rep.results:
-            slow = osd_latency_line(r.extra.get("osd_latency"))
-            if slow:
-                comp.append(f"{r.workload} rep {r.rep}: {slow}")
+            comp += api.detail_lines(r)
         if rep.results:
             try:
                 for c in api.compare(ctx, rep, limits=self._limits(api)):

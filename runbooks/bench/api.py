@@ -30,7 +30,7 @@ from runbooks.bench.common import (
     new_group_id,
 )
 from runbooks.bench.model import KINDS, BenchOptions, BenchResult, Progress
-from runbooks.bench.stats import Comparison, compare_groups
+from runbooks.bench.stats import Comparison, compare_groups, steady_line, steady_state
 from runbooks.model import Refused, RunContext
 from storage.audit import Audit, LockHeld
 from storage.benchstore import BenchStore
@@ -41,7 +41,7 @@ from storage.runner import Runner
 
 __all__ = ["KINDS", "BenchLimits", "BenchOptions", "BenchPlan", "BenchReport", "BenchResult",
            "Comparison", "Progress", "Refused", "bench_after_fix", "chart_png", "chart_text",
-           "compare", "history", "plan_bench", "run_bench", "set_baseline"]
+           "compare", "detail_lines", "history", "plan_bench", "run_bench", "set_baseline"]
 
 LOCK_TARGET = "bench"
 DEFAULT_MODES = {"rados": ("write",), "swift": ("mix",), "rbd": ("randrw",),
@@ -259,6 +259,9 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
             if sampler is not None:
                 sampler.stop()
                 osdperf.attach(results, sampler)
+            for r in results:
+                if r.kind != "limits" and r.series:
+                    r.extra["steady_state"] = steady_state(r.series)
         if cancel.is_set() and status == "ok":
             status, message = "cancelled", "stopped by the user; cleaned up"
             for r in results:
@@ -279,6 +282,17 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
                              {"group_id": group, "results": [r.id for r in results]})
         audit.release(lock_id)
     return BenchReport(group, kind, ctx.cluster, status, results, message, s.warnings, run_id)
+
+
+def detail_lines(r: BenchResult) -> list[str]:
+    """What a result says beyond its figures (every front end shows these): whether
+    throughput reached steady state, and the slowest OSDs while it ran."""
+    out = []
+    for line in (steady_line(r.extra.get("steady_state")),
+                 osdperf.line(r.extra.get("osd_latency"))):
+        if line:
+            out.append(f"{r.workload} rep {r.rep}: {line}")
+    return out
 
 
 def _osd_sampler(ctx: RunContext) -> osdperf.OsdLatencySampler | None:

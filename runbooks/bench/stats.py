@@ -60,6 +60,51 @@ def steady(series: Sequence[Mapping[str, float]], drop_head: int = 1
     return list(body[drop_head:]) if len(body) > drop_head + 1 else list(body)
 
 
+STEADY_WINDOW_S = 3
+STEADY_SLOPE_MAX = 0.02  # of the window's mean, per second (fio's iops_slope, as a share)
+STEADY_CV_MAX = 0.15
+
+
+def steady_state(series: Sequence[Mapping[str, float]], window: int = STEADY_WINDOW_S,
+                 slope_max: float = STEADY_SLOPE_MAX, cv_max: float = STEADY_CV_MAX
+                 ) -> dict[str, Any]:
+    """Did throughput settle? The first window of ``window`` whole seconds (after the
+    first second) whose least-squares slope stays under ``slope_max`` of its mean per
+    second and whose variation under ``cv_max``; else the last window's figures. A run
+    with fewer whole seconds than the window cannot tell (``reached`` None)."""
+    rule = (f"{window} s window: slope <= {slope_max:.0%}/s of its mean, "
+            f"variation <= {cv_max:.0%}")
+    body = [float(x.get("ops_s", 0.0)) for x in steady(series)]
+    if len(body) < window:
+        return {"reached": None, "rule": rule, "samples": len(body)}
+    last: dict[str, Any] = {}
+    for end in range(window, len(body) + 1):
+        w = body[end - window:end]
+        m = float(np.mean(w))
+        slope = float(np.polyfit(np.arange(window), w, 1)[0]) / m if m > 0 else math.inf
+        var = cv(w)
+        last = {"slope_pct": round(100 * slope, 2) if math.isfinite(slope) else None,
+                "cv_pct": round(100 * var, 2)}
+        if m > 0 and abs(slope) <= slope_max and var <= cv_max:
+            return {"reached": True, "from_s": end - window + 2, "rule": rule,
+                    "samples": len(body), **last}
+    return {"reached": False, "rule": rule, "samples": len(body), **last}
+
+
+def steady_line(st: Mapping[str, Any] | None) -> str | None:
+    """One line for a result's ``extra["steady_state"]``."""
+    if not st:
+        return None
+    if st.get("reached") is None:
+        return (f"steady state: too short to tell ({st.get('samples', 0)} whole second(s) "
+                f"after ramp-up; {st.get('rule')})")
+    figs = f"slope {st.get('slope_pct')}%/s, variation {st.get('cv_pct')}%"
+    if st["reached"]:
+        return f"steady state: reached from second {st.get('from_s')} ({figs})"
+    return (f"steady state: NOT reached (last window {figs}; {st.get('rule')}): a longer "
+            "--duration measures the cluster rather than its warm-up")
+
+
 def cv(values: Sequence[float]) -> float:
     """Coefficient of variation (sample std / mean); 0 for fewer than 2 values."""
     if len(values) < 2:

@@ -303,8 +303,6 @@ def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) 
             d["chart"] = a.chart
         print(json.dumps(d, indent=2, default=str))
         return
-    from runbooks.bench.osdperf import line as osd_latency_line
-
     console.print(_results_table(report.results))
     for r in report.results:
         eff = r.extra.get("efficiency")
@@ -313,9 +311,8 @@ def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) 
                           f"{eff['limit_mb_s']:,.1f} MB/s ({eff['bound_by']} limit)")
         if r.kind == "limits":
             console.print(_limits_line(r), markup=False)
-        slow = osd_latency_line(r.extra.get("osd_latency"))
-        if slow:
-            console.print(f"{r.workload} rep {r.rep}: {slow}", markup=False)
+        for line in api.detail_lines(r):
+            console.print(line, markup=False)
     for w in report.warnings:
         console.print(f"warning: {w}", markup=False)
     console.print(f"{report.status}: {report.message}", markup=False)

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.timeout(300)
 
 from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
+from runbooks.bench.stats import steady_state
 from storage.lab import Lab
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 
@@ -79,6 +80,9 @@ def test_rados_native_consistent_with_rados_bench_and_cleans_up(lab: Lab, ctx: A
     assert set(ol["osds"]) == {str(i) for i in range(lab.n_osds)}
     assert 1 <= ol["samples"] <= w.duration_s / ol["interval_s"] + 2
     assert all(0 <= v["commit_avg_ms"] <= v["commit_max_ms"] for v in ol["osds"].values())
+    # whether throughput settled, judged on the run's own per-second series
+    assert w.extra["steady_state"] == steady_state(w.series)
+    assert any(line.startswith("write rep 1: steady state:") for line in api.detail_lines(w))
     assert _bench_objects(ctx) == []
     # the stock tool, same pool and parameters, right after
     t = ctx.target.ceph

@@ -112,3 +112,43 @@ def test_change_note_names_the_osd_that_got_slower() -> None:
     assert note == "per-OSD commit latency (avg): osd.1 3.0 -> 30.0 ms, osd.0 2.0 -> 2.5 ms"
     assert "no OSD slower" in (osdperf.change_note(new, base) or "")
     assert osdperf.change_note([{"extra": {}}], new) is None
+
+
+def _series(ops: list[float], partial_tail: bool = True) -> list[dict]:
+    out = [{"t": float(i + 1), "ops_s": v, "mb_s": v / 256, "lat_ms": 1.0, "partial": 0.0}
+           for i, v in enumerate(ops)]
+    if partial_tail:
+        out.append({"t": len(ops) + 1.0, "ops_s": 1.0, "mb_s": 0.0, "lat_ms": 1.0,
+                    "partial": 1.0})
+    return out
+
+
+def test_steady_state_found_after_a_ramp_and_named_from_its_second() -> None:
+    from runbooks.bench.stats import steady_line, steady_state
+
+    st = steady_state(_series([10, 100, 400, 800, 1000, 1010, 995, 1005]))
+    assert st["reached"] is True and st["from_s"] == 5  # seconds 5-7: 1000, 1010, 995
+    assert abs(st["slope_pct"]) <= 2 and st["cv_pct"] <= 15
+    assert "reached from second 5" in (steady_line(st) or "")
+
+
+def test_steady_state_not_reached_on_a_climb_and_too_short_to_tell() -> None:
+    from runbooks.bench.stats import steady_line, steady_state
+
+    st = steady_state(_series([100, 200, 300, 400, 500, 600]))
+    assert st["reached"] is False and st["slope_pct"] > 2
+    assert "NOT reached" in (steady_line(st) or "")
+    short = steady_state(_series([100, 200]))
+    assert short["reached"] is None and "too short" in (steady_line(short) or "")
+    assert steady_state(_series([0, 0, 0, 0, 0]))["reached"] is False  # nothing moved
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e12), max_size=40))
+def test_steady_state_never_raises_and_is_consistent(ops: list[float]) -> None:
+    from runbooks.bench.stats import steady_line, steady_state
+
+    got = steady_state(_series(ops))
+    assert got["reached"] in (True, False, None)
+    if got["reached"]:
+        assert 2 <= got["from_s"] <= len(ops)
+    assert steady_line(got)
