@@ -34,8 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from storage.lab import Lab
-from storage.labalerts import AlertChain
+from lab import Lab
+from lab.alerts import AlertChain
 from stordoc.settings import AlertSettings, Secret, load_settings
 from tests.support.fake_slack import BotHarness, all_text
 

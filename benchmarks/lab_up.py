@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storage.lab import Lab  # noqa: E402
+from lab import Lab  # noqa: E402
 
 
 def rss_kib(pid: int) -> int:

@@ -36,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lab import Lab
 from runbooks.api import RunEvent, execute, plan
-from storage.lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
 

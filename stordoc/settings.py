@@ -439,12 +439,12 @@ def _read(p: Path) -> Settings:
 
 def running_lab_config() -> Path | None:
     """The config of a default lab that runs now (``stordoc lab up`` without --dir)."""
-    from storage.lab import DEFAULT_DIR, Lab
+    import lab.core as labcore
 
-    if not (Path(DEFAULT_DIR) / "lab.json").is_file():
+    if not (Path(labcore.DEFAULT_DIR) / "lab.json").is_file():
         return None
     try:
-        lab = Lab(DEFAULT_DIR)
+        lab = labcore.Lab(labcore.DEFAULT_DIR)
         if lab.config_path.is_file() and lab.pid("mon.a"):
             return lab.config_path
     except OSError:

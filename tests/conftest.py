@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from storage.lab import Lab  # noqa: E402
+from lab import Lab  # noqa: E402
 
 LAB_DIR = os.environ.get("STORDOC_LAB_DIR", "/var/tmp/stordoc-lab-test")
 LAB_PORT_BASE = int(os.environ.get("STORDOC_LAB_PORT_BASE", "17000"))

@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from storage.lab import (
+from lab import (
     DEFAULT_DIR,
     DEFAULT_LAYOUT,
     DEFAULT_PORT_BASE,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.lab import Lab
+from lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
 

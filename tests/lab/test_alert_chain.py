@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from storage.lab import Lab
-from storage.labalerts import AlertChain
+from lab import Lab
+from lab.alerts import AlertChain
 from stordoc.settings import AlertSettings, Secret, load_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 
@@ -90,7 +90,7 @@ def test_alert_to_diagnosis_fix_and_resolved(h: BotHarness, lab: Lab,
         text = all_text(msg)
         assert "firing" in text and "Cause:" in text and "osd.1" in text
         # posted for an alert of Ceph's own rule file, through the real chain
-        from storage.labalerts import CEPH_RULES
+        from lab.alerts import CEPH_RULES
         names = set(re.findall(r'alert: "(\w+)"', CEPH_RULES.read_text()))
         assert any(f"{n} firing" in text for n in names), text[:300]
         fix = buttons(msg, "fix")

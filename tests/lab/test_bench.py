@@ -18,10 +18,10 @@ import pytest
 
 pytestmark = pytest.mark.timeout(300)
 
+from lab import Lab
 from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
 from runbooks.bench.stats import steady_state
-from storage.lab import Lab
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 
 POOL = "stordoc-bench"

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from lab import Lab
 from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
-from storage.lab import Lab
 from storage.rados_io import RadosIO
 from tests.conftest import ROOT
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.lab import Lab
+from lab import Lab
 from tests.support.bot_process import BotProcess, bot_config
 from tests.support.fake_slack import FakeSlack, SlackSender
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.lab import Lab
+from lab import Lab
 from stordoc.settings import load_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from checks.service import CheckOutcome
-from storage.lab import Lab
+from lab import Lab
 from stordoc.env import Env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import pytest
 
 from checks.engine import CheckReport, run_checks
 from checks.model import Finding, Severity
+from lab import Lab
 from storage.ceph import CephClient, CephCommandError, collect_ceph
-from storage.lab import Lab
 from storage.model import ClusterSnapshot
 from storage.targets import CephTarget
 

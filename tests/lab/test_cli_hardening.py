@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import storage.lab as lab_mod
+import lab.core as lab_mod
 import stordoc.settings as settings_mod
+from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
-from storage.lab import Lab
 from stordoc.cli import main
 from stordoc.errors import EX_NOPERM
 from tests.lab.test_runbooks import wait_health

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
-from storage.lab import Lab
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.timeout(600)

@@ -16,9 +16,9 @@ import pytest
 from checks.engine import CheckReport, run_checks
 from checks.mounts import OSD_CODES, SWIFT_CODES
 from checks.swift_rings import CODES as RING_CODES
+from lab import Lab
 from storage.collect import collect
 from storage.hosts import FabricRunner, collect_host_facts
-from storage.lab import Lab
 from storage.model import ClusterSnapshot
 from storage.runner import HostUnreachable
 from storage.targets import ClusterTarget, HostTarget

@@ -19,7 +19,7 @@ import pytest
 
 from checks.incidents import Incident
 from checks.service import CheckOutcome
-from storage.lab import Lab
+from lab import Lab
 from stordoc.env import Env
 from tests.lab.test_swift_dispersion import drop_dispersion
 

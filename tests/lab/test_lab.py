@@ -11,7 +11,7 @@ from pathlib import Path
 
 import swiftclient
 
-from storage.lab import CACHE_POOL, FEW_PG_POOL, SWIFT_KEY, SWIFT_USER, Lab
+from lab import CACHE_POOL, FEW_PG_POOL, SWIFT_KEY, SWIFT_USER, Lab
 
 
 def ceph(lab: Lab, *args: str) -> str:

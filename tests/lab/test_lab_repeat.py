@@ -3,7 +3,7 @@ attempt (it failed with EINVAL "application must be enabled on base tier")."""
 
 from __future__ import annotations
 
-from storage.lab import CACHE_BASE_POOL, CACHE_POOL, Lab
+from lab import CACHE_BASE_POOL, CACHE_POOL, Lab
 
 
 def _tier_of(lab: Lab) -> dict[str, object]:

@@ -16,8 +16,8 @@ from textual.widgets import DataTable
 
 from checks.hostdiag import Flavour, osd_diagnoses
 from checks.model import Finding
+from lab import Lab
 from runbooks.api import Refused, plan
-from storage.lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
 from tests.lab.test_runbooks import cli, findings, poll

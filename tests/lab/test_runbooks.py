@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from checks.model import Finding
+from lab import CACHE_POOL, FEW_PG_POOL, Lab
 from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
-from storage.lab import CACHE_POOL, FEW_PG_POOL, Lab
 from stordoc.env import Env
 
 ROOT = Path(__file__).resolve().parents[2]

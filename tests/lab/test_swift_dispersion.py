@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from lab import Lab
 from storage.dispersion import OBJECT_CONTAINER
-from storage.lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 

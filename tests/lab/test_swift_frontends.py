@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
+from lab import Lab
 from storage.dispersion import populate
-from storage.lab import Lab
 from stordoc.settings import load_settings
 from tests.lab.test_tui_lab import SIZE, _env, plain, wait_until
 from tests.support.fake_slack import BotHarness, all_text

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from checks.engine import run_checks
+from lab import Lab
 from storage.collect import collect
-from storage.lab import Lab
 from stordoc.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from checks.engine import run_checks
 from checks.model import Thresholds
+from lab import Lab
 from storage.collect import collect
-from storage.lab import Lab
 from storage.swift import file_md5
 from stordoc.settings import load_settings
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from storage.lab import Lab
+from lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
 from tests.lab.test_tui_lab import SIZE, wait_until

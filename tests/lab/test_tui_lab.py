@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.widgets import DataTable
 
-from storage.lab import Lab
+from lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
 from tests.unit.test_tui_app import sync

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.lab import Lab
+from lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,7 +26,7 @@ from bot.alerts import (
     entities_of,
     parse_payload,
 )
-from storage.labalerts import CEPH_RULES, lab_rules
+from lab.alerts import CEPH_RULES, lab_rules
 from stordoc.settings import AlertSettings, Secret, SettingsError, parse_settings
 from tests.support.fake_slack import BotHarness, all_text
 

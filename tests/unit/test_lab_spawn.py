@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.lab import Lab, LabError
+from lab import Lab, LabError
 
 
 def test_missing_program_is_a_lab_error_naming_setup(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.labalerts import DAEMONS as ALERT_DAEMONS
-from storage.labalerts import AlertChain
+from lab.alerts import DAEMONS as ALERT_DAEMONS
+from lab.alerts import AlertChain
 from storage.procs import pid_alive
 
 DEFAULT_DIR = "/var/tmp/stordoc-lab"
@@ -455,7 +455,7 @@ class Lab:
     # ------------------------------------------------------------------ up
     def up(self, progress: Progress | None = None, with_alerts: bool = False) -> float:
         """Bring the whole lab up from nothing; returns the seconds it took. With
-        ``with_alerts``, also the alert chain (storage/labalerts.py)."""
+        ``with_alerts``, also the alert chain (lab/alerts.py)."""
         say = progress or (lambda s: None)
         t0 = time.monotonic()
         say(f"cleaning any previous lab under {self.base}")

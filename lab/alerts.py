@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from storage.lab import Lab
+    from lab import Lab
 
 CEPH_RULES = Path("/etc/prometheus/ceph/ceph_default_alerts.yml")
 LAB_FOR = "5s"  # every rule's `for:` in the lab (Ceph's own: 1m to 15m)
@@ -119,7 +119,7 @@ class AlertChain:
         return f"http://127.0.0.1:{self.ports.prometheus}"
 
     def up(self) -> None:
-        from storage.lab import LabError, _wait
+        from lab.core import LabError, _wait
 
         if not CEPH_RULES.exists():
             raise LabError("alerts", f"{CEPH_RULES} is missing: install the Debian package "
