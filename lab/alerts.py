@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lab.procs import LabError, wait
+
 if TYPE_CHECKING:
     from lab import Lab
 
@@ -119,8 +121,6 @@ class AlertChain:
         return f"http://127.0.0.1:{self.ports.prometheus}"
 
     def up(self) -> None:
-        from lab.core import LabError, _wait
-
         if not CEPH_RULES.exists():
             raise LabError("alerts", f"{CEPH_RULES} is missing: install the Debian package "
                                      "ceph-prometheus-alerts (bash scripts/setup does)")
@@ -141,7 +141,7 @@ class AlertChain:
                  str(self.ports.exporter))
         lab.ceph("config", "set", "mgr", "mgr/prometheus/scrape_interval", "5")
         lab.ceph("mgr", "module", "enable", "prometheus", "--force")
-        _wait(lambda: _http_ok(f"http://127.0.0.1:{self.ports.exporter}/metrics", 5), 90,
+        wait(lambda: _http_ok(f"http://127.0.0.1:{self.ports.exporter}/metrics", 5), 90,
               "alerts", "the mgr prometheus module to answer",
               str(lab.log_dir / "mgr.x.log"))
         rules = self.dir / "ceph_alerts.yml"
@@ -152,20 +152,20 @@ class AlertChain:
         am_cfg = self.dir / "alertmanager.yml"
         am_cfg.write_text(json.dumps(alertmanager_config(self.ports, self.token_file),
                                      indent=1))
-        lab._spawn("alertmanager", [
+        lab.procs.spawn("alertmanager", [
             "prometheus-alertmanager", f"--config.file={am_cfg}",
             f"--storage.path={self.dir / 'am-data'}",
             f"--web.listen-address=127.0.0.1:{self.ports.alertmanager}",
             "--cluster.listen-address=", "--log.level=warn"], "alerts")
-        lab._spawn("prometheus", [
+        lab.procs.spawn("prometheus", [
             "prometheus", f"--config.file={prom_cfg}",
             f"--storage.tsdb.path={self.dir / 'prom-data'}",
             "--storage.tsdb.retention.time=6h",
             f"--web.listen-address=127.0.0.1:{self.ports.prometheus}",
             "--log.level=warn"], "alerts")
-        _wait(lambda: _http_ok(self.alertmanager_url + "/-/ready"), 60, "alerts",
+        wait(lambda: _http_ok(self.alertmanager_url + "/-/ready"), 60, "alerts",
               "Alertmanager to be ready", str(lab.log_dir / "alertmanager.log"))
-        _wait(lambda: _http_ok(self.prometheus_url + "/-/ready"), 60, "alerts",
+        wait(lambda: _http_ok(self.prometheus_url + "/-/ready"), 60, "alerts",
               "Prometheus to be ready", str(lab.log_dir / "prometheus.log"))
 
     def down(self) -> None:
@@ -173,7 +173,7 @@ class AlertChain:
         for name in DAEMONS:
             self.lab.stop(name)
         self.lab.ceph("mgr", "module", "disable", "prometheus", check=False)
-        self.lab._write_state(alerts=False)
+        self.lab.write_state(alerts=False)
 
     def firing(self) -> list[str]:
         """Names of the alerts Prometheus has firing now (for the lab's status and tests)."""

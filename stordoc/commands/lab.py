@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -16,6 +17,7 @@ from lab import (
     SCENARIOS,
     Lab,
     LabError,
+    scenarios,
 )
 from stordoc.argtypes import int_range
 from stordoc.errors import UserError
@@ -55,18 +57,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common(dn)
     dn.set_defaults(func=cmd_down)
     for name, fn in (("break", cmd_break), ("heal", cmd_heal)):
-        b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}")
-        common(b)
-        b.add_argument("scenario", choices=SCENARIOS)
-        b.add_argument("--osd", type=int_range(0, 999_999), default=1, help="OSD id (osd-unmounted, osd-not-activated)")
-        b.add_argument("--device", default="d2", help="Swift device (swift-device-unmounted)")
-        b.add_argument("--server", choices=("object", "container", "account"),
-                       default="object", help="Swift server (swift-server-stopped, swift-replication-stalled, swift-ring-stale, swift-replication-lost)")
-        if name == "break":
-            b.add_argument("--out", action="store_true", help="also mark the OSD out")
-            b.add_argument("--mode", choices=("drift", "replicas"), default="drift",
-                           help="swift-ring-bad: builder/ring drift or too many replicas")
-        b.set_defaults(func=fn)
+        _fault_parser(lsub, name, fn, common)
+
+
+def _fault_parser(lsub: argparse._SubParsersAction[argparse.ArgumentParser], name: str,
+                  fn: Callable[[argparse.Namespace], int],
+                  common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """``lab break|heal SCENARIO``: the scenarios and their options from the registry
+    (lab/scenarios/): each option once, its help naming the scenarios that read it."""
+    heal = name == "heal"
+    listing = "; ".join(f"{s.name}: {s.summary}" for s in scenarios.REGISTRY.values())
+    b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}",
+                        description=f"{name.capitalize()} a fault scenario. {listing}.")
+    common(b)
+    b.add_argument("scenario", choices=SCENARIOS)
+    for opt_name in scenarios.OPTION_NAMES:
+        users = scenarios.users(opt_name, heal=heal)
+        if not users:
+            continue
+        opt = scenarios.option(opt_name)
+        default = getattr(scenarios.DEFAULTS, opt_name)
+        helptext = f"{opt.help} ({', '.join(users)})"
+        if isinstance(default, bool):
+            b.add_argument(f"--{opt_name}", action="store_true", help=helptext)
+        elif isinstance(default, int):
+            b.add_argument(f"--{opt_name}", type=int_range(0, 999_999), default=default,
+                           help=helptext)
+        else:
+            b.add_argument(f"--{opt_name}", choices=opt.choices or None, default=default,
+                           help=f"{helptext}; default {default}")
+    b.set_defaults(func=fn)
 
 
 def _lab(args: argparse.Namespace) -> Lab:
@@ -77,7 +97,7 @@ def _lab(args: argparse.Namespace) -> Lab:
 
 def cmd_up(args: argparse.Namespace) -> int:
     lab = _lab(args)
-    live = [n for n in lab._known_daemons() if lab.pid(n)]
+    live = [n for n in lab.known_daemons() if lab.pid(n)]
     if live and not args.recreate:
         raise UserError(f"a lab is running under {lab.base} ({len(live)} daemons): use its "
                         f"config {lab.config_path} (--config or $STORDOC_CONFIG), or pass "
@@ -138,12 +158,8 @@ def _fault(args: argparse.Namespace, heal: bool) -> int:
     if not lab.state_path.exists():
         raise UserError(f"no lab under {lab.base}: run 'stordoc lab up' first")
     try:
-        if heal:
-            msg = lab.heal(args.scenario, osd=args.osd, device=args.device,
-                           server=args.server)
-        else:
-            msg = lab.break_(args.scenario, osd=args.osd, out=args.out, device=args.device,
-                             mode=args.mode, server=args.server)
+        opts = {k: v for k, v in vars(args).items() if k in scenarios.OPTION_NAMES}
+        msg = lab.heal(args.scenario, **opts) if heal else lab.break_(args.scenario, **opts)
     except ValueError as e:
         raise UserError(str(e)) from None
     except LabError as e:

@@ -193,7 +193,7 @@ def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: L
             if pid:
                 os.kill(pid, signal.SIGKILL)
         assert _wait(lambda: not any(other.status()["processes"].values()))
-        assert other._mounts_under_base() and other.loop_devices()
+        assert other.mounts.under_base() and other.loop_devices()
         other.up()
         assert other.running() and lab.running()
         # XFS OSDs: data image + block; raw OSDs: block only; 4 Swift devices

@@ -35,7 +35,7 @@ def report(cfg: Path) -> tuple[int, dict]:
 
 def drop_dispersion(lab: Lab) -> None:
     """Remove stordoc's dispersion containers and objects (a test that populated them)."""
-    conn = lab._swift_conn()
+    conn = lab.swift_cluster.conn()
     try:
         for c in conn.get_account(prefix="stordoc_dispersion_", full_listing=True)[1]:
             for o in conn.get_container(c["name"], full_listing=True)[1]:

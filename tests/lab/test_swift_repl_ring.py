@@ -65,7 +65,7 @@ def test_replicators_move_data_a_lost_container_db_comes_back(lab: Lab) -> None:
     from storage.dispersion import hash_prefix_suffix
 
     pre, suf = hash_prefix_suffix()
-    conn = lab._swift_conn()
+    conn = lab.swift_cluster.conn()
     name, db = "", None
     try:
         for i in range(64):  # a container of ours that has a primary copy on d2
@@ -92,7 +92,7 @@ def test_replicator_that_does_not_find_itself_in_the_ring_is_named(lab: Lab) -> 
     completing passes (recon looks fine, no failures) that attempt nothing, while SSH finds
     partitions on every host: SWIFT_REPLICATOR_IDLE on each object server; healed, gone."""
     port = lab.ports.object
-    conn = lab._swift_conn()
+    conn = lab.swift_cluster.conn()
     conn.put_container("stordoc-lab-idle")
     try:
         for i in range(16):  # partitions on every host's devices, whatever ran before

@@ -16,5 +16,5 @@ def test_missing_program_is_a_lab_error_naming_setup(tmp_path: Path) -> None:
     lab.pids.mkdir(parents=True)
     with pytest.raises(LabError, match=r"stordoc-no-such-rsync not found: install the lab "
                                        r"packages \(scripts/setup\)"):
-        lab._spawn("rsyncd", ["/nonexistent/stordoc-no-such-rsync", "--daemon"], "start rsyncd")
+        lab.procs.spawn("rsyncd", ["/nonexistent/stordoc-no-such-rsync", "--daemon"], "start rsyncd")
     assert lab.pid("rsyncd") is None

@@ -1,0 +1,358 @@
+"""The lab's Ceph: one monitor, one manager, BlueStore OSDs (``xfs``: a ceph-disk style
+XFS data dir with a ``block`` symlink; ``raw``: ``ceph-volume raw``, label on the device,
+tmpfs data dir), its ceph.conf, the ``ceph`` CLI against it, and waits on OSDs and PGs.
+
+Every Ceph program goes through ``lab.system.argv`` and every path it sees through
+``lab.system.daemon_path`` (the release seam, lab/system.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from lab.layout import CV_BOOTSTRAP_DIR, OSD_BLOCK_BYTES, host_of_osd
+from lab.procs import LabError, run, wait
+
+if TYPE_CHECKING:
+    from lab.core import Lab
+
+XFS_DATA_BYTES = 320 * 1024**2  # an xfs OSD's data dir image: small files only
+
+
+class CephCluster:
+    """Create, start and ask the Ceph daemons of one lab."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+
+    def _argv(self, *argv: str) -> list[str]:
+        return self.lab.system.argv(argv)
+
+    def _p(self, path: str | os.PathLike[str]) -> str:
+        return self.lab.system.daemon_path(path)
+
+    # ------------------------------------------------------------------ ceph CLI
+    def cli(self, *args: str, timeout: float = 30, check: bool = True,
+            step: str = "ceph") -> Any:
+        """Run the ``ceph`` CLI against this lab, JSON out (None when it prints nothing)."""
+        argv = self._argv("ceph", "-c", self._p(self.lab.conf), "--connect-timeout",
+                          str(int(timeout)), "--format", "json", *args)
+        p = run(argv, step, timeout=timeout + 5, check=check)
+        out = p.stdout.strip()
+        if not out:
+            return None
+        try:
+            return json.loads(out)
+        except ValueError:
+            return out
+
+    def ok(self, *args: str, timeout: float = 30) -> bool:
+        """Whether a ``ceph`` command succeeds (False on a timeout)."""
+        argv = self._argv("ceph", "-c", self._p(self.lab.conf), "--connect-timeout",
+                          str(int(timeout)), *args)
+        try:
+            return subprocess.run(argv, capture_output=True, timeout=timeout + 5,
+                                  check=False).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    # ------------------------------------------------------------------ ceph.conf
+    def conf_text(self) -> str:
+        lab = self.lab
+        lo, hi = lab.ports.ms_range
+        p = self._p
+        osd_sections = "".join(
+            f"\n[osd.{i}]\ncrush_location = root=default host={host_of_osd(i)[0]}\n"
+            + (f"osd_data = {p(lab.osd_dir(i))}\n" if k == "raw" else "")
+            for i, k in enumerate(lab.kinds))
+        c = p(lab.ceph_dir)
+        return f"""[global]
+fsid = {lab.fsid}
+mon_host = [v2:127.0.0.1:{lab.ports.mon}]
+mon_initial_members = a
+public_network = 127.0.0.0/8
+ms_bind_msgr1 = false
+ms_bind_port_min = {lo}
+ms_bind_port_max = {hi}
+auth_cluster_required = cephx
+auth_service_required = cephx
+auth_client_required = cephx
+auth_allow_insecure_global_id_reclaim = false
+run_dir = {p(lab.run_dir)}
+pid_file = $run_dir/$cluster-$name.pid
+admin_socket = $run_dir/$cluster-$name.asok
+log_file = {p(lab.log_dir)}/$cluster-$name.log
+mon_cluster_log_file = {p(lab.log_dir)}/$cluster.log
+crash_dir = {c}/crash
+keyring = {p(lab.admin_keyring)}
+osd_pool_default_size = 3
+osd_pool_default_min_size = 2
+osd_pool_default_pg_num = 8
+osd_pool_default_pgp_num = 8
+osd_pool_default_pg_autoscale_mode = off
+osd_crush_chooseleaf_type = 1
+mon_allow_pool_delete = true
+mon_data_avail_warn = 2
+mon_data_avail_crit = 1
+mon_warn_on_pool_no_redundancy = true
+debug_ms = 0
+debug_mon = 1
+debug_osd = 1
+debug_bluestore = 1
+debug_rocksdb = 0
+
+[mon]
+mon_data = {c}/mon/$cluster-$id
+keyring = {c}/mon/keyring
+
+[mgr]
+mgr_data = {c}/mgr/$cluster-$id
+keyring = $mgr_data/keyring
+mgr_stats_period = 2
+
+[osd]
+osd_data = {c}/osd/$cluster-$id
+keyring = $osd_data/keyring
+osd_objectstore = bluestore
+osd_memory_target = 939524096
+osd_memory_cache_min = 67108864
+bluestore_cache_autotune = true
+osd_crush_update_on_start = true
+osd_op_num_shards = 2
+osd_op_num_threads_per_shard = 1
+# the lab's "disks" are files on one machine: Ceph's HDD recovery throttle (0.1 s sleep per
+# op, one PG at a time) made a recovery of ~60k objects written while an OSD was down take
+# over 7 minutes (measured: 9 objects/s), these settings ~100 s (600 objects/s)
+osd_recovery_sleep_hdd = 0
+osd_recovery_max_active_hdd = 8
+osd_max_backfills = 4
+{osd_sections}
+[client]
+keyring = {p(lab.admin_keyring)}
+"""
+
+    # ------------------------------------------------------------------ mon and mgr
+    def up_mon_mgr(self) -> None:
+        lab, p = self.lab, self._p
+        step = "ceph monitor"
+        c = lab.ceph_dir
+        (c / "mon").mkdir(exist_ok=True)
+        (c / "crash").mkdir(exist_ok=True)
+        lab.conf.write_text(self.conf_text())
+        mon_kr = c / "mon" / "keyring"
+        run(self._argv("ceph-authtool", "--create-keyring", p(mon_kr), "--gen-key", "-n",
+                       "mon.", "--cap", "mon", "allow *"), step)
+        run(self._argv("ceph-authtool", "--create-keyring", p(lab.admin_keyring), "--gen-key",
+                       "-n", "client.admin", "--cap", "mon", "allow *", "--cap", "osd",
+                       "allow *", "--cap", "mds", "allow *", "--cap", "mgr", "allow *"), step)
+        run(self._argv("ceph-authtool", p(mon_kr), "--import-keyring", p(lab.admin_keyring)),
+            step)
+        monmap = c / "monmap"
+        run(self._argv("monmaptool", "--create", "--clobber", "--fsid", lab.fsid, "--addv",
+                       "a", f"[v2:127.0.0.1:{lab.ports.mon}]", p(monmap)), step)
+        log = str(lab.log_dir / "ceph-mon.a.log")
+        run(self._argv("ceph-mon", "-c", p(lab.conf), "--mkfs", "-i", "a", "--monmap",
+                       p(monmap), "--keyring", p(mon_kr)), step, log=log)
+        self.start_mon()
+        step = "ceph manager"
+        mgr_dir = c / "mgr" / "ceph-x"
+        mgr_dir.mkdir(parents=True, exist_ok=True)
+        run(self._argv("ceph", "-c", p(lab.conf), "auth", "get-or-create", "mgr.x", "mon",
+                       "allow profile mgr", "osd", "allow *", "mds", "allow *", "-o",
+                       p(mgr_dir / "keyring")), step, timeout=30)
+        self.start_mgr()
+
+    def start_mon(self) -> None:
+        step = "start ceph-mon"
+        log = str(self.lab.log_dir / "ceph-mon.a.log")
+        run(self._argv("ceph-mon", "-c", self._p(self.lab.conf), "-i", "a"), step, log=log)
+        wait(lambda: self.ok("mon", "stat", timeout=5), 30, step,
+             "the monitor to answer", log)
+
+    def start_mgr(self) -> None:
+        step = "start ceph-mgr"
+        run(self._argv("ceph-mgr", "-c", self._p(self.lab.conf), "-i", "x"), step,
+            log=str(self.lab.log_dir / "ceph-mgr.x.log"))
+        wait(lambda: self.lab.pid("mgr.x") is not None, 20, step, "ceph-mgr pid file")
+
+    # ------------------------------------------------------------------ OSDs
+    def osd_start_argv(self, i: int | str = "{id}") -> list[str]:
+        return self._argv("ceph-osd", "-c", self._p(self.lab.conf), "-i", str(i))
+
+    def start_osd(self, i: int) -> None:
+        step = f"start osd.{i}"
+        run(self.osd_start_argv(i), step, log=str(self.lab.log_dir / f"ceph-osd.{i}.log"))
+
+    def up_osds(self) -> None:
+        lab = self.lab
+        # ids are handed out in order by `osd new`, so create sequentially
+        if "raw" in lab.kinds:
+            self._prepare_ceph_volume()
+        for i, kind in enumerate(lab.kinds):
+            if kind == "raw":
+                self._create_raw_osd(i)
+            else:
+                self._create_osd(i)
+        n = lab.n_osds
+        wait(lambda: self.osds_up_in() == (n, n), 90, "OSDs up",
+             f"{n} OSDs up and in", str(lab.log_dir / "ceph-osd.0.log"), 0.5)
+
+    def _create_osd(self, i: int) -> None:
+        lab, p = self.lab, self._p
+        step = f"create osd.{i}"
+        img = lab.images / f"osd-{i}.xfs"
+        blk = lab.images / f"osd-{i}.block"
+        lab.mounts.make_image(img, XFS_DATA_BYTES)
+        lab.mounts.make_image(blk, OSD_BLOCK_BYTES)
+        run(["mkfs.xfs", "-q", "-f", "-L", f"osd{i}", str(img)], step)
+        dev = lab.mounts.attach(img, step)
+        bdev = lab.mounts.attach(blk, step)
+        d = lab.osd_dir(i)
+        lab.mounts.mount(dev, d, step)
+        os.symlink(bdev, d / "block")
+        osd_uuid = str(uuid.uuid4())
+        key = run(self._argv("ceph-authtool", "--gen-print-key"), step).stdout.strip()
+        secrets = lab.base / f"osd-{i}.secret.json"
+        secrets.write_text(json.dumps({"cephx_secret": key}))
+        got = self.cli("osd", "new", osd_uuid, "-i", p(secrets), step=step)
+        secrets.unlink()
+        if int(got["osdid"] if isinstance(got, dict) else got) != i:
+            raise LabError(step, f"ceph osd new gave id {got}, expected {i}")
+        (d / "keyring").write_text(f"[osd.{i}]\n\tkey = {key}\n")
+        log = str(lab.log_dir / f"ceph-osd.{i}.log")
+        run(self._argv("ceph-osd", "-c", p(lab.conf), "-i", str(i), "--mkfs", "--osd-uuid",
+                       osd_uuid), step, timeout=120, log=log)
+        lab.write_state(**{f"osd{i}_uuid": osd_uuid})
+        self.start_osd(i)
+
+    def ceph_volume_argv(self, *args: str) -> list[str]:
+        """``ceph-volume`` on this lab: its config by ``CEPH_CONF``, its own cluster name."""
+        return self._argv("env", f"CEPH_CONF={self._p(self.lab.conf)}", "ceph-volume",
+                          "--cluster", self.lab.cv_cluster, *args)
+
+    def _prepare_ceph_volume(self) -> None:
+        """The bootstrap-osd key where ceph-volume reads it; dirs its mkfs (run as the
+        ``ceph`` user) writes to."""
+        lab = self.lab
+        step = "ceph-volume bootstrap"
+        lab.system.host_path(CV_BOOTSTRAP_DIR).mkdir(parents=True, exist_ok=True)
+        lab.cv_osd_root.mkdir(parents=True, exist_ok=True)
+        run(self._argv("ceph", "-c", self._p(lab.conf), "auth", "get-or-create",
+                       "client.bootstrap-osd", "mon", "allow profile bootstrap-osd", "-o",
+                       self._p(lab.bootstrap_keyring)), step)
+        for d in (lab.log_dir, lab.run_dir, lab.ceph_dir / "crash"):
+            d.mkdir(parents=True, exist_ok=True)
+            os.chmod(d, 0o1777)
+
+    def _create_raw_osd(self, i: int) -> None:
+        """An OSD as ``ceph-volume raw`` makes it: label on the device, tmpfs data dir."""
+        lab = self.lab
+        step = f"create osd.{i} (ceph-volume raw)"
+        blk = lab.images / f"osd-{i}.block"
+        lab.mounts.make_image(blk, OSD_BLOCK_BYTES)
+        dev = lab.mounts.attach(blk, step)
+        log = str(lab.log_dir / f"ceph-volume.osd.{i}.log")
+        p = run(self.ceph_volume_argv("raw", "prepare", "--bluestore", "--data", dev), step,
+                timeout=180, log=log, check=False)
+        with open(log, "a") as f:
+            f.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            raise LabError(step, f"ceph-volume raw prepare exited {p.returncode}: "
+                           f"{p.stderr or p.stdout}", log)
+        self.activate_raw(i, step)
+        lab.write_state(**{f"osd{i}_device": dev})
+        self.start_osd(i)
+
+    def osd_device(self, i: int) -> str | None:
+        """The loop device holding a raw OSD's BlueStore label (its ``block``)."""
+        return self.lab.mounts.loop_for(self.lab.images / f"osd-{i}.block")
+
+    def activate_raw(self, i: int, step: str) -> None:
+        """``ceph-volume raw activate --device DEV --no-systemd`` (what a boot runs)."""
+        lab = self.lab
+        dev = self.osd_device(i)
+        if dev is None:
+            raise LabError(step, f"no loop device attached for osd.{i}'s block image")
+        if os.path.ismount(lab.osd_dir(i)):
+            return
+        log = str(lab.log_dir / f"ceph-volume.osd.{i}.log")
+        p = run(self.ceph_volume_argv("raw", "activate", "--device", dev, "--no-systemd"),
+                step, timeout=120, log=log, check=False)
+        with open(log, "a") as f:
+            f.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            raise LabError(step, f"ceph-volume raw activate exited {p.returncode}: "
+                           f"{p.stderr or p.stdout}", log)
+
+    def osds_up_in(self) -> tuple[int, int]:
+        try:
+            d = self.cli("osd", "dump", timeout=10, check=False)
+        except LabError:
+            return (0, 0)
+        if not isinstance(d, dict):
+            return (0, 0)
+        osds = d.get("osds", [])
+        return (sum(o["up"] for o in osds), sum(o["in"] for o in osds))
+
+    def osd_up(self, i: int) -> bool | None:
+        d = self.cli("osd", "dump", timeout=10, check=False)
+        if not isinstance(d, dict):
+            return None
+        for o in d.get("osds", []):
+            if o["osd"] == i:
+                return bool(o["up"])
+        return None
+
+    # ------------------------------------------------------------------ pools and PGs
+    def pgs_clean(self) -> bool:
+        s = self.cli("pg", "stat", timeout=10, check=False)
+        if not isinstance(s, dict):
+            return False
+        summ = s.get("pg_summary", s)
+        by = summ.get("num_pg_by_state", [])
+        total = summ.get("num_pgs", 0)
+        # active+clean+scrubbing(+deep), +snaptrim...: clean too (a deep scrub is no fault)
+        clean = sum(x["num"] for x in by
+                    if {"active", "clean"} <= set(str(x["name"]).split("+")))
+        return total > 0 and clean == total
+
+    def wait_pgs_clean(self, timeout: float, step: str) -> None:
+        """Wait for active+clean (a slow recovery is waited out, not re-peered: a re-peer
+        restarts it); the error says what the PGs were doing."""
+        try:
+            wait(self.pgs_clean, timeout, step, "PGs active+clean")
+        except LabError:
+            raise LabError(step, f"timed out after {timeout:.0f}s waiting for PGs "
+                           f"active+clean: {self.pg_states()}",
+                           str(self.lab.log_dir / "ceph.log")) from None
+
+    def pg_states(self) -> str:
+        """``pg stat``'s states in one line (for a test that waits in vain)."""
+        s = self.cli("pg", "stat", timeout=10, check=False)
+        if not isinstance(s, dict):
+            return str(s)[:200]
+        summ = s.get("pg_summary", s)
+        return ", ".join(f"{x['num']} {x['name']}" for x in summ.get("num_pg_by_state", []))
+
+    def up_pools(self) -> None:
+        step = "pools"
+        # the PG heuristic wants (OSDs x 100 / 3) rounded up to a power of two; a quarter of
+        # it is the least that raises no finding: 32 for 3 OSDs, 64 for 4
+        pgs = "32" if self.lab.n_osds <= 3 else "64"
+        self.cli("osd", "pool", "create", "rbd", pgs, pgs, "replicated", step=step)
+        self.cli("osd", "pool", "application", "enable", "rbd", "rbd", step=step)
+        wait(self.pgs_clean, 90, "PGs active+clean", "all PGs active+clean",
+             str(self.lab.log_dir / "ceph.log"), 0.5)
+
+    def pool_names(self) -> list[str]:
+        got = self.cli("osd", "pool", "ls", check=False)
+        return list(got) if isinstance(got, list) else []
+
+    def delete_pool(self, pool: str, step: str) -> None:
+        self.cli("osd", "pool", "delete", pool, pool, "--yes-i-really-really-mean-it",
+                 step=step)
+
