@@ -82,7 +82,7 @@ def _fault_parser(lsub: argparse._SubParsersAction[argparse.ArgumentParser], nam
             b.add_argument(f"--{opt_name}", action="store_true", help=helptext)
         elif isinstance(default, int):
             b.add_argument(f"--{opt_name}", type=int_range(0, 999_999), default=default,
-                           help=helptext)
+                           help=f"{helptext}; default {default}")
         else:
             b.add_argument(f"--{opt_name}", choices=opt.choices or None, default=default,
                            help=f"{helptext}; default {default}")
