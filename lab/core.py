@@ -154,6 +154,12 @@ class Ports:
         return self.base + 20
 
     @property
+    def fio(self) -> int:
+        """Where each "host"'s ``fio --server`` listens during a multi-client RBD benchmark
+        (on the host's own loopback address: labs side by side must not share a port)."""
+        return self.base + 30
+
+    @property
     def ms_range(self) -> tuple[int, int]:
         return self.base + 100, self.base + 199
 
@@ -1100,7 +1106,10 @@ proxy_url = "http://127.0.0.1:{self.ports.proxy}"
 auth_url = "http://127.0.0.1:{self.ports.proxy}/auth/v1.0"
 user = "{SWIFT_USER}"
 key = {{ value = "{SWIFT_KEY}" }}
-{hosts}{self._alerts_config()}""")
+{hosts}
+[bench]
+fio_port = {self.ports.fio}
+{self._alerts_config()}""")
 
     def _alerts_config(self) -> str:
         """The [alerts] settings of a lab with the alert chain: the webhook's token and
