@@ -74,7 +74,7 @@ def _per_client(c: str, out0: RadosBenchOutput, mode: str, rc: int | None, op_si
     el = float(out.total_time_s or 0.0)
     size = out.op_size or op_size
     d: dict[str, Any] = {
-        "client": c, "run_name": name, "rc": rc, "ops": ops, "bytes": ops * size,
+        "client": c, "run_name": name, "object_prefix": out0.object_prefix, "rc": rc, "ops": ops, "bytes": ops * size,
         "elapsed_s": el, "ops_s": ops / el if el else 0.0,
         "mb_s": float(out.bandwidth_mb_s) if out.bandwidth_mb_s is not None else
         (ops * size / MIB / el if el else 0.0),
