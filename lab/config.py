@@ -81,7 +81,10 @@ proxy_url = "http://127.0.0.1:{lab.ports.proxy}"
 auth_url = "http://127.0.0.1:{lab.ports.proxy}/auth/v1.0"
 user = "{SWIFT_USER}"
 key = {{ value = "{SWIFT_KEY}" }}
-{_hosts(lab)}{_alerts(lab)}"""
+{_hosts(lab)}
+[bench]
+fio_port = {lab.ports.fio}
+{_alerts(lab)}"""
 
 
 def write_config(lab: Lab) -> None:

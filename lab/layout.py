@@ -79,5 +79,11 @@ class Ports:
         return self.base + 20
 
     @property
+    def fio(self) -> int:
+        """Where each "host"'s ``fio --server`` listens during a multi-client RBD benchmark
+        (on the host's own loopback address: labs side by side must not share a port)."""
+        return self.base + 30
+
+    @property
     def ms_range(self) -> tuple[int, int]:
         return self.base + 100, self.base + 199

@@ -33,7 +33,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,7 +51,7 @@ from storage.model import (
     Mount,
     SwiftState,
 )
-from storage.runner import CommandResult, HostUnreachable, Runner
+from storage.runner import CommandResult, HostUnreachable, Runner, Spawned
 from storage.targets import ClusterTarget, HostTarget
 
 # --------------------------------------------------------------------------- runner
@@ -192,6 +192,31 @@ class FabricRunner:
             finally:
                 sftp.close()
 
+    def spawn(self, host: str, argv: Sequence[str],
+              on_line: Callable[[str, str], None] | None = None) -> Spawned:
+        """Start argv on the host on a channel of its own (the connection is shared, its
+        lock held only while the channel opens): several commands can run on one host at
+        once, and ``run`` still works beside them (e.g. to signal them)."""
+        t = self._target(host)
+        if t.name in self._failed:
+            raise HostUnreachable(t.name, self._failed[t.name])
+        with self._lock(t.name):
+            conn = self._connect(t)
+            try:
+                transport = conn.client.get_transport()
+                if transport is None or not transport.is_active():
+                    raise EOFError("connection closed")
+                chan = transport.open_session(timeout=t.timeout_s)
+                chan.set_combine_stderr(True)
+                chan.exec_command(shlex.join(list(argv)))
+            except (OSError, EOFError) as e:
+                self._drop(t.name)
+                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+            except Exception as e:  # noqa: BLE001  (paramiko.SSHException)
+                self._drop(t.name)
+                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+        return _ChannelSpawned(t.name, argv, on_line, chan)
+
     def _drop(self, name: str) -> None:
         conn = self._conns.pop(name, None)
         if conn is not None:
@@ -203,6 +228,36 @@ class FabricRunner:
     def close(self) -> None:
         for name in list(self._conns):
             self._drop(name)
+
+
+class _ChannelSpawned(Spawned):
+    """A command on an SSH channel: its output read by a thread, its exit status kept."""
+
+    def __init__(self, host: str, argv: Sequence[str],
+                 on_line: Callable[[str, str], None] | None, chan: Any) -> None:
+        super().__init__(host, argv, on_line)
+        self._chan = chan
+        threading.Thread(target=self._run, daemon=True, name=f"ssh-{host}").start()
+
+    def _run(self) -> None:
+        self._feed_lines(lambda: self._chan.recv(65536))
+        try:
+            rc = int(self._chan.recv_exit_status())
+        except Exception:  # noqa: BLE001  (the connection died: no status)
+            rc = -1
+        self._finish(rc)
+
+    def write(self, data: str) -> None:
+        try:
+            self._chan.sendall(data.encode())
+        except Exception as e:  # noqa: BLE001
+            raise OSError(f"{self.host}: cannot write to the command: {e}") from None
+
+    def close(self) -> None:
+        try:
+            self._chan.shutdown_write()
+        except Exception:  # noqa: BLE001, S110
+            pass
 
 
 # --------------------------------------------------------------------------- the scripts

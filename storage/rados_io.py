@@ -453,11 +453,27 @@ def rados_bench_argv(target: CephTarget, pool: str, seconds: int, mode: str,
     return argv
 
 
-def rados_cleanup_argv(target: CephTarget, pool: str, run_name: str) -> list[str]:
+def rados_cleanup_argv(target: CephTarget, pool: str, run_name: str,
+                       prefix: str | None = None) -> list[str]:
+    """``rados cleanup --run-name NAME`` (it reads the run's metadata object), or with
+    ``prefix`` ``--prefix benchmark_data_HOST_PID`` for a run that never wrote one."""
     argv = ["rados", "-c", target.conf, "-n", target.client]
     if target.keyring:
         argv += ["--keyring", target.keyring]
+    if prefix:
+        return argv + ["-p", pool, "cleanup", "--prefix", prefix]
     return argv + ["-p", pool, "cleanup", "--run-name", run_name]
+
+
+def parse_rados_bench_row(line: str) -> dict[str, float | None] | None:
+    """One per-second row of ``rados bench`` (as it streams), or None."""
+    m = _ROW.match(line)
+    if not m:
+        return None
+    return {"sec": int(m.group(1)), "cur_ops": int(m.group(2)), "started": int(m.group(3)),
+            "finished": int(m.group(4)), "avg_mb_s": float(m.group(5)),
+            "cur_mb_s": float(m.group(6)), "last_lat_s": _maybe_float(m.group(7)),
+            "avg_lat_s": float(m.group(8))}
 
 
 @dataclass
@@ -475,6 +491,10 @@ class RadosBenchOutput:
     lat_stddev_s: float | None = None
     per_second: list[dict[str, float | None]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # objects a seq/rand read found with other content than the write put there
+    # (rados bench verifies every read unless --no-verify): "NAME is not correct!"
+    mismatches: list[str] = field(default_factory=list)
+    object_prefix: str | None = None  # "benchmark_data_HOST_PID" (for a cleanup by prefix)
 
     @property
     def complete(self) -> bool:
@@ -498,6 +518,12 @@ _SUMMARY: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+" + _NUM + r"\s+" + _NUM +
                   r"\s+(\S+)\s+" + _NUM + r"\s*$")
+
+
+_MISMATCH = re.compile(r"^\s*(\S+) is not correct!\s*$")
+_PREFIX = re.compile(r"^\s*Object prefix:\s*(\S+)\s*$")
+# what rados bench prints after a verification failure (the mismatches say it already)
+_EIO_AFTER_VERIFY = re.compile(r"^error( during benchmark)?( 5)?: \(5\) Input/output error")
 
 
 _CHATTER = re.compile(r"(Cleaning up \(deleting benchmark objects\)|Removed \d+ objects|"
@@ -554,13 +580,17 @@ def parse_rados_bench(text: str) -> RadosBenchOutput:
         return parse_rados_bench_json(text)
     out = RadosBenchOutput()
     for line in text.splitlines():
-        m = _ROW.match(line)
-        if m:
-            sec, cur, started, finished = (int(m.group(i)) for i in range(1, 5))
-            out.per_second.append({
-                "sec": sec, "cur_ops": cur, "started": started, "finished": finished,
-                "avg_mb_s": float(m.group(5)), "cur_mb_s": float(m.group(6)),
-                "last_lat_s": _maybe_float(m.group(7)), "avg_lat_s": float(m.group(8))})
+        mm = _MISMATCH.match(line)
+        if mm:
+            out.mismatches.append(mm.group(1))
+            continue
+        mp = _PREFIX.match(line)
+        if mp:
+            out.object_prefix = mp.group(1)
+            continue
+        row = parse_rados_bench_row(line)
+        if row is not None:
+            out.per_second.append(row)
             continue
         if ":" in line:
             key, _, val = line.partition(":")
@@ -577,6 +607,8 @@ def parse_rados_bench(text: str) -> RadosBenchOutput:
         low = line.lower()
         if "error" in low or "failed" in low:
             out.errors.append(line.strip())
+    if out.mismatches:
+        out.errors = [e for e in out.errors if not _EIO_AFTER_VERIFY.match(e)]
     return out
 
 

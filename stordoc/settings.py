@@ -321,6 +321,20 @@ class BenchSettings(_Model):
     container: str = "stordoc-bench"
     k_noise: float = Field(3.0, gt=0, le=100, allow_inf_nan=False)
     min_change: float = Field(0.10, gt=0, le=10, allow_inf_nan=False)
+    # `bench ... --clients` without names: these configured hosts (empty: every host)
+    clients: list[str] = Field(default_factory=list, max_length=64)
+    # the port each client's `fio --server` listens on, on the client's own address
+    fio_port: int = Field(8765, ge=1024, le=65535)
+
+    @field_validator("clients")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        for n in v:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", n):
+                raise ValueError(f"not a host name: {ascii(n[:60])}")
+        if len(set(v)) != len(v):
+            raise ValueError("a host named twice")
+        return v
 
     @field_validator("pool", "container")
     @classmethod

@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runbooks.bench import clients as clients_mod
 from runbooks.bench import limits as limits_mod
-from runbooks.bench import osdperf
+from runbooks.bench import multi as multi_mod
+from runbooks.bench import osdperf, rados_multi
 from runbooks.bench import rados as rados_mod
 from runbooks.bench import rbd as rbd_mod
 from runbooks.bench import swift as swift_mod
@@ -119,11 +121,33 @@ class BenchReport:
 
 
 def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits) -> str:
+    by = ""
+    if o.clients:
+        names = [h.name for h in clients_mod.resolve_clients(ctx, o.clients, lim.clients)]
+        by = f" from {len(names)} clients ({', '.join(names)})"
     if kind in ("rados", "rbd"):
-        return f"pool {o.pool or lim.pool}"
+        return f"pool {o.pool or lim.pool}{by}"
     if kind == "swift":
-        return f"container {o.container or lim.container}"
+        return f"container {o.container or lim.container}{by}"
     return "hosts " + (", ".join(o.hosts) or ", ".join(h.name for h in ctx.target.hosts))
+
+
+# the tools each client must have for a multi-client run (asked before anything starts)
+CLIENT_TOOLS: dict[str, tuple[list[str], ...]] = {"rados": rados_multi.TOOLS}
+
+
+def _fleet(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits,
+           on_step: Callable[[str, str, str, int], None] | None = None, probe: bool = True
+           ) -> clients_mod.Fleet:
+    """The run's clients, connected and checked: one unreachable client, or one without
+    the engine's tools, refuses the run before anything is started."""
+    fleet = clients_mod.fleet_for(ctx, o.clients, lim.clients, on_step)
+    try:
+        fleet.probe(CLIENT_TOOLS.get(kind, ()) if probe else ())
+    except BaseException:
+        fleet.close()
+        raise
+    return fleet
 
 
 def _normalize(kind: str, options: BenchOptions) -> BenchOptions:
@@ -138,6 +162,12 @@ def _normalize(kind: str, options: BenchOptions) -> BenchOptions:
                       f"{', '.join(sorted(VALID_MODES[kind]))}")
     if kind == "rados" and o.engine not in ("native", "rados-bench"):
         raise Refused(f"unknown engine {o.engine!r} (native, rados-bench)")
+    if o.clients:
+        if kind not in CLIENT_TOOLS:
+            raise Refused(f"bench {kind} does not run from clients"
+                          + (" (limits: use --host)" if kind == "limits" else ""))
+        if kind == "rados" and o.engine != "rados-bench":
+            o = o.with_(engine="rados-bench")  # the stock tool runs on each client
     if kind == "swift":
         if len(o.mix) != 3 or any(v < 0 for v in o.mix) or sum(o.mix) != 100:
             raise Refused(f"mix must be three percentages read/write/delete summing to 100, "
@@ -160,6 +190,11 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
     s = Session(ctx, o, lim, "<group>", threading.Event())
     state: dict[str, Any] = {}
     warnings: list[str] = []
+    clients: list[str] = []
+    if o.clients:
+        fleet = _fleet(ctx, kind, o, lim)
+        clients = fleet.names
+        fleet.close()
     if kind in ("rados", "rbd"):
         pool = o.pool or lim.pool
         try:
@@ -169,8 +204,12 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         except RadosBenchError as e:
             raise Refused(str(e)) from None
         warnings += ceph_gate(state, o.force)
-        steps = rados_mod.plan_lines(s, pool, exists) if kind == "rados" else \
-            rbd_mod.plan_lines(s, pool, "stordoc-bench-<group>")
+        if kind == "rados" and clients:
+            steps = rados_multi.plan_lines(s, pool, exists, clients)
+        elif kind == "rados":
+            steps = rados_mod.plan_lines(s, pool, exists)
+        else:
+            steps = rbd_mod.plan_lines(s, pool, "stordoc-bench-<group>")
         if kind == "rbd" and not exists:
             steps.insert(0, f"create pool {pool} (application 'stordoc')")
     elif kind == "swift":
@@ -205,6 +244,7 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
     Raises Refused before anything is written (bad options, unhealthy cluster, the lock
     held by someone else). ``cancel`` stops it cleanly: objects, containers and images
     are removed and the partial results are kept with status "cancelled"."""
+    t_cmd = time.time()
     lim = limits_of(ctx, limits)
     p = plan_bench(ctx, kind, plan.options if plan is not None else options, lim)
     o = p.options
@@ -236,7 +276,10 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
         s = Session(ctx, o, lim, group, cancel, on_progress, on_step, list(p.warnings))
         sampler = _osd_sampler(ctx) if kind in ("rados", "rbd") else None
         try:
-            if kind == "rados":
+            if o.clients:  # the plan above probed the clients: connect, stage, run
+                with _fleet(ctx, kind, o, lim, on_step, probe=False) as fleet:
+                    results = _run_multi(s, kind, fleet)
+            elif kind == "rados":
                 pool = o.pool or lim.pool
                 results = rados_mod.run_rados_bench(s, pool) if o.engine == "rados-bench" \
                     else rados_mod.run_native(s, pool)
@@ -261,7 +304,20 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
                 osdperf.attach(results, sampler)
             for r in results:
                 if r.kind != "limits" and r.series:
-                    r.extra["steady_state"] = steady_state(r.series)
+                    st = steady_state(r.series)
+                    if o.steady:
+                        st["stop_enabled"] = True
+                        if r.extra.get("stopped_by") == "steady":
+                            st["stopped_early"] = True
+                            st["stopped_after_s"] = round(float(r.duration_s), 2)
+                    r.extra["steady_state"] = st
+            if s.first_io_at is not None:
+                for r in results:
+                    orch = r.extra.setdefault("orchestration", {})
+                    orch["command_to_first_io_s"] = round(s.first_io_at - t_cmd, 3)
+        if s.integrity and status == "ok":
+            status = "failed"
+            message = "DATA VERIFICATION FAILED: " + "; ".join(s.integrity)
         if cancel.is_set() and status == "ok":
             status, message = "cancelled", "stopped by the user; cleaned up"
             for r in results:
@@ -284,15 +340,39 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
     return BenchReport(group, kind, ctx.cluster, status, results, message, s.warnings, run_id)
 
 
+def _run_multi(s: Session, kind: str, fleet: clients_mod.Fleet) -> list[BenchResult]:
+    o, lim = s.opts, s.limits
+    if kind == "rados":
+        return rados_multi.run_multi(s, o.pool or lim.pool, fleet)
+    raise Refused(f"bench {kind} does not run from clients")
+
+
 def detail_lines(r: BenchResult) -> list[str]:
-    """What a result says beyond its figures (every front end shows these): whether
-    throughput reached steady state, and the slowest OSDs while it ran."""
+    """What a result says beyond its figures (every front end shows these): the clients
+    and their share, whether reads were verified, whether throughput reached steady
+    state, and the slowest OSDs while it ran."""
     out = []
-    for line in (steady_line(r.extra.get("steady_state")),
+    for line in (multi_mod.clients_line(r), verify_line(r),
+                 steady_line(r.extra.get("steady_state")),
                  osdperf.line(r.extra.get("osd_latency"))):
         if line:
             out.append(f"{r.workload} rep {r.rep}: {line}")
     return out
+
+
+def verify_line(r: BenchResult) -> str | None:
+    """"reads verified: ..." or "DATA VERIFICATION FAILED: ..." for a read phase."""
+    v = r.extra.get("verify")
+    if not v:
+        return None
+    if not v.get("checked"):
+        return f"reads NOT verified: {v.get('why', 'not available')}"
+    if v.get("mismatches"):
+        ex = ", ".join(v.get("examples") or [])
+        return (f"DATA VERIFICATION FAILED: {v['mismatches']} read(s) returned other data "
+                f"than written ({v.get('engine', '')}){': ' + ex if ex else ''}")
+    return (f"reads verified: {int(v.get('reads') or 0):,} read(s), no mismatch "
+            f"({v.get('engine', '')})")
 
 
 def _osd_sampler(ctx: RunContext) -> osdperf.OsdLatencySampler | None:

@@ -27,13 +27,18 @@ class BenchLimits:
     container: str = "stordoc-bench"
     k_noise: float = 3.0
     min_change: float = 0.10
+    clients: tuple[str, ...] = ()  # default clients of ``--clients`` without names
+    fio_port: int = 8765  # where each client's ``fio --server`` listens (on its address)
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any] | None) -> BenchLimits:
         if not m:
             return cls()
         names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in m.items() if k in names})
+        kw = {k: v for k, v in m.items() if k in names}
+        if "clients" in kw:
+            kw["clients"] = tuple(kw["clients"] or ())
+        return cls(**kw)
 
 
 def limits_of(ctx: RunContext, limits: BenchLimits | None) -> BenchLimits:
@@ -104,6 +109,10 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     bytes_written: int = 0
     space_cap: int | None = None  # from the pool's MAX AVAIL (rados, rbd)
+    # data read back wrong (a verified read found a mismatch): the run fails with these
+    integrity: list[str] = field(default_factory=list)
+    # set by a multi-client run: time.time() of the first "go" (the first I/O)
+    first_io_at: float | None = None
 
     def fit_space(self, state: Mapping[str, Any]) -> None:
         avail = state.get("pool_max_avail")

@@ -57,6 +57,10 @@ class BenchOptions:
     limit_size: int = 64 * MIB
     prefill: int = 200  # Swift objects written before a mix that reads or deletes
     seed: int | None = None
+    # load from these configured hosts over SSH ("*": [bench] clients, or every host)
+    clients: tuple[str, ...] = ()
+    # stop a phase once throughput is steady (``duration_s`` is then the maximum)
+    steady: bool = False
 
     def with_(self, **kw: Any) -> BenchOptions:
         return replace(self, **kw)
@@ -66,6 +70,7 @@ class BenchOptions:
         d["modes"] = list(self.modes)
         d["mix"] = list(self.mix)
         d["hosts"] = list(self.hosts)
+        d["clients"] = list(self.clients)
         return d
 
 

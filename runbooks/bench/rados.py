@@ -18,14 +18,16 @@ from typing import Any
 
 from runbooks.bench.common import Session, result_from_raw
 from runbooks.bench.model import BenchResult, fingerprint_fields, human_size
-from runbooks.bench.stats import MIB
+from runbooks.bench.stats import MIB, steady_reached
 from runbooks.model import Refused
 from storage.rados_io import (
     OBJ_PREFIX,
     RadosBenchError,
+    RadosBenchOutput,
     RadosIO,
     Tick,
     parse_rados_bench,
+    parse_rados_bench_row,
     rados_bench_argv,
     rados_cleanup_argv,
 )
@@ -152,20 +154,24 @@ def run_rados_bench(s: Session, pool: str) -> list[BenchResult]:
     for rep in range(1, o.repeat + 1):
         run_name = f"stordoc_rb_{s.group_id}_{rep}_{uuid.uuid4().hex[:6]}"
         wrote = False
+        prefix: str | None = None
         try:
             modes = list(o.modes)
             if any(m != "write" for m in modes) and "write" not in modes:
                 modes = ["write"] + modes  # rados bench reads only what a write left
                 s.warnings.append("rados bench needs a write phase before seq/rand: added")
             for mode in modes:
-                if s.cancelled:
+                if s.cancelled or s.integrity:
                     break
                 argv = rados_bench_argv(t, pool, max(1, round(o.duration_s)), mode,
                                         o.concurrency, o.size, run_name,
                                         max_objects=max(1, s.bytes_left() // o.size))
-                text, rc = _run_child(s, argv, mode, rep, o.duration_s)
+                text, rc, stopped = _run_child(s, argv, mode, rep, o.duration_s)
                 wrote = wrote or mode == "write"
                 out = parse_rados_bench(text)
+                prefix = prefix or out.object_prefix
+                if stopped:  # SIGINT: no summary, the figures of its last per-second row
+                    out = from_last_row(out)
                 if not out.complete:
                     s.step(f"rep {rep}: rados bench {mode}", " ".join(argv), text[-2000:], rc)
                     if s.cancelled:
@@ -173,61 +179,101 @@ def run_rados_bench(s: Session, pool: str) -> list[BenchResult]:
                     raise Refused(f"rados bench {mode} failed (rc {rc}): "
                                   f"{(out.errors or [text.strip()[-200:]])[-1]}")
                 r = _result_from_tool(s, out, mode, pool, rep, state, o.size)
+                r.extra["stopped_by"] = "steady" if stopped and not s.cancelled else \
+                    "cancel" if stopped else "duration"
                 if mode == "write":
                     s.bytes_written += r.bytes
-                if mode not in o.modes:
+                if mode != "write":
+                    r.extra["verify"] = verify_summary(out, r.ops)
+                    if out.mismatches:
+                        r.status = "failed"
+                        s.integrity.append(
+                            f"rados bench {mode} read {len(out.mismatches)} object(s) back "
+                            f"with other content than written (e.g. {out.mismatches[0]})")
+                if mode not in o.modes and not out.mismatches:
                     continue
                 results.append(r)
                 s.step(f"rep {rep}: rados bench {mode}", " ".join(argv), r.headline(), rc)
         finally:
             if wrote and (s.cancelled or not o.keep or rep < o.repeat):
-                p = subprocess.run(rados_cleanup_argv(t, pool, run_name), capture_output=True,
-                                   text=True, timeout=300, check=False)
-                s.step(f"rep {rep}: rados cleanup", " ".join(rados_cleanup_argv(t, pool,
-                                                                                run_name)),
-                       (p.stdout + p.stderr)[-500:], p.returncode)
-        if s.cancelled:
+                cleanup_objects(s, t, pool, run_name, prefix, f"rep {rep}: rados cleanup")
+        if s.cancelled or s.integrity:
             break
     return results
 
 
+def verify_summary(out: RadosBenchOutput, reads: int) -> dict[str, Any]:
+    return {"checked": True, "engine": "rados bench (compares every object read with what "
+            "its write put there)", "reads": reads, "mismatches": len(out.mismatches),
+            "examples": out.mismatches[:3]}
+
+
+def from_last_row(out: RadosBenchOutput) -> RadosBenchOutput:
+    """rados bench dies on SIGINT without its summary (and without writing its metadata):
+    a phase we stopped (steady state, Ctrl-C) takes the engine's own cumulative figures
+    from its last per-second row (finished ops, average MB/s, average latency)."""
+    rows = [r for r in out.per_second if r.get("sec")]
+    if out.complete or not rows:
+        return out
+    last = rows[-1]
+    return RadosBenchOutput(
+        total_time_s=float(last["sec"] or 0), ops=int(last["finished"] or 0),
+        op_size=out.op_size, bandwidth_mb_s=last["avg_mb_s"], iops=None,
+        lat_avg_s=last["avg_lat_s"], lat_max_s=None, per_second=out.per_second,
+        errors=out.errors, mismatches=out.mismatches, object_prefix=out.object_prefix)
+
+
 def _run_child(s: Session, argv: list[str], mode: str, rep: int, planned: float
-               ) -> tuple[str, int]:
-    """Run the tool, feed progress from its per-second rows, SIGINT it on cancel."""
+               ) -> tuple[str, int, bool]:
+    """Run the tool, feed progress from its per-second rows, SIGINT it on cancel or, with
+    ``--steady``, once its throughput is steady. Returns (output, rc, stopped by us)."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             bufsize=1)
     lines: list[str] = []
+    per_sec: list[float] = []
     stop_watch = threading.Event()
+    stopped = [False]
+
+    def interrupt() -> None:
+        if proc.poll() is None and not stopped[0]:
+            stopped[0] = True
+            proc.send_signal(signal.SIGINT)
 
     def watch() -> None:
         while not stop_watch.wait(0.2):
-            if s.cancelled and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
+            if s.cancelled:
+                interrupt()
                 return
 
     w = threading.Thread(target=watch, daemon=True)
     w.start()
     t0 = time.monotonic()
+    prev = 0
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
             lines.append(line)
-            parts = line.split()
-            if len(parts) >= 6 and parts[0].isdigit() and parts[3].isdigit():
+            row = parse_rados_bench_row(line)
+            if row is not None and row["sec"]:
                 el = time.monotonic() - t0
-                done = int(parts[3])
+                done = int(row["finished"] or 0)
+                per_sec.append(float(done - prev))
+                prev = done
                 s.progress(mode, rep, el, planned, done, done * s.opts.size)
+                if s.opts.steady and steady_reached(per_sec):
+                    interrupt()
         rc = proc.wait(timeout=planned + 120)
     finally:
         stop_watch.set()
         if proc.poll() is None:
+            stopped[0] = True
             proc.send_signal(signal.SIGINT)
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    return "".join(lines), rc
+    return "".join(lines), rc, stopped[0]
 
 
 def _result_from_tool(s: Session, out: Any, mode: str, pool: str, rep: int,
@@ -274,3 +320,20 @@ def pool_exists(s: Session, pool: str) -> bool:
             return io.pool_exists(pool)
     except RadosBenchError as e:
         raise Refused(str(e)) from None
+
+
+def cleanup_objects(s: Session, t: CephTarget, pool: str, name: str, prefix: str | None,
+                    title: str) -> None:
+    if not prefix:
+        s.step(title, "(nothing: rados bench printed no object prefix, so it wrote nothing)",
+               "", 0)
+        return
+    # "_object" ends the prefix: benchmark_data_HOST_12 must not match ..._123_object0
+    argv = rados_cleanup_argv(t, pool, name, prefix=prefix + "_object")
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    out = (p.stdout + p.stderr)[-500:]
+    rm = ["rados", "-c", t.conf, "-n", t.client] + (["--keyring", t.keyring] if t.keyring
+                                                    else []) + ["-p", pool, "rm", name]
+    q = subprocess.run(rm, capture_output=True, text=True, timeout=60, check=False)
+    s.step(title, " ".join(argv) + "; " + " ".join(rm),
+           out + ("" if q.returncode == 0 else " (no metadata object)"), p.returncode)

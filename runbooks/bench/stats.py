@@ -91,18 +91,37 @@ def steady_state(series: Sequence[Mapping[str, float]], window: int = STEADY_WIN
     return {"reached": False, "rule": rule, "samples": len(body), **last}
 
 
+def steady_reached(ops_per_s: Sequence[float]) -> bool:
+    """The live form of the rule: True once whole seconds so far (ramp-up included, it is
+    dropped here) hold a steady window. Engines without a steady-state stop of their own
+    (rados bench, the native drivers, the Swift mix) are stopped when this turns True."""
+    return bool(steady_state([{"ops_s": float(v)} for v in ops_per_s]).get("reached"))
+
+
+def fio_steadystate_options() -> dict[str, str]:
+    """fio's own steady-state stop with the slope part of the same rule (fio has no
+    variation criterion: the result's verdict still applies the whole rule)."""
+    return {"steadystate": f"iops_slope:{STEADY_SLOPE_MAX * 100:g}%",
+            "steadystate_duration": str(STEADY_WINDOW_S), "steadystate_ramp_time": "1"}
+
+
 def steady_line(st: Mapping[str, Any] | None) -> str | None:
     """One line for a result's ``extra["steady_state"]``."""
     if not st:
         return None
+    stop = ""
+    if st.get("stopped_early"):
+        stop = f"; phase stopped when steady, after {st.get('stopped_after_s', 0):.1f} s"
+    elif st.get("stop_enabled"):
+        stop = "; ran to its maximum duration"
     if st.get("reached") is None:
         return (f"steady state: too short to tell ({st.get('samples', 0)} whole second(s) "
-                f"after ramp-up; {st.get('rule')})")
+                f"after ramp-up; {st.get('rule')}){stop}")
     figs = f"slope {st.get('slope_pct')}%/s, variation {st.get('cv_pct')}%"
     if st["reached"]:
-        return f"steady state: reached from second {st.get('from_s')} ({figs})"
-    return (f"steady state: NOT reached (last window {figs}; {st.get('rule')}): a longer "
-            "--duration measures the cluster rather than its warm-up")
+        return f"steady state: reached from second {st.get('from_s')} ({figs}){stop}"
+    return (f"steady state: NOT reached (last window {figs}; {st.get('rule')}){stop}: a "
+            "longer --duration measures the cluster rather than its warm-up")
 
 
 def cv(values: Sequence[float]) -> float:

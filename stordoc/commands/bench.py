@@ -81,6 +81,23 @@ def _common(p: argparse.ArgumentParser, duration: float = 5.0) -> None:
     p.add_argument("--seed", type=int_range(0, 2**32 - 1), help=argparse.SUPPRESS)
 
 
+def _clients(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not text.strip() or any(not n for n in names):
+        raise argparse.ArgumentTypeError("clients are configured host names separated by "
+                                         "commas, e.g. node1,node2,node3")
+    return names
+
+
+def _multi(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clients", type=_clients, nargs="?", const=("*",), metavar="H1,H2",
+                   help="run the load from these configured hosts over SSH, all at once "
+                        "(alone: [bench] clients, or every configured host)")
+    p.add_argument("--steady", action="store_true",
+                   help="stop each phase once throughput is steady; --duration is then the "
+                        "maximum")
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b = sub.add_parser("bench", help="quick benchmarks: rados, swift, rbd, limits",
                        description="Quick benchmarks with stored baselines and noise-aware "
@@ -96,7 +113,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="object size (4M)")
     r.add_argument("--pool", type=plain_name, help="benchmark pool (settings [bench] pool)")
     r.add_argument("--keep", action="store_true", help="keep the objects for a read run")
-    r.add_argument("--engine", choices=("native", "rados-bench"), default="native")
+    r.add_argument("--engine", choices=("native", "rados-bench"), default=None,
+                   help="native (default) or rados-bench (always with --clients)")
+    _multi(r)
     r.set_defaults(func=cmd_run, kind="rados")
 
     s = bs.add_parser("swift", help="Swift PUT/GET/DELETE mix through the proxy")
@@ -111,6 +130,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="objects written first when the mix reads or deletes (200)")
     s.add_argument("--container", type=plain_name, help="benchmark container (settings [bench] container)")
     s.add_argument("--keep", action="store_true", help="keep the container")
+    _multi(s)
     s.set_defaults(func=cmd_run, kind="swift")
 
     d = bs.add_parser("rbd", help="fio rbd engine on a scratch image")
@@ -125,6 +145,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="scratch image size (256M)")
     d.add_argument("--rwmixread", type=PERCENT, default=70, help="read percent for randrw (70)")
     d.add_argument("--pool", type=plain_name, help="benchmark pool (settings [bench] pool)")
+    _multi(d)
     d.set_defaults(func=cmd_run, kind="rbd")
 
     lm = bs.add_parser("limits", help="disk (scratch file on an OSD filesystem) and network")
@@ -187,6 +208,13 @@ def _options(a: argparse.Namespace) -> Any:
         kw["modes"] = ("mix",)
     if getattr(a, "host", None):
         kw["hosts"] = tuple(a.host)
+    if getattr(a, "clients", None):
+        if getattr(a, "engine", None) == "native":
+            raise UserError("--engine native runs on this host only; --clients runs rados "
+                            "bench on every client")
+        kw["clients"] = tuple(a.clients)
+    if getattr(a, "steady", False):
+        kw["steady"] = True
     return BenchOptions(**kw)
 
 

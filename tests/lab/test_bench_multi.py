@@ -1,0 +1,264 @@
+"""Multi-client benchmarks on the real lab: the lab's loopback "hosts" (node1..node3 over
+the lab's real sshd) are the clients. Proven here: the totals are the sums of what each
+client's engine printed (and what the cluster holds afterwards), reads are verified (a
+real corruption fails the run), Ctrl-C cleans up on every client (no engine process, no
+object, image or private directory left, looked for on the machine itself), and an
+unreachable client refuses the run before anything starts. Runs are short: the machine is
+shared."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab import Lab
+from runbooks.bench import api
+from runbooks.bench.api import BenchOptions
+from runbooks.bench.clients import STAGE_RE
+from runbooks.bench.common import Session
+from runbooks.bench.rados import cleanup_objects
+from storage.audit import Audit
+from storage.benchstore import BenchStore
+from storage.rados_io import RadosIO
+
+pytestmark = pytest.mark.timeout(600)
+
+POOL = "stordoc-bench"
+CLIENTS = ("node1", "node2", "node3")
+
+
+def _poll(cond: Callable[[], bool], timeout: float, what: str, every: float = 0.3) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
+@pytest.fixture
+def ctx(env: Any, lab: Lab) -> Any:
+    c = env.run_context(None, source="test")
+
+    def clean() -> bool:
+        with RadosIO(c.target.ceph) as io:
+            st = io.state()
+        return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
+            st["num_pgs"]
+
+    _poll(clean, 180, "lab PGs active+clean", 0.5)
+    return c
+
+
+def _objects(ctx: Any, prefix: str = "") -> list[str]:
+    with RadosIO(ctx.target.ceph) as io:
+        if not io.pool_exists(POOL):
+            return []
+        ioctx = io.cluster.open_ioctx(POOL)
+        try:
+            return [o.key for o in ioctx.list_objects()
+                    if o.key.startswith(prefix or ("benchmark_data", "stordoc_rb_"))]
+        finally:
+            ioctx.close()
+
+
+def _cmdlines() -> dict[int, str]:
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                out[int(d)] = Path(f"/proc/{d}/cmdline").read_bytes().replace(
+                    b"\0", b" ").decode(errors="replace")
+            except OSError:
+                pass
+    return out
+
+
+def _stage_dirs(journal: Any, run_id: int) -> list[str]:
+    """The private directories the run made on its clients (from its audit steps)."""
+    steps = Audit(journal).steps(run_id)
+    dirs: list[str] = []
+    for st in steps:
+        if st["title"] == "stage client files":
+            dirs += [x.split(":", 1)[1] for x in str(st["stdout"]).split(", ") if ":" in x]
+    return dirs
+
+
+def test_rados_from_three_clients_sums_what_each_rados_bench_printed(lab: Lab, ctx: Any
+                                                                     ) -> None:
+    o = BenchOptions(modes=("write", "seq"), duration_s=3, size=4096, concurrency=8,
+                     clients=CLIENTS, keep=True)
+    rep = api.run_bench(ctx, "rados", o)
+    try:
+        assert rep.status == "ok", rep.message
+        w, sq = rep.results
+        assert (w.workload, sq.workload) == ("write", "seq")
+        for r in (w, sq):
+            cl = r.extra["clients"]
+            assert [c["client"] for c in cl] == list(CLIENTS)
+            # totals are the sums of each client's own rados bench summary
+            assert r.ops == sum(c["engine"]["ops"] for c in cl) > 0
+            assert r.mb_s == pytest.approx(sum(c["engine"]["bandwidth_mb_s"] for c in cl),
+                                           rel=1e-9)
+            assert r.ops_s == pytest.approx(sum(c["engine"]["ops"] / c["engine"]["total_time_s"]
+                                                for c in cl), rel=1e-9)
+            assert r.extra["slowest_client"]["client"] in CLIENTS
+            assert r.fingerprint_fields["client"] == "clients:node1,node2,node3"
+            assert r.extra["orchestration"]["command_to_first_io_s"] > 0
+            lines = api.detail_lines(r)
+            assert any("3 clients: node1" in x and "slowest" in x for x in lines), lines
+        assert w.extra["osd_latency"]["osds"]  # per-OSD latency sampled while it ran
+        # what the cluster holds: as many objects per client as its rados bench said it
+        # wrote, under its own object prefix, and its run's metadata object (--keep)
+        for c in w.extra["clients"]:
+            assert len(_objects(ctx, c["object_prefix"] + "_object")) == c["engine"]["ops"]
+            assert _objects(ctx, c["run_name"]) == [c["run_name"]]
+        written = [x for x in _objects(ctx) if x.startswith("benchmark_data")]
+        assert len(written) == w.ops
+        # the seq phase read them all back and rados bench compared each one
+        assert sq.extra["verify"]["checked"] and sq.extra["verify"]["mismatches"] == 0
+        assert sq.ops == w.ops
+        assert any("reads verified" in x for x in api.detail_lines(sq))
+        # history and the verdict work on multi-client runs (same fingerprint next time)
+        o2 = o.with_(keep=False, modes=("write",))
+        rep2 = api.run_bench(ctx, "rados", o2)
+        assert rep2.status == "ok", rep2.message
+        hist = api.history(ctx, 10, "rados")
+        assert {h.group_id for h in hist} >= {rep.group_id, rep2.group_id}
+        comps = api.compare(ctx, rep2)
+        assert comps and comps[0].base_ids == [w.id]
+        assert comps[0].verdict in ("faster", "slower", "no significant change",
+                                    "inconclusive")
+    finally:  # --keep left them: remove this run's objects the way the run would
+        s = Session(ctx, o, api.BenchLimits(), rep.group_id, threading.Event())
+        for c in rep.results[0].extra.get("clients", []) if rep.results else []:
+            cleanup_objects(s, ctx.target.ceph, POOL, c["run_name"], c["object_prefix"],
+                            "test cleanup")
+    assert _objects(ctx) == []
+    assert not [d for d in os.listdir("/tmp") if d.startswith("stordoc-bench.")
+                and STAGE_RE.match("/tmp/" + d)]
+
+
+def test_rados_read_of_corrupted_object_fails_the_run(lab: Lab, ctx: Any) -> None:
+    """An object overwritten behind rados bench's back between its write and its seq read
+    is a verification failure: the run fails, the result says so, nothing is left."""
+    done: list[str] = []
+
+    def corrupt(p: Any) -> None:
+        if p.phase != "write" or done or p.ops < 200:
+            return
+        with RadosIO(ctx.target.ceph) as io:
+            ioctx = io.cluster.open_ioctx(POOL)
+            try:
+                for x in _objects(ctx):
+                    if x.endswith("_object0"):
+                        ioctx.write_full(x, b"not what rados bench wrote" * 100)
+                        done.append(x)
+            finally:
+                ioctx.close()
+
+    o = BenchOptions(modes=("write", "seq"), duration_s=4, size=4096, concurrency=8,
+                     clients=CLIENTS)
+    rep = api.run_bench(ctx, "rados", o, on_progress=corrupt)
+    assert done, "the write phase never reported progress"
+    assert rep.status == "failed"
+    assert rep.message.startswith("DATA VERIFICATION FAILED"), rep.message
+    seq = [r for r in rep.results if r.workload == "seq"][0]
+    assert seq.status == "failed"
+    assert seq.extra["verify"]["mismatches"] >= 1
+    assert set(seq.extra["verify"]["examples"]) <= set(done)
+    assert seq.error_kinds.get("verify", 0) >= 1
+    assert any(x.startswith("seq rep 1: DATA VERIFICATION FAILED")
+               for x in api.detail_lines(seq))
+    assert _objects(ctx) == []
+    # a failed run never becomes a comparison basis
+    assert BenchStore(ctx.journal).group(rep.group_id)[-1]["status"] == "failed"
+
+
+def _cli(lab: Lab, cfg: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", *args,
+                             "--yes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("kind,extra", [("rados", ["-b", "4k"])])
+def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: str,
+                                          extra: list[str]) -> None:
+    before = set(_cmdlines())
+    p = _cli(lab, cfg, kind, "--clients", ",".join(CLIENTS), "--duration", "60", *extra)
+    pattern = {"rados": r"rados .*bench 60 write"}[kind]
+
+    def engines() -> list[int]:
+        return [pid for pid, c in _cmdlines().items()
+                if pid not in before and re.search(pattern, c) and "/tmp/stordoc-bench." in c]
+
+    try:
+        _poll(lambda: len(engines()) >= len(CLIENTS) or p.poll() is not None, 120,
+              "the engine running on every client")
+        assert p.poll() is None, p.communicate()
+        time.sleep(1.5)  # let the I/O run for a moment (not a wait for a condition)
+        running = engines()
+        os.kill(p.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it
+        out, err = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, (out, err)
+    assert "cancelled" in out
+    live = _cmdlines()
+    assert not [pid for pid in running if pid in live and "/tmp/stordoc-bench." in live[pid]]
+    assert not [c for c in live.values() if "/tmp/stordoc-bench." in c]
+    assert _objects(ctx) == []
+    from storage.journal import Journal
+    from stordoc.settings import load_settings
+    j = Journal(load_settings(cfg).journal)
+    try:
+        run = [r for r in Audit(j).runs(5) if r["runbook"] == f"bench-{kind}"][0]
+        dirs = _stage_dirs(j, run["id"])
+    finally:
+        j.close()
+    assert len(dirs) == len(CLIENTS) and all(STAGE_RE.match(d) for d in dirs)
+    assert not [d for d in dirs if os.path.exists(d)]
+
+
+def test_unreachable_client_refuses_and_starts_nothing(lab: Lab, ctx: Any, cfg: Path
+                                                       ) -> None:
+    ghost = f"""
+[[clusters.lab.hosts]]
+name = "ghost"
+address = "127.0.0.9"
+port = {lab.ports.base + 31}
+user = "root"
+key_file = "{lab.ssh_dir / 'client_ed25519'}"
+known_hosts = "{lab.ssh_dir / 'known_hosts'}"
+timeout = 5
+"""
+    text = cfg.read_text()
+    cut = text.index("\n[bench]") if "\n[bench]" in text else len(text)
+    cfg.write_text(text[:cut] + ghost + text[cut:])
+    before = _objects(ctx)
+    r = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", "rados",
+                        "--clients", "node1,ghost,node2", "--yes"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 64
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "client ghost is unreachable" in lines[0], r.stderr
+    assert "nothing was started" in lines[0] and "Traceback" not in r.stderr
+    assert _objects(ctx) == before
+    from storage.journal import Journal
+    from stordoc.settings import load_settings
+    j = Journal(load_settings(cfg).journal)
+    try:
+        assert BenchStore(j).history("lab", 5) == []
+        assert [x for x in Audit(j).runs(5) if str(x["runbook"]).startswith("bench")] == []
+    finally:
+        j.close()
