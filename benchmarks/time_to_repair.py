@@ -84,7 +84,7 @@ def cycle_api(env: Env, lab: Lab, osd: int, fault: str) -> dict[str, float]:
     # then until a full check is clean (exit 0): PGs may still be peering after "osd in"
     while True:
         final = env.check("lab", source="bench")
-        if final.report.exit_code == 0:
+        if final.report.verdict == 0:
             break
         if time.monotonic() - t3 > 300:
             raise SystemExit(f"not clean after the fix: "

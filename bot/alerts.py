@@ -490,7 +490,7 @@ class AlertDesk:
                         return
                     out = self.bot.backend.check_since(th.cluster, time.time(),
                                                        source="alert")
-                    if out.report.exit_code != 3 and th.incident not in present(out):
+                    if out.report.verdict != 3 and th.incident not in present(out):
                         with self._lock(th.cluster):
                             if self.thread(th.key) is not None:
                                 self._reply(th, f":white_check_mark: resolved: stordoc sees "
@@ -509,7 +509,7 @@ class AlertDesk:
         Returns (opened, closed). An unreachable cluster closes nothing: not seeing an
         incident is not seeing it clear."""
         opened = closed = 0
-        if out.report.exit_code == 3:
+        if out.report.verdict == 3:
             return 0, 0
         with self._lock(cluster):
             ids = present(out)

@@ -384,7 +384,7 @@ class StordocBot:
             with ThreadPoolExecutor(max_workers=min(8, len(visible))) as ex:
                 outs = list(ex.map(self.backend.check, visible))
             return r.all_clusters_reply([
-                (o.report.exit_code, headline(o.report.cluster, o.report.exit_code,
+                (o.report.verdict, headline(o.report.cluster, o.report.verdict,
                                               o.incidents, len(o.report.findings)))
                 for o in outs])
         self._answer(where, compute)
@@ -503,7 +503,7 @@ class StordocBot:
                         f"{len(out.delta.resolved)} resolved since run "
                         f"#{out.delta.previous_run_id}")
             ceph = out.snapshot.ceph
-            return r.health_reply(cluster, out.report.exit_code, out.incidents,
+            return r.health_reply(cluster, out.report.verdict, out.incidents,
                                   out.report.findings,
                                   self.incident_token_for(cluster, where.user),
                                   ceph.health_status if ceph else None, note=note)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.incidents import Incident, headline
-from checks.model import Finding, Severity
+from checks.model import Finding, Severity, Verdict
 from storage.model import CephState, SwiftState
 from stordoc.fmt import human_age
 
@@ -293,12 +293,12 @@ def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
     return blocks
 
 
-def health_reply(cluster: str, exit_code: int, incidents: Sequence[Incident],
+def health_reply(cluster: str, verdict: Verdict, incidents: Sequence[Incident],
                  findings: Sequence[Finding], incident_token: IncidentTokenFn,
                  ceph_health: str | None = None, note: str | None = None) -> Reply:
     """`health`: stordoc's verdict and the top cause first, incidents each with one Fix,
     then Ceph's health as one fact, then every finding (no Fix on consequences)."""
-    head = headline(cluster, exit_code, incidents, len(findings))
+    head = headline(cluster, verdict, incidents, len(findings))
     blocks: list[Block] = [section(f"*{esc(head)}*")]
     facts = []
     if ceph_health:
@@ -334,10 +334,13 @@ def health_reply(cluster: str, exit_code: int, incidents: Sequence[Incident],
     return paginate(head, blocks, head, plain, f"{cluster}-health.txt")
 
 
-def all_clusters_reply(lines: Sequence[tuple[int, str]]) -> Reply:
+VERDICT_ICON = {Verdict.OK: ":large_green_circle:", Verdict.WARN: ":large_orange_circle:",
+                Verdict.CRIT: ":red_circle:", Verdict.UNREACHABLE: ":black_circle:"}
+
+
+def all_clusters_reply(lines: Sequence[tuple[Verdict, str]]) -> Reply:
     """``health all``: one verdict line per cluster, worst first."""
-    icon = {0: ":large_green_circle:", 1: ":large_orange_circle:", 2: ":red_circle:",
-            3: ":black_circle:"}
+    icon = VERDICT_ICON
     rows = sorted(lines, key=lambda x: -x[0])
     head = f"All clusters ({len(rows)})"
     blocks: list[Block] = [header(head)]

@@ -15,6 +15,7 @@ from checks.model import (
     Registry,
     Severity,
     Thresholds,
+    Verdict,
 )
 from storage.model import ClusterSnapshot
 
@@ -50,14 +51,9 @@ class CheckReport:
         return any(f.code == "CEPH_UNREACHABLE" for f in self.findings)
 
     @property
-    def exit_code(self) -> int:
-        """Nagios-style: 0 OK, 1 warning, 2 critical, 3 cluster unreachable."""
-        if self.unreachable:
-            return 3
-        w = self.worst
-        if w is None or w == Severity.INFO:
-            return 0
-        return 1 if w == Severity.WARN else 2
+    def verdict(self) -> Verdict:
+        """Nagios-style: OK, WARN, CRIT, or UNREACHABLE (the monitors did not answer)."""
+        return Verdict.of(self.worst, self.unreachable)
 
 
 def _part_findings(snap: ClusterSnapshot) -> list[Finding]:

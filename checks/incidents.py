@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.model import Finding, Severity
+from checks.model import Finding, Severity, Verdict
 from storage.model import ClusterSnapshot
 
 # Consequences of an OSD being down, on that OSD.
@@ -408,14 +408,11 @@ def incident_of(incidents: Iterable[Incident], f: Finding) -> Incident | None:
     return None
 
 
-VERDICT = {0: "OK", 1: "WARN", 2: "CRIT", 3: "UNREACHABLE"}
-
-
-def headline(cluster: str, exit_code: int, incidents: Sequence[Incident],
+def headline(cluster: str, verdict_: Verdict, incidents: Sequence[Incident],
              n_findings: int) -> str:
     """The first line of every front end: stordoc's verdict, then the top incident's
     cause and impact; Ceph's own health comes after it, as one fact among others."""
-    verdict = VERDICT.get(exit_code, "?")
+    verdict = verdict_.name
     if not incidents:
         tail = "no incidents" if not n_findings else f"{n_findings} info finding(s)"
         return f"{verdict} {cluster}: {tail}"

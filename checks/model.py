@@ -28,6 +28,28 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
+class Verdict(enum.IntEnum):
+    """A check run's verdict on Nagios' scale: the exit status of ``stordoc check``."""
+
+    OK = 0
+    WARN = 1
+    CRIT = 2
+    UNREACHABLE = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def of(cls, worst: Severity | None, unreachable: bool) -> Verdict:
+        """Unreachable first; else the worst severity (INFO counts as OK)."""
+        if unreachable:
+            return cls.UNREACHABLE
+        if worst is None or worst == Severity.INFO:
+            return cls.OK
+        return cls.WARN if worst == Severity.WARN else cls.CRIT
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str

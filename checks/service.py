@@ -61,7 +61,7 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
         hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift), window)
     if journal is not None:
         run_id = journal.record_check_run(
-            target.name, report.started_at, report.duration_s + (t1 - t0), report.exit_code,
+            target.name, report.started_at, report.duration_s + (t1 - t0), report.verdict,
             report.worst.label if report.worst is not None else None,
             (f.to_dict() for f in report.findings), source=source,
             host_facts=snap.host_facts_collected)

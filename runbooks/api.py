@@ -22,6 +22,7 @@ from checks.model import Finding
 from runbooks.base import Draft, Runbook, registry
 from runbooks.model import (
     HostOp,
+    InvalidRequest,
     MonOp,
     Plan,
     PlannedStep,
@@ -66,7 +67,7 @@ def _runbook(name: str) -> Runbook:
     reg = registry()
     rb = reg.get(name.strip())
     if rb is None:
-        raise Refused(f"unknown runbook {name!r}; known: {', '.join(sorted(reg))}")
+        raise InvalidRequest(f"unknown runbook {name!r}; known: {', '.join(sorted(reg))}")
     return rb
 
 
@@ -94,13 +95,13 @@ def plan_from_snapshot(ctx: RunContext, snap: ClusterSnapshot, runbook: str, tar
     """Validate ``target`` against ``snap`` and build the steps (no I/O at all)."""
     rb = _runbook(runbook)
     if not (target or "").strip():
-        raise Refused(f"{runbook}: a target is required ({rb.info.target_help})")
+        raise InvalidRequest(f"{runbook}: a target is required ({rb.info.target_help})")
     # one spelling per target before anything is locked, planned or audited
     target = canonical_target(rb.info.target_kind, target)
     unknown = sorted(set(options or {}) - set(rb.option_keys) - set(ctx.options))
     if unknown:
         takes = ", ".join(rb.option_keys) or "no options"
-        raise Refused(f"{rb.info.name}: unknown option(s) {', '.join(map(repr, unknown))} "
+        raise InvalidRequest(f"{rb.info.name}: unknown option(s) {', '.join(map(repr, unknown))} "
                       f"(it takes {takes})")
     opts = {**dict(ctx.options), **dict(options or {})}
     draft = Draft(ctx, options=opts)

@@ -27,6 +27,11 @@ class Refused(Exception):
     """A runbook will not plan or run: the message says why, in one line."""
 
 
+class InvalidRequest(Refused):
+    """The request itself is malformed (an unknown runbook or option, a target not
+    spelled as one): a usage error, where ``Refused`` is the runbook's own no."""
+
+
 @dataclass(frozen=True)
 class RunbookInfo:
     name: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from runbooks.model import Refused
+from runbooks.model import InvalidRequest
 
 MAX_OSD_ID = 999_999
 OSD_RE = re.compile(r"\Aosd\.([0-9]{1,6})\Z", re.ASCII)
@@ -27,9 +27,9 @@ KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "host")
 def _ascii_printable(raw: str, what: str) -> str:
     t = raw.strip() if isinstance(raw, str) else ""
     if not t:
-        raise Refused(f"{what}: a target is required")
+        raise InvalidRequest(f"{what}: a target is required")
     if not t.isascii() or not t.isprintable():
-        raise Refused(f"{what}: {raw!r} has characters outside plain ASCII")
+        raise InvalidRequest(f"{what}: {raw!r} has characters outside plain ASCII")
     return t
 
 
@@ -38,7 +38,7 @@ def canonical_osd(raw: str) -> str:
     t = _ascii_printable(raw, "OSD")
     m = OSD_RE.match(t.lower())
     if not m:
-        raise Refused(f"{t!r} is not an OSD name like osd.3")
+        raise InvalidRequest(f"{t!r} is not an OSD name like osd.3")
     return f"osd.{int(m.group(1))}"
 
 
@@ -51,7 +51,7 @@ def canonical_pool(raw: str) -> str:
     odd characters: they go to the monitor as data, never through a shell)."""
     t = _ascii_printable(raw, "pool")
     if len(t) > 255:
-        raise Refused("pool: a name of at most 255 characters")
+        raise InvalidRequest("pool: a name of at most 255 characters")
     return t
 
 
@@ -59,7 +59,7 @@ def new_pool_name(raw: str) -> str:
     """A pool or container stordoc may create (a benchmark's): a plain name only."""
     t = _ascii_printable(raw, "pool")
     if not POOL_RE.match(t):
-        raise Refused(f"{t!r} is not a plain name (letters, digits, . _ -; no /)")
+        raise InvalidRequest(f"{t!r} is not a plain name (letters, digits, . _ -; no /)")
     return t
 
 
@@ -67,7 +67,7 @@ def canonical_host(raw: str) -> str:
     """A host as configured (lookups are exact, so another case is an unknown host)."""
     t = _ascii_printable(raw, "host")
     if not HOST_RE.match(t):
-        raise Refused(f"{t!r} is not a host name")
+        raise InvalidRequest(f"{t!r} is not a host name")
     return t
 
 
@@ -76,14 +76,14 @@ def canonical_device(raw: str) -> str:
     t = _ascii_printable(raw, "Swift device")
     dev, sep, host = t.partition("@")
     if not sep or not DEVICE_RE.match(dev) or not HOST_RE.match(host):
-        raise Refused(f"{t!r} is not a Swift device target like d2@node2")
+        raise InvalidRequest(f"{t!r} is not a Swift device target like d2@node2")
     return f"{dev}@{host}"
 
 
 def canonical_ring(raw: str) -> str:
     t = _ascii_printable(raw, "ring")
     if not RING_RE.match(t.lower()):
-        raise Refused(f"{t!r} is not a ring kind (object, account, container)")
+        raise InvalidRequest(f"{t!r} is not a ring kind (object, account, container)")
     return t.lower()
 
 

@@ -1,4 +1,6 @@
-"""``stordoc``: the command line. Subcommands live in ``stordoc.commands.*``."""
+"""``stordoc``: the command line. Subcommands live in ``stordoc.commands.*``; each handler
+takes the parsed arguments (with ``args.term``, the one I/O boundary) and returns an
+``ExitStatus``."""
 
 from __future__ import annotations
 
@@ -7,23 +9,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from rich.console import Console
-from rich.text import Text
-
+from runbooks.model import InvalidRequest, Refused
 from stordoc.argtypes import check_strings
-from stordoc.errors import EX_NOPERM, EX_USAGE, UserError, permission_file
+from stordoc.errors import UserError, permission_file
+from stordoc.exitstatus import ExitStatus
 from stordoc.settings import SettingsError
-
-err_console = Console(stderr=True, highlight=False)
-
-
-def say_error(message: str) -> None:
-    """One line on stderr, whatever the message holds (no markup, no wrapping)."""
-    line = " ".join(str(message).split())
-    err_console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+from stordoc.terminal import Terminal
 
 
 class Parser(argparse.ArgumentParser):
+    term: Terminal | None = None  # set on the top parser; sub-parsers ask it
+
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         # argparse drops a "--" value (``--run=--``) and hands the type an empty list
         if action.option_strings and action.nargs in (None, "?") and "--" in arg_strings:
@@ -33,8 +29,8 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         # one line: the problem and where the usage is (not the usage itself)
-        say_error(f"{message} (see '{self.prog} --help')")
-        sys.exit(EX_USAGE)
+        (Parser.term or Terminal.from_sys()).error(f"{message} (see '{self.prog} --help')")
+        sys.exit(ExitStatus.USAGE)
 
 
 CONFIG_HELP = ("settings file (default: $STORDOC_CONFIG, ~/.config/stordoc/config.toml, "
@@ -57,7 +53,9 @@ def build_parser() -> Parser:
     from stordoc.commands import bench, bot, check, lab, mutes, runbooks, swift, tui, watch
 
     p = Parser(prog="stordoc", description="Health checks, runbooks and benchmarks for "
-               "Ceph and Swift clusters.")
+               "Ceph and Swift clusters. Exit status: see 'stordoc.exitstatus' "
+               "(0 ok, 1 warn, 2 crit, 3 unreachable, 4 refused, 5 failed, 64 usage, "
+               "77 permission denied, 130 interrupted).")
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for mod in (check, mutes, runbooks, bench, bot, watch, tui, lab, swift):
@@ -67,27 +65,40 @@ def build_parser() -> Parser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int:
+    term = term or Terminal.from_sys()
+    Parser.term = term
+    try:
+        return int(_main(argv, term))
+    finally:
+        Parser.term = None
+
+
+def _main(argv: Sequence[str] | None, term: Terminal) -> ExitStatus:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.term = term
     bad = check_strings(args)
     if bad:
-        say_error(bad)
-        return EX_USAGE
+        term.error(bad)
+        return ExitStatus.USAGE
     if not getattr(args, "func", None):
-        parser.print_help()
-        return EX_USAGE
+        parser.print_help(term.stdout)
+        return ExitStatus.USAGE
     try:
-        return int(args.func(args) or 0)
-    except (UserError, SettingsError) as e:
-        say_error(str(e))
-        return EX_USAGE
+        return ExitStatus(args.func(args) or 0)
+    except (UserError, SettingsError, InvalidRequest) as e:
+        term.error(str(e))
+        return ExitStatus.USAGE
+    except Refused as e:
+        term.error(str(e))
+        return ExitStatus.REFUSED
     except PermissionError as e:
-        say_error(f"permission denied: {permission_file(e)}")
-        return EX_NOPERM
+        term.error(f"permission denied: {permission_file(e)}")
+        return ExitStatus.NOPERM
     except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return 130
+        term.err.print("interrupted")
+        return ExitStatus.INTERRUPTED
 
 
 if __name__ == "__main__":

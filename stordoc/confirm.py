@@ -4,10 +4,8 @@ else does not; with no terminal to ask on, nothing runs and the user is told to 
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-
 from stordoc.errors import UserError
+from stordoc.terminal import Terminal
 
 YES_ANSWERS = frozenset({"y", "yes"})
 
@@ -16,15 +14,14 @@ def is_yes(answer: str | None) -> bool:
     return (answer or "").strip().lower() in YES_ANSWERS
 
 
-def confirm(question: str, yes: bool, what: str = "nothing was run",
-            ask: Callable[[str], str] = input) -> None:
+def confirm(term: Terminal, question: str, yes: bool, what: str = "nothing was run") -> None:
     """Return if confirmed; raise UserError (one line, exit 64) otherwise."""
     if yes:
         return
-    if not sys.stdin.isatty():
+    if not term.can_ask:
         raise UserError(f"not confirmed: pass --yes (there is no terminal to ask on); {what}")
     try:
-        answer = ask(f"{question} [y/N] ")
+        answer = term.ask(f"{question} [y/N] ")
     except EOFError:
         answer = ""
     if not is_yes(answer):

@@ -14,6 +14,7 @@ from checks.service import CheckOutcome, check_cluster
 from storage.journal import Journal
 from storage.targets import ClusterTarget
 from stordoc.settings import ClusterSettings, Settings
+from stordoc.terminal import Terminal
 
 if TYPE_CHECKING:
     from runbooks.api import RunContext
@@ -59,9 +60,13 @@ def preflight_cluster(cs: ClusterSettings) -> None:
 
 @dataclass
 class Env:
+    """Settings, the journal, who acts, and the terminal (the CLI's one I/O boundary:
+    the bot and the TUI never write to it)."""
+
     settings: Settings
     user: str = field(default_factory=lambda: os.environ.get("SUDO_USER") or getpass.getuser())
     _journal: Journal | None = None
+    term: Terminal = field(default_factory=Terminal.from_sys)
 
     @property
     def journal(self) -> Journal:

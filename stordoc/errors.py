@@ -1,9 +1,7 @@
-"""Errors a user can cause. The CLI prints them as one line (no traceback), exit 64."""
+"""Errors a user can cause. The CLI prints them as one line (no traceback), exit 64
+(``ExitStatus.USAGE``); ``Refused`` is a runbook's or benchmark's no (exit 4)."""
 
 from __future__ import annotations
-
-EX_USAGE = 64
-EX_NOPERM = 77  # sysexits' EX_NOPERM: a file stordoc needs cannot be read or written
 
 
 class UserError(Exception):

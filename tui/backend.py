@@ -220,7 +220,7 @@ class EnvBackend:
         journal = self.env.journal
         rep = out.report
         run_id = journal.record_check_run(
-            cluster, rep.started_at, rep.duration_s + out.collect_s, rep.exit_code,
+            cluster, rep.started_at, rep.duration_s + out.collect_s, rep.verdict,
             rep.worst.label if rep.worst is not None else None,
             (f.to_dict() for f in rep.findings), source=self.source,
             host_facts=out.snapshot.host_facts_collected)

@@ -346,8 +346,8 @@ class OverviewScreen(DataScreen):
         assert st.outcome is not None
         out = st.outcome
         r = out.report
-        head = incidents_headline(r.cluster, r.exit_code, out.incidents, len(r.findings))
-        style = {0: "bold green", 1: "bold yellow"}.get(r.exit_code, "bold red")
+        head = incidents_headline(r.cluster, r.verdict, out.incidents, len(r.findings))
+        style = {0: "bold green", 1: "bold yellow"}.get(r.verdict, "bold red")
         self.query_one("#headline", Static).update(Text(head, style=style))
         new = out.delta.new if out.delta else ()
         inc = self.query_one("#incidents", DataTable)

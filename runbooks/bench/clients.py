@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from runbooks.model import Refused, RunContext
+from runbooks.model import InvalidRequest, Refused, RunContext
 from storage.runner import HostUnreachable, Runner, Spawned, Spawner
 from storage.targets import CephTarget, HostTarget
 
@@ -75,19 +75,19 @@ def resolve_clients(ctx: RunContext, names: Sequence[str], default: Sequence[str
         if not wanted:
             raise Refused(f"cluster {ctx.cluster} has no hosts configured to run clients on")
     if not wanted:
-        raise Refused("no clients named")
+        raise InvalidRequest("no clients named")
     if len(wanted) > MAX_CLIENTS:
-        raise Refused(f"{len(wanted)} clients: at most {MAX_CLIENTS}")
+        raise InvalidRequest(f"{len(wanted)} clients: at most {MAX_CLIENTS}")
     seen: set[str] = set()
     out: list[HostTarget] = []
     for n in wanted:
         h = by_name.get(n)
         if h is None:
             known = ", ".join(sorted(by_name)) or "none"
-            raise Refused(f"unknown client {_shown(n)}: clients are configured hosts of "
+            raise InvalidRequest(f"unknown client {_shown(n)}: clients are configured hosts of "
                           f"cluster {ctx.cluster} ({known})")
         if n in seen:
-            raise Refused(f"client {n} named twice")
+            raise InvalidRequest(f"client {n} named twice")
         seen.add(n)
         out.append(h)
     return out

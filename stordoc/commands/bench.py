@@ -1,31 +1,30 @@
 """`stordoc bench rados|swift|rbd|limits|history|baseline|show`: quick benchmarks.
 
 The plan is shown first; ``--yes`` (or answering y on a terminal) runs it. The run happens
-in a worker thread so Ctrl-C in the main thread only sets the cancel flag: the benchmark
-stops, cleans up, and the partial results are kept. Exit status: 0 done (and not slower),
-1 a comparison says slower, 2 the run failed, 130 interrupted, 64 refused or bad input.
+in a worker thread (``stordoc.service.task.Task``) so Ctrl-C in the main thread only sets
+the cancel flag: the benchmark stops, cleans up, and the partial results are kept. Exit
+status (``stordoc.exitstatus``): 0 done (and not slower), 1 a comparison says slower,
+4 refused, 5 the run failed, 130 interrupted, 64 bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from stordoc.argtypes import float_range, int_range, plain_name
-from stordoc.commands.common import env_from_args
+from stordoc.commands.common import env_from_args, term_of
 from stordoc.confirm import confirm
 from stordoc.errors import UserError
-
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
-err = Console(stderr=True, highlight=False)
+from stordoc.exitstatus import ExitStatus
+from stordoc.service.task import Task
+from stordoc.terminal import Terminal
 
 
 def _size(text: str) -> int:
@@ -183,7 +182,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sh.add_argument("--chart", metavar="FILE")
     sh.add_argument("--plot", action="store_true")
     sh.set_defaults(func=cmd_show)
-    b.set_defaults(func=lambda a: (b.print_help(), 64)[1])
+    def usage(a: argparse.Namespace) -> ExitStatus:
+        b.print_help(term_of(a).stdout)
+        return ExitStatus.USAGE
+    b.set_defaults(func=usage)
 
 
 def _limits(env: Any) -> Any:
@@ -233,39 +235,32 @@ def cmd_run(a: argparse.Namespace) -> int:
                 known = ", ".join(x["name"] for x in st.baselines(ctx.cluster)) or "none"
                 raise UserError(f"no baseline named {a.compare!r} on {ctx.cluster}; "
                                 f"known: {known}")
-        try:
-            plan = api.plan_bench(ctx, a.kind, _options(a), lim)
-        except api.Refused as e:
-            raise UserError(str(e)) from None
+        plan = api.plan_bench(ctx, a.kind, _options(a), lim)  # Refused: exit 4
         if not a.json or not a.yes:
-            out = err if a.json else console
+            out = env.term.err if a.json else env.term.wide
             for line in plan.lines():
                 out.print(line, markup=False)
-        confirm("Run this benchmark?", a.yes, ask=console.input)
-        report = _run_with_progress(api, ctx, plan, lim, quiet=a.json)
+        confirm(env.term, "Run this benchmark?", a.yes)
+        report = _run_with_progress(env.term, api, ctx, plan, lim, quiet=a.json)
         comps = []
         if a.compare is not None and report.results:
-            try:
-                comps = api.compare(ctx, report, a.compare or None, lim)
-            except api.Refused as e:
-                raise UserError(str(e)) from None
+            comps = api.compare(ctx, report, a.compare or None, lim)
             report.comparisons = comps
-        _output(api, report, a, comps)
+        _output(env.term, api, report, a, comps)
         if report.status == "cancelled":
-            return 130
+            return ExitStatus.INTERRUPTED
         if report.status != "ok":
-            return 2
-        return 1 if any(c.verdict == "slower" for c in comps) else 0
+            return ExitStatus.FAILED
+        return ExitStatus.WARN if any(c.verdict == "slower" for c in comps) else ExitStatus.OK
     finally:
         env.close()
 
 
-def _run_with_progress(api: Any, ctx: Any, plan: Any, lim: Any, quiet: bool) -> Any:
-    cancel = threading.Event()
-    box: dict[str, Any] = {}
+def _run_with_progress(term: Terminal, api: Any, ctx: Any, plan: Any, lim: Any,
+                       quiet: bool) -> Any:
     prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                    console=err, transient=True, disable=quiet)
+                    console=term.err, transient=True, disable=quiet)
     task = prog.add_task("starting", total=max(plan.options.duration_s, 0.1), rate="")
 
     def on_progress(p: Any) -> None:
@@ -273,35 +268,16 @@ def _run_with_progress(api: Any, ctx: Any, plan: Any, lim: Any, quiet: bool) -> 
                     description=f"{plan.kind} {p.phase} rep {p.rep}/{p.reps}",
                     rate=(f"{p.mb_s:,.1f} MB/s {p.ops_s:,.0f} ops/s" if p.ops else ""))
 
-    finished = threading.Event()
+    def work(cancel: threading.Event) -> Any:
+        return api.run_bench(ctx, plan.kind, plan.options, on_progress, cancel, lim,
+                             plan=plan)
 
-    def work() -> None:
-        try:
-            box["report"] = api.run_bench(ctx, plan.kind, plan.options, on_progress, cancel,
-                                          lim, plan=plan)
-        except BaseException as e:  # handed to the main thread
-            box["error"] = e
-        finally:
-            finished.set()
+    def interrupted(n: int) -> None:
+        if n == 1:
+            term.err.print("stopping: finishing in-flight operations and cleaning up ...")
 
-    th = threading.Thread(target=work, name="bench", daemon=True)
     with prog:
-        th.start()
-        # wait on an Event, not Thread.join: a Ctrl-C inside join() can leave the thread
-        # looking finished while it still runs (and the process would exit mid-cleanup)
-        while not finished.is_set():
-            try:
-                finished.wait(0.2)
-            except KeyboardInterrupt:
-                if not cancel.is_set():
-                    cancel.set()
-                    err.print("stopping: finishing in-flight operations and cleaning up ...")
-    if "error" in box:
-        e = box["error"]
-        if isinstance(e, api.Refused):
-            raise UserError(str(e)) from None
-        raise e
-    return box["report"]
+        return Task(work, name="bench").wait(interrupted)  # Refused: exit 4
 
 
 def _fmt(v: Any, nd: int = 2) -> str:
@@ -321,7 +297,9 @@ def _results_table(results: Sequence[Any]) -> Table:
     return t
 
 
-def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) -> None:
+def _output(term: Terminal, api: Any, report: Any, a: argparse.Namespace,
+            comps: Sequence[Any]) -> None:
+    console = term.wide
     if a.chart:
         target = comps[0] if comps else report
         api.chart_png(target, a.chart)
@@ -329,7 +307,7 @@ def _output(api: Any, report: Any, a: argparse.Namespace, comps: Sequence[Any]) 
         d = report.to_dict()
         if a.chart:
             d["chart"] = a.chart
-        print(json.dumps(d, indent=2, default=str))
+        term.line(json.dumps(d, indent=2, default=str))
         return
     console.print(_results_table(report.results))
     for r in report.results:
@@ -378,11 +356,12 @@ def cmd_history(a: argparse.Namespace) -> int:
     from runbooks.bench import api
 
     env = env_from_args(a)
+    console = env.term.wide
     try:
         ctx = env.run_context(a.cluster)
         rows = api.history(ctx, a.limit, a.kind)
         if a.json:
-            print(json.dumps([r.to_row() for r in rows], indent=2, default=str))
+            env.term.line(json.dumps([r.to_row() for r in rows], indent=2, default=str))
             return 0
         t = Table(show_header=True, header_style="bold")
         for col in ("id", "group", "kind", "engine", "workload", "rep", "ops/s", "MB/s",
@@ -404,11 +383,8 @@ def cmd_baseline_set(a: argparse.Namespace) -> int:
     env = env_from_args(a)
     try:
         ctx = env.run_context(a.cluster)
-        try:
-            rec = api.set_baseline(ctx, a.name, a.group, a.kind)
-        except api.Refused as e:
-            raise UserError(str(e)) from None
-        console.print(f"baseline {rec['name']!r} on {rec['cluster']} = group "
+        rec = api.set_baseline(ctx, a.name, a.group, a.kind)
+        env.term.wide.print(f"baseline {rec['name']!r} on {rec['cluster']} = group "
                       f"{rec['group_id']} (fingerprint {rec['fingerprint']})", markup=False)
         return 0
     finally:
@@ -422,7 +398,7 @@ def cmd_baseline_list(a: argparse.Namespace) -> int:
     try:
         name = env.cluster_name(a.cluster)
         for b in BenchStore(env.journal).baselines(name):
-            console.print(f"{b['name']}: group {b['group_id']} fingerprint {b['fingerprint']}"
+            env.term.wide.print(f"{b['name']}: group {b['group_id']} fingerprint {b['fingerprint']}"
                           f" set by {b['user']}", markup=False)
         return 0
     finally:
@@ -445,11 +421,8 @@ def cmd_show(a: argparse.Namespace) -> int:
                                  f"{len(results)} stored result(s)")
         comps = []
         if a.compare is not None:
-            try:
-                comps = api.compare(ctx, a.group, a.compare or None, _limits(env))
-            except api.Refused as e:
-                raise UserError(str(e)) from None
-        _output(api, report, a, comps)
-        return 1 if any(c.verdict == "slower" for c in comps) else 0
+            comps = api.compare(ctx, a.group, a.compare or None, _limits(env))
+        _output(env.term, api, report, a, comps)
+        return ExitStatus.WARN if any(c.verdict == "slower" for c in comps) else ExitStatus.OK
     finally:
         env.close()

@@ -25,14 +25,16 @@ from rich.padding import Padding
 from rich.text import Text
 
 from checks.incidents import headline as incidents_headline
-from checks.model import Severity
+from checks.model import Severity, Verdict
 from checks.service import CheckOutcome
 from stordoc.commands.common import env_from_args
 from stordoc.env import Env
+from stordoc.exitstatus import ExitStatus
 from stordoc.fmt import human_age
 
-STATUS = {0: "ok", 1: "warn", 2: "crit", 3: "unreachable"}
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
+VERDICT_STYLE = {Verdict.OK: "green", Verdict.WARN: "yellow", Verdict.CRIT: "bold red",
+                 Verdict.UNREACHABLE: "bold magenta"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,8 +69,8 @@ def to_json(out: CheckOutcome) -> dict:
               for s in (Severity.CRIT, Severity.WARN, Severity.INFO)}
     return {
         "schema": 2, "cluster": r.cluster, "started_at": r.started_at,
-        "duration_s": round(out.collect_s + out.check_s, 3), "exit_code": r.exit_code,
-        "status": STATUS[r.exit_code], "counts": counts,
+        "duration_s": round(out.collect_s + out.check_s, 3), "exit_code": int(r.verdict),
+        "status": r.verdict.label, "counts": counts,
         "headline": headline(out),
         "incidents": [{**i.to_dict(), "new": i.root.key in new} for i in out.incidents],
         "ceph_health": out.snapshot.ceph.health_status if out.snapshot.ceph else None,
@@ -82,7 +84,7 @@ def to_json(out: CheckOutcome) -> dict:
 def headline(out: CheckOutcome) -> str:
     """The first line: stordoc's verdict, then the top incident's cause (one line)."""
     r = out.report
-    return incidents_headline(r.cluster, r.exit_code, out.incidents, len(r.findings))
+    return incidents_headline(r.cluster, r.verdict, out.incidents, len(r.findings))
 
 
 def _facts_line(out: CheckOutcome) -> str:
@@ -166,7 +168,7 @@ def render(out: CheckOutcome, console: Console) -> None:
         console.print("[green]resolved since the last run:[/] " +
                       ", ".join(f"{c} {e}" for c, e in out.delta.resolved))
     muted = len(r.muted)
-    console.print(f"[dim]cluster {r.cluster}: exit {r.exit_code} ({STATUS[r.exit_code]}); "
+    console.print(f"[dim]cluster {r.cluster}: exit {int(r.verdict)} ({r.verdict.label}); "
                   f"collect {out.collect_s:.2f}s, checks {out.check_s:.3f}s"
                   + (f"; {muted} muted" if muted else "") + "[/]")
 
@@ -192,13 +194,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         env.close()
     if args.json:
-        print(json.dumps(to_json(out), indent=1, default=str))
+        env.term.line(json.dumps(to_json(out), indent=1, default=str))
     else:
-        render(out, Console(highlight=False))
-    return out.report.exit_code
-
-
-WORST = (0, 1, 2, 3)  # ok < warn < crit < unreachable: the order of the exit status
+        render(out, env.term.out)
+    return ExitStatus.of(out.report.verdict)
 
 
 def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> int:
@@ -212,13 +211,14 @@ def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> in
                                                    record=not args.no_record), names))
     finally:
         env.close()
-    worst = max((o.report.exit_code for o in outs), key=WORST.index, default=0)
+    # ok < warn < crit < unreachable: the order of the verdicts
+    worst = max((o.report.verdict for o in outs), default=Verdict.OK)
     if args.json:
-        print(json.dumps({"schema": 2, "exit_code": worst, "status": STATUS[worst],
-                          "clusters": [to_json(o) for o in outs]}, indent=1, default=str))
-        return worst
-    con = Console(highlight=False)
+        env.term.line(json.dumps({"schema": 2, "exit_code": int(worst), "status": worst.label,
+                                  "clusters": [to_json(o) for o in outs]},
+                                 indent=1, default=str))
+        return ExitStatus.of(worst)
     for o in outs:
-        style = {0: "green", 1: "yellow", 2: "bold red", 3: "bold magenta"}[o.report.exit_code]
-        con.print(Text(headline(o), style=style), soft_wrap=True)
-    return worst
+        env.term.out.print(Text(headline(o), style=VERDICT_STYLE[o.report.verdict]),
+                           soft_wrap=True)
+    return ExitStatus.of(worst)

@@ -20,9 +20,9 @@ from lab import (
     scenarios,
 )
 from stordoc.argtypes import int_range
+from stordoc.commands.common import term_of
 from stordoc.errors import UserError
-
-console = Console(highlight=False)
+from stordoc.exitstatus import ExitStatus
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -96,6 +96,7 @@ def _lab(args: argparse.Namespace) -> Lab:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    console = term_of(args).out
     lab = _lab(args)
     live = [n for n in lab.known_daemons() if lab.pid(n)]
     if live and not args.recreate:
@@ -107,13 +108,13 @@ def cmd_up(args: argparse.Namespace) -> int:
                       with_alerts=args.with_alerts)
     except LabError as e:
         console.print(f"[bold red]lab up failed:[/] {e}")
-        return 1
+        return ExitStatus.FAILED
     console.print(f"[green]lab up[/] in {took:.1f}s; config: {lab.config_path}")
-    _print_status(lab.status())
-    return 0
+    _print_status(console, lab.status())
+    return ExitStatus.OK
 
 
-def _print_status(st: dict) -> None:
+def _print_status(console: Console, st: dict) -> None:
     t = Table(title=f"lab {st['base']}")
     t.add_column("process")
     t.add_column("pid")
@@ -130,30 +131,36 @@ def _print_status(st: dict) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """Exit 0 when every process of the lab runs, 3 (unreachable) when it is missing or
+    a process is down."""
+    term = term_of(args)
     lab = _lab(args)
     st = lab.status()
     if args.json:
-        print(json.dumps(st, indent=1, default=str))
+        term.line(json.dumps(st, indent=1, default=str))
     elif not st["exists"]:
-        console.print(f"no lab under {lab.base}")
+        term.out.print(f"no lab under {lab.base}")
     else:
-        _print_status(st)
-    return 0 if st["exists"] and all(st["processes"].values()) else 1
+        _print_status(term.out, st)
+    return ExitStatus.OK if st["exists"] and all(st["processes"].values()) \
+        else ExitStatus.UNREACHABLE
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    console = term_of(args).out
     lab = _lab(args)
     try:
         res = lab.down()
     except LabError as e:
         console.print(f"[bold red]lab down failed:[/] {e}")
-        return 1
+        return ExitStatus.FAILED
     console.print(f"stopped {len(res['stopped'])} processes, unmounted {len(res['unmounted'])}, "
                   f"detached {len(res['detached'])} loop devices; removed {lab.base}")
-    return 0
+    return ExitStatus.OK
 
 
 def _fault(args: argparse.Namespace, heal: bool) -> int:
+    console = term_of(args).out
     lab = _lab(args)
     if not lab.state_path.exists():
         raise UserError(f"no lab under {lab.base}: run 'stordoc lab up' first")
@@ -164,9 +171,9 @@ def _fault(args: argparse.Namespace, heal: bool) -> int:
         raise UserError(str(e)) from None
     except LabError as e:
         console.print(f"[bold red]failed:[/] {e}")
-        return 1
+        return ExitStatus.FAILED
     console.print(msg)
-    return 0
+    return ExitStatus.OK
 
 
 def cmd_break(args: argparse.Namespace) -> int:

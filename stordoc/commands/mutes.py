@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console
 from rich.table import Table
 
 from stordoc.argtypes import duration
@@ -65,7 +64,7 @@ def cmd_mute(args: argparse.Namespace) -> int:
                 state = ("removed by " + str(m.removed_by)) if m.removed_at else (
                     "active" if m.active(now) else "expired")
                 t.add_row(str(m.id), m.what, state, _when(m.until), m.by, m.reason)
-            Console(highlight=False).print(t)
+            env.term.out.print(t)
             return 0
         if not args.code:
             raise UserError("mute needs a CODE (or --list)")
@@ -78,7 +77,8 @@ def cmd_mute(args: argparse.Namespace) -> int:
         user = env.settings.user or env.user
         m = add_mute(env.journal, cluster, code, args.entity, time.time() + args.for_s,
                      user, args.reason)
-        print(f"muted {m.what} on {cluster} until {_when(m.until)} by {m.by}: {m.reason}")
+        env.term.line(f"muted {m.what} on {cluster} until {_when(m.until)} by {m.by}: "
+                      f"{m.reason}")
         return 0
     finally:
         env.close()
@@ -96,7 +96,7 @@ def cmd_unmute(args: argparse.Namespace) -> int:
         if not gone:
             what = f"{code} {args.entity}" if args.entity else f"{code} (all)"
             raise UserError(f"no active mute of {what} on {cluster} (see mute --list)")
-        print(f"unmuted {', '.join(m.what for m in gone)} on {cluster}")
+        env.term.line(f"unmuted {', '.join(m.what for m in gone)} on {cluster}")
         return 0
     finally:
         env.close()

@@ -17,15 +17,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from runbooks.model import Refused
 from stordoc.argtypes import duration, int_range
-from stordoc.commands.common import env_from_args
+from stordoc.commands.common import env_from_args, term_of
 from stordoc.confirm import confirm
 from stordoc.env import Env
 from stordoc.errors import UserError
+from stordoc.exitstatus import ExitStatus
+from stordoc.service.task import Task
 
-console = Console(highlight=False)
-
-EXIT = {"success": 0, "verify_failed": 1, "failed": 2, "cancelled": 130}
+EXIT = {"success": ExitStatus.OK, "verify_failed": ExitStatus.FAILED,
+        "failed": ExitStatus.FAILED, "cancelled": ExitStatus.INTERRUPTED}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,7 +97,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 # ------------------------------------------------------------------ rendering
 
 
-def render_plan(plan: Any) -> None:
+def render_plan(console: Console, plan: Any) -> None:
     from runbooks.api import Plan
 
     assert isinstance(plan, Plan)
@@ -132,7 +134,7 @@ def render_plan(plan: Any) -> None:
         console.print(Text(f"warning: {w}", style="yellow"))
 
 
-def _event_printer(ev: Any) -> None:
+def _event_printer(console: Console, ev: Any) -> None:
     k = ev.kind
     if k == "plan":
         return
@@ -156,9 +158,11 @@ def _event_printer(ev: Any) -> None:
 def cmd_runbooks(args: argparse.Namespace) -> int:
     from runbooks.api import list_runbooks
 
+    term = term_of(args)
+    console = term.out
     infos = list_runbooks()
     if args.json:
-        print(json.dumps([{"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
+        term.line(json.dumps([{"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
                            "destructive": i.destructive,
                            "needs_second_person": i.needs_second_person,
                            "target_kind": i.target_kind,
@@ -178,13 +182,12 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
 
 
 def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str) -> Any:
-    from runbooks.api import Refused, plan
+    """A refusal (unknown runbook, a target the cluster does not have, a safety gate)
+    reaches main() as Refused: one line, exit 4."""
+    from runbooks.api import plan
 
     ctx = env.run_context(args.cluster)
-    try:
-        return ctx, plan(ctx, runbook, target, _options(args))
-    except Refused as e:
-        raise UserError(str(e)) from None
+    return ctx, plan(ctx, runbook, target, _options(args))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -192,10 +195,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         _, p = _plan(env, args, args.runbook, args.target)
         if args.json:
-            print(json.dumps(p.to_dict(), indent=2, default=str))
+            env.term.line(json.dumps(p.to_dict(), indent=2, default=str))
         else:
-            render_plan(p)
-            console.print(Text("Nothing was changed (plan only).", style="dim"))
+            render_plan(env.term.out, p)
+            env.term.out.print(Text("Nothing was changed (plan only).", style="dim"))
         return 0
     finally:
         env.close()
@@ -209,25 +212,22 @@ def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
         cands = [f for f in cands if args.entity in (f.entity, f.target)]
     if not cands:
         extra = f" on {args.entity}" if args.entity else ""
-        raise UserError(f"no {code} finding{extra} right now: nothing to fix")
+        raise Refused(f"no {code} finding{extra} right now: nothing to fix")
     fixable = [f for f in cands if f.runbook and f.target]
     if not fixable:
-        raise UserError(f"{code} has no runbook that fixes it ({cands[0].message})")
+        raise Refused(f"{code} has no runbook that fixes it ({cands[0].message})")
     if len(fixable) > 1:
         listing = "; ".join(f"{f.entity} (target {f.target})" for f in fixable)
         raise UserError(f"{len(fixable)} {code} findings: pick one with --entity: {listing}")
     f = fixable[0]
-    console.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
+    env.term.out.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
     assert f.runbook is not None and f.target is not None
     return f.runbook, f.target
 
 
-def _confirm(args: argparse.Namespace) -> None:
-    confirm("Run this plan?", args.yes)
-
-
-def _follow(ctx: Any, runbook: str, timeout_s: float, cancel: threading.Event) -> None:
-    """The truth after "success": what the cluster still does, until clean or timeout."""
+def _follow(console: Console, ctx: Any, runbook: str, timeout_s: float) -> None:
+    """The truth after "success": what the cluster still does, until clean or timeout;
+    Ctrl-C stops following (the cluster carries on)."""
     from runbooks.aftermath import follow, worth_following
 
     if not worth_following(runbook):
@@ -236,9 +236,10 @@ def _follow(ctx: Any, runbook: str, timeout_s: float, cancel: threading.Event) -
     def show(am: Any) -> None:
         console.print(Text(f"  {am.line}", style="green" if am.clean else "yellow"))
 
-    try:
-        am = follow(ctx, show, timeout_s=timeout_s, cancel=cancel)
-    except KeyboardInterrupt:
+    task = Task(lambda cancel: follow(ctx, show, timeout_s=timeout_s, cancel=cancel),
+                name="follow")
+    am = task.wait()
+    if task.cancelled:
         console.print(Text("  stopped following (the cluster carries on)", style="dim"))
         return
     if not am.clean and not am.error:
@@ -247,7 +248,7 @@ def _follow(ctx: Any, runbook: str, timeout_s: float, cancel: threading.Event) -
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from runbooks.api import Refused, RunResult, execute
+    from runbooks.api import RunResult, execute
 
     if args.finding:
         if args.runbook or args.target:
@@ -262,39 +263,26 @@ def cmd_fix(args: argparse.Namespace) -> int:
         else:
             runbook, target = args.runbook, args.target
         ctx, plan = _plan(env, args, runbook, target)
-        render_plan(plan)
-        _confirm(args)
-        cancel = threading.Event()
-        box: dict[str, Any] = {}
+        console = env.term.out
+        render_plan(console, plan)
+        confirm(env.term, "Run this plan?", args.yes)
 
-        def work() -> None:
-            try:
-                box["result"] = execute(ctx, plan, confirmed_by=ctx.user,
-                                        on_event=_event_printer, cancel=cancel)
-            except BaseException as e:  # handed to the main thread
-                box["error"] = e
+        def interrupted(n: int) -> None:
+            console.print(Text("  cancelling after the current step (cleanup steps still "
+                               "run)..." if n == 1 else "  still cancelling: the cleanup "
+                               "steps finish first", style="yellow"))
 
-        th = threading.Thread(target=work, name="runbook", daemon=True)
-        th.start()
-        while th.is_alive():
-            try:
-                th.join(0.2)
-            except KeyboardInterrupt:
-                if not cancel.is_set():
-                    console.print(Text("  cancelling after the current step "
-                                       "(cleanup steps still run)...", style="yellow"))
-                cancel.set()
-        if "error" in box:
-            if isinstance(box["error"], Refused):
-                raise UserError(str(box["error"])) from None
-            raise box["error"]
-        res: RunResult = box["result"]
+        def work(cancel: threading.Event) -> RunResult:
+            return execute(ctx, plan, confirmed_by=ctx.user,
+                           on_event=lambda ev: _event_printer(console, ev), cancel=cancel)
+
+        res = Task(work, name="runbook").wait(interrupted)
         style = "bold green" if res.ok else "bold red"
         console.print(Text(f"{res.outcome}: {res.message}", style=style))
         console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
         if res.ok and args.follow > 0:
-            _follow(ctx, plan.runbook, args.follow, cancel)
-        return EXIT.get(res.outcome, 2)
+            _follow(console, ctx, plan.runbook, args.follow)
+        return EXIT.get(res.outcome, ExitStatus.FAILED)
     finally:
         env.close()
 
@@ -309,6 +297,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from storage.audit import Audit
 
     env = env_from_args(args)
+    console = env.term.out
     try:
         ctx = env.run_context(args.cluster) if args.cluster else None
         audit = Audit(env.journal, ctx.secrets if ctx else ())
@@ -318,7 +307,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 raise UserError(f"no runbook run {args.run} in {env.settings.journal}")
             steps = audit.steps(args.run)
             if args.json:
-                print(json.dumps({"run": run, "steps": steps}, indent=2, default=str))
+                env.term.line(json.dumps({"run": run, "steps": steps}, indent=2, default=str))
                 return 0
             console.print(Text(f"run {run['id']}: {run['runbook']} {run['target']} on "
                                f"{run['cluster']} by {run['user']} ({run['source']}), "
@@ -338,7 +327,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             return 0
         runs = audit.runs(limit=max(1, args.last), cluster=args.cluster)
         if args.json:
-            print(json.dumps(runs, indent=2, default=str))
+            env.term.line(json.dumps(runs, indent=2, default=str))
             return 0
         if not runs:
             console.print("no runbook runs recorded")
@@ -367,12 +356,13 @@ def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) ->
     left = reconcile(ctx)
     if not left:
         return
+    console = env.term.out
     for x in left:
         console.print(Text(x.line(), style="yellow"))
     if not ask and not args.yes:
         console.print("undo it with: stordoc locks --yes")
         return
-    confirm("Undo what the interrupted run(s) left?", args.yes,
+    confirm(env.term, "Undo what the interrupted run(s) left?", args.yes,
             what="left as it is; nothing was run")
     for line in undo_leftovers(ctx, left, confirmed_by=ctx.user):
         console.print(line)
@@ -382,11 +372,11 @@ def cmd_locks(args: argparse.Namespace) -> int:
     from storage.audit import Audit
 
     env = env_from_args(args)
+    console = env.term.out
     try:
         cluster = env.cluster_name(args.cluster)
         audit = Audit(env.journal)
         if args.clear:
-            from runbooks.model import Refused
             from runbooks.targets import canonical_osd
 
             name = args.clear.strip()
@@ -401,7 +391,7 @@ def cmd_locks(args: argparse.Namespace) -> int:
                 raise UserError(f"no lock on {args.clear!r} in cluster {cluster}")
             lk = locks[keys[0]]
             if not lk.stale and not args.force:
-                raise UserError(f"the lock on {lk.target} is held by {lk.owner} (pid {lk.pid} "
+                raise Refused(f"the lock on {lk.target} is held by {lk.owner} (pid {lk.pid} "
                                 f"on {lk.host}, still running): not cleared (use --force "
                                 "only if you are sure)")
             audit.clear(cluster, lk.target)

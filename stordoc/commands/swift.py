@@ -7,12 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-
 from stordoc.argtypes import int_range
 from stordoc.commands.common import env_from_args
-
-console = Console(highlight=False)
+from stordoc.exitstatus import ExitStatus
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +41,7 @@ def cmd_populate(args: argparse.Namespace) -> int:
     argv += ["--yes"] if args.yes else []
     argv += ["--cluster", args.cluster] if args.cluster else []
     ns = build_parser().parse_args(argv)
-    for key in ("config",):
+    for key in ("config", "term"):
         if getattr(args, key, None) is not None:
             setattr(ns, key, getattr(args, key))
     return cmd_fix(ns)
@@ -59,12 +56,13 @@ def cmd_report(args: argparse.Namespace) -> int:
                                             "SWIFT_DISPERSION_CONTAINER_COPIES"],
                         source="cli-dispersion")
         sw = out.snapshot.swift
+        console = env.term.out
         if sw is None:
             console.print(f"Swift not reachable: {out.snapshot.swift_error}")
-            return 3
+            return ExitStatus.UNREACHABLE
         s = dispersion_summary(sw)
         if args.json:
-            print(json.dumps({"state": s.state, "object_pct": s.object_pct,
+            env.term.line(json.dumps({"state": s.state, "object_pct": s.object_pct,
                               "container_pct": s.container_pct, "objects": s.objects,
                               "containers": s.containers, "missing": s.missing,
                               "errors": s.errors,
@@ -74,7 +72,6 @@ def cmd_report(args: argparse.Namespace) -> int:
             console.print(s.line())
             for f in out.report.findings:
                 console.print(f"{f.code}  {f.entity}: {f.message}")
-        return 2 if any(f.severity.label == "crit" for f in out.report.findings) else \
-            1 if out.report.findings else 0
+        return ExitStatus.of(out.report.verdict)
     finally:
         env.close()

@@ -15,8 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
+from checks.model import Verdict
 from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from checks.service import CheckOutcome
     from stordoc.env import Env
 
-console = Console(highlight=False)
 MIN_EVERY_S, MAX_EVERY_S = 5.0, 86400.0
 
 
@@ -48,7 +46,7 @@ def stamp() -> str:
 
 def changes(prev: dict[str, str] | None, out: CheckOutcome) -> list[str]:
     """Lines for what changed since ``prev`` (incident id -> line); all open on the first."""
-    if out.report.exit_code == 3:
+    if out.report.verdict == Verdict.UNREACHABLE:
         return [f"{stamp()} {out.report.cluster} UNREACHABLE: "
                 + "; ".join(f.message for f in out.report.findings[:1])]
     now = {i.id: _line(i) for i in out.incidents}
@@ -81,7 +79,7 @@ def loop(env: Env, cluster: str, every: float, stop: threading.Event,
         n += 1
         for line in changes(prev, out):
             emit(line)
-        if out.report.exit_code != 3:
+        if out.report.verdict != Verdict.UNREACHABLE:
             prev = {i.id: _line(i) for i in out.incidents}
             if desk is not None:
                 desk.sync(cluster, out)
@@ -95,7 +93,7 @@ def _desk(env: Env, cluster: str, no_slack: bool) -> AlertDesk | None:
     if no_slack or not env.settings.slack.bot_token.resolve():
         return None
     if cluster not in env.settings.slack.channels.values():
-        console.print(f"[yellow]no Slack channel is bound to {cluster} (slack.channels): "
+        env.term.out.print(f"[yellow]no Slack channel is bound to {cluster} (slack.channels): "
                       "printing only[/]")
         return None
     from bot.server import build_bot
@@ -111,10 +109,9 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            loop(env, cluster, args.every, stop, lambda s: print(s, flush=True),
-                 desk, args.count)
+            loop(env, cluster, args.every, stop, env.term.line, desk, args.count)
         except KeyboardInterrupt:
-            console.print(f"{stamp()} {cluster}: watch stopped")
+            env.term.out.print(f"{stamp()} {cluster}: watch stopped")
         finally:
             signal.signal(signal.SIGTERM, old)
             if desk is not None:

@@ -65,12 +65,12 @@ def test_foreign_swift_container_refused_and_untouched(ctx: Any, swift: Any, lab
             api.plan_bench(ctx, "swift", opts)
         with pytest.raises(Refused, match="not created by stordoc"):
             api.run_bench(ctx, "swift", opts)
-        # the CLI: one line, exit 64, nothing written
+        # the CLI: one line, exit 4 (refused), nothing written
         p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(lab.config_path),
                             "bench", "swift", "--container", "customer-data", "--duration",
                             "1", "--yes"], cwd=ROOT, capture_output=True, text=True,
                            timeout=120)
-        assert p.returncode == 64, p.stdout + p.stderr
+        assert p.returncode == 4, p.stdout + p.stderr
         assert "not created by stordoc" in p.stderr and "Traceback" not in p.stderr
         assert _names(swift, "customer-data") == sorted(f"customer-{i}" for i in range(20))
         after = swift.head_container("customer-data")

@@ -142,7 +142,7 @@ def test_stopped_monitor_is_unreachable_not_a_hang(lab: Lab, healthy: None,
         assert state is None and err is not None and "within 3 s" in err
         snap = ClusterSnapshot("lab", time.time(), ceph=None, ceph_error=err)
         rep = run_checks(snap)
-        assert rep.exit_code == 3
+        assert rep.verdict == 3
         assert [f.code for f in rep.findings] == ["CEPH_UNREACHABLE"]
     finally:
         lab.start_mon()

@@ -19,7 +19,7 @@ from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
 from stordoc.cli import main
-from stordoc.errors import EX_NOPERM
+from stordoc.exitstatus import ExitStatus
 from tests.lab.test_runbooks import wait_health
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +39,8 @@ def test_concurrent_fixes_of_one_osd_spelled_differently_take_one_lock(
         env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
         for s in spellings]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
-    ran = [o for o in outs if o[0] != 64]
-    refused = [o for o in outs if o[0] == 64]
+    ran = [o for o in outs if o[0] != ExitStatus.REFUSED]
+    refused = [o for o in outs if o[0] == ExitStatus.REFUSED]
     assert len(ran) == 1 and ran[0][0] == 0, outs  # exactly one run, and it fixed osd.1
     for _, _, err in refused:  # the others met the lock, or found nothing left to do
         assert "Traceback" not in err
@@ -80,7 +80,7 @@ def test_non_root_check_against_the_lab_is_permission_denied(lab: Lab) -> None:
                                 *cmd, "--config", str(cfg)], capture_output=True, text=True,
                                timeout=120, cwd="/", env={"PATH": os.environ["PATH"],
                                                           "HOME": "/nonexistent"})
-            assert r.returncode == EX_NOPERM, (cmd, r.returncode, r.stderr)
+            assert r.returncode == ExitStatus.NOPERM, (cmd, r.returncode, r.stderr)
             assert r.stderr.strip() == f"error: permission denied: {keyring}"
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -24,6 +24,7 @@ from lab import CACHE_POOL, FEW_PG_POOL, Lab
 from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
 from stordoc.env import Env
+from stordoc.exitstatus import ExitStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -241,7 +242,7 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
     with pytest.raises(Refused, match="not an OSD name"):
         plan(ctx, "osd-start", "osd.1; reboot")
     r = cli(cfg, "plan", "osd-in", "osd.42")
-    assert r.returncode == 64 and "osd.42 does not exist" in r.stderr
+    assert r.returncode == ExitStatus.REFUSED and "osd.42 does not exist" in r.stderr
     assert "Traceback" not in r.stderr
 
     wait_health(lab, "HEALTH_OK")
@@ -268,7 +269,7 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
     assert state(lab) == before
     assert [lk.target for lk in audit.locks("lab")] == ["osd.1"]  # other lock untouched
     r = cli(cfg, "locks", "--clear", "osd.1")
-    assert r.returncode == 64 and "still running" in r.stderr
+    assert r.returncode == ExitStatus.REFUSED and "still running" in r.stderr
     audit.release(lid)
     # a stale lock: its process is gone
     dead = subprocess.Popen(["true"])
@@ -300,7 +301,7 @@ def test_fix_by_finding_via_cli(lab: Lab, cfg: Path, request: pytest.FixtureRequ
     r = cli(cfg, "audit", "--last", "5")
     assert "osd-remount" in r.stdout and "success" in r.stdout
     r = cli(cfg, "fix", "--finding", "OSD_DATA_UNMOUNTED", "--yes")
-    assert r.returncode == 64 and "no OSD_DATA_UNMOUNTED finding" in r.stderr
+    assert r.returncode == ExitStatus.REFUSED and "no OSD_DATA_UNMOUNTED finding" in r.stderr
     wait_health(lab, "HEALTH_OK")
 
 

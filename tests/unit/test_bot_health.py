@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot import render as r
 from checks.incidents import correlate
-from checks.model import Finding, Severity
+from checks.model import Finding, Severity, Verdict
 
 
 def test_health_reply_leads_with_the_cause_and_one_fix() -> None:
@@ -22,7 +22,7 @@ def test_health_reply_leads_with_the_cause_and_one_fix() -> None:
         tokens.append(inc.next_step.command)
         return f"T{len(tokens)}"
 
-    rep = r.health_reply("lab", 2, incs, fs, tok, "HEALTH_WARN")
+    rep = r.health_reply("lab", Verdict.CRIT, incs, fs, tok, "HEALTH_WARN")
     blocks = rep.messages[0].blocks if hasattr(rep, "messages") else rep.blocks  # type: ignore[attr-defined]
     first = blocks[0]["text"]["text"]
     assert first.startswith("*CRIT lab: OSD_DATA_UNMOUNTED osd.1: osd.1 down but still in")

@@ -1,14 +1,13 @@
-"""One confirmation rule for `fix`, `bench` and the TUI (issue 10.8)."""
+"""One confirmation rule for `fix`, `bench` and the TUI (issue 10.8), asked through the
+command line's one I/O boundary (``stordoc.terminal.Terminal``)."""
 
 from __future__ import annotations
-
-import io
-import sys
 
 import pytest
 
 from stordoc.confirm import confirm, is_yes
 from stordoc.errors import UserError
+from stordoc.terminal import Terminal
 
 
 @pytest.mark.parametrize("answer", ["y", "Y", "yes", "YES", " yes\n", "Yes"])
@@ -21,25 +20,19 @@ def test_other_answers_do_not_run(answer: str | None) -> None:
     assert not is_yes(answer)
 
 
-class _Tty(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_confirm_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stdin", _Tty())
-    confirm("Run?", False, ask=lambda q: "y")  # `y` runs fix and bench alike
+def test_confirm_on_a_terminal() -> None:
+    t = Terminal.capture("y\n", tty=True)
+    confirm(t, "Run?", False)  # `y` runs fix and bench alike
+    assert t.stdout.getvalue() == "Run? [y/N] "  # type: ignore[attr-defined]
     with pytest.raises(UserError, match="not confirmed"):
-        confirm("Run?", False, ask=lambda q: "n")
-
-    def eof(q: str) -> str:
-        raise EOFError
-    with pytest.raises(UserError, match="not confirmed"):
-        confirm("Run?", False, ask=eof)
+        confirm(Terminal.capture("n\n", tty=True), "Run?", False)
+    with pytest.raises(UserError, match="not confirmed"):  # end of input: no
+        confirm(Terminal.capture("", tty=True), "Run?", False)
 
 
-def test_no_terminal_needs_yes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO("yes\n"))
+def test_no_terminal_needs_yes() -> None:
+    t = Terminal.capture("yes\n")
     with pytest.raises(UserError, match="pass --yes"):
-        confirm("Run?", False, ask=lambda q: "yes")
-    confirm("Run?", True)  # --yes: no question asked
+        confirm(t, "Run?", False)
+    assert t.stdout.getvalue() == ""  # type: ignore[attr-defined]  # nothing was asked
+    confirm(t, "Run?", True)  # --yes: no question asked

@@ -32,7 +32,7 @@ def test_raising_check_is_a_finding_and_others_run() -> None:
     assert codes == ["T_FINE", "CHECK_INTERNAL_ERROR"]  # crit first
     err = rep.findings[1]
     assert "kaput" in err.message and err.entity == "check boom"
-    assert rep.exit_code == 2
+    assert rep.verdict == 2
     assert "needs_ceph" not in rep.checks_run
 
 
@@ -41,7 +41,7 @@ def test_muted_and_unreachable() -> None:
                            hosts={"n1": HostFacts("n1", "127.0.0.2", error="refused")},
                            host_facts_collected=True)
     rep = run_checks(snap, registry=_registry(), muted=["T_FINE"])
-    assert rep.exit_code == 3
+    assert rep.verdict == 3
     codes = {f.code for f in rep.findings}
     assert {"CEPH_UNREACHABLE", "HOST_UNREACHABLE"} <= codes
     assert "T_FINE" not in codes and [f.code for f in rep.muted] == ["T_FINE"]

@@ -8,7 +8,7 @@ import time
 
 from checks.engine import run_checks
 from checks.incidents import RULES, Incident, correlate, headline
-from checks.model import REGISTRY, Finding, Severity
+from checks.model import REGISTRY, Finding, Severity, Verdict
 from storage.model import ClusterSnapshot
 from tests.unit.test_hosts_facts import ceph_state, facts_of
 
@@ -37,7 +37,7 @@ def test_unmounted_osd_is_one_incident_with_cephs_codes_folded() -> None:
     assert ("CEPH_HEALTH", "ceph OSD_DOWN") in {f.key for f in inc.consequences}
     assert inc.next_step is not None and inc.next_step.command == \
         "stordoc fix osd-remount osd.1"
-    assert headline("lab", rep.exit_code, incs, len(rep.findings)).startswith(
+    assert headline("lab", rep.verdict, incs, len(rep.findings)).startswith(
         "CRIT lab: OSD_DATA_UNMOUNTED osd.1: 33 PGs short of copies")
 
 
@@ -118,7 +118,7 @@ def test_idle_replicators_of_one_kind_are_one_incident_with_their_impact() -> No
 
 def test_info_findings_are_not_incidents_and_empty_is_ok() -> None:
     assert correlate([F("CACHE_TIER_DEPRECATED", "pool c", Severity.INFO)]) == ()
-    assert headline("lab", 0, (), 0) == "OK lab: no incidents"
+    assert headline("lab", Verdict.OK, (), 0) == "OK lab: no incidents"
 
 
 def test_every_rule_names_registered_codes_except_other_issues_lines() -> None:

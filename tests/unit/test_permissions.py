@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stordoc.cli import main
-from stordoc.errors import EX_NOPERM
+from stordoc.exitstatus import ExitStatus
 
 STORDOC = str(Path(sys.executable).with_name("stordoc"))
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
@@ -61,7 +61,7 @@ def test_journal_not_writable_is_permission_denied(base: Path) -> None:
     cfg = _config(base, jdir / "journal.db")
     for cmd in (["check"], ["audit"], ["locks"]):
         r = _as_nobody(*cmd, "--config", str(cfg))
-        assert r.returncode == EX_NOPERM, (cmd, r.stderr)
+        assert r.returncode == ExitStatus.NOPERM, (cmd, r.stderr)
         assert _one_line(r.stderr) == f"error: permission denied: {jdir}"
 
 
@@ -74,7 +74,7 @@ def test_unreadable_keyring_is_not_unreachable(base: Path) -> None:
     keyring.chmod(0o600)
     cfg = _config(base, jdir / "journal.db", keyring)
     r = _as_nobody("check", "--config", str(cfg))
-    assert r.returncode == EX_NOPERM, r.stderr
+    assert r.returncode == ExitStatus.NOPERM, r.stderr
     assert _one_line(r.stderr) == f"error: permission denied: {keyring}"
     # readable: then the cluster is just unreachable (exit 3), still no traceback
     keyring.chmod(0o644)
@@ -86,7 +86,7 @@ def test_unreadable_config_file(base: Path) -> None:
     cfg = _config(base, base / "journal.db")
     cfg.chmod(0o600)
     r = _as_nobody("audit", "--config", str(cfg))
-    assert r.returncode == EX_NOPERM
+    assert r.returncode == ExitStatus.NOPERM
     assert _one_line(r.stderr) == f"error: permission denied: {cfg}"
 
 

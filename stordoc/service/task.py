@@ -1,0 +1,114 @@
+"""The one cancellable runner of everything that changes a cluster: ``fix``, ``bench``,
+the TUI's runbook and benchmark screens and the bot's runs.
+
+A ``Task`` runs its work with a cancel flag (a ``threading.Event``) that the work checks
+between steps: a runbook stops before its next step and still runs its cleanup steps
+(``ceph osd unset noout``), releases its locks and audits ``cancelled``; a benchmark
+finishes its in-flight operations and removes what it wrote.
+
+``Task.wait`` is for a process's main thread (the CLI): the work runs on a thread of its
+own while the main thread waits on an ``Event``, and SIGINT/SIGTERM only set the cancel
+flag (a handler of ours, not ``KeyboardInterrupt``). Waiting in ``Thread.join`` instead is
+what used to go wrong: on Python 3.11 a Ctrl-C inside ``join()`` can leave the thread
+looking finished while it still runs, and the process exited mid-step with ``noout`` set
+and the lock held. A second Ctrl-C never abandons the work either: the cleanup finishes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+Work = Callable[[threading.Event], T]
+
+
+class Task(Generic[T]):
+    def __init__(self, work: Work[T], name: str = "stordoc-task") -> None:
+        self._work = work
+        self.name = name
+        self.cancel_event = threading.Event()
+        self._done = threading.Event()
+        self._result: T | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self.interrupts = 0  # signals received while waiting
+
+    # ------------------------------------------------------------------ control
+    def cancel(self) -> bool:
+        """Ask the work to stop before its next step; True the first time."""
+        first = not self.cancel_event.is_set()
+        self.cancel_event.set()
+        return first
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> T:
+        """Run the work in the calling thread (a TUI worker, a bot thread) and return its
+        result; ``cancel()`` from any other thread stops it between steps."""
+        try:
+            self._result = self._work(self.cancel_event)
+            return self._result
+        except BaseException as e:
+            self._error = e
+            raise
+        finally:
+            self._done.set()
+
+    def start(self) -> Task[T]:
+        """Run the work on a thread of its own (daemon: it never keeps a dead process up,
+        but ``wait`` always waits for it)."""
+        if self._thread is None:
+            def body() -> None:
+                try:
+                    self.run()
+                except BaseException:  # kept for result()/wait()
+                    pass
+            self._thread = threading.Thread(target=body, name=self.name, daemon=True)
+            self._thread.start()
+        return self
+
+    def result(self) -> T:
+        """The work's result, or its exception raised again (only once it is done)."""
+        if not self._done.is_set():
+            raise RuntimeError(f"task {self.name} is still running")
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]
+
+    def wait(self, on_interrupt: Callable[[int], None] | None = None,
+             poll_s: float = 0.5) -> T:
+        """Start the work and wait for it in this (main) thread. SIGINT and SIGTERM
+        cancel it instead of raising; ``on_interrupt(n)`` says so (n = how many so far).
+        Returns the result or raises the work's exception."""
+        main = threading.current_thread() is threading.main_thread()
+        old: dict[signal.Signals, object] = {}
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.interrupts += 1
+            self.cancel()
+            if on_interrupt is not None:
+                on_interrupt(self.interrupts)
+
+        if main:  # handlers first, then the thread: no window for a KeyboardInterrupt
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                old[sig] = signal.signal(sig, handler)
+        try:
+            self.start()
+            while not self._done.wait(poll_s):
+                pass
+        finally:
+            for sig, h in old.items():
+                signal.signal(sig, h if callable(h) or isinstance(h, int) else signal.SIG_DFL)
+        return self.result()

@@ -1,0 +1,100 @@
+"""The one I/O boundary of the command line (httpie's ``Environment``): the streams and
+what the terminal can do. ``main()`` builds one from ``sys`` and every command writes,
+asks and checks for a terminal through it; tests build one over ``StringIO``.
+
+Nothing else in ``stordoc/commands`` reads ``sys.stdin``, calls ``input()`` or
+``isatty()``, or keeps a module-level console.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+# the width of tables and charts when stdout is no terminal (a file, a pipe, CI logs)
+PIPE_WIDTH = 150
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or not a real stream
+        return False
+
+
+@dataclass
+class Terminal:
+    stdin: TextIO
+    stdout: TextIO
+    stderr: TextIO
+    stdin_isatty: bool = False
+    stdout_isatty: bool = False
+    stderr_isatty: bool = False
+    width: int | None = None  # None: rich asks the terminal (80 when it is no terminal)
+    _asked: list[str] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_sys(cls) -> Terminal:
+        """The process's own streams, as they are now (pytest's capsys included)."""
+        return cls(sys.stdin, sys.stdout, sys.stderr, _isatty(sys.stdin),
+                   _isatty(sys.stdout), _isatty(sys.stderr))
+
+    @classmethod
+    def capture(cls, stdin: str = "", tty: bool = False, width: int | None = 100) -> Terminal:
+        """In-memory streams for tests; ``tty`` makes stdin look like a terminal."""
+        return cls(io.StringIO(stdin), io.StringIO(), io.StringIO(), tty, False, False, width)
+
+    # ------------------------------------------------------------------ output
+    @cached_property
+    def out(self) -> Console:
+        """Rich output on stdout (styles only on a terminal)."""
+        return Console(file=self.stdout, highlight=False, width=self.width)
+
+    @cached_property
+    def wide(self) -> Console:
+        """Rich output on stdout for tables: the terminal's width, or PIPE_WIDTH in a pipe."""
+        w = self.width if self.width is not None else (None if self.stdout_isatty
+                                                      else PIPE_WIDTH)
+        return Console(file=self.stdout, highlight=False, width=w)
+
+    @cached_property
+    def err(self) -> Console:
+        """Rich output on stderr: progress, questions' context, errors."""
+        return Console(file=self.stderr, highlight=False, width=self.width)
+
+    def line(self, text: str) -> None:
+        """A plain line on stdout (JSON, machine-readable output): no markup, no wrap."""
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    def note(self, text: str) -> None:
+        """A plain line on stderr (a notice beside the output): no markup, no wrap."""
+        self.stderr.write(text + "\n")
+        self.stderr.flush()
+
+    def error(self, message: str) -> None:
+        """One line on stderr, whatever the message holds (no markup, no wrapping)."""
+        line = " ".join(str(message).split())
+        self.err.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+
+    # ------------------------------------------------------------------ input
+    @property
+    def can_ask(self) -> bool:
+        """A person is there to answer (stdin is a terminal)."""
+        return self.stdin_isatty
+
+    def ask(self, question: str) -> str:
+        """Print ``question`` and read one line from stdin; EOFError at end of input."""
+        self.stdout.write(question)
+        self.stdout.flush()
+        self._asked.append(question)
+        answer = self.stdin.readline()
+        if not answer:
+            raise EOFError
+        return answer.rstrip("\n")

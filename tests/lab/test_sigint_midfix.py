@@ -1,0 +1,103 @@
+"""Ctrl-C in the middle of a real ``stordoc fix`` (issue 13.3).
+
+The fix runs in its own process group, as in a terminal, and the whole group gets SIGINT
+as soon as the audit shows the mount step done (``noout`` is set then). The run must stop
+before its next step, still run its cleanup step (``ceph osd unset noout``), release its
+locks, audit ``cancelled`` and exit 130; nothing is left for a later reconcile to undo.
+(``test_crash_midfix.py`` is the SIGKILL case: there nothing can run, and the next
+command reconciles.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import Lab
+from storage.audit import Audit
+from storage.journal import Journal
+from stordoc.exitstatus import ExitStatus
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _flags(lab: Lab) -> set[str]:
+    dump = lab.ceph("osd", "dump")
+    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
+
+
+def _mount_done(journal: Path) -> int | None:
+    """The run id once its mount step is audited done (None before)."""
+    if not journal.exists():
+        return None
+    j = Journal(str(journal))
+    try:
+        a = Audit(j)
+        runs = [r for r in a.runs(cluster="lab") if r["runbook"] == "osd-remount"]
+        if runs and any("mount" in s["title"].lower() and s["status"] == "done"
+                        and "noout" not in s["title"] for s in a.steps(int(runs[0]["id"]))):
+            return int(runs[0]["id"])
+        return None
+    finally:
+        j.close()
+
+
+def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
+        lab: Lab, osd1_unmounted: None, cfg: Path, tmp_path: Path) -> None:
+    journal = tmp_path / "journal.db"
+    assert "noout" not in _flags(lab)
+    proc = subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
+                             "osd-remount", "osd.1", "--yes", "--follow", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        run_id = None
+        while run_id is None:
+            assert proc.poll() is None, "the fix ended before its mount step was seen"
+            assert time.monotonic() < deadline, "the mount step never completed"
+            run_id = _mount_done(journal)
+            if run_id is None:
+                time.sleep(0.05)
+        assert "noout" in _flags(lab)  # set by the run, and not undone yet
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    try:
+        assert proc.returncode == ExitStatus.INTERRUPTED, out + err
+        assert "Traceback" not in out + err
+        assert "cancelling after the current step" in out, out
+        assert "cancelled:" in out, out
+        assert "noout" not in _flags(lab)  # the cleanup step ran
+        j = Journal(str(journal))
+        try:
+            a = Audit(j)
+            run = a.run(run_id)
+            assert run is not None and run["outcome"] == "cancelled", run
+            steps = a.steps(run_id)
+            unset = [s for s in steps if "noout" in s["title"] and s["title"].startswith(
+                "clear")]
+            assert unset and unset[-1]["status"] == "done", steps
+            assert not a.locks("lab")  # the run's locks are released
+            assert not a.leftovers("lab") and not a.dead_runs("lab")  # nothing to undo
+            owned = j.db.execute("select state from runbook_owned where run_id = ?",
+                                 [run_id]).fetchall()
+            assert owned == [("undone",)], owned
+        finally:
+            j.close()
+        # the next command finds nothing interrupted: no leftover to offer
+        p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "locks"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and "interrupted" not in p.stdout, p.stdout + p.stderr
+    finally:
+        lab.ceph("osd", "unset", "noout", check=False)
