@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 warnings.filterwarnings("ignore")
 
 from storage.collect import collect
-from storage.hosts import FabricRunner, collect_host_facts, collect_one, plan_for
+from storage.hostfacts import collect_host_facts, collect_one, plan_for
+from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget
 from stordoc.settings import load_settings
 

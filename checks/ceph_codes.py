@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.model import CheckContext, Finding, Severity
-from storage.ceph import parse_stamp
 from storage.model import CephState, HealthCheck
 
 MAX_DETAIL = 20
@@ -77,24 +76,18 @@ def _slow_ops(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
         since=(ctx.now - blocked) if blocked is not None and ctx.now else None)
 
 
-def _crashes(st: CephState) -> list[Mapping[str, Any]]:
-    new = st.raw.get("crash ls-new")
-    return [c for c in new if isinstance(c, Mapping)] if isinstance(new, list) else []
-
-
 def _recent_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
-    crashes = _crashes(st)
-    ds = daemons_named(hc) or [str(c.get("entity_name")) for c in crashes]
-    ids = [str(c["crash_id"]) for c in crashes if c.get("crash_id")]
-    stamps = [s for s in (parse_stamp(c.get("timestamp")) for c in crashes) if s]
+    crashes = st.crashes or ()
+    ds = daemons_named(hc) or [c.entity for c in crashes]
+    ids = [c.crash_id for c in crashes]
+    stamps = [c.when for c in crashes if c.when]
     newest = crashes[-1] if crashes else None
     what = ""
     if newest is not None:
-        frames = [str(x) for x in (newest.get("backtrace") or [])]
-        sig = newest.get("assert_msg") or newest.get("assert_condition") or next(
-            (f.split("+0x")[0].strip("( ") for f in frames if "::" in f), None)
-        what = (f"; last: {newest.get('entity_name')} at {newest.get('timestamp')} "
-                f"({newest.get('process_name') or 'daemon'} {newest.get('ceph_version') or ''}"
+        sig = newest.assert_msg or newest.assert_condition or next(
+            (f.split("+0x")[0].strip("( ") for f in newest.backtrace if "::" in f), None)
+        what = (f"; last: {newest.entity} at {newest.timestamp} "
+                f"({newest.process or 'daemon'} {newest.ceph_version or ''}"
                 .rstrip() + (f", in {str(sig).strip()[:80]}" if sig else "") + ")")
     return Explained(
         f"{len(ids) or len(ds)} new crash report(s) from {_where(st, ds) or 'daemons'}{what}:"
@@ -132,8 +125,7 @@ def _scrub_errors(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explaine
 
 
 def _mgr_down(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
-    errs = st.raw.get("errors") or {}
-    stale = sorted(k for k, v in errs.items() if "manager" in str(v))
+    stale = sorted(k for k, v in st.errors.items() if "manager" in v)
     return Explained(
         "no active ceph-mgr: PG states, `osd df` and pool usage are stale or missing"
         + (f" ({', '.join(stale)} not collected)" if stale else "")
@@ -158,12 +150,10 @@ def _full(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 def _old_version(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     ds = daemons_named(hc)
-    versions = st.raw.get("versions") or {}
-    running = sorted((versions.get("overall") or {}).keys()) if isinstance(
-        versions, Mapping) else []
+    running = [f"ceph version {c.version}" for c in st.versions.all()]
     return Explained(
         f"{_where(st, ds) or 'some daemons'} run an older Ceph than the rest "
-        f"({'; '.join(v.split(' (')[0] for v in running) or 'versions unknown'}): finish the "
+        f"({'; '.join(running) or 'versions unknown'}): finish the "
         "upgrade (restart them on the new packages)",
         {"daemons": ds, "hosts": _osd_hosts(st, ds), "running": running})
 

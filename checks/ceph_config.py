@@ -68,8 +68,7 @@ def check_config(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
                           + "): fine for an emergency, lower them when space is back",
                           {"ratios": {k: round(v, 4) for k, v in ratios.items()},
                            "defaults": DEFAULT_RATIOS, "raised": raised})
-    dump = st.raw.get("osd dump") or {}
-    req = str(dump.get("require_osd_release") or "")
+    req = st.require_osd_release
     if req in RELEASES and st.release in RELEASES and \
             RELEASES.index(req) < RELEASES.index(st.release):
         yield Finding("REQUIRE_OSD_RELEASE_BEHIND", Severity.WARN, cluster_entity(snap),

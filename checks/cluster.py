@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from checks.ceph_codes import ceph_health_finding
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity
-from storage.ceph import parse_time_sync
 from storage.model import ClusterSnapshot
 
 # float32 ratios: 0.95 arrives as 0.949999988..., so "at least the ratio" allows this slack.
@@ -56,7 +55,7 @@ def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]
                                "mons": list(st.mon_names)})
     yield from _osd_fullness(snap, ctx)
     yield from _pool_fullness(snap, ctx)
-    for mon, skew in sorted(parse_time_sync(st.raw.get("time-sync-status")).items()):
+    for mon, skew in sorted(st.mon_time_skew.items()):
         if skew > ctx.thresholds.clock_skew_max_s:
             yield Finding("MON_CLOCK_SKEW", Severity.WARN, f"mon.{mon}",
                           f"mon.{mon} clock is {skew * 1000:.0f} ms off the leader (limit "

@@ -139,6 +139,7 @@ class OsdDiagnosis:
     fstab_commented: tuple[FstabLine, ...] = ()
     units: tuple[UnitState, ...] = ()  # when systemd runs
     cluster_fsid: str = ""
+    dir_exists: bool = False  # the data dir (mount point) itself is there
 
     @property
     def device(self) -> str | None:
@@ -238,16 +239,17 @@ def _flavour(data_dir: str, mount: Mount | None, block: str | None,
 def diagnose_osd(facts: HostFacts, osd: OsdState, cluster_fsid: str, now: float = 0.0,
                  window_s: float = DEFAULT_IO_WINDOW_S) -> OsdDiagnosis | None:
     """The host-side state of one OSD; None when the host does not know its data dir."""
-    d = facts.osd_dirs.get(osd.id)
-    if d is None:
+    data = facts.osd_data.get(osd.id)
+    if data is None:
         return None
+    d = data.path
     mount = facts.mount_at(d)
-    populated = facts.dirs.get(os.path.join(d, "whoami"), False)
+    populated = data.has_whoami
     daemon = next((x for x in facts.daemons if x.kind == "ceph-osd"
                    and x.ident == str(osd.id)), None)
     running = daemon is not None and daemon.running
     active, commented = fstab_lines(facts, d)
-    block = facts.links.get(os.path.join(d, "block"))
+    block = data.block
     idents = [i for i in facts.identities if i.whoami == osd.id]
     lvs = [v for v in facts.lvm_volumes if v.osd_id == osd.id and v.type == "block"]
     for v in lvs:
@@ -282,7 +284,7 @@ def diagnose_osd(facts: HostFacts, osd: OsdState, cluster_fsid: str, now: float 
     return OsdDiagnosis(osd.id, facts.name, d, flavour, tuple(fev), state, mount, populated,
                         running, daemon.pid if daemon else None, matches, foreign,
                         tuple(devices), tuple(errs), tuple(active), tuple(commented), units,
-                        cluster_fsid)
+                        cluster_fsid, data.exists)
 
 
 # --------------------------------------------------------------------------- Swift
@@ -316,9 +318,10 @@ class SwiftDeviceDiagnosis:
 def diagnose_swift_device(facts: HostFacts, device: str, now: float = 0.0,
                           window_s: float = DEFAULT_IO_WINDOW_S,
                           extra_devices: Sequence[str] = ()) -> SwiftDeviceDiagnosis | None:
-    path = facts.swift_dirs.get(device)
-    if path is None:
+    sd = facts.swift_devices.get(device)
+    if sd is None:
         return None
+    path = sd.path
     mount = facts.mount_at(path)
     active, commented = fstab_lines(facts, path)
     ident = next((i for i in facts.identities if i.label == device), None)
@@ -328,7 +331,7 @@ def diagnose_swift_device(facts: HostFacts, device: str, now: float = 0.0,
     devs += [f.device for f in active]
     devs += list(extra_devices)
     devs = list(dict.fromkeys(devs))
-    return SwiftDeviceDiagnosis(device, facts.name, path, facts.dirs.get(path, False), mount,
+    return SwiftDeviceDiagnosis(device, facts.name, path, sd.exists, mount,
                                 ident.device if ident else None, tuple(devs),
                                 tuple(io_errors_for(facts, devs, now, window_s)),
                                 tuple(active), tuple(commented))

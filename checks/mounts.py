@@ -88,7 +88,7 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
             down = not o.up or not dg.running
             if dg.state is OsdHostState.NOT_ACTIVATED and down:
                 m = dg.matches[0]
-                ev = dict(base_ev, dir_exists=facts.dirs.get(d, False),
+                ev = dict(base_ev, dir_exists=dg.dir_exists,
                           daemon_running=dg.running, device=m.device,
                           device_whoami=m.whoami, device_ceph_fsid=m.ceph_fsid,
                           device_osd_fsid=m.osd_fsid, activate_safe=safe)
@@ -101,7 +101,7 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                     runbook="osd-activate", target=o.name, since=o.down_since))
             elif dg.state in (OsdHostState.UNMOUNTED, OsdHostState.MISSING) and down:
                 matched = next((i for i in dg.matches if i.kind == "xfs"), None)
-                ev = dict(base_ev, dir_exists=facts.dirs.get(d, False),
+                ev = dict(base_ev, dir_exists=dg.dir_exists,
                           daemon_running=dg.running)
                 if matched:
                     ev.update(device=matched.device, device_whoami=matched.whoami,

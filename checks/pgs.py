@@ -11,8 +11,7 @@ bytes once the data pools hold real data, else equally. Ceph's own small pools
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity, pg_state_is_clean
@@ -72,16 +71,6 @@ def ideal_pg_num(in_osds: int, size: int, share: float, per_osd: int) -> int:
     return nearest_pow2(budget * share)
 
 
-def _raw_pools(st: CephState) -> dict[int, Mapping[str, Any]]:
-    src = st.raw.get("osd pool ls detail") or (st.raw.get("osd dump") or {}).get("pools", ())
-    out: dict[int, Mapping[str, Any]] = {}
-    for d in src or ():
-        pid = d.get("pool_id", d.get("pool"))
-        if pid is not None:
-            out[int(pid)] = d
-    return out
-
-
 def in_osd_count(st: CephState) -> int:
     return sum(1 for o in st.osds if o.exists and o.in_ and not o.destroyed)
 
@@ -123,10 +112,8 @@ def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> It
     n_in = in_osd_count(st)
     pools = data_pools(st)
     shares, rule = pool_shares(pools)
-    raw = _raw_pools(st)
     for p in st.pools:
         ent = f"pool {p.name}"
-        r = raw.get(p.id, {})
         changing = p.pg_num != p.pg_num_target
         if not is_pow2(p.pg_num) and not (changing and is_pow2(p.pg_num_target)):
             yield Finding("POOL_PG_NOT_POWER_OF_TWO", Severity.WARN, ent,
@@ -134,7 +121,7 @@ def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> It
                           f"PGs hold unequal amounts of data (use {nearest_pow2(p.pg_num)})",
                           {"pool": p.name, "pg_num": p.pg_num,
                            "pg_num_target": p.pg_num_target})
-        pgp_target = int(r.get("pg_placement_num_target", p.pgp_num))
+        pgp_target = p.pgp_num_target if p.pgp_num_target is not None else p.pgp_num
         if p.pgp_num < p.pg_num and pgp_target < p.pg_num:
             yield Finding("POOL_PGP_BELOW_PG", Severity.WARN, ent,
                           f"pool {p.name} has pgp_num {p.pgp_num} below pg_num {p.pg_num}: "
@@ -192,12 +179,7 @@ def _pgs_per_osd(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Ite
 
 def _pgs_by_osd(st: CephState) -> dict[int, int]:
     """Per-OSD PG counts from ``osd df`` (the ``pgs`` field), when collected."""
-    d = st.raw.get("osd df") or {}
-    out: dict[int, int] = {}
-    for n in d.get("nodes", ()) if isinstance(d, Mapping) else ():
-        if int(n.get("id", -1)) >= 0 and "pgs" in n:
-            out[int(n["id"])] = int(n["pgs"])
-    return out
+    return {u.id: u.pgs for u in st.osd_usage if u.pgs is not None}
 
 
 def _state_parts(state: str) -> set[str]:

@@ -132,7 +132,7 @@ def _emit(on_event: EventFn | None, ev: RunEvent) -> None:
 
 
 def _default_runner(ctx: RunContext) -> Runner:
-    from storage.hosts import FabricRunner
+    from storage.ssh import FabricRunner
 
     return FabricRunner(ctx.target.hosts)
 

@@ -4,21 +4,17 @@ that crash and keeps the report (``ceph crash info ID`` still shows it). Only a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from runbooks.base import Draft, Runbook, need_ceph, register
 from runbooks.model import Refused, RunbookInfo
-from storage.model import ClusterSnapshot
+from storage.model import ClusterSnapshot, CrashReport
 
 
-def new_crashes(snap: ClusterSnapshot) -> list[Mapping[str, Any]]:
+def new_crashes(snap: ClusterSnapshot) -> tuple[CrashReport, ...]:
     ceph = need_ceph(snap)
-    new = ceph.raw.get("crash ls-new")
-    if not isinstance(new, list):
-        err = (ceph.raw.get("errors") or {}).get("crash ls-new")
+    if ceph.crashes is None:
+        err = ceph.errors.get("crash ls-new")
         raise Refused("the crash list could not be read" + (f": {err}" if err else ""))
-    return [c for c in new if isinstance(c, Mapping)]
+    return ceph.crashes
 
 
 @register
@@ -31,12 +27,12 @@ class CrashArchive(Runbook):
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         crashes = new_crashes(snap)
-        crash = next((c for c in crashes if str(c.get("crash_id")) == target), None)
+        crash = next((c for c in crashes if c.crash_id == target), None)
         if crash is None:
-            known = ", ".join(str(c.get("crash_id")) for c in crashes[-5:]) or "none"
+            known = ", ".join(c.crash_id for c in crashes[-5:]) or "none"
             raise Refused(f"{target!r} is not a new crash report (new: {known})")
-        who = str(crash.get("entity_name") or "?")
-        d.params.update(crash_id=target, daemon=who, when=str(crash.get("timestamp")))
+        who = crash.entity or "?"
+        d.params.update(crash_id=target, daemon=who, when=crash.timestamp)
         d.warnings.append(f"read it first: ceph crash info {target} ({who})")
         d.mon(f"archive crash {target} of {who}", "crash archive", {"id": target})
         d.verify_codes = ("CEPH_HEALTH",)

@@ -121,7 +121,8 @@ class SwiftDeviceRemount(Runbook):
                               f"unsafe: {errs[0].strip()}")
         d.params.update(device=dev, host=ht.name, source=device, mountpoint=mountpoint,
                         rings=sorted({k for k, _ in ring_devs}))
-        if facts.dirs.get(mountpoint) is False:
+        sd = facts.swift_devices.get(dev)
+        if sd is not None and sd.path == mountpoint and not sd.exists:
             d.host(f"create the mount point {mountpoint}", ht.name, ["mkdir", "-p", mountpoint])
         d.host(f"mount {device} on {mountpoint}", ht.name,
                ["mount", *_mount_options(facts, mountpoint, device, device in block),

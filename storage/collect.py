@@ -10,8 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 # and eventlet (or rados) imported for the first time inside a pool worker, or in two
 # threads at once, leaves that thread unjoinable and collect() hangs at pool shutdown.
 from storage.ceph import collect_ceph
-from storage.hosts import FabricRunner, collect_host_facts
+from storage.hostfacts import collect_host_facts
 from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
+from storage.ssh import FabricRunner
 from storage.swift import collect_swift
 from storage.targets import ClusterTarget
 

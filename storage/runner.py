@@ -2,7 +2,7 @@
 
 Commands are argv lists, never strings: each element is quoted with ``shlex.quote`` when
 it has to cross SSH, so nothing a user typed is ever interpreted by a shell. Three
-implementations: ``FabricRunner`` (storage.hosts, real SSH), ``DryRunRecorder`` (records,
+implementations: ``FabricRunner`` (storage.ssh, real SSH), ``DryRunRecorder`` (records,
 runs nothing: the plan of a runbook) and ``LocalRunner`` (this machine, subprocess without
 a shell; for tests and the lab).
 """

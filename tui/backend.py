@@ -183,7 +183,7 @@ def warm_imports() -> None:
     Importing them up front (as the CLI effectively does) avoids it.
     """
     for mod in ("rados", "storage.swiftlib", "storage.ceph", "storage.swift",
-                "storage.hosts", "checks.catalog"):
+                "storage.hostfacts", "checks.catalog"):
         try:
             __import__(mod)
         except ImportError:

@@ -229,8 +229,9 @@ def osd_host_view(snap: ClusterSnapshot, target: ClusterTarget | None,
     block = tuple(f"{b.path} {b.type} {human_bytes(b.size)}"
                   + (f" -> {b.backing_file}" if b.backing_file else "")
                   for b in facts.block_devices if b.path in devs)
-    if ddir and facts.links.get(f"{ddir.rstrip('/')}/block"):
-        block += (f"{ddir.rstrip('/')}/block -> {facts.links[ddir.rstrip('/') + '/block']}",)
+    data = facts.osd_data.get(osd.id)
+    if data is not None and data.block:
+        block += (f"{data.path.rstrip('/')}/block -> {data.block}",)
     return OsdHostView(ddir, mount.source if mount else None, match, dstate,
                        io_errors=io, fstab=fstab, block=block,
                        flavour=dg.flavour.value if dg else None,

@@ -230,7 +230,7 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
 def _runner(ctx: RunContext) -> Runner:
     if ctx.runner is not None:
         return ctx.runner
-    from storage.hosts import FabricRunner
+    from storage.ssh import FabricRunner
 
     return FabricRunner(ctx.target.hosts)
 

@@ -99,7 +99,7 @@ def spawner(ctx: RunContext, hosts: Sequence[HostTarget]) -> tuple[Spawner, bool
     r: Runner | None = ctx.runner
     if r is not None and hasattr(r, "spawn"):
         return r, False  # type: ignore[return-value]
-    from storage.hosts import FabricRunner
+    from storage.ssh import FabricRunner
 
     return FabricRunner(hosts), True
 

@@ -13,7 +13,7 @@ import pytest
 from checks.engine import CheckReport, run_checks
 from checks.model import Finding, Severity
 from lab import Lab
-from storage.ceph import CephClient, CephCommandError, collect_ceph
+from storage.ceph import OPTIONAL, CephClient, CephCommandError, collect_ceph
 from storage.model import ClusterSnapshot
 from storage.targets import CephTarget
 
@@ -75,7 +75,18 @@ def test_healthy_lab_has_no_ceph_findings(lab: Lab, healthy: None,
     assert state.release == "pacific" and len(state.osds) == lab.n_osds
     assert all(o.up and o.in_ for o in state.osds)
     assert {o.host for o in state.osds} == {f"node{i + 1}" for i in range(lab.n_osds)}
-    assert state.raw["errors"] == {}
+    assert state.errors == {}
+    # every fact the checks read is a typed field, read from the live cluster
+    assert state.require_osd_release == "pacific" and not state.versions.mixed
+    assert {k: sum(c.count for c in v) for k, v in state.versions.by_kind.items()} == {
+        "mon": 1, "mgr": 1, "osd": lab.n_osds}
+    assert state.crashes == () and state.mon_time_skew == {}
+    assert all(p.autoscale is not None for p in state.pools)
+    assert all(u.pgs is not None for u in state.osd_usage)
+    oc = state.osd_config
+    assert oc is not None and oc.daemon == "osd.0"
+    mb = oc.get("osd_max_backfills")  # the lab's ceph.conf sets it
+    assert mb is not None and (mb.value, mb.source) == ("4", "file")
     assert ceph_findings(target) == []
 
 
@@ -157,14 +168,17 @@ def test_stopped_manager_still_gives_the_osd_picture(lab: Lab, healthy: None,
         state, err = collect_ceph(short)
         assert err is None and state is not None
         assert len(state.osds) == lab.n_osds and state.pool("rbd") is not None
-        errs = state.raw["errors"]
-        assert set(errs) == {"pg stat", "pg dump_stuck", "osd df", "crash ls-new"}
+        errs = state.errors
+        mgr_cmds = {c.key for c in OPTIONAL if c.mgr} | {"config show"}
+        assert set(errs) == mgr_cmds
         # one timeout for the manager, not one per manager command
-        assert sum(e.startswith("skipped") for e in errs.values()) == 3
+        assert sum(e.startswith("skipped") for e in errs.values()) == len(mgr_cmds) - 1
+        assert state.crashes is None and state.osd_config is None
+        assert all(p.autoscale is None for p in state.pools)
     finally:
         lab.start_mgr()
     wait_for(lambda: (r := collect_ceph(target))[0] is not None
-             and not r[0].raw["errors"] and r[0].pgs.by_state, 60, "manager stats back")
+             and not r[0].errors and r[0].pgs.by_state, 60, "manager stats back")
 
 
 def test_failed_command_raises_command_error(target: CephTarget) -> None:

@@ -18,9 +18,10 @@ from checks.mounts import OSD_CODES, SWIFT_CODES
 from checks.swift_rings import CODES as RING_CODES
 from lab import Lab
 from storage.collect import collect
-from storage.hosts import FabricRunner, collect_host_facts
+from storage.hostfacts import collect_host_facts
 from storage.model import ClusterSnapshot
 from storage.runner import HostUnreachable
+from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
 from stordoc.settings import load_settings
 

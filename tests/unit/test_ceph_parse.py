@@ -12,6 +12,7 @@ import pytest
 from storage import ceph
 from storage.ceph import (
     build_state,
+    client,
     down_epochs,
     load_raw_dir,
     parse_config_value,
@@ -24,6 +25,7 @@ from storage.ceph import (
     parse_time_sync,
     parse_versions,
 )
+from storage.ceph.parse_daemons import Quorum
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 OCT = FIX / "ceph-octopus"
@@ -73,7 +75,7 @@ def test_octopus_state() -> None:
 
 def test_pool_id_key_differs_between_dump_and_ls_detail() -> None:
     raw = octopus_raw()
-    from_dump = parse_osd_dump(raw["osd dump"])["pools"]
+    from_dump = parse_osd_dump(raw["osd dump"]).pools
     from_ls = parse_pool_ls_detail(raw["osd pool ls detail"])
     assert "pool" in raw["osd dump"]["pools"][0] and "pool_id" in raw["osd pool ls detail"][0]
     assert [p.id for p in from_ls] == [1, 2, 3, 4]
@@ -92,7 +94,7 @@ def test_every_pacific_capture_builds(capture: str) -> None:
     assert {o.id: o.host for o in st.osds} == {0: "node1", 1: "node2", 2: "node3"}
     assert st.pool("rbd") is not None and st.pool("rbd").pg_num == 32  # type: ignore[union-attr]
     assert st.pgs.num_pgs == sum(p.pg_num for p in st.pools)
-    assert raw["errors"] == {}
+    assert raw["errors"] == {} and st.errors == {}
 
 
 def test_pacific_down_out_is_dated_from_its_down_epoch() -> None:
@@ -102,7 +104,7 @@ def test_pacific_down_out_is_dated_from_its_down_epoch() -> None:
     x1 = next(x for x in dump["osd_xinfo"] if x["osd"] == 1)
     assert (o1["up"], o1["in"]) == (0, 0)
     assert x1["down_stamp"] == "0.000000"  # Pacific leaves it unset on a clean stop
-    assert down_epochs(dump) == [o1["down_at"]]
+    assert down_epochs(dump, 16) == [o1["down_at"]]
     st = build_state(raw)
     osd1 = st.osd(1)
     assert osd1 is not None and not osd1.up and not osd1.in_
@@ -118,7 +120,7 @@ def test_down_stamp_used_when_set() -> None:
     o1["up"] = 0
     o1["state"] = ["exists"]
     raw["osd dump"] = dump
-    assert down_epochs(dump) == []  # osd.1 has a down_stamp: no old osdmap needed
+    assert down_epochs(dump, 16) == []  # osd.1 has a down_stamp: no old osdmap needed
     st = build_state(raw)
     assert st.osd(1).down_since == parse_stamp("2022-02-10T09:19:19.134352+0000")  # type: ignore[union-attr]
 
@@ -161,19 +163,21 @@ def test_status_layouts() -> None:
     octopus_status = {"quorum_names": ["a", "b"],
                       "monmap": {"epoch": 1, "min_mon_release_name": "octopus",
                                  "num_mons": 3}}
-    assert parse_status(octopus_status) == {"quorum": ("a", "b"), "mon_names": (),
-                                            "num_mons": 3}
+    assert parse_status(octopus_status) == Quorum(quorum=("a", "b"), mon_names=(), num_mons=3)
     nautilus_status = {"quorum_names": ["a"],
                        "monmap": {"mons": [{"name": "a"}, {"name": "b"}]}}
-    assert parse_status(nautilus_status)["mon_names"] == ("a", "b")
+    assert parse_status(nautilus_status).mon_names == ("a", "b")
 
 
 def test_versions_takes_lowest() -> None:
     v = {"overall": {
         "ceph version 16.2.15 (618f440892089921c3e944a991122ddc44e60516) pacific (stable)": 4,
         "ceph version 15.2.17 (8a82819d84cf884bd39c17e3236e0632ac146dc4) octopus (stable)": 1}}
-    assert parse_versions(v) == ("15.2.17", "octopus")
-    assert parse_versions({}) == ("", "")
+    low = parse_versions(v).lowest()
+    assert low is not None and (low.version, low.release) == ("15.2.17", "octopus")
+    assert parse_versions({}).lowest() is None
+    st = build_state({**octopus_raw(), "versions": v})
+    assert (st.version, st.release) == ("15.2.17", "octopus")
 
 
 def test_config_and_time_sync() -> None:
@@ -219,12 +223,12 @@ def test_deadline_abandons_a_call_that_never_returns() -> None:
     release = threading.Event()
     try:
         with pytest.raises(ceph.CephUnreachable, match="no answer within"):
-            ceph._with_deadline(release.wait, 0.2, "connect")
+            client._with_deadline(release.wait, 0.2, "connect")
     finally:
         release.set()
-    assert ceph._with_deadline(lambda: 42, 5.0, "x") == 42
+    assert client._with_deadline(lambda: 42, 5.0, "x") == 42
     with pytest.raises(ZeroDivisionError):
-        ceph._with_deadline(lambda: 1 // 0, 5.0, "x")
+        client._with_deadline(lambda: 1 // 0, 5.0, "x")
 
 
 def test_missing_conf_is_a_fact(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from storage.deploy import (
     parse_raw_list,
     parse_systemd,
 )
-from storage.hosts import HostPlan, collect_one, split_sections
+from storage.hostfacts import HostPlan, collect_one, split_sections
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HostFacts
 from storage.runner import DryRunRecorder

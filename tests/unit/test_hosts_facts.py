@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from storage.ceph import build_state, load_raw_dir
-from storage.hosts import (
+from storage.hostfacts import (
     FACTS_SCRIPT,
     IDENTITY_SCRIPT,
-    FabricRunner,
     HostPlan,
     collect_host_facts,
     collect_one,
@@ -34,6 +33,7 @@ from storage.hosts import (
 )
 from storage.model import CephState, HostFacts
 from storage.runner import CommandResult, HostUnreachable
+from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
@@ -108,10 +108,12 @@ def test_healthy_node1_facts_are_filtered_to_its_own_osd_and_devices() -> None:
                        f"{LAB}/swift/node/d4"}
     assert all(m.fstype == "xfs" for m in f.mounts)
     assert [(d.kind, d.ident, d.running) for d in f.daemons] == [("ceph-osd", "0", True)]
-    assert f.dirs[f"{LAB}/ceph/osd/ceph-0"] and f.dirs[f"{LAB}/ceph/osd/ceph-0/whoami"]
-    assert f.links[f"{LAB}/ceph/osd/ceph-0/block"].startswith("/dev/loop")
+    d0 = f.osd_data[0]
+    assert (d0.path, d0.exists, d0.has_whoami) == (f"{LAB}/ceph/osd/ceph-0", True, True)
+    assert d0.block is not None and d0.block.startswith("/dev/loop")
     assert f.osd_dirs == {0: f"{LAB}/ceph/osd/ceph-0"}
     assert set(f.swift_dirs) == {"d1", "d4"}
+    assert all(d.exists for d in f.swift_devices.values())
     assert f.identities == ()
     # loop devices carry their backing image (the lab's "disks")
     backing = {b.backing_file for b in f.block_devices}
@@ -135,8 +137,9 @@ def test_unmounted_osd_device_is_identified_by_whoami_and_fsid() -> None:
     plan, runner = captured("osd1-unmounted-node2")
     f = collect_one(plan, runner)
     assert f.mount_at(f"{LAB}/ceph/osd/ceph-1") is None
-    assert f.dirs[f"{LAB}/ceph/osd/ceph-1"] is True  # the empty mount point is there
-    assert f.dirs[f"{LAB}/ceph/osd/ceph-1/whoami"] is False
+    d1 = f.osd_data[1]
+    assert d1.exists is True  # the empty mount point is there
+    assert d1.has_whoami is False and d1.block is None
     assert len(f.identities) == 1
     ident = f.identities[0]
     assert ident.whoami == 1 and ident.ceph_fsid == meta["cluster_fsid"]

@@ -1,7 +1,7 @@
 """Plans built from captured lab JSON and host facts: exact commands, refusals, quoting.
 
 The host facts are the captured output of the facts script (tests/fixtures/hosts) parsed by
-the real ``storage.hosts.collect_one``; Ceph state is captured JSON parsed by
+the real ``storage.hostfacts.collect_one``; Ceph state is captured JSON parsed by
 ``storage.ceph.build_state``. Host steps are then run through ``DryRunRecorder`` and
 ``LocalRunner`` to show that argv elements arrive intact and no shell interprets them.
 """
@@ -27,7 +27,7 @@ from runbooks.api import (
 )
 from runbooks.model import HostOp, StepEnv
 from storage.ceph import build_state, load_raw_dir
-from storage.hosts import HostPlan, collect_one
+from storage.hostfacts import HostPlan, collect_one
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, DeviceIdentity, FstabLine, HostFacts, IoError
 from storage.runner import CommandResult, DryRunRecorder, LocalRunner

@@ -12,8 +12,15 @@ import pytest
 
 from checks.engine import run_checks
 from checks.swift_recon import replicator_findings, server_findings
-from storage.hosts import parse_listeners, parse_ps_swift
-from storage.model import ClusterSnapshot, Daemon, HostFacts, ReconHost, SwiftState
+from storage.hostfacts import parse_listeners, parse_ps_swift
+from storage.model import (
+    ClusterSnapshot,
+    Daemon,
+    HostFacts,
+    ReconHost,
+    SwiftDeviceDir,
+    SwiftState,
+)
 from storage.swift import fetch_recon
 
 SS = """\
@@ -173,7 +180,7 @@ def test_replicator_not_running_next_to_its_server() -> None:
 def test_ring_md5_over_ssh_when_no_server_reports_it() -> None:
     from checks.model import CheckContext, Thresholds
     from checks.swift_rings import swift_rings
-    from storage.hosts import facts_argv, parse_md5sums
+    from storage.hostfacts import facts_argv, parse_md5sums
 
     argv = facts_argv("/etc/fstab", [], [], ["/etc/swift", "/srv/x y"])
     assert argv[-4:] == ["ringdir", "/etc/swift", "ringdir", "/srv/x y"]
@@ -204,7 +211,7 @@ def test_ring_md5_over_ssh_when_no_server_reports_it() -> None:
 
 
 def test_swift_parts_parsed_from_the_facts_script_lines() -> None:
-    from storage.hosts import parse_swift_parts
+    from storage.hostfacts import parse_swift_parts
 
     assert parse_swift_parts(["dir 1", "parts objects 57", "parts containers 3",
                               "parts accounts x", "parts nope 4", "parts objects"]) == \
@@ -213,7 +220,7 @@ def test_swift_parts_parsed_from_the_facts_script_lines() -> None:
 
 
 def test_host_addresses_parsed_as_swift_sees_them() -> None:
-    from storage.hosts import parse_addrs
+    from storage.hostfacts import parse_addrs
 
     assert parse_addrs(["127.0.0.1/8", "::1/128", "192.0.2.2/24", "fe80::fc:ff:fe00:1/64",
                         "192.0.2.2/24", "", "garbage;rm"]) == \
@@ -232,8 +239,8 @@ def _idle_snap(attempted: object, parts: int, repl_ip: str = "10.9.9.9",
                        replication_port=6200),
             RingDevice(1, 1, 2, "127.0.0.3", 6200, "d2", 100.0, 384))
     ring = RingState("object", "/etc/swift/object.ring.gz", None, 9, 3.0, 1, devs)
-    facts = HostFacts("node1", "127.0.0.2", swift_dirs={"d1": "/srv/node/d1"},
-                      swift_parts={"d1": {"object": parts, "container": 2}}, addresses=addrs)
+    facts = HostFacts("node1", "127.0.0.2", swift_devices={"d1": SwiftDeviceDir(
+        "d1", "/srv/node/d1", True, {"object": parts, "container": 2})}, addresses=addrs)
     sw = SwiftState(rings=(ring,), recon=(r,), collected_at=1.0)
     return r, ClusterSnapshot(cluster="lab", taken_at=1.0, swift=sw, hosts={"node1": facts},
                               host_facts_collected=True)

@@ -22,6 +22,7 @@ from storage.model import (
     FstabLine,
     HostFacts,
     Mount,
+    OsdDataDir,
     PoolState,
     ReconHost,
     RingDevice,
@@ -102,7 +103,8 @@ def host_facts(broken: bool) -> dict[str, HostFacts]:
             identities=(DeviceIdentity(dev, whoami=osd, ceph_fsid=FSID),) if down else (),
             fstab=(FstabLine(dev, ddir, "xfs", "noatime", commented=False),),
             daemons=(Daemon("ceph-osd", str(osd), None if down else 4000 + osd, not down),),
-            osd_dirs={osd: ddir}, collected_at=TAKEN_AT)
+            osd_data={osd: OsdDataDir(osd, ddir)},
+            collected_at=TAKEN_AT)
     return out
 
 

@@ -1,0 +1,191 @@
+"""Which commands a collection sends, which are required, and what a failure means.
+
+``osd dump`` and ``osd tree`` are required: without them there is no picture, and their
+failure aborts. Every other command is optional: its failure is recorded in
+``raw["errors"]`` (-> ``CephState.errors``) and the rest is still read. A monitor that
+times out anywhere means the cluster is unreachable; a manager that does not answer costs
+one timeout, not one per manager command. Some commands run only when an earlier answer
+asks for them: the osdmaps of the epochs down OSDs went down at, ``config show`` of one
+up OSD, and the daemons' metadata when more than one Ceph version runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
+from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs
+from storage.ceph.parse_daemons import parse_versions
+from storage.ceph.state import build_state
+from storage.model import CephState
+from storage.targets import CephTarget
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: its key in ``raw``, monitor or manager, prefix and arguments."""
+
+    key: str
+    prefix: str
+    mgr: bool = False
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+REQUIRED: tuple[Command, ...] = (
+    Command("osd dump", "osd dump"),
+    Command("osd tree", "osd tree"),
+)
+OPTIONAL: tuple[Command, ...] = (
+    Command("osd pool ls detail", "osd pool ls", args={"detail": "detail"}),
+    Command("df", "df"),
+    Command("health detail", "health", args={"detail": "detail"}),
+    Command("status", "status"),
+    Command("quorum_status", "quorum_status"),
+    Command("versions", "versions"),
+    Command("time-sync-status", "time-sync-status"),
+    Command("config dump", "config dump"),
+    Command("pg stat", "pg stat", mgr=True),
+    Command("pg dump_stuck", "pg dump_stuck", mgr=True, args={"stuckops": list(STUCK_OPS)}),
+    Command("osd df", "osd df", mgr=True),
+    Command("crash ls-new", "crash ls-new", mgr=True),  # RECENT_CRASH explained
+    Command("osd pool autoscale-status", "osd pool autoscale-status", mgr=True),
+)
+# ``config get mon KEY`` for each; defaults apply when one fails
+CONFIG_KEYS = ("mon_max_pg_per_osd", "mon_osd_down_out_interval",
+               "osd_pool_default_pg_autoscale_mode")
+# At most this many old osdmaps are fetched to date down OSDs (one per distinct epoch).
+MAX_EPOCH_LOOKUPS = 16
+# ``osd metadata`` of a bigger cluster is tens of MB: versions are then counted, not named.
+MAX_OSDS_FOR_METADATA = 1000
+
+
+class _Session:
+    """One collection's command runner: remembers a dead manager and the errors."""
+
+    def __init__(self, client: CephClient) -> None:
+        self.client = client
+        self.errors: dict[str, str] = {}
+        self.mgr_dead: str | None = None
+
+    def required(self, cmd: Command) -> Any:
+        return self._send(cmd)
+
+    def optional(self, cmd: Command) -> tuple[bool, Any]:
+        """(answered, JSON); a failure is recorded under ``cmd.key``."""
+        if cmd.mgr and self.mgr_dead:
+            self.errors[cmd.key] = f"skipped: {self.mgr_dead}"
+            return False, None
+        try:
+            return True, self._send(cmd)
+        except CephUnreachable as e:
+            if not cmd.mgr:
+                raise
+            self.errors[cmd.key] = self.mgr_dead = f"manager did not answer: {e}"
+        except CephCommandError as e:
+            if abs(e.rc) == ETIMEDOUT:
+                if not cmd.mgr:
+                    raise CephUnreachable(str(e)) from e
+                self.errors[cmd.key] = self.mgr_dead = f"manager did not answer: {e}"
+            else:
+                self.errors[cmd.key] = str(e)
+        return False, None
+
+    def _send(self, cmd: Command) -> Any:
+        send = self.client.mgr if cmd.mgr else self.client.mon
+        return send(cmd.prefix, **dict(cmd.args))
+
+
+def collect_raw(client: CephClient) -> dict[str, Any]:
+    """Run every command once; optional failures land in ``raw["errors"]``."""
+    s = _Session(client)
+    raw: dict[str, Any] = {}
+    for cmd in REQUIRED:
+        raw[cmd.key] = s.required(cmd)
+    raw["osdmap_stamps"] = _down_epoch_stamps(s, as_map(raw["osd dump"]))
+    for cmd in OPTIONAL:
+        ok, value = s.optional(cmd)
+        if ok:
+            raw[cmd.key] = value
+    shown = _config_show(s, as_map(raw["osd dump"]))
+    if shown is not None:
+        raw["config show"] = shown
+    for kind in _kinds_to_name(raw):
+        ok, value = s.optional(Command(f"{kind} metadata", f"{kind} metadata"))
+        if ok:
+            raw[f"{kind} metadata"] = value
+    cfg: dict[str, Any] = {}
+    for name in CONFIG_KEYS:
+        ok, value = s.optional(Command(f"config {name}", "config get",
+                                       args={"who": "mon", "key": name}))
+        if ok:
+            cfg[name] = value
+    raw["config"] = cfg
+    raw["errors"] = s.errors
+    return raw
+
+
+def _down_epoch_stamps(s: _Session, dump: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for ep in down_epochs(dump, MAX_EPOCH_LOOKUPS):
+        ok, old = s.optional(Command(f"osd dump {ep}", "osd dump", args={"epoch": ep}))
+        # a failure means trimmed from the monitor's store: the time stays unknown
+        if ok and isinstance(old, Mapping) and old.get("modified"):
+            out[str(ep)] = str(old["modified"])
+    return out
+
+
+def _config_show(s: _Session, dump: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``config show osd.N`` of the lowest-numbered up OSD: its scheduler and recovery
+    settings as it runs them (ceph.conf included, which ``config dump`` does not see)."""
+    up = sorted(as_int(o.get("osd"), -1) for o in as_list(dump.get("osds"))
+                if isinstance(o, Mapping) and as_int(o.get("up")))
+    up = [i for i in up if i >= 0]
+    if not up:
+        return None
+    daemon = f"osd.{up[0]}"
+    ok, value = s.optional(Command("config show", "config show", mgr=True,
+                                   args={"who": daemon}))
+    return {daemon: value} if ok else None
+
+
+def _kinds_to_name(raw: Mapping[str, Any]) -> list[str]:
+    """Daemon kinds with a daemon behind the newest version running (their metadata names
+    them); none when every daemon runs one version."""
+    v = parse_versions(raw.get("versions"))
+    newest = v.newest()
+    if not v.mixed or newest is None:
+        return []
+    n_osds = len(as_list(as_map(raw.get("osd dump")).get("osds")))
+    kinds = []
+    for kind, counts in v.by_kind.items():
+        if kind not in ("mon", "mgr", "osd", "mds") or not any(
+                c.key < newest.key for c in counts):
+            continue
+        if kind == "osd" and n_osds > MAX_OSDS_FOR_METADATA:
+            continue
+        kinds.append(kind)
+    return kinds
+
+
+def collect_ceph(target: CephTarget) -> tuple[CephState | None, str | None]:
+    """One connection, every command, one ``CephState``; never raises.
+
+    An unreachable monitor gives ``(None, message)`` within about ``target.timeout_s``.
+    """
+    t0 = time.time()
+    client = CephClient(target)
+    try:
+        client.connect()
+        raw = collect_raw(client)
+        return build_state(raw, collected_at=t0), None
+    except CephUnreachable as e:
+        return None, str(e)
+    except CephCommandError as e:
+        return None, str(e)
+    except Exception as e:  # noqa: BLE001  (a parser surprise must not abort the run)
+        return None, f"{type(e).__name__}: {e}"
+    finally:
+        client.close()

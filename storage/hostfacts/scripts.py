@@ -1,0 +1,91 @@
+"""The read-only facts script: one SSH round trip per host gathers everything.
+
+To keep ``stordoc check`` fast, one host costs one SSH round trip: a constant, read-only
+``sh`` script (``FACTS_SCRIPT``) whose inputs (fstab path, OSD ids, data dirs, pid files,
+Swift device dirs, ring dirs) come from the settings and the cluster maps and are passed
+as positional arguments, never spliced into the script text. Its output is a sequence of
+``@@name [arg]`` sections (``storage.hostfacts.parse``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
+# "ringdir DIR" (md5sum of each ring.gz there).
+# Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink, find.
+FACTS_SCRIPT = r"""
+fstab=$1; shift
+echo "@@now"; date +%s
+echo "@@findmnt"; findmnt -J -l -o SOURCE,TARGET,FSTYPE,OPTIONS 2>/dev/null || { echo "@@procmounts"; cat /proc/mounts; }
+echo "@@lsblk"; lsblk -J -b -o NAME,PATH,TYPE,SIZE,FSTYPE,UUID,LABEL,MOUNTPOINT 2>/dev/null
+echo "@@losetup"; losetup -J -l 2>/dev/null
+echo "@@fstab"; cat -- "$fstab" 2>/dev/null
+echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)' | tail -n 300
+echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
+echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-(server|replicator)'
+echo "@@addrs"; ip -o addr show 2>/dev/null | awk '{print $4}'
+echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
+echo "@@lvs"
+if command -v lvs >/dev/null 2>&1; then
+  LVM_SUPPRESS_FD_WARNINGS=1 lvs --reportformat json -o lv_path,lv_name,vg_name,lv_tags,lv_active,devices 2>/dev/null
+fi
+echo "@@systemd"
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  units=$(systemctl list-units --all --plain --no-legend --no-pager 'ceph-osd@*' 'ceph-volume@*' 'ceph-*@osd.*' 2>/dev/null | awk '{print $1}')
+  if [ -n "$units" ]; then
+    systemctl show --no-pager -p Id,ActiveState,SubState,Result,StateChangeTimestamp $units 2>/dev/null
+    for u in $units; do
+      if [ "$(systemctl is-failed -- "$u" 2>/dev/null)" = failed ]; then
+        echo "@@journal $u"; journalctl -u "$u" -n 20 --no-pager -q -o short-iso 2>/dev/null
+      fi
+    done
+  fi
+fi
+while [ $# -gt 0 ]; do
+  case $1 in
+    osd)
+      echo "@@osd $2"
+      if [ -d "$3" ]; then echo "dir 1"; else echo "dir 0"; fi
+      if [ -f "$3/whoami" ]; then echo "whoami 1"; else echo "whoami 0"; fi
+      if [ -L "$3/block" ]; then echo "block $(readlink -f -- "$3/block")"; fi
+      if [ -n "$4" ] && [ -r "$4" ]; then
+        pid=$(head -c 32 -- "$4" | tr -dc 0-9)
+        if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ]; then
+          echo "pid $pid 1 $(tr '\000' ' ' < "/proc/$pid/cmdline")"
+        else
+          echo "pid ${pid:-0} 0"
+        fi
+      fi
+      shift 4;;
+    swift)
+      echo "@@swift $2"
+      if [ -d "$3" ]; then echo "dir 1"; else echo "dir 0"; fi
+      for k in objects containers accounts; do
+        if [ -d "$3/$k" ]; then
+          echo "parts $k $(find "$3/$k" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*' 2>/dev/null | wc -l)"
+        fi
+      done
+      shift 3;;
+    ringdir)
+      echo "@@ringmd5"
+      for f in "$2"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null
+      shift 2;;
+    *) shift;;
+  esac
+done
+echo "@@end"
+"""
+
+
+def facts_argv(fstab: str, osds: Sequence[tuple[int, str, str | None]],
+               swift: Sequence[tuple[str, str]], ring_dirs: Sequence[str] = ()) -> list[str]:
+    """The one command that gathers a host's facts (constant script, typed arguments)."""
+    argv = ["sh", "-c", FACTS_SCRIPT, "stordoc-facts", fstab]
+    for osd_id, d, pidf in osds:
+        argv += ["osd", str(int(osd_id)), d, pidf or ""]
+    for name, d in swift:
+        argv += ["swift", name, d]
+    for d in ring_dirs:
+        argv += ["ringdir", d]
+    return argv

@@ -1,0 +1,179 @@
+"""The hosts part of the snapshot: what one host said over SSH (mounts, block devices,
+identities of unmounted devices, daemons, kernel I/O errors, OSD and Swift dirs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    target: str
+    fstype: str
+    options: str = ""
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """``lsblk -J -b -o NAME,PATH,TYPE,SIZE,FSTYPE,UUID,MOUNTPOINT,...`` / ``blkid``."""
+
+    path: str
+    type: str  # disk | part | loop | lvm
+    size: int
+    fstype: str | None
+    uuid: str | None
+    mountpoint: str | None
+    backing_file: str | None = None  # loop devices
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """What an (unmounted) device says it is: read from its filesystem, read-only.
+
+    For an OSD data device: ``whoami`` (OSD id) and ``ceph_fsid`` (cluster fsid).
+    For a Swift device: the device label/dir name it carries, if any.
+    """
+
+    device: str
+    whoami: int | None = None
+    ceph_fsid: str | None = None
+    osd_fsid: str | None = None
+    label: str | None = None
+    # where the identity was read: "xfs" (files of a ceph-disk style data partition),
+    # "bluestore" (the BlueStore label, ``ceph-bluestore-tool show-label``: ceph-volume
+    # raw), "lvm" (LV tags: ceph-volume lvm)
+    kind: str = "xfs"
+    # the label holds what ``prime-osd-dir`` needs to rebuild a tmpfs data dir (osd_key,
+    # ready); the key itself is never kept
+    activatable: bool = False
+
+
+@dataclass(frozen=True)
+class FstabLine:
+    device: str
+    mountpoint: str
+    fstype: str
+    options: str
+    commented: bool  # a deliberately disabled line ("#/dev/sdb1 /srv/node/d1 ...")
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class Daemon:
+    kind: str  # "ceph-osd", "ceph-mon", "swift-object-server", ...
+    ident: str  # "0" for osd.0, "a" for mon.a, server name for swift
+    pid: int | None
+    running: bool
+
+
+@dataclass(frozen=True)
+class IoError:
+    device: str  # "loop3", "sdb"
+    line: str
+    when: float | None = None
+
+
+@dataclass(frozen=True)
+class LvmVolume:
+    """An LV that ceph-volume lvm tagged (``lvs -o lv_tags`` / ``ceph-volume lvm list``)."""
+
+    lv_path: str
+    vg_name: str
+    lv_name: str
+    osd_id: int | None
+    osd_fsid: str | None
+    cluster_fsid: str | None
+    cluster_name: str | None = None
+    type: str = "block"  # ceph.type: block | db | wal
+    active: bool = True  # lv_active == "active" (unknown counts as active)
+    devices: tuple[str, ...] = ()  # physical devices under it
+
+
+@dataclass(frozen=True)
+class UnitState:
+    """A systemd unit that matters for an OSD (``systemctl show``, ``journalctl -u``)."""
+
+    unit: str  # ceph-osd@3.service, ceph-volume@lvm-3-UUID.service, ceph-FSID@osd.3.service
+    osd_id: int | None
+    active_state: str  # active | failed | inactive | activating ...
+    sub_state: str = ""
+    result: str = ""  # success | exit-code | timeout ...
+    since: str | None = None  # StateChangeTimestamp as printed
+    log_tail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OsdDataDir:
+    """An OSD's data directory as its host sees it (the facts script's ``@@osd`` section)."""
+
+    osd_id: int
+    path: str
+    exists: bool = False
+    has_whoami: bool = False  # its ``whoami`` file is there: the OSD's files are in place
+    block: str | None = None  # the device its ``block`` symlink resolves to; None: no link
+
+
+@dataclass(frozen=True)
+class SwiftDeviceDir:
+    """A Swift ring device's directory on its host (``@@swift`` section)."""
+
+    device: str  # ring device name, "d1"
+    path: str
+    exists: bool = False
+    # server kind ("object", "container", "account") -> partition directories on it
+    partitions: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Facts from one host over SSH. ``error`` set means the host did not answer."""
+
+    name: str
+    address: str
+    error: str | None = None
+    mounts: tuple[Mount, ...] = ()
+    block_devices: tuple[BlockDevice, ...] = ()
+    identities: tuple[DeviceIdentity, ...] = ()  # of devices NOT mounted
+    fstab: tuple[FstabLine, ...] = ()
+    daemons: tuple[Daemon, ...] = ()
+    # swift-(object|container|account)-server processes (ident = their config file)
+    swift_processes: tuple[Daemon, ...] = ()
+    # TCP port -> (pid, process name) of what listens on it (``ss -ltnp``); None = unknown
+    listeners: Mapping[int, tuple[int | None, str]] | None = None
+    io_errors: tuple[IoError, ...] = ()
+    osd_data: Mapping[int, OsdDataDir] = field(default_factory=dict)  # this host's OSDs
+    swift_devices: Mapping[str, SwiftDeviceDir] = field(default_factory=dict)  # its ring devs
+    lvm_volumes: tuple[LvmVolume, ...] = ()  # LVs tagged by ceph-volume lvm
+    units: tuple[UnitState, ...] = ()  # OSD-related systemd units (when systemd runs)
+    ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)
+    addresses: tuple[str, ...] = ()  # the host's interface addresses (``ip -o addr``); () unknown
+    collected_at: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def reachable(self) -> bool:
+        return self.error is None
+
+    @property
+    def osd_dirs(self) -> dict[int, str]:
+        """This host's OSD id -> data dir path."""
+        return {i: d.path for i, d in self.osd_data.items()}
+
+    @property
+    def swift_dirs(self) -> dict[str, str]:
+        """Its ring device name -> the directory it is mounted on."""
+        return {n: d.path for n, d in self.swift_devices.items()}
+
+    @property
+    def swift_parts(self) -> dict[str, Mapping[str, int]]:
+        """Ring device -> server kind -> partition directories on it."""
+        return {n: d.partitions for n, d in self.swift_devices.items()}
+
+    def mount_at(self, path: str) -> Mount | None:
+        norm = path.rstrip("/")
+        for m in self.mounts:
+            if m.target.rstrip("/") == norm:
+                return m
+        return None
