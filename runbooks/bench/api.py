@@ -18,7 +18,7 @@ from typing import Any
 from runbooks.bench import clients as clients_mod
 from runbooks.bench import limits as limits_mod
 from runbooks.bench import multi as multi_mod
-from runbooks.bench import osdperf, rados_multi
+from runbooks.bench import osdperf, rados_multi, rbd_multi, swift_multi
 from runbooks.bench import rados as rados_mod
 from runbooks.bench import rbd as rbd_mod
 from runbooks.bench import swift as swift_mod
@@ -133,7 +133,9 @@ def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits) -> str
 
 
 # the tools each client must have for a multi-client run (asked before anything starts)
-CLIENT_TOOLS: dict[str, tuple[list[str], ...]] = {"rados": rados_multi.TOOLS}
+CLIENT_TOOLS: dict[str, tuple[list[str], ...]] = {"rados": rados_multi.TOOLS,
+                                                  "rbd": rbd_multi.TOOLS,
+                                                  "swift": swift_multi.TOOLS}
 
 
 def _fleet(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits,
@@ -208,6 +210,8 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
             steps = rados_multi.plan_lines(s, pool, exists, clients)
         elif kind == "rados":
             steps = rados_mod.plan_lines(s, pool, exists)
+        elif clients:
+            steps = rbd_multi.plan_lines(s, pool, clients)
         else:
             steps = rbd_mod.plan_lines(s, pool, "stordoc-bench-<group>")
         if kind == "rbd" and not exists:
@@ -218,7 +222,8 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         container = o.container or lim.container
         owner = swift_mod.check_container(s, container) if state.get("health") == "ok" \
             else "absent"
-        steps = swift_mod.plan_lines(s, container, owner)
+        steps = swift_multi.plan_lines(s, container, owner, clients) if clients else \
+            swift_mod.plan_lines(s, container, owner)
     else:
         if o.limit_size * 2 > lim.max_bytes:
             raise Refused("limit test size above the byte cap")
@@ -344,15 +349,21 @@ def _run_multi(s: Session, kind: str, fleet: clients_mod.Fleet) -> list[BenchRes
     o, lim = s.opts, s.limits
     if kind == "rados":
         return rados_multi.run_multi(s, o.pool or lim.pool, fleet)
+    if kind == "rbd":
+        return rbd_multi.run_multi(s, o.pool or lim.pool, fleet)
+    if kind == "swift":
+        return swift_multi.run_multi(s, o.container or lim.container, fleet)
     raise Refused(f"bench {kind} does not run from clients")
 
 
 def detail_lines(r: BenchResult) -> list[str]:
     """What a result says beyond its figures (every front end shows these): the clients
-    and their share, whether reads were verified, whether throughput reached steady
+    and their share, the efficiency against the measured limits, whether reads were
+    verified, whether throughput reached steady
     state, and the slowest OSDs while it ran."""
     out = []
-    for line in (multi_mod.clients_line(r), verify_line(r),
+    for line in (multi_mod.clients_line(r), limits_mod.efficiency_line(r.extra.get("efficiency")),
+                 verify_line(r),
                  steady_line(r.extra.get("steady_state")),
                  osdperf.line(r.extra.get("osd_latency"))):
         if line:

@@ -42,9 +42,12 @@ class BenchLimits:
 
 
 def limits_of(ctx: RunContext, limits: BenchLimits | None) -> BenchLimits:
+    """The caller's limits, else the cluster context's ``[bench]`` settings (a caller
+    that passes none still gets the configured ``fio_port``, byte cap, ...)."""
     if limits is not None:
         return limits
-    return BenchLimits.from_mapping(ctx.options.get("bench") if ctx.options else None)
+    m = ctx.bench_limits or (ctx.options.get("bench") if ctx.options else None)
+    return BenchLimits.from_mapping(m)
 
 
 def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:

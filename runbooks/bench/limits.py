@@ -10,12 +10,14 @@ client address as the host sees it, from ``$SSH_CONNECTION``); we time what arri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runbooks.bench.common import Session
@@ -203,63 +205,129 @@ def _net(s: Session, runner: Runner, h: HostTarget) -> dict[str, Any]:
 
 
 def run(s: Session, runner: Runner) -> list[BenchResult]:
+    """Every host's disk test at once (hosts that share hardware then share it, so the
+    sum is a ceiling the cluster can reach together), then each host's network test in
+    turn (all of them send to this host: at once they would measure its NIC instead)."""
     results: list[BenchResult] = []
+    hosts = osd_hosts(s)
     for rep in range(1, s.opts.repeat + 1):
-        for h, osds in osd_hosts(s):
-            if s.cancelled:
-                break
-            t0 = time.time()
-            info: dict[str, Any] = {"host": h.name, "osds": osds}
+        if s.cancelled:
+            break
+        infos: dict[str, dict[str, Any]] = {h.name: {"host": h.name, "osds": osds}
+                                            for h, osds in hosts}
+        starts = {h.name: time.time() for h, _ in hosts}
+        if "disk" in s.opts.modes:
+            with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+                got = list(pool.map(lambda ho: _disk_quietly(s, runner, *ho), hosts))
+            for (h, _), (info, steps) in zip(hosts, got):
+                infos[h.name].update(info)
+                for st in steps:  # the audit is written from this thread only, in order
+                    s.step(*st)
+        for h, _ in hosts:
+            if "net" not in s.opts.modes or s.cancelled or "error" in infos[h.name]:
+                continue
             try:
-                d = scratch_dir(s, h, osds)
-                if "disk" in s.opts.modes:
-                    info["disk"] = _disk(s, runner, h, d) if d else \
-                        {"error": "no OSD data dir or Swift devices dir on this host"}
-                if "net" in s.opts.modes:
-                    info["net"] = _net(s, runner, h)
+                infos[h.name]["net"] = _net(s, runner, h)
             except HostUnreachable as e:
-                info["error"] = str(e)
-            disk = info.get("disk") or {}
-            net = info.get("net") or {}
-            mb = [v for v in (disk.get("write_mb_s"), disk.get("read_mb_s"), net.get("mb_s"))
-                  if v]
-            errs = [x for x in (info.get("error"), disk.get("error"), net.get("error")) if x]
-            res = BenchResult(
-                cluster=s.ctx.cluster, kind="limits", engine="fio/dd+tcp",
-                workload="+".join(s.opts.modes), group_id=s.group_id, rep=rep,
-                params={**s.opts.to_dict(), "host": h.name},
-                fingerprint_fields=fingerprint_fields(
-                    s.ctx.cluster, "limits", "fio/dd+tcp", "+".join(s.opts.modes), h.name,
-                    s.opts.limit_size, 1, client_host(), []),
-                started_at=t0, duration_s=time.time() - t0,
-                status="ok" if not errs else "failed", user=s.ctx.user,
-                mb_s=min(mb) if mb else 0.0, errors=len(errs),
-                error_kinds={"limits": len(errs)} if errs else {}, extra=info,
-                notes=errs)
-            results.append(res)
+                infos[h.name]["error"] = str(e)
+        for h, _ in hosts:
+            results.append(_limits_result(s, rep, h, infos[h.name], starts[h.name]))
     return results
+
+
+def _disk_quietly(s: Session, runner: Runner, h: HostTarget, osds: list[int]
+                  ) -> tuple[dict[str, Any], list[tuple[str, str, str, int]]]:
+    """One host's disk test on a worker thread: its audit steps are returned, not
+    written (the journal is written from the caller's thread)."""
+    steps: list[tuple[str, str, str, int]] = []
+    quiet = dataclasses.replace(s, on_step=lambda *a: steps.append(a), on_progress=None)
+    try:
+        d = scratch_dir(s, h, osds)
+        return ({"disk": _disk(quiet, runner, h, d)} if d else
+                {"disk": {"error": "no OSD data dir or Swift devices dir on this host"}},
+                steps)
+    except HostUnreachable as e:
+        return {"error": str(e)}, steps
+
+
+def _limits_result(s: Session, rep: int, h: HostTarget, info: dict[str, Any], t0: float
+                   ) -> BenchResult:
+    disk = info.get("disk") or {}
+    net = info.get("net") or {}
+    mb = [v for v in (disk.get("write_mb_s"), disk.get("read_mb_s"), net.get("mb_s")) if v]
+    errs = [x for x in (info.get("error"), disk.get("error"), net.get("error")) if x]
+    return BenchResult(
+        cluster=s.ctx.cluster, kind="limits", engine="fio/dd+tcp",
+        workload="+".join(s.opts.modes), group_id=s.group_id, rep=rep,
+        params={**s.opts.to_dict(), "host": h.name},
+        fingerprint_fields=fingerprint_fields(
+            s.ctx.cluster, "limits", "fio/dd+tcp", "+".join(s.opts.modes), h.name,
+            s.opts.limit_size, 1, client_host(), []),
+        started_at=t0, duration_s=time.time() - t0,
+        status="ok" if not errs else "failed", user=s.ctx.user,
+        mb_s=min(mb) if mb else 0.0, errors=len(errs),
+        error_kinds={"limits": len(errs)} if errs else {}, extra=info, notes=errs)
 
 
 def efficiency(result: BenchResult, limits_rows: Sequence[dict[str, Any]],
                replicas: int | None) -> dict[str, Any] | None:
-    """measured / limit. Writes: min(network, sum of disk write / replicas); reads:
-    min(network, sum of disk read). From the latest limits run of the cluster."""
+    """measured / limit, from the latest limits run of the cluster. One client (this
+    host): writes min(network, sum of disk write / replicas), reads min(network, sum of
+    disk read). Many clients: the clients' summed network, the OSD hosts' summed network
+    (divided by the replicas for writes: each byte written reaches ``size`` OSDs) and the
+    OSD hosts' summed disks, the smallest of them."""
     if not limits_rows:
         return None
-    net = [r["extra"].get("net", {}).get("mb_s") for r in limits_rows]
-    nets = [v for v in net if v]
     reading = result.workload.split()[0] in ("seq", "rand", "seqread", "randread")
     key = "read_mb_s" if reading else "write_mb_s"
-    disks = [r["extra"].get("disk", {}).get(key) for r in limits_rows]
-    disk_total = sum(v for v in disks if v)
-    bounds = {}
-    if nets:
-        bounds["network"] = min(nets)
-    if disk_total:
-        bounds["disks"] = disk_total / (replicas or 1) if not reading else disk_total
+    rep = 1 if reading else (replicas or 1)
+    clients = [str(c.get("client")) for c in result.extra.get("clients") or []]
+    bounds: dict[str, float] = {}
+    missing: list[str] = []
+    if clients:
+        by_host = {str(r["extra"].get("host")): r["extra"] for r in limits_rows}
+        nets = {c: (by_host.get(c, {}).get("net") or {}).get("mb_s") for c in clients}
+        missing = sorted(c for c, v in nets.items() if not v)
+        if not missing:
+            bounds["clients' network"] = sum(float(v or 0) for v in nets.values())
+        osd = [x for x in by_host.values() if x.get("osds")]
+        osd_net = [float((x.get("net") or {}).get("mb_s") or 0) for x in osd]
+        if osd_net and all(osd_net):
+            bounds["OSD hosts' network"] = sum(osd_net) / rep
+        disks = [float((x.get("disk") or {}).get(key) or 0) for x in osd]
+        if disks and all(disks):
+            bounds["disks"] = sum(disks) / rep
+    else:
+        net = [r["extra"].get("net", {}).get("mb_s") for r in limits_rows]
+        nets_ = [v for v in net if v]
+        disk_total = sum(v for v in (r["extra"].get("disk", {}).get(key)
+                                     for r in limits_rows) if v)
+        if nets_:
+            bounds["network"] = min(nets_)
+        if disk_total:
+            bounds["disks"] = disk_total / rep
     if not bounds:
         return None
     which = min(bounds, key=lambda k: bounds[k])
     limit = bounds[which]
-    return {"limit_mb_s": limit, "bound_by": which, "efficiency": result.mb_s / limit
-            if limit else None, "limits_group": limits_rows[0].get("group_id")}
+    out: dict[str, Any] = {"limit_mb_s": limit, "bound_by": which,
+                           "efficiency": result.mb_s / limit if limit else None,
+                           "limits_group": limits_rows[0].get("group_id"),
+                           "bounds": bounds, "replicas": replicas}
+    if missing:
+        out["unmeasured_clients"] = missing
+    return out
+
+
+def efficiency_line(eff: dict[str, Any] | None) -> str | None:
+    """"efficiency 42% of 310.0 MB/s (disks limit; ...)" for a result's efficiency."""
+    if not eff or eff.get("efficiency") is None:
+        return None
+    others = ", ".join(f"{k} {v:,.1f}" for k, v in (eff.get("bounds") or {}).items()
+                       if k != eff["bound_by"])
+    line = (f"efficiency {eff['efficiency']:.0%} of {eff['limit_mb_s']:,.1f} MB/s "
+            f"({eff['bound_by']} limit" + (f"; {others} MB/s" if others else "") + ")")
+    if eff.get("unmeasured_clients"):
+        line += (f"; no network limit for {', '.join(eff['unmeasured_clients'])} (run "
+                 "`stordoc bench limits` on them)")
+    return line

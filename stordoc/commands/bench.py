@@ -311,10 +311,6 @@ def _output(term: Terminal, api: Any, report: Any, a: argparse.Namespace,
         return
     console.print(_results_table(report.results))
     for r in report.results:
-        eff = r.extra.get("efficiency")
-        if eff and eff.get("efficiency") is not None:
-            console.print(f"{r.workload} rep {r.rep}: efficiency {eff['efficiency']:.0%} of "
-                          f"{eff['limit_mb_s']:,.1f} MB/s ({eff['bound_by']} limit)")
         if r.kind == "limits":
             console.print(_limits_line(r), markup=False)
         for line in api.detail_lines(r):

@@ -190,12 +190,104 @@ def _cli(lab: Lab, cfg: Path, *args: str) -> subprocess.Popen[str]:
                             text=True, start_new_session=True)
 
 
-@pytest.mark.parametrize("kind,extra", [("rados", ["-b", "4k"])])
+def _images(ctx: Any) -> list[str]:
+    import rbd
+
+    with RadosIO(ctx.target.ceph) as io:
+        if not io.pool_exists(POOL):
+            return []
+        ioctx = io.cluster.open_ioctx(POOL)
+        try:
+            return [i for i in rbd.RBD().list(ioctx) if i.startswith("stordoc-bench-")]
+        finally:
+            ioctx.close()
+
+
+def _fio_servers() -> list[int]:
+    return [pid for pid, c in _cmdlines().items()
+            if "fio --server=" in c and "/tmp/stordoc-bench." in c]
+
+
+def test_rbd_from_three_clients_through_fio_client_server(lab: Lab, ctx: Any) -> None:
+    o = BenchOptions(modes=("seqwrite", "randread"), duration_s=3, concurrency=8,
+                     image_size=64 * 1024 * 1024, clients=CLIENTS, steady=True)
+    rep = api.run_bench(ctx, "rbd", o)
+    assert rep.status == "ok", rep.message
+    w, rd = rep.results
+    assert (w.workload, rd.workload) == ("seqwrite 64K", "randread 4K")
+    for r in (w, rd):
+        assert r.engine == "fio-client"
+        cl = r.extra["clients"]
+        assert [c["client"] for c in cl] == list(CLIENTS)
+        # totals are the sums of each client's figures in fio's JSON, and equal fio's own
+        # "All clients" sum
+        assert r.ops == sum(c["engine"]["total_ios"] for c in cl) > 0
+        assert r.bytes == sum(c["engine"]["io_bytes"] for c in cl)
+        assert r.ops == r.extra["fio_all_clients"]["ops"]
+        assert r.mb_s == pytest.approx(sum(c["mb_s"] for c in cl), rel=1e-9)
+        assert r.series and r.series[0]["ops_s"] > 0  # per-second logs from every server
+        assert r.extra["slowest_client"]["client"] in CLIENTS
+        assert set(r.extra["fio_steadystate"]) == set(CLIENTS)
+        assert r.extra["steady_state"]["stop_enabled"]
+        assert r.fingerprint_fields["client"] == "clients:node1,node2,node3"
+        assert any("3 clients: node1" in x for x in api.detail_lines(r))
+    assert rd.extra["verify"]["checked"] and rd.extra["verify"]["mismatches"] == 0
+    assert any("reads verified" in x for x in api.detail_lines(rd))
+    assert rd.extra["osd_latency"]["osds"]
+    # everything this run made is gone: images, fio servers, private directories
+    assert _images(ctx) == []
+    assert _fio_servers() == []
+    assert not [d for d in os.listdir("/tmp") if d.startswith("stordoc-bench.")
+                and STAGE_RE.match("/tmp/" + d)]
+    rep2 = api.run_bench(ctx, "rbd", o.with_(modes=("randread",), steady=False))
+    assert rep2.status == "ok", rep2.message
+    comps = api.compare(ctx, rep2)
+    assert comps and comps[0].base_ids == [rd.id]
+
+
+def test_rbd_read_of_corrupted_block_fails_the_run(lab: Lab, ctx: Any) -> None:
+    """A data object of one client's image overwritten behind fio's back (at the RADOS
+    level) before its read phase: fio's verify catches it, the run fails."""
+    import rbd
+
+    done: list[str] = []
+
+    def corrupt(p: Any) -> None:
+        if p.phase != "randread" or done:
+            return
+        with RadosIO(ctx.target.ceph) as io:
+            ioctx = io.cluster.open_ioctx(POOL)
+            try:
+                name = sorted(_images(ctx))[0]
+                with rbd.Image(ioctx, name, read_only=True) as img:
+                    prefix = img.stat()["block_name_prefix"]
+                for k in range(4):
+                    ioctx.write_full(f"{prefix}.{k:016x}", b"\xa5" * (4 << 20))
+                done.append(name)
+            finally:
+                ioctx.close()
+
+    o = BenchOptions(modes=("randread",), duration_s=4, concurrency=8,
+                     image_size=32 * 1024 * 1024, clients=CLIENTS)
+    rep = api.run_bench(ctx, "rbd", o, on_progress=corrupt)
+    assert done, "the read phase never reported progress"
+    assert rep.status == "failed"
+    assert rep.message.startswith("DATA VERIFICATION FAILED"), rep.message
+    rd = rep.results[0]
+    assert rd.status == "failed" and rd.extra["verify"]["mismatches"] >= 1
+    bad = [c for c in rd.extra["clients"] if c["verify"]["mismatches"]]
+    assert [c["image"] for c in bad] == done
+    assert any("DATA VERIFICATION FAILED" in x for x in api.detail_lines(rd))
+    assert _images(ctx) == [] and _fio_servers() == []
+
+
+@pytest.mark.parametrize("kind,extra", [("rados", ["-b", "4k"]),
+                                        ("rbd", ["--image-size", "32M"])])
 def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: str,
                                           extra: list[str]) -> None:
     before = set(_cmdlines())
     p = _cli(lab, cfg, kind, "--clients", ",".join(CLIENTS), "--duration", "60", *extra)
-    pattern = {"rados": r"rados .*bench 60 write"}[kind]
+    pattern = {"rados": r"rados .*bench 60 write", "rbd": r"fio --server="}[kind]
 
     def engines() -> list[int]:
         return [pid for pid, c in _cmdlines().items()
@@ -217,7 +309,7 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     live = _cmdlines()
     assert not [pid for pid in running if pid in live and "/tmp/stordoc-bench." in live[pid]]
     assert not [c for c in live.values() if "/tmp/stordoc-bench." in c]
-    assert _objects(ctx) == []
+    assert _objects(ctx) == [] and _images(ctx) == []
     from storage.journal import Journal
     from stordoc.settings import load_settings
     j = Journal(load_settings(cfg).journal)
@@ -249,7 +341,7 @@ timeout = 5
     r = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", "rados",
                         "--clients", "node1,ghost,node2", "--yes"], capture_output=True,
                        text=True, timeout=120)
-    assert r.returncode == 64
+    assert r.returncode == 4  # refused: nothing was run (README's exit status table)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "client ghost is unreachable" in lines[0], r.stderr
     assert "nothing was started" in lines[0] and "Traceback" not in r.stderr
@@ -262,3 +354,102 @@ timeout = 5
         assert [x for x in Audit(j).runs(5) if str(x["runbook"]).startswith("bench")] == []
     finally:
         j.close()
+
+
+def _swift(ctx: Any) -> Any:
+    from swiftclient.client import Connection
+
+    sw = ctx.target.swift
+    return Connection(authurl=sw.auth_url, user=sw.user, key=sw.key, retries=2)
+
+
+def _bench_containers(conn: Any) -> list[str]:
+    _, containers = conn.get_account()
+    return [c["name"] for c in containers if c["name"].startswith("stordoc-bench")]
+
+
+def test_swift_from_three_clients_sums_the_agents_and_cleans_up(lab: Lab, ctx: Any) -> None:
+    conn = _swift(ctx)
+    assert _bench_containers(conn) == []
+    o = BenchOptions(modes=("mix",), mix=(80, 15, 5), duration_s=3, size=4096,
+                     concurrency=4, prefill=50, clients=CLIENTS, steady=True)
+    rep = api.run_bench(ctx, "swift", o)
+    assert rep.status == "ok", rep.message
+    (r,) = rep.results
+    assert r.engine == "swift-mix-agent"
+    cl = r.extra["clients"]
+    assert [c["client"] for c in cl] == list(CLIENTS)
+    # totals are the sums of each agent's own summary
+    assert r.ops == sum(c["engine"]["ops"] for c in cl) > 0
+    assert r.bytes == sum(c["engine"]["bytes"] for c in cl)
+    assert r.extra["per_op"]["read"]["ops"] > 0 and r.extra["per_op"]["write"]["ops"] > 0
+    # every GET checked against the MD5 written
+    v = r.extra["verify"]
+    assert v["checked"] and v["mismatches"] == 0
+    assert v["reads"] == r.extra["per_op"]["read"]["ops"]
+    assert any("reads verified" in x for x in api.detail_lines(r))
+    assert r.extra["steady_state"]["stop_enabled"]
+    assert r.extra["slowest_client"]["client"] in CLIENTS
+    # the run's container and every object it wrote are gone; no agent, no private dir
+    assert _bench_containers(conn) == []
+    assert not [c for c in _cmdlines().values() if "/tmp/stordoc-bench." in c]
+    assert not [d for d in os.listdir("/tmp") if d.startswith("stordoc-bench.")
+                and STAGE_RE.match("/tmp/" + d)]
+    rep2 = api.run_bench(ctx, "swift", o.with_(steady=False))
+    assert rep2.status == "ok", rep2.message
+    comps = api.compare(ctx, rep2)
+    assert comps and comps[0].base_ids == [r.id]
+
+
+def test_swift_read_of_overwritten_object_fails_the_run(lab: Lab, ctx: Any) -> None:
+    """Objects overwritten behind the agents' backs while they read: the MD5 check of
+    their GETs catches it and the run fails; everything is still cleaned up."""
+    conn = _swift(ctx)
+    done: list[str] = []
+
+    def corrupt(p: Any) -> None:
+        if done or p.ops < 50:
+            return
+        for cont in _bench_containers(conn):
+            _, objs = conn.get_container(cont, prefix="stordoc_bench_", full_listing=True)
+            for x in objs[:60]:
+                conn.put_object(cont, x["name"], b"not what the agent wrote")
+                done.append(x["name"])
+
+    o = BenchOptions(modes=("mix",), mix=(95, 5, 0), duration_s=5, size=4096,
+                     concurrency=4, prefill=30, clients=CLIENTS)
+    rep = api.run_bench(ctx, "swift", o, on_progress=corrupt)
+    assert done, "the mix never reported progress"
+    assert rep.status == "failed"
+    assert rep.message.startswith("DATA VERIFICATION FAILED"), rep.message
+    (r,) = rep.results
+    assert r.status == "failed" and r.extra["verify"]["mismatches"] >= 1
+    assert any(ex.split(":")[0].split()[-1] in done for ex in r.extra["verify"]["examples"])
+    assert _bench_containers(conn) == []
+
+
+def test_efficiency_against_the_limits_of_every_host(lab: Lab, ctx: Any) -> None:
+    """`bench limits` on every host (disks at once, networks in turn), then a run from
+    three clients is stated against the summed ceiling for its pool's replication."""
+    lim = api.run_bench(ctx, "limits", BenchOptions(modes=("disk", "net"),
+                                                    limit_size=16 * 2**20))
+    assert lim.status == "ok", lim.message
+    by_host = {r.extra["host"]: r.extra for r in lim.results}
+    assert set(by_host) == {h.name for h in ctx.target.hosts}
+    for x in by_host.values():
+        assert x["disk"]["write_mb_s"] > 0 and x["net"]["mb_s"] > 0, x
+    rep = api.run_bench(ctx, "rados", BenchOptions(duration_s=2, size=4 * 2**20,
+                                                   concurrency=4, clients=CLIENTS))
+    assert rep.status == "ok", rep.message
+    r = rep.results[0]
+    eff = r.extra["efficiency"]
+    size = r.state["pool"]["size"]
+    assert eff["replicas"] == size
+    assert eff["bounds"]["clients' network"] == pytest.approx(
+        sum(by_host[c]["net"]["mb_s"] for c in CLIENTS))
+    osd = [x for x in by_host.values() if x["osds"]]
+    assert eff["bounds"]["disks"] == pytest.approx(
+        sum(x["disk"]["write_mb_s"] for x in osd) / size)
+    assert eff["limit_mb_s"] == min(eff["bounds"].values())
+    assert eff["efficiency"] == pytest.approx(r.mb_s / eff["limit_mb_s"])
+    assert any("efficiency" in x and "limit" in x for x in api.detail_lines(r))

@@ -312,3 +312,42 @@ def test_settings_bench_clients_checked(tmp_path: Path, capsys: pytest.CaptureFi
         p.write_text(CONF.format(j=tmp_path / "j.db", clients=bad))
         assert main(["-c", str(p), "bench", "history"]) == 64
         assert msg in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- efficiency
+
+
+def _limit_row(host: str, net: float, w: float, r: float, osds: list[int]) -> dict[str, Any]:
+    return {"group_id": "g1", "extra": {"host": host, "osds": osds, "net": {"mb_s": net},
+                                        "disk": {"write_mb_s": w, "read_mb_s": r}}}
+
+
+def test_efficiency_of_many_clients_against_the_summed_limits() -> None:
+    from runbooks.bench.limits import efficiency, efficiency_line
+
+    rows = [_limit_row("node1", 100, 50, 80, [0]), _limit_row("node2", 100, 50, 80, [1]),
+            _limit_row("node3", 100, 50, 80, [2]), _limit_row("client9", 40, 0, 0, [])]
+    base: dict[str, Any] = {"params": {}, "fingerprint_fields": {}, "started_at": 0.0}
+    w = BenchResult(cluster="c", kind="rados", engine="rados-bench", workload="write",
+                    group_id="g", rep=1, mb_s=30.0, **base,
+                    extra={"clients": [{"client": "node1"}, {"client": "client9"}]})
+    e = efficiency(w, rows, 3)
+    assert e is not None
+    # clients 100 + 40; OSD hosts' network 300 / 3 replicas; disks 150 / 3 replicas
+    assert e["bounds"] == {"clients' network": 140.0, "OSD hosts' network": 100.0,
+                           "disks": 50.0}
+    assert e["bound_by"] == "disks" and e["efficiency"] == pytest.approx(0.6)
+    line = efficiency_line(e)
+    assert line and line.startswith("efficiency 60% of 50.0 MB/s (disks limit;")
+    rd = BenchResult(cluster="c", kind="rbd", engine="fio-client", workload="randread 4K",
+                     group_id="g", rep=1, mb_s=70.0, extra=w.extra, **base)
+    e2 = efficiency(rd, rows, 3)
+    assert e2 is not None and e2["bound_by"] == "clients' network"  # reads: no division
+    assert e2["bounds"]["disks"] == 240.0
+    # a client without a measured network limit is named, not guessed
+    e3 = efficiency(BenchResult(cluster="c", kind="rados", engine="x", workload="write",
+                                group_id="g", rep=1, mb_s=1.0, **base,
+                                extra={"clients": [{"client": "node7"}]}), rows, 3)
+    assert e3 is not None and e3["unmeasured_clients"] == ["node7"]
+    assert "no network limit for node7" in (efficiency_line(e3) or "")
+    assert efficiency(w, [], 3) is None

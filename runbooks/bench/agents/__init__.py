@@ -1,0 +1,1 @@
+"""Programs stordoc ships to benchmark clients for one run (standard library only)."""
