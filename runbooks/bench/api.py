@@ -197,6 +197,8 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         fleet = _fleet(ctx, kind, o, lim)
         clients = fleet.names
         fleet.close()
+        if kind == "rbd":
+            rbd_multi.check_ports({h.name: h.address for h in fleet.hosts}, lim.fio_port)
     if kind in ("rados", "rbd"):
         pool = o.pool or lim.pool
         try:

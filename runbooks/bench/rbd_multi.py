@@ -167,6 +167,25 @@ def _bs(s: Session, mode: str) -> int:
     return s.opts.size if s.opts.size != 4 * MIB else MODES[mode][1]
 
 
+def port_taken(address: str, port: int) -> bool:
+    """Something already accepts connections there (another fio server, anything)."""
+    try:
+        socket.create_connection((address, port), 1.0).close()
+        return True
+    except OSError:
+        return False
+
+
+def check_ports(addresses: Mapping[str, str], port: int) -> None:
+    """Refuse when a client's fio port already answers: jobs must never go to a server
+    this run did not start."""
+    taken = [c for c, a in addresses.items() if port_taken(a, port)]
+    if taken:
+        c = taken[0]
+        raise Refused(f"client {c}: port {port} on {addresses[c]} is already in use (another "
+                      "fio server?); nothing was started; set [bench] fio_port to a free port")
+
+
 def wait_listening(specs: Mapping[str, tuple[str, int]], fleet: Fleet,
                    batch: Sequence[Launched], timeout_s: float = READY_TIMEOUT_S) -> None:
     """Until every fio server accepts a TCP connection (fio prints nothing we can wait
@@ -181,7 +200,7 @@ def wait_listening(specs: Mapping[str, tuple[str, int]], fleet: Fleet,
             except OSError:
                 pass
         if not left:
-            return
+            break
         dead = [b for b in batch if b.client in left and not b.running]
         if dead or time.monotonic() > deadline:
             b = dead[0] if dead else next(x for x in batch if x.client in left)
@@ -189,6 +208,12 @@ def wait_listening(specs: Mapping[str, tuple[str, int]], fleet: Fleet,
             raise Refused(f"client {b.client}: fio --server did not come up on "
                           f"{left[b.client][0]}:{left[b.client][1]}: {why}")
         time.sleep(0.2)
+    # what answers must be ours: a server that lost the port to another process exits
+    time.sleep(0.5)
+    dead = [b for b in batch if not b.running]
+    if dead:
+        why = " | ".join(dead[0].proc.lines()[-3:])[:240] or "exited"
+        raise Refused(f"client {dead[0].client}: fio --server exited: {why}")
 
 
 def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
@@ -202,6 +227,7 @@ def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
     addr = {c: fleet.host(c).address for c in names}
     specs = {c: server_spec(addr[c], port) for c in names}
     _safe(pool, "pool")
+    check_ports(addr, port)  # again: the plan checked, time has passed
     results: list[BenchResult] = []
     with RadosIO(t) as io:
         if io.ensure_pool(pool):
@@ -420,6 +446,10 @@ def _phase(s: Session, t: CephTarget, pool: str, images: Mapping[str, str],
     elif MODES[mode][0] == "randrw":
         r.extra["verify"] = {"checked": False, "why": "fio verifies pure read phases only "
                              "(randrw reads are not checked)"}
+    elif mode in READ_MODES:
+        r.extra["verify"] = {"checked": False, "why": f"block size {bs} is not a multiple of "
+                             f"{VERIFY_INTERVAL} (fio's verify headers are every "
+                             f"{VERIFY_INTERVAL} bytes)"}
     if MODES[mode][0] in ("write", "randwrite", "randrw"):
         s.bytes_written += r.bytes if MODES[mode][0] != "randrw" else r.bytes // 2
     s.step(f"rep {rep}: fio rbd {mode} on {len(images)} clients bs={bs}", shown,

@@ -282,12 +282,14 @@ def test_rbd_read_of_corrupted_block_fails_the_run(lab: Lab, ctx: Any) -> None:
 
 
 @pytest.mark.parametrize("kind,extra", [("rados", ["-b", "4k"]),
-                                        ("rbd", ["--image-size", "32M"])])
+                                        ("rbd", ["--image-size", "32M"]),
+                                        ("swift", ["-s", "4k", "-c", "4"])])
 def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: str,
                                           extra: list[str]) -> None:
     before = set(_cmdlines())
     p = _cli(lab, cfg, kind, "--clients", ",".join(CLIENTS), "--duration", "60", *extra)
-    pattern = {"rados": r"rados .*bench 60 write", "rbd": r"fio --server="}[kind]
+    pattern = {"rados": r"rados .*bench 60 write", "rbd": r"fio --server=",
+               "swift": r"python3 .*swift_mix\.py r1"}[kind]
 
     def engines() -> list[int]:
         return [pid for pid, c in _cmdlines().items()
@@ -310,6 +312,7 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     assert not [pid for pid in running if pid in live and "/tmp/stordoc-bench." in live[pid]]
     assert not [c for c in live.values() if "/tmp/stordoc-bench." in c]
     assert _objects(ctx) == [] and _images(ctx) == []
+    assert _bench_containers(_swift(ctx)) == []
     from storage.journal import Journal
     from stordoc.settings import load_settings
     j = Journal(load_settings(cfg).journal)
@@ -453,3 +456,42 @@ def test_efficiency_against_the_limits_of_every_host(lab: Lab, ctx: Any) -> None
     assert eff["limit_mb_s"] == min(eff["bounds"].values())
     assert eff["efficiency"] == pytest.approx(r.mb_s / eff["limit_mb_s"])
     assert any("efficiency" in x and "limit" in x for x in api.detail_lines(r))
+
+
+def test_rbd_refuses_when_a_clients_fio_port_is_taken(lab: Lab, ctx: Any, cfg: Path) -> None:
+    """Something else listening on a client's fio port (another fio server: it would run
+    whatever job it is sent): refused before anything starts, never sent a job."""
+    import socket
+
+    port = int(re.search(r"fio_port = (\d+)", cfg.read_text()).group(1))  # type: ignore[union-attr]
+    srv = socket.create_server(("127.0.0.3", port))  # node2's address
+    got: list[bytes] = []
+    srv.settimeout(0.2)
+
+    def accept() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            with c:
+                c.settimeout(1)
+                try:
+                    got.append(c.recv(4096))
+                except OSError:
+                    pass
+
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    try:
+        r = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", "rbd",
+                            "--clients", "node1,node2", "--image-size", "8M", "--duration",
+                            "1", "--yes"], capture_output=True, text=True, timeout=120)
+    finally:
+        srv.close()
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "port" in r.stderr and "already in use" in r.stderr and "nothing was started" \
+        in r.stderr and "Traceback" not in r.stderr
+    assert not [b for b in got if b]  # no job was ever sent to it
+    assert _images(ctx) == [] and _fio_servers() == []
