@@ -21,10 +21,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.tui_demo_data import synthetic
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import SnapshotBackend
-from tui.demo import synthetic
 
 
 def send_key(app: StordocApp, key: str) -> None:

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from textual.widgets import DataTable
 
+from benchmarks.tui_demo_data import synthetic
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import SnapshotBackend
-from tui.demo import synthetic
 
 
 async def one_run(n_osds: int) -> tuple[float, int]:

@@ -85,11 +85,6 @@ def plan(ctx: RunContext, runbook: str, target: str,
     return plan_from_snapshot(ctx, snap, runbook, target, options)
 
 
-def _plan_fn(ctx: RunContext, runbook: str, target: str,
-             options: Mapping[str, Any] | None = None) -> Plan:
-    return plan(ctx, runbook, target, options)
-
-
 def plan_from_snapshot(ctx: RunContext, snap: ClusterSnapshot, runbook: str, target: str,
                        options: Mapping[str, Any] | None = None) -> Plan:
     """Validate ``target`` against ``snap`` and build the steps (no I/O at all)."""
@@ -276,7 +271,8 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         # under the lock, make sure the plan still holds: someone may have fixed (or
         # changed) the target since it was shown; then nothing runs
         try:
-            fresh = _plan_fn(ctx, plan.runbook, plan.target, plan.options)
+            snap = _collect(ctx, _runbook(plan.runbook).needs_host_facts)
+            fresh = plan_from_snapshot(ctx, snap, plan.runbook, plan.target, plan.options)
         except Refused as e:
             for lid in held:
                 audit.release(lid)

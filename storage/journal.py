@@ -14,7 +14,6 @@ import fcntl
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +155,3 @@ class Journal:
     def close(self) -> None:
         self.db.conn.close()
 
-
-def now() -> float:
-    return time.time()

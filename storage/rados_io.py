@@ -20,7 +20,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -622,7 +622,3 @@ def _maybe_float(s: str) -> float | None:
 def client_host() -> str:
     return socket.gethostname()
 
-
-def iter_chunks(seq: Sequence[str], n: int) -> Iterator[Sequence[str]]:
-    for i in range(0, len(seq), n):
-        yield seq[i:i + n]
