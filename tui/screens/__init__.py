@@ -1,0 +1,45 @@
+"""The screens: each renders the App's current ``ClusterState`` through ``tui.views``.
+
+Screens never call the back end on the event loop: the App refreshes cluster data in a
+thread worker and tells only the visible screen; screens that need something else (plan,
+run, history) start their own thread workers, which post typed messages back.
+
+The package holds one module per group of screens (base, cluster, findings, runbook,
+history, bench, help); every screen is importable from here.
+"""
+
+from __future__ import annotations
+
+from tui.screens.base import (
+    ActionRefusedInput,
+    DataScreen,
+    DetailScreen,
+    FilterInput,
+    RowTable,
+    StatusLine,
+    fill_table,
+    lines_table,
+)
+from tui.screens.bench import BENCH_COLUMNS, BenchScreen, bench_rows
+from tui.screens.cluster import (
+    CacheScreen,
+    EntityDetailScreen,
+    OsdDetailScreen,
+    OsdScreen,
+    OverviewScreen,
+    PoolScreen,
+    SwiftScreen,
+)
+from tui.screens.findings import FindingDetailScreen, FindingsScreen, MuteModal
+from tui.screens.help import HelpScreen
+from tui.screens.history import AuditRunScreen, HistoryScreen, RunFindingsScreen
+from tui.screens.runbook import ConfirmModal, RunbookScreen
+
+__all__ = [
+    "BENCH_COLUMNS", "ActionRefusedInput", "AuditRunScreen", "BenchScreen", "CacheScreen",
+    "ConfirmModal", "DataScreen", "DetailScreen", "EntityDetailScreen", "FilterInput",
+    "FindingDetailScreen", "FindingsScreen", "HelpScreen", "HistoryScreen", "MuteModal",
+    "OsdDetailScreen", "OsdScreen", "OverviewScreen", "PoolScreen", "RowTable",
+    "RunFindingsScreen", "RunbookScreen", "StatusLine", "SwiftScreen", "bench_rows",
+    "fill_table", "lines_table",
+]

@@ -1,0 +1,342 @@
+"""What every screen shares: tables filled fast, the status line and filter, the data
+screen base class (refresh on the App's data, workers that post messages back), the detail
+screen, and the one rule for the finding a fix key acts on."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Input,
+    Static,
+)
+from textual.worker import Worker
+
+from checks.incidents import Incident
+from checks.model import Finding
+from tui import views
+from tui.views import Row
+
+if TYPE_CHECKING:
+    from tui.app import ClusterState, StordocApp
+
+
+def lines_table(lines: Iterable[tuple[str, str, str]]) -> Table:
+    """A two-column label/value grid (overview and detail screens)."""
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column()
+    for label, value, style in lines:
+        t.add_row(label, Text(value, style=style))
+    return t
+
+
+def _bulk_add(table: DataTable[Any], rows: Sequence[Row]) -> None:
+    """``add_row`` for many rows at once.
+
+    ``DataTable.add_row`` re-assigns the cursor (validator + watchers) and recomputes the
+    ordered columns for every row: 10,000 OSDs took ~1 s. This does the same bookkeeping
+    once per batch; it falls back to ``add_row`` if Textual's internals ever change.
+    """
+    try:
+        from textual.widgets._data_table import Row as DTRow
+        from textual.widgets._data_table import RowKey
+
+        cols = [c.key for c in table.ordered_columns]
+        locations, data, trows = table._row_locations, table._data, table.rows
+    except (ImportError, AttributeError):
+        for r in rows:
+            table.add_row(*r.texts, key=r.key)
+        return
+    from rich.cells import cell_len
+
+    start = table.row_count
+    widths = [0] * len(cols)
+    gc_was = gc.isenabled()
+    gc.disable()  # ~100k short-lived cells: generational GC passes cost more than the work
+    try:
+        for i, r in enumerate(rows):
+            key = RowKey(r.key)
+            locations[key] = start + i
+            data[key] = dict(zip(cols, r.texts))
+            trows[key] = DTRow(key, 1, None, False)
+            for j, c in enumerate(r.cells[:len(cols)]):
+                w = len(c) if c.isascii() else cell_len(c)
+                widths[j] = max(widths[j], w)
+    finally:
+        if gc_was:
+            gc.enable()
+    # the widths Textual would measure cell by cell on idle (plain one-line text: its
+    # length), so the new rows need no per-cell measuring pass
+    for col, w in zip(table.ordered_columns, widths):
+        col.content_width = max(col.content_width, w)
+    table._require_update_dimensions = True
+    table.cursor_coordinate = table.cursor_coordinate
+    table._update_count += 1
+    table.check_idle()
+
+
+_SHOWN: weakref.WeakKeyDictionary[DataTable[Any], list[Row]] = weakref.WeakKeyDictionary()
+
+
+def fill_table(table: DataTable[Any], rows: Sequence[Row]) -> None:
+    """Replace a table's rows, keeping the cursor on the same key when it still exists.
+
+    Most refreshes change nothing on screen: then the table is left alone (no flicker,
+    and no 10,000-row rebuild on the event loop while the user is typing).
+    """
+    prev = _SHOWN.get(table)
+    if prev is not None and len(prev) == len(rows) and all(
+            a is b or (a.key == b.key and a.cells == b.cells and a.styles == b.styles)
+            for a, b in zip(prev, rows)):
+        return
+    _SHOWN[table] = list(rows)
+    key: str | None = None
+    if table.row_count and table.cursor_row >= 0:
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside rows after a shrink
+            key = None
+    table.clear()
+    _bulk_add(table, rows)
+    if key is not None:
+        try:
+            table.move_cursor(row=table.get_row_index(key), animate=False)
+        except Exception:  # row gone
+            pass
+
+class StatusLine(Static):
+    """Cluster, data age, refresh state and the last error: always visible."""
+
+
+class FilterInput(Input):
+    BINDINGS = [Binding("escape", "close", "Clear filter", show=False)]
+
+    def action_close(self) -> None:
+        self.value = ""
+        self.add_class("hidden")
+        screen = self.screen
+        if isinstance(screen, DataScreen):
+            screen.focus_main()
+
+
+# --------------------------------------------------------------------------- base
+
+
+class RowTable(DataTable[Any]):
+    """A DataTable whose Home/End move the cursor to the first/last row (DataTable's own
+    scroll sideways, which on-call read as "Home does nothing")."""
+
+    BINDINGS = [Binding("home", "cursor_to('top')", "Top", show=False),
+                Binding("end", "cursor_to('bottom')", "Bottom", show=False)]
+
+    def action_cursor_to(self, where: str) -> None:
+        if self.row_count:
+            self.move_cursor(row=0 if where == "top" else self.row_count - 1)
+
+class DataScreen(Screen[None]):
+    """A screen that shows cluster data: header, status line, body, filter, footer."""
+
+    TITLE_TEXT = ""
+    BINDINGS = [Binding("slash", "filter", "Filter", id="filter"),
+                # vim and less keys on every table (listed in Help, not in the footer)
+                Binding("j", "table('down')", "Down", show=False),
+                Binding("k", "table('up')", "Up", show=False),
+                Binding("g", "table('top')", "Top", show=False),
+                Binding("G", "table('bottom')", "Bottom", show=False)]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.needle = ""
+        self.shown_version = -1
+
+    def action_table(self, where: str) -> None:
+        """Move the cursor of the focused table (else the first one)."""
+        t = self.focused if isinstance(self.focused, DataTable) else next(
+            iter(self.query(DataTable)), None)
+        if t is None or not t.row_count:
+            return
+        row = {"down": min(t.cursor_row + 1, t.row_count - 1),
+               "up": max(t.cursor_row - 1, 0), "top": 0,
+               "bottom": t.row_count - 1}[where]
+        t.move_cursor(row=row)
+
+    @property
+    def sapp(self) -> StordocApp:
+        from tui.app import StordocApp
+
+        assert isinstance(self.app, StordocApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StatusLine(id="status")
+        yield from self.body()
+        yield FilterInput(placeholder="filter (Enter keeps, Esc clears)", id="filter",
+                          classes="hidden")
+        yield Footer()
+
+    def body(self) -> ComposeResult:
+        yield Static()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.TITLE_TEXT
+        self.show_state()
+        self.focus_main()
+
+    def on_screen_resume(self) -> None:
+        self.sub_title = self.TITLE_TEXT
+        if self.shown_version != self.sapp.state.version:
+            self.show_state()
+        self.update_status()
+
+    def focus_main(self) -> None:
+        tables = list(self.query(DataTable))
+        if tables:
+            tables[0].focus()
+
+    # -- data
+    def show_state(self) -> None:
+        st = self.sapp.state
+        self.shown_version = st.version
+        self.update_status()
+        if st.outcome is not None:
+            self.render_data(st)
+
+    def render_data(self, st: ClusterState) -> None:
+        """Subclasses fill their widgets from ``st.outcome``."""
+
+    def tick(self) -> None:
+        """Timer tick while this screen is visible: refresh cluster data."""
+        self.sapp.request_refresh()
+
+    def update_status(self) -> None:
+        try:
+            w = self.query_one("#status", StatusLine)
+        except Exception:
+            return
+        w.update(self.sapp.status_text())
+        w.set_class(bool(self.sapp.state.error), "error")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Worker events do not bubble: hand them to the App's single handler."""
+        self.sapp.on_worker_state_changed(event)
+
+    # -- filter
+    def action_filter(self) -> None:
+        f = self.query_one("#filter", FilterInput)
+        f.remove_class("hidden")
+        f.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip()
+        if self.sapp.state.outcome is not None:
+            self.render_data(self.sapp.state)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        if not event.value:
+            self.query_one("#filter", FilterInput).add_class("hidden")
+        self.focus_main()
+
+    # -- helpers
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        o = self.sapp.state.outcome
+        return o.report.findings if o else ()
+
+    # -- a cause line and a Fix key on screens that show a kind of problem
+    CAUSE_PREFIXES: tuple[str, ...] = ()
+
+    def screen_incident(self) -> Incident | None:
+        """The worst incident about what this screen shows (its codes' prefixes)."""
+        o = self.sapp.state.outcome
+        for inc in (o.incidents if o else ()):
+            if any(f.code.startswith(self.CAUSE_PREFIXES) for f in inc.findings):
+                return inc
+        return None
+
+    def cause_text(self) -> Text:
+        inc = self.screen_incident()
+        if inc is None:
+            return Text("no incident here", style="green")
+        t = Text()
+        t.append(f"{inc.severity.label} ", style=views.SEV_STYLE[inc.severity])
+        t.append(f"{inc.root.code} {inc.root.entity}: ", style="bold")
+        t.append(inc.impact)
+        if inc.next_step is not None and not self.sapp.read_only:
+            t.append(f"   x: {inc.next_step.runbook} {inc.next_step.target}", style="cyan")
+        elif inc.manual:
+            t.append(f"   by hand: {inc.manual}", style="dim")
+        return t
+
+    def fix_screen_incident(self) -> None:
+        inc = self.screen_incident()
+        if inc is None or inc.next_step is None:
+            self.notify("nothing to fix here" if inc is None else
+                        f"no runbook applies: {inc.manual or inc.root.message}",
+                        severity="warning")
+            return
+        self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
+
+    def fix_finding(self, f: Finding | None) -> None:
+        if f is None or not f.runbook or not f.target:
+            self.notify("nothing to fix here: no finding with a runbook", severity="warning")
+            return
+        self.sapp.open_runbook(f.runbook, f.target)
+
+
+# --------------------------------------------------------------------------- overview
+
+def _best_fixable(fs: Sequence[Finding]) -> Finding | None:
+    """The finding to fix first: the root cause (e.g. OSD_DATA_UNMOUNTED) over symptoms."""
+    fixable = [f for f in fs if f.runbook and f.target]
+    order = {"osd-remount": 0, "osd-activate": 0, "swift-device-remount": 0, "osd-start": 1,
+             "osd-in": 2}
+    fixable.sort(key=lambda f: (order.get(f.runbook or "", 5), -f.severity))
+    return fixable[0] if fixable else None
+
+class DetailScreen(DataScreen):
+    """Label/value lines about one thing plus its findings; ``x`` fixes the worst one."""
+
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.TITLE_TEXT = title
+
+    def body(self) -> ComposeResult:
+        with VerticalScroll(id="detail-scroll"):
+            yield Static(id="detail")
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        return []
+
+    def entity_findings(self) -> list[Finding]:
+        return []
+
+    def render_data(self, st: ClusterState) -> None:
+        self.query_one("#detail", Static).update(lines_table(self.lines(st)))
+
+    def action_fix(self) -> None:
+        self.fix_finding(_best_fixable(self.entity_findings()))
+
+    def focus_main(self) -> None:
+        self.query_one("#detail-scroll").focus()
+
+class ActionRefusedInput(Exception):
+    """Bad values in the benchmark form (said in one line, nothing planned)."""

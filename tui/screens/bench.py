@@ -1,0 +1,228 @@
+"""Benchmarks: the form, live progress, results and history."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import (
+    DataTable,
+    Input,
+    Select,
+    Sparkline,
+    Static,
+)
+
+from tui import views
+from tui.backend import BenchProgressView, BenchView, PlanView
+from tui.messages import (
+    BenchFinished,
+    BenchHistoryLoaded,
+    BenchProgressed,
+    Planned,
+)
+from tui.views import Row
+
+if TYPE_CHECKING:
+    from tui.app import ClusterState
+from tui.screens.base import ActionRefusedInput, DataScreen, RowTable, fill_table
+from tui.screens.runbook import ConfirmModal
+
+BENCH_COLUMNS = ("when", "kind", "workload", "status", "ops/s", "MB/s", "lat avg", "p50",
+                 "p90", "p99", "max", "errors")
+
+
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{float(v):.1f}"
+
+
+def bench_rows(rows: Sequence[dict[str, Any]], now: float) -> list[Row]:
+    out = []
+    for i, r in enumerate(rows):
+        cells = [views._when(r.get("started_at"), now), str(r.get("kind", "-")),
+                 str(r.get("workload", "-")), str(r.get("status", "-")),
+                 f"{float(r.get('ops_s') or 0):.1f}", f"{float(r.get('mb_s') or 0):.2f}",
+                 _ms(r.get("lat_avg_ms")), _ms(r.get("lat_p50_ms")), _ms(r.get("lat_p90_ms")),
+                 _ms(r.get("lat_p99_ms")), _ms(r.get("lat_max_ms")), str(r.get("errors", 0))]
+        out.append(Row(f"bench:{r.get('id', i)}:{i}", "bench", tuple(cells),
+                       ("", "", "bold", "green" if r.get("status") == "ok" else "bold red"),
+                       " ".join(cells).lower(), r))
+    return out
+
+class BenchScreen(DataScreen):
+    """Launch a benchmark (plan, confirm), watch it live, compare with the baseline."""
+
+    TITLE_TEXT = "Benchmarks"
+    BINDINGS = [
+        Binding("l", "bench_launch", "Launch…", id="bench_launch"),
+        Binding("k", "bench_cancel", "Cancel bench", id="bench_cancel"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[dict[str, Any]] = []
+        self.running = False
+        self.samples: list[float] = []
+        self.result: BenchView | None = None
+        self.cancel_event = threading.Event()
+
+    def body(self) -> ComposeResult:
+        # a label over every field: a filled-in Input hides its placeholder
+        with Horizontal(id="bench-labels"):
+            for text, cls in (("kind", "lbl-select"), ("mode", "lbl-input"),
+                              ("seconds", "lbl-input"), ("concurrency", "lbl-input"),
+                              ("size KiB", "lbl-input")):
+                yield Static(text, classes=cls)
+        with Horizontal(id="bench-form"):
+            yield Select([("rados", "rados"), ("swift", "swift"), ("rbd", "rbd")],
+                         value="rados", allow_blank=False, id="bench-kind")
+            yield Input("write", placeholder="mode", id="bench-mode")
+            yield Input("5", placeholder="seconds", type="number", id="bench-duration")
+            yield Input("16", placeholder="concurrency", type="integer", id="bench-conc")
+            yield Input("4096", placeholder="size KiB", type="integer", id="bench-size")
+        yield Static("l launches (plan, then confirm); k cancels a running benchmark",
+                     id="bench-live")
+        yield Sparkline([], id="bench-spark")
+        with VerticalScroll(id="bench-out"):
+            yield Static(id="bench-result")
+        t: DataTable[Any] = RowTable(id="bench-history", cursor_type="row")
+        t.add_columns(*BENCH_COLUMNS)
+        yield t
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#bench-history").focus()
+        self.tick()
+
+    def focus_main(self) -> None:
+        self.query_one("#bench-history", DataTable).focus()
+
+    def tick(self) -> None:
+        if self.running:
+            return
+        cluster, backend = self.sapp.cluster, self.sapp.backend
+
+        def work() -> None:
+            self.post_message(BenchHistoryLoaded(backend.bench_history(cluster)))
+
+        self.run_worker(work, thread=True, group="bench-history", exclusive=True,
+                        exit_on_error=False)
+
+    def on_bench_history_loaded(self, msg: BenchHistoryLoaded) -> None:
+        self.rows = msg.rows
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        rows = [r for r in bench_rows(self.rows, self.sapp.clock()) if r.matches(self.needle)]
+        fill_table(self.query_one("#bench-history", DataTable), rows)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "bench_launch":
+            return not self.running and not self.sapp.read_only
+        if action == "bench_cancel":
+            return self.running
+        return True
+
+    def options(self) -> tuple[str, dict[str, Any]]:
+        kind = str(self.query_one("#bench-kind", Select).value)
+        mode = self.query_one("#bench-mode", Input).value.strip()
+        try:
+            dur = float(self.query_one("#bench-duration", Input).value)
+            conc = int(self.query_one("#bench-conc", Input).value)
+            size = int(self.query_one("#bench-size", Input).value) * 1024
+        except ValueError:
+            raise ActionRefusedInput("duration, concurrency and size must be numbers") from None
+        opts: dict[str, Any] = {"duration_s": dur, "concurrency": conc, "size": size}
+        if mode:
+            opts["modes"] = tuple(m.strip() for m in mode.split(",") if m.strip())
+        return kind, opts
+
+    @on(Input.Submitted, "#bench-form Input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.action_bench_launch()
+
+    def action_bench_launch(self) -> None:
+        if self.running or self.sapp.read_only:
+            return
+        try:
+            kind, opts = self.options()
+        except ActionRefusedInput as e:
+            self.notify(str(e), severity="error")
+            return
+        cluster, backend = self.sapp.cluster, self.sapp.backend
+        self.query_one("#bench-live", Static).update(f"planning bench {kind}…")
+
+        def work() -> None:
+            self.post_message(Planned(backend.bench_plan(cluster, kind, opts)))
+
+        self.run_worker(work, thread=True, group="bench-plan", exit_on_error=False)
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        self.running = False
+        self.query_one("#bench-live", Static).update(
+            Text(f"{'cannot plan' if group == 'bench-plan' else 'FAILED'}: {error}",
+                 style="bold red"))
+        self.refresh_bindings()
+
+    def on_planned(self, msg: Planned) -> None:
+        self.query_one("#bench-live", Static).update("plan ready: confirm to run")
+        self.app.push_screen(ConfirmModal(msg.plan), lambda yes: self._confirmed(yes, msg.plan))
+
+    def _confirmed(self, yes: bool | None, plan: PlanView) -> None:
+        live = self.query_one("#bench-live", Static)
+        if not yes:
+            live.update(Text("not confirmed: nothing was run", style="yellow"))
+            return
+        self.running = True
+        self.samples = []
+        self.cancel_event = threading.Event()
+        self.refresh_bindings()
+        live.update(f"running {plan.runbook}…")
+        cluster, backend, cancel = self.sapp.cluster, self.sapp.backend, self.cancel_event
+
+        def progress(p: BenchProgressView) -> None:
+            self.post_message(BenchProgressed(p))
+
+        def work() -> None:
+            res = backend.bench_run(cluster, plan, progress, cancel)
+            self.post_message(BenchFinished(res))
+
+        self.run_worker(work, thread=True, group="bench-run", exit_on_error=False)
+
+    def action_bench_cancel(self) -> None:
+        self.cancel_event.set()
+        self.query_one("#bench-live", Static).update(
+            Text("cancelling: cleaning up…", style="yellow"))
+
+    def on_bench_progressed(self, msg: BenchProgressed) -> None:
+        p = msg.progress
+        self.samples.append(p.mb_s)
+        self.query_one("#bench-spark", Sparkline).data = self.samples[-200:]
+        self.query_one("#bench-live", Static).update(
+            f"{p.phase}: {p.elapsed_s:.1f}/{p.planned_s:.0f} s   {p.ops_s:.1f} ops/s   "
+            f"{p.mb_s:.2f} MB/s")
+
+    def on_bench_finished(self, msg: BenchFinished) -> None:
+        self.running = False
+        self.result = r = msg.result
+        self.refresh_bindings()
+        self.query_one("#bench-live", Static).update(
+            Text(f"{r.status.upper()}: {r.message}",
+                 style="bold green" if r.ok else "bold red"))
+        out = Text()
+        for row in bench_rows(list(r.results), self.sapp.clock()):
+            c = row.cells
+            out.append(f"{c[2]}: {c[4]} ops/s, {c[5]} MB/s, latency avg {c[6]} p50 {c[7]} "
+                       f"p90 {c[8]} p99 {c[9]} max {c[10]} ms, errors {c[11]}\n", style="bold")
+        for line in r.comparison:
+            out.append(line + "\n")
+        if r.chart:
+            out.append_text(Text.from_ansi(r.chart))
+        self.query_one("#bench-result", Static).update(out)
+        self.tick()

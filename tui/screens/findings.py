@@ -1,0 +1,155 @@
+"""Findings: the list, one finding's detail (cause, evidence, fix key), muting."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import (
+    DataTable,
+    Input,
+    Static,
+)
+
+from checks.model import Finding
+from tui import views
+
+if TYPE_CHECKING:
+    from tui.app import ClusterState
+from tui.screens.base import DataScreen, DetailScreen, RowTable, fill_table
+
+
+def _drill_finding(screen: DataScreen, event: DataTable.RowSelected) -> None:
+    key = event.row_key.value or ""
+    for f in screen.findings:
+        if key == f"finding:{f.code}:{f.entity}":
+            screen.app.push_screen(FindingDetailScreen(f))
+            return
+    if key.startswith("sev:"):
+        screen.sapp.goto("findings")
+
+
+# --------------------------------------------------------------------------- OSDs
+
+class FindingsScreen(DataScreen):
+    TITLE_TEXT = "Findings"
+    BINDINGS = [Binding("x", "fix", "Fix", id="fix"), Binding("m", "mute", "Mute…", id="mute")]
+
+    def body(self) -> ComposeResult:
+        t: DataTable[Any] = RowTable(id="findings", cursor_type="row")
+        t.add_columns(*views.FINDING_COLUMNS)
+        yield t
+
+    def render_data(self, st: ClusterState) -> None:
+        assert st.outcome is not None
+        fill_table(self.query_one("#findings", DataTable),
+                   views.finding_rows(st.outcome.report.findings, self.needle,
+                                      st.outcome.delta.new if st.outcome.delta else ()))
+
+    def _selected(self) -> Finding | None:
+        t = self.query_one("#findings", DataTable)
+        if not t.row_count:
+            return None
+        key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
+        return next((f for f in self.findings if key == f"finding:{f.code}:{f.entity}"),
+                    None)
+
+    def action_fix(self) -> None:
+        self.fix_finding(self._selected())
+
+    def action_mute(self) -> None:
+        """Mute the selected finding (this entity) for a while, with a reason."""
+        f = self._selected()
+        if f is None:
+            self.notify("no finding selected", severity="warning")
+            return
+
+        def done(answer: tuple[float, str] | None) -> None:
+            if answer is None:
+                return
+            try:
+                msg = self.sapp.backend.mute(self.sapp.cluster, f.code, f.entity, *answer)
+            except Exception as e:  # refused (no reason, ...): one line, nothing changed
+                self.notify(str(e), severity="error")
+                return
+            self.notify(msg)
+            self.sapp.request_refresh()
+
+        self.app.push_screen(MuteModal(f), done)
+
+    @on(DataTable.RowSelected, "#findings")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        _drill_finding(self, event)
+
+class FindingDetailScreen(DetailScreen):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(f"{finding.code} {finding.entity}")
+        self.finding = finding
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        f = self.finding
+        now_there = any(g.key == f.key for g in self.findings)
+        return [
+            ("code", f.code, "bold"),
+            ("severity", f.severity.label, views.SEV_STYLE[f.severity]),
+            ("entity", f.entity, ""),
+            ("message", f.message, ""),
+            ("runbook", f"{f.runbook} {f.target}  (press x to plan the fix)"
+             if f.runbook and not self.sapp.read_only else (f.runbook or "none"),
+             "cyan" if f.runbook else "dim"),
+            ("still present", "yes" if now_there else "no (resolved since)",
+             "" if now_there else "green"),
+            ("evidence", views.evidence_text(f.evidence), ""),
+        ]
+
+    def entity_findings(self) -> list[Finding]:
+        return [self.finding]
+
+
+# --------------------------------------------------------------------------- runbook
+
+class MuteModal(ModalScreen["tuple[float, str] | None"]):
+    """How long and why: both required; Enter in the reason field mutes, Escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__()
+        self.finding = finding
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="mute"):
+            yield Static(f"[b]Mute {self.finding.code} {self.finding.entity}[/b]\n"
+                         "for (30m, 4h, 2d) and why (kept in the audit); Enter mutes, "
+                         "Escape cancels")
+            yield Input(value="4h", id="mute-for")
+            yield Input(placeholder="reason (required)", id="mute-reason")
+            yield Static(id="mute-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#mute-reason", Input).focus()
+
+    @on(Input.Submitted)
+    def _submit(self, event: Input.Submitted) -> None:
+        from stordoc.argtypes import parse_duration
+
+        err = self.query_one("#mute-error", Static)
+        try:
+            for_s = parse_duration(self.query_one("#mute-for", Input).value, 60,
+                                   30 * 86400.0)
+        except ValueError as e:
+            err.update(f"[red]{e}[/]")
+            return
+        reason = self.query_one("#mute-reason", Input).value.strip()
+        if not reason:
+            err.update("[red]a reason is required[/]")
+            self.query_one("#mute-reason", Input).focus()
+            return
+        self.dismiss((for_s, reason))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,182 @@
+"""History: stored check runs, audited runbook runs and their steps and findings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import (
+    DataTable,
+    Static,
+)
+
+from tui import views
+from tui.messages import (
+    HistoryLoaded,
+)
+from tui.views import Row
+
+if TYPE_CHECKING:
+    from tui.app import ClusterState
+from tui.screens.base import DataScreen, RowTable, fill_table, lines_table
+
+
+class HistoryScreen(DataScreen):
+    TITLE_TEXT = "History and audit"
+
+    def body(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Check runs", classes="section")
+            t: DataTable[Any] = RowTable(id="runs", cursor_type="row")
+            t.add_columns(*views.HISTORY_COLUMNS)
+            yield t
+            yield Static("Runbook runs (audit)", classes="section")
+            t2: DataTable[Any] = RowTable(id="audit", cursor_type="row")
+            t2.add_columns(*views.AUDIT_COLUMNS)
+            yield t2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[dict[str, Any]] = []
+        self.audit: list[dict[str, Any]] = []
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.tick()
+
+    def tick(self) -> None:
+        cluster, backend = self.sapp.cluster, self.sapp.backend
+
+        def work() -> None:
+            self.post_message(HistoryLoaded(backend.history(cluster),
+                                            backend.audit(cluster)))
+
+        self.run_worker(work, thread=True, group="history", exclusive=True,
+                        exit_on_error=False)
+
+    def on_history_loaded(self, msg: HistoryLoaded) -> None:
+        self.runs, self.audit = msg.runs, msg.audit
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        now = self.sapp.clock()
+        fill_table(self.query_one("#runs", DataTable),
+                   [r for r in views.history_rows(self.runs, now) if r.matches(self.needle)])
+        fill_table(self.query_one("#audit", DataTable),
+                   [r for r in views.audit_rows(self.audit, now) if r.matches(self.needle)])
+
+    @on(DataTable.RowSelected, "#runs")
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        rid = int((event.row_key.value or "run:0")[4:])
+        self.app.push_screen(RunFindingsScreen(rid))
+
+    @on(DataTable.RowSelected, "#audit")
+    def _drill_audit(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value or ""
+        run = next((r for r in self.audit if f"audit:{r.get('id')}" == key), None)
+        if run is not None:
+            self.app.push_screen(AuditRunScreen(run))
+
+class AuditRunScreen(DataScreen):
+    """One runbook run from the audit: who, what, outcome, and every step it ran."""
+
+    def __init__(self, run: dict[str, Any]) -> None:
+        super().__init__()
+        self.run = run
+        self.TITLE_TEXT = f"Audit run {run.get('id')}: {run.get('runbook')} {run.get('target')}"
+        self.steps: list[dict[str, Any]] = []
+
+    def body(self) -> ComposeResult:
+        yield Static(id="audit-head")
+        t: DataTable[Any] = RowTable(id="audit-steps", cursor_type="row")
+        t.add_columns("#", "title", "where", "command", "rc", "status", "took")
+        yield t
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        backend, rid = self.sapp.backend, int(self.run.get("id") or 0)
+
+        def work() -> None:
+            self.post_message(HistoryLoaded(backend.audit_steps(rid), []))
+
+        self.run_worker(work, thread=True, group="history", exit_on_error=False)
+
+    def tick(self) -> None:
+        """A finished run does not change."""
+
+    def on_history_loaded(self, msg: HistoryLoaded) -> None:
+        self.steps = msg.runs
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        r = self.run
+        self.query_one("#audit-head", Static).update(lines_table([
+            ("runbook", f"{r.get('runbook')} {r.get('target')}", "bold"),
+            ("by", f"{r.get('user')} (confirmed by {r.get('confirmed_by')}, "
+                   f"from {r.get('source')})", ""),
+            ("when", views._when(r.get("started_at"), self.sapp.clock()), ""),
+            ("outcome", str(r.get("outcome")), "green" if r.get("outcome") == "success"
+             else "bold red"),
+            ("message", str(r.get("message") or ""), ""),
+        ]))
+        rows = []
+        for i, stp in enumerate(self.steps):
+            ok = stp.get("status") == "done"
+            cells = [str(stp.get("idx", i + 1)), str(stp.get("title", "")),
+                     str(stp.get("host", "")), str(stp.get("command", "")),
+                     str(stp.get("rc", "")), str(stp.get("status", "")),
+                     f"{float(stp.get('duration_s') or 0):.1f}s"]
+            row = Row(f"step:{i}", "step", tuple(cells),
+                      ("", "bold", "", "", "", "green" if ok else "bold red", ""),
+                      " ".join(cells).lower())
+            if row.matches(self.needle):
+                rows.append(row)
+        fill_table(self.query_one("#audit-steps", DataTable), rows)
+
+class RunFindingsScreen(DataScreen):
+    """The findings one past check run recorded (from the journal)."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.TITLE_TEXT = f"Check run {run_id}"
+        self.rows: list[dict[str, Any]] = []
+
+    def body(self) -> ComposeResult:
+        t: DataTable[Any] = RowTable(id="runfindings", cursor_type="row")
+        t.add_columns("severity", "code", "entity", "message", "runbook")
+        yield t
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        backend, rid = self.sapp.backend, self.run_id
+
+        def work() -> None:
+            self.post_message(HistoryLoaded(backend.findings_of(rid), []))
+
+        self.run_worker(work, thread=True, group="history", exit_on_error=False)
+
+    def tick(self) -> None:
+        """Past runs do not change."""
+
+    def on_history_loaded(self, msg: HistoryLoaded) -> None:
+        self.rows = msg.runs
+        self.render_data(self.sapp.state)
+
+    def render_data(self, st: ClusterState) -> None:
+        rows = []
+        for i, f in enumerate(self.rows):
+            sev = str(f.get("severity"))
+            cells = [sev, str(f.get("code")), str(f.get("entity")), str(f.get("message")),
+                     f"{f.get('runbook')} {f.get('target')}" if f.get("runbook") else "-"]
+            r = Row(f"rf:{i}", "finding", tuple(cells),
+                    ({"crit": "bold red", "warn": "yellow"}.get(sev, "cyan"),),
+                    " ".join(cells).lower())
+            if r.matches(self.needle):
+                rows.append(r)
+        fill_table(self.query_one("#runfindings", DataTable), rows)
+
+
+# --------------------------------------------------------------------------- help
