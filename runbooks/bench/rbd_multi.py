@@ -48,7 +48,7 @@ from runbooks.bench.fio_client import (
 from runbooks.bench.model import MIB, BenchResult, human_size
 from runbooks.bench.multi import PhaseOutcome, multi_result
 from runbooks.bench.rados import ceph_target
-from runbooks.bench.rbd import MODES, _client, iter_json_objects
+from runbooks.bench.rbd import MODES, _client, _remove_image, iter_json_objects
 from runbooks.bench.stats import fio_steadystate_options
 from runbooks.model import Refused
 from storage.rados_io import RadosIO
@@ -286,19 +286,13 @@ def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
         finally:
             fleet.stop([b for b in fleet.launched if b.running], grace_s=10)
             for img in made:
-                _remove(ioctx, img)
+                _remove_image(ioctx, img)
             if made:
                 s.step(f"remove {len(made)} images", "rbd rm "
                        + " ".join(f"{pool}/{i}" for i in made), "removed")
             ioctx.close()
             shutil.rmtree(logdir, ignore_errors=True)
     return results
-
-
-def _remove(ioctx: Any, image: str) -> None:
-    from runbooks.bench.rbd import _remove_image
-
-    _remove_image(ioctx, image)
 
 
 def _write_jobs(logdir: str, tag: str, texts: Mapping[str, str]) -> dict[str, str]:

@@ -196,17 +196,35 @@ def _err_kind(e: Exception) -> str:
     return f"HTTP {st}" if st else type(e).__name__
 
 
+def open_container(s: Session, container: str) -> tuple[str, str, dict[str, Any], Any, bool]:
+    """Auth, the proxy's state, a connection and the claimed container (one client or
+    many): (storage URL, token, state, connection, created by this run)."""
+    url, token = auth(swift_target(s))
+    st = state(s)
+    conn = _conn(url, token)
+    try:
+        created = _claim(s, conn, container)
+    except BaseException:
+        conn.close()
+        raise
+    return url, token, st, conn, created
+
+
+def cleanup_step(s: Session, conn: Any, container: str, names: list[str], created: bool,
+                 url: str, token: str) -> None:
+    """Delete this run's objects (and the container it created) and audit what was done."""
+    n, gone = cleanup(conn, container, names, created, s.opts.concurrency, url, token)
+    what = f"deleted {n} objects this run wrote"
+    if created:
+        what += " and the container" if gone else \
+            f"; kept container {container}: it holds objects this run did not write"
+    s.step(f"clean up container {container}", f"swift delete {container} "
+           f"<{len(names)} objects of this run>", what)
+
+
 def run(s: Session, container: str) -> list[BenchResult]:
     o = s.opts
-    t = swift_target(s)
-    url, token = auth(t)
-    st = state(s)
-    main = _conn(url, token)
-    try:
-        created = _claim(s, main, container)
-    except BaseException:
-        main.close()
-        raise
+    url, token, st, main, created = open_container(s, container)
     rng = random.Random(o.seed)
     payload = os.urandom(o.size_max or o.size)
     results: list[BenchResult] = []
@@ -240,14 +258,7 @@ def run(s: Session, container: str) -> list[BenchResult]:
                    f"size={o.size}..{o.size_max or o.size} {o.duration_s:g}s", res.headline())
     finally:
         if not o.keep or s.cancelled:
-            n, gone = cleanup(main, container, sorted(written), created, o.concurrency, url,
-                              token)
-            what = f"deleted {n} objects this run wrote"
-            if created:
-                what += " and the container" if gone else \
-                    f"; kept container {container}: it holds objects this run did not write"
-            s.step(f"clean up container {container}", f"swift delete {container} "
-                   f"<{len(written)} objects of this run>", what)
+            cleanup_step(s, main, container, sorted(written), created, url, token)
         main.close()
     return results
 

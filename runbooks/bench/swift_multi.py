@@ -26,16 +26,7 @@ from runbooks.bench.clients import Fleet
 from runbooks.bench.common import Session
 from runbooks.bench.model import MIB, BenchResult, human_size
 from runbooks.bench.multi import LiveSeries, PhaseOutcome, multi_result, run_phase
-from runbooks.bench.swift import (
-    OBJ_PREFIX,
-    _claim,
-    _conn,
-    auth,
-    cleanup,
-    mix_label,
-    state,
-    swift_target,
-)
+from runbooks.bench.swift import OBJ_PREFIX, cleanup_step, mix_label, open_container
 from runbooks.model import Refused
 from storage.runner import HostUnreachable
 
@@ -77,15 +68,7 @@ def plan_lines(s: Session, container: str, owner: str, clients: list[str]) -> li
 
 def run_multi(s: Session, container: str, fleet: Fleet) -> list[BenchResult]:
     o = s.opts
-    t = swift_target(s)
-    url, token = auth(t)
-    st = state(s)
-    main = _conn(url, token)
-    try:
-        created = _claim(s, main, container)
-    except BaseException:
-        main.close()
-        raise
+    url, token, st, main, created = open_container(s, container)
     n = len(fleet.names)
     budget = max(1, s.bytes_left() // (n * o.repeat))
     rng = random.Random(o.seed)
@@ -110,15 +93,8 @@ def run_multi(s: Session, container: str, fleet: Fleet) -> list[BenchResult]:
             results.append(r)
     finally:
         if not o.keep or s.cancelled or s.integrity:
-            names = _written(s, fleet, main, container)
-            deleted, gone = cleanup(main, container, sorted(names), created, o.concurrency,
-                                    url, token)
-            what = f"deleted {deleted} objects this run wrote"
-            if created:
-                what += " and the container" if gone else \
-                    f"; kept container {container}: it holds objects this run did not write"
-            s.step(f"clean up container {container}", f"swift delete {container} "
-                   f"<{len(names)} objects of this run>", what)
+            cleanup_step(s, main, container, sorted(_written(s, fleet, main, container)),
+                         created, url, token)
         main.close()
     return results
 
