@@ -4,6 +4,7 @@ by name prefix): add a module here to add its checks."""
 from checks import (  # noqa: F401
     cache,
     ceph_config,
+    ceph_release,
     cluster,
     mounts,
     osd,

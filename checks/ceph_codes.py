@@ -158,6 +158,33 @@ def _old_version(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained
         {"daemons": ds, "hosts": _osd_hosts(st, ds), "running": running})
 
 
+_MODULE_RE = re.compile(r"Module '([^']+)' has failed dependency: (.*)")
+# mgr modules whose loss changes what the cluster does by itself, not just a dashboard
+_MODULES_THAT_ACT = ("pg_autoscaler", "progress", "balancer", "devicehealth", "crash",
+                     "rbd_support", "volumes", "status", "orchestrator")
+
+
+def _mgr_module_dependency(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    failed = {m.group(1): m.group(2) for line in hc.detail
+              if (m := _MODULE_RE.search(line))}
+    acting = [m for m in _MODULES_THAT_ACT if m in failed]
+    pyo3 = sorted(m for m, why in failed.items() if "PyO3" in why)
+    msg = f"{hc.summary}: {', '.join(sorted(failed)) or 'see health detail'}"
+    if acting:
+        msg += (f"; not running: {', '.join(acting)}"
+                + (" (no pg autoscaling, no balancing, no crash reports)"
+                   if {"pg_autoscaler", "balancer", "crash"} & set(acting) else ""))
+    if pyo3:
+        msg += ("; the cause is a Python package built with PyO3 (bcrypt or cryptography) "
+                "that refuses ceph-mgr's subinterpreters, a known packaging problem of "
+                "Ceph on newer distributions (Ceph tracker 64213): install the Ceph "
+                "release's own packages of those modules or a fixed Ceph, then restart the "
+                "manager")
+    else:
+        msg += "; install the missing Python packages on the manager hosts and restart it"
+    return Explained(msg, {"modules": failed, "acting": acting, "pyo3": pyo3})
+
+
 def _spillover(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     ds = daemons_named(hc)
     first = ds[0] if ds else "osd.N"
@@ -184,6 +211,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "OSD_NEARFULL": _full, "OSD_BACKFILLFULL": _full, "OSD_FULL": _full,
     "POOL_NEARFULL": _full, "POOL_FULL": _full, "POOL_BACKFILLFULL": _full,
     "DAEMON_OLD_VERSION": _old_version,
+    "MGR_MODULE_DEPENDENCY": _mgr_module_dependency,
     "BLUEFS_SPILLOVER": _spillover,
     "OSD_DOWN": _osd_codes, "OSD_HOST_DOWN": _osd_codes, "OSD_FLAPPING": _osd_codes,
 }

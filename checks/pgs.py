@@ -142,16 +142,35 @@ def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> It
         why = (f"({n_in} in OSDs x {th.pg_per_osd_target} / size {p.size}, "
                f"{shares[p.id]:.0%} share by {rule})")
         if ideal and current < ideal / th.pg_low_factor:
+            fix, runbook = _autoscaler_says(p.name, p.pg_autoscale_mode, current, ideal)
             yield Finding("POOL_PG_NUM_LOW", Severity.WARN, ent,
                           f"pool {p.name} has pg_num {current}, about {ideal} expected "
                           f"{why}: too few PGs to spread its data and load evenly over the "
-                          f"OSDs; raise pg_num to {ideal}",
-                          ev, runbook="pool-pg-num", target=p.name)
+                          f"OSDs; {fix}",
+                          ev, runbook=runbook, target=p.name)
         elif ideal and current > max(ideal, DEFAULT_PG_NUM) * th.pg_high_factor:
             yield Finding("POOL_PG_NUM_HIGH", Severity.WARN, ent,
                           f"pool {p.name} has pg_num {current}, about {ideal} expected "
                           f"{why}: too many PGs cost OSD memory and peering time",
                           ev)
+
+
+def _autoscaler_says(pool: str, mode: str | None, current: int,
+                     ideal: int) -> tuple[str, str | None]:
+    """What to do about a low pg_num, given the pool's autoscaler mode (on by default from
+    Quincy): whether the autoscaler will fix it (it will not: it aims at ``current``), and
+    the runbook, which refuses while the autoscaler owns pg_num."""
+    if mode == "on":
+        return (f"the pg autoscaler is on for it but aims at {current}, not {ideal} (it "
+                f"sizes by stored data: tell it the pool's expected share with `ceph osd "
+                f"pool set {pool} target_size_ratio R` or mark it bulk), so it will not fix "
+                f"this by itself", None)
+    if mode == "warn":
+        return (f"the pg autoscaler is in warn mode for it and will not change pg_num: "
+                f"raise pg_num to {ideal}, or `ceph osd pool set {pool} pg_autoscale_mode "
+                f"on`", "pool-pg-num")
+    return (f"the pg autoscaler is off for it and will not fix this: raise pg_num to "
+            f"{ideal}", "pool-pg-num")
 
 
 def _pgs_per_osd(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Iterator[Finding]:

@@ -70,6 +70,8 @@ class CephCluster:
             + (f"osd_data = {p(lab.osd_dir(i))}\n" if k == "raw" else "")
             for i, k in enumerate(lab.kinds))
         c = p(lab.ceph_dir)
+        dis = lab.system.mgr_disabled_modules
+        disabled = f"mgr_disabled_modules = {dis}\n" if dis is not None else ""
         return f"""[global]
 fsid = {lab.fsid}
 mon_host = [v2:127.0.0.1:{lab.ports.mon}]
@@ -113,7 +115,7 @@ keyring = {c}/mon/keyring
 mgr_data = {c}/mgr/$cluster-$id
 keyring = $mgr_data/keyring
 mgr_stats_period = 2
-
+{disabled}
 [osd]
 osd_data = {c}/osd/$cluster-$id
 keyring = $osd_data/keyring
@@ -130,7 +132,7 @@ osd_op_num_threads_per_shard = 1
 osd_recovery_sleep_hdd = 0
 osd_recovery_max_active_hdd = 8
 osd_max_backfills = 4
-{osd_sections}
+{lab.system.osd_conf_extra}{osd_sections}
 [client]
 keyring = {p(lab.admin_keyring)}
 """
@@ -175,7 +177,9 @@ keyring = {p(lab.admin_keyring)}
 
     def start_mgr(self) -> None:
         step = "start ceph-mgr"
-        run(self._argv("ceph-mgr", "-c", self._p(self.lab.conf), "-i", "x"), step,
+        env = self.lab.system.mgr_env
+        run(self._argv(*(("env", *env) if env else ()), "ceph-mgr", "-c",
+                       self._p(self.lab.conf), "-i", "x"), step,
             log=str(self.lab.log_dir / "ceph-mgr.x.log"))
         wait(lambda: self.lab.pid("mgr.x") is not None, 20, step, "ceph-mgr pid file")
 

@@ -45,21 +45,23 @@ from lab.layout import (
 )
 from lab.mounts import Mounts
 from lab.procs import LabError, Procs
+from lab.rootfs import HOST_RELEASE, ChrootSystem, system_for
 from lab.scenarios import DEFAULTS
 from lab.sshd import up_sshd
 from lab.swift import SwiftCluster
-from lab.system import HOST, System
+from lab.system import System
 
 Progress = Callable[[str], None]
 
 
 class Lab:
-    """One lab under ``base`` with ports from ``port_base``; ``system`` is the Ceph/Swift
-    release it runs (lab/system.py; the host's packages by default)."""
+    """One lab under ``base`` with ports from ``port_base``, running Ceph/Swift of
+    ``release`` (lab/rootfs.py: the host's own packages for Pacific, a chroot for Reef; a
+    lab that exists keeps the release it was made with). ``system`` overrides the seam."""
 
     def __init__(self, base: str | os.PathLike[str] = DEFAULT_DIR,
                  port_base: int | None = None, layout: str | None = None,
-                 system: System = HOST) -> None:
+                 system: System | None = None, release: str | None = None) -> None:
         self.base = Path(base).resolve()
         state = self.read_state()
         if port_base is None:
@@ -70,7 +72,10 @@ class Lab:
             layout = str(state.get("osd_layout", DEFAULT_LAYOUT))
         self.kinds = layout_kinds(layout)
         self.layout = layout
-        self.system = system
+        if release is None:
+            release = str(state.get("release", HOST_RELEASE))
+        self.system = system if system is not None else system_for(release, self.base)
+        self.release = release
         self.procs = Procs(self)
         self.mounts = Mounts(self)
         self.ceph_cluster = CephCluster(self)
@@ -264,7 +269,12 @@ class Lab:
                   self.base / "swift" / "cache", self.ceph_dir / "osd"):
             d.mkdir(parents=True, exist_ok=True)
         self.write_state(port_base=self.ports.base, fsid=str(uuid.uuid4()),
-                         started=time.time(), osd_layout=self.layout)
+                         started=time.time(), osd_layout=self.layout, release=self.release)
+        if isinstance(self.system, ChrootSystem):
+            say(f"mounting the {self.release} root filesystem")
+            t1 = time.monotonic()
+            self.system.attach(say)
+            self.write_state(rootfs_seconds=round(time.monotonic() - t1, 1))
         say("starting sshd and memcached")
         up_sshd(self)
         self.swift_cluster.up_memcached()
@@ -321,6 +331,7 @@ class Lab:
             "mounts": self.mounts.under_base(), "loop_devices": self.loop_devices(),
             "up_seconds": self.read_state().get("up_seconds"),
             "osd_layout": self.layout, "osd_kinds": list(self.kinds),
+            "release": self.release,
         }
 
     def running(self) -> bool:

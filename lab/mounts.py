@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from lab.core import Lab
 
 
+def is_mounted(target: Path | str) -> bool:
+    """Whether ``target`` is a mount point in this mount namespace's table."""
+    t = str(target)
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1].replace("\\040", " ") == t for line in f)
+
+
 class Mounts:
     """Loop devices and mounts of one lab."""
 
@@ -73,7 +80,9 @@ class Mounts:
         self.mount(self.attach(image, step), target, step)
 
     def umount(self, target: Path | str, step: str) -> None:
-        if not os.path.ismount(target):
+        # the mount table, not os.path.ismount: a bind of a directory of the same
+        # filesystem (the chroot's view of the base directory) is not seen by ismount
+        if not is_mounted(target):
             return
         p = run(["umount", str(target)], step, check=False)
         if p.returncode != 0:  # "target is busy": detach lazily, as an admin would
@@ -104,18 +113,27 @@ class Mounts:
         mounted, remove its ceph-volume data dirs and bootstrap key. Returns (unmounted,
         detached)."""
         unmounted = []
-        for target in self.under_base():
-            try:
-                self.umount(target, "unmount")
-                unmounted.append(target)
-            except LabError:
-                if not quiet:
-                    raise
+        base = str(self.lab.base)
+
+        def umount_all(targets: list[str]) -> None:
+            for target in targets:
+                try:
+                    self.umount(target, "unmount")
+                    unmounted.append(target)
+                except LabError:
+                    if not quiet:
+                        raise
+
+        # everything but the base dir itself, then the loop devices, then the base dir
+        # (a chroot lab binds it onto itself): detaching a loop device after its backing
+        # file's mount went away lazily would leak it under a path nobody recognises
+        umount_all([t for t in self.under_base() if t != base])
         detached = []
         for dev in self.loop_devices():
             subprocess.run(["losetup", "-d", dev], capture_output=True, check=False,
                            timeout=15)
             detached.append(dev)
+        umount_all([t for t in self.under_base() if t == base])
         if not self.under_base():
             for d in self.lab.cv_osd_root.glob(f"{self.lab.cv_cluster}-*"):
                 if d.is_dir() and not os.path.ismount(d):

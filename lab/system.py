@@ -31,6 +31,11 @@ class System:
     """The Ceph/Swift release the lab runs: the host's own packages."""
 
     name = "host"
+    # ceph-mgr's environment and the mgr modules it must not load (a release whose
+    # packages break some module says so here; see lab/rootfs.py)
+    mgr_env: tuple[str, ...] = ()
+    mgr_disabled_modules: str | None = None
+    osd_conf_extra = ""  # more [osd] lines for this release's ceph.conf
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """The command line that runs ``argv`` (a Ceph/Swift program and its arguments)."""

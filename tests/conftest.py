@@ -1,7 +1,9 @@
 """Shared fixtures. ``lab`` is the real lab cluster, started once per test session.
 
 Environment: STORDOC_LAB_DIR / STORDOC_LAB_PORT_BASE choose where (so several labs can run
-side by side); STORDOC_LAB_KEEP=1 reuses a running lab and leaves it running afterwards.
+side by side); STORDOC_LAB_RELEASE which Ceph/Swift release it runs (``pacific``, the
+host's packages, or ``reef`` from a Debian 13 root filesystem; lab/rootfs.py);
+STORDOC_LAB_KEEP=1 reuses a running lab of that release and leaves it running afterwards.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from lab import Lab  # noqa: E402
 LAB_DIR = os.environ.get("STORDOC_LAB_DIR", "/var/tmp/stordoc-lab-test")
 LAB_PORT_BASE = int(os.environ.get("STORDOC_LAB_PORT_BASE", "17000"))
 KEEP = os.environ.get("STORDOC_LAB_KEEP") == "1"
+LAB_RELEASE = os.environ.get("STORDOC_LAB_RELEASE", "pacific")
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
@@ -35,8 +38,9 @@ def lab() -> Iterator[Lab]:
     """The real lab: 1 mon, 1 mgr, 3 OSDs, Swift, sshd. Torn down even on failure."""
     if os.geteuid() != 0:
         pytest.skip("the lab needs root (loop devices, mounts)")
-    lab = Lab(LAB_DIR, LAB_PORT_BASE)
-    if not (KEEP and lab.state_path.exists() and lab.running()):
+    lab = Lab(LAB_DIR, LAB_PORT_BASE, release=LAB_RELEASE)
+    if not (KEEP and lab.state_path.exists() and lab.read_state().get("release", "pacific")
+            == LAB_RELEASE and lab.running()):
         lab.up()
     try:
         yield lab

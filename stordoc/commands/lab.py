@@ -19,6 +19,7 @@ from lab import (
     LabError,
     scenarios,
 )
+from lab.rootfs import HOST_RELEASE, RELEASES
 from stordoc.argtypes import int_range
 from stordoc.commands.common import term_of
 from stordoc.errors import UserError
@@ -48,6 +49,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="how OSDs are deployed: xfs (3 ceph-disk style XFS data dirs), raw "
                          "(3 ceph-volume raw OSDs, tmpfs data dirs), mixed (3 xfs + osd.3 "
                          f"raw on node4; default {DEFAULT_LAYOUT})")
+    up.add_argument("--release", choices=RELEASES, default=HOST_RELEASE,
+                    help="which Ceph/Swift release the lab runs: pacific (Ceph 16.2, Swift "
+                         "2.30: this host's Debian 12 packages) or reef (Ceph 18.2, Swift 2.35 "
+                         "from Debian 13, run through chroot from a root filesystem built "
+                         f"once by mmdebstrap; default {HOST_RELEASE})")
     up.set_defaults(func=cmd_up)
     st = lsub.add_parser("status", help="what runs, where, on which ports; health")
     common(st)
@@ -92,7 +98,8 @@ def _fault_parser(lsub: argparse._SubParsersAction[argparse.ArgumentParser], nam
 def _lab(args: argparse.Namespace) -> Lab:
     if args.port_base is not None and not 1024 <= args.port_base <= 65000:
         raise UserError("--port-base must be between 1024 and 65000")
-    return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None))
+    return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None),
+               release=getattr(args, "release", None))
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -72,12 +72,12 @@ def test_healthy_lab_has_no_ceph_findings(lab: Lab, healthy: None,
                                           target: CephTarget) -> None:
     state, err = collect_ceph(target)
     assert err is None and state is not None
-    assert state.release == "pacific" and len(state.osds) == lab.n_osds
+    assert state.release == lab.release and len(state.osds) == lab.n_osds
     assert all(o.up and o.in_ for o in state.osds)
     assert {o.host for o in state.osds} == {f"node{i + 1}" for i in range(lab.n_osds)}
     assert state.errors == {}
     # every fact the checks read is a typed field, read from the live cluster
-    assert state.require_osd_release == "pacific" and not state.versions.mixed
+    assert state.require_osd_release == lab.release and not state.versions.mixed
     assert {k: sum(c.count for c in v) for k, v in state.versions.by_kind.items()} == {
         "mon": 1, "mgr": 1, "osd": lab.n_osds}
     assert state.crashes == () and state.mon_time_skew == {}
@@ -139,9 +139,44 @@ def test_pool_few_pgs(lab: Lab, healthy: None, target: CephTarget) -> None:
         assert (f.runbook, f.target) == ("pool-pg-num", "lab-fewpg")
         assert f.evidence["pg_num"] == 2 and f.evidence["ideal_pg_num"] >= 32
         assert not one(fs, "POOL_PG_NUM_LOW", "pool rbd")
+        # the lab's pools have the autoscaler off (ceph.conf): it says it will not fix it
+        assert f.evidence["autoscale_mode"] == "off" and "autoscaler is off" in f.message
+        lab.ceph("osd", "pool", "set", "lab-fewpg", "pg_autoscale_mode", "warn")
+        w = one(ceph_findings(target), "POOL_PG_NUM_LOW", "pool lab-fewpg")
+        assert w is not None and "warn mode" in w.message and w.runbook == "pool-pg-num"
     finally:
         lab.heal("pool-few-pgs")
     assert not [f for f in ceph_findings(target) if f.code == "POOL_PG_NUM_LOW"]
+
+
+def test_scheduler_and_ignored_recovery_limits_on_the_live_osds(
+        lab: Lab, healthy: None, target: CephTarget) -> None:
+    """Pacific's OSDs run wpq; Reef's run mClock, where the lab's ceph.conf recovery
+    limits count only because the lab sets osd_mclock_override_recovery_settings: turned
+    off at run time, stordoc names each ignored limit and where it was set."""
+    from checks.ceph_release import op_queue
+
+    state, err = collect_ceph(target)
+    assert err is None and state is not None
+    assert op_queue(state) == ("mclock_scheduler" if lab.release == "reef" else "wpq")
+    assert not [f for f in ceph_findings(target) if f.code.startswith("OSD_RECOVERY_")]
+    if lab.release == "pacific":
+        return
+    osds = [f"osd.{i}" for i in range(lab.n_osds)]
+    try:
+        for o in osds:
+            lab.ceph("tell", o, "config", "set", "osd_mclock_override_recovery_settings",
+                     "false")
+        f = one(ceph_findings(target), "OSD_RECOVERY_SETTINGS_IGNORED", "cluster lab")
+        assert f is not None
+        assert f.evidence["ignored"]["osd_max_backfills"] == "4"  # the lab's ceph.conf
+        assert "osd_max_backfills = 4 (osd.0 (file))" in f.message
+        assert f.evidence["profile"] == "balanced"
+    finally:
+        for o in osds:
+            lab.ceph("tell", o, "config", "set", "osd_mclock_override_recovery_settings",
+                     "true")
+    assert not [f for f in ceph_findings(target) if f.code.startswith("OSD_RECOVERY_")]
 
 
 def test_stopped_monitor_is_unreachable_not_a_hang(lab: Lab, healthy: None,

@@ -48,7 +48,10 @@ def test_up_gives_its_layouts_osds_up_in_one_per_host(lab: Lab) -> None:
                 capture_output=True, text=True, check=True, timeout=30).stdout)
             (meta,) = label.values()
             assert (meta["whoami"], meta["ceph_fsid"]) == (str(i), lab.fsid)
-            assert str(d).startswith(f"/var/lib/ceph/osd/{lab.cv_cluster}-")
+            # ceph-volume's fixed path, seen through the release's root filesystem
+            root = lab.system.host_path("/var/lib/ceph/osd")
+            assert str(d).startswith(f"{root}/{lab.cv_cluster}-")
+            assert lab.system.daemon_path(d) == f"/var/lib/ceph/osd/{lab.cv_cluster}-{i}"
     assert json.loads(ceph(lab, "health", "--format", "json"))["status"] == "HEALTH_OK"
 
 
@@ -184,7 +187,8 @@ def test_second_lab_side_by_side_survives_a_crash_and_down_leaves_nothing(lab: L
     import signal
 
     base = Path("/var/tmp") / f"stordoc-lab-second-{os.getpid()}"
-    other = Lab(base, int(os.environ.get("STORDOC_LAB2_PORT_BASE", "19400")))
+    other = Lab(base, int(os.environ.get("STORDOC_LAB2_PORT_BASE", "19400")),
+                release=lab.release)
     try:
         other.up()
         assert other.running() and lab.running()

@@ -198,7 +198,8 @@ def test_other_layouts_come_up_healthy_with_no_finding(lab: Lab, layout: str) ->
     if layout == lab.layout:
         pytest.skip("the session's lab has this layout")
     base = Path("/var/tmp") / f"stordoc-lab-{layout}-{os.getpid()}"
-    other = Lab(base, lab.ports.base + (300 if layout == "raw" else 500), layout)
+    other = Lab(base, lab.ports.base + (300 if layout == "raw" else 500), layout,
+                release=lab.release)
     try:
         other.up()
         assert other.kinds == (("raw",) * 3 if layout == "raw" else ("xfs",) * 3)

@@ -135,3 +135,18 @@ def test_osd_without_device_class() -> None:
     raw["osd tree"] = tree
     f = findings(raw)["osd.1"]
     assert f.code == "OSD_NO_DEVICE_CLASS" and "node2" in f.message
+
+
+def test_mgr_module_dependency_names_what_stops_and_the_pyo3_cause() -> None:
+    raw = raw_healthy()
+    raw["health detail"] = json.loads(
+        (FIX / "ceph-codes" / "health_detail_reef_pyo3.json").read_text())
+    f = findings(raw)["ceph MGR_MODULE_DEPENDENCY"]
+    assert len(f.evidence["modules"]) == 13 and "pg_autoscaler" in f.evidence["acting"]
+    assert "no pg autoscaling" in f.message and "subinterpreters" in f.message
+    assert f.evidence["pyo3"][0] == "balancer"
+    raw["health detail"]["checks"]["MGR_MODULE_DEPENDENCY"]["detail"] = [
+        {"message": "Module 'influx' has failed dependency: No module named 'influxdb'"}]
+    g = findings(raw)["ceph MGR_MODULE_DEPENDENCY"]
+    assert g.evidence["acting"] == [] and g.evidence["pyo3"] == []
+    assert "install the missing Python packages" in g.message
