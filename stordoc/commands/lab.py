@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 from collections.abc import Callable
 
 from rich.console import Console
@@ -104,6 +106,9 @@ def _lab(args: argparse.Namespace) -> Lab:
 
 def cmd_up(args: argparse.Namespace) -> int:
     console = term_of(args).out
+    if os.geteuid() != 0:  # before anything is made: loop devices, mounts, chroot
+        raise PermissionError(errno.EPERM, "lab up needs root (loop devices, mounts, "
+                              "chroot); nothing was made")
     lab = _lab(args)
     live = [n for n in lab.known_daemons() if lab.pid(n)]
     if live and not args.recreate:

@@ -4,13 +4,27 @@ input refused before anything is built or mounted."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from lab import Lab
+import lab.rootfs as rootfs_mod
+from lab import Lab, LabError
 from lab.config import config_text
-from lab.rootfs import REEF, ChrootSystem, RootfsSpec, cached_root, host_mirror, system_for
+from lab.rootfs import (
+    MARKER,
+    REEF,
+    ChrootSystem,
+    RootfsSpec,
+    cached_root,
+    ensure_built,
+    host_mirror,
+    mounts_under,
+    system_for,
+)
 from lab.system import HOST
 from stordoc.cli import main
 
@@ -85,3 +99,59 @@ def test_mirror_is_read_from_the_hosts_apt_sources(tmp_path: Path) -> None:
         "Components: main\n\nTypes: deb\n# a comment: with a colon\n"
         "URIs: http://a.example/debian\nSuites: bookworm bookworm-updates\n")
     assert host_mirror(tmp_path) == "http://a.example/debian"  # deb822 first
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+
+
+def _fake_mmdebstrap(bin_dir: Path, rc: int) -> None:
+    """A stand-in for mmdebstrap: makes the target dir with one file (or fails)."""
+    bin_dir.mkdir(exist_ok=True)
+    f = bin_dir / "mmdebstrap"
+    f.write_text(f'#!/bin/sh\nfor a; do case "$a" in */reef-trixie-*) t="$a";; esac; done\n'
+                 f'mkdir -p "$t/etc" && echo fake > "$t/etc/os-release"\nexit {rc}\n')
+    f.chmod(0o755)
+
+
+@needs_root
+def test_a_build_killed_mid_way_is_unmounted_and_removed_by_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("STORDOC_ROOTFS_CACHE", str(cache))
+    # what a killed mmdebstrap leaves: a .part of a dead pid with /proc-like mounts in it
+    stale = cache / f"{REEF.key}.part-999999999"
+    (stale / "proc").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(stale / "proc")], check=True)
+    _fake_mmdebstrap(tmp_path / "bin", 1)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    with pytest.raises(LabError, match="root filesystem"):
+        ensure_built(REEF)
+    assert not stale.exists() and not mounts_under(cache)  # unmounted first, then removed
+    assert not list(cache.glob("*.part-*")) and not cached_root(REEF).exists()
+    _fake_mmdebstrap(tmp_path / "bin", 0)
+    root = ensure_built(REEF)
+    assert root == cached_root(REEF) and (root / "etc" / "os-release").exists()
+    marker = json.loads((root / MARKER).read_text())
+    assert marker["release"] == "reef" and marker["packages"] == list(REEF.packages)
+    assert ensure_built(REEF) == root  # cached: not built again
+    assert not list(cache.glob("*.part-*"))
+
+
+@needs_root
+def test_a_tree_that_keeps_a_mount_is_never_removed(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bound /dev inside a half-built root must not be deleted through: if a mount stays,
+    the removal stops and says so."""
+    part = tmp_path / "x.part-1"
+    (part / "dev").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(part / "dev")], check=True)
+    (part / "dev" / "keep").write_text("host data")
+    monkeypatch.setattr(rootfs_mod.subprocess, "run", lambda *a, **k: None)  # umount fails
+    try:
+        with pytest.raises(LabError, match="still has mounts"):
+            rootfs_mod._remove_partial(part)
+        assert (part / "dev" / "keep").read_text() == "host data"
+    finally:
+        monkeypatch.undo()
+        subprocess.run(["umount", str(part / "dev")], check=True)

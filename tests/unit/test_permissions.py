@@ -105,3 +105,13 @@ def test_config_after_the_subcommand(base: Path, capsys: pytest.CaptureFixture[s
     assert main(["bench", "history", "--config", str(cfg)]) == 0
     assert main(["audit", "--config", str(base / "nope.toml")]) == 64
     assert f"{base / 'nope.toml'}: no such config file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("release", ["pacific", "reef"])
+def test_lab_up_as_non_root_refuses_before_making_anything(base: Path, release: str) -> None:
+    target = base / "lab"
+    r = _as_nobody("lab", "up", "--release", release, "--dir", str(target),
+                   "--port-base", "29100")
+    assert r.returncode == 77
+    assert "lab up needs root" in _one_line(r.stderr) and "nothing was made" in r.stderr
+    assert not target.exists()
