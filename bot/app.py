@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
@@ -37,12 +37,17 @@ from bot.store import BotStore, Button
 from checks.incidents import Incident, correlate
 from checks.model import Finding, Severity
 from checks.service import CheckOutcome
+from storage.model import CephState
+from stordoc.service import fixes
 
 log = logging.getLogger("stordoc.bot")
 
 _USER_RE = re.compile(r"[UW][A-Z0-9]{2,30}")  # always re.fullmatch: `$` allows a "\n"
 _CHANNEL_RE = re.compile(r"[CDG][A-Z0-9]{2,30}")
 _MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+
+# a command handler: (bot, where, cluster, the parsed command) -> the reply
+Handler = Callable[["StordocBot", "Where", str, Any], r.Reply]
 
 
 @dataclass(frozen=True)
@@ -495,105 +500,149 @@ class StordocBot:
                             f"by <@{where.user}>: {r.esc(m.reason)}")
 
     def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
-        if isinstance(cmd, g.Health):
-            out = self.backend.check(cluster)
-            note = None
-            if out.delta is not None and out.delta.previous_run_id is not None:
-                note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
-                        f"{len(out.delta.resolved)} resolved since run "
-                        f"#{out.delta.previous_run_id}")
-            ceph = out.snapshot.ceph
-            return r.health_reply(cluster, out.report.verdict, out.incidents,
-                                  out.report.findings,
-                                  self.incident_token_for(cluster, where.user),
-                                  ceph.health_status if ceph else None, note=note)
-        if isinstance(cmd, g.Findings):
-            rid, rows = self.backend.last_findings(cluster)
-            if rid is None:
-                return r.text_reply(f"no check run recorded for {cluster} yet: try "
-                                    f"`{self.command} health {cluster}`")
-            fs = [_finding_from_row(x) for x in rows]
-            return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, fs),
-                                    note=f"from check run #{rid}")
-        if isinstance(cmd, g.History):
-            return r.history_reply(cluster, self.backend.history(cluster))
-        if isinstance(cmd, (g.Mute, g.Unmute, g.MuteList)):
-            return self.mute_reply(where, cluster, cmd)
-        if isinstance(cmd, g.Silence):
-            try:
-                return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
-                                                      where.user, cmd.reason))
-            except AlertmanagerError as e:
-                raise BotError(str(e)) from None
-        if isinstance(cmd, g.Silences):
-            return self._silences(cluster)
-        if isinstance(cmd, g.Audit):
-            rows = self.backend.audit(cluster)
-            for x in rows:
-                x["when"] = _utc(x.get("started_at"))
-            return r.rows_reply(f"{cluster}: last {len(rows)} runbook runs", rows,
-                                ("id", "when", "runbook", "target", "user", "confirmed_by",
-                                 "source", "outcome", "message"))
-        if isinstance(cmd, (g.Osd, g.Pools, g.Cache)):
-            out = self._views(cluster)
-            ceph = out.snapshot.ceph
-            if ceph is None:
-                raise BotError(f"Ceph on {cluster} is not reachable: "
-                               f"{out.snapshot.ceph_error or 'no Ceph configured'}")
-            if isinstance(cmd, g.Pools):
-                return r.pools_reply(cluster, ceph)
-            if isinstance(cmd, g.Cache):
-                return r.cache_reply(cluster, ceph)
-            if cmd.osd_id is None:
-                return r.osd_tree_reply(cluster, ceph)
-            g.check_osd(cmd.osd_id, (o.id for o in ceph.osds))
-            return r.osd_reply(cluster, ceph, cmd.osd_id, out.report.findings,
-                               self.token_for(cluster, where.user, out.report.findings))
-        if isinstance(cmd, g.Ring):
-            out = self._views(cluster)
-            if out.snapshot.swift is None:
-                raise BotError(f"Swift on {cluster} is not reachable: "
-                               f"{out.snapshot.swift_error or 'no Swift configured'}")
-            return r.ring_reply(cluster, out.snapshot.swift, cmd.kind)
-        if isinstance(cmd, (g.Plan, g.Fix)):
-            self._check_target(cluster, cmd.runbook, cmd.target)
-            return self.plan_reply(where, cluster, cmd.runbook, cmd.target,
-                                   buttons=isinstance(cmd, g.Fix))
-        if isinstance(cmd, g.FixFinding):
-            out = self.backend.check(cluster)
-            same = [f for f in out.report.findings if f.code == cmd.code]
-            if not same:
-                now = sorted({f.code for f in out.report.findings})
-                raise BotError(f"no current finding `{cmd.code}` on {cluster}"
-                               f"{g.suggest(cmd.code, now)} (current: "
-                               f"{', '.join(now) or 'none'})")
-            if cmd.target:
-                same = [f for f in same if cmd.target in (f.target, f.entity)]
-                if not same:
-                    raise BotError(f"`{cmd.code}` is not reported for `{cmd.target}`")
-            fixable = [f for f in same if f.runbook and f.target]
-            if not fixable:
-                raise BotError(f"`{cmd.code}` has no runbook that fixes it: see the "
-                               "finding's message")
-            if len(fixable) > 1:
-                raise BotError(f"`{cmd.code}` is reported for several targets ("
-                               f"{', '.join(str(f.target) for f in fixable)}): name one, e.g. "
-                               f"`fix {cmd.code} {fixable[0].target}`")
-            f = fixable[0]
-            assert f.runbook and f.target
-            return self.plan_reply(where, cluster, f.runbook, f.target, buttons=True)
-        if isinstance(cmd, g.Bench):
-            kinds = self.backend.bench_kinds()
-            if not kinds:
-                raise BotError("benchmarks are not available in this installation yet")
-            if cmd.kind not in kinds:
-                raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
-                               f"(kinds: {', '.join(kinds)})")
-            return self.plan_reply(where, cluster, f"bench-{cmd.kind}", "bench",
-                                   buttons=True, options=dict(cmd.options))
-        if isinstance(cmd, g.Help):
-            return r.help_reply(self.command, g.USAGE, cmd.topic)
+        """One parsed, authorized command's reply: the handler the command table names
+        for its class (``_COMMANDS``, at the end of this class)."""
+        for klass in type(cmd).__mro__:  # isinstance's rule: a subclass finds its base's
+            handler = self._COMMANDS.get(klass)
+            if handler is not None:
+                return handler(self, where, cluster, cmd)
         raise BotError("not implemented")
+
+    # ------------------------------------------------------------------ command handlers
+    def _cmd_health(self, where: Where, cluster: str, cmd: g.Health) -> r.Reply:
+        out = self.backend.check(cluster)
+        note = None
+        if out.delta is not None and out.delta.previous_run_id is not None:
+            note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
+                    f"{len(out.delta.resolved)} resolved since run "
+                    f"#{out.delta.previous_run_id}")
+        ceph = out.snapshot.ceph
+        return r.health_reply(cluster, out.report.verdict, out.incidents,
+                              out.report.findings,
+                              self.incident_token_for(cluster, where.user),
+                              ceph.health_status if ceph else None, note=note)
+
+    def _cmd_findings(self, where: Where, cluster: str, cmd: g.Findings) -> r.Reply:
+        rid, rows = self.backend.last_findings(cluster)
+        if rid is None:
+            return r.text_reply(f"no check run recorded for {cluster} yet: try "
+                                f"`{self.command} health {cluster}`")
+        fs = [_finding_from_row(x) for x in rows]
+        return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, fs),
+                                note=f"from check run #{rid}")
+
+    def _cmd_history(self, where: Where, cluster: str, cmd: g.History) -> r.Reply:
+        return r.history_reply(cluster, self.backend.history(cluster))
+
+    def _cmd_silence(self, where: Where, cluster: str, cmd: g.Silence) -> r.Reply:
+        try:
+            return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
+                                                  where.user, cmd.reason))
+        except AlertmanagerError as e:
+            raise BotError(str(e)) from None
+
+    def _cmd_silences(self, where: Where, cluster: str, cmd: g.Silences) -> r.Reply:
+        return self._silences(cluster)
+
+    def _cmd_audit(self, where: Where, cluster: str, cmd: g.Audit) -> r.Reply:
+        rows = self.backend.audit(cluster)
+        for x in rows:
+            x["when"] = _utc(x.get("started_at"))
+        return r.rows_reply(f"{cluster}: last {len(rows)} runbook runs", rows,
+                            ("id", "when", "runbook", "target", "user", "confirmed_by",
+                             "source", "outcome", "message"))
+
+    def _ceph_view(self, cluster: str) -> tuple[CheckOutcome, CephState]:
+        """A read-only snapshot whose Ceph part is there (else the refusal)."""
+        out = self._views(cluster)
+        ceph = out.snapshot.ceph
+        if ceph is None:
+            raise BotError(f"Ceph on {cluster} is not reachable: "
+                           f"{out.snapshot.ceph_error or 'no Ceph configured'}")
+        return out, ceph
+
+    def _cmd_osd(self, where: Where, cluster: str, cmd: g.Osd) -> r.Reply:
+        out, ceph = self._ceph_view(cluster)
+        if cmd.osd_id is None:
+            return r.osd_tree_reply(cluster, ceph)
+        g.check_osd(cmd.osd_id, (o.id for o in ceph.osds))
+        return r.osd_reply(cluster, ceph, cmd.osd_id, out.report.findings,
+                           self.token_for(cluster, where.user, out.report.findings))
+
+    def _cmd_pools(self, where: Where, cluster: str, cmd: g.Pools) -> r.Reply:
+        return r.pools_reply(cluster, self._ceph_view(cluster)[1])
+
+    def _cmd_cache(self, where: Where, cluster: str, cmd: g.Cache) -> r.Reply:
+        return r.cache_reply(cluster, self._ceph_view(cluster)[1])
+
+    def _cmd_ring(self, where: Where, cluster: str, cmd: g.Ring) -> r.Reply:
+        out = self._views(cluster)
+        if out.snapshot.swift is None:
+            raise BotError(f"Swift on {cluster} is not reachable: "
+                           f"{out.snapshot.swift_error or 'no Swift configured'}")
+        return r.ring_reply(cluster, out.snapshot.swift, cmd.kind)
+
+    def _cmd_plan(self, where: Where, cluster: str, cmd: g.Plan | g.Fix) -> r.Reply:
+        """``plan``/``fix RUNBOOK TARGET``: the plan; ``fix`` adds Confirm/Cancel."""
+        self._check_target(cluster, cmd.runbook, cmd.target)
+        return self.plan_reply(where, cluster, cmd.runbook, cmd.target,
+                               buttons=isinstance(cmd, g.Fix))
+
+    def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
+        """``fix CODE [TARGET]``: a fresh check, then stordoc.service.fixes' one rule;
+        only the wording of its refusals is the bot's."""
+        out = self.backend.check(cluster)
+        try:
+            choice = fixes.choose_fix(out.report.findings, cmd.code, cmd.target)
+        except fixes.NoSuchFinding as e:
+            raise BotError(f"no current finding `{cmd.code}` on {cluster}"
+                           f"{g.suggest(cmd.code, e.current)} (current: "
+                           f"{', '.join(e.current) or 'none'})") from None
+        except fixes.NotReportedFor:
+            raise BotError(f"`{cmd.code}` is not reported for `{cmd.target}`") from None
+        except fixes.NoRunbook:
+            raise BotError(f"`{cmd.code}` has no runbook that fixes it: see the "
+                           "finding's message") from None
+        except fixes.Ambiguous as e:
+            raise BotError(f"`{cmd.code}` is reported for several targets ("
+                           f"{', '.join(e.targets)}): name one, e.g. "
+                           f"`fix {cmd.code} {e.targets[0]}`") from None
+        return self.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
+
+    def _cmd_bench(self, where: Where, cluster: str, cmd: g.Bench) -> r.Reply:
+        kinds = self.backend.bench_kinds()
+        if not kinds:
+            raise BotError("benchmarks are not available in this installation yet")
+        if cmd.kind not in kinds:
+            raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
+                           f"(kinds: {', '.join(kinds)})")
+        return self.plan_reply(where, cluster, f"bench-{cmd.kind}", "bench",
+                               buttons=True, options=dict(cmd.options))
+
+    def _cmd_help(self, where: Where, cluster: str, cmd: g.Help) -> r.Reply:
+        return r.help_reply(self.command, g.USAGE, cmd.topic)
+
+    # the command table: grammar class -> handler (self, where, cluster, cmd) -> Reply
+    _COMMANDS: ClassVar[Mapping[type, Handler]] = {
+        g.Health: _cmd_health,
+        g.Findings: _cmd_findings,
+        g.History: _cmd_history,
+        g.Mute: mute_reply,
+        g.Unmute: mute_reply,
+        g.MuteList: mute_reply,
+        g.Silence: _cmd_silence,
+        g.Silences: _cmd_silences,
+        g.Audit: _cmd_audit,
+        g.Osd: _cmd_osd,
+        g.Pools: _cmd_pools,
+        g.Cache: _cmd_cache,
+        g.Ring: _cmd_ring,
+        g.Plan: _cmd_plan,
+        g.Fix: _cmd_plan,
+        g.FixFinding: _cmd_fix_finding,
+        g.Bench: _cmd_bench,
+        g.Help: _cmd_help,
+    }
 
     def _check_target(self, cluster: str, runbook: str, target: str) -> None:
         """Name the OSDs/pools the cluster really has instead of a bare refusal."""

@@ -205,24 +205,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
-    code = args.finding.strip().upper()
+    """``--finding CODE [--entity E]``: a fresh check, then the one rule of
+    ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64)."""
+    from stordoc.service import fixes
+
+    code = fixes.normalise_code(args.finding)
+    entity = args.entity or None
     out = env.check(args.cluster, only=[code], source="cli-fix")
-    cands = [f for f in out.report.findings if f.code == code]
-    if args.entity:
-        cands = [f for f in cands if args.entity in (f.entity, f.target)]
-    if not cands:
-        extra = f" on {args.entity}" if args.entity else ""
-        raise Refused(f"no {code} finding{extra} right now: nothing to fix")
-    fixable = [f for f in cands if f.runbook and f.target]
-    if not fixable:
-        raise Refused(f"{code} has no runbook that fixes it ({cands[0].message})")
-    if len(fixable) > 1:
-        listing = "; ".join(f"{f.entity} (target {f.target})" for f in fixable)
-        raise UserError(f"{len(fixable)} {code} findings: pick one with --entity: {listing}")
-    f = fixable[0]
+    try:
+        choice = fixes.choose_fix(out.report.findings, code, entity)
+    except (fixes.NoSuchFinding, fixes.NotReportedFor):
+        extra = f" on {entity}" if entity else ""
+        raise Refused(f"no {code} finding{extra} right now: nothing to fix") from None
+    except fixes.NoRunbook as e:
+        raise Refused(f"{code} has no runbook that fixes it ({e.findings[0].message})"
+                      ) from None
+    except fixes.Ambiguous as e:
+        listing = "; ".join(f"{f.entity} (target {f.target})" for f in e.candidates)
+        raise UserError(f"{len(e.candidates)} {code} findings: pick one with --entity: "
+                        f"{listing}") from None
+    f = choice.finding
     env.term.out.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
-    assert f.runbook is not None and f.target is not None
-    return f.runbook, f.target
+    return choice.runbook, choice.target
 
 
 def _follow(console: Console, ctx: Any, runbook: str, timeout_s: float) -> None:

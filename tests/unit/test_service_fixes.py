@@ -1,0 +1,162 @@
+"""stordoc.service.fixes alone: which runbook fixes the current finding with a code, and
+each typed refusal, on Finding objects built here (no cluster, no front end)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from checks.model import Finding, Severity
+from stordoc.service.fixes import (
+    Ambiguous,
+    FixChoice,
+    FixRefused,
+    NoRunbook,
+    NoSuchFinding,
+    NotReportedFor,
+    choose_fix,
+    normalise_code,
+)
+
+
+def _down_out(i: int, runbook: str | None = "osd-start") -> Finding:
+    return Finding("OSD_DOWN_OUT", Severity.WARN, f"osd.{i}", f"osd.{i} is down and out",
+                   {"host": "node1"}, runbook, f"osd.{i}" if runbook else None)
+
+
+UNMOUNTED = Finding("OSD_DATA_UNMOUNTED", Severity.CRIT, "osd.1", "osd.1 data dir not mounted",
+                    {"host": "node1"}, "osd-remount", "osd.1")
+RING = Finding("SWIFT_RING_MD5_MISMATCH", Severity.CRIT, "object ring d2@127.0.0.1:6210",
+               "object ring differs on 127.0.0.1", {}, "swift-ring-push", "object")
+PG_MANUAL = Finding("PGS_STUCK", Severity.WARN, "pg 1.0", "pg 1.0 stuck peering")
+
+
+def test_one_fixable_finding_is_chosen() -> None:
+    got = choose_fix([UNMOUNTED, _down_out(2)], "OSD_DATA_UNMOUNTED")
+    assert got == FixChoice("osd-remount", "osd.1", UNMOUNTED)
+    assert got.runbook == "osd-remount" and got.target == "osd.1" and got.finding is UNMOUNTED
+
+
+def test_the_choice_is_frozen() -> None:
+    got = choose_fix([UNMOUNTED], "OSD_DATA_UNMOUNTED")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.target = "osd.2"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("code", ["osd_data_unmounted", "Osd_Data_Unmounted",
+                                  "  OSD_DATA_UNMOUNTED\n", "\tosd_data_unmounted "])
+def test_code_is_case_insensitive_and_stripped(code: str) -> None:
+    assert choose_fix([UNMOUNTED], code).finding is UNMOUNTED
+
+
+def test_a_findings_code_in_lower_case_still_matches() -> None:
+    odd = dataclasses.replace(UNMOUNTED, code="osd_data_unmounted")
+    assert choose_fix([odd], "OSD_DATA_UNMOUNTED").finding is odd
+
+
+def test_normalise_code() -> None:
+    assert normalise_code(" osd_down_out\n") == "OSD_DOWN_OUT"
+    assert normalise_code("OSD_DOWN_OUT") == "OSD_DOWN_OUT"
+
+
+def test_no_such_finding_carries_the_current_codes() -> None:
+    with pytest.raises(NoSuchFinding) as ei:
+        choose_fix([_down_out(2), _down_out(3), UNMOUNTED, PG_MANUAL], "osd_down_in")
+    e = ei.value
+    assert e.code == "OSD_DOWN_IN" and e.target is None
+    assert e.current == ("OSD_DATA_UNMOUNTED", "OSD_DOWN_OUT", "PGS_STUCK")  # sorted, once
+    assert isinstance(e, FixRefused)
+
+
+def test_no_findings_at_all() -> None:
+    with pytest.raises(NoSuchFinding) as ei:
+        choose_fix([], "OSD_DOWN_OUT", "osd.1")
+    assert ei.value.current == () and ei.value.target == "osd.1"
+    assert "none" in str(ei.value)
+
+
+@pytest.mark.parametrize("code", [
+    "\u041eSD_DOWN_OUT",  # Cyrillic capital O
+    "OSD_D\u041eWN_\u041eUT",  # Cyrillic capital O twice
+    "\u043esd_down_out",  # Cyrillic small o: upper() makes it Cyrillic O, still not Latin
+    "o\u017fd_down_out",  # long s: str.upper() turns it into a Latin S
+    "OSD_DOWN_OUT\u200b",  # zero-width space (not stripped: not whitespace)
+    "\uff2fSD_DOWN_OUT",  # fullwidth O
+])
+def test_a_unicode_look_alike_is_no_such_finding(code: str) -> None:
+    with pytest.raises(NoSuchFinding) as ei:
+        choose_fix([_down_out(2)], code)
+    assert ei.value.current == ("OSD_DOWN_OUT",)
+
+
+def test_several_targets_are_ambiguous_and_name_them() -> None:
+    fs = [_down_out(2), _down_out(3), _down_out(5)]
+    with pytest.raises(Ambiguous) as ei:
+        choose_fix(fs, "OSD_DOWN_OUT")
+    assert ei.value.targets == ("osd.2", "osd.3", "osd.5")
+    assert ei.value.candidates == tuple(fs)
+    assert ei.value.code == "OSD_DOWN_OUT"
+
+
+def test_a_target_picks_one_of_several() -> None:
+    fs = [_down_out(2), _down_out(3)]
+    assert choose_fix(fs, "OSD_DOWN_OUT", "osd.3") == FixChoice("osd-start", "osd.3", fs[1])
+
+
+def test_a_target_is_matched_by_entity_too() -> None:
+    other = dataclasses.replace(RING, entity="object ring d3@127.0.0.2:6210")
+    got = choose_fix([RING, other], "SWIFT_RING_MD5_MISMATCH", "object ring d3@127.0.0.2:6210")
+    assert got.finding is other and got.target == "object" and got.runbook == "swift-ring-push"
+
+
+def test_a_target_shared_by_several_findings_is_still_ambiguous() -> None:
+    other = dataclasses.replace(RING, entity="object ring d3@127.0.0.2:6210")
+    with pytest.raises(Ambiguous) as ei:
+        choose_fix([RING, other], "SWIFT_RING_MD5_MISMATCH", "object")
+    assert ei.value.targets == ("object", "object") and ei.value.target == "object"
+
+
+@pytest.mark.parametrize("target", ["osd.7", "OSD.2", "osd.2 ", "osd", "osd.02"])
+def test_target_must_match_exactly(target: str) -> None:
+    with pytest.raises(NotReportedFor) as ei:
+        choose_fix([_down_out(2), _down_out(3)], "OSD_DOWN_OUT", target)
+    assert ei.value.target == target
+    assert [f.entity for f in ei.value.reported] == ["osd.2", "osd.3"]
+
+
+def test_code_of_another_finding_on_that_target_is_not_reported_for() -> None:
+    with pytest.raises(NotReportedFor):
+        choose_fix([UNMOUNTED, _down_out(2)], "OSD_DOWN_OUT", "osd.1")
+
+
+def test_no_runbook_carries_the_findings() -> None:
+    with pytest.raises(NoRunbook) as ei:
+        choose_fix([PG_MANUAL, UNMOUNTED], "PGS_STUCK")
+    assert ei.value.findings == (PG_MANUAL,)
+    assert ei.value.findings[0].message == "pg 1.0 stuck peering"
+
+
+def test_a_runbook_without_a_target_is_not_fixable() -> None:
+    half = Finding("OSD_DOWN_OUT", Severity.WARN, "osd.4", "osd.4 is down and out", {},
+                   "osd-start", None)
+    with pytest.raises(NoRunbook):
+        choose_fix([half], "OSD_DOWN_OUT")
+
+
+def test_the_one_fixable_finding_among_manual_ones_is_chosen() -> None:
+    manual = _down_out(2, runbook=None)
+    fixable = _down_out(3)
+    assert choose_fix([manual, fixable], "OSD_DOWN_OUT").finding is fixable
+
+
+def test_target_filter_comes_before_no_runbook() -> None:
+    manual = _down_out(2, runbook=None)
+    with pytest.raises(NoRunbook) as ei:
+        choose_fix([manual, _down_out(3)], "OSD_DOWN_OUT", "osd.2")
+    assert ei.value.findings == (manual,) and ei.value.target == "osd.2"
+
+
+def test_any_iterable_of_findings() -> None:
+    got = choose_fix((f for f in [_down_out(2), UNMOUNTED]), "osd_data_unmounted")
+    assert got.finding is UNMOUNTED
