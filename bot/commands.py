@@ -1,0 +1,361 @@
+"""The bot's commands: parse, authorize, answer through the command table.
+
+``run_text`` turns a text into a parsed, authorized command; ``answer`` looks its class up
+in ``_COMMANDS`` and calls that ``_cmd_*`` handler, which returns the reply.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar
+
+from bot import grammar as g
+from bot import render as r
+from bot.actions import Actions
+from bot.alerts import AlertmanagerError
+from bot.auth import Level
+from bot.backend import BotError
+from bot.core import Where
+from checks.incidents import Incident, correlate
+from checks.model import Finding, Severity
+from checks.service import CheckOutcome
+from storage.model import CephState
+from stordoc.service import fixes
+
+# a command handler: (bot, where, cluster, the parsed command) -> the reply
+Handler = Callable[["Commands", Where, str, Any], r.Reply]
+
+
+def _finding_from_row(row: Mapping[str, Any]) -> Finding:
+    ev = row.get("evidence") or "{}"
+    try:
+        evd = json.loads(ev) if isinstance(ev, str) else dict(ev)
+    except ValueError:
+        evd = {}
+    return Finding(row["code"], Severity[str(row["severity"]).upper()], row["entity"],
+                   row["message"], evd, row.get("runbook"), row.get("target"),
+                   row.get("since"))
+
+
+class Commands(Actions):
+    """Commands from the slash command and mentions (their plans' buttons: ``Actions``)."""
+
+    def run_text(self, where: Where, text: str) -> None:
+        """Parse, authorize and answer one command (runs in the worker pool)."""
+        try:
+            cmd = g.parse(text, self.backend.runbook_names())
+        except g.GrammarError as e:
+            self._audit(where, None, "command", "bad input", text[:200])
+            self._refuse(where, str(e))
+            return
+        if isinstance(cmd, g.Help) and cmd.cluster is None:
+            self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
+            return
+        if isinstance(cmd, g.Health) and cmd.cluster == "all" and \
+                "all" not in self.backend.clusters():
+            self._health_all(where, text)
+            return
+        bound = self.channels.get(where.channel)
+        try:
+            cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
+                                        bound or self.backend.default_cluster())
+        except g.GrammarError as e:
+            self._audit(where, cmd.cluster, "command", "bad input", text[:200])
+            self._refuse(where, str(e))
+            return
+        if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
+            self._audit(where, cluster, type(cmd).__name__.lower(), "refused",
+                        f"channel bound to {bound}: {text[:180]}")
+            self._refuse(where, f"this channel is bound to cluster `{bound}`: commands for "
+                                f"`{cluster}` from here need an admin (slack.channels); use "
+                                "that cluster's channel")
+            return
+        need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
+        refusal = self.auth.refusal(where.user, cluster, need)
+        if refusal:
+            self._audit(where, cluster, type(cmd).__name__.lower(), "refused", text[:200])
+            self._refuse(where, refusal)
+            return
+        self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", text[:200])
+        self._answer(where, lambda: self.answer(where, cluster, cmd))
+
+    def _health_all(self, where: Where, text: str) -> None:
+        """``health all``: every cluster the user may view, checked in parallel, one
+        verdict line each (clusters without a viewer role are left out, not named)."""
+        visible = [c for c in self.backend.clusters()
+                   if self.auth.refusal(where.user, c, Level.VIEWER) is None]
+        if not visible:
+            self._audit(where, None, "health", "refused", text[:200])
+            self._refuse(where, "you have no viewer role on any cluster (slack.roles)")
+            return
+        self._audit(where, None, "health", "accepted", f"all: {', '.join(visible)}"[:200])
+
+        def compute() -> r.Reply:
+            from checks.incidents import headline
+
+            # its own small pool: waiting on the bot's pool from inside it could deadlock
+            with ThreadPoolExecutor(max_workers=min(8, len(visible))) as ex:
+                outs = list(ex.map(self.backend.check, visible))
+            return r.all_clusters_reply([
+                (o.report.verdict, headline(o.report.cluster, o.report.verdict,
+                                              o.incidents, len(o.report.findings)))
+                for o in outs])
+        self._answer(where, compute)
+
+    def _views(self, cluster: str) -> CheckOutcome:
+        """A snapshot for read-only views: no host facts, not recorded as a check run."""
+        return self.backend.env.check(cluster, host_facts=False, record=False,
+                                      source="slack")
+
+    def token_for(self, cluster: str, user: str,
+                  among: Iterable[Finding] | None = None) -> Callable[[Finding], str | None]:
+        """A Fix button per finding with a runbook; with ``among``, only for the roots of
+        their incidents (a consequence's fix is the root's, never its own)."""
+        roots = ({i.root.key for i in correlate(list(among))} if among is not None
+                 else None)
+
+        def make(f: Finding) -> str | None:
+            if not f.runbook or not f.target:
+                return None
+            if roots is not None and f.key not in roots:
+                return None
+            return self.store.new_button("fix", cluster, f.runbook, f.target, user, self.ttl,
+                                         {"code": f.code, "entity": f.entity})
+        return make
+
+    def incident_token_for(self, cluster: str, user: str) -> Callable[[Incident], str | None]:
+        """A Fix button for an incident's one next step (already planned, never refused)."""
+        def make(inc: Incident) -> str | None:
+            step = inc.next_step
+            if step is None:
+                return None
+            return self.store.new_button("fix", cluster, step.runbook, step.target, user,
+                                         self.ttl, {"code": inc.root.code,
+                                                    "entity": inc.root.entity})
+        return make
+
+    def mute_reply(self, where: Where, cluster: str,
+                   cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
+        """Mutes with expiry from chat (operators only for mute/unmute), by Slack user ID,
+        in the same journal table as the CLI's (storage/mutes.py)."""
+        from storage import mutes
+
+        journal = self.backend.env.journal
+        if isinstance(cmd, g.MuteList):
+            now = time.time()
+            rows = [{"what": m.what, "state": "active" if m.active(now) else (
+                "removed" if m.removed_at else "expired"), "until": _utc(m.until),
+                "by": m.by, "reason": m.reason} for m in mutes.list_mutes(journal, cluster, 20)]
+            return r.rows_reply(f"{cluster}: mutes", rows,
+                                ("what", "state", "until", "by", "reason"))
+        import checks.catalog  # noqa: F401
+        from checks.model import REGISTRY
+
+        if cmd.code not in REGISTRY.codes:
+            raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, REGISTRY.codes)}")
+        if isinstance(cmd, g.Unmute):
+            gone = mutes.remove_mutes(journal, cluster, cmd.code, cmd.entity, where.user)
+            if not gone:
+                raise BotError(f"no active mute of `{cmd.code}"
+                               f"{' ' + cmd.entity if cmd.entity else ''}` on {cluster}")
+            return r.text_reply(f":bell: unmuted {', '.join(m.what for m in gone)} on "
+                                f"{cluster} by <@{where.user}>")
+        m = mutes.add_mute(journal, cluster, cmd.code, cmd.entity, time.time() + cmd.for_s,
+                           where.user, cmd.reason)
+        return r.text_reply(f":no_bell: muted `{m.what}` on {cluster} until {_utc(m.until)} "
+                            f"by <@{where.user}>: {r.esc(m.reason)}")
+
+    def answer(self, where: Where, cluster: str, cmd: g.Command) -> r.Reply:
+        """One parsed, authorized command's reply: the handler the command table names
+        for its class (``_COMMANDS``, at the end of this class)."""
+        for klass in type(cmd).__mro__:  # isinstance's rule: a subclass finds its base's
+            handler = self._COMMANDS.get(klass)
+            if handler is not None:
+                return handler(self, where, cluster, cmd)
+        raise BotError("not implemented")
+
+    # ------------------------------------------------------------------ command handlers
+    def _cmd_health(self, where: Where, cluster: str, cmd: g.Health) -> r.Reply:
+        out = self.backend.check(cluster)
+        note = None
+        if out.delta is not None and out.delta.previous_run_id is not None:
+            note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
+                    f"{len(out.delta.resolved)} resolved since run "
+                    f"#{out.delta.previous_run_id}")
+        ceph = out.snapshot.ceph
+        return r.health_reply(cluster, out.report.verdict, out.incidents,
+                              out.report.findings,
+                              self.incident_token_for(cluster, where.user),
+                              ceph.health_status if ceph else None, note=note)
+
+    def _cmd_findings(self, where: Where, cluster: str, cmd: g.Findings) -> r.Reply:
+        rid, rows = self.backend.last_findings(cluster)
+        if rid is None:
+            return r.text_reply(f"no check run recorded for {cluster} yet: try "
+                                f"`{self.command} health {cluster}`")
+        fs = [_finding_from_row(x) for x in rows]
+        return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, fs),
+                                note=f"from check run #{rid}")
+
+    def _cmd_history(self, where: Where, cluster: str, cmd: g.History) -> r.Reply:
+        return r.history_reply(cluster, self.backend.history(cluster))
+
+    def _cmd_silence(self, where: Where, cluster: str, cmd: g.Silence) -> r.Reply:
+        try:
+            return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
+                                                  where.user, cmd.reason))
+        except AlertmanagerError as e:
+            raise BotError(str(e)) from None
+
+    def _cmd_silences(self, where: Where, cluster: str, cmd: g.Silences) -> r.Reply:
+        return self._silences(cluster)
+
+    def _cmd_audit(self, where: Where, cluster: str, cmd: g.Audit) -> r.Reply:
+        rows = self.backend.audit(cluster)
+        for x in rows:
+            x["when"] = _utc(x.get("started_at"))
+        return r.rows_reply(f"{cluster}: last {len(rows)} runbook runs", rows,
+                            ("id", "when", "runbook", "target", "user", "confirmed_by",
+                             "source", "outcome", "message"))
+
+    def _ceph_view(self, cluster: str) -> tuple[CheckOutcome, CephState]:
+        """A read-only snapshot whose Ceph part is there (else the refusal)."""
+        out = self._views(cluster)
+        ceph = out.snapshot.ceph
+        if ceph is None:
+            raise BotError(f"Ceph on {cluster} is not reachable: "
+                           f"{out.snapshot.ceph_error or 'no Ceph configured'}")
+        return out, ceph
+
+    def _cmd_osd(self, where: Where, cluster: str, cmd: g.Osd) -> r.Reply:
+        out, ceph = self._ceph_view(cluster)
+        if cmd.osd_id is None:
+            return r.osd_tree_reply(cluster, ceph)
+        g.check_osd(cmd.osd_id, (o.id for o in ceph.osds))
+        return r.osd_reply(cluster, ceph, cmd.osd_id, out.report.findings,
+                           self.token_for(cluster, where.user, out.report.findings))
+
+    def _cmd_pools(self, where: Where, cluster: str, cmd: g.Pools) -> r.Reply:
+        return r.pools_reply(cluster, self._ceph_view(cluster)[1])
+
+    def _cmd_cache(self, where: Where, cluster: str, cmd: g.Cache) -> r.Reply:
+        return r.cache_reply(cluster, self._ceph_view(cluster)[1])
+
+    def _cmd_ring(self, where: Where, cluster: str, cmd: g.Ring) -> r.Reply:
+        out = self._views(cluster)
+        if out.snapshot.swift is None:
+            raise BotError(f"Swift on {cluster} is not reachable: "
+                           f"{out.snapshot.swift_error or 'no Swift configured'}")
+        return r.ring_reply(cluster, out.snapshot.swift, cmd.kind)
+
+    def _cmd_plan(self, where: Where, cluster: str, cmd: g.Plan | g.Fix) -> r.Reply:
+        """``plan``/``fix RUNBOOK TARGET``: the plan; ``fix`` adds Confirm/Cancel."""
+        self._check_target(cluster, cmd.runbook, cmd.target)
+        return self.plan_reply(where, cluster, cmd.runbook, cmd.target,
+                               buttons=isinstance(cmd, g.Fix))
+
+    def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
+        """``fix CODE [TARGET]``: a fresh check, then stordoc.service.fixes' one rule;
+        only the wording of its refusals is the bot's."""
+        out = self.backend.check(cluster)
+        try:
+            choice = fixes.choose_fix(out.report.findings, cmd.code, cmd.target)
+        except fixes.NoSuchFinding as e:
+            raise BotError(f"no current finding `{cmd.code}` on {cluster}"
+                           f"{g.suggest(cmd.code, e.current)} (current: "
+                           f"{', '.join(e.current) or 'none'})") from None
+        except fixes.NotReportedFor:
+            raise BotError(f"`{cmd.code}` is not reported for `{cmd.target}`") from None
+        except fixes.NoRunbook:
+            raise BotError(f"`{cmd.code}` has no runbook that fixes it: see the "
+                           "finding's message") from None
+        except fixes.Ambiguous as e:
+            raise BotError(f"`{cmd.code}` is reported for several targets ("
+                           f"{', '.join(e.targets)}): name one, e.g. "
+                           f"`fix {cmd.code} {e.targets[0]}`") from None
+        return self.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
+
+    def _cmd_bench(self, where: Where, cluster: str, cmd: g.Bench) -> r.Reply:
+        kinds = self.backend.bench_kinds()
+        if not kinds:
+            raise BotError("benchmarks are not available in this installation yet")
+        if cmd.kind not in kinds:
+            raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
+                           f"(kinds: {', '.join(kinds)})")
+        return self.plan_reply(where, cluster, f"bench-{cmd.kind}", "bench",
+                               buttons=True, options=dict(cmd.options))
+
+    def _cmd_help(self, where: Where, cluster: str, cmd: g.Help) -> r.Reply:
+        return r.help_reply(self.command, g.USAGE, cmd.topic)
+
+    # the command table: grammar class -> handler (self, where, cluster, cmd) -> Reply
+    _COMMANDS: ClassVar[Mapping[type, Handler]] = {
+        g.Health: _cmd_health,
+        g.Findings: _cmd_findings,
+        g.History: _cmd_history,
+        g.Mute: mute_reply,
+        g.Unmute: mute_reply,
+        g.MuteList: mute_reply,
+        g.Silence: _cmd_silence,
+        g.Silences: _cmd_silences,
+        g.Audit: _cmd_audit,
+        g.Osd: _cmd_osd,
+        g.Pools: _cmd_pools,
+        g.Cache: _cmd_cache,
+        g.Ring: _cmd_ring,
+        g.Plan: _cmd_plan,
+        g.Fix: _cmd_plan,
+        g.FixFinding: _cmd_fix_finding,
+        g.Bench: _cmd_bench,
+        g.Help: _cmd_help,
+    }
+
+    def _check_target(self, cluster: str, runbook: str, target: str) -> None:
+        """Name the OSDs/pools the cluster really has instead of a bare refusal."""
+        kind = g.RUNBOOK_TARGETS.get(runbook)
+        if kind not in ("osd", "pool"):
+            return
+        ceph = self._views(cluster).snapshot.ceph
+        if ceph is None:
+            return  # the runbook's own plan reports the unreachable cluster
+        if kind == "osd":
+            g.check_osd(g.parse_osd(target), (o.id for o in ceph.osds))
+        else:
+            g.check_name("pool", target, (p.name for p in ceph.pools))
+
+    def _silences(self, cluster: str) -> r.Reply:
+        lines: list[str] = []
+        api = self.desk.api
+        if api is None:
+            lines.append("Alertmanager: not configured (alerts.alertmanager_url)")
+        else:
+            try:
+                sils = api.silences(self.desk.config.cluster_label,
+                                    self.desk.config.label_value(cluster))
+            except AlertmanagerError as e:
+                raise BotError(str(e)) from None
+            for sil in sils:
+                ms = ", ".join(f"{m.get('name')}={m.get('value')}"
+                               for m in sil.get("matchers") or [])
+                lines.append(f"silence {str(sil.get('id', ''))[:8]}: {ms} until "
+                             f"{sil.get('endsAt', '?')} by {sil.get('createdBy', '?')}: "
+                             f"{sil.get('comment', '')}")
+            if not sils:
+                lines.append("no active Alertmanager silence")
+        from storage.mutes import active_mutes
+
+        for m in active_mutes(self.backend.env.journal, cluster):
+            lines.append(f"mute {m.code} {m.entity or '*'} until "
+                         f"{_utc(m.until)} by {m.by}: {m.reason}")
+        return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))
+
+
+def _utc(ts: Any) -> str:
+    try:
+        return f"{dt.datetime.fromtimestamp(float(ts), dt.UTC):%Y-%m-%d %H:%M}Z"
+    except (TypeError, ValueError):
+        return "-"

@@ -1,0 +1,193 @@
+"""The bot's delivery plumbing, shared by its commands and its buttons.
+
+``Where`` an answer goes and who asked, the per-channel throttle, and ``BotCore``: the
+state every part of the bot reads (declared here, set by ``bot.app.StordocBot``) and how a
+reply reaches Slack (redacted, validated, split; "still working…" past a few seconds),
+how a refusal is said and how an action is audited.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk import WebClient
+
+from bot import grammar as g
+from bot import render as r
+from bot.alerts import AlertDesk
+from bot.auth import Authorizer
+from bot.backend import Backend, BotError, PlanView
+from bot.redact import Redactor
+from bot.store import BotStore
+
+log = logging.getLogger("stordoc.bot")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an answer goes and who asked."""
+
+    channel: str
+    user: str
+    thread_ts: str | None = None
+    via: str = "command"  # "command" | "mention" | "button"
+
+
+class ChannelThrottle:
+    """About one message per second per channel (Slack's rate for chat.postMessage)."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval = interval_s
+        self._next: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def reserve(self, channel: str) -> float:
+        """Reserve the next slot; returns how long the caller must wait for it."""
+        with self._lock:
+            now = time.monotonic()
+            at = max(now, self._next.get(channel, 0.0))
+            self._next[channel] = at + self.interval
+            return at - now
+
+    def wait(self, channel: str, stop: threading.Event | None = None) -> None:
+        delay = self.reserve(channel)
+        if delay > 0:
+            (stop or threading.Event()).wait(delay)
+
+
+class BotCore:
+    """What the commands and the buttons share: the bot's state and its way of answering."""
+
+    backend: Backend
+    command: str
+    ttl: int
+    working_after_s: float
+    redactor: Redactor
+    signing_secret: str
+    store: BotStore
+    client: WebClient
+    auth: Authorizer
+    pool: ThreadPoolExecutor
+    throttle: ChannelThrottle
+    _plans: dict[str, tuple[PlanView, float]]
+    _plans_lock: threading.Lock
+    runs: list[threading.Thread]
+    _closing: threading.Event
+    channels: dict[str, str]
+    desk: AlertDesk
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        def guarded() -> None:
+            try:
+                fn(*args)
+            except Exception:
+                log.error("bot worker failed: %s", self.redactor.text(_fmt_exc()))
+        self.pool.submit(guarded)
+
+    def post(self, where: Where, reply: r.Reply, replace_ts: str | None = None,
+             thread_ts: str | None = None) -> list[str]:
+        """Send a reply: validated against the limits, split or uploaded; returns ts list."""
+        tts = thread_ts if thread_ts is not None else where.thread_ts
+        out: list[str] = []
+        for m in reply.messages:
+            m.text = self.redactor.text(m.text)
+            m.blocks = self._scrub(m.blocks)
+            r.validate_message(m)
+        if reply.ephemeral:  # never via chat.update: that would show it to the channel
+            for m in reply.messages:
+                kw: dict[str, Any] = {"thread_ts": tts} if tts else {}
+                self.client.chat_postEphemeral(channel=where.channel, user=where.user,
+                                               text=m.text, blocks=m.blocks, **kw)
+            return out
+        for i, m in enumerate(reply.messages):
+            if i == 0 and replace_ts:
+                self.client.chat_update(channel=where.channel, ts=replace_ts, text=m.text,
+                                        blocks=m.blocks)
+                out.append(replace_ts)
+                continue
+            kw = {"thread_ts": tts} if tts else {}
+            resp = self.client.chat_postMessage(channel=where.channel, text=m.text,
+                                                blocks=m.blocks, **kw)
+            out.append(str(resp.get("ts")))
+        if reply.upload is not None:
+            up = reply.upload
+            kw = {"thread_ts": tts} if tts else {}
+            self.client.files_upload_v2(channel=where.channel, content=up.content,
+                                        filename=up.filename, title=up.title,
+                                        initial_comment=up.comment, **kw)
+        return out
+
+    def _scrub(self, obj: Any) -> Any:
+        """Secrets out of every text in a message (evidence and step output can hold them)."""
+        if isinstance(obj, dict):
+            return {k: (self.redactor.text(v) if k == "text" and isinstance(v, str)
+                        else self._scrub(v)) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self._scrub(v) for v in obj]
+        return obj
+
+    def _refuse(self, where: Where, text: str) -> None:
+        self.post(where, r.error_reply(text))
+
+    def _audit(self, where: Where, cluster: str | None, action: str, outcome: str,
+               detail: str = "") -> None:
+        # a cluster name comes from chat until resolved: a secret pasted there must not be
+        # stored; configured names are kept, anything else only redacted
+        if cluster is not None and cluster not in self.backend.clusters():
+            cluster = self.redactor.text(cluster)
+        self.store.audit(where.user, cluster, action, outcome, self.redactor.text(detail))
+
+    def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
+        """Compute a reply; past ``working_after_s`` say "still working…" first."""
+        lock = threading.Lock()
+        state: dict[str, Any] = {"done": False, "ts": None}
+
+        def working() -> None:
+            with lock:
+                if state["done"]:
+                    return
+                resp = self.client.chat_postMessage(
+                    channel=where.channel, text=":hourglass_flowing_sand: still working…",
+                    thread_ts=where.thread_ts)
+                state["ts"] = resp.get("ts")
+
+        timer = threading.Timer(self.working_after_s, working)
+        timer.daemon = True
+        timer.start()
+        try:
+            reply = compute()
+        except (BotError, g.GrammarError) as e:
+            reply = r.error_reply(str(e))
+        except Exception as e:
+            log.error("command failed: %s", self.redactor.text(_fmt_exc()))
+            reply = r.error_reply(f"error: {type(e).__name__}: "
+                                  f"{self.redactor.text(str(e))[:300]}")
+        finally:
+            timer.cancel()
+        with lock:
+            state["done"] = True
+            ts = state["ts"]
+        if ts and reply.ephemeral:
+            # a refusal is for the asker only: never turn the public "still working…" into
+            # it; answer privately and take the placeholder away
+            self.post(where, reply)
+            try:
+                self.client.chat_delete(channel=where.channel, ts=ts)
+            except Exception as e:
+                log.warning("could not delete the 'still working' message: %s",
+                            self.redactor.text(str(e))[:200])
+            return
+        self.post(where, reply, replace_ts=ts)
+
+
+
+def _fmt_exc() -> str:
+    import traceback
+
+    return traceback.format_exc(limit=8)
