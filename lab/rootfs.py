@@ -147,6 +147,10 @@ def ensure_built(spec: RootfsSpec, progress: Progress | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build: wait for it, then reuse
         if (root / MARKER).exists():
             return root
+        if root.exists():  # not ours (no marker): never removed or overwritten
+            raise LabError("root filesystem", f"{root} exists but is not a complete "
+                           "stordoc build (no marker): move it away, or point "
+                           f"{CACHE_ENV} elsewhere")
         for part in root.parent.glob(f"{spec.key}.part-*"):
             pid = part.name.rsplit("-", 1)[-1]
             if not (pid.isdigit() and pid_alive(int(pid))):

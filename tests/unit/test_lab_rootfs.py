@@ -138,6 +138,20 @@ def test_a_build_killed_mid_way_is_unmounted_and_removed_by_the_next(
     assert not list(cache.glob("*.part-*"))
 
 
+def test_a_cache_entry_stordoc_did_not_finish_is_left_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STORDOC_ROOTFS_CACHE", str(tmp_path))
+    _fake_mmdebstrap(tmp_path / "bin", 0)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    theirs = cached_root(REEF)
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("someone's")
+    with pytest.raises(LabError, match="not a complete stordoc build"):
+        ensure_built(REEF)
+    assert (theirs / "notes.txt").read_text() == "someone's"
+    assert not list(tmp_path.glob("*.part-*"))
+
+
 @needs_root
 def test_a_tree_that_keeps_a_mount_is_never_removed(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
