@@ -251,7 +251,14 @@ class Lab:
         names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
                  "swift-object", "rsyncd", "mgr.x"]
         names += [f"swift-{k}-replicator" for k in SWIFT_SERVERS]
-        names += [f"osd.{i}" for i in range(self.n_osds)]
+        # this layout's OSDs and any other OSD with a pid file here: a lab recreated with
+        # a layout of fewer OSDs must still stop the ones the old layout started
+        ids = set(range(self.n_osds))
+        for f in self.run_dir.glob("ceph-osd.*.pid"):
+            n = f.name.removeprefix("ceph-osd.").removesuffix(".pid")
+            if n.isdigit():
+                ids.add(int(n))
+        names += [f"osd.{i}" for i in sorted(ids)]
         names.append("mon.a")
         if self.read_state().get("alerts"):
             names[:0] = list(ALERT_DAEMONS)
