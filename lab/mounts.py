@@ -17,11 +17,25 @@ if TYPE_CHECKING:
     from lab.core import Lab
 
 
-def is_mounted(target: Path | str) -> bool:
-    """Whether ``target`` is a mount point in this mount namespace's table."""
-    t = str(target)
+def mount_targets() -> list[str]:
+    """Every mount point in this mount namespace's table (``/proc/self/mounts``)."""
     with open("/proc/self/mounts") as f:
-        return any(line.split()[1].replace("\\040", " ") == t for line in f)
+        return [line.split()[1].replace("\\040", " ") for line in f]
+
+
+def is_mounted(target: Path | str) -> bool:
+    """Whether ``target`` is a mount point (a bind of a directory of the same filesystem
+    included, which ``os.path.ismount`` does not see)."""
+    return str(target) in mount_targets()
+
+
+def mounts_under(path: Path | str, *prefixes: str) -> list[str]:
+    """Mount points at or under ``path`` (or starting with one of ``prefixes``), deepest
+    first: the order to unmount them in."""
+    p = str(path)
+    out = [t for t in mount_targets()
+           if t == p or t.startswith(p + "/") or any(t.startswith(x) for x in prefixes)]
+    return sorted(out, key=lambda t: -t.count("/"))
 
 
 class Mounts:
@@ -33,16 +47,7 @@ class Mounts:
     def under_base(self) -> list[str]:
         """Mounts of this lab: under its base dir, and its ceph-volume tmpfs data dirs
         (deepest first)."""
-        base = str(self.lab.base)
-        cv = f"{self.lab.cv_osd_root}/{self.lab.cv_cluster}-"
-        out = []
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                parts = line.split()
-                target = parts[1].replace("\\040", " ")
-                if target == base or target.startswith(base + "/") or target.startswith(cv):
-                    out.append(target)
-        return sorted(out, key=lambda t: -t.count("/"))
+        return mounts_under(self.lab.base, f"{self.lab.cv_osd_root}/{self.lab.cv_cluster}-")
 
     def loop_devices(self) -> dict[str, str]:
         """Loop devices of this lab: device -> backing file."""

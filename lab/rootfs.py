@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.mounts import is_mounted
+from lab.mounts import is_mounted, mounts_under
 from lab.procs import LabError, run
 from lab.system import HOST, System
 from storage.procs import pid_alive
@@ -109,18 +109,6 @@ def host_mirror(apt: Path = Path("/etc/apt")) -> str | None:
         if len(w) >= 3 and w[0] == "deb" and not w[2].endswith("-security"):
             return w[1]
     return None
-
-
-def mounts_under(path: Path) -> list[str]:
-    """Mount points at or under ``path``, deepest first."""
-    p = str(path)
-    out = []
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            target = line.split()[1].replace("\\040", " ")
-            if target == p or target.startswith(p + "/"):
-                out.append(target)
-    return sorted(out, key=lambda t: -t.count("/"))
 
 
 def _remove_partial(part: Path) -> None:

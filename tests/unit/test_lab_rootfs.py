@@ -14,6 +14,7 @@ import pytest
 import lab.rootfs as rootfs_mod
 from lab import Lab, LabError
 from lab.config import config_text
+from lab.mounts import mounts_under
 from lab.rootfs import (
     MARKER,
     REEF,
@@ -22,7 +23,6 @@ from lab.rootfs import (
     cached_root,
     ensure_built,
     host_mirror,
-    mounts_under,
     system_for,
 )
 from lab.system import HOST
