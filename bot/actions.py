@@ -15,9 +15,72 @@ from typing import Any
 from bot import render as r
 from bot.alerts import AlertmanagerError
 from bot.auth import Level
-from bot.backend import BotError, PlanView
-from bot.core import BotCore, ChannelThrottle, Where, _fmt_exc, log
+from bot.core import BotCore, BotError, ChannelThrottle, Where, _fmt_exc, log
 from bot.store import Button
+from runbooks.bench.api import BenchOptions
+from runbooks.bench.model import Progress as BenchProgress
+from runbooks.model import EventKind, RunEvent
+from stordoc.service.actions import (
+    ActionPlan,
+    ActionRefused,
+    PlanKind,
+    RunReport,
+    bench_option_values,
+    is_bench,
+)
+
+_ICONS = {EventKind.STEP_STARTED: ":arrow_forward:", EventKind.STEP_DONE: ":white_check_mark:",
+          EventKind.STEP_FAILED: ":x:", EventKind.CANCELLED: ":no_entry_sign:",
+          EventKind.VERIFY_STARTED: ":mag:", EventKind.VERIFY_DONE: ":clipboard:",
+          EventKind.DONE: ":checkered_flag:"}
+
+
+def describe_event(ev: RunEvent) -> str | None:
+    """One line for a runbook progress event (None for the plan, already on screen)."""
+    if ev.kind == EventKind.PLAN:
+        return None
+    step = f"step {ev.index}: " if isinstance(ev.index, int) else ""
+    if ev.kind == EventKind.STEP_STARTED:
+        return f"{_ICONS[EventKind.STEP_STARTED]} {step}{ev.title}" + (
+            f"\n`$ {ev.message}`" if ev.message else "")
+    icon = _ICONS.get(EventKind(ev.kind), "•")
+    text = f"{step}{ev.title}" if ev.title else step.rstrip(": ")
+    return f"{icon} {text}: {ev.message}" if text and ev.message else f"{icon} {text or ev.message}"
+
+
+def bench_options(options: Mapping[str, str]) -> BenchOptions:
+    """Typed benchmark options from ``key=value`` words (the grammar types and bounds
+    each value); ``force``/``keep`` stay CLI-only."""
+    from bot.grammar import GrammarError, bench_option
+
+    kw: dict[str, Any] = {}
+    for k, v in options.items():
+        try:
+            field_, value = bench_option(k, v)
+        except GrammarError as e:
+            raise BotError(str(e)) from None
+        kw[field_] = value
+    try:
+        return BenchOptions(**bench_option_values(kw))
+    except (TypeError, ValueError) as e:
+        raise BotError(f"bench options: {e}") from None
+
+
+def _bench_lines(rep: RunReport) -> tuple[str, list[str]]:
+    """(verdict, detail lines) of a finished benchmark, for its thread."""
+    b = rep.bench
+    if b is None:
+        return "no comparison", []
+    details: list[str] = []
+    for res in b.report.results:
+        p50 = f"{res.lat_p50_ms:.1f}" if res.lat_p50_ms is not None else "-"
+        p99 = f"{res.lat_p99_ms:.1f}" if res.lat_p99_ms is not None else "-"
+        details.append(f"{res.workload}: {res.ops_s:.1f} ops/s, {res.mb_s:.2f} MB/s, "
+                       f"latency p50 {p50} ms p99 {p99} ms, errors {res.errors}")
+    details += b.details
+    verdict = "; ".join(f"{w}: {v}" for w, v in b.verdicts) or "; ".join(
+        c for c in b.comparisons if c.startswith("no comparison")) or "no comparison"
+    return verdict, details
 
 
 class ThreadFeed:
@@ -71,7 +134,7 @@ class Actions(BotCore):
 
     def plan_reply(self, where: Where, cluster: str, runbook: str, target: str,
                    buttons: bool, options: Mapping[str, Any] | None = None) -> r.Reply:
-        pv = self.backend.plan(cluster, runbook, target, where.user, options)
+        pv = self._plan(cluster, runbook, target, where.user, options)
         two = self.auth.two_person(cluster)
         conf = canc = None
         if buttons:
@@ -80,16 +143,29 @@ class Actions(BotCore):
                                          self.ttl, {"confirm": conf})
             self.store.new_button(
                 "confirm", cluster, runbook, target, where.user, self.ttl,
-                {"cancel": canc, "lines": pv.lines, "second_person": pv.second_person,
-                 "options": dict(options or {})}, token=conf)
+                {"cancel": canc, "fingerprint": pv.fingerprint,
+                 "second_person": pv.second_person, "options": dict(options or {})},
+                token=conf)
             with self._plans_lock:
                 now = time.monotonic()
                 self._plans = {k: v for k, v in self._plans.items()
                                if now - v[1] < self.ttl}  # expired plans: forget them
                 self._plans[conf] = (pv, now)
         self._audit(where, cluster, "plan", "shown", f"{runbook} {target}")
-        return r.plan_reply(cluster, runbook, target, pv.lines, conf, canc, where.user,
+        return r.plan_reply(cluster, runbook, target, list(pv.lines), conf, canc, where.user,
                             self.ttl, pv.second_person, two)
+
+    def _plan(self, cluster: str, runbook: str, target: str, user: str,
+              options: Mapping[str, Any] | None) -> ActionPlan:
+        """The service's plan; a benchmark's words are typed first (the grammar's)."""
+        opts: Mapping[str, Any] | BenchOptions | None = options
+        if is_bench(runbook):
+            opts = bench_options(options or {})
+        try:
+            return self.backend.actions.plan(cluster, runbook, target, source="slack",
+                                             user=user, options=opts)
+        except ActionRefused as e:
+            raise BotError(f"refused: {e}") from None
 
     def _button(self, where: Where, token: str, kind: str) -> Button | None:
         b = self.store.button(token)
@@ -170,12 +246,12 @@ class Actions(BotCore):
         pv = kept[0] if kept else None
         if pv is None:  # restarted since the plan was shown: plan again, must be identical
             try:
-                pv = self.backend.plan(b.cluster, b.runbook, b.target, b.requested_by,
-                                       b.data.get("options") or {})
+                pv = self._plan(b.cluster, b.runbook, b.target, b.requested_by,
+                                b.data.get("options") or {})
             except BotError as e:
                 self._refuse(where, str(e))
                 return
-            if pv.lines != list(b.data.get("lines") or []):
+            if pv.fingerprint != b.data.get("fingerprint"):
                 self._refuse(where, "the plan changed since it was shown: press Fix again")
                 return
         cancel_tok = str(b.data.get("cancel", ""))
@@ -195,7 +271,7 @@ class Actions(BotCore):
         self.runs.append(t)
         t.start()
 
-    def _run(self, where: Where, msg_ts: str, b: Button, pv: PlanView, head: str,
+    def _run(self, where: Where, msg_ts: str, b: Button, pv: ActionPlan, head: str,
              lines_block: list[r.Block]) -> None:
         thread = where.thread_ts or msg_ts
 
@@ -207,14 +283,24 @@ class Actions(BotCore):
         feed.push(f":arrow_forward: `{b.runbook} {b.target}` started by <@{where.user}>")
         cancel = threading.Event()
         files: list[tuple[str, str, str]] = []
+        ok = False
         try:
-            res = self.backend.execute(pv, b.requested_by, where.user, feed.push, cancel)
-            files = res.files
+            res = self.backend.actions.execute(
+                pv, where.user, lambda ev: _maybe(feed.push, describe_event(ev)), cancel,
+                _bench_progress(feed.push))
+            ok = res.ok
             icon = ":white_check_mark:" if res.ok else ":x:"
-            status = f"{icon} {res.summary}"
+            status = f"{icon} {res.outcome}: {res.message}"
             verification = res.verification
-            for line in res.details:
-                feed.push(line)
+            if not res.ok and res.not_done:
+                verification += "; not done: " + "; ".join(res.not_done[:5])
+            if res.kind is PlanKind.BENCH:
+                verification, details = _bench_lines(res)
+                files = self._bench_chart(res, b.cluster)
+                for line in details:
+                    feed.push(line)
+        except ActionRefused as e:
+            status, verification = f":x: refused: {e}", "not run"
         except Exception as e:
             log.error("runbook failed: %s", self.redactor.text(_fmt_exc()))
             status = f":x: runbook error: {type(e).__name__}: {self.redactor.text(str(e))[:300]}"
@@ -238,21 +324,30 @@ class Actions(BotCore):
                                 text=r.clip(f"{head}: {status}", 2900),
                                 blocks=[r.header(head), *lines_block,
                                         r.context(r.clip(self.redactor.text(closing), 2900))])
-        if status.startswith(":white_check_mark:"):
+        if ok:
             self._follow(where, thread, b)
+
+    def _bench_chart(self, rep: RunReport, cluster: str) -> list[tuple[str, str, str]]:
+        """The benchmark's chart as a PNG for the thread (a bonus: figures are posted)."""
+        import tempfile
+
+        b = rep.bench
+        if b is None or not b.rows:
+            return []
+        path = tempfile.mkstemp(prefix="stordoc-bench-", suffix=".png")[1]
+        try:
+            self.backend.actions.chart_png(b, path)
+        except Exception as e:
+            Path(path).unlink(missing_ok=True)
+            log.warning("no chart: %s", self.redactor.text(str(e))[:200])
+            return []
+        kind = rep.bench.report.kind if rep.bench is not None else "bench"
+        return [(path, f"bench-{kind}-{b.group_id}.png", f"bench {kind} on {cluster}")]
 
     def _follow(self, where: Where, thread: str, b: Button) -> None:
         """After a successful OSD/pool fix: one thread message saying what the cluster
         still does (peering, recovery, Ceph's ETA), updated until clean or 3 minutes."""
-        from runbooks.aftermath import Aftermath, follow, worth_following
-
-        if not worth_following(b.runbook):
-            return
-        try:
-            ctx = self.backend.env.run_context(b.cluster, source="slack")
-        except Exception as e:  # settings changed under us: say nothing rather than fail
-            log.warning("no follow-up: %s", self.redactor.text(str(e))[:200])
-            return
+        from runbooks.aftermath import Aftermath
         ts: list[str] = []
 
         def show(am: Aftermath) -> None:
@@ -267,11 +362,31 @@ class Actions(BotCore):
                 self.client.chat_update(channel=where.channel, ts=ts[0], text=text)
 
         try:
-            am = follow(ctx, show, timeout_s=180.0, interval_s=3.0, cancel=self._closing)
-            if not am.clean and not self._closing.is_set():
+            am = self.backend.actions.follow(b.cluster, b.runbook, show, self._closing,
+                                             source="slack", timeout_s=180.0, interval_s=3.0)
+            if am is not None and not am.clean and not self._closing.is_set():
                 show(Aftermath(False, am.num_pgs, am.unclean, am.inactive, am.states,
                                am.events, am.eta_s, "still not clean after 3 minutes: "
                                f"{am.line}"))
         except Exception as e:
             log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 
+
+
+def _maybe(fn: Callable[[str], None], line: str | None) -> None:
+    if line:
+        fn(line)
+
+
+def _bench_progress(push: Callable[[str], None]) -> Callable[[BenchProgress], None]:
+    """A line per phase and about every 5 s, not per tick."""
+    last: dict[str, Any] = {"at": 0.0, "phase": ""}
+
+    def progress(p: BenchProgress) -> None:
+        now = time.monotonic()
+        if p.phase == last["phase"] and now - float(last["at"]) < 5.0:
+            return
+        last.update(at=now, phase=p.phase)
+        push(f":stopwatch: {p.phase} {p.rep}/{p.reps}: {p.elapsed_s:.0f}/"
+             f"{p.planned_s:.0f} s, {p.ops_s:.0f} ops/s, {p.mb_s:.1f} MB/s")
+    return progress

@@ -381,7 +381,7 @@ class AlertDesk:
     def handle(self, p: AmPayload, cluster: str, received: float) -> None:
         """Run the check, then post or thread (one cluster at a time: no double posts)."""
         with self._lock(cluster):
-            out = self.bot.backend.check_since(cluster, p.since(), source="alert")
+            out = self.bot.backend.check(cluster, "alert", since=p.since())
             incidents = list(out.incidents)
             if p.status == "firing":
                 self._firing(p, cluster, out, related(incidents, p.alerts))
@@ -418,11 +418,9 @@ class AlertDesk:
 
     def mute(self, cluster: str, code: str, entity: str, until: float, user: str,
              reason: str) -> None:
-        """stordoc's own mute (storage/mutes.py when present on this cluster's journal)."""
-        from storage.mutes import add_mute
-
-        add_mute(self.bot.backend.env.journal, cluster, code, entity or None, until,
-                 f"slack:{user}", reason)
+        """stordoc's own mute of an incident's root finding, same expiry as the silence."""
+        self.bot.backend.records.mute(cluster, code, entity or None, until - time.time(),
+                                      reason, f"slack:{user}")
 
     def _firing(self, p: AmPayload, cluster: str, out: CheckOutcome,
                 incidents: Sequence[Incident]) -> None:
@@ -488,8 +486,7 @@ class AlertDesk:
                 while time.monotonic() < deadline and not self.stop.wait(self.follow_every_s):
                     if self.thread(th.key) is None:  # closed meanwhile (watch, an alert)
                         return
-                    out = self.bot.backend.check_since(th.cluster, time.time(),
-                                                       source="alert")
+                    out = self.bot.backend.check(th.cluster, "alert", since=time.time())
                     if out.report.verdict != 3 and th.incident not in present(out):
                         with self._lock(th.cluster):
                             if self.thread(th.key) is not None:

@@ -22,11 +22,12 @@ from slack_sdk import WebClient
 from bot.actions import ThreadFeed
 from bot.alerts import AlertConfig, AlertDesk
 from bot.auth import Authorizer, RoleSpec
-from bot.backend import Backend, PlanView
 from bot.commands import Commands, Handler
 from bot.core import ChannelThrottle, Where, log
 from bot.redact import Redactor
 from bot.store import BotStore
+from stordoc.service import Service
+from stordoc.service.actions import ActionPlan
 
 # the bot's parts live in bot.core (delivery), bot.commands (the command table) and
 # bot.actions (the buttons); these names stay importable from here
@@ -41,7 +42,7 @@ class StordocBot(Commands):
     """The bot: one bolt App, its listeners, a worker pool and the server-side state
     (commands: ``bot.commands.Commands``; buttons: ``bot.actions.Actions``)."""
 
-    def __init__(self, backend: Backend, *, bot_token: str, signing_secret: str,
+    def __init__(self, backend: Service, *, bot_token: str, signing_secret: str,
                  command: str = "/stordoc", api_base_url: str | None = None,
                  button_ttl_s: int = 900, roles: Mapping[str, RoleSpec] | None = None,
                  admins: Iterable[str] = (), workers: int = 8, working_after_s: float = 2.5,
@@ -62,7 +63,7 @@ class StordocBot(Commands):
         self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
         self.throttle = ChannelThrottle(throttle_s)
-        self._plans: dict[str, tuple[PlanView, float]] = {}
+        self._plans: dict[str, tuple[ActionPlan, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
         self._closing = threading.Event()  # ends follow-ups when the bot stops

@@ -7,10 +7,10 @@ in ``_COMMANDS`` and calls that ``_cmd_*`` handler, which returns the reply.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 from bot import grammar as g
@@ -18,27 +18,16 @@ from bot import render as r
 from bot.actions import Actions
 from bot.alerts import AlertmanagerError
 from bot.auth import Level
-from bot.backend import BotError
-from bot.core import Where
+from bot.core import BotError, Where
 from checks.incidents import Incident, correlate
-from checks.model import Finding, Severity
+from checks.model import Finding
 from checks.service import CheckOutcome
 from storage.model import CephState
 from stordoc.service import fixes
+from stordoc.service.records import MuteRefused, UnknownCode
 
 # a command handler: (bot, where, cluster, the parsed command) -> the reply
 Handler = Callable[["Commands", Where, str, Any], r.Reply]
-
-
-def _finding_from_row(row: Mapping[str, Any]) -> Finding:
-    ev = row.get("evidence") or "{}"
-    try:
-        evd = json.loads(ev) if isinstance(ev, str) else dict(ev)
-    except ValueError:
-        evd = {}
-    return Finding(row["code"], Severity[str(row["severity"]).upper()], row["entity"],
-                   row["message"], evd, row.get("runbook"), row.get("target"),
-                   row.get("since"))
 
 
 class Commands(Actions):
@@ -47,7 +36,7 @@ class Commands(Actions):
     def run_text(self, where: Where, text: str) -> None:
         """Parse, authorize and answer one command (runs in the worker pool)."""
         try:
-            cmd = g.parse(text, self.backend.runbook_names())
+            cmd = g.parse(text, self.backend.actions.runbooks() or None)
         except g.GrammarError as e:
             self._audit(where, None, "command", "bad input", text[:200])
             self._refuse(where, str(e))
@@ -99,7 +88,7 @@ class Commands(Actions):
 
             # its own small pool: waiting on the bot's pool from inside it could deadlock
             with ThreadPoolExecutor(max_workers=min(8, len(visible))) as ex:
-                outs = list(ex.map(self.backend.check, visible))
+                outs = list(ex.map(lambda c: self.backend.check(c, "slack"), visible))
             return r.all_clusters_reply([
                 (o.report.verdict, headline(o.report.cluster, o.report.verdict,
                                               o.incidents, len(o.report.findings)))
@@ -142,30 +131,27 @@ class Commands(Actions):
                    cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
         """Mutes with expiry from chat (operators only for mute/unmute), by Slack user ID,
         in the same journal table as the CLI's (storage/mutes.py)."""
-        from storage import mutes
-
-        journal = self.backend.env.journal
+        recs = self.backend.records
         if isinstance(cmd, g.MuteList):
             now = time.time()
             rows = [{"what": m.what, "state": "active" if m.active(now) else (
                 "removed" if m.removed_at else "expired"), "until": _utc(m.until),
-                "by": m.by, "reason": m.reason} for m in mutes.list_mutes(journal, cluster, 20)]
+                "by": m.by, "reason": m.reason} for m in recs.mutes(cluster, 20)]
             return r.rows_reply(f"{cluster}: mutes", rows,
                                 ("what", "state", "until", "by", "reason"))
-        import checks.catalog  # noqa: F401
-        from checks.model import REGISTRY
-
-        if cmd.code not in REGISTRY.codes:
-            raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, REGISTRY.codes)}")
         if isinstance(cmd, g.Unmute):
-            gone = mutes.remove_mutes(journal, cluster, cmd.code, cmd.entity, where.user)
+            gone = recs.unmute(cluster, cmd.code, cmd.entity, where.user)
             if not gone:
                 raise BotError(f"no active mute of `{cmd.code}"
                                f"{' ' + cmd.entity if cmd.entity else ''}` on {cluster}")
             return r.text_reply(f":bell: unmuted {', '.join(m.what for m in gone)} on "
                                 f"{cluster} by <@{where.user}>")
-        m = mutes.add_mute(journal, cluster, cmd.code, cmd.entity, time.time() + cmd.for_s,
-                           where.user, cmd.reason)
+        try:
+            m = recs.mute(cluster, cmd.code, cmd.entity, cmd.for_s, cmd.reason, where.user)
+        except UnknownCode as e:
+            raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, e.known)}") from None
+        except MuteRefused as e:
+            raise BotError(str(e)) from None
         return r.text_reply(f":no_bell: muted `{m.what}` on {cluster} until {_utc(m.until)} "
                             f"by <@{where.user}>: {r.esc(m.reason)}")
 
@@ -180,7 +166,7 @@ class Commands(Actions):
 
     # ------------------------------------------------------------------ command handlers
     def _cmd_health(self, where: Where, cluster: str, cmd: g.Health) -> r.Reply:
-        out = self.backend.check(cluster)
+        out = self.backend.check(cluster, "slack")
         note = None
         if out.delta is not None and out.delta.previous_run_id is not None:
             note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
@@ -193,16 +179,16 @@ class Commands(Actions):
                               ceph.health_status if ceph else None, note=note)
 
     def _cmd_findings(self, where: Where, cluster: str, cmd: g.Findings) -> r.Reply:
-        rid, rows = self.backend.last_findings(cluster)
-        if rid is None:
+        run, fs = self.backend.records.last_findings(cluster)
+        if run is None:
             return r.text_reply(f"no check run recorded for {cluster} yet: try "
                                 f"`{self.command} health {cluster}`")
-        fs = [_finding_from_row(x) for x in rows]
         return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, fs),
-                                note=f"from check run #{rid}")
+                                note=f"from check run #{run.id}")
 
     def _cmd_history(self, where: Where, cluster: str, cmd: g.History) -> r.Reply:
-        return r.history_reply(cluster, self.backend.history(cluster))
+        return r.history_reply(cluster, [asdict(x) for x in
+                                          self.backend.records.history(cluster, 15)])
 
     def _cmd_silence(self, where: Where, cluster: str, cmd: g.Silence) -> r.Reply:
         try:
@@ -215,9 +201,8 @@ class Commands(Actions):
         return self._silences(cluster)
 
     def _cmd_audit(self, where: Where, cluster: str, cmd: g.Audit) -> r.Reply:
-        rows = self.backend.audit(cluster)
-        for x in rows:
-            x["when"] = _utc(x.get("started_at"))
+        rows = [{**asdict(x), "when": _utc(x.started_at)}
+                for x in self.backend.records.audit(cluster, 15)]
         return r.rows_reply(f"{cluster}: last {len(rows)} runbook runs", rows,
                             ("id", "when", "runbook", "target", "user", "confirmed_by",
                              "source", "outcome", "message"))
@@ -261,7 +246,7 @@ class Commands(Actions):
     def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
         """``fix CODE [TARGET]``: a fresh check, then stordoc.service.fixes' one rule;
         only the wording of its refusals is the bot's."""
-        out = self.backend.check(cluster)
+        out = self.backend.check(cluster, "slack")
         try:
             choice = fixes.choose_fix(out.report.findings, cmd.code, cmd.target)
         except fixes.NoSuchFinding as e:
@@ -280,7 +265,7 @@ class Commands(Actions):
         return self.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
 
     def _cmd_bench(self, where: Where, cluster: str, cmd: g.Bench) -> r.Reply:
-        kinds = self.backend.bench_kinds()
+        kinds = self.backend.actions.bench_kinds()
         if not kinds:
             raise BotError("benchmarks are not available in this installation yet")
         if cmd.kind not in kinds:
@@ -346,9 +331,8 @@ class Commands(Actions):
                              f"{sil.get('comment', '')}")
             if not sils:
                 lines.append("no active Alertmanager silence")
-        from storage.mutes import active_mutes
-
-        for m in active_mutes(self.backend.env.journal, cluster):
+        now = time.time()
+        for m in (m for m in self.backend.records.mutes(cluster) if m.active(now)):
             lines.append(f"mute {m.code} {m.entity or '*'} until "
                          f"{_utc(m.until)} by {m.by}: {m.reason}")
         return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))

@@ -22,11 +22,16 @@ from bot import grammar as g
 from bot import render as r
 from bot.alerts import AlertDesk
 from bot.auth import Authorizer
-from bot.backend import Backend, BotError, PlanView
 from bot.redact import Redactor
 from bot.store import BotStore
+from stordoc.service import Service
+from stordoc.service.actions import ActionPlan
 
 log = logging.getLogger("stordoc.bot")
+
+
+class BotError(Exception):
+    """Something a person asked for that cannot be done; the message says why (one line)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class ChannelThrottle:
 class BotCore:
     """What the commands and the buttons share: the bot's state and its way of answering."""
 
-    backend: Backend
+    backend: Service
     command: str
     ttl: int
     working_after_s: float
@@ -75,7 +80,7 @@ class BotCore:
     auth: Authorizer
     pool: ThreadPoolExecutor
     throttle: ChannelThrottle
-    _plans: dict[str, tuple[PlanView, float]]
+    _plans: dict[str, tuple[ActionPlan, float]]
     _plans_lock: threading.Lock
     runs: list[threading.Thread]
     _closing: threading.Event

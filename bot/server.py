@@ -36,12 +36,12 @@ from slack_sdk.errors import SlackApiError
 from bot import alerts as al
 from bot.app import StordocBot
 from bot.auth import RoleSpec
-from bot.backend import Backend
 from bot.redact import Redactor, install
 from bot.wsgi import drain
 from checks.model import Severity
 from stordoc.env import Env
 from stordoc.errors import UserError
+from stordoc.service import Service
 
 log = logging.getLogger("stordoc.bot")
 PATH = "/slack/events"
@@ -161,7 +161,7 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
     install(red)
     try:
         a = env.settings.alerts
-        bot = StordocBot(Backend(env), bot_token=token, channels=s.channels,
+        bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
                          alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
                                                a.alertmanager_url, a.quiet_hours,
                                                Severity[a.quiet_min_severity.upper()]),

@@ -60,11 +60,8 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     if hist is not None and snap.swift is not None:
         hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift), window)
     if journal is not None:
-        run_id = journal.record_check_run(
-            target.name, report.started_at, report.duration_s + (t1 - t0), report.verdict,
-            report.worst.label if report.worst is not None else None,
-            (f.to_dict() for f in report.findings), source=source,
-            host_facts=snap.host_facts_collected)
+        run_id = _record(journal, target.name, report, t1 - t0, snap.host_facts_collected,
+                         source)
         delta = journal.delta(target.name, run_id)
         report = replace(report, findings=_with_since(journal, target.name, report.findings))
         incidents = correlate(report.findings, snap)
@@ -79,6 +76,23 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
             delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)
     return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1, incidents)
+
+
+def _record(journal: Journal, cluster: str, report: CheckReport, collect_s: float,
+            host_facts: bool, source: str) -> int:
+    return journal.record_check_run(
+        cluster, report.started_at, report.duration_s + collect_s, report.verdict,
+        report.worst.label if report.worst is not None else None,
+        (f.to_dict() for f in report.findings), source=source, host_facts=host_facts)
+
+
+def record_outcome(journal: Journal, cluster: str, out: CheckOutcome, source: str
+                   ) -> CheckOutcome:
+    """Record a run that was made without a journal (a refresh whose findings changed):
+    the outcome with its run id and what is new/resolved against the run before."""
+    run_id = _record(journal, cluster, out.report, out.collect_s,
+                     out.snapshot.host_facts_collected, source)
+    return replace(out, run_id=run_id, delta=journal.delta(cluster, run_id))
 
 
 MAX_SINCE_LOOKUPS = 50

@@ -21,9 +21,11 @@ from checks.engine import run_checks
 from checks.model import Finding
 from runbooks.base import Draft, Runbook, registry
 from runbooks.model import (
+    EventKind,
     HostOp,
     InvalidRequest,
     MonOp,
+    Outcome,
     Plan,
     PlannedStep,
     PyOp,
@@ -34,6 +36,7 @@ from runbooks.model import (
     RunResult,
     StepEnv,
     StepResult,
+    StepStatus,
     WaitOp,
 )
 from runbooks.targets import canonical_target
@@ -138,7 +141,7 @@ def _short(text: str, n: int = 300) -> str:
 
 
 def _run_step(env: StepEnv, step: PlannedStep,
-              cancel: threading.Event) -> tuple[str, int | None, str, str]:
+              cancel: threading.Event) -> tuple[StepStatus, int | None, str, str]:
     """Run one step: (status done|failed|cancelled, rc, stdout, stderr)."""
     from storage.ceph import CephCommandError, CephError
 
@@ -147,13 +150,13 @@ def _run_step(env: StepEnv, step: PlannedStep,
         if isinstance(op, MonOp):
             res = env.ceph.mon(op.prefix, **dict(op.args))
             out = res if isinstance(res, str) else json.dumps(res) if res is not None else ""
-            return "done", 0, out, ""
+            return StepStatus.DONE, 0, out, ""
         if isinstance(op, HostOp):
             r = env.runner.run(op.host, op.argv, timeout_s=step.timeout_s)
             err = r.stderr
             if r.timed_out:
                 err = f"timed out after {step.timeout_s:g} s\n{err}"
-            return ("done" if r.ok else "failed"), r.rc, r.stdout, err
+            return (StepStatus.DONE if r.ok else StepStatus.FAILED), r.rc, r.stdout, err
         if isinstance(op, WaitOp):
             deadline = time.monotonic() + step.timeout_s
             last = ""
@@ -165,24 +168,24 @@ def _run_step(env: StepEnv, step: PlannedStep,
                 except CephError as e:  # unreachable for a moment: keep polling
                     ok, last = False, f"{type(e).__name__}: {e}"
                 if ok:
-                    return "done", 0, last, ""
+                    return StepStatus.DONE, 0, last, ""
                 if time.monotonic() >= deadline:
-                    return "failed", None, "", f"not reached within {step.timeout_s:g} s: {last}"
+                    return StepStatus.FAILED, None, "", f"not reached within {step.timeout_s:g} s: {last}"
                 if cancel.wait(op.interval_s):
-                    return "cancelled", None, "", f"cancelled while waiting: {last}"
+                    return StepStatus.CANCELLED, None, "", f"cancelled while waiting: {last}"
         if isinstance(op, PyOp):
             ok, msg = op.fn(env)
-            return ("done", 0, msg, "") if ok else ("failed", 1, "", msg)
-        return "failed", None, "", "this plan has no runnable operation for the step"
+            return (StepStatus.DONE, 0, msg, "") if ok else (StepStatus.FAILED, 1, "", msg)
+        return StepStatus.FAILED, None, "", "this plan has no runnable operation for the step"
     except HostUnreachable as e:
-        return "failed", None, "", f"host unreachable: {e}"
+        return StepStatus.FAILED, None, "", f"host unreachable: {e}"
     except CephError as e:
         rc = getattr(e, "rc", None)
-        return "failed", rc if isinstance(rc, int) else None, "", str(e)
+        return StepStatus.FAILED, rc if isinstance(rc, int) else None, "", str(e)
     except Refused as e:
-        return "failed", None, "", str(e)
+        return StepStatus.FAILED, None, "", str(e)
     except Exception as e:  # an unexpected error is a failed step, never a half-run mystery
-        return "failed", None, "", f"{type(e).__name__}: {e}"
+        return StepStatus.FAILED, None, "", f"{type(e).__name__}: {e}"
 
 
 def _matches(plan: Plan, f: Finding) -> bool:
@@ -218,7 +221,7 @@ def _bench_after(ctx: RunContext, on_event: EventFn | None,
         return None
     from runbooks.bench.api import BenchLimits, bench_after_fix
 
-    _emit(on_event, RunEvent("bench", None, "benchmark",
+    _emit(on_event, RunEvent(EventKind.BENCH, None, "benchmark",
                              "running a quick RADOS write benchmark after the fix"))
     # a fix (an OSD back in, a remount) sets PGs peering and recovering: give the cluster
     # until the verify deadline to settle before measuring it
@@ -235,7 +238,7 @@ def _bench_after(ctx: RunContext, on_event: EventFn | None,
                 cancel is not None and cancel.is_set()):
             break
         time.sleep(2)
-    _emit(on_event, RunEvent("bench", None, "benchmark",
+    _emit(on_event, RunEvent(EventKind.BENCH, None, "benchmark",
                              f"verdict: {res.get('verdict')}; {res.get('headline', '')}"
                              if res.get("ran") else f"not run: {res.get('reason')}"))
     return res
@@ -295,7 +298,7 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
     try:
         run_id = audit.start_run(ctx.cluster, plan.runbook, plan.target, ctx.user, ctx.source,
                                  plan.to_dict(), confirmed_by=confirmed_by)
-        _emit(on_event, RunEvent("plan", None, plan.runbook, "\n".join(plan.lines())))
+        _emit(on_event, RunEvent(EventKind.PLAN, None, plan.runbook, "\n".join(plan.lines())))
         if any(isinstance(s.op, HostOp) or (isinstance(s.op, PyOp) and s.op.remote)
                for s in plan.steps):
             runner = ctx.runner
@@ -307,14 +310,14 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         undo_of = {s.cleanup_of: s for s in plan.steps if s.cleanup_of is not None}
         done: list[PlannedStep] = []
         stopped: PlannedStep | None = None
-        stop_kind = ""
+        stop_kind: Outcome | None = None
         stop_msg = ""
         for step in plan.steps:
             if cancel.is_set():
-                stop_kind, stop_msg = "cancelled", f"cancelled before step {step.index}"
-                _emit(on_event, RunEvent("cancelled", step.index, step.title, stop_msg))
+                stop_kind, stop_msg = Outcome.CANCELLED, f"cancelled before step {step.index}"
+                _emit(on_event, RunEvent(EventKind.CANCELLED, step.index, step.title, stop_msg))
                 break
-            _emit(on_event, RunEvent("step_started", step.index, step.title, step.command))
+            _emit(on_event, RunEvent(EventKind.STEP_STARTED, step.index, step.title, step.command))
             undo = undo_of.get(step.index)
             if undo is not None and isinstance(undo.op, MonOp):  # owned before it is made
                 audit.own(run_id, ctx.cluster, step.index, step.title, undo.op.prefix,
@@ -332,20 +335,20 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
                 audit.set_owned(run_id, step.cleanup_of, "undone")
             if status == "done":
                 done.append(step)
-                _emit(on_event, RunEvent("step_done", step.index, step.title,
+                _emit(on_event, RunEvent(EventKind.STEP_DONE, step.index, step.title,
                                          _short(out) or "ok"))
                 continue
             stopped = step
             if status == "cancelled":
-                stop_kind, stop_msg = "cancelled", f"cancelled during step {step.index}"
-                _emit(on_event, RunEvent("cancelled", step.index, step.title, stop_msg))
+                stop_kind, stop_msg = Outcome.CANCELLED, f"cancelled during step {step.index}"
+                _emit(on_event, RunEvent(EventKind.CANCELLED, step.index, step.title, stop_msg))
             else:
-                stop_kind = "failed"
+                stop_kind = Outcome.FAILED
                 detail = _short(err or out or "no output")
                 stop_msg = (f"step {step.index} ({step.title}) failed"
                             f"{f' with exit status {rc}' if rc not in (None, 0) else ''}: "
                             f"{detail}")
-                _emit(on_event, RunEvent("step_failed", step.index, step.title, stop_msg))
+                _emit(on_event, RunEvent(EventKind.STEP_FAILED, step.index, step.title, stop_msg))
             break
 
         cleanup_msgs: list[str] = []
@@ -355,7 +358,7 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
             for step in after:
                 if step.cleanup_of is None or step.cleanup_of not in done_idx:
                     continue
-                _emit(on_event, RunEvent("step_started", step.index, step.title,
+                _emit(on_event, RunEvent(EventKind.STEP_STARTED, step.index, step.title,
                                          f"cleanup: {step.command}"))
                 t0 = time.monotonic()
                 status, rc, out, err = _run_step(env, step, threading.Event())
@@ -368,11 +371,11 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
                     done.append(step)
                     audit.set_owned(run_id, step.cleanup_of, "undone")
                     cleanup_msgs.append(f"cleanup step {step.index} ({step.title}) done")
-                    _emit(on_event, RunEvent("step_done", step.index, step.title, "cleanup"))
+                    _emit(on_event, RunEvent(EventKind.STEP_DONE, step.index, step.title, "cleanup"))
                 else:
                     cleanup_msgs.append(f"cleanup step {step.index} ({step.title}) FAILED: "
                                         f"{_short(err)}")
-                    _emit(on_event, RunEvent("step_failed", step.index, step.title,
+                    _emit(on_event, RunEvent(EventKind.STEP_FAILED, step.index, step.title,
                                              f"cleanup failed: {_short(err)}"))
 
         done_idx = {s.index for s in done}
@@ -386,14 +389,14 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
             if cleanup_msgs:
                 msg += ". " + "; ".join(cleanup_msgs)
             audit.finish_run(run_id, stop_kind, msg, {})
-            _emit(on_event, RunEvent("done", None, stop_kind, msg))
+            _emit(on_event, RunEvent(EventKind.DONE, None, stop_kind, msg, ok=False))
             return RunResult(run_id, stop_kind, msg, tuple(results), done_t, not_done_t, None)
 
-        _emit(on_event, RunEvent("verify_started", None, "verify",
+        _emit(on_event, RunEvent(EventKind.VERIFY_STARTED, None, "verify",
                                  f"re-running {', '.join(plan.verify_codes)}"))
         ok, left, vmsg = verify(ctx, plan, cancel)
-        _emit(on_event, RunEvent("verify_done", None, "verify", vmsg))
-        outcome = "success" if ok else "verify_failed"
+        _emit(on_event, RunEvent(EventKind.VERIFY_DONE, None, "verify", vmsg, ok=ok))
+        outcome = Outcome.SUCCESS if ok else Outcome.VERIFY_FAILED
         msg = (f"{plan.runbook} {plan.target}: {len(done_t)} step(s) done; "
                + (f"verified: {', '.join(plan.verify_codes)} cleared" if ok else vmsg))
         bench = _bench_after(ctx, on_event, cancel) if ok else None
@@ -403,7 +406,7 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         audit.finish_run(run_id, outcome, msg,
                          {"verified": ok, "message": vmsg,
                           "findings": [f.to_dict() for f in left], "bench": bench})
-        _emit(on_event, RunEvent("done", None, outcome, msg))
+        _emit(on_event, RunEvent(EventKind.DONE, None, outcome, msg, ok=ok))
         return RunResult(run_id, outcome, msg, tuple(results), done_t, not_done_t, ok, left,
                          bench)
     except BaseException as e:
@@ -445,10 +448,10 @@ def reconcile(ctx: RunContext) -> list[Leftover]:
     audit = Audit(ctx.journal, ctx.secrets)
     for run in audit.dead_runs(ctx.cluster):
         steps = audit.steps(int(run["id"]))
-        done = [f"{s['idx']}. {s['title']}" for s in steps if s["status"] == "done"]
+        done = [f"{s.idx}. {s.title}" for s in steps if s.status == "done"]
         planned = (run.get("plan") or {}).get("steps", []) if isinstance(run.get("plan"),
                                                                            dict) else []
-        done_idx = {s["idx"] for s in steps if s["status"] == "done"}
+        done_idx = {s.idx for s in steps if s.status == "done"}
         not_done = [f"{p['index']}. {p['title']}" for p in planned
                     if p.get("index") not in done_idx]
         audit.finish_run(int(run["id"]), "interrupted",

@@ -12,6 +12,7 @@ import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from checks.model import Finding, Thresholds
@@ -251,15 +252,50 @@ class Plan:
 # ------------------------------------------------------------------ running
 
 
+class EventKind(StrEnum):
+    """What a progress event says happened (a str, so logs and old callers read it)."""
+
+    PLAN = "plan"
+    STEP_STARTED = "step_started"
+    STEP_DONE = "step_done"
+    STEP_FAILED = "step_failed"
+    CANCELLED = "cancelled"
+    VERIFY_STARTED = "verify_started"
+    VERIFY_DONE = "verify_done"
+    BENCH = "bench"  # the benchmark run after a fix (bench_after_fix)
+    DONE = "done"
+
+
+class StepStatus(StrEnum):
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+class Outcome(StrEnum):
+    """How a run ended, as audited (``running`` while it runs, ``interrupted`` when its
+    process died mid-run, ``refused`` when it never started)."""
+
+    SUCCESS = "success"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    VERIFY_FAILED = "verify_failed"
+    REFUSED = "refused"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+
+
 @dataclass(frozen=True)
 class RunEvent:
-    """Progress for a front end. kinds: plan, step_started, step_done, step_failed,
-    cancelled, verify_started, verify_done, done."""
+    """Progress for a front end. On ``verify_done`` and ``done``, ``ok`` says whether
+    verification passed / the run succeeded, so no front end reads it from the prose."""
 
-    kind: str
+    kind: EventKind
     index: int | None = None
     title: str = ""
     message: str = ""
+    ok: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -268,7 +304,7 @@ class StepResult:
     title: str
     where: str
     command: str
-    status: str  # "done" | "failed" | "skipped"
+    status: StepStatus
     rc: int | None
     stdout: str
     stderr: str
@@ -281,7 +317,7 @@ class StepResult:
 @dataclass(frozen=True)
 class RunResult:
     run_id: int | None
-    outcome: str  # "success" | "failed" | "cancelled" | "verify_failed"
+    outcome: Outcome
     message: str
     steps: tuple[StepResult, ...]
     done: tuple[str, ...]

@@ -116,6 +116,72 @@ def _pk(table: Any) -> int:
     return int(pk) if pk is not None else 0
 
 
+def _json_obj(v: Any) -> Mapping[str, Any]:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return {}
+    return v if isinstance(v, dict) else {}
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One runbook or benchmark run as audited: who asked, who confirmed, the plan shown,
+    how it ended and what verification said."""
+
+    id: int
+    cluster: str
+    runbook: str
+    target: str
+    user: str
+    source: str
+    confirmed_by: str
+    plan: Mapping[str, Any]
+    started_at: float
+    finished_at: float | None
+    outcome: str  # running, success, failed, cancelled, verify_failed, refused, interrupted
+    message: str
+    verify: Mapping[str, Any]
+    pid: int | None
+    host: str | None
+
+    @classmethod
+    def from_row(cls, r: Mapping[str, Any]) -> AuditRun:
+        return cls(int(r["id"]), str(r["cluster"]), str(r["runbook"]), str(r["target"]),
+                   str(r["user"] or ""), str(r["source"] or ""), str(r["confirmed_by"] or ""),
+                   _json_obj(r["plan"]), float(r["started_at"]),
+                   None if r["finished_at"] is None else float(r["finished_at"]),
+                   str(r["outcome"] or ""), str(r["message"] or ""), _json_obj(r["verify"]),
+                   None if r.get("pid") is None else int(r["pid"]), r.get("host"))
+
+
+@dataclass(frozen=True)
+class AuditStep:
+    """One step of an audited run: where it ran, the exact command, what came back."""
+
+    id: int
+    run_id: int
+    idx: int
+    title: str
+    host: str
+    command: str
+    rc: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    status: str  # done, failed, skipped
+    at: float
+
+    @classmethod
+    def from_row(cls, r: Mapping[str, Any]) -> AuditStep:
+        return cls(int(r["id"]), int(r["run_id"]), int(r["idx"]), str(r["title"] or ""),
+                   str(r["host"] or ""), str(r["command"] or ""),
+                   None if r["rc"] is None else int(r["rc"]), str(r["stdout"] or ""),
+                   str(r["stderr"] or ""), float(r["duration_s"] or 0.0),
+                   str(r["status"] or ""), float(r["at"] or 0.0))
+
+
 class Audit:
     """Runs, steps and locks in the journal. Thread-safe through the journal's lock."""
 
@@ -307,15 +373,16 @@ class Audit:
                     pass
         return row
 
-    def runs(self, limit: int = 20, cluster: str | None = None) -> list[dict[str, Any]]:
+    def runs(self, limit: int = 20, cluster: str | None = None) -> list[AuditRun]:
+        """The newest runs first."""
         where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
-        return [self._decode(dict(r)) for r in self.db.table("runbook_runs").rows_where(
+        return [AuditRun.from_row(r) for r in self.db.table("runbook_runs").rows_where(
             where, args, order_by="id desc", limit=limit)]
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
+    def run(self, run_id: int) -> AuditRun | None:
         rows = list(self.db.table("runbook_runs").rows_where("id = ?", [run_id]))
-        return self._decode(dict(rows[0])) if rows else None
+        return AuditRun.from_row(rows[0]) if rows else None
 
-    def steps(self, run_id: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in
+    def steps(self, run_id: int) -> list[AuditStep]:
+        return [AuditStep.from_row(r) for r in
                 self.db.table("runbook_steps").rows_where("run_id = ?", [run_id], order_by="id")]

@@ -30,6 +30,56 @@ class FindingDelta:
     previous_run_id: int | None
 
 
+@dataclass(frozen=True)
+class CheckRun:
+    """One recorded check run (a row of ``check_runs``)."""
+
+    id: int
+    cluster: str
+    started_at: float
+    duration_s: float
+    exit_code: int  # the run's ExitStatus value: 0 ok, 1 warnings, 2 critical, 3 unreachable
+    worst: str  # the worst severity's label, "ok" when nothing was found
+    n_findings: int
+    source: str  # cli, slack, tui, watch, alert...
+    host_facts: bool  # the hosts were inspected too (not a Ceph/Swift-only look)
+
+    @classmethod
+    def from_row(cls, r: Mapping[str, Any]) -> CheckRun:
+        return cls(int(r["id"]), str(r["cluster"]), float(r["started_at"]),
+                   float(r["duration_s"] or 0.0), int(r["exit_code"] or 0),
+                   str(r["worst"] or "ok"), int(r["n_findings"] or 0),
+                   str(r["source"] or ""), bool(r["host_facts"]))
+
+
+@dataclass(frozen=True)
+class FindingRecord:
+    """One finding as the journal kept it (a row of ``findings``)."""
+
+    id: int
+    run_id: int
+    cluster: str
+    code: str
+    severity: str
+    entity: str
+    message: str
+    evidence: Mapping[str, Any]
+    runbook: str | None
+    target: str | None
+    since: float | None
+
+    @classmethod
+    def from_row(cls, r: Mapping[str, Any]) -> FindingRecord:
+        try:
+            ev = json.loads(r["evidence"] or "{}")
+        except ValueError:
+            ev = {}
+        return cls(int(r["id"]), int(r["run_id"]), str(r["cluster"]), str(r["code"]),
+                   str(r["severity"]), str(r["entity"]), str(r["message"] or ""),
+                   ev if isinstance(ev, dict) else {}, r["runbook"], r["target"],
+                   None if r["since"] is None else float(r["since"]))
+
+
 class Journal:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -130,13 +180,15 @@ class Journal:
         return FindingDelta(tuple(sorted(now - before)), tuple(sorted(now & before)),
                             tuple(sorted(before - now)), prev)
 
-    def runs(self, cluster: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    def runs(self, cluster: str | None = None, limit: int = 20) -> list[CheckRun]:
+        """The newest check runs first."""
         where, args = ("cluster = ?", [cluster]) if cluster else (None, [])
-        return list(self.db.table("check_runs").rows_where(where, args, order_by="id desc",
-                                                      limit=limit))
+        return [CheckRun.from_row(r) for r in self.db.table("check_runs").rows_where(
+            where, args, order_by="id desc", limit=limit)]
 
-    def findings_of(self, run_id: int) -> list[dict[str, Any]]:
-        return list(self.db.table("findings").rows_where("run_id = ?", [run_id], order_by="id"))
+    def findings_of(self, run_id: int) -> list[FindingRecord]:
+        return [FindingRecord.from_row(r) for r in self.db.table("findings").rows_where(
+            "run_id = ?", [run_id], order_by="id")]
 
     def first_seen(self, cluster: str, code: str, entity: str) -> float | None:
         """Start of the current unbroken streak of runs that reported this finding."""

@@ -1,9 +1,10 @@
 """What the TUI needs from the rest of stordoc, as one small protocol.
 
 The App takes a ``Backend`` in its constructor (harlequin-style), so tests inject a real
-lab ``Env`` (``EnvBackend``) or captured data (``SnapshotBackend``: the real check engine
-run on a snapshot built from captured JSON). Every method may block: the App calls them
-only from thread workers, never on the event loop.
+lab ``Env`` (``EnvBackend``: the application service, ``stordoc.service``) or captured
+data (``SnapshotBackend``: the real check engine run on a snapshot built from captured
+JSON). Every method may block: the App calls them only from thread workers, never on the
+event loop. The adapter only turns the service's objects into what the screens draw.
 """
 
 from __future__ import annotations
@@ -18,8 +19,18 @@ from checks.engine import CheckReport
 from checks.incidents import correlate
 from checks.model import Finding
 from checks.service import CheckOutcome
+from runbooks.bench.model import Progress as BenchProgress
+from runbooks.model import EventKind, RunEvent
+from storage.audit import AuditRun, AuditStep
+from storage.journal import CheckRun, FindingRecord
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
+from stordoc.env import Env
+from stordoc.service import Service
+from stordoc.service.actions import ActionPlan, RunReport
+from stordoc.service.actions import ActionRefused as ServiceRefused
+from stordoc.service.inspect import RecordPolicy
+from stordoc.service.records import AlertPost, MuteRefused
 
 
 class ActionRefused(Exception):
@@ -27,21 +38,10 @@ class ActionRefused(Exception):
 
 
 @dataclass(frozen=True)
-class PlanView:
-    """A plan as the TUI shows it: the exact commands, per host, before confirmation."""
-
-    runbook: str
-    target: str
-    lines: tuple[str, ...]
-    destructive: bool = True
-    raw: Any = None  # the runbooks layer's own Plan, handed back to execute()
-
-
-@dataclass(frozen=True)
-class RunEvent:
+class LogLine:
     """One line of the live step log."""
 
-    kind: str  # "step-start", "step-ok", "step-failed", "output", "verify", "info"
+    kind: str  # an EventKind, or "info" for the aftermath lines
     text: str
     ok: bool | None = None
 
@@ -51,10 +51,10 @@ class RunView:
     ok: bool
     summary: str
     verification: tuple[str, ...] = ()
-    run_id: Any = None
+    run_id: int | None = None
 
 
-EventSink = Callable[[RunEvent], None]
+LogSink = Callable[[LogLine], None]
 
 
 @dataclass(frozen=True)
@@ -94,26 +94,27 @@ class Backend(Protocol):
     def runbooks(self) -> Sequence[str]: ...
 
     def plan(self, cluster: str, runbook: str, target: str,
-             options: Mapping[str, Any] | None = None) -> PlanView: ...
+             options: Mapping[str, Any] | None = None) -> ActionPlan: ...
 
-    def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
+    def execute(self, cluster: str, plan: ActionPlan, on_event: LogSink,
                 cancel: threading.Event) -> RunView: ...
 
-    def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
+    def history(self, cluster: str, limit: int = 50) -> list[CheckRun]: ...
 
-    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]: ...
+    def alert_stream(self, limit: int = 20) -> list[AlertPost]: ...
 
-    def findings_of(self, run_id: int) -> list[dict[str, Any]]: ...
+    def findings_of(self, run_id: int) -> list[FindingRecord]: ...
 
-    def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]: ...
+    def audit(self, cluster: str, limit: int = 50) -> list[AuditRun]: ...
 
-    def audit_steps(self, run_id: int) -> list[dict[str, Any]]: ...
+    def audit_steps(self, run_id: int) -> list[AuditStep]: ...
 
     def bench_available(self) -> bool: ...
 
-    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView: ...
+    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]
+                   ) -> ActionPlan: ...
 
-    def bench_run(self, cluster: str, plan: PlanView, on_progress: ProgressSink,
+    def bench_run(self, cluster: str, plan: ActionPlan, on_progress: ProgressSink,
                   cancel: threading.Event) -> BenchView: ...
 
     def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]: ...
@@ -128,51 +129,32 @@ class Backend(Protocol):
 # --------------------------------------------------------------------------- adapters
 
 
-def _plan_lines(plan: Any) -> tuple[str, ...]:
-    lines = getattr(plan, "lines", None)
-    if callable(lines):
-        return tuple(str(x) for x in lines())
-    if lines is not None:
-        return tuple(str(x) for x in lines)
-    steps = getattr(plan, "steps", ()) or ()
-    return tuple(str(s) for s in steps)
-
-
-def _event_text(ev: Any) -> RunEvent:
-    """Turn a ``runbooks.model.RunEvent`` (kind, index, title, message) into a log line."""
-    if isinstance(ev, RunEvent):
-        return ev
-    if isinstance(ev, str):
-        return RunEvent("info", ev)
-    kind = str(getattr(ev, "kind", "info"))
-    idx = getattr(ev, "index", None)
-    title = str(getattr(ev, "title", "") or "")
-    msg = str(getattr(ev, "message", "") or "")
-    head = f"{idx}. {title}" if idx is not None else title
-    if kind == "plan":
+def log_line(ev: RunEvent) -> LogLine:
+    """A runbook's progress event as a line of the step log (``ok`` comes typed from the
+    runbook: never read from the wording)."""
+    head = f"{ev.index}. {ev.title}" if ev.index is not None else ev.title
+    if ev.kind is EventKind.PLAN:
         text = "plan confirmed; running"
-    elif kind == "step_started":
-        text = f"{head}\n    $ {msg}" if msg else head
+    elif ev.kind is EventKind.STEP_STARTED:
+        text = f"{head}\n    $ {ev.message}" if ev.message else head
     else:
-        text = f"{head}: {msg}" if head and msg else (head or msg)
-    ok = {"step_done": True, "step_failed": False, "cancelled": False}.get(kind)
-    if kind in ("done", "verify_done"):
-        ok = title in ("success", "verify") and "still failing" not in msg \
-            if kind == "verify_done" else title == "success"
-    return RunEvent(kind, text, ok)
+        text = f"{head}: {ev.message}" if head and ev.message else (head or ev.message)
+    ok = ev.ok
+    if ok is None:
+        ok = {EventKind.STEP_DONE: True, EventKind.STEP_FAILED: False,
+              EventKind.CANCELLED: False}.get(EventKind(ev.kind))
+    return LogLine(str(ev.kind), text, ok)
 
 
-def _run_view(res: Any) -> RunView:
-    ok = bool(getattr(res, "ok", False))
-    msg = str(getattr(res, "message", "") or ("succeeded" if ok else "failed"))
+def _run_view(res: RunReport) -> RunView:
     ver: list[str] = []
-    verified = getattr(res, "verified", None)
-    if verified is not None:
-        ver.append("verified: the triggering checks cleared" if verified
+    if res.verified is not None:
+        ver.append("verified: the triggering checks cleared" if res.verified
                    else "NOT verified: the triggering checks still fail")
-    for f in getattr(res, "verify_findings", ()) or ():
+    for f in res.remaining:
         ver.append(f"still: {f.code} {f.entity}: {f.message}")
-    return RunView(ok, msg, tuple(ver), getattr(res, "run_id", None))
+    return RunView(res.ok, res.message or ("succeeded" if res.ok else "failed"), tuple(ver),
+                   res.run_id)
 
 
 def warm_imports() -> None:
@@ -182,216 +164,123 @@ def warm_imports() -> None:
     ``rados`` and ``swift.common.ring`` in two threads at once, deadlocks at thread exit.
     Importing them up front (as the CLI effectively does) avoids it.
     """
-    for mod in ("rados", "storage.swiftlib", "storage.ceph", "storage.swift",
-                "storage.hostfacts", "checks.catalog"):
-        try:
-            __import__(mod)
-        except ImportError:
-            pass
+    import checks.catalog  # noqa: F401
+    import storage.ceph  # noqa: F401
+    import storage.hostfacts  # noqa: F401
+    import storage.swift  # noqa: F401
+    import storage.swiftlib  # noqa: F401
 
 
 class EnvBackend:
-    """The real thing: checks, runbooks and the journal through ``stordoc.env.Env``."""
+    """The real thing: the application service (``stordoc.service``) for one Env."""
 
-    RECORD_EVERY_S = 300.0
-
-    def __init__(self, env: Any, source: str = "tui") -> None:
+    def __init__(self, env: Env, source: str = "tui") -> None:
         self.env = env
         self.source = source
-        self._recorded: dict[str, tuple[float, frozenset[tuple[str, str]], Any]] = {}
+        self.service = Service(env)
         warm_imports()
 
     def clusters(self) -> Sequence[str]:
-        return sorted(self.env.settings.clusters)
+        return self.service.clusters()
 
     def target(self, cluster: str) -> ClusterTarget | None:
-        t: ClusterTarget = self.env.target(cluster)
-        return t
+        return self.service.target(cluster)
 
     def refresh(self, cluster: str) -> CheckOutcome:
-        """Collect and check. The journal gets a run when the findings changed (or every
-        5 minutes), not every 10 s a TUI is open; "new since last run" stays right."""
-        last = self._recorded.get(cluster)
-        out: CheckOutcome = self.env.check(cluster, host_facts=True, source=self.source,
-                                           record=False)
-        keys = frozenset(f.key for f in out.report.findings)
-        if last is not None and keys == last[1] and time.time() - last[0] < self.RECORD_EVERY_S:
-            return replace(out, delta=last[2])
-        journal = self.env.journal
-        rep = out.report
-        run_id = journal.record_check_run(
-            cluster, rep.started_at, rep.duration_s + out.collect_s, rep.verdict,
-            rep.worst.label if rep.worst is not None else None,
-            (f.to_dict() for f in rep.findings), source=self.source,
-            host_facts=out.snapshot.host_facts_collected)
-        delta = journal.delta(cluster, run_id)
-        self._recorded[cluster] = (time.time(), keys, delta)
-        return replace(out, run_id=run_id, delta=delta)
-
-    def _api(self) -> Any:
-        try:
-            from runbooks import api
-        except ImportError as e:
-            raise ActionRefused(f"runbooks are not available: {e}") from None
-        return api
+        """Collect and check; recorded when the findings changed (or every 5 minutes),
+        not every 10 s a TUI is open (the rule lives in stordoc.service.inspect)."""
+        return self.service.check(cluster, self.source, RecordPolicy.ON_CHANGE)
 
     def runbooks(self) -> Sequence[str]:
-        try:
-            api = self._api()
-        except ActionRefused:
-            return []
-        return [str(getattr(r, "name", r)) for r in api.list_runbooks()]
+        return self.service.actions.runbooks()
 
     def plan(self, cluster: str, runbook: str, target: str,
-             options: Mapping[str, Any] | None = None) -> PlanView:
-        api = self._api()
-        refused = getattr(api, "Refused", ActionRefused)
+             options: Mapping[str, Any] | None = None) -> ActionPlan:
         try:
-            ctx = self.env.run_context(cluster, self.source)
-            p = api.plan(ctx, runbook, target, dict(options or {}))
-        except refused as e:
+            return self.service.actions.plan(cluster, runbook, target, source=self.source,
+                                             options=options)
+        except ServiceRefused as e:
             raise ActionRefused(str(e)) from None
-        return PlanView(runbook, target, _plan_lines(p),
-                        bool(getattr(p, "destructive", True)), raw=(ctx, p))
 
-    def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
+    def execute(self, cluster: str, plan: ActionPlan, on_event: LogSink,
                 cancel: threading.Event) -> RunView:
-        api = self._api()
-        refused = getattr(api, "Refused", ActionRefused)
-        ctx, p = plan.raw
         try:
-            res = api.execute(ctx, p, confirmed_by=ctx.user,
-                              on_event=lambda ev: on_event(_event_text(ev)), cancel=cancel)
-        except refused as e:
+            res = self.service.actions.execute(plan, plan.user,
+                                               lambda ev: on_event(log_line(ev)), cancel)
+        except ServiceRefused as e:
             raise ActionRefused(str(e)) from None
         return _run_view(res)
 
     def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
                cancel: threading.Event) -> None:
         """After a successful OSD/pool fix: what the cluster still does, until clean."""
-        from runbooks.aftermath import follow, worth_following
-
-        if not worth_following(runbook):
-            return
-        ctx = self.env.run_context(cluster, source=self.source)
-        follow(ctx, lambda am: on_line(f"after the fix: {am.line}", am.clean),
-               timeout_s=300.0, interval_s=2.0, cancel=cancel)
+        self.service.actions.follow(
+            cluster, runbook, lambda am: on_line(f"after the fix: {am.line}", am.clean),
+            cancel, source=self.source)
 
     def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
              reason: str) -> str:
-        """A mute with expiry in the journal (storage/mutes.py), by the TUI's user."""
-        from storage.mutes import add_mute
-
+        """A mute with expiry in the journal, by the TUI's user."""
         user = self.env.settings.user or self.env.user
         try:
-            m = add_mute(self.env.journal, cluster, code, entity, time.time() + for_s, user,
-                         reason)
-        except ValueError as e:
+            m = self.service.records.mute(cluster, code, entity, for_s, reason, user)
+        except MuteRefused as e:
             raise ActionRefused(str(e)) from None
         return (f"muted {m.what} until "
                 f"{time.strftime('%H:%M UTC', time.gmtime(m.until))} by {m.by}")
 
-    def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.env.journal.runs(cluster, limit=limit)
-        return rows
+    def history(self, cluster: str, limit: int = 50) -> list[CheckRun]:
+        return self.service.records.history(cluster, limit)
 
-    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]:
-        """What the bot posted from alerts and watch mode (the journal's alert_threads),
-        newest first: the TUI follows the same stream as the on-call channel."""
-        db = self.env.journal.db
-        with self.env.journal.lock:
-            if "alert_threads" not in db.table_names():
-                return []
-            return list(db.table("alert_threads").rows_where(order_by="opened_at desc",
-                                                             limit=limit))
+    def alert_stream(self, limit: int = 20) -> list[AlertPost]:
+        return self.service.records.alert_stream(limit)
 
-    def findings_of(self, run_id: int) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.env.journal.findings_of(run_id)
-        return rows
+    def findings_of(self, run_id: int) -> list[FindingRecord]:
+        return self.service.records.findings_of(run_id)
 
-    def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
-        try:
-            from storage.audit import Audit
-        except ImportError:
-            return []
-        a = Audit(self.env.journal)
-        return [dict(r) for r in a.runs(limit=limit, cluster=cluster)]
+    def audit(self, cluster: str, limit: int = 50) -> list[AuditRun]:
+        return self.service.records.audit(cluster, limit)
 
+    def audit_steps(self, run_id: int) -> list[AuditStep]:
+        return self.service.records.audit_steps(run_id)
 
-    def audit_steps(self, run_id: int) -> list[dict[str, Any]]:
-        try:
-            from storage.audit import Audit
-        except ImportError:
-            return []
-        return [dict(r) for r in Audit(self.env.journal).steps(run_id)]
-
-    # -- benchmarks (runbooks.bench.api): plan, confirm, run with live progress, compare
-    def _bench(self) -> Any:
-        try:
-            from runbooks.bench import api
-        except ImportError as e:
-            raise ActionRefused(f"benchmarks are not available: {e}") from None
-        return api
-
+    # -- benchmarks: plan, confirm, run with live progress, compare
     def bench_available(self) -> bool:
-        try:
-            self._bench()
-        except ActionRefused:
-            return False
-        return True
+        return bool(self.service.actions.bench_kinds())
 
-    def _limits(self, api: Any) -> Any:
-        return api.BenchLimits.from_mapping(self.env.settings.bench.model_dump())
-
-    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView:
-        api = self._bench()
+    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> ActionPlan:
         try:
-            ctx = self.env.run_context(cluster, self.source)
-            opts = api.BenchOptions(**dict(options))
-            p = api.plan_bench(ctx, kind, opts, self._limits(api))
-        except (api.Refused, TypeError, ValueError) as e:
+            return self.service.actions.plan_bench(cluster, kind, source=self.source,
+                                                   options=options)
+        except ServiceRefused as e:
             raise ActionRefused(str(e)) from None
-        return PlanView(f"bench {kind}", p.where, tuple(p.lines()), True, raw=(ctx, p))
 
-    def bench_run(self, cluster: str, plan: PlanView, on_progress: ProgressSink,
+    def bench_run(self, cluster: str, plan: ActionPlan, on_progress: ProgressSink,
                   cancel: threading.Event) -> BenchView:
-        api = self._bench()
-        ctx, p = plan.raw
-
-        def progress(pr: Any) -> None:
+        def progress(pr: BenchProgress) -> None:
             on_progress(BenchProgressView(str(pr.phase), float(pr.elapsed_s),
                                           float(pr.planned_s), float(pr.ops_s),
                                           float(pr.mb_s)))
 
+        acts = self.service.actions
         try:
-            rep = api.run_bench(ctx, p.kind, p.options, progress, cancel, self._limits(api),
-                                plan=p, confirmed_by=ctx.user)
-        except api.Refused as e:
+            res = acts.execute(plan, plan.user, lambda _ev: None, cancel, progress)
+        except ServiceRefused as e:
             raise ActionRefused(str(e)) from None
-        comp: list[str] = []
+        b = res.bench
+        if b is None:
+            return BenchView(res.outcome, res.message)
         chart = ""
-        for r in rep.results:
-            comp += api.detail_lines(r)
-        if rep.results:
+        if b.rows:
             try:
-                for c in api.compare(ctx, rep, limits=self._limits(api)):
-                    comp += c.lines()
-            except api.Refused as e:
-                comp.append(f"no comparison: {e}")
-            try:
-                chart = api.chart_text(rep, width=100, height=16)
+                chart = acts.chart_text(b, width=100, height=16)
             except Exception as e:  # a chart is a nicety; the numbers are shown anyway
                 chart = f"(no chart: {type(e).__name__}: {e})"
-        return BenchView(rep.status, rep.message, tuple(r.to_row() for r in rep.results),
-                         tuple(comp), chart)
+        return BenchView(res.outcome, res.message, tuple(dict(r) for r in b.rows),
+                         b.details + b.comparisons, chart)
 
     def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]:
-        try:
-            api = self._bench()
-        except ActionRefused:
-            return []
-        ctx = self.env.run_context(cluster, self.source)
-        return [r.to_row() for r in api.history(ctx, limit)]
+        return [r.to_row() for r in self.service.actions.bench_history(cluster, limit)]
 
 
 @dataclass
@@ -406,9 +295,10 @@ class SnapshotBackend:
     snapshot: ClusterSnapshot
     findings: tuple[Finding, ...] = ()
     cluster_target: ClusterTarget | None = None
-    history_rows: list[dict[str, Any]] = field(default_factory=list)
-    audit_rows: list[dict[str, Any]] = field(default_factory=list)
+    history_rows: list[CheckRun] = field(default_factory=list)
+    audit_rows: list[AuditRun] = field(default_factory=list)
     bench_rows: list[dict[str, Any]] = field(default_factory=list)
+    audit_step_rows: dict[int, list[AuditStep]] = field(default_factory=dict)
     work: float = 0.0
     fresh: bool = False  # each refresh returns a new snapshot object (new taken_at)
     calls: int = 0
@@ -440,7 +330,7 @@ class SnapshotBackend:
         return []
 
     def plan(self, cluster: str, runbook: str, target: str,
-             options: Mapping[str, Any] | None = None) -> PlanView:
+             options: Mapping[str, Any] | None = None) -> ActionPlan:
         raise ActionRefused("captured data: runbooks cannot run against it")
 
     def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
@@ -457,33 +347,34 @@ class SnapshotBackend:
                               if not (f.code == code and entity in (None, f.entity)))
         return f"muted {code} {entity or '(all)'} (captured data: this session only)"
 
-    def execute(self, cluster: str, plan: PlanView, on_event: EventSink,
+    def execute(self, cluster: str, plan: ActionPlan, on_event: LogSink,
                 cancel: threading.Event) -> RunView:
         raise ActionRefused("captured data: runbooks cannot run against it")
 
-    def history(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
+    def history(self, cluster: str, limit: int = 50) -> list[CheckRun]:
         return self.history_rows[:limit]
 
-    def alert_stream(self, limit: int = 20) -> list[dict[str, Any]]:
+    def alert_stream(self, limit: int = 20) -> list[AlertPost]:
         return []
 
-    def findings_of(self, run_id: int) -> list[dict[str, Any]]:
-        return [f.to_dict() for f in self.findings]
+    def findings_of(self, run_id: int) -> list[FindingRecord]:
+        return [FindingRecord(i, run_id, self.snapshot.cluster, f.code, f.severity.label,
+                              f.entity, f.message, dict(f.evidence), f.runbook, f.target,
+                              f.since) for i, f in enumerate(self.findings, 1)]
 
-    def audit(self, cluster: str, limit: int = 50) -> list[dict[str, Any]]:
+    def audit(self, cluster: str, limit: int = 50) -> list[AuditRun]:
         return self.audit_rows[:limit]
 
-    def audit_steps(self, run_id: int) -> list[dict[str, Any]]:
-        return [dict(st) for r in self.audit_rows if r.get("id") == run_id
-                for st in r.get("steps", [])]  # type: ignore[attr-defined]
+    def audit_steps(self, run_id: int) -> list[AuditStep]:
+        return list(self.audit_step_rows.get(run_id, ()))
 
     def bench_available(self) -> bool:
         return True
 
-    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> PlanView:
+    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> ActionPlan:
         raise ActionRefused("captured data: benchmarks cannot run against it")
 
-    def bench_run(self, cluster: str, plan: PlanView, on_progress: ProgressSink,
+    def bench_run(self, cluster: str, plan: ActionPlan, on_progress: ProgressSink,
                   cancel: threading.Event) -> BenchView:
         raise ActionRefused("captured data: benchmarks cannot run against it")
 

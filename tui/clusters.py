@@ -6,7 +6,7 @@ data at once, so nothing of one cluster is ever shown under another's name."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,15 +27,14 @@ def cluster_rows(app: StordocApp) -> list[tuple[str, str, str, str]]:
     rows = []
     now = time.time()
     for name in app.backend.clusters():
-        last: dict[str, Any] = next(iter(app.backend.history(name, limit=1)), {})
-        if not last:
+        last = next(iter(app.backend.history(name, limit=1)), None)
+        if last is None:
             rows.append((name, "never checked", "", ""))
             continue
-        code = int(last.get("exit_code") or 0)
-        n = int(last.get("n_findings") or 0)
-        rows.append((name, f"{VERDICT.get(code, '?')} ({n} finding{'s' if n != 1 else ''})",
-                     human_age(now - float(last.get("started_at") or now)) + " ago",
-                     str(last.get("source") or "")))
+        n = last.n_findings
+        rows.append((name, f"{VERDICT.get(last.exit_code, '?')} ({n} finding"
+                           f"{'s' if n != 1 else ''})",
+                     human_age(now - last.started_at) + " ago", last.source))
     return rows
 
 
@@ -74,11 +73,11 @@ class ClusterListScreen(ModalScreen[str | None]):
         s = self.query_one("#stream", DataTable)
         s.clear()
         for row in app.backend.alert_stream(20):
-            opened = time.strftime("%H:%M:%S", time.localtime(float(row.get("opened_at") or 0)))
-            closed = row.get("closed_at")
+            opened = time.strftime("%H:%M:%S", time.localtime(row.opened_at))
+            closed = row.closed_at
             state = ("resolved " + time.strftime("%H:%M:%S", time.localtime(float(closed)))
                      if closed else "open")
-            s.add_row(opened, str(row.get("cluster", "")), str(row.get("title", ""))[:80],
+            s.add_row(opened, row.cluster, row.title[:80],
                       state)
 
     def action_choose(self) -> None:

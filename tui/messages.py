@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from textual.message import Message
 
 from checks.service import CheckOutcome
-from tui.backend import BenchProgressView, BenchView, PlanView, RunEvent, RunView
+from stordoc.service.actions import ActionPlan
+from tui.backend import BenchProgressView, BenchView, LogLine, RunView
 
 
 class Refreshed(Message):
@@ -29,7 +31,7 @@ class RefreshFailed(Message):
 
 
 class Planned(Message):
-    def __init__(self, plan: PlanView) -> None:
+    def __init__(self, plan: ActionPlan) -> None:
         super().__init__()
         self.plan = plan
 
@@ -37,7 +39,7 @@ class Planned(Message):
 class RunLogged(Message):
     """One event of a runbook as it runs (the live step log)."""
 
-    def __init__(self, event: RunEvent) -> None:
+    def __init__(self, event: LogLine) -> None:
         super().__init__()
         self.event = event
 
@@ -49,10 +51,10 @@ class RunFinished(Message):
 
 
 class HistoryLoaded(Message):
-    def __init__(self, runs: list[dict[str, Any]], audit: list[dict[str, Any]]) -> None:
+    def __init__(self, runs: Sequence[Any], audit: Sequence[Any]) -> None:
         super().__init__()
-        self.runs = runs
-        self.audit = audit
+        self.runs = list(runs)
+        self.audit = list(audit)
 
 
 class BenchProgressed(Message):

@@ -20,6 +20,9 @@ from rich.text import Text
 from checks import hostdiag
 from checks.incidents import Incident
 from checks.model import Finding, Severity
+from runbooks.model import Outcome
+from storage.audit import AuditRun
+from storage.journal import CheckRun
 from storage.model import (
     CephState,
     ClusterSnapshot,
@@ -688,30 +691,24 @@ def _when(ts: Any, now: float) -> str:
         return str(ts or "-")
 
 
-def history_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[Row]:
+def history_rows(runs: Sequence[CheckRun], now: float) -> list[Row]:
     out = []
     for r in runs:
-        worst = str(r.get("worst") or "ok")
-        cells = [str(r.get("id")), _when(r.get("started_at"), now), str(r.get("source") or "-"),
-                 worst, str(r.get("n_findings", "-")), str(r.get("exit_code", "-")),
-                 f"{float(r.get('duration_s') or 0):.1f}s"]
-        out.append(_row(f"run:{r.get('id')}", "run", cells,
-                        ["", "", "", {"crit": "bold red", "warn": "yellow"}.get(worst, "green"),
+        cells = [str(r.id), _when(r.started_at, now), r.source or "-", r.worst,
+                 str(r.n_findings), str(r.exit_code), f"{r.duration_s:.1f}s"]
+        out.append(_row(f"run:{r.id}", "run", cells,
+                        ["", "", "", {"crit": "bold red", "warn": "yellow"}.get(r.worst, "green"),
                          "", "", ""], r))
     return out
 
 
-def audit_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[Row]:
+def audit_rows(runs: Sequence[AuditRun], now: float) -> list[Row]:
     out = []
     for r in runs:
-        status = str(r.get("outcome") or r.get("status") or "-")
-        when = r.get("started_at")
-        detail = str(r.get("message") or r.get("summary") or "")
-        cells = [str(r.get("id", "-")), _when(when, now), str(r.get("runbook", "-")),
-                 str(r.get("target", "-")),
-                 str(r.get("confirmed_by") or r.get("user") or "-"), status, detail[:80]]
-        ok = status in ("success", "succeeded")
-        out.append(_row(f"audit:{r.get('id')}", "audit", cells,
+        cells = [str(r.id), _when(r.started_at, now), r.runbook, r.target,
+                 r.confirmed_by or r.user or "-", r.outcome or "-", r.message[:80]]
+        ok = r.outcome == Outcome.SUCCESS
+        out.append(_row(f"audit:{r.id}", "audit", cells,
                         ["", "", "bold", "", "", "green" if ok else "bold red", ""], r))
     return out
 

@@ -13,11 +13,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-FASTER, SLOWER, SAME, INCONCLUSIVE = "faster", "slower", "no significant change", "inconclusive"
+
+class Verdict(StrEnum):
+    """A comparison's verdict against its baseline (a str: stored and shown as is)."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    SAME = "no significant change"
+    INCONCLUSIVE = "inconclusive"
+
+
+FASTER, SLOWER, SAME, INCONCLUSIVE = (Verdict.FASTER, Verdict.SLOWER, Verdict.SAME,
+                                      Verdict.INCONCLUSIVE)
 MIB = 1024 * 1024
 # metric -> True when higher is better
 METRICS: dict[str, bool] = {"ops_s": True, "mb_s": True, "lat_avg_ms": False,

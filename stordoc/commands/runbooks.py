@@ -11,6 +11,7 @@ import argparse
 import datetime as dt
 import json
 import threading
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
@@ -311,27 +312,28 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 raise UserError(f"no runbook run {args.run} in {env.settings.journal}")
             steps = audit.steps(args.run)
             if args.json:
-                env.term.line(json.dumps({"run": run, "steps": steps}, indent=2, default=str))
+                env.term.line(json.dumps({"run": asdict(run), "steps": [asdict(s) for s in steps]},
+                                         indent=2, default=str))
                 return 0
-            console.print(Text(f"run {run['id']}: {run['runbook']} {run['target']} on "
-                               f"{run['cluster']} by {run['user']} ({run['source']}), "
-                               f"confirmed by {run['confirmed_by']}", style="bold"))
-            console.print(f"started {_when(run['started_at'])}, finished "
-                          f"{_when(run['finished_at'])}: {run['outcome']}")
-            console.print(Text(run["message"] or ""))
+            console.print(Text(f"run {run.id}: {run.runbook} {run.target} on "
+                               f"{run.cluster} by {run.user} ({run.source}), "
+                               f"confirmed by {run.confirmed_by}", style="bold"))
+            console.print(f"started {_when(run.started_at)}, finished "
+                          f"{_when(run.finished_at)}: {run.outcome}")
+            console.print(Text(run.message))
             t = Table(show_edge=False)
             for c in ("#", "status", "where", "command", "rc", "s", "output"):
                 t.add_column(c, overflow="fold")
             for s in steps:
-                outp = (s["stderr"] or s["stdout"] or "").strip()
-                t.add_row(str(s["idx"]), s["status"], s["host"], s["command"],
-                          "" if s["rc"] is None else str(s["rc"]), f"{s['duration_s']:.1f}",
+                outp = (s.stderr or s.stdout).strip()
+                t.add_row(str(s.idx), s.status, s.host, s.command,
+                          "" if s.rc is None else str(s.rc), f"{s.duration_s:.1f}",
                           outp[-300:])
             console.print(t)
             return 0
         runs = audit.runs(limit=max(1, args.last), cluster=args.cluster)
         if args.json:
-            env.term.line(json.dumps(runs, indent=2, default=str))
+            env.term.line(json.dumps([asdict(r) for r in runs], indent=2, default=str))
             return 0
         if not runs:
             console.print("no runbook runs recorded")
@@ -340,10 +342,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for c in ("id", "when", "cluster", "runbook", "target", "user", "outcome", "message"):
             t.add_column(c, overflow="fold")
         for r in runs:
-            style = {"success": "green", "running": "cyan"}.get(r["outcome"], "red")
-            t.add_row(str(r["id"]), _when(r["started_at"]), r["cluster"], r["runbook"],
-                      r["target"], r["user"], Text(r["outcome"], style=style),
-                      (r["message"] or "")[:160])
+            style = {"success": "green", "running": "cyan"}.get(r.outcome, "red")
+            t.add_row(str(r.id), _when(r.started_at), r.cluster, r.runbook,
+                      r.target, r.user, Text(r.outcome, style=style), r.message[:160])
         console.print(t)
         return 0
     finally:

@@ -237,7 +237,7 @@ def test_lock_refuses_a_second_benchmark_and_cancel_cleans_up(ctx: Any, env: Any
 
     a = Audit(ctx.journal)
     assert not [lk for lk in a.locks(ctx.cluster) if lk.target == "bench"]
-    assert a.run(rep.audit_run_id)["outcome"] == "cancelled"
+    assert a.run(rep.audit_run_id).outcome == "cancelled"
 
 
 def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:

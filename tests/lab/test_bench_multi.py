@@ -88,8 +88,8 @@ def _stage_dirs(journal: Any, run_id: int) -> list[str]:
     steps = Audit(journal).steps(run_id)
     dirs: list[str] = []
     for st in steps:
-        if st["title"] == "stage client files":
-            dirs += [x.split(":", 1)[1] for x in str(st["stdout"]).split(", ") if ":" in x]
+        if st.title == "stage client files":
+            dirs += [x.split(":", 1)[1] for x in str(st.stdout).split(", ") if ":" in x]
     return dirs
 
 
@@ -317,8 +317,8 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     from stordoc.settings import load_settings
     j = Journal(load_settings(cfg).journal)
     try:
-        run = [r for r in Audit(j).runs(5) if r["runbook"] == f"bench-{kind}"][0]
-        dirs = _stage_dirs(j, run["id"])
+        run = [r for r in Audit(j).runs(5) if r.runbook == f"bench-{kind}"][0]
+        dirs = _stage_dirs(j, run.id)
     finally:
         j.close()
     assert len(dirs) == len(CLIENTS) and all(STAGE_RE.match(d) for d in dirs)
@@ -354,7 +354,7 @@ timeout = 5
     j = Journal(load_settings(cfg).journal)
     try:
         assert BenchStore(j).history("lab", 5) == []
-        assert [x for x in Audit(j).runs(5) if str(x["runbook"]).startswith("bench")] == []
+        assert [x for x in Audit(j).runs(5) if str(x.runbook).startswith("bench")] == []
     finally:
         j.close()
 

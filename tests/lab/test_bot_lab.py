@@ -95,9 +95,9 @@ def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: Non
     # the OSD is really back up, and the audit names the Slack users
     assert lab.osd_up(1)
     from storage.audit import Audit
-    runs = [r for r in Audit(h.env.journal).runs(cluster="lab") if r["runbook"] == "osd-remount"]
-    assert len(runs) == 1 and runs[0]["user"] == OPS and runs[0]["confirmed_by"] == OPS2
-    assert runs[0]["source"] == "slack"
+    runs = [r for r in Audit(h.env.journal).runs(cluster="lab") if r.runbook == "osd-remount"]
+    assert len(runs) == 1 and runs[0].user == OPS and runs[0].confirmed_by == OPS2
+    assert runs[0].source == "slack"
 
 
 def test_unknown_osd_named_and_unauthorized_refused(h: BotHarness, lab: Lab) -> None:
@@ -138,7 +138,7 @@ def test_two_person_rule_then_cancel_runs_nothing(h: BotHarness, lab: Lab,
     h.wait_post("already handled", ("chat.postEphemeral",))
     from storage.audit import Audit
     assert not [r for r in Audit(h.env.journal).runs(cluster="lab")
-                if r["runbook"] == "cache-tier-tune"]
+                if r.runbook == "cache-tier-tune"]
     outcomes = [(x["user"], x["action"], x["outcome"]) for x in h.bot.store.audit_rows()]
     assert (OPS, "confirm", "refused: two-person") in outcomes
     assert (OPS2, "cancel", "cancelled") in outcomes

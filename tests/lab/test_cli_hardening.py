@@ -49,7 +49,7 @@ def test_concurrent_fixes_of_one_osd_spelled_differently_take_one_lock(
     try:
         audit = Audit(j)
         runs = audit.runs(limit=50, cluster="lab")
-        assert [r["target"] for r in runs] == ["osd.1"]  # one run, audited canonically
+        assert [r.target for r in runs] == ["osd.1"]  # one run, audited canonically
         assert audit.locks("lab") == []
     finally:
         j.close()

@@ -49,13 +49,13 @@ def _kill_after_mount(cfg: Path, journal: Path) -> int:
                 j = Journal(str(journal))
                 try:
                     a = Audit(j)
-                    runs = [r for r in a.runs(cluster="lab") if r["runbook"] == "osd-remount"]
-                    if runs and any("mount" in s["title"].lower() and s["status"] == "done"
-                                    and "noout" not in s["title"]
-                                    for s in a.steps(int(runs[0]["id"]))):
+                    runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
+                    if runs and any("mount" in s.title.lower() and s.status == "done"
+                                    and "noout" not in s.title
+                                    for s in a.steps(int(runs[0].id))):
                         os.kill(proc.pid, signal.SIGKILL)
                         proc.wait(30)
-                        return int(runs[0]["id"])
+                        return int(runs[0].id)
                 finally:
                     j.close()
             assert proc.poll() is None, "the fix ended before the mount step was seen"
@@ -93,11 +93,11 @@ def test_sigkill_mid_fix_then_reconcile_undoes_own_noout(
         try:
             a = Audit(j)
             run = a.run(run_id)
-            assert run is not None and run["outcome"] == "interrupted"
-            assert "Done:" in run["message"] and "Not done:" in run["message"]
+            assert run is not None and run.outcome == "interrupted"
+            assert "Done:" in run.message and "Not done:" in run.message
             assert not a.locks("lab")  # the dead run's locks are gone
-            undo = [r for r in a.runs(cluster="lab") if r["runbook"] == "undo-interrupted"]
-            assert len(undo) == 1 and undo[0]["outcome"] == "success"
+            undo = [r for r in a.runs(cluster="lab") if r.runbook == "undo-interrupted"]
+            assert len(undo) == 1 and undo[0].outcome == "success"
             assert not a.leftovers("lab")
         finally:
             j.close()
@@ -118,7 +118,7 @@ def test_operator_noout_is_never_undone(lab: Lab, osd1_unmounted: None,
         j = Journal(str(journal))
         try:
             run = Audit(j).run(run_id)
-            assert run is not None and run["outcome"] == "interrupted"
+            assert run is not None and run.outcome == "interrupted"
         finally:
             j.close()
     finally:

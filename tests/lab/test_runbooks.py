@@ -118,11 +118,11 @@ def run_ok(ctx: RunContext, p: Plan) -> tuple[Any, list[RunEvent]]:
     assert kinds.count("step_done") == len(p.steps)
     audit = Audit(ctx.journal)
     run = audit.run(res.run_id)
-    assert run is not None and run["outcome"] == "success" and run["user"] == ctx.user
-    assert run["confirmed_by"] == "tester"
+    assert run is not None and run.outcome == "success" and run.user == ctx.user
+    assert run.confirmed_by == "tester"
     steps = audit.steps(res.run_id)
-    assert [s["command"] for s in steps] == [s.command for s in p.steps]
-    assert all(s["status"] == "done" and s["rc"] == 0 for s in steps)
+    assert [s.command for s in steps] == [s.command for s in p.steps]
+    assert all(s.status == "done" and s.rc == 0 for s in steps)
     assert audit.locks("lab") == []
     return res, events
 
@@ -216,10 +216,10 @@ def test_failed_start_stops_reports_audits_and_clears_noout(
     assert lab.osd_up(1) is False
     audit = Audit(ctx.journal)
     run = audit.run(res.run_id)
-    assert run is not None and run["outcome"] == "failed"
-    st = {s["idx"]: s for s in audit.steps(res.run_id)}
-    assert st[3]["status"] == "failed" and st[3]["rc"] not in (0, None)
-    assert st[6]["status"] == "done" and 4 not in st and 5 not in st
+    assert run is not None and run.outcome == "failed"
+    st = {s.idx: s for s in audit.steps(res.run_id)}
+    assert st[3].status == "failed" and st[3].rc not in (0, None)
+    assert st[6].status == "done" and 4 not in st and 5 not in st
     assert audit.locks("lab") == []
 
 

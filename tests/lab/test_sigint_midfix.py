@@ -39,10 +39,10 @@ def _mount_done(journal: Path) -> int | None:
     j = Journal(str(journal))
     try:
         a = Audit(j)
-        runs = [r for r in a.runs(cluster="lab") if r["runbook"] == "osd-remount"]
-        if runs and any("mount" in s["title"].lower() and s["status"] == "done"
-                        and "noout" not in s["title"] for s in a.steps(int(runs[0]["id"]))):
-            return int(runs[0]["id"])
+        runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
+        if runs and any("mount" in s.title.lower() and s.status == "done"
+                        and "noout" not in s.title for s in a.steps(int(runs[0].id))):
+            return int(runs[0].id)
         return None
     finally:
         j.close()
@@ -82,11 +82,11 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         try:
             a = Audit(j)
             run = a.run(run_id)
-            assert run is not None and run["outcome"] == "cancelled", run
+            assert run is not None and run.outcome == "cancelled", run
             steps = a.steps(run_id)
-            unset = [s for s in steps if "noout" in s["title"] and s["title"].startswith(
+            unset = [s for s in steps if "noout" in s.title and s.title.startswith(
                 "clear")]
-            assert unset and unset[-1]["status"] == "done", steps
+            assert unset and unset[-1].status == "done", steps
             assert not a.locks("lab")  # the run's locks are released
             assert not a.leftovers("lab") and not a.dead_runs("lab")  # nothing to undo
             owned = j.db.execute("select state from runbook_owned where run_id = ?",

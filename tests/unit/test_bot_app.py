@@ -161,7 +161,7 @@ def test_unreachable_cluster_says_still_working_then_answers(h: BotHarness) -> N
                                        if c.params.get("ts") == ts], 90)[0]
     text = all_text(final)
     assert "UNREACHABLE lab: CEPH_UNREACHABLE cluster lab" in text  # the cause first
-    assert h.env.journal.runs("lab")[0]["source"] == "slack"
+    assert h.env.journal.runs("lab")[0].source == "slack"
 
 
 def test_long_answers_are_split_or_uploaded_and_all_within_limits(h: BotHarness) -> None:

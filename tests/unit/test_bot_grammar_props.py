@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot import grammar as g
-from bot.backend import BotError, bench_options
-from runbooks.bench import api as bench_api
+from bot.actions import bench_options
+from bot.core import BotError
 
 HOSTILE_NUMBERS = ["inf", "-inf", "nan", "NaN", "1e400", "1e308", "-1", "0", "-0", "00",
                    "100000000000000000000", str(10 ** 20), "9" * 64, "0x10", "1_000",
@@ -59,7 +59,7 @@ def test_every_slot_refuses_or_parses_never_raises(template: str, value: str) ->
     cmd = _parse_or_refuse(template.format(value), value)
     if isinstance(cmd, g.Bench):
         try:  # the typed options the bot hands to the benchmark: built or refused
-            opts = bench_options(bench_api, cmd.options)
+            opts = bench_options(cmd.options)
         except BotError as e:
             _no_exception_text(str(e), value)
             return
@@ -93,7 +93,7 @@ def test_hostile_numbers_get_a_clear_refusal(opt: str) -> None:
 def test_good_bench_options_typed() -> None:
     cmd = g.parse("bench swift seconds=2.5 concurrency=4 size=64k size_max=4MiB mix=80/15/5")
     assert isinstance(cmd, g.Bench)
-    opts = bench_options(bench_api, cmd.options)
+    opts = bench_options(cmd.options)
     assert math.isclose(opts.duration_s, 2.5) and opts.concurrency == 4
     assert opts.size == 64 * 1024 and opts.size_max == 4 * 1024 * 1024
     assert opts.mix == (80, 15, 5) and opts.modes == ("mix",)

@@ -196,14 +196,14 @@ def test_hostile_bench_number_over_http_is_a_clear_refusal(h: BotHarness, opt: s
 
 
 def test_second_person_is_decided_by_the_runbook_only() -> None:
-    import bot.backend
+    import bot.actions
     from runbooks.api import list_runbooks
 
     need = {i.name: i.needs_second_person for i in list_runbooks()}
     assert need["osd-remount"] and need["swift-device-remount"]  # touch data: two people
     assert need["pool-pg-num"] and need["cache-tier-tune"] and need["swift-ring-rebalance"]
     assert not need["osd-start"] and not need["osd-in"]
-    assert not hasattr(bot.backend, "DESTRUCTIVE_DEFAULT")  # no list of the bot's own
+    assert not hasattr(bot.actions, "DESTRUCTIVE_DEFAULT")  # no list of the bot's own
 
 
 def test_concurrent_health_checks_of_one_cluster_share_one_run(h: BotHarness) -> None:
@@ -214,7 +214,7 @@ def test_concurrent_health_checks_of_one_cluster_share_one_run(h: BotHarness) ->
 
     def one() -> None:
         gate.wait()
-        outs.append(h.bot.backend.check("lab"))
+        outs.append(h.bot.backend.check("lab", "slack"))
     ts = [threading.Thread(target=one) for _ in range(6)]
     for t in ts:
         t.start()

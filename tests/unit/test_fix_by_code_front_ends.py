@@ -16,7 +16,7 @@ from rich.console import Console
 
 from bot import grammar as g
 from bot.app import StordocBot, Where
-from bot.backend import BotError
+from bot.core import BotError
 from checks.model import Finding, Severity
 from runbooks.model import Refused
 from stordoc.commands.runbooks import _pick_finding
@@ -43,7 +43,7 @@ def _bot(findings: list[Finding]) -> tuple[StordocBot, list[tuple[str, str, bool
     plan_reply that records what would be planned."""
     planned: list[tuple[str, str, bool]] = []
     bot = StordocBot.__new__(StordocBot)
-    bot.backend = SimpleNamespace(check=lambda cluster: _outcome(findings))  # type: ignore[assignment]
+    bot.backend = SimpleNamespace(check=lambda cluster, source="slack": _outcome(findings))  # type: ignore[assignment]
 
     def plan_reply(where: Where, cluster: str, runbook: str, target: str,
                    buttons: bool, options: Any = None) -> Any:

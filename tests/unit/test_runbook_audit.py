@@ -99,18 +99,18 @@ def test_runs_and_steps_are_recorded_with_secrets_redacted(journal: Journal) -> 
     a.finish_run(rid, "success", "done with token=abc123", {"verified": True})
     run = a.run(rid)
     assert run is not None
-    assert (run["runbook"], run["target"], run["user"], run["confirmed_by"],
-            run["outcome"]) == ("osd-remount", "osd.1", "alice", "bob", "success")
-    assert run["plan"]["options"] == {"key": REDACTED, "password": REDACTED}
-    assert run["plan"]["steps"][0]["command"] == "mount /dev/loop3 /x"
-    assert run["verify"] == {"verified": True}
-    assert "abc123" not in run["message"]
+    assert (run.runbook, run.target, run.user, run.confirmed_by,
+            run.outcome) == ("osd-remount", "osd.1", "alice", "bob", "success")
+    assert run.plan["options"] == {"key": REDACTED, "password": REDACTED}
+    assert run.plan["steps"][0]["command"] == "mount /dev/loop3 /x"
+    assert run.verify == {"verified": True}
+    assert "abc123" not in run.message
     (step,) = a.steps(rid)
-    assert "s3cr3t" not in step["command"] and step["command"].startswith("swift --key ")
-    assert "AQBabc" not in step["stdout"] and "key = ***" in step["stdout"]
-    assert "AUTH_tk" not in step["stderr"]
-    assert (step["idx"], step["host"], step["rc"], step["status"]) == (1, "node2", 0, "done")
-    assert [r["id"] for r in a.runs(cluster="lab")] == [rid]
+    assert "s3cr3t" not in step.command and step.command.startswith("swift --key ")
+    assert "AQBabc" not in step.stdout and "key = ***" in step.stdout
+    assert "AUTH_tk" not in step.stderr
+    assert (step.idx, step.host, step.rc, step.status) == (1, "node2", 0, "done")
+    assert [r.id for r in a.runs(cluster="lab")] == [rid]
     assert a.runs(cluster="prod") == []
     # nothing secret anywhere in the file
     journal.db.conn.execute("pragma wal_checkpoint(full)")

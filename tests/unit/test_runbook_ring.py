@@ -82,7 +82,7 @@ def test_cancel_before_the_first_step_runs_nothing(tmp_path: Path) -> None:
     assert (md5(d / "object.builder"), md5(d / "object.ring.gz")) == before
     audit = Audit(ctx.journal)
     run = audit.run(res.run_id)
-    assert run is not None and run["outcome"] == "cancelled" and audit.steps(res.run_id) == []
+    assert run is not None and run.outcome == "cancelled" and audit.steps(res.run_id) == []
     assert audit.locks() == []
 
 

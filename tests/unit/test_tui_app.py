@@ -15,6 +15,7 @@ from checks.model import Finding, Severity
 from tests.unit.test_tui_data import (
     TAKEN_AT,
     audit,
+    audit_steps,
     bench_history,
     broken_findings,
     broken_snapshot,
@@ -41,7 +42,7 @@ def sync(fn: Any) -> Any:
 
 def backend(**kw: Any) -> SnapshotBackend:
     return SnapshotBackend(broken_snapshot(), broken_findings(), target(), history(), audit(),
-                           bench_history(), **kw)
+                           bench_history(), audit_step_rows=audit_steps(), **kw)
 
 
 def make_app(b: SnapshotBackend | None = None, **kw: Any) -> StordocApp:

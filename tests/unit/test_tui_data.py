@@ -13,7 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from checks.model import Finding, Severity
+from storage.audit import AuditRun, AuditStep
 from storage.ceph import build_state
+from storage.journal import CheckRun
 from storage.model import (
     BlockDevice,
     ClusterSnapshot,
@@ -155,27 +157,27 @@ def broken_findings() -> tuple[Finding, ...]:
     )
 
 
-def history() -> list[dict[str, object]]:
+def history() -> list[CheckRun]:
     return [
-        {"id": 3, "cluster": "octopus", "started_at": TAKEN_AT - 60, "duration_s": 1.4,
-         "exit_code": 2, "worst": "crit", "n_findings": 6, "source": "tui", "host_facts": 1},
-        {"id": 2, "cluster": "octopus", "started_at": TAKEN_AT - 3600, "duration_s": 1.1,
-         "exit_code": 0, "worst": "ok", "n_findings": 0, "source": "cli", "host_facts": 1},
+        CheckRun(3, "octopus", TAKEN_AT - 60, 1.4, 2, "crit", 6, "tui", True),
+        CheckRun(2, "octopus", TAKEN_AT - 3600, 1.1, 0, "ok", 0, "cli", True),
     ]
 
 
-def audit() -> list[dict[str, object]]:
-    return [{"id": 1, "runbook": "osd-remount", "target": "osd.2", "outcome": "success",
-             "confirmed_by": "alice", "started_at": TAKEN_AT - 7200,
-             "message": "osd-remount osd.2: 4 step(s) done; verified: OSD_DATA_UNMOUNTED "
-                        "cleared", "user": "alice", "source": "tui",
-             "steps": [{"idx": 1, "title": "mount /dev/sdd1 on /var/lib/ceph/osd/ceph-2",
-                        "host": "compute2", "command": "mount -t xfs -o noatime /dev/sdd1 "
-                        "/var/lib/ceph/osd/ceph-2", "rc": 0, "status": "done",
-                        "duration_s": 0.4},
-                       {"idx": 2, "title": "start the osd.2 daemon", "host": "compute2",
-                        "command": "systemctl start ceph-osd@2", "rc": 0, "status": "done",
-                        "duration_s": 1.2}]}]
+def audit() -> list[AuditRun]:
+    return [AuditRun(1, "octopus", "osd-remount", "osd.2", "alice", "tui", "alice", {},
+                     TAKEN_AT - 7200, TAKEN_AT - 7190, "success",
+                     "osd-remount osd.2: 4 step(s) done; verified: OSD_DATA_UNMOUNTED cleared",
+                     {}, None, None)]
+
+
+def audit_steps() -> dict[int, list[AuditStep]]:
+    return {1: [AuditStep(1, 1, 1, "mount /dev/sdd1 on /var/lib/ceph/osd/ceph-2", "compute2",
+                          "mount -t xfs -o noatime /dev/sdd1 /var/lib/ceph/osd/ceph-2", 0, "",
+                          "", 0.4, "done", TAKEN_AT - 7199),
+                AuditStep(2, 1, 2, "start the osd.2 daemon", "compute2",
+                          "systemctl start ceph-osd@2", 0, "", "", 1.2, "done",
+                          TAKEN_AT - 7198)]}
 
 
 def bench_history() -> list[dict[str, object]]:

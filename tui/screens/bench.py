@@ -19,8 +19,9 @@ from textual.widgets import (
     Static,
 )
 
+from stordoc.service.actions import ActionPlan
 from tui import views
-from tui.backend import BenchProgressView, BenchView, PlanView
+from tui.backend import BenchProgressView, BenchView
 from tui.messages import (
     BenchFinished,
     BenchHistoryLoaded,
@@ -174,7 +175,7 @@ class BenchScreen(DataScreen):
         self.query_one("#bench-live", Static).update("plan ready: confirm to run")
         self.app.push_screen(ConfirmModal(msg.plan), lambda yes: self._confirmed(yes, msg.plan))
 
-    def _confirmed(self, yes: bool | None, plan: PlanView) -> None:
+    def _confirmed(self, yes: bool | None, plan: ActionPlan) -> None:
         live = self.query_one("#bench-live", Static)
         if not yes:
             live.update(Text("not confirmed: nothing was run", style="yellow"))

@@ -12,6 +12,9 @@ from textual.widgets import (
     Static,
 )
 
+from runbooks.model import Outcome, StepStatus
+from storage.audit import AuditRun, AuditStep
+from storage.journal import CheckRun, FindingRecord
 from tui import views
 from tui.messages import (
     HistoryLoaded,
@@ -39,8 +42,8 @@ class HistoryScreen(DataScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.runs: list[dict[str, Any]] = []
-        self.audit: list[dict[str, Any]] = []
+        self.runs: list[CheckRun] = []
+        self.audit: list[AuditRun] = []
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -75,18 +78,18 @@ class HistoryScreen(DataScreen):
     @on(DataTable.RowSelected, "#audit")
     def _drill_audit(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value or ""
-        run = next((r for r in self.audit if f"audit:{r.get('id')}" == key), None)
+        run = next((r for r in self.audit if f"audit:{r.id}" == key), None)
         if run is not None:
             self.app.push_screen(AuditRunScreen(run))
 
 class AuditRunScreen(DataScreen):
     """One runbook run from the audit: who, what, outcome, and every step it ran."""
 
-    def __init__(self, run: dict[str, Any]) -> None:
+    def __init__(self, run: AuditRun) -> None:
         super().__init__()
         self.run = run
-        self.TITLE_TEXT = f"Audit run {run.get('id')}: {run.get('runbook')} {run.get('target')}"
-        self.steps: list[dict[str, Any]] = []
+        self.TITLE_TEXT = f"Audit run {run.id}: {run.runbook} {run.target}"
+        self.steps: list[AuditStep] = []
 
     def body(self) -> ComposeResult:
         yield Static(id="audit-head")
@@ -96,7 +99,7 @@ class AuditRunScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        backend, rid = self.sapp.backend, int(self.run.get("id") or 0)
+        backend, rid = self.sapp.backend, self.run.id
 
         def work() -> None:
             self.post_message(HistoryLoaded(backend.audit_steps(rid), []))
@@ -113,21 +116,18 @@ class AuditRunScreen(DataScreen):
     def render_data(self, st: ClusterState) -> None:
         r = self.run
         self.query_one("#audit-head", Static).update(lines_table([
-            ("runbook", f"{r.get('runbook')} {r.get('target')}", "bold"),
-            ("by", f"{r.get('user')} (confirmed by {r.get('confirmed_by')}, "
-                   f"from {r.get('source')})", ""),
-            ("when", views._when(r.get("started_at"), self.sapp.clock()), ""),
-            ("outcome", str(r.get("outcome")), "green" if r.get("outcome") == "success"
-             else "bold red"),
-            ("message", str(r.get("message") or ""), ""),
+            ("runbook", f"{r.runbook} {r.target}", "bold"),
+            ("by", f"{r.user} (confirmed by {r.confirmed_by}, from {r.source})", ""),
+            ("when", views._when(r.started_at, self.sapp.clock()), ""),
+            ("outcome", r.outcome, "green" if r.outcome == Outcome.SUCCESS else "bold red"),
+            ("message", r.message, ""),
         ]))
         rows = []
         for i, stp in enumerate(self.steps):
-            ok = stp.get("status") == "done"
-            cells = [str(stp.get("idx", i + 1)), str(stp.get("title", "")),
-                     str(stp.get("host", "")), str(stp.get("command", "")),
-                     str(stp.get("rc", "")), str(stp.get("status", "")),
-                     f"{float(stp.get('duration_s') or 0):.1f}s"]
+            ok = stp.status == StepStatus.DONE
+            cells = [str(stp.idx), stp.title, stp.host, stp.command,
+                     "" if stp.rc is None else str(stp.rc), stp.status,
+                     f"{stp.duration_s:.1f}s"]
             row = Row(f"step:{i}", "step", tuple(cells),
                       ("", "bold", "", "", "", "green" if ok else "bold red", ""),
                       " ".join(cells).lower())
@@ -142,7 +142,7 @@ class RunFindingsScreen(DataScreen):
         super().__init__()
         self.run_id = run_id
         self.TITLE_TEXT = f"Check run {run_id}"
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[FindingRecord] = []
 
     def body(self) -> ComposeResult:
         t: DataTable[Any] = RowTable(id="runfindings", cursor_type="row")
@@ -168,9 +168,9 @@ class RunFindingsScreen(DataScreen):
     def render_data(self, st: ClusterState) -> None:
         rows = []
         for i, f in enumerate(self.rows):
-            sev = str(f.get("severity"))
-            cells = [sev, str(f.get("code")), str(f.get("entity")), str(f.get("message")),
-                     f"{f.get('runbook')} {f.get('target')}" if f.get("runbook") else "-"]
+            sev = f.severity
+            cells = [sev, f.code, f.entity, f.message,
+                     f"{f.runbook} {f.target}" if f.runbook else "-"]
             r = Row(f"rf:{i}", "finding", tuple(cells),
                     ({"crit": "bold red", "warn": "yellow"}.get(sev, "cyan"),),
                     " ".join(cells).lower())

@@ -17,7 +17,8 @@ from textual.widgets import (
     Static,
 )
 
-from tui.backend import PlanView, RunEvent, RunView
+from stordoc.service.actions import ActionPlan
+from tui.backend import LogLine, RunView
 from tui.messages import (
     Planned,
     RunFinished,
@@ -35,7 +36,7 @@ class ConfirmModal(ModalScreen[bool]):
     BINDINGS = [Binding("y", "confirm", "Confirm and run", id="confirm"),
                 Binding("escape,n", "cancel", "Cancel")]
 
-    def __init__(self, plan: PlanView) -> None:
+    def __init__(self, plan: ActionPlan) -> None:
         super().__init__()
         self.plan = plan
 
@@ -77,7 +78,7 @@ class RunbookScreen(DataScreen):
         self.runbook = runbook
         self.target_name = target
         self.TITLE_TEXT = f"Runbook {runbook} {target}"
-        self.plan: PlanView | None = None
+        self.plan: ActionPlan | None = None
         self.running = False
         self.done: RunView | None = None
         self.cancel_event = threading.Event()
@@ -148,7 +149,7 @@ class RunbookScreen(DataScreen):
         plan, cluster, backend = self.plan, self.sapp.cluster, self.sapp.backend
         cancel = self.cancel_event
 
-        def log_event(ev: RunEvent) -> None:
+        def log_event(ev: LogLine) -> None:
             self.post_message(RunLogged(ev))
 
         def work() -> None:
@@ -156,7 +157,7 @@ class RunbookScreen(DataScreen):
             self.post_message(RunFinished(res))
             if res.ok:  # the truth after "success": peering, recovery, until clean
                 backend.follow(cluster, plan.runbook,
-                               lambda line, clean: log_event(RunEvent("info", line, clean or
+                               lambda line, clean: log_event(LogLine("info", line, clean or
                                                                       None)), cancel)
 
         self.run_worker(work, thread=True, group="run", exit_on_error=False)

@@ -1,0 +1,40 @@
+"""``Service``: one object per process holding the service's parts for one ``Env``."""
+
+from __future__ import annotations
+
+from checks.service import CheckOutcome
+from storage.targets import ClusterTarget
+from stordoc.env import Env
+from stordoc.service.actions import Actions
+from stordoc.service.fixes import FixChoice, choose_fix
+from stordoc.service.inspect import Inspector, RecordPolicy
+from stordoc.service.records import Records
+
+
+class Service:
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.inspector = Inspector(env)
+        self.actions = Actions(env)
+        self.records = Records(env)
+
+    def clusters(self) -> list[str]:
+        return sorted(self.env.settings.clusters)
+
+    def default_cluster(self) -> str | None:
+        return self.env.settings.default_cluster
+
+    def target(self, cluster: str | None) -> ClusterTarget:
+        return self.env.target(cluster)
+
+    def check(self, cluster: str | None, source: str,
+              record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None
+              ) -> CheckOutcome:
+        return self.inspector.check(cluster, source, record, since)
+
+    def fix_for(self, cluster: str | None, code: str, target: str | None, source: str
+                ) -> tuple[CheckOutcome, FixChoice]:
+        """Check the cluster now and choose the runbook for the finding ``code`` (on
+        ``target``); raises a ``FixRefused`` subclass when there is none to run."""
+        out = self.check(cluster, source, RecordPolicy.ALWAYS)
+        return out, choose_fix(out.report.findings, code, target)

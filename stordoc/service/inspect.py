@@ -1,0 +1,99 @@
+"""Check runs for every front end: the recording rule and the sharing of a run in flight.
+
+The CLI records every run it makes; the TUI refreshes every few seconds and records only
+when the findings changed (or every 5 minutes), so "new since the last run" stays true
+without a row per refresh; the bot's views share one run in flight per cluster (a burst of
+20 ``health`` is one run and one SSH session per host, not 20). All of that is decided
+here, once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from checks.service import CheckOutcome, record_outcome
+from stordoc.env import Env
+
+
+class RecordPolicy(Enum):
+    """When a check run goes into the journal."""
+
+    ALWAYS = "always"  # every run (the CLI, watch mode, the bot's health)
+    ON_CHANGE = "on_change"  # when the set of findings changed, or every RECORD_EVERY_S
+    NEVER = "never"  # a look that leaves no trace (mutes still apply)
+
+
+RECORD_EVERY_S = 300.0
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    at: float  # wall time it was recorded
+    keys: frozenset[tuple[str, str]]
+    outcome: CheckOutcome
+
+
+class Inspector:
+    """One per process and Env: thread-safe, shared by every caller of ``check``."""
+
+    def __init__(self, env: Env, record_every_s: float = RECORD_EVERY_S) -> None:
+        self.env = env
+        self.record_every_s = record_every_s
+        self._lock = threading.Lock()
+        self._inflight: dict[tuple[str, RecordPolicy], Future[CheckOutcome]] = {}
+        self._started: dict[tuple[str, RecordPolicy], float] = {}
+        self._last: dict[str, tuple[float, CheckOutcome]] = {}  # start time, outcome
+        self._recorded: dict[str, _Recorded] = {}
+
+    def check(self, cluster: str | None, source: str,
+              record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None
+              ) -> CheckOutcome:
+        """A full check of ``cluster`` (host facts included). Callers asking while a run
+        of the same cluster and policy is in flight get that run's outcome. With
+        ``since`` (epoch seconds), a run that started at or after it is recent enough
+        and is returned as it is: an alert whose condition began at ``since`` needs one
+        look taken after that moment, not a new one per delivery."""
+        name = self.env.cluster_name(cluster)
+        key = (name, record)
+        with self._lock:
+            last = self._last.get(name)
+            if since is not None and last is not None and last[0] >= since:
+                return last[1]
+            fut = self._inflight.get(key)
+            mine = fut is None
+            if fut is None:
+                fut = self._inflight[key] = Future()
+                self._started[key] = time.time()
+        if not mine:
+            return fut.result()
+        try:
+            out = self._run(name, source, record)
+            with self._lock:
+                self._last[name] = (self._started[key], out)
+            fut.set_result(out)
+            return out
+        except BaseException as e:
+            fut.set_exception(e)
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+
+    def _run(self, cluster: str, source: str, record: RecordPolicy) -> CheckOutcome:
+        if record is RecordPolicy.ALWAYS:
+            return self.env.check(cluster, source=source, record=True)
+        out = self.env.check(cluster, source=source, record=False)
+        if record is RecordPolicy.NEVER:
+            return out
+        keys = frozenset(f.key for f in out.report.findings)
+        last = self._recorded.get(cluster)
+        if last is not None and keys == last.keys and \
+                time.time() - last.at < self.record_every_s:
+            return replace(out, delta=last.outcome.delta)
+        recorded = record_outcome(self.env.journal, cluster, out, source)
+        self._recorded[cluster] = _Recorded(time.time(), keys, recorded)
+        return recorded
