@@ -140,7 +140,11 @@ class Commands(Actions):
             return r.rows_reply(f"{cluster}: mutes", rows,
                                 ("what", "state", "until", "by", "reason"))
         if isinstance(cmd, g.Unmute):
-            gone = recs.unmute(cluster, cmd.code, cmd.entity, where.user)
+            try:
+                gone = recs.unmute(cluster, cmd.code, cmd.entity, where.user)
+            except UnknownCode as e:
+                raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, e.known)}"
+                               ) from None
             if not gone:
                 raise BotError(f"no active mute of `{cmd.code}"
                                f"{' ' + cmd.entity if cmd.entity else ''}` on {cluster}")

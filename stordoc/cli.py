@@ -13,6 +13,7 @@ from runbooks.model import InvalidRequest, Refused
 from stordoc.argtypes import check_strings
 from stordoc.errors import UserError, permission_file
 from stordoc.exitstatus import ExitStatus
+from stordoc.service.errors import ActionRefused, InvalidAction
 from stordoc.settings import SettingsError
 from stordoc.terminal import Terminal
 
@@ -87,10 +88,10 @@ def _main(argv: Sequence[str] | None, term: Terminal) -> ExitStatus:
         return ExitStatus.USAGE
     try:
         return ExitStatus(args.func(args) or 0)
-    except (UserError, SettingsError, InvalidRequest) as e:
+    except (UserError, SettingsError, InvalidRequest, InvalidAction) as e:
         term.error(str(e))
         return ExitStatus.USAGE
-    except Refused as e:
+    except (Refused, ActionRefused) as e:
         term.error(str(e))
         return ExitStatus.REFUSED
     except PermissionError as e:

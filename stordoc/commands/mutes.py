@@ -12,6 +12,8 @@ from rich.table import Table
 from stordoc.argtypes import duration
 from stordoc.commands.common import env_from_args
 from stordoc.errors import UserError
+from stordoc.service import Service
+from stordoc.service.records import MuteRefused, UnknownCode
 
 MAX_MUTE_S = 30 * 86400.0
 
@@ -33,26 +35,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u.set_defaults(func=cmd_unmute)
 
 
-def known_code(code: str) -> str:
-    """A registered finding code, upper-cased; else one clear line (exit 64)."""
-    import checks.catalog  # noqa: F401
-    import checks.engine  # noqa: F401  (registers the engine's codes)
-    from checks.model import REGISTRY
-
-    c = code.strip().upper()
-    if c not in REGISTRY.codes:
-        raise UserError(f"unknown code {code!r}; see docs/checks.md")
-    return c
-
-
 def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 def cmd_mute(args: argparse.Namespace) -> int:
-    from storage.mutes import add_mute, list_mutes
-
     env = env_from_args(args)
+    recs = Service(env).records
     try:
         if args.list:
             if args.code or args.for_s or args.reason:
@@ -60,7 +49,7 @@ def cmd_mute(args: argparse.Namespace) -> int:
             cluster = env.cluster_name(args.cluster)
             now = time.time()
             t = Table("id", "what", "state", "until", "by", "reason", box=None)
-            for m in list_mutes(env.journal, cluster):
+            for m in recs.mutes(cluster):
                 state = ("removed by " + str(m.removed_by)) if m.removed_at else (
                     "active" if m.active(now) else "expired")
                 t.add_row(str(m.id), m.what, state, _when(m.until), m.by, m.reason)
@@ -72,11 +61,14 @@ def cmd_mute(args: argparse.Namespace) -> int:
             raise UserError("mute needs --for DURATION (e.g. --for 4h)")
         if not (args.reason or "").strip():
             raise UserError("mute needs --reason (kept in the audit)")
-        code = known_code(args.code)
         cluster = env.cluster_name(args.cluster)
-        user = env.settings.user or env.user
-        m = add_mute(env.journal, cluster, code, args.entity, time.time() + args.for_s,
-                     user, args.reason)
+        try:
+            m = recs.mute(cluster, args.code, args.entity, args.for_s,
+                          args.reason, env.settings.user or env.user)
+        except UnknownCode:
+            raise UserError(f"unknown code {args.code!r}; see docs/checks.md") from None
+        except MuteRefused as e:
+            raise UserError(str(e)) from None
         env.term.line(f"muted {m.what} on {cluster} until {_when(m.until)} by {m.by}: "
                       f"{m.reason}")
         return 0
@@ -85,15 +77,16 @@ def cmd_mute(args: argparse.Namespace) -> int:
 
 
 def cmd_unmute(args: argparse.Namespace) -> int:
-    from storage.mutes import remove_mutes
-
     env = env_from_args(args)
     try:
-        code = known_code(args.code)
         cluster = env.cluster_name(args.cluster)
-        gone = remove_mutes(env.journal, cluster, code, args.entity,
-                            env.settings.user or env.user)
+        try:
+            gone = Service(env).records.unmute(cluster, args.code, args.entity,
+                                               env.settings.user or env.user)
+        except UnknownCode:
+            raise UserError(f"unknown code {args.code!r}; see docs/checks.md") from None
         if not gone:
+            code = args.code.strip().upper()
             what = f"{code} {args.entity}" if args.entity else f"{code} (all)"
             raise UserError(f"no active mute of {what} on {cluster} (see mute --list)")
         env.term.line(f"unmuted {', '.join(m.what for m in gone)} on {cluster}")

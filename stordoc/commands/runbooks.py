@@ -18,17 +18,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runbooks.model import Refused
+from runbooks.aftermath import Aftermath
+from runbooks.model import EventKind, Outcome, Plan, Refused, RunEvent
 from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args, term_of
 from stordoc.confirm import confirm
 from stordoc.env import Env
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
+from stordoc.service import Service
+from stordoc.service.actions import ActionPlan, RunReport
 from stordoc.service.task import Task
 
-EXIT = {"success": ExitStatus.OK, "verify_failed": ExitStatus.FAILED,
-        "failed": ExitStatus.FAILED, "cancelled": ExitStatus.INTERRUPTED}
+EXIT: dict[str, ExitStatus] = {Outcome.SUCCESS: ExitStatus.OK, Outcome.VERIFY_FAILED: ExitStatus.FAILED,
+        Outcome.FAILED: ExitStatus.FAILED, Outcome.CANCELLED: ExitStatus.INTERRUPTED}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -135,22 +138,20 @@ def render_plan(console: Console, plan: Any) -> None:
         console.print(Text(f"warning: {w}", style="yellow"))
 
 
-def _event_printer(console: Console, ev: Any) -> None:
+def _event_printer(console: Console, ev: RunEvent) -> None:
     k = ev.kind
-    if k == "plan":
-        return
-    if k == "step_started":
+    if k == EventKind.STEP_STARTED:
         console.print(Text(f"  -> {ev.index}. {ev.title}", style="bold"))
-    elif k == "step_done":
+    elif k == EventKind.STEP_DONE:
         console.print(Text(f"     ok: {ev.message}", style="green"))
-    elif k == "step_failed":
+    elif k == EventKind.STEP_FAILED:
         console.print(Text(f"     FAILED: {ev.message}", style="bold red"))
-    elif k == "cancelled":
+    elif k == EventKind.CANCELLED:
         console.print(Text(f"  cancelled: {ev.message}", style="yellow"))
-    elif k == "verify_started":
+    elif k == EventKind.VERIFY_STARTED:
         console.print(Text(f"  verifying: {ev.message}", style="bold"))
-    elif k == "verify_done":
-        console.print(Text(f"     {ev.message}"))
+    elif k == EventKind.VERIFY_DONE:
+        console.print(Text(f"     {ev.message}", style="green" if ev.ok else "red"))
 
 
 # ------------------------------------------------------------------ commands
@@ -182,19 +183,21 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str) -> Any:
+def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str
+          ) -> tuple[Service, ActionPlan, Plan]:
     """A refusal (unknown runbook, a target the cluster does not have, a safety gate)
-    reaches main() as Refused: one line, exit 4."""
-    from runbooks.api import plan
-
-    ctx = env.run_context(args.cluster)
-    return ctx, plan(ctx, runbook, target, _options(args))
+    reaches main() as ActionRefused: one line, exit 4 (a misspelt request: 64)."""
+    svc = Service(env)
+    ap = svc.actions.plan(env.cluster_name(args.cluster), runbook, target, source="cli",
+                          options=_options(args))
+    assert ap.runbook_plan is not None  # a runbook's plan, not a benchmark's
+    return svc, ap, ap.runbook_plan
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     env = env_from_args(args)
     try:
-        _, p = _plan(env, args, args.runbook, args.target)
+        _, _, p = _plan(env, args, args.runbook, args.target)
         if args.json:
             env.term.line(json.dumps(p.to_dict(), indent=2, default=str))
         else:
@@ -230,20 +233,19 @@ def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
     return choice.runbook, choice.target
 
 
-def _follow(console: Console, ctx: Any, runbook: str, timeout_s: float) -> None:
+def _follow(console: Console, svc: Service, cluster: str, runbook: str,
+            timeout_s: float) -> None:
     """The truth after "success": what the cluster still does, until clean or timeout;
     Ctrl-C stops following (the cluster carries on)."""
-    from runbooks.aftermath import follow, worth_following
-
-    if not worth_following(runbook):
-        return
-
-    def show(am: Any) -> None:
+    def show(am: Aftermath) -> None:
         console.print(Text(f"  {am.line}", style="green" if am.clean else "yellow"))
 
-    task = Task(lambda cancel: follow(ctx, show, timeout_s=timeout_s, cancel=cancel),
+    task = Task(lambda cancel: svc.actions.follow(cluster, runbook, show, cancel,
+                                                  source="cli", timeout_s=timeout_s),
                 name="follow")
     am = task.wait()
+    if am is None:
+        return
     if task.cancelled:
         console.print(Text("  stopped following (the cluster carries on)", style="dim"))
         return
@@ -253,8 +255,6 @@ def _follow(console: Console, ctx: Any, runbook: str, timeout_s: float) -> None:
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from runbooks.api import RunResult, execute
-
     if args.finding:
         if args.runbook or args.target:
             raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
@@ -267,7 +267,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
             runbook, target = _pick_finding(env, args)
         else:
             runbook, target = args.runbook, args.target
-        ctx, plan = _plan(env, args, runbook, target)
+        svc, ap, plan = _plan(env, args, runbook, target)
         console = env.term.out
         render_plan(console, plan)
         confirm(env.term, "Run this plan?", args.yes)
@@ -277,16 +277,16 @@ def cmd_fix(args: argparse.Namespace) -> int:
                                "run)..." if n == 1 else "  still cancelling: the cleanup "
                                "steps finish first", style="yellow"))
 
-        def work(cancel: threading.Event) -> RunResult:
-            return execute(ctx, plan, confirmed_by=ctx.user,
-                           on_event=lambda ev: _event_printer(console, ev), cancel=cancel)
+        def work(cancel: threading.Event) -> RunReport:
+            return svc.actions.execute(ap, ap.user, lambda ev: _event_printer(console, ev),
+                                       cancel)
 
         res = Task(work, name="runbook").wait(interrupted)
         style = "bold green" if res.ok else "bold red"
         console.print(Text(f"{res.outcome}: {res.message}", style=style))
         console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
         if res.ok and args.follow > 0:
-            _follow(console, ctx, plan.runbook, args.follow)
+            _follow(console, svc, ap.cluster, plan.runbook, args.follow)
         return EXIT.get(res.outcome, ExitStatus.FAILED)
     finally:
         env.close()
@@ -299,18 +299,14 @@ def _when(ts: float | None) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from storage.audit import Audit
-
     env = env_from_args(args)
     console = env.term.out
     try:
-        ctx = env.run_context(args.cluster) if args.cluster else None
-        audit = Audit(env.journal, ctx.secrets if ctx else ())
+        recs = Service(env).records
         if args.run is not None:
-            run = audit.run(args.run)
+            run, steps = recs.audit_run(args.run)
             if run is None:
                 raise UserError(f"no runbook run {args.run} in {env.settings.journal}")
-            steps = audit.steps(args.run)
             if args.json:
                 env.term.line(json.dumps({"run": asdict(run), "steps": [asdict(s) for s in steps]},
                                          indent=2, default=str))
@@ -331,7 +327,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           outp[-300:])
             console.print(t)
             return 0
-        runs = audit.runs(limit=max(1, args.last), cluster=args.cluster)
+        runs = recs.audit(args.cluster, limit=max(1, args.last))
         if args.json:
             env.term.line(json.dumps([asdict(r) for r in runs], indent=2, default=str))
             return 0

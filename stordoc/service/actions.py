@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,21 +34,12 @@ from runbooks.model import (
 )
 from storage.audit import LockHeld
 from stordoc.env import Env
+from stordoc.service.errors import ActionRefused, InvalidAction
 
 __all__ = ["ActionPlan", "ActionRefused", "Actions", "InvalidAction", "BenchProgress", "BenchSummary",
            "EventKind", "Outcome", "PlanKind", "RunEvent", "RunReport"]
 
 BENCH_PREFIX = "bench-"
-
-
-class ActionRefused(Exception):
-    """A plan or run that cannot go ahead (unknown target, lock held, caps, read-only
-    cluster...). The message is one line for a person; nothing was changed."""
-
-
-class InvalidAction(ActionRefused):
-    """The request itself is wrong (unknown runbook, a misspelt target or option): a
-    usage error, where ``ActionRefused`` is a sound request the cluster's state refuses."""
 
 
 def _refusal(e: Exception) -> ActionRefused:
@@ -137,8 +129,12 @@ def is_bench(runbook: str) -> bool:
 
 
 def bench_option_values(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Typed options of ``BenchOptions``; naming the mix implies its mode."""
+    """Typed options of ``BenchOptions``; naming the mix implies its mode. A number that
+    is not finite (inf, nan, 1e400 read as inf) is refused here for every front end."""
     kw = dict(options)
+    for k, v in kw.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{k} must be a finite number, not {v!r}")
     if kw.get("mix") and "modes" not in kw:
         kw["modes"] = ("mix",)
     return kw

@@ -16,9 +16,10 @@ each front end only turns those into its own words.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from checks.incidents import correlate
 from checks.model import Finding
 
 __all__ = ["Ambiguous", "FixChoice", "FixRefused", "NoRunbook", "NoSuchFinding",
@@ -118,3 +119,14 @@ def choose_fix(findings: Iterable[Finding], code: str,
     f = fixable[0]
     assert f.runbook is not None and f.target is not None
     return FixChoice(f.runbook, f.target, f)
+
+
+def first_fix(findings: Sequence[Finding]) -> Finding | None:
+    """Among one thing's findings (an OSD's, a device's), the one to fix first: a root
+    cause of their incident (``checks.incidents``) over its consequences, then the worst.
+    The TUI's Fix key on a detail screen asks this, as the bot's buttons offer roots."""
+    fixable = [f for f in findings if f.runbook and f.target]
+    if not fixable:
+        return None
+    roots = {i.root.key for i in correlate(list(findings))}
+    return min(fixable, key=lambda f: (f.key not in roots, -int(f.severity)))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import checks.catalog  # noqa: F401  (registers every check's codes)
+import checks.engine  # noqa: F401  (registers the engine's own codes)
 from checks.model import REGISTRY, Finding, Severity
 from storage.audit import Audit, AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
@@ -15,7 +16,7 @@ from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
 from stordoc.env import Env
 
 __all__ = ["AlertPost", "AuditRun", "AuditStep", "CheckRun", "FindingRecord", "Mute",
-           "MuteRefused", "Records", "UnknownCode"]
+           "MuteRefused", "Records", "UnknownCode", "known_code"]
 
 ALERT_TABLE = "alert_threads"  # written by the bot's alert desk (bot/alerts.py)
 
@@ -46,6 +47,15 @@ class AlertPost:
     @property
     def open(self) -> bool:
         return self.closed_at is None
+
+
+def known_code(code: str) -> str:
+    """A registered finding code, upper-cased. ASCII only: ``str.upper`` turns a long s
+    (ſ) into S, so ``oſd_down`` would otherwise mute OSD_DOWN."""
+    c = code.strip()
+    if not c.isascii() or c.upper() not in REGISTRY.codes:
+        raise UnknownCode(code, sorted(REGISTRY.codes))
+    return c.upper()
 
 
 def _finding(r: FindingRecord) -> Finding:
@@ -96,9 +106,7 @@ class Records:
     def mute(self, cluster: str, code: str, entity: str | None, for_s: float, reason: str,
              by: str) -> Mute:
         """Mute a finding code (on one entity, or all) for ``for_s`` seconds."""
-        known = REGISTRY.codes
-        if code.strip().upper() not in known:
-            raise UnknownCode(code, sorted(known))
+        code = known_code(code)
         try:
             return add_mute(self.env.journal, self.env.cluster_name(cluster), code,
                             entity or None, time.time() + for_s, by, reason)
@@ -106,8 +114,8 @@ class Records:
             raise MuteRefused(str(e)) from None
 
     def unmute(self, cluster: str, code: str, entity: str | None, by: str) -> list[Mute]:
-        return remove_mutes(self.env.journal, self.env.cluster_name(cluster), code,
-                            entity or None, by)
+        return remove_mutes(self.env.journal, self.env.cluster_name(cluster),
+                            known_code(code), entity or None, by)
 
     def mutes(self, cluster: str | None, limit: int = 100) -> list[Mute]:
         name = self.env.cluster_name(cluster) if cluster else None

@@ -160,3 +160,18 @@ def test_target_filter_comes_before_no_runbook() -> None:
 def test_any_iterable_of_findings() -> None:
     got = choose_fix((f for f in [_down_out(2), UNMOUNTED]), "osd_data_unmounted")
     assert got.finding is UNMOUNTED
+
+
+def test_first_fix_prefers_the_root_cause_over_its_consequences() -> None:
+    from stordoc.service.fixes import first_fix
+
+    # the lab's osd.1 with its data dir unmounted: the down+out finding is a consequence
+    down_out = Finding("OSD_DOWN_OUT", Severity.CRIT, "osd.1", "osd.1 is down and out", {},
+                       "osd-start", "osd.1")
+    unmounted = Finding("OSD_DATA_UNMOUNTED", Severity.CRIT, "osd.1", "not mounted",
+                        {"host": "node2"}, "osd-remount", "osd.1")
+    ceph_down = Finding("OSD_DOWN", Severity.WARN, "osd.1", "Ceph: 1 osds down")
+    assert first_fix([down_out, ceph_down, unmounted]) is unmounted
+    assert first_fix([unmounted, down_out]) is unmounted
+    assert first_fix([down_out, ceph_down]) is down_out
+    assert first_fix([ceph_down]) is None and first_fix([]) is None

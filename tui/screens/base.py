@@ -27,6 +27,7 @@ from textual.worker import Worker
 
 from checks.incidents import Incident
 from checks.model import Finding
+from stordoc.service.fixes import first_fix
 from tui import views
 from tui.views import Row
 
@@ -302,14 +303,6 @@ class DataScreen(Screen[None]):
 
 # --------------------------------------------------------------------------- overview
 
-def _best_fixable(fs: Sequence[Finding]) -> Finding | None:
-    """The finding to fix first: the root cause (e.g. OSD_DATA_UNMOUNTED) over symptoms."""
-    fixable = [f for f in fs if f.runbook and f.target]
-    order = {"osd-remount": 0, "osd-activate": 0, "swift-device-remount": 0, "osd-start": 1,
-             "osd-in": 2}
-    fixable.sort(key=lambda f: (order.get(f.runbook or "", 5), -f.severity))
-    return fixable[0] if fixable else None
-
 class DetailScreen(DataScreen):
     """Label/value lines about one thing plus its findings; ``x`` fixes the worst one."""
 
@@ -333,7 +326,7 @@ class DetailScreen(DataScreen):
         self.query_one("#detail", Static).update(lines_table(self.lines(st)))
 
     def action_fix(self) -> None:
-        self.fix_finding(_best_fixable(self.entity_findings()))
+        self.fix_finding(first_fix(self.entity_findings()))
 
     def focus_main(self) -> None:
         self.query_one("#detail-scroll").focus()

@@ -23,11 +23,11 @@ from tui.views import Row
 
 if TYPE_CHECKING:
     from tui.app import ClusterState
+from stordoc.service.fixes import first_fix
 from tui.screens.base import (
     DataScreen,
     DetailScreen,
     RowTable,
-    _best_fixable,
     fill_table,
     lines_table,
 )
@@ -167,7 +167,7 @@ class OsdScreen(DataScreen):
         if r is None or r.kind != "osd":
             self.notify("select an OSD first", severity="warning")
             return
-        self.fix_finding(_best_fixable(views.findings_for(self.findings, f"osd.{r.ref}")))
+        self.fix_finding(first_fix(views.findings_for(self.findings, f"osd.{r.ref}")))
 
     @on(DataTable.RowSelected, "#osds")
     def _drill(self, event: DataTable.RowSelected) -> None:

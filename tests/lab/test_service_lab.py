@@ -1,0 +1,142 @@
+"""The application service alone, on the real lab: what the CLI, the bot and the TUI share.
+
+Check runs and their recording rule, a check in flight shared by concurrent callers, the
+runbook for a finding, plan -> confirm -> run with typed events, the audit and history as
+dataclasses, mutes, and the refusals that change nothing. No front end is involved: if
+these hold, every front end that only parses, calls and renders gets them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from checks.model import Finding
+from lab import Lab
+from runbooks.model import EventKind, Outcome, RunEvent, StepStatus
+from storage.audit import AuditRun, AuditStep
+from storage.journal import CheckRun
+from stordoc.env import Env
+from stordoc.service import Service
+from stordoc.service.actions import ActionRefused, InvalidAction, PlanKind
+from stordoc.service.fixes import NoSuchFinding
+from stordoc.service.inspect import RecordPolicy
+from stordoc.service.records import UnknownCode
+
+
+def _codes(findings: tuple[Finding, ...] | list[Finding]) -> set[tuple[str, str]]:
+    return {(f.code, f.entity) for f in findings}
+
+
+def test_recording_rule_and_a_shared_check_in_flight(lab: Lab, env: Env) -> None:
+    svc = Service(env)
+    journal = env.journal
+    out = svc.check("lab", "test", RecordPolicy.NEVER)
+    assert out.run_id is None and journal.runs("lab") == []  # a look leaves no trace
+    out = svc.check("lab", "test", RecordPolicy.ALWAYS)
+    assert out.run_id is not None
+    runs = svc.records.history("lab")
+    assert [type(r) for r in runs] == [CheckRun] and runs[0].id == out.run_id
+    assert runs[0].source == "test" and runs[0].host_facts is True
+    assert runs[0].n_findings == len(out.report.findings)
+    # ON_CHANGE: the first refresh is recorded, the next with the same findings is not
+    first = svc.check("lab", "tui", RecordPolicy.ON_CHANGE)
+    second = svc.check("lab", "tui", RecordPolicy.ON_CHANGE)
+    assert first.run_id is not None and second.run_id is None
+    assert second.delta == first.delta  # "new since last run" still answers from the run
+    assert len(journal.runs("lab")) == 2
+    # six callers at once: one check run, one outcome object, one row
+    gate = threading.Barrier(6)
+    outs = []
+
+    def one() -> None:
+        gate.wait()
+        outs.append(svc.check("lab", "slack"))
+    ts = [threading.Thread(target=one) for _ in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert len(outs) == 6 and len({id(o) for o in outs}) == 1
+    assert len(journal.runs("lab")) == 3
+    # since: a run that started after the moment asked for is reused, an older one is not
+    t0 = time.time()
+    fresh = svc.check("lab", "alert", since=t0)
+    assert svc.check("lab", "alert", since=t0) is fresh
+    assert len(journal.runs("lab")) == 4
+
+
+def test_fix_a_finding_plan_confirm_run_audit(lab: Lab, env: Env,
+                                             request: pytest.FixtureRequest) -> None:
+    svc = Service(env)
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
+    lab.break_("osd-unmounted", osd=1)
+    out, choice = svc.fix_for("lab", "osd_data_unmounted ", None, "test")
+    assert ("OSD_DATA_UNMOUNTED", "osd.1") in _codes(out.report.findings)
+    assert (choice.runbook, choice.target) == ("osd-remount", "osd.1")
+    plan = svc.actions.plan("lab", choice.runbook, choice.target, source="test",
+                            user="alice")
+    assert plan.kind is PlanKind.RUNBOOK and plan.second_person  # it touches data
+    assert plan.user == "alice" and plan.lines[0].startswith("Plan: osd-remount osd.1")
+    again = svc.actions.plan("lab", "osd-remount", "osd.1", source="test", user="alice")
+    assert again.fingerprint == plan.fingerprint  # same plan, made again
+    assert svc.records.audit("lab") == []  # planning audits nothing, changes nothing
+    events: list[RunEvent] = []
+    env.run_context("lab")  # settings still readable
+    rep = svc.actions.execute(plan, "bob", events.append, threading.Event())
+    kinds = [EventKind(e.kind) for e in events]
+    assert kinds[0] is EventKind.PLAN and kinds[-1] is EventKind.DONE
+    assert EventKind.VERIFY_DONE in kinds
+    verify = [e for e in events if e.kind == EventKind.VERIFY_DONE][0]
+    assert verify.ok is True and events[-1].ok is True  # typed, not read from prose
+    assert rep.ok and rep.outcome == Outcome.SUCCESS and rep.verified is True
+    assert rep.verification.startswith("checks pass again")
+    (run,) = svc.records.audit("lab")
+    assert isinstance(run, AuditRun) and run.id == rep.run_id
+    assert (run.runbook, run.target, run.user, run.confirmed_by, run.outcome) == (
+        "osd-remount", "osd.1", "alice", "bob", "success")
+    steps = svc.records.audit_steps(run.id)
+    assert steps and all(isinstance(s, AuditStep) and s.status == StepStatus.DONE
+                         for s in steps)
+    assert [s.command for s in steps] == [str(d["command"]) for d in plan.data["steps"]]
+    after = svc.check("lab", "test")
+    assert ("OSD_DATA_UNMOUNTED", "osd.1") not in _codes(after.report.findings)
+    with pytest.raises(NoSuchFinding):  # fixed: nothing left to fix by that code
+        svc.fix_for("lab", "OSD_DATA_UNMOUNTED", None, "test")
+
+
+def test_refusals_change_nothing(lab: Lab, env: Env) -> None:
+    svc = Service(env)
+    acts = svc.actions
+    for runbook, target in (("osd-remount", "osd.99"), ("osd-remount", "osd.\u0661"),
+                            ("osd-remont", "osd.1"), ("pool-pg-num", "no-such-pool")):
+        with pytest.raises(ActionRefused):
+            acts.plan("lab", runbook, target, source="test")
+    with pytest.raises(InvalidAction):  # a misspelt runbook is a usage error
+        acts.plan("lab", "osd-remont", "osd.1", source="test")
+    with pytest.raises(ActionRefused):
+        acts.plan_bench("lab", "rados", source="test", options={"duration_s": float("inf")})
+    with pytest.raises(UnknownCode):
+        svc.records.mute("lab", "OSD_D0WN", None, 600, "typo", "alice")
+    assert svc.records.audit("lab") == [] and svc.records.mutes("lab") == []
+    assert lab.osds_up_in() == (lab.n_osds, lab.n_osds)
+
+
+def test_mute_hides_a_finding_until_unmuted(lab: Lab, env: Env,
+                                            request: pytest.FixtureRequest) -> None:
+    svc = Service(env)
+    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
+    lab.break_("osd-unmounted", osd=1)
+    assert ("OSD_DATA_UNMOUNTED", "osd.1") in _codes(svc.check("lab", "test").report.findings)
+    m = svc.records.mute("lab", "osd_data_unmounted", "osd.1", 600, "disk swap", "alice")
+    assert m.code == "OSD_DATA_UNMOUNTED" and m.by == "alice"
+    hidden = svc.check("lab", "test", RecordPolicy.NEVER)
+    assert ("OSD_DATA_UNMOUNTED", "osd.1") not in _codes(hidden.report.findings)
+    assert [x.what for x in svc.records.unmute("lab", "OSD_DATA_UNMOUNTED", "osd.1", "bob")] \
+        == ["OSD_DATA_UNMOUNTED osd.1"]
+    back = svc.check("lab", "test", RecordPolicy.NEVER)
+    assert ("OSD_DATA_UNMOUNTED", "osd.1") in _codes(back.report.findings)
+    run, findings = svc.records.last_findings("lab")
+    assert run is not None and any(f.code == "OSD_DATA_UNMOUNTED" for f in findings)
