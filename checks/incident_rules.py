@@ -25,9 +25,6 @@ CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
                  "OBJECT_MISPLACED", "OBJECT_UNFOUND", "SLOW_OPS")
 # Our cluster-wide PG findings.
 PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK")
-# Swift recon findings about one device of a server.
-SWIFT_DEVICE_CONSEQUENCES = ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR",
-                             "SWIFT_FSTAB_DISABLED", "SWIFT_DEVICE_FULL")
 
 
 @dataclass(frozen=True)
@@ -110,5 +107,3 @@ RULES: tuple[Rule, ...] = (
     Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
     Rule("PGS_STUCK", "entity", (), OSD_FOLD),
 )
-# Cluster-wide codes about one pool's settings: grouped per pool, the worst first.
-POOL_SCOPE = "pool"

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.incident_keys import FindingIndex, ceph_code, swift_server_kind
-from checks.incident_rules import CEPH_PG_CODES, PG_CODES, Rule
 from checks.incident_rules import RULES as RULES
+from checks.incident_rules import Rule
 from checks.model import Finding, Severity, Verdict
 from storage.model import ClusterSnapshot
 
@@ -76,10 +76,6 @@ class Incident:
             "since": self.root.since,
         }
 
-
-
-def _is_pg_consequence(f: Finding) -> bool:
-    return f.code in PG_CODES or ceph_code(f) in CEPH_PG_CODES
 
 
 def pg_impact(findings: Iterable[Finding]) -> tuple[int, int]:
@@ -195,13 +191,6 @@ def _make(root: Finding, cons: Sequence[Finding]) -> Incident:
     cand = (NextStep(root.runbook, root.target)
             if root.runbook and root.target else None)
     return Incident(f"{root.code} {root.entity}", root, tuple(cons), sev, impact, cand)
-
-
-def incident_of(incidents: Iterable[Incident], f: Finding) -> Incident | None:
-    for inc in incidents:
-        if any(x.key == f.key for x in inc.findings):
-            return inc
-    return None
 
 
 def headline(cluster: str, verdict_: Verdict, incidents: Sequence[Incident],
