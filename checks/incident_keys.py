@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from checks.model import Finding
 from storage.model import ClusterSnapshot
@@ -84,24 +83,30 @@ def pools_named(f: Finding) -> set[str]:
     return set()
 
 
+# a key of one scope: an OSD id, a ring kind, (ip, device), (server kind, port), a pool,
+# an entity
+Key = int | str | tuple[str, str]
+
+
 class FindingIndex:
     """Each finding's keys per scope, computed once, and findings by key: correlating
     thousands of findings (a rack down) stays linear, not one scan per root."""
 
     def __init__(self, todo: Sequence[Finding], snap: ClusterSnapshot | None) -> None:
-        self.keys: list[dict[str, frozenset[Any]]] = []
-        self.by: dict[tuple[str, Any], list[int]] = {}
+        self.keys: list[dict[str, frozenset[Key]]] = []
+        self.by: dict[tuple[str, Key], list[int]] = {}
         self.by_code: dict[str, list[int]] = {}
         for i, f in enumerate(todo):
             dev = swift_device_key(f)
             kind = swift_server_kind(f)
             ring = _SWIFT_RING_RE.match(f.entity)
-            k = {"osd": frozenset(osds_named(f, snap)),
-                 "swift-ring": frozenset([ring.group("kind")] if ring else []),
-                 "swift-device": frozenset([dev] if dev else []),
-                 "swift-server": frozenset([kind] if kind else []),
-                 "pool": frozenset(pools_named(f)),
-                 "entity": frozenset([f.entity])}
+            k: dict[str, frozenset[Key]] = {
+                "osd": frozenset(osds_named(f, snap)),
+                "swift-ring": frozenset([ring.group("kind")] if ring else []),
+                "swift-device": frozenset([dev] if dev else []),
+                "swift-server": frozenset([kind] if kind else []),
+                "pool": frozenset(pools_named(f)),
+                "entity": frozenset([f.entity])}
             self.keys.append(k)
             for scope, vals in k.items():
                 for v in vals:

@@ -15,11 +15,11 @@ from checks.swift_recon_values import (
     SERVER_PREF,
     age_h,
     num,
-    replication,
     sweeps,
 )
 from checks.swift_recon_values import ServerSummary as ServerSummary
 from checks.swift_recon_values import recon_samples as recon_samples
+from checks.swift_recon_values import replication as replication
 from checks.swift_recon_values import server_summaries as server_summaries
 from checks.swift_servers import host_for, server_entity
 from checks.swift_servers import server_findings as server_findings

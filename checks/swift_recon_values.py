@@ -6,6 +6,7 @@ of ``ReconHost.raw``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from checks.swift_servers import server_entity
 from storage.model import ReconHost, SwiftState
@@ -44,7 +45,16 @@ def age_h(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def replication(r: ReconHost) -> dict[str, object] | None:
+class Replication(TypedDict):
+    """A server's last replication pass as recon reports it (None: not reported)."""
+
+    last: float | None  # epoch seconds it completed
+    duration_s: float | None
+    failures: float | None
+    attempted: float | None
+
+
+def replication(r: ReconHost) -> Replication | None:
     """last completed (epoch), duration (s), failures of the last pass, or None."""
     rep = r.raw.get(f"replication/{r.server}")
     if not isinstance(rep, dict):

@@ -75,7 +75,8 @@ def server_findings(r: ReconHost, snap: ClusterSnapshot) -> list[Finding]:
         why = "refuses connections" if r.error_kind == "refused" else "is unreachable"
         extra = ""
         if conf.get("port_free") is True:
-            n = len(conf.get("swift_processes") or [])  # type: ignore[arg-type]
+            procs = conf.get("swift_processes")
+            n = len(procs) if isinstance(procs, list) else 0
             extra = f" (confirmed over SSH: nothing listens on port {r.port}{where}" + \
                 (f"; {n} other swift-{r.server}-server process(es) run there" if n else "") + ")"
         elif conf.get("port_free") is False:

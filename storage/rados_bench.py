@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from storage.targets import CephTarget
 
@@ -79,7 +77,7 @@ class RadosBenchOutput:
 
 
 _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-_SUMMARY: dict[str, tuple[str, Callable[[str], Any]]] = {
+_SUMMARY: dict[str, tuple[str, type[float] | type[int]]] = {
     "total time run": ("total_time_s", float),
     "total writes made": ("ops", int),
     "total reads made": ("ops", int),

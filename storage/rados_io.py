@@ -247,8 +247,8 @@ def _pow2_floor(n: int) -> int:
 def pgs_all_clean(status: dict[str, Any]) -> bool:
     pgmap = status.get("pgmap", {})
     states = pgmap.get("pgs_by_state", [])
-    total = pgmap.get("num_pgs", 0)
-    clean = sum(s["count"] for s in states if s.get("state_name") == "active+clean")
+    total: int = pgmap.get("num_pgs", 0)
+    clean: int = sum(s["count"] for s in states if s.get("state_name") == "active+clean")
     return clean == total
 
 
