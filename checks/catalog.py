@@ -12,4 +12,5 @@ from checks import (  # noqa: F401
     swift_dispersion,
     swift_recon,
     swift_rings,
+    swift_servers,
 )

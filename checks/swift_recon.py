@@ -1,120 +1,29 @@
-"""Swift storage servers as recon sees them: a server that does not answer, and the
-numbers swift-recon prints (replication, async pendings, quarantines, fill, drift...)
-turned into findings with thresholds.
-
-A server that does not answer is told apart by why: connection refused (the process is
-down; over SSH the host's listening sockets and Swift processes confirm it), timeout, an
-HTTP error, or a server that answers but has no recon middleware. The proxy's
-healthcheck stays green in all of these.
+"""The numbers swift-recon prints (replication, async pendings, quarantines, fill, drift,
+...) turned into findings with thresholds, and the replicators seen over SSH beside them.
+The reads of the raw numbers are in ``checks.swift_recon_values``, servers that do not
+answer in ``checks.swift_servers``; names used elsewhere stay importable from here.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from storage.model import ClusterSnapshot, HostFacts, ReconHost, SwiftState
-
-START = "swift-server-start"
-CODES = (
-    CodeInfo("SWIFT_SERVER_DOWN", Severity.CRIT,
-             "A Swift storage server refuses connections: its process is down.", START),
-    CodeInfo("SWIFT_SERVER_TIMEOUT", Severity.CRIT,
-             "A Swift storage server does not answer recon within the timeout."),
-    CodeInfo("SWIFT_SERVER_HTTP_ERROR", Severity.CRIT,
-             "A Swift storage server answers recon with an HTTP error."),
-    CodeInfo("SWIFT_RECON_NOT_CONFIGURED", Severity.WARN,
-             "A Swift storage server answers but has no recon middleware in its pipeline."),
+from checks.swift_recon_values import (
+    QUARANTINE_KINDS,
+    SERVER_PREF,
+    age_h,
+    num,
+    sweeps,
 )
-
-
-def server_entity(server: str, ip: str, port: int) -> str:
-    """``object server 127.0.0.2:6200``: the entity of every per-server finding."""
-    return f"{server} server {ip}:{port}"
-
-
-def _host_for(snap: ClusterSnapshot, ip: str) -> tuple[str | None, HostFacts | None]:
-    for name, f in snap.hosts.items():
-        if f.address == ip:
-            return name, f
-    return None, None
-
-
-def ssh_confirmation(facts: HostFacts | None, server: str, port: int) -> dict[str, object]:
-    """What the host says over SSH about port ``port`` and its ``server`` processes."""
-    if facts is None:
-        return {"ssh": "no host configured for this address"}
-    if facts.error:
-        return {"ssh": f"host did not answer: {facts.error}"}
-    procs = [{"pid": d.pid, "conf": d.ident} for d in facts.swift_processes
-             if d.kind == f"swift-{server}-server" and d.running]
-    ev: dict[str, object] = {"swift_processes": procs}
-    if facts.listeners is None:
-        ev["ssh"] = "listening sockets unknown (no ss on the host)"
-        return ev
-    held = facts.listeners.get(port)
-    if held is None:
-        ev["ssh"] = f"nothing listens on port {port}"
-        ev["port_free"] = True
-    else:
-        ev["ssh"] = f"port {port} is held by pid {held[0]} ({held[1] or '?'})"
-        ev["port_free"] = False
-        ev["port_pid"], ev["port_process"] = held
-    return ev
-
-
-def server_findings(r: ReconHost, snap: ClusterSnapshot) -> list[Finding]:
-    """The reachability finding of one storage server (pure)."""
-    if r.error is None or r.error_kind is None:
-        return []
-    ent = server_entity(r.server, r.ip, r.port)
-    hname, facts = _host_for(snap, r.ip)
-    ev: dict[str, object] = {"server": r.server, "ip": r.ip, "port": r.port,
-                             "host": hname, "error_kind": r.error_kind, "error": r.error}
-    where = f" on {hname}" if hname else ""
-    if r.error_kind in ("refused", "unreachable"):
-        conf = ssh_confirmation(facts, r.server, r.port) if snap.host_facts_collected \
-            else {"ssh": "host facts not collected"}
-        ev.update(conf)
-        why = "refuses connections" if r.error_kind == "refused" else "is unreachable"
-        extra = ""
-        if conf.get("port_free") is True:
-            n = len(conf.get("swift_processes") or [])  # type: ignore[arg-type]
-            extra = f" (confirmed over SSH: nothing listens on port {r.port}{where}" + \
-                (f"; {n} other swift-{r.server}-server process(es) run there" if n else "") + ")"
-        elif conf.get("port_free") is False:
-            extra = f" ({conf['ssh']}{where})"
-        return [Finding("SWIFT_SERVER_DOWN", Severity.CRIT, ent,
-                        f"{r.server} server {r.ip}:{r.port}{where} {why}: process down"
-                        + extra, ev, runbook=START,
-                        target=f"{r.server}@{hname}" if hname else None)]
-    if r.error_kind == "timeout":
-        return [Finding("SWIFT_SERVER_TIMEOUT", Severity.CRIT, ent,
-                        f"{r.server} server {r.ip}:{r.port}{where} does not answer recon "
-                        "in time", ev)]
-    if r.error_kind == "no-recon":
-        return [Finding("SWIFT_RECON_NOT_CONFIGURED", Severity.WARN, ent,
-                        f"{r.server} server {r.ip}:{r.port}{where} answers but has no recon "
-                        "middleware (add 'recon' to its pipeline): its health is invisible",
-                        ev)]
-    return [Finding("SWIFT_SERVER_HTTP_ERROR", Severity.CRIT, ent,
-                    f"{r.server} server {r.ip}:{r.port}{where} answers recon with an error: "
-                    f"{r.error}", ev)]
-
-
-@check("swift-servers", codes=CODES, needs=("swift",))
-def swift_servers(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
-    sw = snap.swift
-    assert sw is not None
-    out: list[Finding] = []
-    for r in sw.recon:
-        out.extend(server_findings(r, snap))
-    return out
-
-
-# --------------------------------------------------------------------------- recon numbers
+from checks.swift_recon_values import ServerSummary as ServerSummary
+from checks.swift_recon_values import recon_samples as recon_samples
+from checks.swift_recon_values import replication as replication
+from checks.swift_recon_values import server_summaries as server_summaries
+from checks.swift_servers import host_for, server_entity
+from checks.swift_servers import server_findings as server_findings
+from storage.model import ClusterSnapshot, ReconHost, SwiftState
 
 RECON_CODES = (
     CodeInfo("SWIFT_REPLICATION_STALE", Severity.WARN,
@@ -150,83 +59,6 @@ RECON_CODES = (
     CodeInfo("SWIFT_SWEEP_SLOW", Severity.WARN,
              "An updater/auditor/expirer sweep took longer than the threshold."),
 )
-QUARANTINE_KINDS = ("objects", "containers", "accounts")
-
-
-def _num(v: object) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    return None
-
-
-def recon_samples(sw: SwiftState) -> list[tuple[str, str, float]]:
-    """The numbers kept in the journal for history: (entity, metric, value)."""
-    out: list[tuple[str, str, float]] = []
-    for r in sw.recon:
-        if r.error_kind is not None:
-            continue
-        ent = server_entity(r.server, r.ip, r.port)
-        q = r.raw.get("quarantined")
-        if isinstance(q, dict):
-            for k in QUARANTINE_KINDS:
-                v = _num(q.get(k))
-                if v is not None:
-                    out.append((ent, f"quarantined_{k}", v))
-        a = r.raw.get("async")
-        if isinstance(a, dict) and _num(a.get("async_pending")) is not None:
-            out.append((ent, "async_pending", float(a["async_pending"])))
-    return out
-
-
-def _age_h(s: float) -> str:
-    return f"{s / 3600:.1f} h"
-
-
-def replication(r: ReconHost) -> dict[str, object] | None:
-    """last completed (epoch), duration (s), failures of the last pass, or None."""
-    rep = r.raw.get(f"replication/{r.server}")
-    if not isinstance(rep, dict):
-        return None
-    if r.server == "object":
-        last = _num(rep.get("object_replication_last")) or _num(rep.get("replication_last"))
-        took = _num(rep.get("object_replication_time"))
-        took = took * 60 if took is not None else None  # object replicator: minutes
-    else:
-        last = _num(rep.get("replication_last"))
-        took = _num(rep.get("replication_time"))
-    stats = rep.get("replication_stats") if isinstance(rep.get("replication_stats"), dict) \
-        else {}
-    fails = _num(stats.get("failure")) if isinstance(stats, dict) else None
-    tried = _num(stats.get("attempted")) if isinstance(stats, dict) else None
-    return {"last": last, "duration_s": took, "failures": fails, "attempted": tried}
-
-
-def _sweeps(r: ReconHost) -> list[tuple[str, float]]:
-    """(daemon, seconds of the last sweep/pass) that recon reports for this server."""
-    out: list[tuple[str, float]] = []
-    up = r.raw.get(f"updater/{r.server}")
-    if isinstance(up, dict):
-        v = _num(up.get(f"{r.server}_updater_sweep"))
-        if v is not None:
-            out.append((f"{r.server}-updater", v))
-    au = r.raw.get(f"auditor/{r.server}")
-    if isinstance(au, dict):
-        v = _num(au.get(f"{r.server}_auditor_pass_completed"))
-        if v is not None:
-            out.append((f"{r.server}-auditor", v))
-        for key in ("object_auditor_stats_ALL", "object_auditor_stats_ZBF"):
-            st = au.get(key)
-            if isinstance(st, dict) and _num(st.get("audit_time")) is not None:
-                out.append((f"object-auditor ({key.rsplit('_', 1)[1]})",
-                            float(st["audit_time"])))
-    ex = r.raw.get("expirer/object") if r.server == "object" else None
-    if isinstance(ex, dict):
-        v = _num(ex.get("object_expiration_pass"))
-        if v is not None:
-            out.append(("object-expirer", v))
-    return out
 
 
 def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping[str, tuple[
@@ -253,9 +85,9 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             crit = age > th.swift_replication_age_crit_s
             out.append(Finding(
                 "SWIFT_REPLICATION_STALE", Severity.CRIT if crit else Severity.WARN, ent,
-                f"{r.server} replication on {ep} has not completed for {_age_h(age)} "
-                f"(warn {_age_h(th.swift_replication_age_warn_s)}, "
-                f"crit {_age_h(th.swift_replication_age_crit_s)})",
+                f"{r.server} replication on {ep} has not completed for {age_h(age)} "
+                f"(warn {age_h(th.swift_replication_age_warn_s)}, "
+                f"crit {age_h(th.swift_replication_age_crit_s)})",
                 {"last": rep["last"], "age_s": round(age), "duration_s": rep["duration_s"],
                  "warn_s": th.swift_replication_age_warn_s,
                  "crit_s": th.swift_replication_age_crit_s}, since=rep["last"]))
@@ -267,7 +99,7 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             f"pass (warn above {th.swift_replication_failures_warn})",
             {"failures": rep["failures"], "warn": th.swift_replication_failures_warn}))
     a = r.raw.get("async")
-    pend = _num(a.get("async_pending")) if isinstance(a, dict) else None
+    pend = num(a.get("async_pending")) if isinstance(a, dict) else None
     if pend is not None and pend >= th.swift_async_pending_warn:
         crit = pend >= th.swift_async_pending_crit
         out.append(Finding(
@@ -284,7 +116,7 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
     past = history.get(ent, {})
     if isinstance(q, dict):
         for k in QUARANTINE_KINDS:
-            v = _num(q.get(k))
+            v = num(q.get(k))
             base = past.get(f"quarantined_{k}")
             if v is None or base is None:
                 continue
@@ -293,22 +125,22 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
                 out.append(Finding(
                     "SWIFT_QUARANTINE_GROWTH", Severity.WARN, ent,
                     f"quarantined {k} on {ep} grew by {grew:.0f} since "
-                    f"{_age_h(now - base[0])} ago (now {v:.0f}; warn at "
+                    f"{age_h(now - base[0])} ago (now {v:.0f}; warn at "
                     f"+{th.swift_quarantine_growth_warn})",
                     {"kind": k, "now": v, "before": base[1], "before_at": base[0],
                      "growth": grew, "warn": th.swift_quarantine_growth_warn}))
     load = r.raw.get("load")
-    l5 = _num(load.get("5m")) if isinstance(load, dict) else None
+    l5 = num(load.get("5m")) if isinstance(load, dict) else None
     if l5 is not None and l5 > th.swift_load5_warn:
         out.append(Finding(
             "SWIFT_LOAD_HIGH", Severity.WARN, ent,
             f"5-minute load {l5:g} on {r.ip} (warn above {th.swift_load5_warn:g})",
             {"load": dict(load) if isinstance(load, dict) else load,
              "warn": th.swift_load5_warn}))
-    remote = _num(r.raw.get("time"))
-    local = _num(r.raw.get("_local_time"))
+    remote = num(r.raw.get("time"))
+    local = num(r.raw.get("_local_time"))
     if remote is not None and local is not None:
-        rtt = _num(r.raw.get("_rtt_s")) or 0.0
+        rtt = num(r.raw.get("_rtt_s")) or 0.0
         drift = abs(remote - local) - rtt / 2
         if drift > th.swift_time_drift_max_s:
             out.append(Finding(
@@ -318,7 +150,7 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
                 {"remote": remote, "local": local, "rtt_s": rtt,
                  "max_s": th.swift_time_drift_max_s}))
     ss = r.raw.get("sockstat")
-    orphan = _num(ss.get("orphan")) if isinstance(ss, dict) else None
+    orphan = num(ss.get("orphan")) if isinstance(ss, dict) else None
     if orphan is not None and orphan > th.swift_sockstat_orphan_warn:
         out.append(Finding(
             "SWIFT_SOCKSTAT_ORPHANS", Severity.WARN, ent,
@@ -326,7 +158,7 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             f"{th.swift_sockstat_orphan_warn})", {"sockstat": dict(ss) if isinstance(
                 ss, dict) else ss, "warn": th.swift_sockstat_orphan_warn}))
     da = r.raw.get("driveaudit")
-    errs = _num(da.get("drive_audit_errors")) if isinstance(da, dict) else None
+    errs = num(da.get("drive_audit_errors")) if isinstance(da, dict) else None
     if errs is not None and errs > th.swift_driveaudit_errors_max:
         out.append(Finding(
             "SWIFT_DRIVE_AUDIT_ERRORS", Severity.WARN, ent,
@@ -339,17 +171,14 @@ def _sweep_findings(r: ReconHost, ctx: CheckContext) -> list[Finding]:
     th = ctx.thresholds
     ent = server_entity(r.server, r.ip, r.port)
     out: list[Finding] = []
-    for daemon, secs in _sweeps(r):
+    for daemon, secs in sweeps(r):
         if secs > th.swift_sweep_warn_s:
             out.append(Finding(
                 "SWIFT_SWEEP_SLOW", Severity.WARN, ent,
-                f"{daemon} on {r.ip}:{r.port}: last sweep took {_age_h(secs)} (warn above "
-                f"{_age_h(th.swift_sweep_warn_s)})",
+                f"{daemon} on {r.ip}:{r.port}: last sweep took {age_h(secs)} (warn above "
+                f"{age_h(th.swift_sweep_warn_s)})",
                 {"daemon": daemon, "seconds": secs, "warn_s": th.swift_sweep_warn_s}))
     return out
-
-
-_SERVER_PREF = {"object": 0, "container": 1, "account": 2}
 
 
 def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
@@ -357,9 +186,9 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
     and the spread between the devices of each ring."""
     th = ctx.thresholds
     usage: dict[tuple[str, str], tuple[float, dict[str, object]]] = {}
-    for r in sorted(sw.recon, key=lambda h: _SERVER_PREF.get(h.server, 3)):
+    for r in sorted(sw.recon, key=lambda h: SERVER_PREF.get(h.server, 3)):
         for du in r.diskusage:
-            size, used = _num(du.get("size")), _num(du.get("used"))
+            size, used = num(du.get("size")), num(du.get("used"))
             if not du.get("mounted") or not size or used is None:
                 continue
             usage.setdefault((r.ip, str(du.get("device"))),
@@ -368,7 +197,7 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     spread_seen: set[frozenset[tuple[str, str]]] = set()
-    for ring in sorted(sw.rings, key=lambda g: _SERVER_PREF.get(g.kind.split("-")[0], 3)):
+    for ring in sorted(sw.rings, key=lambda g: SERVER_PREF.get(g.kind.split("-")[0], 3)):
         fills: list[tuple[float, str]] = []
         for d in ring.devices:
             got = usage.get((d.ip, d.device))
@@ -407,7 +236,7 @@ def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list
     file."""
     if r.error_kind is not None or not snap.host_facts_collected:
         return []
-    hname, facts = _host_for(snap, r.ip)
+    hname, facts = host_for(snap, r.ip)
     if facts is None or facts.error:
         return []
     servers = [d for d in facts.swift_processes
@@ -427,7 +256,7 @@ def replicator_findings(r: ReconHost, snap: ClusterSnapshot, now: float) -> list
         return []
     rep = replication(r)
     last = rep["last"] if rep else None
-    since = f"; its last pass completed {_age_h(max(0.0, now - last))} ago" \
+    since = f"; its last pass completed {age_h(max(0.0, now - last))} ago" \
         if isinstance(last, float) else "; no pass has ever completed"
     return [Finding(
         "SWIFT_REPLICATOR_NOT_RUNNING", Severity.WARN, server_entity(r.server, r.ip, r.port),
@@ -454,7 +283,7 @@ def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> lis
     now = ctx.now or time.time()
     if now - rep["last"] > ctx.thresholds.swift_replication_age_warn_s:
         return []  # SWIFT_REPLICATION_STALE speaks for an old pass
-    hname, facts = _host_for(snap, r.ip)
+    hname, facts = host_for(snap, r.ip)
     ring = snap.swift.ring(r.server)
     if facts is None or facts.error or ring is None:
         return []
@@ -470,7 +299,7 @@ def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> lis
     data = (f" while {', '.join(held)} hold {sum(parts.values())} {r.server} partitions"
             if held else "")
     age = max(0.0, now - rep["last"])
-    ago = f"{age:.0f} s" if age < 120 else _age_h(age)
+    ago = f"{age:.0f} s" if age < 120 else age_h(age)
     return [Finding(
         "SWIFT_REPLICATOR_IDLE", Severity.WARN, server_entity(r.server, r.ip, r.port),
         message=f"swift-{r.server}-replicator on {hname} ({r.ip}) attempted nothing in its "
@@ -493,61 +322,11 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     assert sw is not None
     out: list[Finding] = []
     nodes: set[str] = set()
-    for r in sorted(sw.recon, key=lambda h: (_SERVER_PREF.get(h.server, 3), h.ip, h.port)):
+    for r in sorted(sw.recon, key=lambda h: (SERVER_PREF.get(h.server, 3), h.ip, h.port)):
         if r.error_kind is None:
             out.extend(host_findings(r, ctx, sw.history, node_level=r.ip not in nodes))
             out.extend(replicator_findings(r, snap, ctx.now or time.time()))
             out.extend(idle_findings(r, snap, ctx))
             nodes.add(r.ip)
     out.extend(fill_findings(sw, ctx))
-    return out
-
-
-# --------------------------------------------------------------------------- summary
-
-
-@dataclass(frozen=True)
-class ServerSummary:
-    """One storage server's state for the TUI's Swift screen and Slack's ``ring``."""
-
-    server: str
-    ip: str
-    port: int
-    state: str  # "ok" or the error kind (refused, timeout, http, no-recon, ...)
-    replication_age_s: float | None = None
-    async_pending: float | None = None
-    quarantined: float | None = None
-    fill_max: float | None = None  # the fullest of its mounted devices, 0..1
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.ip}:{self.port}"
-
-
-def server_summaries(sw: SwiftState, now: float) -> list[ServerSummary]:
-    """Replication age, async pendings, quarantines and fill per storage server (pure)."""
-    ring_devs: dict[tuple[str, int], set[str]] = {}
-    for ring in sw.rings:
-        for d in ring.devices:
-            ring_devs.setdefault((d.ip, d.port), set()).add(d.device)
-    out: list[ServerSummary] = []
-    for r in sorted(sw.recon, key=lambda h: (_SERVER_PREF.get(h.server, 3), h.ip, h.port)):
-        if r.error_kind is not None:
-            out.append(ServerSummary(r.server, r.ip, r.port, r.error_kind))
-            continue
-        rep = replication(r)
-        last = rep["last"] if rep else None
-        a = r.raw.get("async")
-        q = r.raw.get("quarantined")
-        mine = ring_devs.get((r.ip, r.port), set())
-        fills = [float(du["used"]) / float(du["size"]) for du in r.diskusage
-                 if du.get("mounted") and _num(du.get("size")) and _num(du.get("used"))
-                 is not None and str(du.get("device")) in mine]
-        out.append(ServerSummary(
-            r.server, r.ip, r.port, "ok",
-            replication_age_s=max(0.0, now - last) if isinstance(last, float) else None,
-            async_pending=_num(a.get("async_pending")) if isinstance(a, dict) else None,
-            quarantined=sum(_num(q.get(k)) or 0.0 for k in QUARANTINE_KINDS)
-            if isinstance(q, dict) else None,
-            fill_max=max(fills) if fills else None))
     return out

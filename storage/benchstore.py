@@ -81,7 +81,7 @@ class BenchStore:
                          status: str = "ok") -> list[dict[str, Any]]:
         """Most recent runs of one fingerprint (newest first), other groups only."""
         where = "cluster = ? and fingerprint = ? and status = ?"
-        args: list[Any] = [cluster, fingerprint, status]
+        args: list[str] = [cluster, fingerprint, status]
         if workload:
             where += " and workload = ?"
             args.append(workload)

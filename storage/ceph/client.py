@@ -45,22 +45,23 @@ def _with_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
     librados honours its own timeouts in every case tried, but a monitor that accepts the
     TCP connection and then says nothing must not be able to hang a bot or the TUI.
     """
-    box: dict[str, Any] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def run() -> None:
         try:
-            box["value"] = fn()
+            value.append(fn())
         except BaseException as e:  # noqa: BLE001  (re-raised in the caller)
-            box["error"] = e
+            error.append(e)
 
     th = threading.Thread(target=run, name=f"ceph-{what}", daemon=True)
     th.start()
     th.join(seconds)
     if th.is_alive():
         raise CephUnreachable(f"{what}: no answer within {seconds:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 class CephClient:

@@ -1,0 +1,124 @@
+"""The keys that tie findings together for incidents: the OSDs, Swift device, Swift server,
+ring and pools a finding is about. Nothing is guessed from message text: entities come
+from the finding's fields, Ceph's codes from their ``health detail`` lines in Ceph's own
+format (``osd.1 (root=default,host=node2) is down``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from checks.model import Finding
+from storage.model import ClusterSnapshot
+
+_OSD_RE = re.compile(r"\bosd\.(\d+)\b")
+_HOST_RE = re.compile(r"^host (\S+)")
+_SWIFT_SERVER_RE = re.compile(r"^(?P<kind>\w+) server (?P<ip>\S+):(?P<port>\d+)$")
+_POOL_NAME_RE = re.compile(r"'([^']+)'")
+_SWIFT_RING_RE = re.compile(r"^(?P<kind>object|container|account)(?:-\d+)? ring\b")
+_SWIFT_DEV_RE = re.compile(r"^(?:\S+ )?ring (?P<ip>[0-9.:\[\]a-f]+?):(?P<port>\d+)/(?P<dev>\S+)$")
+
+
+def ceph_code(f: Finding) -> str | None:
+    """Ceph's own code of a CEPH_HEALTH finding."""
+    if f.code != "CEPH_HEALTH":
+        return None
+    c = f.evidence.get("ceph_code")
+    return str(c) if c else None
+
+
+def _detail_lines(f: Finding) -> list[str]:
+    d = f.evidence.get("detail") or ()
+    return [str(x) for x in d] if isinstance(d, (list, tuple)) else []
+
+
+def osds_named(f: Finding, snap: ClusterSnapshot | None) -> set[int]:
+    """OSD ids a finding is about: its own entity, its host's OSDs, or Ceph's detail lines."""
+    out: set[int] = set()
+    m = re.fullmatch(r"osd\.(\d+)", f.entity)
+    if m:
+        out.add(int(m.group(1)))
+    hosts: set[str] = set()
+    hm = _HOST_RE.match(f.entity)
+    if hm and f.code != "CEPH_HEALTH":
+        hosts.add(hm.group(1))
+    code = ceph_code(f)
+    if code is not None:
+        for line in [str(f.evidence.get("summary") or ""), *_detail_lines(f)]:
+            out |= {int(x) for x in _OSD_RE.findall(line)}
+            hl = _HOST_RE.match(line)
+            if hl:
+                hosts.add(hl.group(1))
+    if hosts and snap is not None and snap.ceph is not None:
+        for h in snap.ceph.hosts:
+            if h.name in hosts:
+                out |= set(h.osd_ids)
+    return out
+
+
+def swift_device_key(f: Finding) -> tuple[str, str] | None:
+    """(ip, device) of a finding about one Swift ring device, from its entity/evidence."""
+    ev = f.evidence
+    if ev.get("device") and ev.get("ip"):
+        return (str(ev["ip"]), str(ev["device"]))
+    m = _SWIFT_DEV_RE.match(f.entity)
+    if m:
+        return (m.group("ip"), m.group("dev"))
+    return None
+
+
+def swift_server_kind(f: Finding) -> tuple[str, str] | None:
+    """(server kind, port) of a finding about a Swift server process."""
+    m = _SWIFT_SERVER_RE.match(f.entity)
+    return (m.group("kind"), m.group("port")) if m else None
+
+
+def pools_named(f: Finding) -> set[str]:
+    """The pool of a ``pool X`` finding, or the pools a Ceph code's detail names."""
+    if f.entity.startswith("pool "):
+        return {f.entity[5:]}
+    if ceph_code(f):
+        return {m for line in _detail_lines(f) for m in _POOL_NAME_RE.findall(line)}
+    return set()
+
+
+# a key of one scope: an OSD id, a ring kind, (ip, device), (server kind, port), a pool,
+# an entity
+Key = int | str | tuple[str, str]
+
+
+class FindingIndex:
+    """Each finding's keys per scope, computed once, and findings by key: correlating
+    thousands of findings (a rack down) stays linear, not one scan per root."""
+
+    def __init__(self, todo: Sequence[Finding], snap: ClusterSnapshot | None) -> None:
+        self.keys: list[dict[str, frozenset[Key]]] = []
+        self.by: dict[tuple[str, Key], list[int]] = {}
+        self.by_code: dict[str, list[int]] = {}
+        for i, f in enumerate(todo):
+            dev = swift_device_key(f)
+            kind = swift_server_kind(f)
+            ring = _SWIFT_RING_RE.match(f.entity)
+            k: dict[str, frozenset[Key]] = {
+                "osd": frozenset(osds_named(f, snap)),
+                "swift-ring": frozenset([ring.group("kind")] if ring else []),
+                "swift-device": frozenset([dev] if dev else []),
+                "swift-server": frozenset([kind] if kind else []),
+                "pool": frozenset(pools_named(f)),
+                "entity": frozenset([f.entity])}
+            self.keys.append(k)
+            for scope, vals in k.items():
+                for v in vals:
+                    self.by.setdefault((scope, v), []).append(i)
+            self.by_code.setdefault(f.code, []).append(i)
+            cc = ceph_code(f)
+            if cc:
+                self.by_code.setdefault(cc, []).append(i)
+
+    def related(self, scope: str, root: int) -> list[int]:
+        """Findings sharing a key of ``scope`` with the root, in their original order."""
+        out: set[int] = set()
+        for v in self.keys[root][scope]:
+            out.update(self.by.get((scope, v), ()))
+        return sorted(out)

@@ -1,0 +1,109 @@
+"""The incident rules: which root cause explains which findings, in priority order.
+
+A rule names a root cause code, the scope it lives in (an OSD, a Swift device, a Swift
+server, a pool) and the codes that are its consequences on the *same* entity of that
+scope; OSD roots that take their OSD down also take Ceph's own codes naming that OSD or its
+host (``OSD_DOWN``, ``OSD_HOST_DOWN``) and the cluster-wide PG findings (PGs undersized,
+peering, stuck, Ceph's ``PG_DEGRADED``/``PG_AVAILABILITY``). To add a rule for a new cause,
+add one line to ``RULES``; ``checks.incidents.correlate`` applies them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Consequences of an OSD being down, on that OSD.
+OSD_DOWN_CODES = ("OSD_DOWN_IN", "OSD_DOWN_OUT", "OSD_NEVER_UP", "OSD_HOST_DOWN")
+# Ceph health codes that name OSDs or hosts in their detail lines.
+CEPH_OSD_CODES = ("OSD_DOWN", "OSD_HOST_DOWN", "OSD_ROOT_DOWN", "OSD_FLAPPING",
+                  "SLOW_OPS", "RECENT_CRASH")
+CEPH_FULL_CODES = ("OSD_NEARFULL", "OSD_BACKFILLFULL", "OSD_FULL", "POOL_NEARFULL",
+                   "POOL_BACKFILLFULL", "POOL_FULL")
+# Ceph health codes about PGs: a consequence of OSDs that are down (or just came back).
+CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
+                 "PG_BACKFILL_FULL", "PG_NOT_SCRUBBED", "PG_NOT_DEEP_SCRUBBED",
+                 "OBJECT_MISPLACED", "OBJECT_UNFOUND", "SLOW_OPS")
+# Our cluster-wide PG findings.
+PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``cause`` is a root; ``consequences`` on the same entity of ``scope`` fold into it;
+    ``fold_any`` codes (ours or Ceph's own) fold in from anywhere in the cluster (the
+    first incident of a rule with them takes them: PGs are cluster-wide). ``when`` limits
+    the rule to roots whose evidence has that (key, value).
+
+    Scopes: ``osd`` (the OSD ids a finding names, its host's OSDs, Ceph's detail lines),
+    ``swift-device`` (ip, device), ``swift-server`` (server kind and port: one process per
+    kind and port, a stopped kind is one cause on every node), ``pool`` (the pool, and
+    Ceph's codes whose detail names it), ``entity`` (the same entity string).
+    """
+
+    cause: str
+    scope: str
+    consequences: tuple[str, ...] = ()
+    fold_any: tuple[str, ...] = ()
+    when: tuple[str, str] | None = None
+    ceph: tuple[str, ...] = ()  # Ceph's own codes that fold in when they name the entity
+
+
+OSD_FOLD = (*PG_CODES, *CEPH_PG_CODES)
+CACHE_CODES = ("CACHE_NO_TARGET", "CACHE_RATIO_ORDER", "CACHE_NO_HIT_SET",
+               "CACHE_PROMOTE_RECENCY", "CACHE_TARGET_TOO_BIG", "CACHE_NEAR_TARGET")
+RING_CODES = ("SWIFT_REPLICAS_EXCEED_DEVICES", "SWIFT_REPLICAS_EXCEED_ZONES",
+              "SWIFT_BUILDER_RING_MISMATCH", "SWIFT_BUILDER_NEWER_THAN_RING",
+              "SWIFT_RING_UNBALANCED", "SWIFT_DISPERSION_HIGH")
+SWIFT_REPL_FOLD = ("SWIFT_REPLICATION_FAILURES",)
+SERVER_CODES = ("SWIFT_SERVER_DOWN", "SWIFT_SERVER_TIMEOUT", "SWIFT_SERVER_HTTP_ERROR",
+                "SWIFT_REPLICATION_STALE", "SWIFT_REPLICATION_FAILURES")
+
+
+def _after(codes: tuple[str, ...], code: str) -> tuple[str, ...]:
+    """The codes a root of ``code`` explains: those listed after it (worse ones first)."""
+    return codes[codes.index(code) + 1:]
+
+
+# Order is priority: a finding that is a consequence of an earlier rule's root is never a
+# root itself. The OSD layouts issue adds its OSD_NOT_ACTIVATED with one line here.
+RULES: tuple[Rule, ...] = (
+    Rule("OSD_DEVICE_IO_ERRORS", "osd",
+         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", "OSD_FSTAB_DISABLED",
+          *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_FSTAB_DISABLED", "osd",
+         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_NOT_ACTIVATED", "osd",
+         ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DATA_UNMOUNTED", "osd", ("OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DAEMON_STOPPED", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_HOST_DOWN", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DOWN_IN", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_NEVER_UP", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_UP_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), ceph=CEPH_FULL_CODES),
+    Rule("OSD_NEAR_FULL", "osd", (), ceph=CEPH_FULL_CODES),
+    Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),
+    *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",),
+           ceph=("CACHE_POOL_NO_HIT_SET", "CACHE_POOL_NEAR_FULL"))
+      for c in CACHE_CODES),
+    # a device that answers 507 fails every other node's replication pass towards it
+    Rule("SWIFT_DEVICE_IO_ERRORS", "swift-device",
+         ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR", "SWIFT_FSTAB_DISABLED"),
+         SWIFT_REPL_FOLD),
+    Rule("SWIFT_FSTAB_DISABLED", "swift-device",
+         ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR"), SWIFT_REPL_FOLD),
+    Rule("SWIFT_DEVICE_NO_DIR", "swift-device", (), SWIFT_REPL_FOLD),
+    Rule("SWIFT_DEVICE_UNMOUNTED", "swift-device", (), SWIFT_REPL_FOLD),
+    Rule("SWIFT_DEVICE_FULL", "swift-device", (), ("SWIFT_FILL_SPREAD", *SWIFT_REPL_FOLD)),
+    # container servers down: object servers queue their container updates
+    Rule("SWIFT_SERVER_DOWN", "swift-server", SERVER_CODES, ("SWIFT_ASYNC_PENDING",),
+         when=("server", "container")),
+    *(Rule(c, "swift-server", SERVER_CODES) for c in SERVER_CODES),
+    # one stale ring file on every server of a kind: one push fixes them all
+    Rule("SWIFT_RING_MD5_MISMATCH", "swift-ring", ()),
+    *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
+    # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
+    Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
+    Rule("PGS_STUCK", "entity", (), OSD_FOLD),
+)

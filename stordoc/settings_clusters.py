@@ -1,0 +1,209 @@
+"""The ``[clusters.NAME]`` tables of the settings: how to reach a cluster (Ceph, Swift, its
+hosts and the command templates run there), its thresholds and mutes, and ``Secret``.
+``ClusterSettings.target`` turns them into the plain values of ``storage.targets``.
+Every model refuses unknown keys (``StrictModel``).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from checks.model import Thresholds
+from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are refused (a typo is an error), values are frozen, no inf/nan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def check_template(template: str, fields: frozenset[str]) -> str:
+    """An argv/path template may name only ``fields``, plainly: ``{id}``, never ``{0}``,
+    ``{}``, ``{id.attr}``, ``{id[0]}``, ``{id:spec}`` or ``{id!r}``."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise ValueError(f"bad template {template!r}: {e}") from None
+    allowed = ", ".join("{" + f + "}" for f in sorted(fields))
+    for _, name, spec, conv in parts:
+        if name is None:
+            continue
+        if name not in fields or spec or conv:
+            shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+            raise ValueError(f"template {template!r}: {shown} is not allowed (use {allowed})")
+    return template
+
+
+OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
+OSD_PATH_FIELDS = frozenset({"id", "cluster", "fsid"})
+OSD_ACTIVATE_FIELDS = frozenset({"id", "conf", "cluster", "device", "osd_fsid", "fsid"})
+
+
+class Secret(StrictModel):
+    """A secret given as an environment variable name or a file path (or inline for labs)."""
+
+    env: str | None = None
+    file: str | None = None
+    value: str | None = None
+
+    def resolve(self) -> str | None:
+        if self.env and os.environ.get(self.env):
+            return os.environ[self.env]
+        if self.file:
+            p = Path(self.file)
+            if p.exists():
+                return p.read_text().strip()
+        return self.value
+
+
+class CephSettings(StrictModel):
+    conf: str
+    keyring: str | None = None
+    client: str = "client.admin"
+    timeout: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
+    cluster_name: str = "ceph"
+
+
+class SwiftSettings(StrictModel):
+    swift_dir: str = "/etc/swift"
+    proxy_url: str | None = None
+    auth_url: str | None = None
+    user: str | None = None
+    key: Secret | None = None
+    recon_timeout: float = Field(5.0, gt=0, le=120, allow_inf_nan=False)
+
+
+class HostSettings(StrictModel):
+    name: str
+    address: str
+    port: int = Field(22, ge=1, le=65535)
+    user: str = "root"
+    key_file: str | None = None
+    known_hosts: str | None = None
+    timeout: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
+    osd_start: list[str] = ["systemctl", "start", "ceph-osd@{id}"]
+    osd_data_dir: str = "/var/lib/ceph/osd/{cluster}-{id}"
+    osd_pid_file: str | None = None
+    osd_activate_raw: list[str] = ["ceph-volume", "--cluster", "{cluster}", "raw", "activate",
+                                   "--device", "{device}", "--no-systemd"]
+    osd_activate_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "activate",
+                                   "--no-systemd", "{id}", "{osd_fsid}"]
+    osd_start_cephadm: list[str] = ["systemctl", "start", "ceph-{fsid}@osd.{id}"]
+    swift_devices_dir: str | None = None
+    swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
+    swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
+    fstab_path: str = "/etc/fstab"
+    swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
+
+    @field_validator("name")
+    @classmethod
+    def _name_ok(cls, v: str) -> str:
+        if not v or any(c.isspace() for c in v):
+            raise ValueError("host name must be non-empty without spaces")
+        return v
+
+    @field_validator("osd_start")
+    @classmethod
+    def _start_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_START_FIELDS)
+        return v
+
+    @field_validator("osd_activate_raw", "osd_activate_lvm", "osd_start_cephadm")
+    @classmethod
+    def _activate_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_ACTIVATE_FIELDS)
+        return v
+
+    @field_validator("osd_data_dir", "osd_pid_file")
+    @classmethod
+    def _path_ok(cls, v: str | None) -> str | None:
+        return None if v is None else check_template(v, OSD_PATH_FIELDS)
+
+
+class ThresholdSettings(StrictModel):
+    pg_per_osd_target: int | None = None
+    pg_low_factor: float | None = None
+    pg_high_factor: float | None = None
+    mon_max_pg_per_osd: int | None = None
+    cache_near_target_ratio: float | None = None
+    swift_balance_max: float | None = None
+    swift_dispersion_max: float | None = None
+    swift_min_parts_per_device: int | None = None
+    swift_max_parts_per_device: int | None = None
+    swift_replication_age_warn_s: float | None = Field(None, gt=0)
+    swift_replication_age_crit_s: float | None = Field(None, gt=0)
+    swift_replication_failures_warn: int | None = Field(None, ge=0)
+    swift_async_pending_warn: int | None = Field(None, ge=0)
+    swift_async_pending_crit: int | None = Field(None, ge=0)
+    swift_quarantine_growth_warn: int | None = Field(None, ge=1)
+    swift_history_window_s: float | None = Field(None, gt=0)
+    swift_fill_warn: float | None = Field(None, gt=0, le=1)
+    swift_fill_crit: float | None = Field(None, gt=0, le=1)
+    swift_fill_spread_warn: float | None = Field(None, gt=0, le=1)
+    swift_load5_warn: float | None = Field(None, gt=0)
+    swift_time_drift_max_s: float | None = Field(None, gt=0)
+    swift_sockstat_orphan_warn: int | None = Field(None, ge=0)
+    swift_driveaudit_errors_max: int | None = Field(None, ge=0)
+    swift_sweep_warn_s: float | None = Field(None, gt=0)
+    swift_dispersion_copies_warn_pct: float | None = Field(None, gt=0, le=100)
+    swift_dispersion_copies_crit_pct: float | None = Field(None, gt=0, le=100)
+    clock_skew_max_s: float | None = None
+    io_error_window_s: float | None = None
+
+    @field_validator("*")
+    @classmethod
+    def _sane(cls, v: float | None) -> float | None:
+        if v is not None and not 0 <= v <= 1e9:
+            raise ValueError(f"must be between 0 and 1e9, not {v}")
+        return v
+
+    def apply(self, base: Thresholds) -> Thresholds:
+        vals = {k: v for k, v in self.model_dump().items() if v is not None}
+        return Thresholds(**{**base.__dict__, **vals})
+
+
+class ClusterSettings(StrictModel):
+    ceph: CephSettings | None = None
+    swift: SwiftSettings | None = None
+    hosts: list[HostSettings] = []
+    muted: list[str] = []
+    thresholds: ThresholdSettings = ThresholdSettings()
+
+    def target(self, name: str) -> ClusterTarget:
+        cluster_name = self.ceph.cluster_name if self.ceph else "ceph"
+        return ClusterTarget(
+            name=name,
+            ceph=CephTarget(self.ceph.conf, self.ceph.keyring, self.ceph.client,
+                            self.ceph.timeout) if self.ceph else None,
+            swift=SwiftTarget(
+                proxy_url=self.swift.proxy_url, auth_url=self.swift.auth_url,
+                user=self.swift.user, key=self.swift.key.resolve() if self.swift.key else None,
+                swift_dir=self.swift.swift_dir, recon_timeout_s=self.swift.recon_timeout,
+            ) if self.swift else None,
+            hosts=tuple(
+                HostTarget(
+                    name=h.name, address=h.address, port=h.port, user=h.user,
+                    key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
+                    osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
+                    osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+                    osd_activate_raw=tuple(h.osd_activate_raw),
+                    osd_activate_lvm=tuple(h.osd_activate_lvm),
+                    osd_start_cephadm=tuple(h.osd_start_cephadm),
+                    swift_server_start=tuple(h.swift_server_start),
+                    swift_replicator_start=tuple(h.swift_replicator_start),
+                    fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
+                ) for h in self.hosts
+            ),
+            ceph_cluster_name=cluster_name,
+        )
