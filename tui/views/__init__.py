@@ -7,7 +7,8 @@ looks at the clock (the caller passes ``now``).
 One module per idea; every name the screens, tests and benchmarks use is re-exported here
 (``from tui import views; views.osd_rows(...)``, ``from tui.views import Row``):
 
-- ``common``: ``Row``, ``_row``, ``human_bytes``, ``human_age``, ``SEV_STYLE``, ``FilterState``
+- ``common``: ``Row``, ``_row``, ``same_rows``, ``human_bytes``, ``human_age``, ``SEV_STYLE``,
+  ``FilterState``
 - ``overview``: the overview screen's facts
 - ``osds``: the CRUSH tree with host facts, OSD filters, one OSD's detail
 - ``pools``: pools, PG states, cache tiers
@@ -26,6 +27,7 @@ from tui.views.common import (
     human_age,
     human_bytes,
     ratio_micro,
+    same_rows,
 )
 from tui.views.findings import (
     FINDING_COLUMNS,
@@ -74,6 +76,6 @@ __all__ = [
     "audit_rows", "cache_rows", "device_balance", "evidence_text", "finding_rows",
     "findings_for", "history_rows", "human_age", "human_bytes", "incident_rows",
     "osd_data_dir", "osd_detail", "osd_host_view", "osd_rows", "overview", "pg_state_rows",
-    "pool_rows", "prepare", "ratio_micro", "ring_rows", "server_rows", "suggested_pg_nums",
-    "swift_note",
+    "pool_rows", "prepare", "ratio_micro", "ring_rows", "same_rows", "server_rows",
+    "suggested_pg_nums", "swift_note",
 ]

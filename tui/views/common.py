@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from checks.model import Severity
@@ -57,11 +58,23 @@ class Row:
         return not needle or needle.lower() in self.search
 
     @cached_property
+    def widths(self) -> tuple[int, ...]:
+        """Each cell's width in terminal cells (a table's column widths come from these)."""
+        return tuple(len(c) if c.isascii() else cell_len(c) for c in self.cells)
+
+    @cached_property
     def texts(self) -> list[Text]:
-        """The styled cells, built once (10,000 OSD rows are ~90,000 of them)."""
+        """The styled cells (what ``get_row`` answers), built once on demand."""
         st = self.styles
         return [Text(c, style=st[i] if i < len(st) else "", no_wrap=True, end="")
                 for i, c in enumerate(self.cells)]
+
+
+def same_rows(a: Sequence[Row], b: Sequence[Row]) -> bool:
+    """Would ``b`` look exactly like ``a`` on screen? (Most refreshes change nothing.)"""
+    return len(a) == len(b) and all(
+        x is y or (x.key == y.key and x.cells == y.cells and x.styles == y.styles)
+        for x, y in zip(a, b))
 
 
 def _row(key: str, kind: str, cells: Sequence[str], styles: Sequence[str] = (),
