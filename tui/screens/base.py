@@ -23,11 +23,13 @@ from textual.widgets import (
     Input,
     Static,
 )
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 from textual.worker import Worker
 
 from checks.incidents import Incident
 from checks.model import Finding
 from tui import views
+from tui.table import VirtualTable
 from tui.views import Row
 
 if TYPE_CHECKING:
@@ -89,34 +91,45 @@ def _bulk_add(table: DataTable[Any], rows: Sequence[Row]) -> None:
     table.check_idle()
 
 
+AnyTable = DataTable[Any] | VirtualTable
+"""The tables ``fill_table`` fills: ``VirtualTable`` (every data screen) or a Textual
+``DataTable`` (``RowTable``, for screens not moved yet: history)."""
+
+
 _SHOWN: weakref.WeakKeyDictionary[DataTable[Any], list[Row]] = weakref.WeakKeyDictionary()
 
 
-def fill_table(table: DataTable[Any], rows: Sequence[Row]) -> None:
+def fill_table(table: AnyTable, rows: Sequence[Row]) -> None:
     """Replace a table's rows, keeping the cursor on the same key when it still exists.
 
-    Most refreshes change nothing on screen: then the table is left alone (no flicker,
-    and no 10,000-row rebuild on the event loop while the user is typing).
+    A ``VirtualTable`` takes the list as it is and draws only what is on screen (10,000
+    OSDs in milliseconds), and leaves itself alone when nothing changed. A ``DataTable``
+    is refilled with ``_bulk_add``.
     """
+    if isinstance(table, VirtualTable):
+        table.set_rows(rows)
+        return
     prev = _SHOWN.get(table)
-    if prev is not None and len(prev) == len(rows) and all(
-            a is b or (a.key == b.key and a.cells == b.cells and a.styles == b.styles)
-            for a, b in zip(prev, rows)):
+    if prev is not None and views.same_rows(prev, rows):
         return
     _SHOWN[table] = list(rows)
     key: str | None = None
     if table.row_count and table.cursor_row >= 0:
         try:
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # cursor outside rows after a shrink
+        except CellDoesNotExist:  # cursor outside rows after a shrink
             key = None
     table.clear()
     _bulk_add(table, rows)
     if key is not None:
         try:
             table.move_cursor(row=table.get_row_index(key), animate=False)
-        except Exception:  # row gone
+        except RowDoesNotExist:
             pass
+
+
+_TABLES = "DataTable, VirtualTable"  # the tables a screen's keys and focus go to
+
 
 class StatusLine(Static):
     """Cluster, data age, refresh state and the last error: always visible."""
@@ -165,8 +178,9 @@ class DataScreen(Screen[None]):
 
     def action_table(self, where: str) -> None:
         """Move the cursor of the focused table (else the first one)."""
-        t = self.focused if isinstance(self.focused, DataTable) else next(
-            iter(self.query(DataTable)), None)
+        t = self.focused if isinstance(self.focused, (DataTable, VirtualTable)) else next(
+            iter(self.query(_TABLES)), None)
+        assert t is None or isinstance(t, (DataTable, VirtualTable))
         if t is None or not t.row_count:
             return
         row = {"down": min(t.cursor_row + 1, t.row_count - 1),
@@ -204,7 +218,7 @@ class DataScreen(Screen[None]):
         self.update_status()
 
     def focus_main(self) -> None:
-        tables = list(self.query(DataTable))
+        tables = list(self.query(_TABLES))
         if tables:
             tables[0].focus()
 

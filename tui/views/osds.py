@@ -210,9 +210,9 @@ def osd_rows(snap: ClusterSnapshot, target: ClusterTarget | None = None, state: 
 def prepare(snap: ClusterSnapshot, target: ClusterTarget | None) -> None:
     """Heavy view work for a new snapshot, done in the refresh worker thread."""
     for hrow, kids in _osd_groups(snap, target):
-        hrow.texts  # noqa: B018  (cached_property: builds the cells now)
+        hrow.widths  # noqa: B018  (cached_property: measures the cells now)
         for _, r in kids:
-            r.texts  # noqa: B018
+            r.widths  # noqa: B018
 
 
 def osd_detail(snap: ClusterSnapshot, target: ClusterTarget | None, osd_id: int,
