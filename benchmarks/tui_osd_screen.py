@@ -20,12 +20,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from textual.widgets import DataTable
-
 from benchmarks.tui_demo_data import synthetic
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import SnapshotBackend
+from tui.table import VirtualTable
 
 
 async def one_run(n_osds: int) -> tuple[float, int]:
@@ -38,7 +37,7 @@ async def one_run(n_osds: int) -> tuple[float, int]:
     def display(screen: Any, renderable: Any) -> None:
         orig(screen, renderable)
         if renderable is not None and "t" not in painted and isinstance(screen, S.OsdScreen):
-            t = screen.query_one("#osds", DataTable)
+            t = screen.query_one("#osds", VirtualTable)
             if t.row_count:
                 painted["t"] = time.perf_counter()
                 painted["rows"] = t.row_count

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable
 
 from checks.hostdiag import Flavour, osd_diagnoses
 from checks.model import Finding
@@ -27,6 +26,7 @@ from tests.unit.test_tui_app import sync
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import EnvBackend
+from tui.table import VirtualTable
 
 OPS, OPS2 = "UOPSLAY001", "UOPSLAY002"
 HOST_CODES = {"OSD_DATA_UNMOUNTED", "OSD_NOT_ACTIVATED", "OSD_DAEMON_STOPPED",
@@ -127,7 +127,7 @@ async def test_tui_fix_activates_the_raw_osd(lab: Lab, raw_not_activated: int,
             row = osd_row(app, f"osd.{i}")
             assert row[1] == "down" and row[2] == "out"
             assert row[7].startswith("NOT ACTIVATED (/dev/loop")
-            t = app.screen.query_one("#osds", DataTable)
+            t = app.screen.query_one("#osds", VirtualTable)
             t.move_cursor(row=t.get_row_index(f"osd.{i}"))
             await pilot.press("enter")
             await pilot.pause()

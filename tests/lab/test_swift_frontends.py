@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable
 
 from lab import Lab
 from storage.dispersion import populate
@@ -21,6 +20,7 @@ from tests.unit.test_tui_app import sync
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import EnvBackend
+from tui.table import VirtualTable
 
 OPS = "UOPSLAB001"
 
@@ -76,7 +76,7 @@ async def test_tui_swift_screen_shows_servers_and_dispersion(
             await pilot.press("w")
             assert isinstance(app.screen, S.SwiftScreen)
             await pilot.pause()
-            t = app.screen.query_one("#swift-servers", DataTable)
+            t = app.screen.query_one("#swift-servers", VirtualTable)
             rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
             port = str(lab.ports.object)
             objs = [r for r in rows if r[0] == "object"]

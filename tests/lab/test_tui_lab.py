@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import DataTable
-
 from lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
@@ -17,6 +15,7 @@ from tests.unit.test_tui_app import sync
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import EnvBackend
+from tui.table import VirtualTable
 
 SIZE = (160, 45)
 
@@ -41,7 +40,7 @@ def plain(widget: Any) -> str:
 
 
 def osd_row(app: StordocApp, osd: str) -> list[str]:
-    t = app.screen.query_one("#osds", DataTable)
+    t = app.screen.query_one("#osds", VirtualTable)
     return [str(c) for c in t.get_row(osd)]
 
 
@@ -73,7 +72,7 @@ async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
             assert row[8] == "stopped"
             assert osd_row(app, "osd.0")[1] == "up"
             # detail: the host facts name the loop device that holds osd.1
-            t = app.screen.query_one("#osds", DataTable)
+            t = app.screen.query_one("#osds", VirtualTable)
             t.move_cursor(row=t.get_row_index("osd.1"))
             await pilot.press("enter")
             await pilot.pause()
@@ -186,7 +185,7 @@ async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> Non
             assert row["lat_p99_ms"] >= row["lat_p50_ms"] > 0
             assert any(line.startswith("Verdict") for line in scr.result.comparison)
             await wait_until(pilot, lambda: scr.query_one("#bench-history",
-                                                          DataTable).row_count >= 1,
+                                                          VirtualTable).row_count >= 1,
                              30, "the history")
     finally:
         env.close()

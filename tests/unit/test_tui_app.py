@@ -25,6 +25,7 @@ from tests.unit.test_tui_data import (
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import SnapshotBackend
+from tui.table import VirtualTable
 
 SIZE = (150, 40)
 
@@ -66,7 +67,8 @@ async def wait_until(pilot: Any, cond: Any, timeout: float = 20.0) -> None:
 
 
 def table_keys(app: StordocApp, sel: str) -> list[str]:
-    t = app.screen.query_one(sel, DataTable)
+    t = app.screen.query_one(sel)
+    assert isinstance(t, DataTable | VirtualTable), t
     return [str(rk.value) for rk in t.rows]
 
 
@@ -296,7 +298,7 @@ async def test_benchmarks_screen_history_and_refusals() -> None:
         await pilot.press("b")
         await settle(app, pilot)
         assert isinstance(app.screen, S.BenchScreen)
-        t = app.screen.query_one("#bench-history", DataTable)
+        t = app.screen.query_one("#bench-history", VirtualTable)
         assert [str(c) for c in t.get_row_at(0)][2:6] == ["write", "ok", "35.3", "141.11"]
         assert [str(c) for c in t.get_row_at(1)][3] == "cancelled"
         scr = app.screen
@@ -363,7 +365,7 @@ async def test_vim_and_home_end_keys_move_the_table_cursor() -> None:
         await settle(app, pilot)
         await pilot.press("f")
         await settle(app, pilot)
-        t = app.screen.query_one("#findings", DataTable)
+        t = app.screen.query_one("#findings", VirtualTable)
         assert t.cursor_row == 0
         await pilot.press("j", "j")
         assert t.cursor_row == 2

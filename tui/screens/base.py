@@ -4,7 +4,6 @@ screen, and the one rule for the finding a fix key acts on."""
 
 from __future__ import annotations
 
-import gc
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,12 +22,14 @@ from textual.widgets import (
     Input,
     Static,
 )
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 from textual.worker import Worker
 
 from checks.incidents import Incident
 from checks.model import Finding
 from stordoc.service.fixes import first_fix
 from tui import views
+from tui.table import VirtualTable
 from tui.views import Row
 
 if TYPE_CHECKING:
@@ -45,79 +46,47 @@ def lines_table(lines: Iterable[tuple[str, str, str]]) -> Table:
     return t
 
 
-def _bulk_add(table: DataTable[Any], rows: Sequence[Row]) -> None:
-    """``add_row`` for many rows at once.
-
-    ``DataTable.add_row`` re-assigns the cursor (validator + watchers) and recomputes the
-    ordered columns for every row: 10,000 OSDs took ~1 s. This does the same bookkeeping
-    once per batch; it falls back to ``add_row`` if Textual's internals ever change.
-    """
-    try:
-        from textual.widgets._data_table import Row as DTRow
-        from textual.widgets._data_table import RowKey
-
-        cols = [c.key for c in table.ordered_columns]
-        locations, data, trows = table._row_locations, table._data, table.rows
-    except (ImportError, AttributeError):
-        for r in rows:
-            table.add_row(*r.texts, key=r.key)
-        return
-    from rich.cells import cell_len
-
-    start = table.row_count
-    widths = [0] * len(cols)
-    gc_was = gc.isenabled()
-    gc.disable()  # ~100k short-lived cells: generational GC passes cost more than the work
-    try:
-        for i, r in enumerate(rows):
-            key = RowKey(r.key)
-            locations[key] = start + i
-            data[key] = dict(zip(cols, r.texts))
-            trows[key] = DTRow(key, 1, None, False)
-            for j, c in enumerate(r.cells[:len(cols)]):
-                w = len(c) if c.isascii() else cell_len(c)
-                widths[j] = max(widths[j], w)
-    finally:
-        if gc_was:
-            gc.enable()
-    # the widths Textual would measure cell by cell on idle (plain one-line text: its
-    # length), so the new rows need no per-cell measuring pass
-    for col, w in zip(table.ordered_columns, widths):
-        col.content_width = max(col.content_width, w)
-    table._require_update_dimensions = True
-    table.cursor_coordinate = table.cursor_coordinate
-    table._update_count += 1
-    table.check_idle()
+AnyTable = DataTable[Any] | VirtualTable
+"""The tables ``fill_table`` fills: ``VirtualTable`` (every data screen) or a Textual
+``DataTable`` (``RowTable``, for screens not moved yet: history)."""
 
 
 _SHOWN: weakref.WeakKeyDictionary[DataTable[Any], list[Row]] = weakref.WeakKeyDictionary()
 
 
-def fill_table(table: DataTable[Any], rows: Sequence[Row]) -> None:
+def fill_table(table: AnyTable, rows: Sequence[Row]) -> None:
     """Replace a table's rows, keeping the cursor on the same key when it still exists.
 
-    Most refreshes change nothing on screen: then the table is left alone (no flicker,
-    and no 10,000-row rebuild on the event loop while the user is typing).
+    A ``VirtualTable`` takes the list as it is and draws only what is on screen (10,000
+    OSDs in milliseconds), and leaves itself alone when nothing changed. A ``DataTable``
+    is refilled through its public API (``add_row`` measures every cell: fine for the
+    tens of rows the screens still on it show).
     """
+    if isinstance(table, VirtualTable):
+        table.set_rows(rows)
+        return
     prev = _SHOWN.get(table)
-    if prev is not None and len(prev) == len(rows) and all(
-            a is b or (a.key == b.key and a.cells == b.cells and a.styles == b.styles)
-            for a, b in zip(prev, rows)):
+    if prev is not None and views.same_rows(prev, rows):
         return
     _SHOWN[table] = list(rows)
     key: str | None = None
     if table.row_count and table.cursor_row >= 0:
         try:
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # cursor outside rows after a shrink
+        except CellDoesNotExist:  # cursor outside rows after a shrink
             key = None
     table.clear()
-    _bulk_add(table, rows)
+    for r in rows:
+        table.add_row(*r.texts, key=r.key)
     if key is not None:
         try:
             table.move_cursor(row=table.get_row_index(key), animate=False)
-        except Exception:  # row gone
+        except RowDoesNotExist:
             pass
+
+
+_TABLES = "DataTable, VirtualTable"  # the tables a screen's keys and focus go to
+
 
 class StatusLine(Static):
     """Cluster, data age, refresh state and the last error: always visible."""
@@ -139,7 +108,10 @@ class FilterInput(Input):
 
 class RowTable(DataTable[Any]):
     """A DataTable whose Home/End move the cursor to the first/last row (DataTable's own
-    scroll sideways, which on-call read as "Home does nothing")."""
+    scroll sideways, which on-call read as "Home does nothing").
+
+    Only for screens not yet on ``VirtualTable`` (history): it keeps every cell and
+    measures each one, so it is for tables of tens of rows."""
 
     BINDINGS = [Binding("home", "cursor_to('top')", "Top", show=False),
                 Binding("end", "cursor_to('bottom')", "Bottom", show=False)]
@@ -166,8 +138,9 @@ class DataScreen(Screen[None]):
 
     def action_table(self, where: str) -> None:
         """Move the cursor of the focused table (else the first one)."""
-        t = self.focused if isinstance(self.focused, DataTable) else next(
-            iter(self.query(DataTable)), None)
+        t = self.focused if isinstance(self.focused, (DataTable, VirtualTable)) else next(
+            iter(self.query(_TABLES)), None)
+        assert t is None or isinstance(t, (DataTable, VirtualTable))
         if t is None or not t.row_count:
             return
         row = {"down": min(t.cursor_row + 1, t.row_count - 1),
@@ -205,7 +178,7 @@ class DataScreen(Screen[None]):
         self.update_status()
 
     def focus_main(self) -> None:
-        tables = list(self.query(DataTable))
+        tables = list(self.query(_TABLES))
         if tables:
             tables[0].focus()
 

@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import (
-    DataTable,
     Input,
     Select,
     Sparkline,
@@ -28,11 +27,12 @@ from tui.messages import (
     BenchProgressed,
     Planned,
 )
+from tui.table import VirtualTable
 from tui.views import Row
 
 if TYPE_CHECKING:
     from tui.app import ClusterState
-from tui.screens.base import ActionRefusedInput, DataScreen, RowTable, fill_table
+from tui.screens.base import ActionRefusedInput, DataScreen, fill_table
 from tui.screens.runbook import ConfirmModal
 
 BENCH_COLUMNS = ("when", "kind", "workload", "status", "ops/s", "MB/s", "lat avg", "p50",
@@ -92,7 +92,7 @@ class BenchScreen(DataScreen):
         yield Sparkline([], id="bench-spark")
         with VerticalScroll(id="bench-out"):
             yield Static(id="bench-result")
-        t: DataTable[Any] = RowTable(id="bench-history", cursor_type="row")
+        t = VirtualTable(id="bench-history")
         t.add_columns(*BENCH_COLUMNS)
         yield t
 
@@ -102,7 +102,7 @@ class BenchScreen(DataScreen):
         self.tick()
 
     def focus_main(self) -> None:
-        self.query_one("#bench-history", DataTable).focus()
+        self.query_one("#bench-history", VirtualTable).focus()
 
     def tick(self) -> None:
         if self.running:
@@ -121,7 +121,7 @@ class BenchScreen(DataScreen):
 
     def render_data(self, st: ClusterState) -> None:
         rows = [r for r in bench_rows(self.rows, self.sapp.clock()) if r.matches(self.needle)]
-        fill_table(self.query_one("#bench-history", DataTable), rows)
+        fill_table(self.query_one("#bench-history", VirtualTable), rows)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "bench_launch":

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import (
-    DataTable,
-    Static,
-)
+from textual.widgets import Static
 
 from checks.incidents import Incident
 from checks.incidents import headline as incidents_headline
 from checks.model import Finding
 from tui import views
+from tui.table import VirtualTable
 from tui.views import Row
 
 if TYPE_CHECKING:
@@ -27,7 +25,6 @@ from stordoc.service.fixes import first_fix
 from tui.screens.base import (
     DataScreen,
     DetailScreen,
-    RowTable,
     fill_table,
     lines_table,
 )
@@ -44,11 +41,11 @@ class OverviewScreen(DataScreen):
     def body(self) -> ComposeResult:
         with Vertical(id="overview"):
             yield Static(id="headline")
-            it: DataTable[Any] = RowTable(id="incidents", cursor_type="row")
+            it = VirtualTable(id="incidents")
             it.add_columns(*views.INCIDENT_COLUMNS)
             yield it
             yield Static(id="summary")
-            t: DataTable[Any] = RowTable(id="top", cursor_type="row")
+            t = VirtualTable(id="top")
             t.add_columns(*views.FINDING_COLUMNS)
             yield t
 
@@ -60,23 +57,19 @@ class OverviewScreen(DataScreen):
         style = {0: "bold green", 1: "bold yellow"}.get(r.verdict, "bold red")
         self.query_one("#headline", Static).update(Text(head, style=style))
         new = out.delta.new if out.delta else ()
-        inc = self.query_one("#incidents", DataTable)
+        inc = self.query_one("#incidents", VirtualTable)
         fill_table(inc, views.incident_rows(out.incidents, new))
         inc.display = bool(out.incidents)
         ov = views.overview(out.snapshot, r.findings)
         self.query_one("#summary", Static).update(lines_table(ov.lines))
         rows = views.finding_rows(r.findings, self.needle, new)
-        fill_table(self.query_one("#top", DataTable), rows)
+        fill_table(self.query_one("#top", VirtualTable), rows)
 
     def selected_incident(self) -> Incident | None:
         o = self.sapp.state.outcome
         if o is None or not o.incidents:
             return None
-        t = self.query_one("#incidents", DataTable)
-        try:
-            key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
-        except Exception:
-            key = None
+        key = self.query_one("#incidents", VirtualTable).cursor_key
         for i in o.incidents:
             if key == f"incident:{i.id}":
                 return i
@@ -94,8 +87,8 @@ class OverviewScreen(DataScreen):
             return
         self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
 
-    @on(DataTable.RowSelected, "#incidents")
-    def _drill_incident(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#incidents")
+    def _drill_incident(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
         o = self.sapp.state.outcome
         for i in (o.incidents if o else ()):
@@ -103,8 +96,8 @@ class OverviewScreen(DataScreen):
                 self.app.push_screen(FindingDetailScreen(i.root))
                 return
 
-    @on(DataTable.RowSelected, "#top")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#top")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         _drill_finding(self, event)
 
 class OsdScreen(DataScreen):
@@ -122,7 +115,7 @@ class OsdScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="filters")
-        t: DataTable[Any] = RowTable(id="osds", cursor_type="row")
+        t = VirtualTable(id="osds")
         t.add_columns(*views.OSD_COLUMNS)
         yield t
 
@@ -135,7 +128,7 @@ class OsdScreen(DataScreen):
             f"state: [b]{self.state_filter}[/]   host: [b]{self.host_filter or 'all'}[/]"
             + (f"   filter: [b]{self.needle}[/]" if self.needle else "")
             + f"   ({sum(1 for r in rows if r.kind == 'osd')} OSDs shown)")
-        fill_table(self.query_one("#osds", DataTable), rows)
+        fill_table(self.query_one("#osds", VirtualTable), rows)
 
     def action_cycle_state(self) -> None:
         i = views.STATE_FILTERS.index(self.state_filter)
@@ -152,10 +145,7 @@ class OsdScreen(DataScreen):
         self.show_state()
 
     def selected(self) -> Row | None:
-        t = self.query_one("#osds", DataTable)
-        if not t.row_count:
-            return None
-        key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value or ""
+        key = self.query_one("#osds", VirtualTable).cursor_key or ""
         if key.startswith("osd."):
             return Row(key, "osd", (), ref=int(key[4:]))
         if key.startswith("host:"):
@@ -169,8 +159,8 @@ class OsdScreen(DataScreen):
             return
         self.fix_finding(first_fix(views.findings_for(self.findings, f"osd.{r.ref}")))
 
-    @on(DataTable.RowSelected, "#osds")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#osds")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
         if key.startswith("osd."):
             self.app.push_screen(OsdDetailScreen(int(key[4:])))
@@ -227,11 +217,11 @@ class PoolScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         with Vertical():
-            t: DataTable[Any] = RowTable(id="pools", cursor_type="row")
+            t = VirtualTable(id="pools")
             t.add_columns(*views.POOL_COLUMNS)
             yield t
             yield Static("PG states", classes="section")
-            t2: DataTable[Any] = RowTable(id="pgstates", cursor_type="row")
+            t2 = VirtualTable(id="pgstates")
             t2.add_columns("state", "count")
             yield t2
 
@@ -239,13 +229,13 @@ class PoolScreen(DataScreen):
         assert st.outcome is not None
         ceph = st.outcome.snapshot.ceph
         th = self.sapp.thresholds
-        fill_table(self.query_one("#pools", DataTable),
+        fill_table(self.query_one("#pools", VirtualTable),
                    views.pool_rows(ceph, th.pg_per_osd_target, th.pg_low_factor,
                                    th.pg_high_factor, self.needle))
-        fill_table(self.query_one("#pgstates", DataTable), views.pg_state_rows(ceph))
+        fill_table(self.query_one("#pgstates", VirtualTable), views.pg_state_rows(ceph))
 
-    @on(DataTable.RowSelected, "#pools")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#pools")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         name = (event.row_key.value or "")[5:]
         o = self.sapp.state.outcome
         p = o.snapshot.ceph.pool(name) if o and o.snapshot.ceph else None
@@ -265,7 +255,7 @@ class CacheScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="cause", classes="cause")
-        t: DataTable[Any] = RowTable(id="cache", cursor_type="row")
+        t = VirtualTable(id="cache")
         t.add_columns(*views.CACHE_COLUMNS)
         yield t
         yield Static(id="cache-note")
@@ -274,12 +264,12 @@ class CacheScreen(DataScreen):
         assert st.outcome is not None
         rows = views.cache_rows(st.outcome.snapshot.ceph, self.needle)
         self.query_one("#cause", Static).update(self.cause_text())
-        fill_table(self.query_one("#cache", DataTable), rows)
+        fill_table(self.query_one("#cache", VirtualTable), rows)
         self.query_one("#cache-note", Static).update(
             "" if rows else "no cache tiers configured")
 
-    @on(DataTable.RowSelected, "#cache")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#cache")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         name = (event.row_key.value or "")[6:]
         o = self.sapp.state.outcome
         p = o.snapshot.ceph.pool(name) if o and o.snapshot.ceph else None
@@ -304,11 +294,11 @@ class SwiftScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="cause", classes="cause")
-        t: DataTable[Any] = RowTable(id="rings", cursor_type="row")
+        t = VirtualTable(id="rings")
         t.add_columns(*views.RING_COLUMNS)
         yield t
         yield Static(id="swift-note")
-        srv: DataTable[Any] = RowTable(id="swift-servers", cursor_type="row")
+        srv = VirtualTable(id="swift-servers")
         srv.add_columns(*views.SERVER_COLUMNS)
         yield srv
 
@@ -316,14 +306,14 @@ class SwiftScreen(DataScreen):
         assert st.outcome is not None
         sw = st.outcome.snapshot.swift
         self.query_one("#cause", Static).update(self.cause_text())
-        fill_table(self.query_one("#rings", DataTable), views.ring_rows(sw, self.needle))
-        fill_table(self.query_one("#swift-servers", DataTable),
+        fill_table(self.query_one("#rings", VirtualTable), views.ring_rows(sw, self.needle))
+        fill_table(self.query_one("#swift-servers", VirtualTable),
                    views.server_rows(sw, st.outcome.snapshot.taken_at, self.needle))
         self.query_one("#swift-note", Static).update(
             views.swift_note(sw, st.outcome.snapshot.swift_error))
 
-    @on(DataTable.RowSelected, "#rings")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#rings")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
         o = self.sapp.state.outcome
         sw = o.snapshot.swift if o else None

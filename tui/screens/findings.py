@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -10,20 +10,20 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import (
-    DataTable,
     Input,
     Static,
 )
 
 from checks.model import Finding
 from tui import views
+from tui.table import VirtualTable
 
 if TYPE_CHECKING:
     from tui.app import ClusterState
-from tui.screens.base import DataScreen, DetailScreen, RowTable, fill_table
+from tui.screens.base import DataScreen, DetailScreen, fill_table
 
 
-def _drill_finding(screen: DataScreen, event: DataTable.RowSelected) -> None:
+def _drill_finding(screen: DataScreen, event: VirtualTable.RowSelected) -> None:
     key = event.row_key.value or ""
     for f in screen.findings:
         if key == f"finding:{f.code}:{f.entity}":
@@ -40,21 +40,20 @@ class FindingsScreen(DataScreen):
     BINDINGS = [Binding("x", "fix", "Fix", id="fix"), Binding("m", "mute", "Mute…", id="mute")]
 
     def body(self) -> ComposeResult:
-        t: DataTable[Any] = RowTable(id="findings", cursor_type="row")
+        t = VirtualTable(id="findings")
         t.add_columns(*views.FINDING_COLUMNS)
         yield t
 
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
-        fill_table(self.query_one("#findings", DataTable),
+        fill_table(self.query_one("#findings", VirtualTable),
                    views.finding_rows(st.outcome.report.findings, self.needle,
                                       st.outcome.delta.new if st.outcome.delta else ()))
 
     def _selected(self) -> Finding | None:
-        t = self.query_one("#findings", DataTable)
-        if not t.row_count:
+        key = self.query_one("#findings", VirtualTable).cursor_key
+        if key is None:
             return None
-        key = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
         return next((f for f in self.findings if key == f"finding:{f.code}:{f.entity}"),
                     None)
 
@@ -81,8 +80,8 @@ class FindingsScreen(DataScreen):
 
         self.app.push_screen(MuteModal(f), done)
 
-    @on(DataTable.RowSelected, "#findings")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#findings")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         _drill_finding(self, event)
 
 class FindingDetailScreen(DetailScreen):
