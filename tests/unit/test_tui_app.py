@@ -271,11 +271,11 @@ async def test_history_and_audit_from_the_backend() -> None:
         assert isinstance(app.screen, S.RunFindingsScreen)
         assert len(table_keys(app, "#runfindings")) == len(broken_findings())
         await pilot.press("escape")
-        app.screen.query_one("#audit", DataTable).focus()
+        app.screen.query_one("#audit", VirtualTable).focus()
         await pilot.press("enter")
         await settle(app, pilot)
         assert isinstance(app.screen, S.AuditRunScreen)
-        t = app.screen.query_one("#audit-steps", DataTable)
+        t = app.screen.query_one("#audit-steps", VirtualTable)
         assert [str(c) for c in t.get_row_at(1)][3] == "systemctl start ceph-osd@2"
 
 

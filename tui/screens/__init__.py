@@ -15,7 +15,6 @@ from tui.screens.base import (
     DataScreen,
     DetailScreen,
     FilterInput,
-    RowTable,
     StatusLine,
     fill_table,
     lines_table,
@@ -39,7 +38,7 @@ __all__ = [
     "BENCH_COLUMNS", "ActionRefusedInput", "AuditRunScreen", "BenchScreen", "CacheScreen",
     "ConfirmModal", "DataScreen", "DetailScreen", "EntityDetailScreen", "FilterInput",
     "FindingDetailScreen", "FindingsScreen", "HelpScreen", "HistoryScreen", "MuteModal",
-    "OsdDetailScreen", "OsdScreen", "OverviewScreen", "PoolScreen", "RowTable",
+    "OsdDetailScreen", "OsdScreen", "OverviewScreen", "PoolScreen",
     "RunFindingsScreen", "RunbookScreen", "StatusLine", "SwiftScreen", "bench_rows",
     "fill_table", "lines_table",
 ]

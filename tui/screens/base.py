@@ -4,9 +4,8 @@ screen, and the one rule for the finding a fix key acts on."""
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -22,7 +21,6 @@ from textual.widgets import (
     Input,
     Static,
 )
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 from textual.worker import Worker
 
 from checks.incidents import Incident
@@ -46,43 +44,11 @@ def lines_table(lines: Iterable[tuple[str, str, str]]) -> Table:
     return t
 
 
-AnyTable = DataTable[Any] | VirtualTable
-"""The tables ``fill_table`` fills: ``VirtualTable`` (every data screen) or a Textual
-``DataTable`` (``RowTable``, for screens not moved yet: history)."""
-
-
-_SHOWN: weakref.WeakKeyDictionary[DataTable[Any], list[Row]] = weakref.WeakKeyDictionary()
-
-
-def fill_table(table: AnyTable, rows: Sequence[Row]) -> None:
+def fill_table(table: VirtualTable, rows: Sequence[Row]) -> None:
     """Replace a table's rows, keeping the cursor on the same key when it still exists.
-
-    A ``VirtualTable`` takes the list as it is and draws only what is on screen (10,000
-    OSDs in milliseconds), and leaves itself alone when nothing changed. A ``DataTable``
-    is refilled through its public API (``add_row`` measures every cell: fine for the
-    tens of rows the screens still on it show).
-    """
-    if isinstance(table, VirtualTable):
-        table.set_rows(rows)
-        return
-    prev = _SHOWN.get(table)
-    if prev is not None and views.same_rows(prev, rows):
-        return
-    _SHOWN[table] = list(rows)
-    key: str | None = None
-    if table.row_count and table.cursor_row >= 0:
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except CellDoesNotExist:  # cursor outside rows after a shrink
-            key = None
-    table.clear()
-    for r in rows:
-        table.add_row(*r.texts, key=r.key)
-    if key is not None:
-        try:
-            table.move_cursor(row=table.get_row_index(key), animate=False)
-        except RowDoesNotExist:
-            pass
+    ``VirtualTable`` draws only what is on screen (10,000 OSDs in milliseconds) and leaves
+    itself alone when nothing changed."""
+    table.set_rows(rows)
 
 
 _TABLES = "DataTable, VirtualTable"  # the tables a screen's keys and focus go to
@@ -105,20 +71,6 @@ class FilterInput(Input):
 
 # --------------------------------------------------------------------------- base
 
-
-class RowTable(DataTable[Any]):
-    """A DataTable whose Home/End move the cursor to the first/last row (DataTable's own
-    scroll sideways, which on-call read as "Home does nothing").
-
-    Only for screens not yet on ``VirtualTable`` (history): it keeps every cell and
-    measures each one, so it is for tables of tens of rows."""
-
-    BINDINGS = [Binding("home", "cursor_to('top')", "Top", show=False),
-                Binding("end", "cursor_to('bottom')", "Bottom", show=False)]
-
-    def action_cursor_to(self, where: str) -> None:
-        if self.row_count:
-            self.move_cursor(row=0 if where == "top" else self.row_count - 1)
 
 class DataScreen(Screen[None]):
     """A screen that shows cluster data: header, status line, body, filter, footer."""

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import (
-    DataTable,
-    Static,
-)
+from textual.widgets import Static
 
 from runbooks.model import Outcome, StepStatus
 from storage.audit import AuditRun, AuditStep
@@ -19,11 +16,12 @@ from tui import views
 from tui.messages import (
     HistoryLoaded,
 )
+from tui.table import VirtualTable
 from tui.views import Row
 
 if TYPE_CHECKING:
     from tui.app import ClusterState
-from tui.screens.base import DataScreen, RowTable, fill_table, lines_table
+from tui.screens.base import DataScreen, fill_table, lines_table
 
 
 class HistoryScreen(DataScreen):
@@ -32,11 +30,11 @@ class HistoryScreen(DataScreen):
     def body(self) -> ComposeResult:
         with Vertical():
             yield Static("Check runs", classes="section")
-            t: DataTable[Any] = RowTable(id="runs", cursor_type="row")
+            t = VirtualTable(id="runs")
             t.add_columns(*views.HISTORY_COLUMNS)
             yield t
             yield Static("Runbook runs (audit)", classes="section")
-            t2: DataTable[Any] = RowTable(id="audit", cursor_type="row")
+            t2 = VirtualTable(id="audit")
             t2.add_columns(*views.AUDIT_COLUMNS)
             yield t2
 
@@ -65,18 +63,18 @@ class HistoryScreen(DataScreen):
 
     def render_data(self, st: ClusterState) -> None:
         now = self.sapp.clock()
-        fill_table(self.query_one("#runs", DataTable),
+        fill_table(self.query_one("#runs", VirtualTable),
                    [r for r in views.history_rows(self.runs, now) if r.matches(self.needle)])
-        fill_table(self.query_one("#audit", DataTable),
+        fill_table(self.query_one("#audit", VirtualTable),
                    [r for r in views.audit_rows(self.audit, now) if r.matches(self.needle)])
 
-    @on(DataTable.RowSelected, "#runs")
-    def _drill(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#runs")
+    def _drill(self, event: VirtualTable.RowSelected) -> None:
         rid = int((event.row_key.value or "run:0")[4:])
         self.app.push_screen(RunFindingsScreen(rid))
 
-    @on(DataTable.RowSelected, "#audit")
-    def _drill_audit(self, event: DataTable.RowSelected) -> None:
+    @on(VirtualTable.RowSelected, "#audit")
+    def _drill_audit(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
         run = next((r for r in self.audit if f"audit:{r.id}" == key), None)
         if run is not None:
@@ -93,7 +91,7 @@ class AuditRunScreen(DataScreen):
 
     def body(self) -> ComposeResult:
         yield Static(id="audit-head")
-        t: DataTable[Any] = RowTable(id="audit-steps", cursor_type="row")
+        t = VirtualTable(id="audit-steps")
         t.add_columns("#", "title", "where", "command", "rc", "status", "took")
         yield t
 
@@ -133,7 +131,7 @@ class AuditRunScreen(DataScreen):
                       " ".join(cells).lower())
             if row.matches(self.needle):
                 rows.append(row)
-        fill_table(self.query_one("#audit-steps", DataTable), rows)
+        fill_table(self.query_one("#audit-steps", VirtualTable), rows)
 
 class RunFindingsScreen(DataScreen):
     """The findings one past check run recorded (from the journal)."""
@@ -145,7 +143,7 @@ class RunFindingsScreen(DataScreen):
         self.rows: list[FindingRecord] = []
 
     def body(self) -> ComposeResult:
-        t: DataTable[Any] = RowTable(id="runfindings", cursor_type="row")
+        t = VirtualTable(id="runfindings")
         t.add_columns("severity", "code", "entity", "message", "runbook")
         yield t
 
@@ -176,7 +174,7 @@ class RunFindingsScreen(DataScreen):
                     " ".join(cells).lower())
             if r.matches(self.needle):
                 rows.append(r)
-        fill_table(self.query_one("#runfindings", DataTable), rows)
+        fill_table(self.query_one("#runfindings", VirtualTable), rows)
 
 
 # --------------------------------------------------------------------------- help
