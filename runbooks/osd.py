@@ -41,13 +41,6 @@ def osd_up_probe(osd_id: int) -> Any:
     return probe
 
 
-def _daemon(facts: HostFacts, osd_id: int) -> tuple[bool, int | None]:
-    for d in facts.daemons:
-        if d.kind == "ceph-osd" and d.ident == str(osd_id):
-            return d.running, d.pid
-    return False, None
-
-
 def _start_argv(d: Draft, ht: HostTarget, osd_id: int) -> list[str]:
     conf = d.ctx.target.ceph.conf if d.ctx.target.ceph else ""
     return fill_template(ht.osd_start, {"id": osd_id, "conf": conf,

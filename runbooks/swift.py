@@ -349,9 +349,6 @@ class SwiftRingRebalance(Runbook):
 
 # --------------------------------------------------------------------------- ring push
 
-RING_FILE_RE = re.compile(r"^(object(-\d{1,4})?|account|container)\.ring\.gz$")
-
-
 @dataclass(frozen=True)
 class RingDest:
     """One ring file a storage server reads on a configured host, as recon reported it."""

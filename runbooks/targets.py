@@ -12,7 +12,6 @@ import re
 
 from runbooks.model import InvalidRequest
 
-MAX_OSD_ID = 999_999
 OSD_RE = re.compile(r"\Aosd\.([0-9]{1,6})\Z", re.ASCII)
 # Ceph allows more in a pool name, but a name a person types in a fix stays plain:
 # no "/", no leading dot or dash, nothing a path or an option could be mistaken for

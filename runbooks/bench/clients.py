@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import tempfile
 import threading
 import time
@@ -445,7 +444,3 @@ def fleet_for(ctx: RunContext, names: Sequence[str], default: Sequence[str] = ()
     hosts = resolve_clients(ctx, names, default)
     runner, owns = spawner(ctx, hosts)
     return Fleet(hosts, runner, owns, on_step)
-
-
-def quote_argv(argv: Sequence[str]) -> str:
-    return shlex.join(list(argv))
