@@ -181,3 +181,29 @@ def fstab_disabled(facts: HostFacts, mountpoint: str) -> str | None:
             return f.raw or f"#{f.device} {f.mountpoint} {f.fstype} {f.options}"
     return None
 
+
+def mount_options(facts: HostFacts, mountpoint: str, device: str,
+                  is_block: bool) -> list[str]:
+    """``-t FSTYPE -o OPTIONS`` from the host's own active fstab line for this mountpoint."""
+    norm = mountpoint.rstrip("/")
+    line = next((f for f in facts.fstab
+                 if f.mountpoint.rstrip("/") == norm and not f.commented), None)
+    fstype = None
+    for bd in facts.block_devices:
+        if bd.path == device and bd.fstype:
+            fstype = bd.fstype
+    opts: list[str] = []
+    if line is not None:
+        fstype = fstype or (line.fstype if line.fstype not in ("auto", "") else None)
+        opts = [o for o in line.options.split(",") if o and o not in ("defaults",)]
+    if is_block:
+        opts = [o for o in opts if o != "loop" and not o.startswith("loop=")]
+    elif "loop" not in opts:
+        opts.insert(0, "loop")
+    opts = [o for o in opts if o not in ("noauto", "nofail", "auto", "user", "users")]
+    args: list[str] = []
+    if fstype:
+        args += ["-t", fstype]
+    if opts:
+        args += ["-o", ",".join(opts)]
+    return args

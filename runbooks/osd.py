@@ -16,6 +16,7 @@ from runbooks.base import (
     Runbook,
     fill_template,
     host_of,
+    mount_options,
     need_ceph,
     parse_osd,
     register,
@@ -89,33 +90,6 @@ def _down_osd(d: Draft, snap: ClusterSnapshot, target: str) -> tuple[CephState, 
     return ceph, osd
 
 
-def _mount_options(facts: HostFacts, mountpoint: str, device: str,
-                   is_block: bool) -> list[str]:
-    """``-t FSTYPE -o OPTIONS`` from the host's own active fstab line for this mountpoint."""
-    norm = mountpoint.rstrip("/")
-    line = next((f for f in facts.fstab
-                 if f.mountpoint.rstrip("/") == norm and not f.commented), None)
-    fstype = None
-    for bd in facts.block_devices:
-        if bd.path == device and bd.fstype:
-            fstype = bd.fstype
-    opts: list[str] = []
-    if line is not None:
-        fstype = fstype or (line.fstype if line.fstype not in ("auto", "") else None)
-        opts = [o for o in line.options.split(",") if o and o not in ("defaults",)]
-    if is_block:
-        opts = [o for o in opts if o != "loop" and not o.startswith("loop=")]
-    elif "loop" not in opts:
-        opts.insert(0, "loop")
-    opts = [o for o in opts if o not in ("noauto", "nofail", "auto", "user", "users")]
-    args: list[str] = []
-    if fstype:
-        args += ["-t", fstype]
-    if opts:
-        args += ["-o", ",".join(opts)]
-    return args
-
-
 def _diagnose(d: Draft, snap: ClusterSnapshot, ceph: CephState, osd: OsdState,
               ht: HostTarget, facts: HostFacts) -> OsdDiagnosis:
     """The host diagnosis the checks use: a runbook refuses exactly where the check's
@@ -161,7 +135,7 @@ class OsdRemount(Runbook):
         devices.sort(key=lambda p: (p not in block, p))
         device = devices[0]
         d.params.update(host=ht.name, device=device, data_dir=data_dir)
-        mount_argv = ["mount", *_mount_options(facts, data_dir, device, device in block),
+        mount_argv = ["mount", *mount_options(facts, data_dir, device, device in block),
                       device, data_dir]
         noout = _noout(d, ceph)
         d.host(f"mount {device} on {data_dir}", ht.name, mount_argv)

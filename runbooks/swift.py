@@ -24,10 +24,10 @@ from runbooks.base import (
     fstab_disabled,
     host_of,
     io_errors_for,
+    mount_options,
     register,
 )
 from runbooks.model import Plan, Refused, RunbookInfo, StepEnv
-from runbooks.osd import _mount_options
 from storage.model import ClusterSnapshot, SwiftState
 from storage.swiftlib import RingBuilder
 from storage.targets import HostTarget
@@ -125,7 +125,7 @@ class SwiftDeviceRemount(Runbook):
         if sd is not None and sd.path == mountpoint and not sd.exists:
             d.host(f"create the mount point {mountpoint}", ht.name, ["mkdir", "-p", mountpoint])
         d.host(f"mount {device} on {mountpoint}", ht.name,
-               ["mount", *_mount_options(facts, mountpoint, device, device in block),
+               ["mount", *mount_options(facts, mountpoint, device, device in block),
                 device, mountpoint])
         endpoints = sorted({(rd.ip, rd.port, _server(kind)) for kind, rd in ring_devs})
         timeout = d.ctx.target.swift.recon_timeout_s if d.ctx.target.swift else 5.0
