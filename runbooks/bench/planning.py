@@ -12,7 +12,7 @@ from typing import Any
 from runbooks.bench import clients as clients_mod
 from runbooks.bench import limits as limits_mod
 from runbooks.bench import rados as rados_mod
-from runbooks.bench import rados_multi, rbd_multi, swift_multi
+from runbooks.bench import rados_multi, rbd_multi, swift_container, swift_multi
 from runbooks.bench import rbd as rbd_mod
 from runbooks.bench import swift as swift_mod
 from runbooks.bench.common import BenchLimits, Session, ceph_gate, check_caps, limits_of
@@ -169,11 +169,11 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         if kind == "rbd" and not exists:
             steps.insert(0, f"create pool {pool} (application 'stordoc')")
     elif kind == "swift":
-        state = swift_mod.state(s)
-        warnings += swift_mod.gate(state, o.force)
+        state = swift_container.state(s)
+        warnings += swift_container.gate(state, o.force)
         container = o.container or lim.container
-        owner = swift_mod.check_container(s, container) if state.get("health") == "ok" \
-            else "absent"
+        owner = swift_container.check_container(s, container) \
+            if state.get("health") == "ok" else "absent"
         steps = swift_multi.plan_lines(s, container, owner, clients) if clients else \
             swift_mod.plan_lines(s, container, owner)
     else:

@@ -26,7 +26,8 @@ from runbooks.bench.clients import Fleet
 from runbooks.bench.common import Session
 from runbooks.bench.model import MIB, BenchResult, human_size
 from runbooks.bench.multi import LiveSeries, PhaseOutcome, multi_result, run_phase
-from runbooks.bench.swift import OBJ_PREFIX, cleanup_step, mix_label, open_container
+from runbooks.bench.swift import OBJ_PREFIX, mix_label
+from runbooks.bench.swift_container import cleanup_step, open_container
 from runbooks.model import Refused
 from storage.runner import HostUnreachable
 
