@@ -15,6 +15,7 @@ from runbooks.bench import rados as rados_mod
 from runbooks.bench import rados_multi, rbd_multi, swift_container, swift_multi
 from runbooks.bench import rbd as rbd_mod
 from runbooks.bench import swift as swift_mod
+from runbooks.bench.client_hosts import resolve_clients
 from runbooks.bench.common import BenchLimits, Session, ceph_gate, check_caps, limits_of
 from runbooks.bench.model import KINDS, BenchOptions
 from runbooks.model import Refused, RunContext
@@ -73,7 +74,7 @@ class BenchPlan:
 def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits) -> str:
     by = ""
     if o.clients:
-        names = [h.name for h in clients_mod.resolve_clients(ctx, o.clients, lim.clients)]
+        names = [h.name for h in resolve_clients(ctx, o.clients, lim.clients)]
         by = f" from {len(names)} clients ({', '.join(names)})"
     if kind in ("rados", "rbd"):
         return f"pool {o.pool or lim.pool}{by}"

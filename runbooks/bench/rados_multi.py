@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runbooks.bench.clients import Fleet, ceph_client_files
+from runbooks.bench.client_hosts import ceph_client_files
+from runbooks.bench.clients import Fleet
 from runbooks.bench.common import Session
 from runbooks.bench.model import BenchResult, human_size
 from runbooks.bench.multi import LiveSeries, PhaseOutcome, multi_result, run_phase

@@ -37,7 +37,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runbooks.bench.clients import Fleet, Launched, ceph_client_files
+from runbooks.bench.client_hosts import ceph_client_files
+from runbooks.bench.clients import Fleet, Launched
 from runbooks.bench.common import Session
 from runbooks.bench.fio_client import (
     per_client_figures,
