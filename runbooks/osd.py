@@ -8,8 +8,6 @@ this cluster), the data directory comes from the host's configured template.
 
 from __future__ import annotations
 
-from typing import Any
-
 from checks.hostdiag import Flavour, OsdDiagnosis, OsdHostState, diagnose_osd
 from runbooks.base import (
     Draft,
@@ -21,14 +19,14 @@ from runbooks.base import (
     parse_osd,
     register,
 )
-from runbooks.model import Refused, RunbookInfo, StepEnv
+from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from storage.model import CephState, ClusterSnapshot, HostFacts, OsdState
 from storage.targets import HostTarget
 
 OSD_CODES = ("OSD_DOWN_IN", "OSD_DOWN_OUT", "OSD_UP_OUT")
 
 
-def osd_up_probe(osd_id: int) -> Any:
+def osd_up_probe(osd_id: int) -> Probe:
     """A WaitOp probe: is the OSD up in a fresh ``osd dump``?"""
 
     def probe(env: StepEnv) -> tuple[bool, str]:

@@ -7,11 +7,10 @@ before/after in the plan, and sent as typed monitor commands (``osd pool set``).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from checks.pgs import data_pools, ideal_pg_num, in_osd_count, pool_shares
 from runbooks.base import Draft, Runbook, need_ceph, register
-from runbooks.model import Refused, RunbookInfo, StepEnv
+from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from storage.model import CephState, ClusterSnapshot, PoolState
 
 DEFAULT_RATIOS = (0.4, 0.6, 0.8)  # Ceph's documented defaults: dirty, dirty_high, full
@@ -41,7 +40,7 @@ def _float_opt(d: Draft, key: str, default: float, lo: float, hi: float) -> floa
     return v
 
 
-def _set(d: Draft, pool: str, var: str, val: Any) -> None:
+def _set(d: Draft, pool: str, var: str, val: int | float | str) -> None:
     d.mon(f"set {var} of {pool} to {val}", "osd pool set",
           {"pool": pool, "var": var, "val": str(val)})
 
@@ -150,7 +149,7 @@ def _clean(ceph: CephState) -> tuple[bool, str]:
     return not bad, ", ".join(f"{n} {s}" for s, n in sorted(bad.items()))
 
 
-def pool_clean_probe(pool: str, pg_num: int) -> Any:
+def pool_clean_probe(pool: str, pg_num: int) -> Probe:
     """A WaitOp probe: the pool reached pg_num/pgp_num and every PG is active+clean."""
 
     def probe(env: StepEnv) -> tuple[bool, str]:

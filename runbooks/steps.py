@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from runbooks.model import (
     HostOp,
@@ -23,7 +22,7 @@ from runbooks.model import (
     StepStatus,
     WaitOp,
 )
-from storage.runner import HostUnreachable, Runner
+from storage.runner import CommandResult, HostUnreachable, Runner
 
 EventFn = Callable[[RunEvent], None]
 
@@ -99,7 +98,7 @@ def run_step(env: StepEnv, step: PlannedStep,
 class NoRunner:
     """Stands in when a plan has no host steps; any host call is a bug."""
 
-    def run(self, host: str, argv: Any, timeout_s: float = 30.0) -> Any:
+    def run(self, host: str, argv: Sequence[str], timeout_s: float = 30.0) -> CommandResult:
         raise HostUnreachable(host, "no runner configured for this plan")
 
     def put(self, host: str, local_path: str, remote_path: str,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from runbooks.model import InvalidRequest, Refused, RunContext
 from storage.runner import Runner, Spawner
@@ -57,12 +57,16 @@ def resolve_clients(ctx: RunContext, names: Sequence[str], default: Sequence[str
     return out
 
 
+def _can_spawn(r: Runner) -> TypeGuard[Spawner]:
+    return hasattr(r, "spawn")
+
+
 def spawner(ctx: RunContext, hosts: Sequence[HostTarget]) -> tuple[Spawner, bool]:
     """The runner for the clients: the context's when it can spawn, else SSH (fabric).
     Returns it and whether we own it (and must close it)."""
     r: Runner | None = ctx.runner
-    if r is not None and hasattr(r, "spawn"):
-        return r, False  # type: ignore[return-value]
+    if r is not None and _can_spawn(r):
+        return r, False
     from storage.ssh import FabricRunner
 
     return FabricRunner(hosts), True

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from runbooks.bench.model import BenchResult
 from storage.ceph import parse_osd_perf
 
 Sample = tuple[float, dict[int, tuple[float, float]]]
@@ -100,7 +101,7 @@ def line(summary: Mapping[str, Any] | None) -> str | None:
             f"sample(s)): " + ", ".join(parts))
 
 
-def attach(results: Sequence[Any], sampler: OsdLatencySampler) -> None:
+def attach(results: Sequence[BenchResult], sampler: OsdLatencySampler) -> None:
     """Each result gets the samples of its own window in ``extra["osd_latency"]``."""
     for r in results:
         t0 = float(r.started_at)

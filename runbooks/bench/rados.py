@@ -276,17 +276,18 @@ def _run_child(s: Session, argv: list[str], mode: str, rep: int, planned: float
     return "".join(lines), rc, stopped[0]
 
 
-def _result_from_tool(s: Session, out: Any, mode: str, pool: str, rep: int,
+def _result_from_tool(s: Session, out: RadosBenchOutput, mode: str, pool: str, rep: int,
                       state: dict[str, Any], size: int) -> BenchResult:
     el = out.total_time_s or 1e-9
     op_size = out.op_size or size
     series = []
     prev = 0
     for row in out.per_second:
-        if row["sec"] == 0:
+        sec = row["sec"] or 0  # both parsers always set it (an int)
+        if sec == 0:
             continue
         fin = int(row["finished"] or 0)
-        series.append({"t": float(row["sec"]), "ops_s": float(fin - prev),
+        series.append({"t": float(sec), "ops_s": float(fin - prev),
                        "mb_s": float(row["cur_mb_s"] or 0.0),
                        "lat_ms": float(row["last_lat_s"] or 0.0) * 1000, "partial": 0.0})
         prev = fin

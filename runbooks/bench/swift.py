@@ -12,10 +12,11 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from runbooks.bench.common import Session, result_from_raw
-from runbooks.bench.model import BenchResult, human_size
+from runbooks.bench.model import BenchOptions, BenchResult, human_size
 from runbooks.bench.stats import latency_summary
 from runbooks.bench.swift_container import (
     MARK_HEADER,
@@ -100,7 +101,7 @@ class _Pool:
             return None
 
 
-def _sizes(o: Any, rng: random.Random) -> int:
+def _sizes(o: BenchOptions, rng: random.Random) -> int:
     return rng.randint(o.size, o.size_max) if o.size_max else int(o.size)
 
 
@@ -146,7 +147,7 @@ def run(s: Session, container: str) -> list[BenchResult]:
 
 
 def _prefill(s: Session, url: str, token: str, pool: _Pool, payload: bytes,
-             rng: random.Random, new_name: Any) -> None:
+             rng: random.Random, new_name: Callable[[], str]) -> None:
     o = s.opts
     todo = list(range(o.prefill))
     lock = threading.Lock()
@@ -182,7 +183,7 @@ def s_container(s: Session) -> str:
 
 
 def _drive(s: Session, url: str, token: str, pool: _Pool, payload: bytes, rep: int,
-           new_name: Any) -> tuple[RawRun, dict[str, Any]]:
+           new_name: Callable[[], str]) -> tuple[RawRun, dict[str, Any]]:
     o = s.opts
     container = s_container(s)
     raw = RawRun("mix", o.size, o.concurrency, time.time())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from runbooks.base import (
     Draft,
@@ -20,14 +19,15 @@ from runbooks.base import (
     mount_options,
     register,
 )
-from runbooks.model import Refused, RunbookInfo, StepEnv
+from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from runbooks.swift.common import configured_host, need_swift
 from storage.model import ClusterSnapshot
 
 DEVICE_TARGET_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,63})@([A-Za-z0-9][A-Za-z0-9._-]{0,253})$")
 
 
-def recon_probe(endpoints: list[tuple[str, int, str]], device: str, timeout_s: float) -> Any:
+def recon_probe(endpoints: list[tuple[str, int, str]], device: str,
+                timeout_s: float) -> Probe:
     """A WaitOp probe: no storage server's recon lists ``device`` as unmounted any more."""
 
     def probe(env: StepEnv) -> tuple[bool, str]:

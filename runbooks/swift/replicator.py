@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from runbooks.base import Draft, Runbook, fill_template, host_of, register
-from runbooks.model import Refused, RunbookInfo, StepEnv
+from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from runbooks.swift.common import server_on_host
 from storage.model import ClusterSnapshot
 
 
 def replication_pass_probe(endpoints: list[tuple[str, int, str]], after: float,
-                           timeout_s: float) -> Any:
+                           timeout_s: float) -> Probe:
     """A WaitOp probe: recon of every endpoint reports a replication pass completed after
     ``after`` (the replicator runs and gets through a pass)."""
 

@@ -5,13 +5,14 @@ after the rename) and the wait until recon reports the new md5 everywhere."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from runbooks.base import Draft
-from runbooks.model import Refused, StepEnv
+from runbooks.model import Probe, Refused, StepEnv
 from runbooks.swift.common import need_swift
 from storage.model import ClusterSnapshot
+from storage.targets import HostTarget
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class RingDest:
     servers: tuple[str, ...]  # "object 127.0.0.2:6200", ...
 
 
-def ring_destinations(snap: ClusterSnapshot, hosts: Any, file_name: str
+def ring_destinations(snap: ClusterSnapshot, hosts: Sequence[HostTarget], file_name: str
                       ) -> tuple[list[RingDest], list[str]]:
     """Every (host, path) where an answering server reads ``file_name`` (from
     ``/recon/ringmd5``), and the problems that keep a push from reaching every server:
@@ -73,7 +74,7 @@ def push_commands(local: str, dest: str, suffix: str) -> list[list[str]]:
 
 
 def push_step(local: str, host: str, dests: list[RingDest], suffix: str,
-              expect_md5: str | None) -> Any:
+              expect_md5: str | None) -> Probe:
     """Copy ``local`` over each destination on ``host``: only a file whose md5 is still the
     one recon reported at plan time (or already the new one), a backup first, the md5
     checked after the copy and again after the rename."""
@@ -127,7 +128,7 @@ def push_step(local: str, host: str, dests: list[RingDest], suffix: str,
 
 
 def ring_md5_probe(endpoints: list[tuple[str, int, str]], local: str, file_name: str,
-                   timeout_s: float) -> Any:
+                   timeout_s: float) -> Probe:
     """A WaitOp probe: every storage server's recon reports the local ring's md5."""
 
     def probe(env: StepEnv) -> tuple[bool, str]:

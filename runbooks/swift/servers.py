@@ -4,15 +4,13 @@ process."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from runbooks.base import Draft, Runbook, fill_template, host_of, register
-from runbooks.model import Refused, RunbookInfo, StepEnv
+from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from runbooks.swift.common import server_on_host
 from storage.model import ClusterSnapshot
 
 
-def recon_answers_probe(endpoints: list[tuple[str, int, str]], timeout_s: float) -> Any:
+def recon_answers_probe(endpoints: list[tuple[str, int, str]], timeout_s: float) -> Probe:
     """A WaitOp probe: every one of these storage servers answers recon again."""
 
     def probe(env: StepEnv) -> tuple[bool, str]:
