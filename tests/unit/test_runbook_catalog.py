@@ -1,0 +1,23 @@
+"""The catalog lists every runbook once, in a fixed order: ``stordoc runbooks`` shows them
+in it and ``runbook_for_code`` takes the first that declares a code. Registration follows
+import order (runbooks/catalog.py, then runbooks/swift/__init__.py, kept by hand)."""
+
+from __future__ import annotations
+
+from runbooks.api import list_runbooks, runbook_for_code
+
+ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
+         "cache-tier-tune", "pool-pg-num", "swift-device-remount", "swift-server-start",
+         "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
+         "swift-replicator-start"]
+
+
+def test_the_catalog_lists_every_runbook_in_its_order() -> None:
+    assert [i.name for i in list_runbooks()] == ORDER
+
+
+def test_each_code_goes_to_the_runbook_that_declares_it() -> None:
+    for info in list_runbooks():
+        for code in info.fixes:
+            assert runbook_for_code(f" {code.lower()} ") == info.name
+    assert runbook_for_code("NO_SUCH_CODE") is None
