@@ -1,7 +1,7 @@
 """One host diagnosis: what is wrong with an OSD (or a Swift device) on its host.
 
 Checks (``checks/mounts.py``, ``checks/osd.py``), the runbooks' refusals
-(``runbooks/osd.py``, ``runbooks/swift.py``) and the TUI's OSD screen all call these pure
+(``runbooks/osd.py``, ``runbooks/swift/``) and the TUI's OSD screen all call these pure
 functions over the snapshot, so that "which kernel I/O errors belong to this device",
 "does this device hold this OSD" and "how was this OSD deployed" are written once: a rule
 written twice drifts (the I/O-error rule lived in four places and disagreed).
