@@ -46,7 +46,6 @@ MAX_BODY = 1024 * 1024  # Alertmanager sends every alert of a group: 200 alerts 
 _BEARER_RE = re.compile(r"Bearer ([\x21-\x7e]{8,512})")
 _LEN_RE = re.compile(r"[0-9]{1,12}")
 _OSD_RE = re.compile(r"osd\.([0-9]{1,6})")
-Label = str
 
 
 class AmAlert(BaseModel):

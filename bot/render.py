@@ -8,7 +8,6 @@ message Slack would reject is never sent.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -538,7 +537,3 @@ def plan_reply(cluster: str, runbook: str, target: str, lines: Sequence[str],
 def plan_closed_blocks(head: str, status: str) -> list[Block]:
     """``status`` is our own mrkdwn (user mentions of validated IDs): not escaped."""
     return [header(head), context(status)]
-
-
-def json_blocks(obj: Any) -> str:
-    return json.dumps(obj, indent=1, default=str)
