@@ -551,7 +551,7 @@ class AlertDesk:
         elif inc.manual:
             txt += f"\n_by hand:_ {r.esc(inc.manual)}"
         blocks.append(r.section(txt, acc))
-        ev = r._evidence(root.evidence)
+        ev = r.evidence_line(root.evidence)
         if ev:
             blocks.append(r.context(ev))
         if inc.consequences:
