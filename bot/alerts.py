@@ -15,24 +15,28 @@ and the alerts' fingerprints (``bot_requests``), so a restart or a retry posts n
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import hmac
 import json
 import logging
-import re
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from bot import render as r
-from bot.wsgi import drain
+from bot.alert_gate import MAX_BODY, PATH, AlertGate
+from bot.alert_payload import (
+    AmAlert,
+    AmPayload,
+    Refused,
+    alertname_of,
+    cluster_of,
+    entities_of,
+    incident_entities,
+    parse_payload,
+    related,
+)
+from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
 from checks.model import Severity
 
 if TYPE_CHECKING:
@@ -40,215 +44,13 @@ if TYPE_CHECKING:
     from checks.incidents import Incident
     from checks.service import CheckOutcome
 
+__all__ = [
+    "MAX_BODY", "PATH", "AlertConfig", "AlertDesk", "AlertGate", "AlertThread", "AlertmanagerApi",
+    "AlertmanagerError", "AmAlert", "AmPayload", "Refused", "cluster_of", "entities_of",
+    "incident_entities", "parse_payload", "present", "related",
+]
+
 log = logging.getLogger("stordoc.bot.alerts")
-PATH = "/alertmanager"
-MAX_BODY = 1024 * 1024  # Alertmanager sends every alert of a group: 200 alerts fit well
-_BEARER_RE = re.compile(r"Bearer ([\x21-\x7e]{8,512})")
-_LEN_RE = re.compile(r"[0-9]{1,12}")
-_OSD_RE = re.compile(r"osd\.([0-9]{1,6})")
-
-
-class AmAlert(BaseModel):
-    """One alert of Alertmanager's webhook payload (version 4)."""
-
-    model_config = ConfigDict(extra="ignore")
-    status: Literal["firing", "resolved"]
-    labels: dict[str, str] = Field(max_length=100)
-    annotations: dict[str, str] = Field(default_factory=dict, max_length=100)
-    startsAt: str = Field("", max_length=64)
-    endsAt: str = Field("", max_length=64)
-    fingerprint: str = Field("", max_length=64)
-
-    @property
-    def name(self) -> str:
-        return self.labels.get("alertname", "?")[:120]
-
-
-class AmPayload(BaseModel):
-    """Alertmanager's webhook body (``version: "4"``)."""
-
-    model_config = ConfigDict(extra="ignore")
-    version: Literal["4"]
-    groupKey: str = Field(max_length=4096)
-    status: Literal["firing", "resolved"]
-    receiver: str = Field("", max_length=256)
-    groupLabels: dict[str, str] = Field(default_factory=dict, max_length=100)
-    commonLabels: dict[str, str] = Field(default_factory=dict, max_length=100)
-    commonAnnotations: dict[str, str] = Field(default_factory=dict, max_length=100)
-    externalURL: str = Field("", max_length=2048)
-    truncatedAlerts: int = Field(0, ge=0)
-    alerts: list[AmAlert] = Field(min_length=1)
-
-    @property
-    def name(self) -> str:
-        return (self.groupLabels.get("alertname") or self.commonLabels.get("alertname")
-                or self.alerts[0].name)[:120]
-
-    def since(self) -> float | None:
-        """When the newest of these alerts started (resolved: ended), epoch s: a check
-        begun after it saw the condition (or its end); None when a time is missing or
-        unreadable (check afresh)."""
-        starts = [_epoch(a.endsAt if a.status == "resolved" else a.startsAt)
-                  for a in self.alerts]
-        if not starts or any(s is None for s in starts):
-            return None
-        return max(s for s in starts if s is not None)
-
-    def delivery_key(self) -> str:
-        """Same for a repeated delivery of the same state of the same group."""
-        parts = sorted(f"{a.fingerprint}:{a.status}:{a.startsAt}" for a in self.alerts)
-        raw = json.dumps([self.groupKey, self.status, parts])
-        return "am:" + hashlib.sha256(raw.encode()).hexdigest()[:40]
-
-
-_FRAC_RE = re.compile(r"(\.[0-9]{6})[0-9]+")
-
-
-def _epoch(ts: str) -> float | None:
-    """RFC 3339 as Alertmanager writes it (nanoseconds, ``Z``) to epoch seconds."""
-    try:
-        d = dt.datetime.fromisoformat(_FRAC_RE.sub(r"\1", ts.strip()).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if d.tzinfo is None or d.year < 2000:  # Go's zero time "0001-01-01T00:00:00Z"
-        return None
-    return d.timestamp()
-
-
-class Refused(Exception):
-    """A webhook delivery that is not taken: HTTP status and a one-line reason."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-
-
-def parse_payload(body: bytes, max_alerts: int) -> AmPayload:
-    """The payload, or ``Refused`` (400 malformed, 413 too many alerts)."""
-    try:
-        obj = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise Refused(400, "body is not JSON") from None
-    if not isinstance(obj, dict):
-        raise Refused(400, "body is not a JSON object")
-    alerts = obj.get("alerts")
-    if isinstance(alerts, list) and len(alerts) > max_alerts:
-        raise Refused(413, f"{len(alerts)} alerts in one delivery (at most {max_alerts})")
-    try:
-        return AmPayload.model_validate(obj)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ())) or "body"
-        raise Refused(400, f"not an Alertmanager v4 payload: {where}: "
-                           f"{str(err.get('msg', ''))[:120]}") from None
-
-
-def cluster_of(p: AmPayload, label: str, mapping: Mapping[str, str],
-               clusters: Iterable[str]) -> str:
-    """The stordoc cluster the alerts name by ``label`` (all must agree), else ``Refused``."""
-    values = {a.labels.get(label) for a in p.alerts} | (
-        {p.commonLabels[label]} if label in p.commonLabels else set())
-    values.discard(None)
-    if not values:
-        raise Refused(422, f"alerts carry no {label!r} label: set it in Prometheus "
-                           "(external_labels) or alerts.cluster_label")
-    if len(values) > 1:
-        raise Refused(422, f"alerts of several clusters in one group ({label} = "
-                           f"{', '.join(sorted(str(v)[:40] for v in values))}): group by "
-                           f"{label} in Alertmanager's route")
-    value = str(values.pop())
-    name = mapping.get(value, value)
-    if name not in set(clusters):
-        raise Refused(422, f"unknown cluster {value[:60]!r} (alerts.clusters maps label "
-                           "values to configured clusters)")
-    return name
-
-
-def entities_of(alert: AmAlert) -> set[str]:
-    """stordoc entities an alert's labels name (``ceph_daemon``, ``osd``, ``hostname``)."""
-    out: set[str] = set()
-    for key in ("ceph_daemon", "osd", "daemon"):
-        m = _OSD_RE.fullmatch(alert.labels.get(key, ""))
-        if m:
-            out.add(f"osd.{int(m.group(1))}")
-    for key in ("hostname", "host", "pool", "name"):
-        v = alert.labels.get(key)
-        if v and key != "name":
-            out.add(v[:120])
-    return out
-
-
-def incident_entities(inc: Incident) -> set[str]:
-    ents = {inc.root.entity} | {f.entity for f in inc.consequences}
-    for f in (inc.root, *inc.consequences):
-        if f.target:
-            ents.add(f.target)
-    return ents
-
-
-def related(incidents: Sequence[Incident], alerts: Sequence[AmAlert]) -> list[Incident]:
-    """The incidents an alert group is about: those sharing an entity with its alerts, or
-    all of them when the alerts name no entity (``CephHealthWarning``, ``CephPGsUnclean``)."""
-    named: set[str] = set().union(*(entities_of(a) for a in alerts))
-    if not named:
-        return list(incidents)
-    hit = [i for i in incidents if incident_entities(i) & named]
-    return hit or list(incidents)
-
-
-# --------------------------------------------------------------------------- silences
-
-class AlertmanagerError(Exception):
-    """Alertmanager's API did not do what was asked; one line."""
-
-
-class AlertmanagerApi:
-    """The two calls stordoc makes to Alertmanager's API v2: create a silence, list them."""
-
-    def __init__(self, url: str, timeout: float = 10.0) -> None:
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310
-                return json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as e:
-            detail = e.read()[:200].decode("utf-8", "replace").strip()
-            raise AlertmanagerError(f"Alertmanager answered {e.code}: {detail}") from None
-        except (OSError, ValueError) as e:
-            raise AlertmanagerError(f"Alertmanager at {self.url} unreachable: {e}") from None
-
-    def create_silence(self, matchers: Mapping[str, str], ends_at: float, created_by: str,
-                       comment: str) -> str:
-        body = {"matchers": [{"name": k, "value": v, "isRegex": False, "isEqual": True}
-                             for k, v in matchers.items()],
-                "startsAt": _rfc3339(time.time()), "endsAt": _rfc3339(ends_at),
-                "createdBy": created_by, "comment": comment or "silenced from Slack"}
-        out = self._call("POST", "/api/v2/silences", body)
-        sid = out.get("silenceID") if isinstance(out, dict) else None
-        if not sid:
-            raise AlertmanagerError("Alertmanager returned no silence ID")
-        return str(sid)
-
-    def silences(self, label: str, value: str) -> list[dict[str, Any]]:
-        """Active silences whose matchers include ``label="value"``."""
-        out = self._call("GET", "/api/v2/silences")
-        res = []
-        for sil in out if isinstance(out, list) else []:
-            if (sil.get("status") or {}).get("state") != "active":
-                continue
-            ms = {m.get("name"): m.get("value") for m in sil.get("matchers") or []}
-            if ms.get(label) == value:
-                res.append(sil)
-        return res
-
-
-def _rfc3339(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 @dataclass(frozen=True)
@@ -273,53 +75,6 @@ class AlertConfig:
     def label_value(self, cluster: str) -> str:
         """The label value that names ``cluster`` in alerts (the mapping's, else its name)."""
         return next((k for k, v in self.clusters.items() if v == cluster), cluster)
-
-
-# --------------------------------------------------------------------------- gate
-
-class AlertGate:
-    """WSGI app for ``POST /alertmanager``: cheap checks first, the work in the pool."""
-
-    def __init__(self, token: str, accept: Callable[[AmPayload], str],
-                 max_alerts: int = 200, max_body: int = MAX_BODY) -> None:
-        self._token = token.encode()
-        self.accept = accept  # validates cluster/channel (raises Refused), queues the work
-        self.max_alerts = max_alerts
-        self.max_body = max_body
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
-                 ) -> Iterable[bytes]:
-        try:
-            detail = self._take(environ)
-            code, reason = 200, "OK"
-        except Refused as e:
-            code, reason, detail = e.status, _REASONS.get(e.status, "Refused"), str(e)
-            log.warning("alertmanager webhook: refused %d: %s (from %s)", code, detail,
-                        str(environ.get("REMOTE_ADDR", "?"))[:64])
-        body = (json.dumps({"status": reason, "detail": detail}) + "\n").encode()
-        start_response(f"{code} {reason}", [("Content-Type", "application/json"),
-                                            ("Content-Length", str(len(body)))])
-        return [body]
-
-    def _take(self, environ: dict[str, Any]) -> str:
-        if environ.get("REQUEST_METHOD") != "POST":
-            raise Refused(405, "not a POST")
-        raw_len = str(environ.get("CONTENT_LENGTH") or "0")
-        if not _LEN_RE.fullmatch(raw_len):
-            raise Refused(400, "bad Content-Length")
-        size = int(raw_len)
-        if size > self.max_body:
-            drain(environ["wsgi.input"], size)
-            raise Refused(413, f"body over {self.max_body} bytes")
-        body = environ["wsgi.input"].read(size) if size else b""
-        m = _BEARER_RE.fullmatch(str(environ.get("HTTP_AUTHORIZATION", "")))
-        if not m or not hmac.compare_digest(m.group(1).encode(), self._token):
-            raise Refused(401, "missing or wrong bearer token")
-        return self.accept(parse_payload(body, self.max_alerts))
-
-
-_REASONS = {400: "Bad Request", 401: "Unauthorized", 405: "Method Not Allowed",
-            413: "Payload Too Large", 422: "Unprocessable Entity"}
 
 
 # --------------------------------------------------------------------------- desk
@@ -402,13 +157,13 @@ class AlertDesk:
             until, f"slack:{user}", reason or f"silenced from Slack by {user}")
         muted = []
         for th in self.open_threads(cluster):
-            if any(_alertname_of(g) == alertname for g in self._groups(th.key)) and \
+            if any(alertname_of(g) == alertname for g in self._groups(th.key)) and \
                     th.incident != "(none)":
                 code, _, entity = th.incident.partition(" ")
                 self.mute(cluster, code, entity, until, user, reason or f"silence {alertname}")
                 muted.append(th.incident)
         self.bot.store.audit(user, cluster, "silence", "created",
-                             f"{alertname} until {_rfc3339(until)} id {sid}; muted: "
+                             f"{alertname} until {rfc3339(until)} id {sid}; muted: "
                              f"{', '.join(muted) or 'nothing'}; {reason}"[:500])
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
         line = (f"Silenced `{r.esc(alertname)}` on {cluster} until {when} (Alertmanager "
@@ -622,11 +377,6 @@ def present(out: CheckOutcome) -> set[str]:
     and must never be announced as resolved."""
     return {i.id for i in out.incidents} | {f"{f.code} {f.entity}"
                                             for f in out.report.muted}
-
-
-def _alertname_of(group_key: str) -> str | None:
-    m = re.search(r'alertname="([^"]{1,128})"', group_key)
-    return m.group(1) if m else None
 
 
 def _quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome) -> list[r.Block]:
