@@ -15,13 +15,12 @@ and the alerts' fingerprints (``bot_requests``), so a restart or a retry posts n
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot import render as r
 from bot.alert_gate import MAX_BODY, PATH, AlertGate
@@ -36,7 +35,9 @@ from bot.alert_payload import (
     parse_payload,
     related,
 )
+from bot.alert_threads import AlertThread, AlertThreads
 from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
+from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
 from checks.model import Severity
 
 if TYPE_CHECKING:
@@ -79,17 +80,6 @@ class AlertConfig:
 
 # --------------------------------------------------------------------------- desk
 
-@dataclass(frozen=True)
-class AlertThread:
-    key: str
-    cluster: str
-    incident: str
-    channel: str
-    ts: str
-    opened_at: float
-    title: str
-
-
 class AlertDesk:
     """Posts incidents into cluster channels, once each, and follows them in threads."""
 
@@ -108,11 +98,7 @@ class AlertDesk:
         self.follow_every_s = 20.0
         self.follow_for_s = 1800.0
         self.stop = threading.Event()  # set by the bot's close(): followers end
-        with bot.store.journal.lock:
-            bot.store.journal.db.table("alert_threads").create(
-                {"key": str, "cluster": str, "incident": str, "channel": str, "ts": str,
-                 "opened_at": float, "closed_at": float, "title": str, "groups": str},
-                pk="key", if_not_exists=True)
+        self.threads = AlertThreads(bot.store)
 
     def _lock(self, cluster: str) -> threading.Lock:
         with self._locks_lock:
@@ -156,8 +142,8 @@ class AlertDesk:
             {"alertname": alertname, self.config.cluster_label: self.config.label_value(cluster)},
             until, f"slack:{user}", reason or f"silenced from Slack by {user}")
         muted = []
-        for th in self.open_threads(cluster):
-            if any(alertname_of(g) == alertname for g in self._groups(th.key)) and \
+        for th in self.threads.open_of(cluster):
+            if any(alertname_of(g) == alertname for g in self.threads.groups(th.key)) and \
                     th.incident != "(none)":
                 code, _, entity = th.incident.partition(" ")
                 self.mute(cluster, code, entity, until, user, reason or f"silence {alertname}")
@@ -182,17 +168,17 @@ class AlertDesk:
                f"{'s' if len(p.alerts) != 1 else ''})"
         if not incidents:
             key = f"{cluster}|alert|{p.groupKey}"
-            th = self.thread(key)
+            th = self.threads.get(key)
             if th is None:
                 self._open(key, cluster, "(none)", f"{p.name} firing on {cluster}",
-                           _quiet_blocks(p, cluster, out)
+                           alert_quiet_blocks(p, cluster, out)
                            + self._silence_actions(cluster, p.name), p.groupKey)
             else:
                 self._reply(th, f"{note} again; stordoc still finds no problem.")
             return
         for inc in incidents:
             key = f"{cluster}|{inc.id}"
-            th = self.thread(key)
+            th = self.threads.get(key)
             if th is None and self._held(cluster, inc, p.name):
                 continue
             if th is None:
@@ -200,7 +186,7 @@ class AlertDesk:
                 blocks += self._silence_actions(cluster, p.name)
                 self._open(key, cluster, inc.id, f"{p.name}: {inc.root.entity} "
                            f"{inc.root.code} on {cluster}", blocks, p.groupKey)
-            elif self._add_group(th, p.groupKey):
+            elif self.threads.link_group(th.key, p.groupKey):
                 self._reply(th, f"{note}: same cause ({inc.root.entity} {inc.root.code}).")
 
     def _silence_actions(self, cluster: str, alertname: str) -> list[r.Block]:
@@ -209,11 +195,11 @@ class AlertDesk:
             return []
         tok = self.bot.store.new_button("silence", cluster, "silence", alertname,
                                         "alertmanager", self.bot.ttl, {"alertname": alertname})
-        return [{"type": "actions", "elements": [r.button("Silence 4h", "silence", tok)]}]
+        return silence_actions(tok)
 
     def _resolved(self, p: AmPayload, cluster: str, out: CheckOutcome) -> None:
         now_ids = present(out)
-        for th in self.threads_of_group(cluster, p.groupKey):
+        for th in self.threads.of_group(cluster, p.groupKey):
             if th.incident == "(none)" or th.incident not in now_ids:
                 self._reply(th, f":white_check_mark: resolved: *{r.esc(p.name)}*; stordoc "
                                 f"sees {r.esc(th.incident)} clear"
@@ -238,12 +224,12 @@ class AlertDesk:
             deadline = time.monotonic() + self.follow_for_s
             try:
                 while time.monotonic() < deadline and not self.stop.wait(self.follow_every_s):
-                    if self.thread(th.key) is None:  # closed meanwhile (watch, an alert)
+                    if self.threads.get(th.key) is None:  # closed meanwhile (watch, an alert)
                         return
                     out = self.bot.backend.check(th.cluster, "alert", since=time.time())
                     if out.report.verdict != 3 and th.incident not in present(out):
                         with self._lock(th.cluster):
-                            if self.thread(th.key) is not None:
+                            if self.threads.get(th.key) is not None:
                                 self._reply(th, f":white_check_mark: resolved: stordoc sees "
                                                 f"{r.esc(th.incident)} clear (check at "
                                                 f"{time.strftime('%H:%M:%S')}).")
@@ -266,12 +252,12 @@ class AlertDesk:
             ids = present(out)
             for inc in out.incidents:
                 key = f"{cluster}|{inc.id}"
-                if self.thread(key) is None and not self._held(cluster, inc, "watch"):
+                if self.threads.get(key) is None and not self._held(cluster, inc, "watch"):
                     self._open(key, cluster, inc.id, f"{inc.root.entity} {inc.root.code} on "
                                f"{cluster}", self._incident_blocks(cluster, inc, "new incident"),
                                "")
                     opened += 1
-            for th in self.open_threads(cluster):
+            for th in self.threads.open_of(cluster):
                 if th.incident != "(none)" and th.incident not in ids:
                     self._reply(th, f":white_check_mark: resolved: stordoc sees "
                                     f"{r.esc(th.incident)} clear (check at "
@@ -290,31 +276,14 @@ class AlertDesk:
 
     # -------------------------------------------------------------- messages
     def _incident_blocks(self, cluster: str, inc: Incident, why: str) -> list[r.Block]:
-        root = inc.root
-        icon = r.SEV_ICON.get(inc.severity, "")
-        blocks: list[r.Block] = [r.header(f"{why} on {cluster}")]
-        txt = (f"{icon} *Cause:* *{r.esc(root.entity)}* `{root.code}`\n{r.esc(root.message)}"
-               f"\n_impact:_ {r.esc(inc.impact)}")
-        acc = None
+        """The incident's message; its Fix button's token when it has a next step."""
+        tok = None
         if inc.next_step is not None:
             ns = inc.next_step
-            txt += f"\n_next:_ `fix {ns.runbook} {r.esc(ns.target)}`"
             tok = self.bot.store.new_button("fix", cluster, ns.runbook, ns.target,
                                             "alertmanager", self.bot.ttl,
-                                            {"code": root.code, "entity": root.entity})
-            acc = r.button("Fix", "fix", tok, style="primary")
-        elif inc.manual:
-            txt += f"\n_by hand:_ {r.esc(inc.manual)}"
-        blocks.append(r.section(txt, acc))
-        ev = r.evidence_line(root.evidence)
-        if ev:
-            blocks.append(r.context(ev))
-        if inc.consequences:
-            cons = "; ".join(f"{f.entity} {f.code}" for f in inc.consequences[:12])
-            more = len(inc.consequences) - 12
-            blocks.append(r.context(r.esc(r.clip("consequences: " + cons
-                                                 + (f" (+{more})" if more > 0 else ""), 1500))))
-        return blocks
+                                            {"code": inc.root.code, "entity": inc.root.entity})
+        return alert_incident_blocks(cluster, inc, why, tok)
 
     def _open(self, key: str, cluster: str, incident: str, title: str,
               blocks: list[r.Block], group: str) -> None:
@@ -325,51 +294,15 @@ class AlertDesk:
         m.text = self.bot.redactor.text(m.text)
         r.validate_message(m)
         resp = self.bot.client.chat_postMessage(channel=ch, text=m.text, blocks=m.blocks)
-        self.bot.store._write(
-            "insert or replace into alert_threads (key, cluster, incident, channel, ts, "
-            "opened_at, closed_at, title, groups) values (?, ?, ?, ?, ?, ?, null, ?, ?)",
-            (key, cluster, incident, ch, str(resp.get("ts")), time.time(), title,
-             json.dumps([group] if group else [])))
+        self.threads.add(key, cluster, incident, ch, str(resp.get("ts")), title, group)
 
     def _reply(self, th: AlertThread, text: str) -> None:
         self.bot.throttle.wait(th.channel)
         self.bot.client.chat_postMessage(channel=th.channel, thread_ts=th.ts,
                                          text=self.bot.redactor.text(r.clip(text, 2900)))
 
-    def _add_group(self, th: AlertThread, group: str) -> bool:
-        """Link a group to the thread; False when it was linked already (a repeat)."""
-        groups = self._groups(th.key)
-        if group in groups:
-            return False
-        self.bot.store._write("update alert_threads set groups = ? where key = ?",
-                              (json.dumps([*groups, group]), th.key))
-        return True
-
     def _close(self, th: AlertThread) -> None:
-        self.bot.store._write("update alert_threads set closed_at = ? where key = ?",
-                              (time.time(), th.key))
-
-    # -------------------------------------------------------------- store
-    def _rows(self, where: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with self.bot.store._lock:
-            return list(self.bot.store._conn.execute(
-                "select key, cluster, incident, channel, ts, opened_at, title, groups "
-                f"from alert_threads where closed_at is null and {where}", args).fetchall())
-
-    def thread(self, key: str) -> AlertThread | None:
-        rows = self._rows("key = ?", (key,))
-        return AlertThread(*rows[0][:7]) if rows else None
-
-    def _groups(self, key: str) -> list[str]:
-        rows = self._rows("key = ?", (key,))
-        return list(json.loads(rows[0][7] or "[]")) if rows else []
-
-    def open_threads(self, cluster: str) -> list[AlertThread]:
-        return [AlertThread(*row[:7]) for row in self._rows("cluster = ?", (cluster,))]
-
-    def threads_of_group(self, cluster: str, group: str) -> list[AlertThread]:
-        return [AlertThread(*row[:7]) for row in self._rows("cluster = ?", (cluster,))
-                if group in json.loads(row[7] or "[]")]
+        self.threads.close(th.key)
 
 
 def present(out: CheckOutcome) -> set[str]:
@@ -377,18 +310,3 @@ def present(out: CheckOutcome) -> set[str]:
     and must never be announced as resolved."""
     return {i.id for i in out.incidents} | {f"{f.code} {f.entity}"
                                             for f in out.report.muted}
-
-
-def _quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome) -> list[r.Block]:
-    worst = max((f.severity for f in out.report.findings), default=None)
-    seen = ("no finding" if worst is None else
-            f"{len(out.report.findings)} findings, none grouped as an incident")
-    summary = p.commonAnnotations.get("summary") or p.alerts[0].annotations.get("summary", "")
-    blocks: list[r.Block] = [r.header(f"{p.name} firing on {cluster}")]
-    txt = f"stordoc's check finds {seen} (at {time.strftime('%H:%M:%S')})."
-    if summary:
-        txt = f"_{r.esc(r.clip(summary, 300))}_\n" + txt
-    if worst is not None and worst >= Severity.WARN:
-        txt += f"\nRun `health {cluster}` for the findings."
-    blocks.append(r.section(txt))
-    return blocks
