@@ -1,16 +1,17 @@
-"""Alerts in, diagnosis out: Alertmanager's webhook (``POST /alertmanager``) and watch mode.
+"""Alerts in, diagnosis out: the desk that posts incidents from Alertmanager and watch mode.
 
-A page starts with an alert, not with a command. ``AlertGate`` takes Alertmanager's v4
-webhook in front of everything else (bounded body, bearer token compared in constant time,
-a payload that validates, a cluster the settings know and a channel bound to it, else a
-4xx and nothing posted). ``AlertDesk`` then runs the check and posts one message per
-incident into the cluster's channel: the alert's name, stordoc's root cause and evidence,
-the next step with its Fix button. The same incident is never posted twice while it is
-open: another alert about it, a repeat delivery of a group, or watch mode seeing it again
-add a line to that message's thread; when the alert resolves (or watch mode sees the
-incident gone) the thread says so, with what stordoc saw clear. Threads live in the
-journal (``alert_threads``), deliveries are deduplicated by a hash of the group key, status
-and the alerts' fingerprints (``bot_requests``), so a restart or a retry posts nothing new.
+A page starts with an alert, not with a command. ``AlertGate`` (``alert_gate``) takes
+Alertmanager's v4 webhook in front of everything else and ``alert_payload`` validates it;
+``AlertDesk.accept`` then checks the cluster and its channel (else a 4xx and nothing
+posted), and ``AlertDesk`` runs the check and posts one message per incident into the
+cluster's channel: the alert's name, stordoc's root cause and evidence, the next step
+with its Fix button (``render_alerts``). The same incident is never posted twice while it
+is open: another alert about it, a repeat delivery of a group, or watch mode
+(``alert_watch``) seeing it again add a line to that message's thread; when the alert
+resolves (or watch mode sees the incident gone) the thread says so, with what stordoc saw
+clear. Threads live in the journal (``alert_threads``), deliveries are deduplicated by a
+hash of the group key, status and the alerts' fingerprints (``bot_requests``), so a
+restart or a retry posts nothing new. Silences go through ``alertmanager_api``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bot.alert_payload import (
     related,
 )
 from bot.alert_threads import AlertThread, AlertThreads
+from bot.alert_watch import present, sync
 from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
 from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
 from checks.model import Severity
@@ -100,7 +102,8 @@ class AlertDesk:
         self.stop = threading.Event()  # set by the bot's close(): followers end
         self.threads = AlertThreads(bot.store)
 
-    def _lock(self, cluster: str) -> threading.Lock:
+    def lock(self, cluster: str) -> threading.Lock:
+        """One cluster at a time (alerts, followers, watch mode): no incident posted twice."""
         with self._locks_lock:
             return self._locks.setdefault(cluster, threading.Lock())
 
@@ -120,7 +123,7 @@ class AlertDesk:
 
     def handle(self, p: AmPayload, cluster: str, received: float) -> None:
         """Run the check, then post or thread (one cluster at a time: no double posts)."""
-        with self._lock(cluster):
+        with self.lock(cluster):
             out = self.bot.backend.check(cluster, "alert", since=p.since())
             incidents = list(out.incidents)
             if p.status == "firing":
@@ -170,24 +173,24 @@ class AlertDesk:
             key = f"{cluster}|alert|{p.groupKey}"
             th = self.threads.get(key)
             if th is None:
-                self._open(key, cluster, "(none)", f"{p.name} firing on {cluster}",
-                           alert_quiet_blocks(p, cluster, out)
-                           + self._silence_actions(cluster, p.name), p.groupKey)
+                self.open_thread(key, cluster, "(none)", f"{p.name} firing on {cluster}",
+                                 alert_quiet_blocks(p, cluster, out)
+                                 + self._silence_actions(cluster, p.name), p.groupKey)
             else:
-                self._reply(th, f"{note} again; stordoc still finds no problem.")
+                self.reply(th, f"{note} again; stordoc still finds no problem.")
             return
         for inc in incidents:
             key = f"{cluster}|{inc.id}"
             th = self.threads.get(key)
-            if th is None and self._held(cluster, inc, p.name):
+            if th is None and self.held(cluster, inc, p.name):
                 continue
             if th is None:
-                blocks = self._incident_blocks(cluster, inc, f"{p.name} firing")
+                blocks = self.incident_blocks(cluster, inc, f"{p.name} firing")
                 blocks += self._silence_actions(cluster, p.name)
-                self._open(key, cluster, inc.id, f"{p.name}: {inc.root.entity} "
-                           f"{inc.root.code} on {cluster}", blocks, p.groupKey)
+                self.open_thread(key, cluster, inc.id, f"{p.name}: {inc.root.entity} "
+                                 f"{inc.root.code} on {cluster}", blocks, p.groupKey)
             elif self.threads.link_group(th.key, p.groupKey):
-                self._reply(th, f"{note}: same cause ({inc.root.entity} {inc.root.code}).")
+                self.reply(th, f"{note}: same cause ({inc.root.entity} {inc.root.code}).")
 
     def _silence_actions(self, cluster: str, alertname: str) -> list[r.Block]:
         """The Silence button (when Alertmanager's API is configured)."""
@@ -201,14 +204,14 @@ class AlertDesk:
         now_ids = present(out)
         for th in self.threads.of_group(cluster, p.groupKey):
             if th.incident == "(none)" or th.incident not in now_ids:
-                self._reply(th, f":white_check_mark: resolved: *{r.esc(p.name)}*; stordoc "
-                                f"sees {r.esc(th.incident)} clear"
-                                f" (check at {time.strftime('%H:%M:%S')}).")
-                self._close(th)
+                self.reply(th, f":white_check_mark: resolved: *{r.esc(p.name)}*; stordoc "
+                           f"sees {r.esc(th.incident)} clear"
+                           f" (check at {time.strftime('%H:%M:%S')}).")
+                self.close_thread(th)
             else:
-                self._reply(th, f"Alertmanager says *{r.esc(p.name)}* resolved, but stordoc "
-                                f"still sees {r.esc(th.incident)}; following it here until "
-                                f"it clears (up to {self.follow_for_s / 60:.0f} min).")
+                self.reply(th, f"Alertmanager says *{r.esc(p.name)}* resolved, but stordoc "
+                           f"still sees {r.esc(th.incident)}; following it here until "
+                           f"it clears (up to {self.follow_for_s / 60:.0f} min).")
                 self._follow(th)
 
     def _follow(self, th: AlertThread) -> None:
@@ -228,45 +231,23 @@ class AlertDesk:
                         return
                     out = self.bot.backend.check(th.cluster, "alert", since=time.time())
                     if out.report.verdict != 3 and th.incident not in present(out):
-                        with self._lock(th.cluster):
+                        with self.lock(th.cluster):
                             if self.threads.get(th.key) is not None:
-                                self._reply(th, f":white_check_mark: resolved: stordoc sees "
-                                                f"{r.esc(th.incident)} clear (check at "
-                                                f"{time.strftime('%H:%M:%S')}).")
-                                self._close(th)
+                                self.reply(th, f":white_check_mark: resolved: stordoc sees "
+                                           f"{r.esc(th.incident)} clear (check at "
+                                           f"{time.strftime('%H:%M:%S')}).")
+                                self.close_thread(th)
                         return
             finally:
                 with self._locks_lock:
                     self._following.discard(th.key)
         threading.Thread(target=run, name="stordoc-alert-follow", daemon=True).start()
 
-    # -------------------------------------------------------------- watch
     def sync(self, cluster: str, out: CheckOutcome) -> tuple[int, int]:
-        """Watch mode: post incidents not posted yet, close threads of incidents gone.
-        Returns (opened, closed). An unreachable cluster closes nothing: not seeing an
-        incident is not seeing it clear."""
-        opened = closed = 0
-        if out.report.verdict == 3:
-            return 0, 0
-        with self._lock(cluster):
-            ids = present(out)
-            for inc in out.incidents:
-                key = f"{cluster}|{inc.id}"
-                if self.threads.get(key) is None and not self._held(cluster, inc, "watch"):
-                    self._open(key, cluster, inc.id, f"{inc.root.entity} {inc.root.code} on "
-                               f"{cluster}", self._incident_blocks(cluster, inc, "new incident"),
-                               "")
-                    opened += 1
-            for th in self.threads.open_of(cluster):
-                if th.incident != "(none)" and th.incident not in ids:
-                    self._reply(th, f":white_check_mark: resolved: stordoc sees "
-                                    f"{r.esc(th.incident)} clear (check at "
-                                    f"{time.strftime('%H:%M:%S')}).")
-                    self._close(th)
-                    closed += 1
-        return opened, closed
+        """Watch mode (``bot.alert_watch.sync``): post new incidents, close gone ones."""
+        return sync(self, cluster, out)
 
-    def _held(self, cluster: str, inc: Incident, why: str) -> bool:
+    def held(self, cluster: str, inc: Incident, why: str) -> bool:
         """Quiet hours: below the minimum severity, not posted now (audited)."""
         if not self.config.quiet(inc.severity):
             return False
@@ -275,7 +256,7 @@ class AlertDesk:
         return True
 
     # -------------------------------------------------------------- messages
-    def _incident_blocks(self, cluster: str, inc: Incident, why: str) -> list[r.Block]:
+    def incident_blocks(self, cluster: str, inc: Incident, why: str) -> list[r.Block]:
         """The incident's message; its Fix button's token when it has a next step."""
         tok = None
         if inc.next_step is not None:
@@ -285,8 +266,9 @@ class AlertDesk:
                                             {"code": inc.root.code, "entity": inc.root.entity})
         return alert_incident_blocks(cluster, inc, why, tok)
 
-    def _open(self, key: str, cluster: str, incident: str, title: str,
-              blocks: list[r.Block], group: str) -> None:
+    def open_thread(self, key: str, cluster: str, incident: str, title: str,
+                    blocks: list[r.Block], group: str) -> None:
+        """Post the incident's message in the cluster's channel and record its thread."""
         ch = self.channel_of[cluster]
         self.bot.throttle.wait(ch)
         # the fallback text notifies (mrkdwn: `<!channel>` would ping): escaped
@@ -296,17 +278,12 @@ class AlertDesk:
         resp = self.bot.client.chat_postMessage(channel=ch, text=m.text, blocks=m.blocks)
         self.threads.add(key, cluster, incident, ch, str(resp.get("ts")), title, group)
 
-    def _reply(self, th: AlertThread, text: str) -> None:
+    def reply(self, th: AlertThread, text: str) -> None:
+        """One line in the thread (redacted, clipped)."""
         self.bot.throttle.wait(th.channel)
         self.bot.client.chat_postMessage(channel=th.channel, thread_ts=th.ts,
                                          text=self.bot.redactor.text(r.clip(text, 2900)))
 
-    def _close(self, th: AlertThread) -> None:
+    def close_thread(self, th: AlertThread) -> None:
+        """Stop following the thread: the next time this incident appears, a new message."""
         self.threads.close(th.key)
-
-
-def present(out: CheckOutcome) -> set[str]:
-    """Incident ids still there, muted ones included: a muted cause is hidden, not gone,
-    and must never be announced as resolved."""
-    return {i.id for i in out.incidents} | {f"{f.code} {f.entity}"
-                                            for f in out.report.muted}
