@@ -18,10 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot import grammar as g
+from bot.alert_payload import _epoch
 from bot.alerts import (
     AmPayload,
     Refused,
-    _epoch,
     cluster_of,
     entities_of,
     parse_payload,

@@ -1,0 +1,165 @@
+"""The words of the bot's grammar: tokens, names, OSDs, targets, entities.
+
+Slack text is hostile input. Nothing here is ever handed to a shell: every token must
+match a narrow pattern and becomes an int or a known spelling, else a ``GrammarError``
+with a suggestion instead of a guess. The parser (``bot.grammar``) and the bench options
+(``bot.grammar_bench``) are built from these.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+
+MAX_TEXT = 500  # longer text is refused outright: no command needs more
+
+# Runbooks the team agreed on and what kind of target each takes.
+RUNBOOK_TARGETS: Mapping[str, str] = {
+    "osd-remount": "osd",
+    "osd-start": "osd",
+    "osd-in": "osd",
+    "cache-tier-tune": "pool",
+    "pool-pg-num": "pool",
+    "swift-device-remount": "device",
+    "swift-ring-rebalance": "ring",
+    "swift-server-start": "server",
+}
+RING_KINDS = ("object", "account", "container")
+
+_TOKEN_RE = re.compile(r"^[A-Za-z0-9._@:=,/+-]+$")
+_OSD_RE = re.compile(r"^(?:osd\.)?([0-9]{1,6})$", re.ASCII)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+DEVICE_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]{0,63})@([A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
+CODE_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+
+
+class GrammarError(ValueError):
+    """A command that cannot be run; the message is one line a person can act on."""
+
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """``; did you mean `x`?`` for the closest choice, or nothing."""
+    m = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
+    if not m:
+        return ""
+    orig = {c.lower(): c for c in choices}[m[0]]
+    return f"; did you mean `{orig}`?"
+
+
+def show(tok: str) -> str:
+    """User text for a refusal, shown inside `code`: clipped, and a backtick (which would
+    end the code span and break Slack's formatting) shown as a look-alike ``ˋ``."""
+    tok = tok if len(tok) <= 40 else tok[:37] + "..."
+    return tok.replace("`", "\u02cb")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split on whitespace; refuse any character a command never needs (quotes, ``;``,
+    ``$``, backticks, pipes, non-ASCII) so hostile text stops here."""
+    if len(text) > MAX_TEXT:
+        raise GrammarError(f"command too long ({len(text)} characters; the limit is "
+                           f"{MAX_TEXT})")
+    toks = text.split()
+    for t in toks:
+        if not _TOKEN_RE.match(t):
+            bad = next(c for c in t if not _TOKEN_RE.match(c))
+            if bad == "`":
+                what = "backtick"
+            else:
+                shown = bad if bad.isprintable() and not bad.isspace() else repr(bad)
+                what = f"character `{show(shown)}`"
+            raise GrammarError(f"unexpected {what} in `{show(t)}`: commands "
+                               f"use letters, digits and . _ - @ : = , / + only")
+    return toks
+
+
+def take_cluster(toks: list[str]) -> tuple[list[str], str | None]:
+    """Remove ``--cluster C`` / ``-c C`` / ``--cluster=C`` wherever they stand: (the other
+    tokens, the cluster named or None); two different clusters are refused."""
+    out: list[str] = []
+    cluster: str | None = None
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t in ("--cluster", "-c"):
+            if i + 1 >= len(toks):
+                raise GrammarError(f"`{t}` needs a cluster name")
+            val = toks[i + 1]
+            i += 2
+        elif t.startswith("--cluster="):
+            val = t.split("=", 1)[1]
+            i += 1
+        else:
+            out.append(t)
+            i += 1
+            continue
+        if not NAME_RE.match(val):
+            raise GrammarError(f"`{show(val)}` is not a cluster name")
+        if cluster is not None and cluster != val:
+            raise GrammarError(f"two clusters named (`{cluster}` and `{val}`): name one")
+        cluster = val
+    return out, cluster
+
+
+def parse_osd(tok: str) -> int:
+    # the one OSD spelling rule (ASCII digits only) shared with the CLI and the TUI
+    from runbooks.model import Refused
+    from runbooks.targets import osd_id
+
+    m = _OSD_RE.match(tok)
+    if not m:
+        raise GrammarError(f"`{show(tok)}` is not an OSD: write `osd.N` (e.g. `osd.1`)")
+    try:
+        return osd_id(f"osd.{m.group(1)}")
+    except Refused:
+        raise GrammarError(f"`{show(tok)}` is not an OSD: write `osd.N` (e.g. `osd.1`)") \
+            from None
+
+
+def parse_target(runbook: str, tok: str) -> str:
+    """Normalise a runbook target to the agreed string form, or refuse it."""
+    kind = RUNBOOK_TARGETS.get(runbook, "name")
+    if kind == "osd":
+        return f"osd.{parse_osd(tok)}"
+    if kind == "ring":
+        if tok not in RING_KINDS:
+            raise GrammarError(f"`{show(tok)}` is not a ring: one of "
+                               f"{', '.join(RING_KINDS)}{suggest(tok, RING_KINDS)}")
+        return tok
+    if kind == "server":
+        m = DEVICE_RE.match(tok)
+        if not m or m.group(1) not in RING_KINDS:
+            raise GrammarError(f"`{show(tok)}` is not a Swift server: write SERVER@HOST "
+                               "(e.g. `object@node1`)")
+        return tok
+    if kind == "device":
+        if not DEVICE_RE.match(tok):
+            raise GrammarError(f"`{show(tok)}` is not a Swift device: write DEVICE@HOST "
+                               "(e.g. `d2@node2`)")
+        return _canonical(kind, tok)
+    if not NAME_RE.match(tok):
+        raise GrammarError(f"`{show(tok)}` is not a valid {kind} name")
+    return _canonical(kind, tok)
+
+
+def _canonical(kind: str, tok: str) -> str:
+    """The runbooks' one spelling of a target (the same lock key as the CLI's)."""
+    from runbooks.model import Refused
+    from runbooks.targets import canonical_target
+
+    try:
+        return canonical_target(kind, tok)
+    except Refused as e:
+        raise GrammarError(str(e)) from None
+
+
+def parse_entity(tok: str) -> str:
+    """``osd.1``, ``d2@node2`` as typed; ``pool:rbd`` / ``host:node2`` are ``pool rbd``..."""
+    kind, sep, name = tok.partition(":")
+    if sep and kind.lower() in ("pool", "host", "mon", "ceph") and NAME_RE.match(name):
+        return f"{kind.lower()} {name}"
+    if NAME_RE.match(tok) or DEVICE_RE.match(tok):
+        return tok
+    raise GrammarError(f"`{show(tok)}` is not an entity (osd.1, pool:rbd, host:node2)")
