@@ -13,7 +13,7 @@ import argparse
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -25,6 +25,9 @@ from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.task import Task
 from stordoc.terminal import Terminal
+
+if TYPE_CHECKING:
+    from stordoc.service.actions import ActionPlan, Actions, RunReport
 
 
 def _size(text: str) -> int:
@@ -222,62 +225,59 @@ def _options(a: argparse.Namespace) -> Any:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from runbooks.bench import api
+    from stordoc.service import Service
 
     env = env_from_args(a)
     try:
-        ctx = env.run_context(a.cluster, source="cli")
-        lim = _limits(env)
+        acts = Service(env).actions
+        cluster = env.cluster_name(a.cluster)
         if a.compare:  # a named baseline must exist before anything runs
-            from storage.benchstore import BenchStore
-
-            st = BenchStore(env.journal)
-            if st.baseline(ctx.cluster, a.compare) is None:
-                known = ", ".join(x["name"] for x in st.baselines(ctx.cluster)) or "none"
-                raise UserError(f"no baseline named {a.compare!r} on {ctx.cluster}; "
-                                f"known: {known}")
-        plan = api.plan_bench(ctx, a.kind, _options(a), lim)  # Refused: exit 4
+            acts.require_baseline(cluster, a.compare)
+        plan = acts.plan_bench(cluster, a.kind, source="cli", options=_options(a))
         if not a.json or not a.yes:
             out = env.term.err if a.json else env.term.wide
-            for line in plan.lines():
+            for line in plan.lines:
                 out.print(line, markup=False)
         confirm(env.term, "Run this benchmark?", a.yes)
-        report = _run_with_progress(env.term, api, ctx, plan, lim, quiet=a.json)
-        comps = []
-        if a.compare is not None and report.results:
-            comps = api.compare(ctx, report, a.compare or None, lim)
-            report.comparisons = comps
-        _output(env.term, api, report, a, comps)
-        if report.status == "cancelled":
+        res = _run_with_progress(env.term, acts, plan, quiet=a.json,
+                                 compare=a.compare is not None, baseline=a.compare or None)
+        b = res.bench
+        assert b is not None
+        _output(env.term, api, b.report, a, b.compared)
+        if res.outcome == "cancelled":
             return ExitStatus.INTERRUPTED
-        if report.status != "ok":
+        if not res.ok:
             return ExitStatus.FAILED
-        return ExitStatus.WARN if any(c.verdict == "slower" for c in comps) else ExitStatus.OK
+        return ExitStatus.WARN if b.slower else ExitStatus.OK
     finally:
         env.close()
 
 
-def _run_with_progress(term: Terminal, api: Any, ctx: Any, plan: Any, lim: Any,
-                       quiet: bool) -> Any:
+def _run_with_progress(term: Terminal, acts: Actions, plan: ActionPlan, quiet: bool,
+                       compare: bool, baseline: str | None) -> RunReport:
+    opts = plan.data.get("options") or {}
     prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                     console=term.err, transient=True, disable=quiet)
-    task = prog.add_task("starting", total=max(plan.options.duration_s, 0.1), rate="")
+    task = prog.add_task("starting", total=max(float(opts.get("duration_s") or 0), 0.1),
+                         rate="")
+    kind = plan.runbook.removeprefix("bench-")
 
     def on_progress(p: Any) -> None:
         prog.update(task, completed=min(p.elapsed_s, p.planned_s), total=p.planned_s,
-                    description=f"{plan.kind} {p.phase} rep {p.rep}/{p.reps}",
+                    description=f"{kind} {p.phase} rep {p.rep}/{p.reps}",
                     rate=(f"{p.mb_s:,.1f} MB/s {p.ops_s:,.0f} ops/s" if p.ops else ""))
 
-    def work(cancel: threading.Event) -> Any:
-        return api.run_bench(ctx, plan.kind, plan.options, on_progress, cancel, lim,
-                             plan=plan)
+    def work(cancel: threading.Event) -> RunReport:
+        return acts.execute(plan, plan.user, lambda _ev: None, cancel, on_progress,
+                            compare=compare, baseline=baseline)
 
     def interrupted(n: int) -> None:
         if n == 1:
             term.err.print("stopping: finishing in-flight operations and cleaning up ...")
 
     with prog:
-        return Task(work, name="bench").wait(interrupted)  # Refused: exit 4
+        return Task(work, name="bench").wait(interrupted)  # ActionRefused: exit 4
 
 
 def _fmt(v: Any, nd: int = 2) -> str:

@@ -23,6 +23,7 @@ from runbooks import api as rb_api
 from runbooks.aftermath import Aftermath, follow, worth_following
 from runbooks.bench import api as bench_api
 from runbooks.bench.model import Progress as BenchProgress
+from runbooks.bench.stats import Verdict
 from runbooks.model import (
     EventKind,
     InvalidRequest,
@@ -33,6 +34,7 @@ from runbooks.model import (
     RunEvent,
 )
 from storage.audit import LockHeld
+from storage.benchstore import BenchStore
 from stordoc.env import Env
 from stordoc.service.errors import ActionRefused, InvalidAction
 
@@ -86,8 +88,14 @@ class BenchSummary:
     rows: tuple[Mapping[str, Any], ...]
     details: tuple[str, ...]  # per-phase figures and efficiency lines
     comparisons: tuple[str, ...]  # the verdict lines against the baseline
-    verdicts: tuple[tuple[str, str], ...]  # (workload, verdict)
+    verdicts: tuple[tuple[str, Verdict], ...]  # (workload, verdict)
     report: Any = field(repr=False, compare=False)  # runbooks.bench.api.BenchReport
+    compared: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # Comparisons
+
+    @property
+    def slower(self) -> bool:
+        """A workload measured slower than its baseline beyond the noise."""
+        return any(v is Verdict.SLOWER for _, v in self.verdicts)
 
 
 @dataclass(frozen=True)
@@ -206,13 +214,15 @@ class Actions:
 
     # ------------------------------------------------------------------ running
     def execute(self, plan: ActionPlan, confirmed_by: str, on_event: EventSink,
-                cancel: threading.Event, on_progress: ProgressSink | None = None
-                ) -> RunReport:
+                cancel: threading.Event, on_progress: ProgressSink | None = None,
+                compare: bool = True, baseline: str | None = None) -> RunReport:
         """Run a confirmed plan; ``cancel`` stops it before its next step (cleanup steps
         still run, locks are released, the audit says cancelled). Raises ActionRefused
-        when it never started (lock held, cluster changed since the plan)."""
+        when it never started (lock held, cluster changed since the plan). A benchmark
+        is compared with ``baseline`` (a name; None: its earlier runs) when ``compare``."""
         if plan.kind is PlanKind.BENCH:
-            return self._run_bench(plan, confirmed_by, on_event, cancel, on_progress)
+            return self._run_bench(plan, confirmed_by, cancel, on_progress, compare,
+                                   baseline)
         ctx, p = plan.handle
         try:
             res = rb_api.execute(ctx, p, confirmed_by=confirmed_by, on_event=on_event,
@@ -222,8 +232,9 @@ class Actions:
         return RunReport(PlanKind.RUNBOOK, res.ok, res.outcome, res.message, res.verified,
                          tuple(res.verify_findings), tuple(res.not_done), res.run_id)
 
-    def _run_bench(self, plan: ActionPlan, confirmed_by: str, on_event: EventSink,
-                   cancel: threading.Event, on_progress: ProgressSink | None) -> RunReport:
+    def _run_bench(self, plan: ActionPlan, confirmed_by: str, cancel: threading.Event,
+                   on_progress: ProgressSink | None, compare: bool, baseline: str | None
+                   ) -> RunReport:
         ctx, p = plan.handle
         lim = self._limits()
         try:
@@ -235,20 +246,32 @@ class Actions:
         for r in rep.results:
             details += bench_api.detail_lines(r)
         comps: list[str] = []
-        verdicts: list[tuple[str, str]] = []
-        if rep.results:
+        verdicts: list[tuple[str, Verdict]] = []
+        found: list[Any] = []
+        if rep.results and compare:
             try:
-                found = bench_api.compare(ctx, rep, None, lim)
+                found = list(bench_api.compare(ctx, rep, baseline, lim))
                 rep.comparisons = found
                 for c in found:
                     comps += c.lines()
-                    verdicts.append((c.workload, str(c.verdict)))
+                    verdicts.append((c.workload, Verdict(c.verdict)))
             except Refused as e:
                 comps.append(f"no comparison: {e}")
         summary = BenchSummary(rep.group_id, tuple(r.to_row() for r in rep.results),
-                               tuple(details), tuple(comps), tuple(verdicts), rep)
+                               tuple(details), tuple(comps), tuple(verdicts), rep,
+                               tuple(found))
         return RunReport(PlanKind.BENCH, rep.ok, rep.status, rep.message, None,
                          run_id=rep.audit_run_id, bench=summary)
+
+    def require_baseline(self, cluster: str, name: str) -> None:
+        """A named baseline must exist before anything runs (InvalidAction names the
+        known ones)."""
+        store = BenchStore(self.env.journal)
+        if store.baseline(self.env.cluster_name(cluster), name) is None:
+            known = ", ".join(x["name"] for x in store.baselines(
+                self.env.cluster_name(cluster))) or "none"
+            raise InvalidAction(f"no baseline named {name!r} on "
+                                f"{self.env.cluster_name(cluster)}; known: {known}")
 
     def follow(self, cluster: str, runbook: str, on_update: Callable[[Aftermath], None],
                cancel: threading.Event, *, source: str, timeout_s: float = 300.0,
