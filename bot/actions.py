@@ -317,7 +317,7 @@ class Actions(BotCore):
                 Path(path).unlink(missing_ok=True)
         self._audit(where, b.cluster, "run", status[:100], f"{b.runbook} {b.target}")
         self.throttle.wait(where.channel)
-        label = "verdict" if b.runbook.startswith("bench-") else "verification"
+        label = "verdict" if is_bench(b.runbook) else "verification"
         closing = (f"{status} · {label}: {verification} · confirmed by "
                    f"<@{where.user}>, requested by <@{b.requested_by}>")
         self.client.chat_update(channel=where.channel, ts=msg_ts,

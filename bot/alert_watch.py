@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from bot.render_blocks import esc
+from checks.model import Verdict
 
 if TYPE_CHECKING:
     from bot.alerts import AlertDesk
@@ -30,7 +31,7 @@ def sync(desk: AlertDesk, cluster: str, out: CheckOutcome) -> tuple[int, int]:
     Returns (opened, closed). An unreachable cluster closes nothing: not seeing an
     incident is not seeing it clear."""
     opened = closed = 0
-    if out.report.verdict == 3:
+    if out.report.verdict == Verdict.UNREACHABLE:
         return 0, 0
     with desk.lock(cluster):
         ids = present(out)

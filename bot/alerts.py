@@ -40,7 +40,7 @@ from bot.alert_threads import AlertThread, AlertThreads
 from bot.alert_watch import present, sync
 from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
 from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
-from checks.model import Severity
+from checks.model import Severity, Verdict
 
 if TYPE_CHECKING:
     from bot.app import StordocBot
@@ -230,7 +230,7 @@ class AlertDesk:
                     if self.threads.get(th.key) is None:  # closed meanwhile (watch, an alert)
                         return
                     out = self.bot.backend.check(th.cluster, "alert", since=time.time())
-                    if out.report.verdict != 3 and th.incident not in present(out):
+                    if out.report.verdict != Verdict.UNREACHABLE and th.incident not in present(out):
                         with self.lock(th.cluster):
                             if self.threads.get(th.key) is not None:
                                 self.reply(th, f":white_check_mark: resolved: stordoc sees "

@@ -24,6 +24,7 @@ from checks.model import Finding
 from checks.service import CheckOutcome
 from storage.model import CephState
 from stordoc.service import fixes
+from stordoc.service.actions import BENCH_PREFIX
 from stordoc.service.records import MuteRefused, UnknownCode
 
 # a command handler: (bot, where, cluster, the parsed command) -> the reply
@@ -275,7 +276,7 @@ class Commands(Actions):
         if cmd.kind not in kinds:
             raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
                            f"(kinds: {', '.join(kinds)})")
-        return self.plan_reply(where, cluster, f"bench-{cmd.kind}", "bench",
+        return self.plan_reply(where, cluster, BENCH_PREFIX + cmd.kind, "bench",
                                buttons=True, options=dict(cmd.options))
 
     def _cmd_help(self, where: Where, cluster: str, cmd: g.Help) -> r.Reply:

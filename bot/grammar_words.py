@@ -14,17 +14,23 @@ from collections.abc import Iterable, Mapping
 
 MAX_TEXT = 500  # longer text is refused outright: no command needs more
 
-# Runbooks the team agreed on and what kind of target each takes.
-RUNBOOK_TARGETS: Mapping[str, str] = {
-    "osd-remount": "osd",
-    "osd-start": "osd",
-    "osd-in": "osd",
-    "cache-tier-tune": "pool",
-    "pool-pg-num": "pool",
-    "swift-device-remount": "device",
-    "swift-ring-rebalance": "ring",
-    "swift-server-start": "server",
-}
+# the runbooks' own target kinds (RunbookInfo.target_kind) as the words the grammar parses
+_GRAMMAR_KIND = {"osd": "osd", "pool": "pool", "cache-pool": "pool",
+                 "swift-device": "device", "swift-ring": "ring", "swift-server": "server"}
+
+
+def _registry_kinds() -> dict[str, str]:
+    """Every runbook and the kind of target it takes, from the runbooks' registry (the
+    bot keeps no list of its own: a new runbook is parsed right the day it lands)."""
+    from runbooks.api import list_runbooks
+
+    return {rb.name: rb.target_kind for rb in list_runbooks()
+            if not rb.name.startswith("bench")}
+
+
+_REGISTRY_KINDS = _registry_kinds()
+RUNBOOK_TARGETS: Mapping[str, str] = {n: _GRAMMAR_KIND.get(k, "name")
+                                      for n, k in _REGISTRY_KINDS.items()}
 RING_KINDS = ("object", "account", "container")
 
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9._@:=,/+-]+$")
@@ -139,6 +145,8 @@ def parse_target(runbook: str, tok: str) -> str:
             raise GrammarError(f"`{show(tok)}` is not a Swift device: write DEVICE@HOST "
                                "(e.g. `d2@node2`)")
         return _canonical(kind, tok)
+    if kind == "name":  # a crash id, a dispersion target: the runbook's own rule
+        return _canonical(_REGISTRY_KINDS.get(runbook, "name"), tok)
     if not NAME_RE.match(tok):
         raise GrammarError(f"`{show(tok)}` is not a valid {kind} name")
     return _canonical(kind, tok)
