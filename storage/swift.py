@@ -22,6 +22,7 @@ import requests
 
 from storage.dispersion import sample as sample_dispersion
 from storage.model import ReconHost, RingDevice, RingState, SwiftState
+from storage.swift_recon_parse import recon_from_raw as recon_from_raw
 
 # Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
 # first time inside a worker thread leaves that thread unjoinable (a pool shutdown hangs).
@@ -228,23 +229,6 @@ def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
     if errors:
         raw["_errors"] = errors
     return recon_from_raw(ip, port, server, raw, err, kind)
-
-
-def recon_from_raw(ip: str, port: int, server: str, raw: dict[str, Any],
-                   error: str | None = None, error_kind: str | None = None) -> ReconHost:
-    """Build a ``ReconHost`` from the JSON answers (keyed by recon check name)."""
-    err = error
-    unm = raw.get("unmounted") or []
-    du = raw.get("diskusage") or []
-    return ReconHost(
-        ip=ip, port=port, server=server, error=err,
-        error_kind=error_kind if err else None,
-        unmounted=tuple(str(d.get("device")) for d in unm if isinstance(d, dict)),
-        diskusage=tuple(d for d in du if isinstance(d, dict)),
-        ringmd5={str(k): str(v) for k, v in (raw.get("ringmd5") or {}).items()},
-        swiftconfmd5=(next(iter(raw["swiftconfmd5"].values()), None)
-                      if isinstance(raw.get("swiftconfmd5"), dict) else None),
-        raw=raw)
 
 
 RECON_WORKERS = 64

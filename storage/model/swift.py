@@ -1,11 +1,19 @@
-"""The Swift part of the snapshot: rings, recon answers, dispersion samples."""
+"""The Swift part of the snapshot: rings, recon answers, dispersion samples.
+
+Every fact a check reads is a typed field; recon's answers are parsed once, by
+``storage.swift_recon_parse`` (``ReconHost.raw`` is kept only to write captures).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
+
+# A JSON value as recon sent it: what a finding shows as evidence unchanged (never judged).
+JsonValue: TypeAlias = (
+    "None | bool | int | float | str | Sequence[JsonValue] | Mapping[str, JsonValue]")
 
 
 @dataclass(frozen=True)
@@ -50,9 +58,68 @@ class RingState:
     builder_replicas: float | None = None  # the builder's (planned) replicas, may differ
 
 
+QUARANTINE_KINDS = ("objects", "containers", "accounts")
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """``/recon/quarantined``: quarantined items of the node (None: no number reported)."""
+
+    objects: float | None = None
+    containers: float | None = None
+    accounts: float | None = None
+
+    def by_kind(self) -> tuple[tuple[str, float | None], ...]:
+        """(kind, count) in the order of ``QUARANTINE_KINDS``."""
+        return (("objects", self.objects), ("containers", self.containers),
+                ("accounts", self.accounts))
+
+
+class Replication(TypedDict):
+    """A server's last replication pass as recon reports it (None: not reported)."""
+
+    last: float | None  # epoch seconds it completed
+    duration_s: float | None
+    failures: float | None
+    attempted: float | None
+
+
+@dataclass(frozen=True)
+class Load:
+    """``/recon/load``: the node's load averages."""
+
+    avg_1m: float | None = None
+    avg_5m: float | None = None
+    avg_15m: float | None = None
+    reported: Mapping[str, JsonValue] = field(default_factory=dict)  # the answer (evidence)
+
+
+@dataclass(frozen=True)
+class Sockstat:
+    """``/recon/sockstat``: the node's TCP sockets."""
+
+    orphan: float | None = None
+    reported: Mapping[str, JsonValue] = field(default_factory=dict)  # the answer (evidence)
+
+
+@dataclass(frozen=True)
+class SweepTimes:
+    """Seconds of the last sweep/pass of the server's background daemons (None: not
+    reported): ``updater/<server>``, ``auditor/<server>`` (and the object auditor's ALL
+    and ZBF passes), ``expirer/object`` (object servers only)."""
+
+    updater_s: float | None = None
+    auditor_s: float | None = None
+    object_auditor_all_s: float | None = None
+    object_auditor_zbf_s: float | None = None
+    expirer_s: float | None = None
+
+
 @dataclass(frozen=True)
 class ReconHost:
-    """Recon answers of one storage server (``ip:port``)."""
+    """Recon answers of one storage server (``ip:port``), parsed by
+    ``storage.swift_recon_parse.recon_from_raw``. A fact whose answer did not arrive (or
+    had an unknown shape) is None."""
 
     ip: str
     port: int
@@ -66,6 +133,21 @@ class ReconHost:
     diskusage: tuple[Mapping[str, Any], ...] = ()
     ringmd5: Mapping[str, str] = field(default_factory=dict)  # path -> md5
     swiftconfmd5: str | None = None
+    unmounted_answered: bool = False  # /recon/unmounted arrived (else ``unmounted`` unknown)
+    quarantined: Quarantined | None = None
+    async_pending: float | None = None  # /recon/async (object servers)
+    replication: Replication | None = None  # /recon/replication/<server>
+    # that answer as recon sent it: the evidence of a replicator that never completed a pass
+    replication_reported: Mapping[str, JsonValue] | None = None
+    load: Load | None = None
+    remote_time: float | None = None  # /recon/time: the server's clock
+    local_time: float | None = None  # this host's clock at the middle of that request
+    rtt_s: float | None = None  # that request's round trip
+    sockstat: Sockstat | None = None
+    drive_audit_errors: float | None = None  # /recon/driveaudit
+    sweep_times: SweepTimes = field(default_factory=SweepTimes)
+    # recon's JSON answers by check name ("_local_time", "_rtt_s", "_errors" added): kept
+    # only to write captures; checks and runbooks read the typed fields above, never this
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
