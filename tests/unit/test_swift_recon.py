@@ -91,9 +91,9 @@ def test_time_load_sockstat_driveaudit_sweeps() -> None:
     ctx = CheckContext(T, NOW)
     h = host("object", time=NOW + 30, load={"1m": 80, "5m": 70.5, "15m": 60},
              sockstat={"orphan": 9000}, driveaudit={"drive_audit_errors": 2},
+             _local_time=NOW, _rtt_s=0.01,
              **{"updater/object": {"object_updater_sweep": 7 * 3600.0},
                 "expirer/object": {"object_expiration_pass": 10.0}})
-    h = recon_from_raw(h.ip, h.port, h.server, {**h.raw, "_local_time": NOW, "_rtt_s": 0.01})
     got = {f.code for f in host_findings(h, ctx, {})}
     assert got == {"SWIFT_TIME_DRIFT", "SWIFT_LOAD_HIGH", "SWIFT_SOCKSTAT_ORPHANS",
                    "SWIFT_DRIVE_AUDIT_ERRORS", "SWIFT_SWEEP_SLOW"}

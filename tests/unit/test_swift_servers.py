@@ -22,6 +22,7 @@ from storage.model import (
     SwiftState,
 )
 from storage.swift import fetch_recon
+from tests.support.recon import recon_host
 
 SS = """\
 LISTEN 0      4096     0.0.0.0:17012 0.0.0.0:* users:(("swift-container",pid=12782,fd=14))
@@ -152,9 +153,9 @@ def test_replicator_not_running_next_to_its_server() -> None:
     facts = HostFacts("node1", "127.0.0.2", swift_processes=tuple(parse_ps_swift(
         PS.splitlines())))
     rep = {"object_replication_last": 1000.0, "object_replication_time": 0.1}
-    obj = ReconHost("127.0.0.2", 6200, "object", raw={"replication/object": rep})
-    cont = ReconHost("127.0.0.2", 6201, "container", raw={})
-    acc = ReconHost("127.0.0.2", 6202, "account", raw={})
+    obj = recon_host("127.0.0.2", 6200, "object", raw={"replication/object": rep})
+    cont = recon_host("127.0.0.2", 6201, "container", raw={})
+    acc = recon_host("127.0.0.2", 6202, "account", raw={})
     snap = _snap(obj, facts)
     (f,) = replicator_findings(obj, snap, now=1000.0 + 7200)
     assert f.code == "SWIFT_REPLICATOR_NOT_RUNNING" and f.entity == "object server 127.0.0.2:6200"
@@ -234,7 +235,7 @@ def _idle_snap(attempted: object, parts: int, repl_ip: str = "10.9.9.9",
 
     rep = {"object_replication_last": last, "object_replication_time": 0.01,
            "replication_stats": {"attempted": attempted, "failure": 0}}
-    r = ReconHost("127.0.0.2", 6200, "object", raw={"replication/object": rep})
+    r = recon_host("127.0.0.2", 6200, "object", raw={"replication/object": rep})
     devs = (RingDevice(0, 1, 1, "127.0.0.2", 6200, "d1", 100.0, 384, replication_ip=repl_ip,
                        replication_port=6200),
             RingDevice(1, 1, 2, "127.0.0.3", 6200, "d2", 100.0, 384))
