@@ -197,7 +197,7 @@ def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Fi
     recon_unmounted: dict[tuple[str, int], set[str]] = {}
     recon_ok: set[tuple[str, int]] = set()
     for r in sw.recon:
-        if r.error is None or "unmounted" in r.raw:
+        if r.error is None or r.unmounted_answered:
             recon_ok.add((r.ip, r.port))
             recon_unmounted[(r.ip, r.port)] = set(r.unmounted)
     out: list[Finding] = []

@@ -1,7 +1,9 @@
 """The numbers swift-recon prints (replication, async pendings, quarantines, fill, drift,
 ...) turned into findings with thresholds, and the replicators seen over SSH beside them.
-The reads of the raw numbers are in ``checks.swift_recon_values``, servers that do not
-answer in ``checks.swift_servers``; names used elsewhere stay importable from here.
+Recon's answers are parsed once into ``ReconHost``'s typed fields
+(``storage.swift_recon_parse``); what they say before judgement is in
+``checks.swift_recon_values``, servers that do not answer in ``checks.swift_servers``;
+names used elsewhere stay importable from here.
 """
 
 from __future__ import annotations
@@ -11,10 +13,8 @@ from collections.abc import Iterable, Mapping
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.swift_recon_values import (
-    QUARANTINE_KINDS,
     SERVER_PREF,
     age_h,
-    num,
     sweeps,
 )
 from checks.swift_recon_values import ServerSummary as ServerSummary
@@ -24,6 +24,7 @@ from checks.swift_recon_values import server_summaries as server_summaries
 from checks.swift_servers import host_for, server_entity
 from checks.swift_servers import server_findings as server_findings
 from storage.model import ClusterSnapshot, ReconHost, SwiftState
+from storage.swift_recon_parse import num
 
 RECON_CODES = (
     CodeInfo("SWIFT_REPLICATION_STALE", Severity.WARN,
@@ -78,7 +79,7 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             f"{r.server} replication on {ep} has never completed a pass (recon's "
             f"replication/{r.server} is null: is swift-{r.server}-replicator running, and "
             "with this server's recon_cache_path?)",
-            {"replication": r.raw.get(f"replication/{r.server}")}))
+            {"replication": r.replication_reported}))
     if rep is not None and isinstance(rep["last"], float):
         age = max(0.0, now - rep["last"])
         if age > th.swift_replication_age_warn_s:
@@ -98,8 +99,7 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
             f"{r.server} replication on {ep}: {rep['failures']:.0f} failures in the last "
             f"pass (warn above {th.swift_replication_failures_warn})",
             {"failures": rep["failures"], "warn": th.swift_replication_failures_warn}))
-    a = r.raw.get("async")
-    pend = num(a.get("async_pending")) if isinstance(a, dict) else None
+    pend = r.async_pending
     if pend is not None and pend >= th.swift_async_pending_warn:
         crit = pend >= th.swift_async_pending_crit
         out.append(Finding(
@@ -112,11 +112,9 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
     out.extend(_sweep_findings(r, ctx))
     if not node_level:
         return out
-    q = r.raw.get("quarantined")
     past = history.get(ent, {})
-    if isinstance(q, dict):
-        for k in QUARANTINE_KINDS:
-            v = num(q.get(k))
+    if r.quarantined is not None:
+        for k, v in r.quarantined.by_kind():
             base = past.get(f"quarantined_{k}")
             if v is None or base is None:
                 continue
@@ -129,18 +127,17 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
                     f"+{th.swift_quarantine_growth_warn})",
                     {"kind": k, "now": v, "before": base[1], "before_at": base[0],
                      "growth": grew, "warn": th.swift_quarantine_growth_warn}))
-    load = r.raw.get("load")
-    l5 = num(load.get("5m")) if isinstance(load, dict) else None
-    if l5 is not None and l5 > th.swift_load5_warn:
+    load = r.load
+    l5 = load.avg_5m if load is not None else None
+    if load is not None and l5 is not None and l5 > th.swift_load5_warn:
         out.append(Finding(
             "SWIFT_LOAD_HIGH", Severity.WARN, ent,
             f"5-minute load {l5:g} on {r.ip} (warn above {th.swift_load5_warn:g})",
-            {"load": dict(load) if isinstance(load, dict) else load,
-             "warn": th.swift_load5_warn}))
-    remote = num(r.raw.get("time"))
-    local = num(r.raw.get("_local_time"))
+            {"load": dict(load.reported), "warn": th.swift_load5_warn}))
+    remote = r.remote_time
+    local = r.local_time
     if remote is not None and local is not None:
-        rtt = num(r.raw.get("_rtt_s")) or 0.0
+        rtt = r.rtt_s or 0.0
         drift = abs(remote - local) - rtt / 2
         if drift > th.swift_time_drift_max_s:
             out.append(Finding(
@@ -149,16 +146,15 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
                 f"(max {th.swift_time_drift_max_s:g} s)",
                 {"remote": remote, "local": local, "rtt_s": rtt,
                  "max_s": th.swift_time_drift_max_s}))
-    ss = r.raw.get("sockstat")
-    orphan = num(ss.get("orphan")) if isinstance(ss, dict) else None
-    if orphan is not None and orphan > th.swift_sockstat_orphan_warn:
+    ss = r.sockstat
+    orphan = ss.orphan if ss is not None else None
+    if ss is not None and orphan is not None and orphan > th.swift_sockstat_orphan_warn:
         out.append(Finding(
             "SWIFT_SOCKSTAT_ORPHANS", Severity.WARN, ent,
             f"{orphan:.0f} orphaned TCP sockets on {r.ip} (warn above "
-            f"{th.swift_sockstat_orphan_warn})", {"sockstat": dict(ss) if isinstance(
-                ss, dict) else ss, "warn": th.swift_sockstat_orphan_warn}))
-    da = r.raw.get("driveaudit")
-    errs = num(da.get("drive_audit_errors")) if isinstance(da, dict) else None
+            f"{th.swift_sockstat_orphan_warn})", {"sockstat": dict(ss.reported),
+                                                   "warn": th.swift_sockstat_orphan_warn}))
+    errs = r.drive_audit_errors
     if errs is not None and errs > th.swift_driveaudit_errors_max:
         out.append(Finding(
             "SWIFT_DRIVE_AUDIT_ERRORS", Severity.WARN, ent,

@@ -1,25 +1,18 @@
 """What recon's numbers say, before any judgement: the replication pass, the sweeps, the
 samples kept for history, and the per-server summary the TUI and Slack show. Pure reads
-of ``ReconHost.raw``.
+of ``ReconHost``'s typed fields (parsed once in ``storage.swift_recon_parse``; the names
+that moved there stay importable from here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
 
 from checks.swift_servers import server_entity
+from storage.model import QUARANTINE_KINDS as QUARANTINE_KINDS
 from storage.model import ReconHost, SwiftState
-
-QUARANTINE_KINDS = ("objects", "containers", "accounts")
-
-
-def num(v: object) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    return None
+from storage.model import Replication as Replication
+from storage.swift_recon_parse import num as num
 
 
 def recon_samples(sw: SwiftState) -> list[tuple[str, str, float]]:
@@ -29,15 +22,12 @@ def recon_samples(sw: SwiftState) -> list[tuple[str, str, float]]:
         if r.error_kind is not None:
             continue
         ent = server_entity(r.server, r.ip, r.port)
-        q = r.raw.get("quarantined")
-        if isinstance(q, dict):
-            for k in QUARANTINE_KINDS:
-                v = num(q.get(k))
+        if r.quarantined is not None:
+            for k, v in r.quarantined.by_kind():
                 if v is not None:
                     out.append((ent, f"quarantined_{k}", v))
-        a = r.raw.get("async")
-        if isinstance(a, dict) and num(a.get("async_pending")) is not None:
-            out.append((ent, "async_pending", float(a["async_pending"])))
+        if r.async_pending is not None:
+            out.append((ent, "async_pending", r.async_pending))
     return out
 
 
@@ -45,58 +35,20 @@ def age_h(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-class Replication(TypedDict):
-    """A server's last replication pass as recon reports it (None: not reported)."""
-
-    last: float | None  # epoch seconds it completed
-    duration_s: float | None
-    failures: float | None
-    attempted: float | None
-
-
 def replication(r: ReconHost) -> Replication | None:
     """last completed (epoch), duration (s), failures of the last pass, or None."""
-    rep = r.raw.get(f"replication/{r.server}")
-    if not isinstance(rep, dict):
-        return None
-    if r.server == "object":
-        last = num(rep.get("object_replication_last")) or num(rep.get("replication_last"))
-        took = num(rep.get("object_replication_time"))
-        took = took * 60 if took is not None else None  # object replicator: minutes
-    else:
-        last = num(rep.get("replication_last"))
-        took = num(rep.get("replication_time"))
-    stats = rep.get("replication_stats") if isinstance(rep.get("replication_stats"), dict) \
-        else {}
-    fails = num(stats.get("failure")) if isinstance(stats, dict) else None
-    tried = num(stats.get("attempted")) if isinstance(stats, dict) else None
-    return {"last": last, "duration_s": took, "failures": fails, "attempted": tried}
+    return r.replication
 
 
 def sweeps(r: ReconHost) -> list[tuple[str, float]]:
     """(daemon, seconds of the last sweep/pass) that recon reports for this server."""
-    out: list[tuple[str, float]] = []
-    up = r.raw.get(f"updater/{r.server}")
-    if isinstance(up, dict):
-        v = num(up.get(f"{r.server}_updater_sweep"))
-        if v is not None:
-            out.append((f"{r.server}-updater", v))
-    au = r.raw.get(f"auditor/{r.server}")
-    if isinstance(au, dict):
-        v = num(au.get(f"{r.server}_auditor_pass_completed"))
-        if v is not None:
-            out.append((f"{r.server}-auditor", v))
-        for key in ("object_auditor_stats_ALL", "object_auditor_stats_ZBF"):
-            st = au.get(key)
-            if isinstance(st, dict) and num(st.get("audit_time")) is not None:
-                out.append((f"object-auditor ({key.rsplit('_', 1)[1]})",
-                            float(st["audit_time"])))
-    ex = r.raw.get("expirer/object") if r.server == "object" else None
-    if isinstance(ex, dict):
-        v = num(ex.get("object_expiration_pass"))
-        if v is not None:
-            out.append(("object-expirer", v))
-    return out
+    t = r.sweep_times
+    named = ((f"{r.server}-updater", t.updater_s), (f"{r.server}-auditor", t.auditor_s),
+             ("object-auditor (ALL)", t.object_auditor_all_s),
+             ("object-auditor (ZBF)", t.object_auditor_zbf_s),
+             ("object-expirer", t.expirer_s))
+    return [(daemon, v) for daemon, v in named if v is not None]
+
 
 SERVER_PREF = {"object": 0, "container": 1, "account": 2}
 
@@ -132,8 +84,7 @@ def server_summaries(sw: SwiftState, now: float) -> list[ServerSummary]:
             continue
         rep = replication(r)
         last = rep["last"] if rep else None
-        a = r.raw.get("async")
-        q = r.raw.get("quarantined")
+        q = r.quarantined
         mine = ring_devs.get((r.ip, r.port), set())
         fills = [float(du["used"]) / float(du["size"]) for du in r.diskusage
                  if du.get("mounted") and num(du.get("size")) and num(du.get("used"))
@@ -141,8 +92,7 @@ def server_summaries(sw: SwiftState, now: float) -> list[ServerSummary]:
         out.append(ServerSummary(
             r.server, r.ip, r.port, "ok",
             replication_age_s=max(0.0, now - last) if isinstance(last, float) else None,
-            async_pending=num(a.get("async_pending")) if isinstance(a, dict) else None,
-            quarantined=sum(num(q.get(k)) or 0.0 for k in QUARANTINE_KINDS)
-            if isinstance(q, dict) else None,
+            async_pending=r.async_pending,
+            quarantined=sum(v or 0.0 for _, v in q.by_kind()) if q is not None else None,
             fill_max=max(fills) if fills else None))
     return out
