@@ -36,7 +36,7 @@ def recon_probe(endpoints: list[tuple[str, int, str]], device: str,
         listed: list[str] = []
         for ip, port, server in endpoints:
             r = fetch_recon(ip, port, server, timeout_s)
-            if r.error and not r.raw.get("unmounted") and "unmounted" not in r.raw:
+            if r.error and not r.unmounted_answered:
                 return False, f"recon {ip}:{port}: {r.error}"
             if device in r.unmounted:
                 listed.append(f"{server} {ip}:{port}")
