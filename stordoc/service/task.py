@@ -28,10 +28,12 @@ Work = Callable[[threading.Event], T]
 
 
 class Task(Generic[T]):
-    def __init__(self, work: Work[T], name: str = "stordoc-task") -> None:
+    def __init__(self, work: Work[T], name: str = "stordoc-task",
+                 cancel: threading.Event | None = None) -> None:
+        """``cancel``: a flag the caller already holds (a TUI screen's Cancel key)."""
         self._work = work
         self.name = name
-        self.cancel_event = threading.Event()
+        self.cancel_event = cancel if cancel is not None else threading.Event()
         self._done = threading.Event()
         self._result: T | None = None
         self._error: BaseException | None = None

@@ -434,6 +434,6 @@ def test_bench_after_fix_adds_its_verdict_to_the_result(lab: Lab, env: Env,
     assert "benchmark after the fix" in res.message
     assert [e for e in events if e.kind == "bench"]
     run = Audit(bctx.journal).run(res.run_id)
-    assert run is not None and run["verify"]["bench"]["ran"] is True
+    assert run is not None and run.verify["bench"]["ran"] is True
     assert Audit(bctx.journal).locks("lab") == []
     wait_health(lab, "HEALTH_OK")

@@ -88,6 +88,21 @@ def test_cancel_from_another_thread_stops_run() -> None:
     assert out == ["cancelled before step 1"] and task.result() == out[0]
 
 
+def test_a_flag_the_caller_holds_cancels_too() -> None:
+    """The TUI's screens hold their Cancel key's flag before the task exists."""
+    started, release, log = threading.Event(), threading.Event(), []
+    flag = threading.Event()
+    task = Task(_steps(started, release, log), cancel=flag)
+    out: list[str] = []
+    th = threading.Thread(target=lambda: out.append(task.run()))
+    th.start()
+    started.wait(5)
+    flag.set()
+    release.set()
+    th.join(10)
+    assert out == ["cancelled before step 1"] and task.cancelled and log[-1] == "cleanup"
+
+
 def test_result_before_done_is_an_error() -> None:
     ev = threading.Event()
     t = Task(lambda c: ev.wait(5)).start()

@@ -19,6 +19,7 @@ from textual.widgets import (
 )
 
 from stordoc.service.actions import ActionPlan
+from stordoc.service.task import Task
 from tui import views
 from tui.backend import BenchProgressView, BenchView
 from tui.messages import (
@@ -191,7 +192,8 @@ class BenchScreen(DataScreen):
             self.post_message(BenchProgressed(p))
 
         def work() -> None:
-            res = backend.bench_run(cluster, plan, progress, cancel)
+            res = Task(lambda c: backend.bench_run(cluster, plan, progress, c),
+                       name="tui-bench", cancel=cancel).run()
             self.post_message(BenchFinished(res))
 
         self.run_worker(work, thread=True, group="bench-run", exit_on_error=False)

@@ -18,6 +18,7 @@ from textual.widgets import (
 )
 
 from stordoc.service.actions import ActionPlan
+from stordoc.service.task import Task
 from tui.backend import LogLine, RunView
 from tui.messages import (
     Planned,
@@ -152,8 +153,9 @@ class RunbookScreen(DataScreen):
         def log_event(ev: LogLine) -> None:
             self.post_message(RunLogged(ev))
 
-        def work() -> None:
-            res = backend.execute(cluster, plan, log_event, cancel)
+        def work() -> None:  # the service's cancellable runner, as the CLI's fix uses
+            res = Task(lambda c: backend.execute(cluster, plan, log_event, c),
+                       name="tui-runbook", cancel=cancel).run()
             self.post_message(RunFinished(res))
             if res.ok:  # the truth after "success": peering, recovery, until clean
                 backend.follow(cluster, plan.runbook,
