@@ -78,8 +78,8 @@ def _bench_lines(rep: RunReport) -> tuple[str, list[str]]:
         details.append(f"{res.workload}: {res.ops_s:.1f} ops/s, {res.mb_s:.2f} MB/s, "
                        f"latency p50 {p50} ms p99 {p99} ms, errors {res.errors}")
     details += b.details
-    verdict = "; ".join(f"{w}: {v}" for w, v in b.verdicts) or "; ".join(
-        c for c in b.comparisons if c.startswith("no comparison")) or "no comparison"
+    verdict = "; ".join(f"{w}: {v}" for w, v in b.verdicts) or b.no_comparison or \
+        "no comparison"
     return verdict, details
 
 
@@ -341,7 +341,7 @@ class Actions(BotCore):
             Path(path).unlink(missing_ok=True)
             log.warning("no chart: %s", self.redactor.text(str(e))[:200])
             return []
-        kind = rep.bench.report.kind if rep.bench is not None else "bench"
+        kind = b.report.kind
         return [(path, f"bench-{kind}-{b.group_id}.png", f"bench {kind} on {cluster}")]
 
     def _follow(self, where: Where, thread: str, b: Button) -> None:

@@ -251,9 +251,8 @@ class Commands(Actions):
     def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
         """``fix CODE [TARGET]``: a fresh check, then stordoc.service.fixes' one rule;
         only the wording of its refusals is the bot's."""
-        out = self.backend.check(cluster, "slack")
         try:
-            choice = fixes.choose_fix(out.report.findings, cmd.code, cmd.target)
+            _, choice = self.backend.fix_for(cluster, cmd.code, cmd.target, "slack")
         except fixes.NoSuchFinding as e:
             raise BotError(f"no current finding `{cmd.code}` on {cluster}"
                            f"{g.suggest(cmd.code, e.current)} (current: "

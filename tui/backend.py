@@ -164,6 +164,10 @@ def warm_imports() -> None:
     ``rados`` and ``swift.common.ring`` in two threads at once, deadlocks at thread exit.
     Importing them up front (as the CLI effectively does) avoids it.
     """
+    try:
+        import rados  # noqa: F401  (python3-rados, the C module the deadlock was about)
+    except ImportError:  # a machine without Ceph's client: nothing to warm
+        pass
     import checks.catalog  # noqa: F401
     import storage.ceph  # noqa: F401
     import storage.hostfacts  # noqa: F401

@@ -91,6 +91,7 @@ class BenchSummary:
     verdicts: tuple[tuple[str, Verdict], ...]  # (workload, verdict)
     report: Any = field(repr=False, compare=False)  # runbooks.bench.api.BenchReport
     compared: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # Comparisons
+    no_comparison: str | None = None  # why there is none (no earlier run, no baseline)
 
     @property
     def slower(self) -> bool:
@@ -248,6 +249,7 @@ class Actions:
         comps: list[str] = []
         verdicts: list[tuple[str, Verdict]] = []
         found: list[Any] = []
+        why_not: str | None = None
         if rep.results and compare:
             try:
                 found = list(bench_api.compare(ctx, rep, baseline, lim))
@@ -256,10 +258,11 @@ class Actions:
                     comps += c.lines()
                     verdicts.append((c.workload, Verdict(c.verdict)))
             except Refused as e:
-                comps.append(f"no comparison: {e}")
+                why_not = f"no comparison: {e}"
+                comps.append(why_not)
         summary = BenchSummary(rep.group_id, tuple(r.to_row() for r in rep.results),
                                tuple(details), tuple(comps), tuple(verdicts), rep,
-                               tuple(found))
+                               tuple(found), why_not)
         return RunReport(PlanKind.BENCH, rep.ok, rep.status, rep.message, None,
                          run_id=rep.audit_run_id, bench=summary)
 

@@ -44,8 +44,8 @@ class Inspector:
         self.env = env
         self.record_every_s = record_every_s
         self._lock = threading.Lock()
-        self._inflight: dict[tuple[str, RecordPolicy], Future[CheckOutcome]] = {}
-        self._started: dict[tuple[str, RecordPolicy], float] = {}
+        # a run in flight per (cluster, policy): its outcome to come and its start time
+        self._inflight: dict[tuple[str, RecordPolicy], tuple[Future[CheckOutcome], float]] = {}
         self._last: dict[str, tuple[float, CheckOutcome]] = {}  # start time, outcome
         self._recorded: dict[str, _Recorded] = {}
 
@@ -63,17 +63,18 @@ class Inspector:
             last = self._last.get(name)
             if since is not None and last is not None and last[0] >= since:
                 return last[1]
-            fut = self._inflight.get(key)
-            mine = fut is None
-            if fut is None:
-                fut = self._inflight[key] = Future()
-                self._started[key] = time.time()
-        if not mine:
+            running = self._inflight.get(key)
+            if running is not None:
+                fut, started = running
+            else:
+                fut, started = Future(), time.time()
+                self._inflight[key] = (fut, started)
+        if running is not None:
             return fut.result()
         try:
             out = self._run(name, source, record)
             with self._lock:
-                self._last[name] = (self._started[key], out)
+                self._last[name] = (started, out)
             fut.set_result(out)
             return out
         except BaseException as e:

@@ -21,6 +21,7 @@ from checks.model import Finding, Severity
 from runbooks.model import Refused
 from stordoc.commands.runbooks import _pick_finding
 from stordoc.errors import UserError
+from stordoc.service.fixes import choose_fix
 
 
 def _down_out(i: int, runbook: str | None = "osd-start") -> Finding:
@@ -43,7 +44,10 @@ def _bot(findings: list[Finding]) -> tuple[StordocBot, list[tuple[str, str, bool
     plan_reply that records what would be planned."""
     planned: list[tuple[str, str, bool]] = []
     bot = StordocBot.__new__(StordocBot)
-    bot.backend = SimpleNamespace(check=lambda cluster, source="slack": _outcome(findings))  # type: ignore[assignment]
+    def fix_for(cluster: str, code: str, target: str | None, source: str) -> Any:
+        out = _outcome(findings)  # the service's fix_for: a check, then choose_fix
+        return out, choose_fix(out.report.findings, code, target)
+    bot.backend = SimpleNamespace(fix_for=fix_for)  # type: ignore[assignment]
 
     def plan_reply(where: Where, cluster: str, runbook: str, target: str,
                    buttons: bool, options: Any = None) -> Any:
