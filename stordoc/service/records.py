@@ -86,11 +86,15 @@ class Records:
         return runs[0], [_finding(r) for r in self.findings_of(runs[0].id)]
 
     # ------------------------------------------------------------------ audit
+    def _audit(self, cluster: str | None) -> Audit:
+        # the run context's preflight is wanted even for reading: a user who cannot read
+        # the cluster's keyring is told so (exit 77), tests/lab/test_cli_hardening.py
+        secrets = self.env.run_context(cluster).secrets if cluster else ()
+        return Audit(self.env.journal, secrets)
+
     def audit(self, cluster: str | None, limit: int = 20) -> list[AuditRun]:
-        """The newest audited runs (secrets were redacted when they were written, so
-        reading needs no cluster's settings beyond its name)."""
         name = self.env.cluster_name(cluster) if cluster else None
-        return Audit(self.env.journal).runs(limit=limit, cluster=name)
+        return self._audit(name).runs(limit=limit, cluster=name)
 
     def audit_run(self, run_id: int) -> tuple[AuditRun | None, list[AuditStep]]:
         a = Audit(self.env.journal)
