@@ -192,39 +192,38 @@ class Audit:
         self.secrets = tuple(s for s in secrets if s)
         self.stale_after_s = stale_after_s
         self.hostname = socket.gethostname()
-        self._ensure()
+        journal.ensure_schema("audit", self._create)
 
     # ------------------------------------------------------------------ schema
-    def _ensure(self) -> None:
-        with self.journal.schema_lock():
-            self.db.table("runbook_locks").create(
-                {"id": int, "cluster": str, "target": str, "owner": str, "purpose": str,
-                 "pid": int, "host": str, "since": float},
-                pk="id", if_not_exists=True)
-            self.db.table("runbook_locks").create_index(["cluster", "target"], unique=True,
-                                                  if_not_exists=True)
-            self.db.table("runbook_runs").create(
-                {"id": int, "cluster": str, "runbook": str, "target": str, "user": str,
-                 "source": str, "confirmed_by": str, "plan": str, "started_at": float,
-                 "finished_at": float, "outcome": str, "message": str, "verify": str,
-                 "pid": int, "host": str},
-                pk="id", if_not_exists=True)
-            self.db.table("runbook_runs").create_index(["cluster", "started_at"], if_not_exists=True)
-            self.db.table("runbook_steps").create(
-                {"id": int, "run_id": int, "idx": int, "title": str, "host": str,
-                 "command": str, "rc": int, "stdout": str, "stderr": str,
-                 "duration_s": float, "status": str, "at": float},
-                pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
-            self.db.table("runbook_steps").create_index(["run_id"], if_not_exists=True)
-            runs = self.db.table("runbook_runs")
-            for col, typ in (("pid", int), ("host", str)):  # journals older than these
-                if col not in runs.columns_dict:
-                    runs.add_column(col, typ)
-            self.db.table("runbook_owned").create(
-                {"id": int, "run_id": int, "cluster": str, "step_idx": int, "what": str,
-                 "undo_prefix": str, "undo_args": str, "undo_command": str, "state": str,
-                 "at": float},
-                pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
+    def _create(self) -> None:
+        self.db.table("runbook_locks").create(
+            {"id": int, "cluster": str, "target": str, "owner": str, "purpose": str,
+             "pid": int, "host": str, "since": float},
+            pk="id", if_not_exists=True)
+        self.db.table("runbook_locks").create_index(["cluster", "target"], unique=True,
+                                              if_not_exists=True)
+        self.db.table("runbook_runs").create(
+            {"id": int, "cluster": str, "runbook": str, "target": str, "user": str,
+             "source": str, "confirmed_by": str, "plan": str, "started_at": float,
+             "finished_at": float, "outcome": str, "message": str, "verify": str,
+             "pid": int, "host": str},
+            pk="id", if_not_exists=True)
+        self.db.table("runbook_runs").create_index(["cluster", "started_at"], if_not_exists=True)
+        self.db.table("runbook_steps").create(
+            {"id": int, "run_id": int, "idx": int, "title": str, "host": str,
+             "command": str, "rc": int, "stdout": str, "stderr": str,
+             "duration_s": float, "status": str, "at": float},
+            pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
+        self.db.table("runbook_steps").create_index(["run_id"], if_not_exists=True)
+        runs = self.db.table("runbook_runs")
+        for col, typ in (("pid", int), ("host", str)):  # journals older than these
+            if col not in runs.columns_dict:
+                runs.add_column(col, typ)
+        self.db.table("runbook_owned").create(
+            {"id": int, "run_id": int, "cluster": str, "step_idx": int, "what": str,
+             "undo_prefix": str, "undo_args": str, "undo_command": str, "state": str,
+             "at": float},
+            pk="id", foreign_keys=[("run_id", "runbook_runs", "id")], if_not_exists=True)
 
     def _r(self, text: str | None) -> str:
         return redact(text or "", self.secrets)

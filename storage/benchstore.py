@@ -32,19 +32,21 @@ class BenchStore:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self.db = journal.db
-        with journal.lock:
-            self.db.table("bench_runs").create(_COLS, pk="id", if_not_exists=True)
-            self.db.table("bench_runs").create_index(["cluster", "fingerprint"], if_not_exists=True)
-            self.db.table("bench_runs").create_index(["group_id"], if_not_exists=True)
-            self.db.table("bench_baselines").create(
-                {"name": str, "cluster": str, "fingerprint": str, "group_id": str,
-                 "created_at": float, "user": str, "note": str},
-                pk=("cluster", "name"), if_not_exists=True)
+        journal.ensure_schema("bench", self._create)
+
+    def _create(self) -> None:
+        self.db.table("bench_runs").create(_COLS, pk="id", if_not_exists=True)
+        self.db.table("bench_runs").create_index(["cluster", "fingerprint"], if_not_exists=True)
+        self.db.table("bench_runs").create_index(["group_id"], if_not_exists=True)
+        self.db.table("bench_baselines").create(
+            {"name": str, "cluster": str, "fingerprint": str, "group_id": str,
+             "created_at": float, "user": str, "note": str},
+            pk=("cluster", "name"), if_not_exists=True)
 
     def save(self, row: Mapping[str, Any]) -> int:
         rec = {k: (json.dumps(v, default=str) if k in _JSON_COLS else v)
                for k, v in row.items() if k in _COLS and k != "id"}
-        with self.journal.lock, self.db.conn:
+        with self.journal.lock, self.db.atomic():
             return int(self.db.table("bench_runs").insert(rec).last_pk or 0)
 
     @staticmethod
@@ -107,7 +109,7 @@ class BenchStore:
             raise KeyError(group_id)
         rec = {"name": name, "cluster": cluster, "fingerprint": runs[0]["fingerprint"],
                "group_id": group_id, "created_at": time.time(), "user": user, "note": note}
-        with self.journal.lock, self.db.conn:
+        with self.journal.lock, self.db.atomic():
             self.db.table("bench_baselines").upsert(rec, pk=("cluster", "name"))
         return rec
 

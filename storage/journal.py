@@ -14,12 +14,39 @@ import fcntl
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
+
+
+class ImmediateDatabase(sqlite_utils.Database):
+    """sqlite-utils opens its write transactions with a deferred ``BEGIN``. In WAL mode a
+    transaction that reads before it writes (``create(if_not_exists=True)``, an upsert)
+    then fails at once with "database is locked" (SQLITE_BUSY_SNAPSHOT: the busy timeout
+    is not consulted) when another connection committed in between: the bot's own store,
+    the TUI, a CLI run. ``BEGIN IMMEDIATE`` takes the write lock first and waits for it
+    on the busy timeout instead."""
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[ImmediateDatabase]:
+        if self.conn.in_transaction:  # nested: sqlite-utils' savepoint
+            with super().atomic():
+                yield self
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            self.rollback()
+            raise
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.rollback()
+            raise
 
 
 @dataclass(frozen=True)
@@ -86,10 +113,11 @@ class Journal:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._schemas: set[str] = set()
         # check_same_thread=False: the TUI and the bot write from worker threads
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30,
                                isolation_level=None)
-        self.db = sqlite_utils.Database(conn)
+        self.db = ImmediateDatabase(conn)
         if self.path == ":memory:":
             self._ensure()
             return
@@ -123,6 +151,17 @@ class Journal:
                 finally:
                     fcntl.flock(lf, fcntl.LOCK_UN)
 
+    def ensure_schema(self, name: str, create: Callable[[], None]) -> None:
+        """Run another module's ``create`` (its CREATE ... IF NOT EXISTS) once per journal
+        object, under ``schema_lock``: a runbook run or a mute opens its tables in
+        passing, and each CREATE takes the write lock."""
+        with self._lock:
+            if name in self._schemas:
+                return
+            with self.schema_lock():
+                create()
+            self._schemas.add(name)
+
     def _ensure(self) -> None:
         with self._lock:
             self.db.table("check_runs").create(
@@ -144,7 +183,7 @@ class Journal:
                          findings: Iterable[Mapping[str, Any]], source: str = "cli",
                          host_facts: bool = True) -> int:
         rows = list(findings)
-        with self._lock, self.db.conn:
+        with self._lock, self.db.atomic():
             run_id = self.db.table("check_runs").insert(
                 {"cluster": cluster, "started_at": started_at, "duration_s": duration_s,
                  "exit_code": exit_code, "worst": worst or "ok", "n_findings": len(rows),

@@ -43,13 +43,14 @@ class Mute:
 
 
 def _ensure(journal: Journal) -> None:
-    with journal.schema_lock():
+    def create() -> None:
         journal.db.table(TABLE).create(
             {"id": int, "cluster": str, "code": str, "entity": str, "until": float,
              "by": str, "reason": str, "created_at": float, "removed_at": float,
              "removed_by": str},
             pk="id", if_not_exists=True)
         journal.db.table(TABLE).create_index(["cluster", "code"], if_not_exists=True)
+    journal.ensure_schema("mutes", create)
 
 
 def _mute(row: dict[str, Any]) -> Mute:
@@ -71,7 +72,7 @@ def add_mute(journal: Journal, cluster: str, code: str, entity: str | None, unti
     row = {"cluster": cluster, "code": code.upper(), "entity": entity or None,
            "until": until, "by": by, "reason": reason.strip(), "created_at": now,
            "removed_at": None, "removed_by": None}
-    with journal.lock, journal.db.conn:
+    with journal.lock, journal.db.atomic():
         pk = journal.db.table(TABLE).insert(row).last_pk
     return _mute({**row, "id": pk})
 
@@ -83,7 +84,7 @@ def remove_mutes(journal: Journal, cluster: str, code: str, entity: str | None, 
     gone = [m for m in active_mutes(journal, cluster, now)
             if m.code == code.upper() and m.entity == (entity or None)]
     if gone:
-        with journal.lock, journal.db.conn:
+        with journal.lock, journal.db.atomic():
             for m in gone:
                 journal.db.table(TABLE).update(m.id, {"removed_at": now, "removed_by": by})
     return gone

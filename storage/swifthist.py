@@ -24,7 +24,7 @@ class SwiftHistory:
 
     def record(self, cluster: str, taken_at: float,
                rows: Iterable[tuple[str, str, float]], window_s: float) -> None:
-        with self.journal.lock, self.db.conn:
+        with self.journal.lock, self.db.atomic():
             self.db.table("swift_samples").insert_all(
                 {"cluster": cluster, "taken_at": taken_at, "entity": e, "metric": m,
                  "value": float(v)} for e, m, v in rows)
