@@ -58,7 +58,7 @@ from runbooks.bench.fio_jobs import (
 from runbooks.bench.model import MIB, BenchResult, human_size
 from runbooks.bench.multi import PhaseOutcome, multi_result
 from runbooks.bench.rados import ceph_target
-from runbooks.bench.rbd import MODES, _client, _remove_image, iter_json_objects
+from runbooks.bench.rbd import MODES, _bs, _client, _remove_image, iter_json_objects
 from runbooks.model import Refused
 from storage.rados_io import RadosIO
 from storage.targets import CephTarget
@@ -94,10 +94,6 @@ def plan_lines(s: Session, pool: str, clients: list[str]) -> list[str]:
                          + (", stop when steady" if o.steady else "") + ")")
     lines.append("remove the scratch images; stop the fio servers")
     return lines
-
-
-def _bs(s: Session, mode: str) -> int:
-    return s.opts.size if s.opts.size != 4 * MIB else MODES[mode][1]
 
 
 def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
