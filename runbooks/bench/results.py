@@ -108,8 +108,11 @@ def history(ctx: RunContext, limit: int = 20, kind: str | None = None) -> list[B
 def set_baseline(ctx: RunContext, name: str, group_id: str | None = None,
                  kind: str | None = None, note: str = "") -> dict[str, Any]:
     """Name a stored group (default: the latest successful one) as a baseline."""
-    if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise Refused("baseline names use letters, digits, '-', '_' and '.'")
+    plain = name.replace("-", "").replace("_", "").replace(".", "")
+    if not plain or not plain.isascii() or not plain.isalnum() or len(name) > 64:
+        # ASCII only: "bаse" with a Cyrillic а would be a second baseline that reads "base"
+        raise Refused("baseline names use letters, digits, '-', '_' and '.' (ASCII, at "
+                      "most 64 characters)")
     store = BenchStore(ctx.journal)
     g = group_id or store.last_group(ctx.cluster, kind)
     if g is None:

@@ -27,6 +27,8 @@ from stordoc.service.task import Task
 from stordoc.terminal import Terminal
 
 if TYPE_CHECKING:
+    from stordoc.env import Env
+    from stordoc.service import Service
     from stordoc.service.actions import ActionPlan, Actions, RunReport
 
 
@@ -225,11 +227,10 @@ def _options(a: argparse.Namespace) -> Any:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from runbooks.bench import api
-    from stordoc.service import Service
 
     env = env_from_args(a)
     try:
-        acts = Service(env).actions
+        acts = _service(env).actions
         cluster = env.cluster_name(a.cluster)
         if a.compare:  # a named baseline must exist before anything runs
             acts.require_baseline(cluster, a.compare)
@@ -349,13 +350,10 @@ def _limits_line(r: Any) -> str:
 
 
 def cmd_history(a: argparse.Namespace) -> int:
-    from runbooks.bench import api
-
     env = env_from_args(a)
     console = env.term.wide
     try:
-        ctx = env.run_context(a.cluster)
-        rows = api.history(ctx, a.limit, a.kind)
+        rows = _service(env).actions.bench_history(a.cluster, a.limit, a.kind)
         if a.json:
             env.term.line(json.dumps([r.to_row() for r in rows], indent=2, default=str))
             return 0
@@ -374,12 +372,9 @@ def cmd_history(a: argparse.Namespace) -> int:
 
 
 def cmd_baseline_set(a: argparse.Namespace) -> int:
-    from runbooks.bench import api
-
     env = env_from_args(a)
     try:
-        ctx = env.run_context(a.cluster)
-        rec = api.set_baseline(ctx, a.name, a.group, a.kind)
+        rec = _service(env).actions.set_baseline(a.cluster, a.name, a.group, a.kind)
         env.term.wide.print(f"baseline {rec['name']!r} on {rec['cluster']} = group "
                       f"{rec['group_id']} (fingerprint {rec['fingerprint']})", markup=False)
         return 0
@@ -388,12 +383,9 @@ def cmd_baseline_set(a: argparse.Namespace) -> int:
 
 
 def cmd_baseline_list(a: argparse.Namespace) -> int:
-    from storage.benchstore import BenchStore
-
     env = env_from_args(a)
     try:
-        name = env.cluster_name(a.cluster)
-        for b in BenchStore(env.journal).baselines(name):
+        for b in _service(env).actions.baselines(a.cluster):
             env.term.wide.print(f"{b['name']}: group {b['group_id']} fingerprint {b['fingerprint']}"
                           f" set by {b['user']}", markup=False)
         return 0
@@ -403,22 +395,19 @@ def cmd_baseline_list(a: argparse.Namespace) -> int:
 
 def cmd_show(a: argparse.Namespace) -> int:
     from runbooks.bench import api
-    from runbooks.bench.model import BenchResult
-    from storage.benchstore import BenchStore
 
     env = env_from_args(a)
     try:
-        ctx = env.run_context(a.cluster)
-        rows = BenchStore(env.journal).group(a.group)
-        if not rows:
-            raise UserError(f"no stored benchmark group {a.group!r}")
-        results = [BenchResult.from_row(r) for r in rows]
-        report = api.BenchReport(a.group, results[0].kind, ctx.cluster, "ok", results,
-                                 f"{len(results)} stored result(s)")
-        comps = []
-        if a.compare is not None:
-            comps = api.compare(ctx, a.group, a.compare or None, _limits(env))
-        _output(env.term, api, report, a, comps)
-        return ExitStatus.WARN if any(c.verdict == "slower" for c in comps) else ExitStatus.OK
+        summary = _service(env).actions.stored_bench(a.cluster, a.group,
+                                                     compare=a.compare is not None,
+                                                     baseline=a.compare or None)
+        _output(env.term, api, summary.report, a, summary.compared)
+        return ExitStatus.WARN if summary.slower else ExitStatus.OK
     finally:
         env.close()
+
+
+def _service(env: Env) -> Service:
+    from stordoc.service import Service
+
+    return Service(env)

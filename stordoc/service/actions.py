@@ -149,6 +149,36 @@ def bench_option_values(options: Mapping[str, Any]) -> dict[str, Any]:
     return kw
 
 
+def _summary(ctx: RunContext, rep: Any, lim: Any, compare: bool, baseline: str | None,
+             strict: bool) -> BenchSummary:
+    """A report's rows, details and comparisons. A comparison that cannot be made is a
+    ``no_comparison`` reason after a run (``strict=False``: the run itself stands), an
+    ``ActionRefused`` when it is what was asked for (``strict``: ``bench show --compare``)."""
+    details: list[str] = []
+    for r in rep.results:
+        details += bench_api.detail_lines(r)
+    comps: list[str] = []
+    verdicts: list[tuple[str, Verdict]] = []
+    found: list[Any] = []
+    why_not: str | None = None
+    if rep.results and compare:
+        try:
+            found = list(bench_api.compare(ctx, rep if not strict else rep.group_id,
+                                           baseline, lim))
+            rep.comparisons = found
+            for c in found:
+                comps += c.lines()
+                verdicts.append((c.workload, Verdict(c.verdict)))
+        except Refused as e:
+            if strict:
+                raise _refusal(e) from None
+            why_not = f"no comparison: {e}"
+            comps.append(why_not)
+    return BenchSummary(rep.group_id, tuple(r.to_row() for r in rep.results),
+                        tuple(details), tuple(comps), tuple(verdicts), rep, tuple(found),
+                        why_not)
+
+
 class Actions:
     def __init__(self, env: Env) -> None:
         self.env = env
@@ -243,26 +273,7 @@ class Actions:
                                       cancel, lim, plan=p, confirmed_by=confirmed_by)
         except (Refused, LockHeld) as e:
             raise _refusal(e) from None
-        details: list[str] = []
-        for r in rep.results:
-            details += bench_api.detail_lines(r)
-        comps: list[str] = []
-        verdicts: list[tuple[str, Verdict]] = []
-        found: list[Any] = []
-        why_not: str | None = None
-        if rep.results and compare:
-            try:
-                found = list(bench_api.compare(ctx, rep, baseline, lim))
-                rep.comparisons = found
-                for c in found:
-                    comps += c.lines()
-                    verdicts.append((c.workload, Verdict(c.verdict)))
-            except Refused as e:
-                why_not = f"no comparison: {e}"
-                comps.append(why_not)
-        summary = BenchSummary(rep.group_id, tuple(r.to_row() for r in rep.results),
-                               tuple(details), tuple(comps), tuple(verdicts), rep,
-                               tuple(found), why_not)
+        summary = _summary(ctx, rep, lim, compare, baseline, strict=False)
         return RunReport(PlanKind.BENCH, rep.ok, rep.status, rep.message, None,
                          run_id=rep.audit_run_id, bench=summary)
 
@@ -291,8 +302,34 @@ class Actions:
     # ------------------------------------------------------------------ benchmarks' extras
     def bench_history(self, cluster: str, limit: int = 20, kind: str | None = None
                       ) -> list[Any]:
+        """Stored benchmark results, newest first (``BenchResult``s)."""
         ctx = self.env.run_context(cluster, source="history")
         return list(bench_api.history(ctx, limit, kind))
+
+    def stored_bench(self, cluster: str, group: str, compare: bool = False,
+                     baseline: str | None = None) -> BenchSummary:
+        """A stored group as a finished benchmark, compared on request (against
+        ``baseline``, or earlier runs of the same fingerprint)."""
+        ctx = self.env.run_context(cluster, source="history")
+        rows = BenchStore(ctx.journal).group(group)
+        if not rows:
+            raise InvalidAction(f"no stored benchmark group {group!r}")
+        results = [bench_api.BenchResult.from_row(r) for r in rows]
+        rep = bench_api.BenchReport(group, results[0].kind, ctx.cluster, "ok", results,
+                                    f"{len(results)} stored result(s)")
+        return _summary(ctx, rep, self._limits(), compare, baseline, strict=True)
+
+    def set_baseline(self, cluster: str, name: str, group: str | None = None,
+                     kind: str | None = None, user: str | None = None) -> Mapping[str, Any]:
+        """Name a stored group (default: the latest one of ``kind``) as a baseline."""
+        ctx = self._ctx(cluster, user, "cli")
+        try:
+            return bench_api.set_baseline(ctx, name, group, kind)
+        except Refused as e:
+            raise _refusal(e) from None
+
+    def baselines(self, cluster: str) -> list[Mapping[str, Any]]:
+        return list(BenchStore(self.env.journal).baselines(self.env.cluster_name(cluster)))
 
     @staticmethod
     def chart_png(summary: BenchSummary, path: str) -> None:

@@ -247,3 +247,52 @@ def test_bench_option_values_never_pass_a_non_finite_number(d: dict[str, float])
         assert any(not math.isfinite(v) for v in d.values())
         return
     assert all(math.isfinite(v) for v in out.values() if isinstance(v, float))
+
+
+def _stored(env: CapturedEnv, group: str, ops: list[float]) -> None:
+    from runbooks.bench.model import BenchResult, fingerprint_fields
+    from storage.benchstore import BenchStore
+
+    fp = fingerprint_fields("octopus", "rados", "native", "write", "stordoc-bench", 4096, 16,
+                            "client1", ["16.2.15"])
+    for rep, v in enumerate(ops, 1):
+        BenchStore(env.journal).save(BenchResult(
+            cluster="octopus", kind="rados", engine="native", workload="write",
+            group_id=group, rep=rep, params={"size": 4096}, started_at=1000.0 + rep,
+            fingerprint_fields=fp, ops=int(v * 5), ops_s=v, mb_s=v * 4096 / 2**20,
+            lat_avg_ms=16000 / v).to_row())
+
+
+def test_stored_benchmarks_baselines_and_their_refusals(env: CapturedEnv) -> None:
+    """What `stordoc bench history|baseline|show` asks of the service, on a real journal."""
+    from stordoc.service.errors import ActionRefused, InvalidAction
+
+    svc = Service(env)
+    acts = svc.actions
+    with pytest.raises(ActionRefused, match="no benchmark stored"):
+        acts.set_baseline("octopus", "before")
+    _stored(env, "g-fast", [1000, 1004, 998, 1001, 1003])
+    _stored(env, "g-slow", [500, 503, 498, 501, 502])
+    assert [r.group_id for r in acts.bench_history("octopus", 20)][:1] == ["g-slow"]
+    rec = acts.set_baseline("octopus", "before", "g-fast", user="alice")
+    assert rec["group_id"] == "g-fast" and rec["user"] == "alice"
+    assert [b["name"] for b in acts.baselines("octopus")] == ["before"]
+    # refused, and nothing changes: look-alike, blank, absurdly long, unknown group
+    for bad in ("bеfore", "", "../x", "b" * 65, "before\u200b"):  # Cyrillic е, ZWSP
+        with pytest.raises(ActionRefused, match="baseline names"):
+            acts.set_baseline("octopus", bad, "g-fast")
+    with pytest.raises(ActionRefused, match="no stored benchmark group"):
+        acts.set_baseline("octopus", "other", "g-nope")
+    assert [b["name"] for b in acts.baselines("octopus")] == ["before"]
+    # a stored group, not compared, compared with the baseline, and a missing baseline
+    plain = acts.stored_bench("octopus", "g-slow")
+    assert plain.compared == () and not plain.slower and len(plain.rows) == 5
+    cmp = acts.stored_bench("octopus", "g-slow", compare=True, baseline="before")
+    assert cmp.slower and cmp.verdicts and cmp.verdicts[0][0] == "write"
+    assert any("slower" in line for line in cmp.comparisons)
+    same = acts.stored_bench("octopus", "g-fast", compare=True, baseline="before")
+    assert not same.slower
+    with pytest.raises(ActionRefused, match="no baseline named 'nope'.*known: before"):
+        acts.stored_bench("octopus", "g-slow", compare=True, baseline="nope")
+    with pytest.raises(InvalidAction, match="no stored benchmark group"):
+        acts.stored_bench("octopus", "g-nope")
