@@ -10,9 +10,14 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
+
+if TYPE_CHECKING:
+    from bot.app import StordocBot
+    from stordoc.env import Env
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,20 +91,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_watch(env: object, bot: object, cluster: str, every: float,
+def _start_watch(env: Env, bot: StordocBot, cluster: str, every: float,
                  stop: threading.Event, log: logging.Logger) -> None:
     """Watch mode inside the bot: the same loop as ``stordoc watch``, posting through the
     bot's alert desk (one thread per incident, shared with Alertmanager's alerts)."""
     from stordoc.commands.watch import loop
 
-    if cluster not in env.settings.slack.channels.values():  # type: ignore[attr-defined]
+    if cluster not in env.settings.slack.channels.values():
         from stordoc.errors import UserError
         raise UserError(f"--watch {cluster}: no Slack channel is bound to it (slack.channels)")
 
     def run() -> None:
         while not stop.is_set():
             try:
-                loop(env, cluster, every, stop, log.info, bot.desk,  # type: ignore[arg-type, attr-defined]
+                loop(env, cluster, every, stop, log.info, bot.desk,
                      source="watch")
             except Exception as e:  # a failed round must not end the watch
                 log.warning("watch %s: %s", cluster, e)
@@ -107,14 +112,15 @@ def _start_watch(env: object, bot: object, cluster: str, every: float,
     threading.Thread(target=run, name=f"stordoc-watch-{cluster}", daemon=True).start()
 
 
-def _mark_interrupted(env: object, log: logging.Logger) -> None:
+def _mark_interrupted(env: Env, log: logging.Logger) -> None:
     """Start-up reconciliation: runs whose process died become ``interrupted``; what they
     left is logged (undoing it needs a person: `stordoc locks --yes` or the next fix)."""
-    from runbooks.api import reconcile
+    from stordoc.service import Service
 
-    for name in env.settings.clusters:  # type: ignore[attr-defined]
+    locks = Service(env).locks
+    for name in env.settings.clusters:
         try:
-            for x in reconcile(env.run_context(name, source="slack")):  # type: ignore[attr-defined]
+            for x in locks.interrupted(name, source="slack"):
                 log.warning("cluster %s: %s", name, x.line())
         except Exception as e:  # an unreadable journal must not stop the bot from starting
             log.warning("cluster %s: reconciliation failed: %s", name, e)

@@ -351,10 +351,8 @@ def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) ->
     """Runs whose process died are marked interrupted; what they owned and left (a flag
     they set) is shown and undone only after a yes (``--yes`` counts). With ``ask`` off
     (listing locks) it is only shown, unless ``--yes``."""
-    from runbooks.api import reconcile, undo_leftovers
-
-    ctx = env.run_context(args.cluster)
-    left = reconcile(ctx)
+    locks = Service(env).locks
+    left = locks.interrupted(args.cluster, source="cli")
     if not left:
         return
     console = env.term.out
@@ -365,50 +363,31 @@ def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) ->
         return
     confirm(env.term, "Undo what the interrupted run(s) left?", args.yes,
             what="left as it is; nothing was run")
-    for line in undo_leftovers(ctx, left, confirmed_by=ctx.user):
+    for line in locks.undo(args.cluster, left, source="cli"):
         console.print(line)
 
 
 def cmd_locks(args: argparse.Namespace) -> int:
-    from storage.audit import Audit
-
     env = env_from_args(args)
     console = env.term.out
     try:
         cluster = env.cluster_name(args.cluster)
-        audit = Audit(env.journal)
+        locks = Service(env).locks
         if args.clear:
-            from runbooks.targets import canonical_osd
-
-            name = args.clear.strip()
-            try:
-                name = canonical_osd(name)  # osd.02 names the lock on osd.2
-            except Refused:
-                pass
-            locks = {lk.target: lk for lk in audit.locks(cluster)}
-            keys = [k for k in (name, f"pool {name}", f"ring {name}",
-                                f"flag {name}") if k in locks]
-            if not keys:
-                raise UserError(f"no lock on {args.clear!r} in cluster {cluster}")
-            lk = locks[keys[0]]
-            if not lk.stale and not args.force:
-                raise Refused(f"the lock on {lk.target} is held by {lk.owner} (pid {lk.pid} "
-                                f"on {lk.host}, still running): not cleared (use --force "
-                                "only if you are sure)")
-            audit.clear(cluster, lk.target)
+            lk = locks.clear(cluster, args.clear, force=args.force)
             console.print(f"cleared the lock on {lk.target} ({lk.purpose}, {lk.owner}, "
                           f"pid {lk.pid} on {lk.host})")
             _settle_interrupted(env, args)
             return 0
         _settle_interrupted(env, args, ask=False)
-        locks_ = audit.locks(cluster)
-        if not locks_:
+        held = locks.locks(cluster)
+        if not held:
             console.print(f"no runbook locks on cluster {cluster}")
             return 0
         t = Table(show_edge=False)
         for c in ("target", "purpose", "owner", "pid", "host", "since", "state"):
             t.add_column(c)
-        for lk in locks_:
+        for lk in held:
             t.add_row(lk.target, lk.purpose, lk.owner, str(lk.pid), lk.host, _when(lk.since),
                       Text("stale", style="red") if lk.stale else "held")
         console.print(t)

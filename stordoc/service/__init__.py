@@ -2,7 +2,8 @@
 
 ``Service(env)`` gathers the parts (``inspect``: check runs and the recording rule;
 ``actions``: plans and runs of runbooks and benchmarks; ``records``: history, audit,
-mutes, alert stream; ``fixes``: the runbook for a finding). Front ends parse input, call
+mutes, alert stream; ``locks``: runbook locks and what interrupted runs left;
+``fixes``: the runbook for a finding). Front ends parse input, call
 these and render what comes back; they decide nothing about the cluster themselves.
 ``Service`` is imported on first use, so ``stordoc.service.errors`` stays light for the
 CLI's entry point.

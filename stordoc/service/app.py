@@ -8,6 +8,7 @@ from stordoc.env import Env
 from stordoc.service.actions import Actions
 from stordoc.service.fixes import FixChoice, choose_fix
 from stordoc.service.inspect import Inspector, RecordPolicy
+from stordoc.service.locks import Locks
 from stordoc.service.records import Records
 
 
@@ -17,6 +18,7 @@ class Service:
         self.inspector = Inspector(env)
         self.actions = Actions(env)
         self.records = Records(env)
+        self.locks = Locks(env)
 
     def clusters(self) -> list[str]:
         return sorted(self.env.settings.clusters)
