@@ -48,13 +48,11 @@ def cmd_populate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from checks.swift_dispersion import dispersion_summary
+    from checks.swift_dispersion import CODES, dispersion_summary
 
     env = env_from_args(args)
     try:
-        out = env.check(args.cluster, only=["SWIFT_DISPERSION_OBJECT_COPIES",
-                                            "SWIFT_DISPERSION_CONTAINER_COPIES"],
-                        source="cli-dispersion")
+        out = env.check(args.cluster, only=[c.code for c in CODES], source="cli-dispersion")
         sw = out.snapshot.swift
         console = env.term.out
         if sw is None:
