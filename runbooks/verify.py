@@ -59,7 +59,7 @@ def bench_after(ctx: RunContext, on_event: EventFn | None,
         except Exception as e:  # a benchmark problem must not turn a good fix into a failure
             res = {"ran": False, "reason": f"{type(e).__name__}: {e}"}
             break
-        settling = "active+clean" in str(res.get("reason", ""))
+        settling = bool(res.get("settling"))  # PGs not yet active+clean: wait
         if res.get("ran") or not settling or time.monotonic() > deadline or (
                 cancel is not None and cancel.is_set()):
             break

@@ -50,11 +50,18 @@ def limits_of(ctx: RunContext, limits: BenchLimits | None) -> BenchLimits:
     return BenchLimits.from_mapping(m)
 
 
+class ClusterNotSettled(Refused):
+    """The gate's no included PGs not all active+clean: right after a fix (an OSD back
+    in, a remount) that is the cluster settling, worth waiting for, not a reason to give
+    up (``runbooks.verify.bench_after``)."""
+
+
 def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
     """Refuse on HEALTH_ERR or PGs not all active+clean (unless forced): a benchmark on
     a degraded cluster measures recovery, and it adds load to a cluster already in trouble.
     Returns warnings when forced."""
     problems = []
+    unsettled = False
     full = sorted(set(state.get("health_checks") or []) & FULL_CHECKS)
     if full:
         problems.append("cluster is (near) full: " + ", ".join(full))
@@ -66,12 +73,13 @@ def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
     if total and clean != total:
         other = ", ".join(f"{n} {s}" for s, n in sorted(pgs.items()) if s != "active+clean")
         problems.append(f"{total - clean} of {total} PGs not active+clean ({other})")
+        unsettled = True
     if state.get("num_up_osds") is not None and state.get("num_osds") and \
             state["num_up_osds"] < state["num_osds"]:
         problems.append(f"{state['num_osds'] - state['num_up_osds']} OSD(s) down")
     if problems and not force:
-        raise Refused("refusing to benchmark: " + "; ".join(problems) +
-                      " (use --force to run anyway)")
+        raise (ClusterNotSettled if unsettled else Refused)(
+            "refusing to benchmark: " + "; ".join(problems) + " (use --force to run anyway)")
     return [f"forced despite: {p}" for p in problems]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from runbooks.bench import limits as limits_mod
 from runbooks.bench import multi as multi_mod
 from runbooks.bench import osdperf
-from runbooks.bench.common import BenchLimits, limits_of
+from runbooks.bench.common import BenchLimits, ClusterNotSettled, limits_of
 from runbooks.bench.model import BenchOptions, BenchResult
 from runbooks.bench.run import BenchReport, run_bench
 from runbooks.bench.stats import Comparison, compare_groups, steady_line
@@ -133,8 +133,10 @@ def bench_after_fix(ctx: RunContext, limits: BenchLimits | None = None,
     try:
         rep = run_bench(ctx, "rados", o, cancel=cancel, limits=limits)
         comps = compare(ctx, rep, limits=limits)
+    except ClusterNotSettled as e:
+        return {"ran": False, "reason": str(e), "settling": True}
     except Refused as e:
-        return {"ran": False, "reason": str(e)}
+        return {"ran": False, "reason": str(e), "settling": False}
     return {"ran": True, "group_id": rep.group_id, "status": rep.status,
             "verdict": comps[0].verdict if comps else "inconclusive",
             "comparison": comps[0].to_dict() if comps else None,
