@@ -4,10 +4,12 @@ slowdown versus an unchanged cluster. Runs are kept short: the machine is shared
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -275,3 +277,34 @@ def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:
     png = api.chart_png(c_slow, str(Path(ctx.journal.path).parent / "cmp.png"))
     assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "MB/s" in api.chart_text(c_slow)
+    # the same stored groups through the real CLI (the service's stored_bench, baselines)
+    r = _cli(lab, ctx, "bench", "show", slow.group_id, "--compare", "before")
+    assert r.returncode == 1 and "SLOWER" in r.stdout, r.stdout + r.stderr
+    r = _cli(lab, ctx, "bench", "show", base.group_id)
+    assert r.returncode == 0 and f"ok: {len(base.results)} stored result(s)" in r.stdout
+    assert "SLOWER" not in r.stdout and "Traceback" not in r.stderr
+    r = _cli(lab, ctx, "bench", "history", "--json")
+    assert r.returncode == 0
+    assert {slow.group_id, base.group_id} <= {x["group_id"] for x in json.loads(r.stdout)}
+    # refused, nothing changes: a Cyrillic look-alike name, an unknown group or baseline
+    r = _cli(lab, ctx, "bench", "baseline", "set", "bеfore", "--group", slow.group_id)
+    assert r.returncode == 4 and "baseline names" in r.stderr + r.stdout
+    r = _cli(lab, ctx, "bench", "baseline", "set", "after", "--group", "nosuch")
+    assert r.returncode == 4 and "no stored benchmark group" in r.stderr + r.stdout
+    r = _cli(lab, ctx, "bench", "show", slow.group_id, "--compare", "nosuch")
+    assert r.returncode == 4 and "known: before" in r.stderr + r.stdout
+    r = _cli(lab, ctx, "bench", "baseline", "list")
+    assert r.returncode == 0 and r.stdout.splitlines() == [
+        f"before: group {base.group_id} fingerprint {base.results[0].fingerprint} set by "
+        f"{ctx.user}"]
+
+
+def _cli(lab: Lab, ctx: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI on the lab, on this test's journal."""
+    cfg = Path(ctx.journal.path).parent / "stordoc.toml"
+    cfg.write_text("\n".join(f'journal = "{ctx.journal.path}"' if ln.startswith("journal =")
+                             else ln for ln in lab.config_path.read_text().splitlines()) + "\n")
+    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
+                          capture_output=True, text=True, timeout=600, check=False, input="",
+                          cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})

@@ -98,8 +98,10 @@ def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) ->
 def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -> None:
     ceph(lab, "osd", "set-nearfull-ratio", "0.001")
     try:
-        out = until(env, lambda o: ceph_finding(o, "OSD_NEARFULL") is not None, 90,
-                    "OSD_NEARFULL")
+        # every OSD nearfull before the mute: Ceph lifts a mute that is not --sticky when
+        # its check gets worse (one more OSD nearfull), which CI once caught mid-way
+        out = until(env, lambda o: (x := ceph_finding(o, "OSD_NEARFULL")) is not None
+                    and len(x.evidence["osds"]) == lab.n_osds, 90, "every OSD nearfull")
         f = ceph_finding(out, "OSD_NEARFULL")
         assert f is not None and f.evidence["osds"]
         assert set(f.evidence["hosts"].values()) <= {f"node{i + 1}" for i in range(lab.n_osds)}
