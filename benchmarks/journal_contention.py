@@ -5,10 +5,11 @@ The bot keeps its own SQLite connection (BotStore: request ids, buttons) beside 
 journal's; a retried Slack delivery lands there while a runbook opens its audit. With
 sqlite-utils' deferred BEGIN a transaction that read first and another connection's
 commit in between failed at once ("database is locked"); the journal now begins
-IMMEDIATE. This runs ROUNDS rounds of the writes a fix makes (journal opened, audit run,
-step, finish, a mute, a benchmark row, a check run) while a thread commits on a BotStore
-as fast as it can, and prints the failures and the rounds per second. Counts decide; the
-rate is for a ratio against another commit on the same machine in the same run.
+IMMEDIATE. This runs ROUNDS rounds of the writes a fix makes
+(tests/support/journal_round.py: an audited run, a mute, a benchmark row, Swift samples, a
+check run) while a thread commits on a BotStore as fast as it can, and prints the failures
+and the rounds per second. Counts decide; the rate is for a ratio against another commit
+on the same machine in the same run.
 
     .venv/bin/python benchmarks/journal_contention.py [--rounds 500]
 """
@@ -26,10 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.store import BotStore  # noqa: E402
-from storage.audit import Audit  # noqa: E402
-from storage.benchstore import BenchStore  # noqa: E402
 from storage.journal import Journal  # noqa: E402
-from storage.mutes import add_mute  # noqa: E402
+from tests.support.journal_round import journal_round  # noqa: E402
 
 
 def main() -> int:
@@ -54,15 +53,7 @@ def main() -> int:
         t0 = time.perf_counter()
         for i in range(a.rounds):
             try:
-                j = Journal(path)
-                audit = Audit(j)
-                run = audit.start_run("lab", "osd-remount", "osd.1", "u", "slack", {"i": i})
-                audit.record_step(run, 0, "mount", "node2", "mount", 0, "", "", 0.1, "done")
-                audit.finish_run(run, "success", "ok")
-                add_mute(j, "lab", "OSD_DOWN_IN", "osd.1", 1e12, "u", "maintenance")
-                BenchStore(j).save({"cluster": "lab", "kind": "rados", "group_id": f"g{i}"})
-                j.record_check_run("lab", float(i), 0.1, 0, "ok", [], source="bench")
-                j.close()
+                journal_round(path, i)
             except sqlite3.OperationalError:
                 failed += 1
         dt = time.perf_counter() - t0

@@ -193,12 +193,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b.set_defaults(func=usage)
 
 
-def _limits(env: Any) -> Any:
-    from runbooks.bench.api import BenchLimits
-
-    return BenchLimits.from_mapping(env.settings.bench.model_dump())
-
-
 def _options(a: argparse.Namespace) -> Any:
     from runbooks.bench.api import BenchOptions
 

@@ -163,8 +163,7 @@ def _summary(ctx: RunContext, rep: Any, lim: Any, compare: bool, baseline: str |
     why_not: str | None = None
     if rep.results and compare:
         try:
-            found = list(bench_api.compare(ctx, rep if not strict else rep.group_id,
-                                           baseline, lim))
+            found = list(bench_api.compare(ctx, rep, baseline, lim))
             rep.comparisons = found
             for c in found:
                 comps += c.lines()

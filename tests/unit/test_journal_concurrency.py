@@ -19,7 +19,7 @@ from storage.audit import Audit
 from storage.benchstore import BenchStore
 from storage.journal import Journal
 from storage.mutes import add_mute, list_mutes
-from storage.swifthist import SwiftHistory
+from tests.support.journal_round import journal_round
 
 ROUNDS = 150  # the old code failed 1 to 26 of 60
 
@@ -46,17 +46,7 @@ def test_journal_writes_wait_for_another_connections_commits(tmp_path: Path) -> 
     try:
         for i in range(ROUNDS):
             try:
-                j = Journal(path)  # schema on a fresh connection each time
-                audit = Audit(j)
-                run = audit.start_run("lab", "osd-remount", "osd.1", "u", "slack", {"i": i})
-                audit.record_step(run, 0, "mount", "node2", "mount", 0, "", "", 0.1, "done")
-                audit.finish_run(run, "success", "ok")
-                add_mute(j, "lab", "OSD_DOWN_IN", "osd.1", 1e12, "u", "maintenance")
-                BenchStore(j).save({"cluster": "lab", "kind": "rados", "group_id": f"g{i}"})
-                SwiftHistory(j).record("lab", 1000.0 + i, [("node1", "async", 1.0)], 60.0)
-                j.record_check_run("lab", 1000.0 + i, 0.1, 0, "ok",
-                                   [{"code": "X", "severity": "warn", "entity": "e",
-                                     "message": "m"}], source="test")
+                journal_round(path, i)
                 done += 1
             except sqlite3.OperationalError as e:
                 errors.append(str(e))
