@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from checks.osd import PG_REPORT_GRACE_S, pgs_reported_since
 from lab.layout import CV_BOOTSTRAP_DIR, OSD_BLOCK_BYTES, host_of_osd
 from lab.procs import LabError, run, wait
+from storage.ceph.parse import last_osd_change
 
 if TYPE_CHECKING:
     from lab.core import Lab
@@ -324,11 +327,42 @@ keyring = {p(lab.admin_keyring)}
                     if {"active", "clean"} <= set(str(x["name"]).split("+")))
         return total > 0 and clean == total
 
+    def pgs_settled(self) -> bool:
+        """Every PG active+clean, read late enough after the last OSD up/down/in/out to
+        tell (the manager's states lag an ``osd in`` by the OSDs' next report: read at
+        once, they still say clean and peering starts a second later)."""
+        stat = self.cli("osd", "stat", timeout=10, check=False)
+        return pgs_reported_since(last_osd_change(stat), time.time()) and self.pgs_clean()
+
+    def health_checks(self) -> set[str]:
+        """The monitor's health check names (it hears of the PGs from the manager only
+        every few seconds, after ``pg stat`` does)."""
+        h = self.cli("health", timeout=10, check=False)
+        return set(h.get("checks", {})) if isinstance(h, dict) else {"(no answer)"}
+
+    def unsettled(self, settling_checks: frozenset[str]) -> str | None:
+        """Why the cluster is not yet settled for the next test, None when it is: every
+        OSD up and in, PGs settled (``pgs_settled``), none of ``settling_checks`` in the
+        monitor's health. Three commands: it runs before every lab test."""
+        stat = self.cli("osd", "stat", timeout=10, check=False)
+        if not isinstance(stat, dict):
+            return f"osd stat: {str(stat)[:100]}"
+        n = self.lab.n_osds
+        if (stat.get("num_up_osds"), stat.get("num_in_osds")) != (n, n):
+            return f"OSDs up/in ({stat.get('num_up_osds')}, {stat.get('num_in_osds')}) of {n}"
+        if not pgs_reported_since(last_osd_change(stat), time.time()):
+            return f"an OSD changed state under {PG_REPORT_GRACE_S:g} s ago"
+        if not self.pgs_clean():
+            return f"PGs {self.pg_states()}"
+        left = self.health_checks() & settling_checks
+        return f"health {sorted(left)}" if left else None
+
     def wait_pgs_clean(self, timeout: float, step: str) -> None:
         """Wait for active+clean (a slow recovery is waited out, not re-peered: a re-peer
-        restarts it); the error says what the PGs were doing."""
+        restarts it), read late enough after an OSD change to tell; the error says what
+        the PGs were doing."""
         try:
-            wait(self.pgs_clean, timeout, step, "PGs active+clean")
+            wait(self.pgs_settled, timeout, step, "PGs active+clean")
         except LabError:
             raise LabError(step, f"timed out after {timeout:.0f}s waiting for PGs "
                            f"active+clean: {self.pg_states()}",

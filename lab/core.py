@@ -226,6 +226,15 @@ class Lab:
     def pgs_clean(self) -> bool:
         return self.ceph_cluster.pgs_clean()
 
+    def pgs_settled(self) -> bool:
+        return self.ceph_cluster.pgs_settled()
+
+    def health_checks(self) -> set[str]:
+        return self.ceph_cluster.health_checks()
+
+    def unsettled(self, settling_checks: frozenset[str]) -> str | None:
+        return self.ceph_cluster.unsettled(settling_checks)
+
     def wait_pgs_clean(self, timeout: float, step: str) -> None:
         self.ceph_cluster.wait_pgs_clean(timeout, step)
 

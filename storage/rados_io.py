@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from storage.ceph.parse import last_osd_change
 from storage.rados_bench import RadosBenchOutput as RadosBenchOutput
 from storage.rados_bench import parse_rados_bench as parse_rados_bench
 from storage.rados_bench import parse_rados_bench_row as parse_rados_bench_row
@@ -107,6 +108,8 @@ class RadosIO:
             "pgs_by_state": {s["state_name"]: s["count"]
                              for s in pgmap.get("pgs_by_state", [])},
             "num_pgs": pgmap.get("num_pgs"),
+            # when an OSD last went up/down/in/out: PG states just after may predate it
+            "osd_changed_at": last_osd_change(st),
         }
         try:
             versions = self.mon({"prefix": "versions"})

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks.osd import pgs_reported_since
 from runbooks.bench.model import BenchOptions, BenchResult, Progress, fingerprint_fields
 from runbooks.bench.stats import latency_summary, series_from_buckets
 from runbooks.model import Refused, RunContext
@@ -56,12 +58,14 @@ class ClusterNotSettled(Refused):
     up (``runbooks.verify.bench_after``)."""
 
 
-def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
+def ceph_gate(state: Mapping[str, Any], force: bool, now: float | None = None) -> list[str]:
     """Refuse on HEALTH_ERR or PGs not all active+clean (unless forced): a benchmark on
     a degraded cluster measures recovery, and it adds load to a cluster already in trouble.
-    Returns warnings when forced."""
+    PGs that read clean within seconds of an OSD going up/down/in/out may not have reported
+    the peering it starts yet: settling too. Returns warnings when forced."""
     problems = []
     unsettled = False
+    now = time.time() if now is None else now
     full = sorted(set(state.get("health_checks") or []) & FULL_CHECKS)
     if full:
         problems.append("cluster is (near) full: " + ", ".join(full))
@@ -74,6 +78,11 @@ def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
         other = ", ".join(f"{n} {s}" for s, n in sorted(pgs.items()) if s != "active+clean")
         problems.append(f"{total - clean} of {total} PGs not active+clean ({other})")
         unsettled = True
+    elif total and (changed := _stamp(state.get("osd_changed_at"))) is not None and \
+            not pgs_reported_since(changed, now):
+        problems.append(f"an OSD went up/down/in/out {max(0, int(now - changed))} s ago: "
+                        "its PGs have not reported their peering yet")
+        unsettled = True
     if state.get("num_up_osds") is not None and state.get("num_osds") and \
             state["num_up_osds"] < state["num_osds"]:
         problems.append(f"{state['num_osds'] - state['num_up_osds']} OSD(s) down")
@@ -81,6 +90,13 @@ def ceph_gate(state: Mapping[str, Any], force: bool) -> list[str]:
         raise (ClusterNotSettled if unsettled else Refused)(
             "refusing to benchmark: " + "; ".join(problems) + " (use --force to run anyway)")
     return [f"forced despite: {p}" for p in problems]
+
+
+def _stamp(v: Any) -> float | None:
+    """A finite time stamp, else None (a state read back from a stored result)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
 
 
 FULL_CHECKS = {"OSD_FULL", "OSD_NEARFULL", "OSD_BACKFILLFULL", "POOL_FULL", "POOL_NEAR_FULL",

@@ -27,6 +27,7 @@ from storage.ceph.collect import (
 from storage.ceph.parse import (
     STUCK_OPS,
     down_epochs,
+    last_osd_change,
     parse_autoscale_status,
     parse_df,
     parse_osd_df,
@@ -58,7 +59,7 @@ __all__ = [
     "CONFIG_KEYS", "DEFAULT_MON_MAX_PG_PER_OSD", "ETIMEDOUT", "MAX_EPOCH_LOOKUPS", "OPTIONAL",
     "RAW_FILE_NAMES", "REQUIRED", "STUCK_OPS", "SYSTEM_POOLS", "CephClient",
     "CephCommandError", "CephError", "CephUnreachable", "Command", "build_state",
-    "collect_ceph", "collect_raw", "down_epochs", "load_raw_dir", "parse_autoscale_status",
+    "collect_ceph", "collect_raw", "down_epochs", "last_osd_change", "load_raw_dir", "parse_autoscale_status",
     "parse_config_dump", "parse_config_show", "parse_config_value", "parse_crashes",
     "parse_df", "parse_health", "parse_metadata", "parse_osd_df", "parse_osd_dump",
     "parse_osd_perf", "parse_osd_tree", "parse_pg_dump_stuck", "parse_pg_stat",

@@ -357,6 +357,20 @@ def parse_pg_stat(d: Any) -> tuple[int, dict[str, int]]:
     return num, by_state
 
 
+def last_osd_change(d: Any) -> float | None:
+    """When an OSD last came up, went down, in or out (``osd stat``, or ``status``'s
+    ``osdmap``: ``osd_up_since``/``osd_in_since``, the monitor's clock), None when unknown.
+
+    Such a change starts peering, which the manager only hears of with the OSDs' next PG
+    report: until then its PG states still describe the map before the change."""
+    m = as_map(d)
+    m = as_map(m.get("osdmap", m))
+    m = as_map(m.get("osdmap", m))  # pre-Octopus ``status`` nests it twice
+    stamps = [as_float(m.get(k)) for k in ("osd_up_since", "osd_in_since")]
+    good = [t for t in stamps if math.isfinite(t) and t > 0]
+    return max(good) if good else None
+
+
 # States ``pg dump_stuck`` can report; one call fetches all, the state names sort them.
 STUCK_OPS = ("inactive", "unclean", "stale", "undersized", "degraded")
 

@@ -1,6 +1,12 @@
 """Every lab test starts from a settled cluster: the tests share one lab, and a fault a
 previous test healed may still be re-peering. Waiting here (with a deadline) keeps one
-test's aftermath out of the next one's result."""
+test's aftermath out of the next one's result.
+
+Settled means: every OSD up and in, every PG active+clean read at least
+``checks.osd.PG_REPORT_GRACE_S`` after the last OSD change (CI once started a Swift test
+on PGs that read clean 0.3 s after an ``osd in`` and peered a second later: the test saw a
+Ceph PG_AVAILABILITY incident beside its own), and the monitor's health free of the PG and
+OSD-down checks it learns of after the manager does."""
 
 from __future__ import annotations
 
@@ -16,6 +22,9 @@ from stordoc.env import Env
 from stordoc.settings import load_settings
 
 _broken: list[str] = []
+# health checks that only say the cluster is still re-peering after an earlier test
+SETTLING_CHECKS = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN", "OSD_HOST_DOWN",
+                             "OSD_ROOT_DOWN"})
 # recovery on a loaded 2-core machine can take minutes; waiting costs nothing once settled
 SETTLE_S = 420
 
@@ -25,14 +34,17 @@ def settled(lab: Lab) -> None:
     if _broken:  # fail at once instead of waiting out the deadline test after test
         pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
     t0 = time.monotonic()
+    why: str | None = "not asked"
     while time.monotonic() < t0 + SETTLE_S:
-        if lab.osds_up_in() == (lab.n_osds, lab.n_osds) and lab.pgs_clean():
+        why = lab.unsettled(SETTLING_CHECKS)
+        if why is None:
             return
         time.sleep(0.5)
     dead = [n for n, pid in lab.status()["processes"].items() if pid is None]
     flags = lab.ceph("osd", "dump", check=False)
     flags = flags.get("flags", "") if isinstance(flags, dict) else ""
-    _broken.append(f"OSDs up/in {lab.osds_up_in()}, PGs clean {lab.pgs_clean()} "
+    _broken.append(f"last seen: {why}; OSDs up/in {lab.osds_up_in()}, PGs clean "
+                   f"{lab.pgs_clean()} (health checks {sorted(lab.health_checks())}) "
                    f"({lab.pg_states()}; osd flags {flags}), "
                    f"daemons not running: {', '.join(dead) or 'none'} (logs in {lab.log_dir})")
     pytest.fail(f"the lab did not settle within {SETTLE_S} s before this test: {_broken[0]}")
