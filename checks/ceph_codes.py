@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.model import CheckContext, Finding, Severity
-from storage.model import CephState, HealthCheck
+from checks.osd import fmt_duration
+from storage.model import CephState, HealthCheck, HealthMute
 
 MAX_DETAIL = 20
 _DAEMON_RE = re.compile(r"\b((?:osd|mon|mgr|mds)\.[A-Za-z0-9_-]+)")
@@ -217,6 +218,19 @@ EXPLAIN: Mapping[str, Explainer] = {
 }
 
 
+def mute_terms(m: HealthMute | None, now: float) -> str:
+    """What on-call must know of a mute in Ceph: how long, and whether Ceph lifts it by
+    itself when the check gets worse (not ``--sticky``: one more nearfull OSD ends it)."""
+    if m is None:
+        return ""
+    out = []
+    if m.until is not None:
+        out.append(f"for {fmt_duration(m.until - now)} more" if m.until > now
+                   else "expired")
+    out.append("sticky" if m.sticky else "lifted by Ceph if it gets worse")
+    return ", " + ", ".join(out)
+
+
 def ceph_health_finding(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Finding:
     """One of Ceph's own checks as a finding, explained when an explainer exists."""
     sev = Severity.CRIT if hc.severity == "HEALTH_ERR" else Severity.WARN
@@ -234,7 +248,11 @@ def ceph_health_finding(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Fi
         runbook, target, since = ex.runbook, ex.target, ex.since
     if hc.muted:
         ev["muted_in_ceph"] = True
+        terms = mute_terms(hc.mute, ctx.now)
+        if hc.mute is not None:
+            ev.update(mute_sticky=hc.mute.sticky, mute_until=hc.mute.until,
+                      mute_count=hc.mute.count)
         return Finding("CEPH_HEALTH", Severity.INFO, f"ceph {hc.code}",
-                       f"muted in Ceph (ceph health mute): {msg}", ev, since=since)
+                       f"muted in Ceph (ceph health mute{terms}): {msg}", ev, since=since)
     return Finding("CEPH_HEALTH", sev, f"ceph {hc.code}", msg, ev, runbook=runbook,
                    target=target, since=since)

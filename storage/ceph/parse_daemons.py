@@ -17,6 +17,7 @@ from storage.model import (
     CrashReport,
     DaemonVersion,
     HealthCheck,
+    HealthMute,
     VersionCount,
     release_major,
     release_name,
@@ -24,9 +25,24 @@ from storage.model import (
 )
 
 
+def parse_mutes(d: Mapping[str, Any]) -> dict[str, HealthMute]:
+    """``health detail``'s ``mutes`` by code (Octopus and later; absent before)."""
+    out: dict[str, HealthMute] = {}
+    for m in as_list(d.get("mutes")):
+        m = as_map(m)
+        code = m.get("code")
+        if not isinstance(code, str) or not code:
+            continue
+        out[code] = HealthMute(code=code, sticky=m.get("sticky") is True,
+                               until=parse_stamp(m.get("ttl")), count=as_int(m.get("count")))
+    return out
+
+
 def parse_health(d: Mapping[str, Any]) -> tuple[str, tuple[HealthCheck, ...]]:
-    """``health detail``: overall status and each of Ceph's own checks."""
+    """``health detail``: overall status and each of Ceph's own checks, with the terms of
+    its mute when it is muted."""
     checks: list[HealthCheck] = []
+    mutes = parse_mutes(d)
     raw = d.get("checks") or {}
     items: Iterable[tuple[str, Any]]
     if isinstance(raw, Mapping):
@@ -40,9 +56,10 @@ def parse_health(d: Mapping[str, Any]) -> tuple[str, tuple[HealthCheck, ...]]:
         detail = tuple(
             str(x.get("message", "")) if isinstance(x, Mapping) else str(x)
             for x in as_list(c.get("detail")))
+        muted = c.get("muted") is True
         checks.append(HealthCheck(code=str(code), severity=str(c.get("severity", "")),
-                                  summary=str(summary), detail=detail,
-                                  muted=bool(c.get("muted", False))))
+                                  summary=str(summary), detail=detail, muted=muted,
+                                  mute=mutes.get(str(code)) if muted else None))
     return str(d.get("status", d.get("overall_status", "HEALTH_UNKNOWN"))), tuple(checks)
 
 

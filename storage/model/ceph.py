@@ -132,6 +132,18 @@ class PgSummary:
 
 
 @dataclass(frozen=True)
+class HealthMute:
+    """One entry of ``health detail``'s ``mutes`` (``ceph health mute CODE [TTL]
+    [--sticky]``). A mute that is not sticky is lifted by Ceph itself when its check gets
+    worse (its count grows: one more nearfull OSD, one more flag) or clears."""
+
+    code: str
+    sticky: bool = False
+    until: float | None = None  # the TTL's end (epoch seconds), None: until unmuted
+    count: int = 0  # the check's count when muted (Ceph compares the count with it)
+
+
+@dataclass(frozen=True)
 class HealthCheck:
     """One entry of ``health detail``: Ceph's own code, severity, summary and details."""
 
@@ -140,6 +152,7 @@ class HealthCheck:
     summary: str
     detail: tuple[str, ...] = ()
     muted: bool = False
+    mute: HealthMute | None = None  # the mute's terms when ``muted``
 
 
 @dataclass(frozen=True)

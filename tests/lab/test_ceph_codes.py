@@ -116,11 +116,57 @@ def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -
         m = ceph_finding(out, "OSD_NEARFULL")
         assert m is not None and m.severity.label == "info"
         assert m.message.startswith("muted in Ceph")
+        assert "lifted by Ceph if it gets worse" in m.message and " more" in m.message
+        assert m.evidence["mute_sticky"] is False
     finally:
         ceph(lab, "health", "unmute", "OSD_NEARFULL")
         ceph(lab, "osd", "set-nearfull-ratio", "0.85")
     # the nearfull finding gone (other findings, e.g. Swift's under load, are not this test's)
     until(env, lambda o: ceph_finding(o, "OSD_NEARFULL") is None, 90, "nearfull gone")
+
+
+def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
+        lab: Lab, env: Env) -> None:
+    """noout set and muted for 1h: the finding says the mute's terms; noin as well (the
+    check's count grows) and Ceph lifts the mute itself: the finding is a warning again.
+    A --sticky mute of the same check survives the same change."""
+    try:
+        ceph(lab, "osd", "set", "noout")
+        until(env, lambda o: ceph_finding(o, "OSDMAP_FLAGS") is not None, 60, "flags")
+        ceph(lab, "health", "mute", "OSDMAP_FLAGS", "1h")
+        out = until(env, lambda o: (m := ceph_finding(o, "OSDMAP_FLAGS")) is not None
+                    and m.evidence.get("muted_in_ceph") is True, 60, "muted")
+        m = ceph_finding(out, "OSDMAP_FLAGS")
+        assert m is not None and m.severity.label == "info"
+        assert "(ceph health mute, for 59m more, lifted by Ceph if it gets worse)" in \
+            m.message or "(ceph health mute, for 1h more, lifted by Ceph if it gets " \
+            "worse)" in m.message, m.message
+        ceph(lab, "osd", "set", "noin")
+        # the monitor lifts it at its next health tick (seconds): wait for that
+        out = until(env, lambda o: (m := ceph_finding(o, "OSDMAP_FLAGS")) is not None
+                    and "noin" in m.message and not m.evidence.get("muted_in_ceph"), 60,
+                    "mute lifted once noin joined the flags")
+        m = ceph_finding(out, "OSDMAP_FLAGS")
+        assert m is not None and m.severity.label == "warn", m.message
+        assert not m.message.startswith("muted")
+        # sticky: the same growth leaves it muted
+        ceph(lab, "osd", "unset", "noin")
+        ceph(lab, "health", "mute", "OSDMAP_FLAGS", "--sticky")
+        until(env, lambda o: (m := ceph_finding(o, "OSDMAP_FLAGS")) is not None
+              and m.evidence.get("mute_sticky") is True, 60, "sticky")
+        ceph(lab, "osd", "set", "noin")
+        out = until(env, lambda o: (m := ceph_finding(o, "OSDMAP_FLAGS")) is not None
+                    and "noin" in m.message, 60, "noin again")
+        time.sleep(12)  # two monitor ticks (5 s): the one that lifted the other mute
+        out = env.check("lab")
+        m = ceph_finding(out, "OSDMAP_FLAGS")
+        assert m is not None and m.severity.label == "info" and "noin" in m.message
+        assert m.message.startswith("muted in Ceph (ceph health mute, sticky): "), m.message
+    finally:
+        ceph(lab, "health", "unmute", "OSDMAP_FLAGS")
+        ceph(lab, "osd", "unset", "noin")
+        ceph(lab, "osd", "unset", "noout")
+    until(env, lambda o: ceph_finding(o, "OSDMAP_FLAGS") is None, 60, "flags gone")
 
 
 def test_mgr_down_says_what_is_stale(lab: Lab, env: Env) -> None:

@@ -74,6 +74,65 @@ def test_code_muted_in_ceph_is_shown_as_muted_info() -> None:
     assert f.message.startswith("muted in Ceph")
 
 
+# ``health detail`` as the Reef lab printed it: noout set, then ``ceph health mute
+# OSDMAP_FLAGS 1h`` (and a sticky mute of a check that is not raised)
+MUTED_FLAGS = {"status": "HEALTH_OK", "checks": {"OSDMAP_FLAGS": {
+    "severity": "HEALTH_WARN", "summary": {"message": "noout flag(s) set", "count": 5},
+    "detail": [], "muted": True}},
+    "mutes": [{"code": "OSDMAP_FLAGS", "ttl": "2026-11-26T10:22:23.575335+0000",
+               "sticky": False, "summary": "noout flag(s) set", "count": 5},
+              {"code": "OSD_NEARFULL", "sticky": True, "summary": "", "count": 0}]}
+
+
+def test_a_mute_in_ceph_says_how_long_and_that_ceph_lifts_it_when_worse() -> None:
+    """A mute that is not --sticky ends by itself when its check's count grows (the Reef
+    lab: noout then noin, count 5 -> 10, and the mute was gone): on-call must read that."""
+    from storage.ceph import parse_stamp
+
+    raw = raw_healthy()
+    raw["health detail"] = copy.deepcopy(MUTED_FLAGS)
+    until = parse_stamp("2026-11-26T10:22:23.575335+0000")
+    assert until is not None
+    rep = run_checks(snap_of(raw), now=until - 3540)
+    f = next(x for x in (*rep.findings, *rep.muted) if x.entity == "ceph OSDMAP_FLAGS")
+    assert f.severity == Severity.INFO
+    assert f.message.startswith("muted in Ceph (ceph health mute, for 59m more, lifted by "
+                                "Ceph if it gets worse): "), f.message
+    assert (f.evidence["mute_sticky"], f.evidence["mute_count"]) == (False, 5)
+    assert f.evidence["mute_until"] == until
+    # sticky and without a TTL; a mute whose TTL passed; a check muted without a mutes list
+    raw["health detail"]["mutes"] = [{"code": "OSDMAP_FLAGS", "sticky": True, "count": 5}]
+    f = findings(raw)["ceph OSDMAP_FLAGS"]
+    assert f.message.startswith("muted in Ceph (ceph health mute, sticky): ")
+    raw["health detail"]["mutes"] = [dict(MUTED_FLAGS["mutes"][0])]  # type: ignore[index]
+    rep = run_checks(snap_of(raw), now=until + 1)
+    f = next(x for x in (*rep.findings, *rep.muted) if x.entity == "ceph OSDMAP_FLAGS")
+    assert "(ceph health mute, expired, lifted by Ceph if it gets worse)" in f.message
+    raw["health detail"].pop("mutes")
+    f = findings(raw)["ceph OSDMAP_FLAGS"]
+    assert f.message.startswith("muted in Ceph (ceph health mute): ")
+    assert "mute_sticky" not in f.evidence
+
+
+def test_mutes_parse_every_shape_and_junk() -> None:
+    from storage.ceph.parse_daemons import parse_health, parse_mutes
+
+    m = parse_mutes(MUTED_FLAGS)
+    assert set(m) == {"OSDMAP_FLAGS", "OSD_NEARFULL"}
+    assert m["OSD_NEARFULL"].sticky and m["OSD_NEARFULL"].until is None
+    assert not m["OSDMAP_FLAGS"].sticky and m["OSDMAP_FLAGS"].count == 5
+    for junk in ({}, {"mutes": None}, {"mutes": "x"}, {"mutes": [None, 3, {"code": 7},
+                                                                 {"code": ""}]},
+                 {"mutes": [{"code": "A", "sticky": "yes", "ttl": "soon", "count": "nan"}]}):
+        got = parse_mutes(junk)
+        assert all(not x.sticky and x.until is None and x.count == 0 for x in got.values())
+    # only a muted check carries its mute; an unmuted one never does
+    _, checks = parse_health({"checks": {"OSD_NEARFULL": {"severity": "HEALTH_WARN",
+                                                          "summary": "x", "muted": False}},
+                              "mutes": MUTED_FLAGS["mutes"]})
+    assert checks[0].mute is None and not checks[0].muted
+
+
 def test_flapping_and_slow_ops_fold_into_the_osd_root() -> None:
     fs = list(rare().values())
     fs.append(Finding("OSD_DAEMON_STOPPED", Severity.CRIT, "osd.1", "osd.1 stopped", {},
