@@ -24,7 +24,6 @@ from checks.swift_recon_values import server_summaries as server_summaries
 from checks.swift_servers import host_for, server_entity
 from checks.swift_servers import server_findings as server_findings
 from storage.model import ClusterSnapshot, ReconHost, SwiftState
-from storage.swift_recon_parse import num
 
 RECON_CODES = (
     CodeInfo("SWIFT_REPLICATION_STALE", Severity.WARN,
@@ -184,12 +183,11 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
     usage: dict[tuple[str, str], tuple[float, dict[str, object]]] = {}
     for r in sorted(sw.recon, key=lambda h: SERVER_PREF.get(h.server, 3)):
         for du in r.diskusage:
-            size, used = num(du.get("size")), num(du.get("used"))
-            if not du.get("mounted") or not size or used is None:
+            if (fill := du.fill) is None:
                 continue
-            usage.setdefault((r.ip, str(du.get("device"))),
-                             (used / size, {"size": size, "used": used,
-                                            "avail": du.get("avail"), "via": r.server}))
+            usage.setdefault((r.ip, du.device),
+                             (fill, {"size": du.size, "used": du.used,
+                                     "avail": du.avail, "via": r.server}))
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     spread_seen: set[frozenset[tuple[str, str]]] = set()

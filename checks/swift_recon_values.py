@@ -86,9 +86,8 @@ def server_summaries(sw: SwiftState, now: float) -> list[ServerSummary]:
         last = rep["last"] if rep else None
         q = r.quarantined
         mine = ring_devs.get((r.ip, r.port), set())
-        fills = [float(du["used"]) / float(du["size"]) for du in r.diskusage
-                 if du.get("mounted") and num(du.get("size")) and num(du.get("used"))
-                 is not None and str(du.get("device")) in mine]
+        fills = [f for du in r.diskusage
+                 if (f := du.fill) is not None and du.device in mine]
         out.append(ServerSummary(
             r.server, r.ip, r.port, "ok",
             replication_age_s=max(0.0, now - last) if isinstance(last, float) else None,

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storage.model.swift import (
+    DiskUsage,
     JsonValue,
     Load,
     Quarantined,
@@ -116,6 +117,20 @@ def parse_sweep_times(server: str, raw: Mapping[str, Any]) -> SweepTimes:
         expirer_s=num(ex.get("object_expiration_pass")) if ex is not None else None)
 
 
+def parse_diskusage(v: Any) -> tuple[DiskUsage, ...]:
+    """``/recon/diskusage``: one ``DiskUsage`` per entry that names a device."""
+    out = []
+    for d in v if isinstance(v, list) else ():
+        if not isinstance(d, dict) or d.get("device") is None:
+            continue
+        m = d.get("mounted")
+        out.append(DiskUsage(device=str(d["device"]), mounted=m is True,
+                             size=num(d.get("size")), used=num(d.get("used")),
+                             avail=num(d.get("avail")),
+                             error=m if isinstance(m, str) and m else None))
+    return tuple(out)
+
+
 def recon_from_raw(ip: str, port: int, server: str, raw: dict[str, Any],
                    error: str | None = None, error_kind: str | None = None) -> ReconHost:
     """Build a ``ReconHost`` from the JSON answers (keyed by recon check name, plus
@@ -128,7 +143,7 @@ def recon_from_raw(ip: str, port: int, server: str, raw: dict[str, Any],
         ip=ip, port=port, server=server, error=err,
         error_kind=error_kind if err else None,
         unmounted=tuple(str(d.get("device")) for d in unm if isinstance(d, dict)),
-        diskusage=tuple(d for d in du if isinstance(d, dict)),
+        diskusage=parse_diskusage(du),
         ringmd5={str(k): str(v) for k, v in (raw.get("ringmd5") or {}).items()},
         swiftconfmd5=(next(iter(raw["swiftconfmd5"].values()), None)
                       if isinstance(raw.get("swiftconfmd5"), dict) else None),

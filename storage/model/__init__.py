@@ -52,6 +52,7 @@ from storage.model.hosts import (
 from storage.model.swift import (
     QUARANTINE_KINDS,
     Copy,
+    DiskUsage,
     DispersionPart,
     DispersionState,
     JsonValue,
@@ -99,6 +100,7 @@ __all__ = [
     "Daemon",
     "DaemonVersion",
     "DeviceIdentity",
+    "DiskUsage",
     "DispersionPart",
     "DispersionState",
     "FstabLine",

@@ -116,6 +116,27 @@ class SweepTimes:
 
 
 @dataclass(frozen=True)
+class DiskUsage:
+    """One entry of ``/recon/diskusage``: a directory under the server's ``devices``.
+    Recon sends ``mounted: false`` (and empty strings for the sizes) for an unmounted
+    device, the error's text in ``mounted`` when it could not tell."""
+
+    device: str
+    mounted: bool = False  # recon said ``true``
+    size: float | None = None  # bytes; None when not a number
+    used: float | None = None
+    avail: float | None = None
+    error: str | None = None  # recon's text in place of ``mounted``
+
+    @property
+    def fill(self) -> float | None:
+        """Used / size of a mounted device with numbers to tell, else None."""
+        if not self.mounted or not self.size or self.used is None:
+            return None
+        return self.used / self.size
+
+
+@dataclass(frozen=True)
 class ReconHost:
     """Recon answers of one storage server (``ip:port``), parsed by
     ``storage.swift_recon_parse.recon_from_raw``. A fact whose answer did not arrive (or
@@ -130,7 +151,7 @@ class ReconHost:
     # missing), "bad-json"; None when every recon answer arrived
     error_kind: str | None = None
     unmounted: tuple[str, ...] = ()  # device names
-    diskusage: tuple[Mapping[str, Any], ...] = ()
+    diskusage: tuple[DiskUsage, ...] = ()
     ringmd5: Mapping[str, str] = field(default_factory=dict)  # path -> md5
     swiftconfmd5: str | None = None
     unmounted_answered: bool = False  # /recon/unmounted arrived (else ``unmounted`` unknown)

@@ -93,7 +93,27 @@ def old_facts(server: str, raw: dict[str, Any]) -> dict[str, Any]:
         "drive_audit_errors": num(da.get("drive_audit_errors")) if isinstance(da, dict)
         else None,
         "unmounted_answered": "unmounted" in raw,
+        "fills": old_fills(raw),
     }
+
+
+def old_fills(raw: dict[str, Any]) -> list[tuple[str, float]]:
+    """``checks.swift_recon.fill_findings``' former read of ``diskusage`` (through the
+    former ``ReconHost.diskusage``: the answer's dicts). Deliberate differences: only
+    JSON ``true`` is mounted (recon sends true, false or its error's text, with empty sizes;
+    the old truthiness took the text or a 1 for mounted), and an entry names a device."""
+    du = raw.get("diskusage") or []
+    entries = [d for d in (du if isinstance(du, list) else []) if isinstance(d, dict)]
+    out = []
+    for d in entries:
+        m = d.get("mounted")
+        if d.get("device") is None or (m is not None and not isinstance(m, bool)):
+            continue  # the differences
+        size, used = num(d.get("size")), num(d.get("used"))
+        if not d.get("mounted") or not size or used is None:
+            continue
+        out.append((str(d.get("device")), used / size))
+    return out
 
 
 def new_facts(r: ReconHost) -> dict[str, Any]:
@@ -110,6 +130,7 @@ def new_facts(r: ReconHost) -> dict[str, Any]:
         "sockstat_evidence": dict(r.sockstat.reported) if r.sockstat is not None else None,
         "drive_audit_errors": r.drive_audit_errors,
         "unmounted_answered": r.unmounted_answered,
+        "fills": [(d.device, f) for d in r.diskusage if (f := d.fill) is not None],
     }
 
 
@@ -273,6 +294,11 @@ def _raw(server: str) -> st.SearchStrategy[dict[str, Any]]:
                                       "object_auditor_stats_ALL", "object_auditor_stats_ZBF"]),
         "expirer/object": _answer(["object_expiration_pass"]),
         "unmounted": st.just([]),
+        "diskusage": st.one_of(_json, st.lists(st.one_of(_json, st.fixed_dictionaries(
+            {}, optional={"device": st.one_of(st.text(max_size=4), _scalar),
+                          "mounted": st.one_of(st.booleans(), st.text(max_size=6), _scalar),
+                          "size": _scalar, "used": _scalar, "avail": _scalar})),
+            max_size=4)),
     }
     return st.fixed_dictionaries({}, optional=answers)
 
@@ -283,3 +309,20 @@ def _raw(server: str) -> st.SearchStrategy[dict[str, Any]]:
 def test_answers_of_any_shape_give_what_the_old_readers_did(data: st.DataObject,
                                                              server: str) -> None:
     assert_same(server, data.draw(_raw(server)))
+
+
+def test_diskusage_is_typed_as_recon_sends_it() -> None:
+    """Recon's three shapes: mounted with sizes, unmounted (empty strings), and the error's
+    text in ``mounted``; an entry without a device is dropped."""
+    r = recon_from_raw("127.0.0.3", 6200, "object", {"diskusage": [
+        {"device": "d1", "mounted": True, "size": 400, "used": 100, "avail": 300},
+        {"device": "d2", "mounted": False, "size": "", "used": "", "avail": ""},
+        {"device": "d3", "mounted": "[Errno 5] Input/output error", "size": "",
+         "used": "", "avail": ""},
+        {"mounted": True, "size": 1, "used": 1}, "junk"]})
+    d1, d2, d3 = r.diskusage
+    assert (d1.device, d1.mounted, d1.fill, d1.avail, d1.error) == ("d1", True, 0.25,
+                                                                    300.0, None)
+    assert (d2.mounted, d2.size, d2.fill, d2.error) == (False, None, None, None)
+    assert (d3.mounted, d3.fill, d3.error) == (False, None, "[Errno 5] Input/output error")
+    assert recon_from_raw("127.0.0.3", 6200, "object", {"diskusage": 5}).diskusage == ()

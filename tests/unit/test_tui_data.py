@@ -21,6 +21,7 @@ from storage.model import (
     ClusterSnapshot,
     Daemon,
     DeviceIdentity,
+    DiskUsage,
     FstabLine,
     HostFacts,
     Mount,
@@ -82,8 +83,8 @@ def swift_state(unmounted_d2: bool = False) -> SwiftState:
     for ip, devs in (("127.0.0.2", ("d1", "d4")), ("127.0.0.3", ("d2",)),
                      ("127.0.0.4", ("d3",))):
         un = tuple(d for d in devs if unmounted_d2 and d == "d2")
-        du = tuple({"device": d, "mounted": d not in un, "size": 300 * 2**20,
-                    "used": 20 * 2**20} for d in devs if d not in un)
+        du = tuple(DiskUsage(d, mounted=d not in un, size=300 * 2**20, used=20 * 2**20)
+                   for d in devs if d not in un)
         for server, port in (("object", 6200), ("container", 6201), ("account", 6202)):
             recon.append(ReconHost(ip, port, server, unmounted=un, diskusage=du))
     return SwiftState(rings, tuple(recon), proxy_url="http://127.0.0.1:8080",

@@ -28,13 +28,14 @@ def _recon_state(sw: SwiftState, ring: RingState, d: RingDevice) -> tuple[str, s
         return f"recon error: {host.error}"[:40], "yellow"
     if d.device in host.unmounted:
         return "UNMOUNTED", "bold red"
-    du = next((u for u in host.diskusage if u.get("device") == d.device), None)
+    du = next((u for u in host.diskusage if u.device == d.device), None)
     if du is None:
         return "MISSING", "bold red"
-    if du.get("mounted") is False:
+    if du.error:
+        return f"recon: {du.error}"[:40], "yellow"
+    if not du.mounted:
         return "UNMOUNTED", "bold red"
-    size, used = du.get("size") or 0, du.get("used") or 0
-    return (f"mounted {100.0 * used / size:.0f}%" if size else "mounted"), "green"
+    return (f"mounted {100.0 * du.fill:.0f}%" if du.fill is not None else "mounted"), "green"
 
 
 def swift_note(sw: SwiftState | None, swift_error: str | None) -> str:
