@@ -80,8 +80,8 @@ PG_REPORT_GRACE_S = 10.0
 
 
 def pgs_reported_since(last_change: float | None, now: float) -> bool:
-    """Whether PG states read at ``now`` can tell the outcome of the last OSD up/in change
-    (``storage.ceph.last_osd_change``; unknown counts as long ago)."""
+    """Whether PG states read at ``now`` can tell the outcome of the last OSD
+    up/down/in/out (``storage.ceph.last_osd_change``; unknown counts as long ago)."""
     return last_change is None or now - last_change >= PG_REPORT_GRACE_S
 
 

@@ -40,6 +40,10 @@ def test_clean_pgs_just_after_an_osd_change_are_settling() -> None:
         ceph_gate(_state(osd_changed_at=now - 3.0), force=False, now=now)
     for old in (now - 10.0, now - 3600, None, "junk", float("nan"), float("inf"), True):
         assert ceph_gate(_state(osd_changed_at=old), force=False, now=now) == [], old
+    # a monitor clock a little ahead still counts; minutes ahead says nothing
+    with pytest.raises(ClusterNotSettled, match="0 s ago"):
+        ceph_gate(_state(osd_changed_at=now + 2.0), force=False, now=now)
+    assert ceph_gate(_state(osd_changed_at=now + 600), force=False, now=now) == []
     assert ceph_gate(_state(osd_changed_at=now), force=True, now=now) == [
         "forced despite: an OSD went up/down/in/out 0 s ago: its PGs have not reported "
         "their peering yet"]
