@@ -6,6 +6,7 @@ Every fact a check reads is a typed field; recon's answers are parsed once, by
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -130,8 +131,10 @@ class DiskUsage:
 
     @property
     def fill(self) -> float | None:
-        """Used / size of a mounted device with numbers to tell, else None."""
-        if not self.mounted or not self.size or self.used is None:
+        """Used / size of a mounted device with numbers to tell, else None (Python's json
+        reads ``NaN`` and ``Infinity``: no fill from them)."""
+        if not self.mounted or not self.size or self.used is None or \
+                not math.isfinite(self.size) or not math.isfinite(self.used):
             return None
         return self.used / self.size
 

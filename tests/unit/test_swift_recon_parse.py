@@ -326,3 +326,7 @@ def test_diskusage_is_typed_as_recon_sends_it() -> None:
     assert (d2.mounted, d2.size, d2.fill, d2.error) == (False, None, None, None)
     assert (d3.mounted, d3.fill, d3.error) == (False, None, "[Errno 5] Input/output error")
     assert recon_from_raw("127.0.0.3", 6200, "object", {"diskusage": 5}).diskusage == ()
+    weird = json.loads('[{"device": "d1", "mounted": true, "size": Infinity, "used": 1},'
+                       ' {"device": "d2", "mounted": true, "size": 10, "used": NaN}]')
+    r = recon_from_raw("127.0.0.3", 6200, "object", {"diskusage": weird})
+    assert [d.fill for d in r.diskusage] == [None, None]
