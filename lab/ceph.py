@@ -327,12 +327,17 @@ keyring = {p(lab.admin_keyring)}
                     if {"active", "clean"} <= set(str(x["name"]).split("+")))
         return total > 0 and clean == total
 
+    def _pgs_unsettled(self, osd_stat: Any) -> str | None:
+        """Why the PGs do not read settled yet, None when every PG is active+clean, read
+        late enough after the last OSD up/down/in/out to tell (the manager's states lag an
+        ``osd in`` by the OSDs' next report: read at once, they still say clean and
+        peering starts a second later)."""
+        if not pgs_reported_since(last_osd_change(osd_stat), time.time()):
+            return f"an OSD changed state under {PG_REPORT_GRACE_S:g} s ago"
+        return None if self.pgs_clean() else "PGs not all active+clean"
+
     def pgs_settled(self) -> bool:
-        """Every PG active+clean, read late enough after the last OSD up/down/in/out to
-        tell (the manager's states lag an ``osd in`` by the OSDs' next report: read at
-        once, they still say clean and peering starts a second later)."""
-        stat = self.cli("osd", "stat", timeout=10, check=False)
-        return pgs_reported_since(last_osd_change(stat), time.time()) and self.pgs_clean()
+        return self._pgs_unsettled(self.cli("osd", "stat", timeout=10, check=False)) is None
 
     def health_checks(self) -> set[str]:
         """The monitor's health check names (it hears of the PGs from the manager only
@@ -342,18 +347,17 @@ keyring = {p(lab.admin_keyring)}
 
     def unsettled(self, settling_checks: frozenset[str]) -> str | None:
         """Why the cluster is not yet settled for the next test, None when it is: every
-        OSD up and in, PGs settled (``pgs_settled``), none of ``settling_checks`` in the
-        monitor's health. Three commands: it runs before every lab test."""
+        OSD up and in, PGs settled (``_pgs_unsettled``), none of ``settling_checks`` in
+        the monitor's health. Three commands: it runs before every lab test."""
         stat = self.cli("osd", "stat", timeout=10, check=False)
         if not isinstance(stat, dict):
             return f"osd stat: {str(stat)[:100]}"
         n = self.lab.n_osds
         if (stat.get("num_up_osds"), stat.get("num_in_osds")) != (n, n):
             return f"OSDs up/in ({stat.get('num_up_osds')}, {stat.get('num_in_osds')}) of {n}"
-        if not pgs_reported_since(last_osd_change(stat), time.time()):
-            return f"an OSD changed state under {PG_REPORT_GRACE_S:g} s ago"
-        if not self.pgs_clean():
-            return f"PGs {self.pg_states()}"
+        why = self._pgs_unsettled(stat)
+        if why is not None:
+            return why
         left = self.health_checks() & settling_checks
         return f"health {sorted(left)}" if left else None
 

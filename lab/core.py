@@ -226,9 +226,6 @@ class Lab:
     def pgs_clean(self) -> bool:
         return self.ceph_cluster.pgs_clean()
 
-    def pgs_settled(self) -> bool:
-        return self.ceph_cluster.pgs_settled()
-
     def health_checks(self) -> set[str]:
         return self.ceph_cluster.health_checks()
 
