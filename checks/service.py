@@ -34,9 +34,13 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
                   muted: Iterable[str] = (), journal: Journal | None = None,
                   only: Iterable[str] | None = None, host_facts: bool = True,
                   source: str = "cli", snapshot: ClusterSnapshot | None = None,
-                  mutes_from: Journal | None = None) -> CheckOutcome:
+                  mutes_from: Journal | None = None,
+                  mute_rules: Iterable[tuple[str, str | None]] | None = None,
+                  now: float | None = None) -> CheckOutcome:
     """``journal`` records the run; ``mutes_from`` (default: the same journal) only reads
-    the mutes with expiry, so a check that is not recorded still honours them."""
+    the mutes with expiry, so a check that is not recorded still honours them.
+    ``mute_rules`` are such mutes given directly (a snapshot's), ``now`` the moment the
+    checks judge ages against (a snapshot's time; default: the clock)."""
     t0 = time.monotonic()
     snap = snapshot or collect(target, host_facts=host_facts)
     t1 = time.monotonic()
@@ -48,12 +52,12 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
         snap = replace(snap, swift=replace(
             snap.swift, history=hist.baseline(target.name, snap.swift.collected_at, window)))
     # mutes with expiry (storage/mutes.py): an expired one no longer matches
-    rules: list[tuple[str, str | None]] = []
+    rules: list[tuple[str, str | None]] = list(mute_rules or ())
     mj = mutes_from or journal
     if mj is not None:
-        rules = [(m.code, m.entity) for m in active_mutes(mj, target.name)]
+        rules += [(m.code, m.entity) for m in active_mutes(mj, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
-    report = run_checks(snap, thresholds, muted=muted, mute_rules=rules)
+    report = run_checks(snap, thresholds, muted=muted, mute_rules=rules, now=now)
     t2 = time.monotonic()
     incidents = correlate(report.findings, snap)
     run_id = delta = None

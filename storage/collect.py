@@ -27,8 +27,11 @@ def _swift(target: ClusterTarget) -> tuple[SwiftState | None, str | None]:
     return collect_swift(target.swift)
 
 
-def collect(target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
-    """Never raises for an unreachable part: errors land in the snapshot."""
+def collect(target: ClusterTarget, host_facts: bool = True,
+            keep_raw: bool = False) -> ClusterSnapshot:
+    """Never raises for an unreachable part: errors land in the snapshot. ``keep_raw``
+    keeps what the hosts' scripts printed too (Ceph's and recon's answers always ride
+    along): what ``stordoc snapshot save`` writes."""
     t0 = time.monotonic()
     ceph: CephState | None = None
     swift: SwiftState | None = None
@@ -55,7 +58,7 @@ def collect(target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
     hosts: dict[str, HostFacts] = {}
     if runner is not None:
         try:
-            hosts = collect_host_facts(target, ceph, swift, runner=runner)
+            hosts = collect_host_facts(target, ceph, swift, runner=runner, keep_raw=keep_raw)
         finally:
             runner.close()
     return ClusterSnapshot(

@@ -8,6 +8,7 @@ from storage.hostfacts.collect import (
     HostPlan,
     collect_host_facts,
     collect_one,
+    facts_from_raw,
     osd_data_dir,
     plan_for,
 )
@@ -38,7 +39,7 @@ from storage.hostfacts.scripts import FACTS_SCRIPT, facts_argv
 
 __all__ = [
     "FACTS_SCRIPT", "IDENTITY_SCRIPT", "HostPlan", "collect_host_facts", "collect_one",
-    "facts_argv", "identity_argv", "osd_data_dir", "plan_for", "parse_addrs", "parse_bluestore_label",
+    "facts_argv", "facts_from_raw", "identity_argv", "osd_data_dir", "plan_for", "parse_addrs", "parse_bluestore_label",
     "parse_findmnt", "parse_fstab", "parse_identities", "parse_io_errors", "parse_listeners",
     "parse_losetup", "parse_lsblk", "parse_md5sums", "parse_osd_section",
     "parse_proc_mounts", "parse_ps_osds", "parse_ps_swift", "parse_swift_parts",

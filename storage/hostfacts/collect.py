@@ -44,6 +44,7 @@ from storage.model import (
     Daemon,
     DeviceIdentity,
     HostFacts,
+    HostRaw,
     OsdDataDir,
     SwiftDeviceDir,
     SwiftState,
@@ -109,13 +110,13 @@ def _osd_daemon(osd_id: int, pid_file: str | None, pid: int | None, read: bool,
 
 
 def _facts_from_output(plan: HostPlan, text: str, window_s: float,
-                       t_start: float) -> _Parsed:
-    """Parse one facts run."""
+                       t_start: float, now: float | None = None) -> _Parsed:
+    """Parse one facts run (``now``: the clock when the host's own is missing from it)."""
     t = plan.target
     sec = split_sections(text)
     now_lines = sec.get("now", [])
     remote_now = float(now_lines[0]) if now_lines and now_lines[0].strip().isdigit() \
-        else time.time()
+        else (now if now is not None else time.time())
     if "procmounts" in sec:
         all_mounts = parse_proc_mounts("\n".join(sec["procmounts"]))
     else:
@@ -175,10 +176,13 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
     return _Parsed(facts, cand, labels)
 
 
-def collect_one(plan: HostPlan, runner: Runner, window_s: float = 86400.0) -> HostFacts:
-    """All facts of one host: one round trip, plus one more only for unmounted devices."""
+def collect_one(plan: HostPlan, runner: Runner, window_s: float = 86400.0,
+                keep_raw: bool = False) -> HostFacts:
+    """All facts of one host: one round trip, plus one more only for unmounted devices.
+    With ``keep_raw`` the scripts' output rides along (``HostFacts.raw``) for a snapshot."""
     t = plan.target
     t0 = time.monotonic()
+    started = time.time()
     try:
         r = runner.run(t.name, facts_argv(t.fstab_path, plan.osds, plan.swift, t.swift_ring_dirs),
                        timeout_s=t.timeout_s)
@@ -191,25 +195,48 @@ def collect_one(plan: HostPlan, runner: Runner, window_s: float = 86400.0) -> Ho
         return HostFacts(name=t.name, address=t.address, error=why,
                          collected_at=time.time(), duration_s=time.monotonic() - t0)
     parsed = _facts_from_output(plan, r.stdout, window_s, t0)
-    idents: list[DeviceIdentity] = swift_identities(plan.swift, parsed.facts, parsed.labels)
+    identity: str | None = None
     if parsed.candidates:
         try:
-            ri = runner.run(t.name, identity_argv(parsed.candidates), timeout_s=t.timeout_s)
-            found = parse_identities(ri.stdout)
+            identity = runner.run(t.name, identity_argv(parsed.candidates),
+                                  timeout_s=t.timeout_s).stdout
         except HostUnreachable:
-            found = {}
+            identity = None
+    facts = _with_identities(plan, parsed, identity)
+    raw = HostRaw(r.stdout, identity, started, window_s) if keep_raw else None
+    return replace(facts, duration_s=time.monotonic() - t0, raw=raw)
+
+
+def _with_identities(plan: HostPlan, parsed: _Parsed, identity: str | None) -> HostFacts:
+    """The facts with what the unmounted devices say they are (Swift labels; the
+    identity script's answer for OSD candidates, only devices holding one of its OSDs)."""
+    idents: list[DeviceIdentity] = swift_identities(plan.swift, parsed.facts, parsed.labels)
+    if parsed.candidates:
+        found = parse_identities(identity) if identity is not None else {}
         mine = {o[0] for o in plan.osds}
         for dev in parsed.candidates:
             ident = found.get(dev)
             if isinstance(ident, DeviceIdentity) and ident.whoami in mine:
                 idents.append(ident)
-    return replace(parsed.facts, identities=tuple(idents),
-                   duration_s=time.monotonic() - t0)
+    return replace(parsed.facts, identities=tuple(idents))
+
+
+def facts_from_raw(plan: HostPlan, raw: HostRaw, collected_at: float,
+                   duration_s: float) -> HostFacts:
+    """The facts of one host from what its scripts printed (a snapshot's replay): the
+    same parser as a live run, no I/O. ValueError when the output is not the script's."""
+    if "@@end" not in raw.facts:
+        raise ValueError("the facts script's output has no @@end: truncated")
+    parsed = _facts_from_output(plan, raw.facts, raw.window_s, time.monotonic(),
+                               now=raw.started_at)
+    facts = _with_identities(plan, parsed, raw.identity)
+    return replace(facts, collected_at=collected_at, duration_s=duration_s, raw=raw)
 
 
 def collect_host_facts(target: ClusterTarget, ceph: CephState | None,
                        swift: SwiftState | None, runner: Runner | None = None,
-                       window_s: float = 86400.0, max_workers: int = 32) -> dict[str, HostFacts]:
+                       window_s: float = 86400.0, max_workers: int = 32,
+                       keep_raw: bool = False) -> dict[str, HostFacts]:
     """Facts of every configured host, in parallel; a silent host becomes HostFacts(error)."""
     if not target.hosts:
         return {}
@@ -219,7 +246,8 @@ def collect_host_facts(target: ClusterTarget, ceph: CephState | None,
     out: dict[str, HostFacts] = {}
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(plans)))) as pool:
-            futs = {p.target.name: pool.submit(collect_one, p, run, window_s) for p in plans}
+            futs = {p.target.name: pool.submit(collect_one, p, run, window_s, keep_raw)
+                    for p in plans}
             for name, fut in futs.items():
                 h = target.host(name)
                 try:

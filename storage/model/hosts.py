@@ -127,6 +127,18 @@ class SwiftDeviceDir:
 
 
 @dataclass(frozen=True)
+class HostRaw:
+    """What one host's scripts printed, kept only when asked (a snapshot replays it
+    through the same parser): the facts script's output, the identity script's (run only
+    for unmounted devices), and when the run started by this host's wall clock."""
+
+    facts: str
+    identity: str | None = None
+    started_at: float = 0.0
+    window_s: float = 86400.0
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """Facts from one host over SSH. ``error`` set means the host did not answer."""
 
@@ -151,6 +163,7 @@ class HostFacts:
     addresses: tuple[str, ...] = ()  # the host's interface addresses (``ip -o addr``); () unknown
     collected_at: float = 0.0
     duration_s: float = 0.0
+    raw: HostRaw | None = None  # only when collected with ``keep_raw`` (snapshots)
 
     @property
     def reachable(self) -> bool:
