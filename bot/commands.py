@@ -45,7 +45,7 @@ class Commands(Actions):
         if isinstance(cmd, g.Help) and cmd.cluster is None:
             self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
             return
-        if isinstance(cmd, g.Health) and cmd.cluster == "all" and \
+        if isinstance(cmd, g.Health) and cmd.cluster == "all" and cmd.snapshot is None and \
                 "all" not in self.backend.clusters():
             self._health_all(where, text)
             return
@@ -171,6 +171,8 @@ class Commands(Actions):
 
     # ------------------------------------------------------------------ command handlers
     def _cmd_health(self, where: Where, cluster: str, cmd: g.Health) -> r.Reply:
+        if cmd.snapshot is not None:
+            return self._health_from(cluster, cmd.snapshot)
         out = self.backend.check(cluster, "slack")
         note = None
         if out.delta is not None and out.delta.previous_run_id is not None:
@@ -182,6 +184,31 @@ class Commands(Actions):
                               out.report.findings,
                               self.incident_token_for(cluster, where.user),
                               ceph.health_status if ceph else None, note=note)
+
+    def _health_from(self, cluster: str, name: str) -> r.Reply:
+        """``health [CLUSTER] from NAME``: a saved snapshot's diagnosis, read-only (no Fix
+        button: the snapshot is the past), only of the cluster the user may view."""
+        from storage.snapshot import SnapshotError
+        from stordoc.service.snapshots import load_named
+
+        try:
+            rp = load_named(self.backend.env.settings.slack.snapshots_dir, name)
+        except SnapshotError as e:
+            return r.text_reply(f":x: snapshot `{r.esc(name)}`: {r.esc(str(e))}")
+        except PermissionError:
+            return r.text_reply(f":x: snapshot `{r.esc(name)}`: the bot may not read it")
+        if rp.doc.cluster != cluster:
+            return r.text_reply(f":x: snapshot `{r.esc(name)}` is of cluster "
+                                f"`{r.esc(rp.doc.cluster)}`, not `{cluster}`: ask for it "
+                                "there")
+        out = rp.outcome
+        ceph = out.snapshot.ceph
+        taken = dt.datetime.fromtimestamp(rp.doc.taken_at, dt.UTC)
+        note = (f"from snapshot {name}, taken {taken:%Y-%m-%d %H:%M} UTC: the cluster as it "
+                "was then, nothing runs from here")
+        return r.health_reply(cluster, out.report.verdict, out.incidents, out.report.findings,
+                              lambda inc: None, ceph.health_status if ceph else None,
+                              note=note)
 
     def _cmd_findings(self, where: Where, cluster: str, cmd: g.Findings) -> r.Reply:
         run, fs = self.backend.records.last_findings(cluster)

@@ -58,6 +58,7 @@ from bot.grammar_words import (
     NAME_RE,
     RING_KINDS,
     RUNBOOK_TARGETS,
+    SNAPSHOT_RE,
     GrammarError,
     parse_entity,
     parse_osd,
@@ -101,6 +102,13 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
         hint = suggest(verb, COMMANDS) or f"; commands: {', '.join(COMMANDS)}"
         raise GrammarError(f"unknown command `{show(toks[0])}`{hint}")
     if verb == "health":
+        snapshot = None
+        if len(rest) >= 2 and rest[-2].lower() == "from":
+            snapshot = rest[-1]
+            if not SNAPSHOT_RE.match(snapshot):
+                raise GrammarError(f"`{show(snapshot)}` is not a snapshot name (letters, "
+                                   "digits, `.`, `_`, `-`; at most 64)")
+            rest = rest[:-2]
         if len(rest) > 1:
             _no_more(verb, rest[1:])
         if rest:
@@ -109,7 +117,7 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
             if not NAME_RE.match(rest[0]):
                 raise GrammarError(f"`{show(rest[0])}` is not a cluster name")
             cluster = rest[0]
-        return Health(cluster)
+        return Health(cluster, snapshot)
     if verb == "osd":
         _no_more(verb, rest[1:])
         if not rest or rest[0].lower() == "tree":

@@ -17,6 +17,7 @@ COMMANDS = ("health", "osd", "pools", "cache", "ring", "findings", "history", "p
 @dataclass(frozen=True)
 class Health:
     cluster: str | None = None
+    snapshot: str | None = None  # a saved snapshot's name under slack.snapshots_dir
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ Command = (Health | Osd | Pools | Cache | Ring | Findings | History | Plan | Fix
 ACTING = (Plan, Fix, FixFinding, Bench, Mute, Unmute, Silence)  # need the operator role
 
 USAGE: Mapping[str, str] = {
-    "health": "health [CLUSTER]  - run the checks and show the findings",
+    "health": "health [CLUSTER] [from SNAPSHOT]  - run the checks and show the findings "
+              "(from a saved snapshot: its diagnosis at that moment)",
     "osd": "osd [tree|OSD] [--cluster C]  - the OSD tree by host, or one OSD (osd.3)",
     "pools": "pools [--cluster C]  - pools with size, pg_num and usage",
     "cache": "cache [--cluster C]  - cache tiers and their settings",

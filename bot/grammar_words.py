@@ -36,6 +36,8 @@ RING_KINDS = ("object", "account", "container")
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9._@:=,/+-]+$")
 _OSD_RE = re.compile(r"^(?:osd\.)?([0-9]{1,6})$", re.ASCII)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# a saved snapshot's directory name under slack.snapshots_dir: never a path
+SNAPSHOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", re.ASCII)
 DEVICE_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]{0,63})@([A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
 CODE_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 

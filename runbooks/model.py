@@ -69,6 +69,10 @@ class RunContext:
     options: Mapping[str, Any] = field(default_factory=dict)
     bench_after_fix: str = "none"  # "rados": a quick benchmark after each verified fix
     bench_limits: Mapping[str, Any] = field(default_factory=dict)  # [bench] settings
+    # planning a saved snapshot (``check --from``): nothing local is read (no builder file,
+    # no swift_dir), since the paths came from the snapshot; a runbook whose plan needs
+    # them refuses and says where it can be planned
+    offline: bool = False
 
     @property
     def secrets(self) -> tuple[str, ...]:

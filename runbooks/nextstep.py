@@ -34,9 +34,11 @@ def _scratch_journal() -> Journal:
 
 
 def planning_context(cluster: str, target: ClusterTarget,
-                     thresholds: Thresholds | None = None) -> RunContext:
+                     thresholds: Thresholds | None = None, offline: bool = False
+                     ) -> RunContext:
+    """``offline``: the snapshot is a saved one (its paths are not this host's to read)."""
     return RunContext(cluster=cluster, target=target, journal=_scratch_journal(),
-                      thresholds=thresholds or Thresholds())
+                      thresholds=thresholds or Thresholds(), offline=offline)
 
 
 def check_step(ctx: RunContext, snap: ClusterSnapshot, f: Finding) -> tuple[

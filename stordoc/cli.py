@@ -51,7 +51,18 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> Parser:
-    from stordoc.commands import bench, bot, check, lab, mutes, runbooks, swift, tui, watch
+    from stordoc.commands import (
+        bench,
+        bot,
+        check,
+        lab,
+        mutes,
+        runbooks,
+        snapshot,
+        swift,
+        tui,
+        watch,
+    )
 
     p = Parser(prog="stordoc", description="Health checks, runbooks and benchmarks for "
                "Ceph and Swift clusters. Exit status: see 'stordoc.exitstatus' "
@@ -59,7 +70,7 @@ def build_parser() -> Parser:
                "77 permission denied, 130 interrupted).")
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for mod in (check, mutes, runbooks, bench, bot, watch, tui, lab, swift):
+    for mod in (check, snapshot, mutes, runbooks, bench, bot, watch, tui, lab, swift):
         mod.register(sub)
     for sp in sub.choices.values():
         _add_config(sp)

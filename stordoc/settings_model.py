@@ -51,6 +51,8 @@ class SlackSettings(StrictModel):
     signing_secret: Secret = Secret(env="SLACK_SIGNING_SECRET")
     app_token: Secret = Secret(env="SLACK_APP_TOKEN")
     api_base_url: str | None = None  # only for a local fake Slack API in tests
+    # where ``health [CLUSTER] from NAME`` finds saved snapshots (NAME is a directory here)
+    snapshots_dir: str | None = None
     button_ttl_s: int = Field(900, gt=0, le=7 * 86400)
 
     @field_validator("api_base_url")

@@ -78,6 +78,12 @@ class SwiftRingRebalance(Runbook):
             raise Refused(f"{target!r} is not a ring kind (object, account, container)")
         swift = need_swift(snap)
         ring = swift.ring(target)
+        if d.ctx.offline:
+            # the plan rebalances a copy of the builder file (a pickle): never one a saved
+            # snapshot names
+            raise Refused("its plan reads the cluster's own builder file: plan it where "
+                          "stordoc reaches the cluster's swift_dir "
+                          f"(stordoc plan swift-ring-rebalance {target})")
         swift_dir = d.ctx.target.swift.swift_dir if d.ctx.target.swift else ""
         builder_path = (ring.builder_path if ring else None) or \
             os.path.join(swift_dir, f"{target}.builder")

@@ -55,11 +55,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hf.add_argument("--no-host-facts", dest="host_facts", action="store_false",
                     help="skip SSH: Ceph and Swift only")
     p.add_argument("--no-record", action="store_true", help="do not write to the journal")
+    p.add_argument("--from", dest="from_dir", metavar="DIR",
+                   help="diagnose a saved snapshot ('stordoc snapshot save DIR') instead of "
+                        "the live cluster: no settings or network needed, nothing recorded")
     p.set_defaults(func=cmd_check)
 
 
-def _since(ts: float | None) -> str:
-    return human_age(time.time() - ts) if ts else ""
+def _since(ts: float | None, now: float | None = None) -> str:
+    """How long before ``now`` (the check's moment: a snapshot's time when replayed)."""
+    return human_age((now if now is not None else time.time()) - ts) if ts else ""
 
 
 def to_json(out: CheckOutcome) -> dict:
@@ -113,7 +117,7 @@ def render_incidents(out: CheckOutcome, console: Console) -> None:
         if inc.root.key in new:
             tags.append("new")
         if inc.root.since:
-            tags.append(f"for {_since(inc.root.since)}")
+            tags.append(f"for {_since(inc.root.since, out.snapshot.taken_at)}")
         if tags:
             head.append(f"  ({', '.join(tags)})", style="dim")
         console.print(head)
@@ -159,7 +163,7 @@ def render(out: CheckOutcome, console: Console) -> None:
             if f.key in new:
                 tags.append("new")
             if f.since:
-                tags.append(f"for {_since(f.since)}")
+                tags.append(f"for {_since(f.since, out.snapshot.taken_at)}")
             if tags:
                 head.append(f"  ({', '.join(tags)})", style="dim")
             console.print(head)
@@ -174,7 +178,6 @@ def render(out: CheckOutcome, console: Console) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    env = env_from_args(args)
     only = [c.strip() for c in args.only.split(",") if c.strip()] if args.only else None
     if only:
         import checks.catalog  # noqa: F401
@@ -186,6 +189,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             from stordoc.errors import UserError
 
             raise UserError(f"unknown code(s): {', '.join(unknown)}; see docs/checks.md")
+    if args.from_dir is not None:
+        return _check_from(args, only)
+    env = env_from_args(args)
     if args.all:
         return _check_all(env, args, only)
     try:
@@ -197,6 +203,37 @@ def cmd_check(args: argparse.Namespace) -> int:
         env.term.line(json.dumps(to_json(out), indent=1, default=str))
     else:
         render(out, env.term.out)
+    return ExitStatus.of(out.report.verdict)
+
+
+def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
+    """A saved snapshot, judged as a live check would have judged it; no settings read."""
+    from storage.snapshot import SnapshotError
+    from stordoc.commands.common import term_of
+    from stordoc.errors import UserError
+    from stordoc.service.snapshots import load
+
+    term = term_of(args)
+    if args.all or args.cluster:
+        raise UserError("--from reads one snapshot: it names its own cluster (no --cluster "
+                        "or --all)")
+    try:
+        rp = load(args.from_dir, only)
+    except SnapshotError as e:
+        raise UserError(f"snapshot {args.from_dir}: {e}") from None
+    out, doc = rp.outcome, rp.doc
+    if args.json:
+        d = to_json(out)
+        d["snapshot"] = {"dir": doc.directory, "version": doc.version, "taken_at": doc.taken_at,
+                         "written_by": doc.written_by, "notes": list(doc.notes)}
+        term.line(json.dumps(d, indent=1, default=str))
+    else:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(doc.taken_at))
+        term.out.print(Text(f"from snapshot {doc.directory} (taken {when}, "
+                            f"{human_age(time.time() - doc.taken_at)} ago"
+                            + (f"; {'; '.join(doc.notes)}" if doc.notes else "") + ")",
+                            style="dim"), soft_wrap=True)
+        render(out, term.out)
     return ExitStatus.of(out.report.verdict)
 
 

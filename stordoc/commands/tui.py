@@ -16,10 +16,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="hide every action that changes the cluster")
     p.add_argument("--refresh", type=float_range(0, 86400, lo_open=True), metavar="SECONDS", default=None,
                    help="auto-refresh interval (default: settings tui.refresh_s)")
+    p.add_argument("--from", dest="from_dir", metavar="DIR",
+                   help="show a saved snapshot ('stordoc snapshot save DIR'), read-only; no "
+                        "settings or network needed")
     p.set_defaults(func=cmd_tui)
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    if args.from_dir is not None:
+        return _tui_from(args)
     from stordoc.commands.common import env_from_args
     from tui.app import StordocApp
     from tui.backend import EnvBackend
@@ -42,4 +47,23 @@ def cmd_tui(args: argparse.Namespace) -> int:
         app.run()
     finally:
         env.close()
+    return 0
+
+
+def _tui_from(args: argparse.Namespace) -> int:
+    """The TUI on a saved snapshot: every screen that reads, none that acts."""
+    from storage.snapshot import SnapshotError
+    from stordoc.service.snapshots import load
+    from tui.app import StordocApp
+    from tui.saved import SavedSnapshotBackend
+
+    if args.cluster:
+        raise UserError("--from shows one snapshot: it names its own cluster (no --cluster)")
+    try:
+        rp = load(args.from_dir)
+    except SnapshotError as e:
+        raise UserError(f"snapshot {args.from_dir}: {e}") from None
+    app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
+                     thresholds=rp.thresholds, user="snapshot")
+    app.run()
     return 0

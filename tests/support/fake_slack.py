@@ -416,7 +416,7 @@ class BotHarness:
                  journal: str, button_ttl_s: int = 900, admins: tuple[str, ...] = (),
                  groups: Mapping[str, list[str]] | None = None, port: int = 0,
                  channels: Mapping[str, str] | None = None, alerts: Any = None,
-                 **bot_kw: Any) -> None:
+                 snapshots_dir: str | None = None, **bot_kw: Any) -> None:
         from bot.server import HttpServer, alert_gate, build_bot
         from stordoc.env import Env
         from stordoc.settings import Role, Secret, SlackSettings
@@ -426,7 +426,8 @@ class BotHarness:
             bot_token=Secret(value=TOKEN), signing_secret=Secret(value=SIGNING_SECRET),
             app_token=Secret(value=APP_TOKEN), api_base_url=self.fake.base_url,
             button_ttl_s=button_ttl_s, admins=list(admins),
-            roles={k: Role(**v) for k, v in roles.items()}, channels=dict(channels or {}))
+            roles={k: Role(**v) for k, v in roles.items()}, channels=dict(channels or {}),
+            snapshots_dir=snapshots_dir)
         upd: dict[str, Any] = {"slack": slack, "journal": journal}
         if alerts is not None:
             upd["alerts"] = alerts

@@ -1,0 +1,340 @@
+"""Snapshots of every ``lab break`` scenario, saved from a real lab into
+``tests/fixtures/snapshots/<release>/<case>/``: the replay tests read them (findings,
+incidents, next steps, CLI text and JSON, Slack blocks, TUI rows without a lab), and one
+lab test per case breaks the lab for real and checks that the live findings reach the
+snapshot's (so a fixture cannot rot).
+
+Regenerate (each release on its own lab; ``scripts/snapshots`` does both):
+
+    .venv/bin/python -m tests.support.fixture_snapshots --dir /var/tmp/stordoc-lab \\
+        --out tests/fixtures/snapshots/pacific [CASE ...]
+
+A case is saved once the fault is visible (its root incident is on top) and the findings
+stayed the same over ``STABLE_READS`` checks ``STABLE_GAP_S`` apart with no PG peering,
+activating or recovering: the steady broken state a live run reaches too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "snapshots"
+STABLE_READS = 3
+STABLE_GAP_S = 3.0
+WAIT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One saved fault: the lab scenario and its options, what the diagnosis must say
+    (the top incident's root and its one next step, ``None`` when no runbook applies),
+    and what must be done before the break (``prepare``: dispersion objects, objects for
+    the replicators, a journal baseline)."""
+
+    name: str
+    scenario: str | None
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    root: str | None = None  # code of the top incident's root
+    entity: str | None = None  # its entity, with <object>/<container>/<account> for ports
+    next_step: str | None = None  # the command, "" for none
+    verdict: int = 0
+    prepare: tuple[str, ...] = ()
+    heal_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    plain: str | None = None  # a fault made by plain commands (PLAIN), not `lab break`
+    # the live test runs ``next_step`` through the CLI unless the repair needs more than
+    # that line (then the named test repairs it, with what it needs)
+    repaired_by: str | None = None
+    incidents: int = 1  # a scenario may make a second problem of its own (said in its case)
+
+
+CASES: tuple[Case, ...] = (
+    Case("healthy", None),
+    Case("osd-unmounted-out", "osd-unmounted", {"osd": 1, "out": True},
+         "OSD_DATA_UNMOUNTED", "osd.1", "stordoc fix osd-remount osd.1", 1,
+         heal_kwargs={"osd": 1}),
+    Case("osd-unmounted-in", "osd-unmounted", {"osd": 2}, "OSD_DATA_UNMOUNTED", "osd.2",
+         "stordoc fix osd-remount osd.2", 2, heal_kwargs={"osd": 2}),
+    Case("osd-not-activated", "osd-not-activated", {"osd": 3, "out": True},
+         "OSD_NOT_ACTIVATED", "osd.3", "stordoc fix osd-activate osd.3", 1,
+         heal_kwargs={"osd": 3}),
+    # the scenario's base pool has 8 PGs: POOL_PG_NUM_LOW lab-base, a second, real problem
+    Case("cache-tier-misconfigured", "cache-tier-misconfigured", {}, "CACHE_NO_TARGET",
+         "pool lab-cache", "stordoc fix cache-tier-tune lab-cache", 1, incidents=2),
+    Case("pool-few-pgs", "pool-few-pgs", {}, "POOL_PG_NUM_LOW", "pool lab-fewpg",
+         "stordoc fix pool-pg-num lab-fewpg", 1),
+    Case("swift-device-unmounted", "swift-device-unmounted", {"device": "d2"},
+         "SWIFT_DEVICE_UNMOUNTED", "object ring d2@127.0.0.3:<object>",
+         "stordoc fix swift-device-remount d2@node2", 2, heal_kwargs={"device": "d2"}),
+    # a saved snapshot never plans the rebalance (its plan loads the builder file, a
+    # pickle): the incident says to plan it live, which test_runbooks.py does
+    Case("swift-ring-drift", "swift-ring-bad", {"mode": "drift"},
+         "SWIFT_BUILDER_NEWER_THAN_RING", "object ring", "", 1,
+         repaired_by="test_runbooks.py::test_swift_ring_rebalance (plan-only until "
+                     "-o apply=true, min_part_hours)"),
+    Case("swift-ring-replicas", "swift-ring-bad", {"mode": "replicas"},
+         "SWIFT_REPLICAS_EXCEED_DEVICES", "object ring", "", 2),
+    Case("swift-object-server-stopped", "swift-server-stopped", {"server": "object"},
+         "SWIFT_SERVER_DOWN", "object server 127.0.0.2:<object>",
+         "stordoc fix swift-server-start object@node1", 2, heal_kwargs={"server": "object"}),
+    Case("swift-device-full", "swift-device-full", {"device": "d2"}, "SWIFT_DEVICE_FULL",
+         "object ring d2@127.0.0.3:<object>", "", 1, heal_kwargs={"device": "d2"}),
+    Case("swift-quarantine", "swift-quarantine", {}, "SWIFT_QUARANTINE_GROWTH",
+         "object server 127.0.0.2:<object>", "", 1, prepare=("journal-baseline",)),
+    Case("swift-async-pending", "swift-async-pending", {}, "SWIFT_SERVER_DOWN",
+         "container server 127.0.0.2:<container>",
+         "stordoc fix swift-server-start container@node1", 2),
+    Case("swift-replication-stalled", "swift-replication-stalled", {"server": "object"},
+         "SWIFT_REPLICATOR_NOT_RUNNING", "object server 127.0.0.2:<object>",
+         "stordoc fix swift-replicator-start object@node1", 1,
+         heal_kwargs={"server": "object"}),
+    Case("swift-ring-stale", "swift-ring-stale", {"server": "object"},
+         "SWIFT_RING_MD5_MISMATCH", "object ring 127.0.0.2:<object>",
+         "stordoc fix swift-ring-push object", 2),
+    Case("swift-dispersion-missing", "swift-dispersion-missing", {"device": "d2"},
+         "SWIFT_DISPERSION_OBJECT_COPIES", None, None, 1, prepare=("dispersion",),
+         heal_kwargs={"device": "d2"}),
+    Case("swift-replication-lost", "swift-replication-lost", {"server": "object"},
+         "SWIFT_REPLICATOR_IDLE", "object server 127.0.0.2:<object>", None, 1,
+         prepare=("objects",)),
+    # faults made by plain commands, not by the lab's scenarios
+    Case("osd-killed", None, {}, "OSD_DAEMON_STOPPED", "osd.2", "stordoc fix osd-start osd.2",
+         2, plain="kill -9 osd.2"),
+    Case("osd-out", None, {}, "OSD_UP_OUT", "osd.2", "stordoc fix osd-in osd.2", 1,
+         plain="ceph osd out 2"),
+)
+BY_NAME = {c.name: c for c in CASES}
+assert len(BY_NAME) == len(CASES)
+
+
+# ------------------------------------------------------------------ comparing
+def port_names(ports: Any) -> dict[int, str]:
+    """The lab's Swift ports by name (``<object>`` ...), to compare entities across labs."""
+    return {ports.object: "<object>", ports.container: "<container>",
+            ports.account: "<account>", ports.proxy: "<proxy>"}
+
+
+def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
+    """An entity or target with the lab's own ports and directory replaced by names."""
+    def sub(m: re.Match[str]) -> str:
+        return ":" + ports.get(int(m.group(1)), m.group(1))
+
+    out = re.sub(r":(\d{2,5})\b", sub, text)
+    return out.replace(base, "<lab>") if base else out
+
+
+def finding_keys(findings: Any, ports: Mapping[int, str], base: str = ""
+                 ) -> set[tuple[str, str, str, str | None, str | None]]:
+    """What must be equal between a live check and its snapshot: each finding's code,
+    entity, severity, runbook and target (messages carry ages and device numbers)."""
+    return {(f.code, normalize(f.entity, ports, base), f.severity.label, f.runbook,
+             normalize(f.target, ports, base) if f.target else f.target) for f in findings}
+
+
+def snapshot_ports(doc_settings: Mapping[str, Any]) -> dict[int, str]:
+    """The Swift ports of the lab a snapshot was saved on (its proxy URL's port is
+    base+10, the servers base+11..13: lab/layout.py)."""
+    url = str(((doc_settings.get("cluster") or {}).get("swift") or {}).get("proxy_url") or "")
+    m = re.search(r":(\d+)", url.split("//", 1)[-1])
+    if not m:
+        return {}
+    proxy = int(m.group(1))
+    return {proxy: "<proxy>", proxy + 1: "<account>", proxy + 2: "<container>",
+            proxy + 3: "<object>"}
+
+
+# ------------------------------------------------------------------ plain faults
+def _kill_osd2(lab: Any) -> str:
+    import os
+    import signal
+
+    pid = lab.pid("osd.2")
+    assert pid is not None, "osd.2 is not running"
+    os.kill(pid, signal.SIGKILL)
+    return f"kill -9 {pid} (osd.2)"
+
+
+def _unkill_osd2(lab: Any) -> None:
+    if lab.pid("osd.2") is None:
+        lab.start_osd(2)
+    _wait(lambda: lab.osd_up(2) is True, "osd.2 up", 90)
+
+
+def _out_osd2(lab: Any) -> str:
+    lab.ceph("osd", "out", "2")
+    return "ceph osd out 2"
+
+
+def _in_osd2(lab: Any) -> None:
+    lab.ceph("osd", "in", "2")
+
+
+# plain fault -> (make it, undo it)
+PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
+    "kill -9 osd.2": (_kill_osd2, _unkill_osd2),
+    "ceph osd out 2": (_out_osd2, _in_osd2),
+}
+
+
+def make_fault(lab: Any, case: Case) -> str:
+    """Break the lab as the case says: its scenario, or its plain commands."""
+    if case.plain is not None:
+        return PLAIN[case.plain][0](lab)
+    if case.scenario is not None:
+        return str(lab.break_(case.scenario, **case.kwargs))
+    return "nothing broken"
+
+
+def undo_fault(lab: Any, case: Case) -> str:
+    if case.plain is not None:
+        PLAIN[case.plain][1](lab)
+        return f"undone: {case.plain}"
+    if case.scenario is not None:
+        return str(lab.heal(case.scenario, **case.heal_kwargs))
+    return "nothing to undo"
+
+
+# ------------------------------------------------------------------ capturing
+def _pg_transient(lab: Any) -> bool:
+    s = lab.ceph("pg", "stat", check=False)
+    summ = s.get("pg_summary", s) if isinstance(s, dict) else {}
+    names = {str(x.get("name")) for x in summ.get("num_pg_by_state", [])}
+    bad = ("peering", "activating", "unknown", "creating", "recover", "backfill")
+    return not names or any(b in n for n in names for b in bad)
+
+
+@contextmanager
+def prepared(lab: Any, env: Any, case: Case) -> Iterator[None]:
+    """What a case needs before its break, undone afterwards."""
+    from tests.support.labtools import drop_dispersion
+
+    conn = None
+    try:
+        if "dispersion" in case.prepare:
+            from runbooks.api import execute, plan
+
+            ctx = env.run_context("lab", source="fixtures")
+            t0 = time.time()
+            execute(ctx, plan(ctx, "swift-dispersion-populate", "dispersion",
+                              {"objects": 16, "containers": 4}), confirmed_by="fixtures")
+            lab.wait_replication_pass("container", t0, "dispersion containers replicated")
+        if "objects" in case.prepare:
+            conn = lab.swift_cluster.conn()
+            conn.put_container("stordoc-lab-idle")
+            for i in range(16):
+                conn.put_object("stordoc-lab-idle", f"obj-{i}", contents=b"idle")
+        if "journal-baseline" in case.prepare:
+            env.check("lab", source="fixtures")  # recon samples: growth is judged against it
+        yield
+    finally:
+        if "dispersion" in case.prepare:
+            drop_dispersion(lab)
+        if conn is not None:
+            for i in range(16):
+                conn.delete_object("stordoc-lab-idle", f"obj-{i}")
+            conn.delete_container("stordoc-lab-idle")
+            conn.close()
+
+
+def wait_steady(env: Any, lab: Any, case: Case, say: Callable[[str], None],
+                timeout: float = WAIT_S) -> None:
+    """Until the case's root tops the incidents and the findings held still."""
+    deadline = time.monotonic() + timeout
+    last: set[Any] | None = None
+    same = 0
+    ports = port_names(lab.ports)
+    while time.monotonic() < deadline:
+        out = env.check("lab", source="fixtures")  # recorded: recon history for growth
+        keys = finding_keys(out.report.findings, ports, str(lab.base))
+        top = out.incidents[0].root if out.incidents else None
+        visible = (case.root is None and not keys) or (
+            top is not None and top.code == case.root and
+            (case.entity is None or normalize(top.entity, ports, str(lab.base)) == case.entity))
+        if visible and keys == last and not _pg_transient(lab):
+            same += 1
+            if same >= STABLE_READS - 1:
+                return
+        else:
+            same = 0
+        last = keys
+        time.sleep(STABLE_GAP_S)
+    raise SystemExit(f"{case.name}: not steady within {timeout:.0f} s; last findings "
+                     f"{sorted(last or ())}")
+
+
+def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -> list[str]:
+    from stordoc.env import Env
+    from stordoc.service.snapshots import save
+    from stordoc.settings import load_settings
+
+    written = []
+    for name in names:
+        case = BY_NAME[name]
+        d = out / name
+        if d.exists():
+            shutil.rmtree(d)
+        _wait(lambda: lab.unsettled(frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN"}))
+              is None, f"a settled lab before {name}", 600)
+        journal = out.parent / f".fixtures-{lab.release}.db"
+        journal.unlink(missing_ok=True)
+        s = load_settings(lab.config_path)
+        env = Env(s.model_copy(update={"journal": str(journal)}))
+        try:
+            with prepared(lab, env, case):
+                say(f"{name}: {make_fault(lab, case)}")
+                try:
+                    wait_steady(env, lab, case, say)
+                    save(env, "lab", str(d))
+                finally:
+                    say(f"{name}: {undo_fault(lab, case)}")
+        finally:
+            env.close()
+            journal.unlink(missing_ok=True)
+        written.append(str(d))
+        manifest = json.loads((d / "snapshot.json").read_text())
+        say(f"{name}: saved {d} ({len(manifest['hosts'])} hosts)")
+    return written
+
+
+def _wait(cond: Callable[[], bool], what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(1.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(ROOT))
+    from lab import Lab
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", required=True, help="a running lab's base directory")
+    ap.add_argument("--out", required=True, help="tests/fixtures/snapshots/<release>")
+    ap.add_argument("cases", nargs="*", default=[c.name for c in CASES])
+    a = ap.parse_args(argv)
+    unknown = [c for c in a.cases if c not in BY_NAME]
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    lab = Lab(a.dir)
+    if not lab.state_path.exists():
+        ap.error(f"no lab under {a.dir}")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    done = capture(lab, out, a.cases, lambda s: print(s, flush=True))
+    print(json.dumps(done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

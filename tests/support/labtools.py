@@ -1,0 +1,57 @@
+"""What lab tests share: a poll with a deadline (never a fixed sleep), the real CLI in a
+subprocess, a config file with a journal of the test's own, and clearing stordoc's
+dispersion objects."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def poll(cond: Callable[[], T], timeout: float, what: str, interval: float = 1.0) -> T:
+    """``cond()`` until it is truthy; AssertionError naming ``what`` and the last value."""
+    deadline = time.monotonic() + timeout
+    last = cond()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} "
+                                 f"(last: {last!r})")
+        time.sleep(interval)
+        last = cond()
+    return last
+
+
+def cli(cfg: Path | str, *args: str, timeout: float = 600,
+        stdin: str | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """``stordoc --config CFG ARGS`` as on-call runs it: a fresh process, no terminal."""
+    return subprocess.run(
+        [sys.executable, "-m", "stordoc", "--config", str(cfg), *args], capture_output=True,
+        text=True, cwd=ROOT, timeout=timeout, check=False, input=stdin or "",
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"}, **kw)
+
+
+def config_with_journal(lab_config: Path, journal: Path, out: Path) -> Path:
+    """A copy of the lab's config whose journal is ``journal``."""
+    out.write_text("\n".join(f'journal = "{journal}"' if ln.startswith("journal =") else ln
+                             for ln in lab_config.read_text().splitlines()) + "\n")
+    return out
+
+
+def drop_dispersion(lab: Any) -> None:
+    """Remove stordoc's dispersion containers and objects (a test that populated them)."""
+    conn = lab.swift_cluster.conn()
+    try:
+        for c in conn.get_account(prefix="stordoc_dispersion_", full_listing=True)[1]:
+            for o in conn.get_container(c["name"], full_listing=True)[1]:
+                conn.delete_object(c["name"], o["name"])
+            conn.delete_container(c["name"])
+    finally:
+        conn.close()

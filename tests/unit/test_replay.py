@@ -1,0 +1,409 @@
+"""Every lab scenario, from its saved snapshot (tests/fixtures/snapshots/<release>/<case>/,
+saved from the real lab by tests/support/fixture_snapshots.py; a lab test per case checks
+the live findings still reach them): the diagnosis, the CLI's text and JSON, the Slack
+blocks and the TUI rows, with no lab. What only reads a broken state is asserted here;
+the lab tests keep one live break per scenario and the runbooks' real repairs."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from bot import render as r
+from checks.model import Severity
+from stordoc.cli import main
+from stordoc.service.snapshots import Replay, load
+from stordoc.terminal import Terminal
+from tests.support.fixture_snapshots import (
+    BY_NAME,
+    CASES,
+    FIXTURES,
+    Case,
+    normalize,
+    snapshot_ports,
+)
+from tests.unit.test_tui_app import settle, sync
+from tui import screens as S
+from tui import views
+from tui.app import StordocApp
+from tui.saved import SavedSnapshotBackend
+from tui.table import VirtualTable
+
+RELEASES = sorted(d.name for d in FIXTURES.iterdir() if d.is_dir()) if FIXTURES.exists() \
+    else []
+PAIRS = [(rel, c.name) for rel in RELEASES for c in CASES if (FIXTURES / rel / c.name).is_dir()]
+_CACHE: dict[tuple[str, str], Replay] = {}
+
+
+def replay(release: str, name: str) -> Replay:
+    if (release, name) not in _CACHE:
+        _CACHE[release, name] = load(str(FIXTURES / release / name))
+    return _CACHE[release, name]
+
+
+def ports(rp: Replay) -> dict[int, str]:
+    return snapshot_ports(rp.doc.settings)
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    term = Terminal.capture(width=200)
+    rc = main(list(argv), term)
+    assert isinstance(term.stdout, io.StringIO) and isinstance(term.stderr, io.StringIO)
+    return rc, term.stdout.getvalue(), term.stderr.getvalue()
+
+
+def test_every_case_is_saved_for_both_releases() -> None:
+    assert set(RELEASES) == {"pacific", "reef"}
+    for rel in RELEASES:
+        missing = [c.name for c in CASES if not (FIXTURES / rel / c.name / "snapshot.json")
+                   .exists()]
+        assert missing == [], f"{rel}: run scripts/snapshots to save {missing}"
+
+
+@pytest.mark.parametrize("release,name", PAIRS)
+def test_diagnosis_names_the_cause_and_its_one_next_step(release: str, name: str) -> None:
+    case, rp = BY_NAME[name], replay(release, name)
+    out = rp.outcome
+    assert int(out.report.verdict) == case.verdict, [
+        (f.code, f.entity, f.severity.label) for f in out.report.findings]
+    if case.root is None:
+        assert out.report.findings == () and out.incidents == ()
+        return
+    top = out.incidents[0]
+    assert top.root.code == case.root
+    if case.entity is not None:
+        assert normalize(top.root.entity, ports(rp)) == case.entity
+    # one incident per problem: everything the fault caused folds into its incident
+    assert len(out.incidents) == case.incidents, [i.id for i in out.incidents]
+    if case.incidents == 1:
+        assert {f.key for f in top.findings} == {f.key for f in out.report.findings
+                                                 if f.severity > Severity.INFO}
+    if case.next_step is not None:
+        got = top.next_step.command if top.next_step else ""
+        assert got == case.next_step, top.manual
+    if case.next_step == "":
+        assert top.manual, "no runbook: the incident says what to do by hand"
+
+
+@pytest.mark.parametrize("release,name", PAIRS)
+def test_cli_text_and_json(release: str, name: str) -> None:
+    case, rp = BY_NAME[name], replay(release, name)
+    d = str(FIXTURES / release / name)
+    rc, text, err = cli("check", "--from", d)
+    assert rc == case.verdict and err == "", err
+    lines = text.splitlines()
+    assert lines[0].startswith(f"from snapshot {d} (taken ")
+    label = {0: "OK", 1: "WARN", 2: "CRIT"}[case.verdict]
+    assert lines[1].startswith(f"{label} lab: "), lines[1]
+    nexts = [ln.strip() for ln in lines if ln.strip().startswith("next:")]
+    if case.root is None:
+        assert "no incidents" in lines[1] and nexts == []
+    else:
+        top = rp.outcome.incidents[0]
+        assert f"{case.root} {top.root.entity}" in lines[1]
+        want = [f"next: {i.next_step.command}" for i in rp.outcome.incidents if i.next_step]
+        assert nexts == want, text
+        if case.next_step:
+            assert nexts[0] == f"next: {case.next_step}", text
+    rc, js, _ = cli("check", "--from", d, "--json")
+    doc = json.loads(js)
+    assert rc == case.verdict and doc["schema"] == 2 and doc["exit_code"] == case.verdict
+    assert doc["snapshot"]["version"] == 1 and doc["snapshot"]["dir"] == d
+    assert doc["run_id"] is None and doc["resolved_since_last_run"] == []
+    assert [i["root"]["code"] for i in doc["incidents"]][:1] == (
+        [case.root] if case.root else [])
+    assert len(doc["incidents"]) == (case.incidents if case.root else 0)
+    if case.next_step:
+        assert doc["incidents"][0]["next_step"]["command"] == case.next_step
+
+
+@pytest.mark.parametrize("release,name", PAIRS)
+def test_slack_blocks_lead_with_the_cause_and_offer_one_fix(release: str, name: str) -> None:
+    case, rp = BY_NAME[name], replay(release, name)
+    out = rp.outcome
+    made: list[str] = []
+
+    def token(inc: Any) -> str | None:
+        if inc.next_step is None:
+            return None
+        made.append(f"{inc.next_step.runbook} {inc.next_step.target}")
+        return f"tok{len(made)}"
+
+    ceph = out.snapshot.ceph
+    reply = r.health_reply("lab", out.report.verdict, out.incidents, out.report.findings,
+                           token, ceph.health_status if ceph else None)
+    blocks = [b for m in reply.messages for b in m.blocks]
+    first = blocks[0]["text"]["text"]
+    fixes = [b["accessory"] for b in blocks
+             if b.get("accessory", {}).get("action_id") == "fix"]
+    if case.root is None:
+        assert "no incidents" in first and fixes == []
+        return
+    assert f"lab: {case.root} {out.incidents[0].root.entity}" in first.split("\n")[0]
+    assert len(fixes) == sum(1 for i in out.incidents if i.next_step)
+    if case.next_step:
+        assert "stordoc fix " + made[0] == case.next_step
+
+
+@pytest.mark.parametrize("release,name", PAIRS)
+def test_tui_rows(release: str, name: str) -> None:
+    case, rp = BY_NAME[name], replay(release, name)
+    out = rp.outcome
+    rows = views.incident_rows(out.incidents)
+    if case.root is None:
+        assert rows == []
+        return
+    cells = rows[0].cells
+    assert cells[1] == case.root and cells[2] == out.incidents[0].root.entity
+    want = case.next_step.removeprefix("stordoc fix ") if case.next_step else "by hand"
+    if case.next_step is not None:
+        assert cells[3] == want
+    frows = views.finding_rows(out.report.findings)
+    assert {row.cells[1] for row in frows if row.kind == "finding"} == {
+        f.code for f in out.report.findings}
+
+
+# ------------------------------------------------------------------ what each case shows
+def _osd_unmounted(rp: Replay, osd: int, host: str, out_: bool) -> None:
+    fs = {f.code: f for f in rp.outcome.report.findings if f.entity == f"osd.{osd}"}
+    f = fs["OSD_DATA_UNMOUNTED"]
+    assert (f.target, f.runbook) == (f"osd.{osd}", "osd-remount")
+    ev = f.evidence
+    assert ev["host"] == host and ev["remount_safe"] is True
+    assert ev["device_whoami"] == osd and str(ev["device"]).startswith("/dev/loop")
+    assert "OSD_DAEMON_STOPPED" not in fs
+    sym = fs["OSD_DOWN_OUT" if out_ else "OSD_DOWN_IN"]
+    assert sym.severity == (Severity.WARN if out_ else Severity.CRIT)
+    assert host in sym.message and "down for" in sym.message and sym.since is not None
+    rows = views.osd_rows(rp.outcome.snapshot, rp.target)
+    row = next(x for x in rows if x.key == f"osd.{osd}")
+    assert row.cells[1] == "down" and row.cells[2] == ("out" if out_ else "in")
+    assert row.cells[7].startswith("NOT MOUNTED") and row.cells[8] == "stopped"
+
+
+def _not_activated(rp: Replay) -> None:
+    fs = {f.code: f for f in rp.outcome.report.findings if f.entity == "osd.3"}
+    assert "OSD_DATA_UNMOUNTED" not in fs  # the old, causeless answer
+    f = fs["OSD_NOT_ACTIVATED"]
+    assert f.evidence["flavour"] == "ceph-volume raw" and f.evidence["activate_safe"] is True
+    assert f.evidence["device_ceph_fsid"] == rp.outcome.snapshot.ceph.fsid  # type: ignore[union-attr]
+    assert "BlueStore label" in f.message
+    assert fs["OSD_DOWN_OUT"].runbook == "osd-activate"  # no circle between remount and start
+    row = next(x for x in views.osd_rows(rp.outcome.snapshot, rp.target) if x.key == "osd.3")
+    assert row.cells[7].startswith("NOT ACTIVATED (/dev/loop")
+
+
+def _cache(rp: Replay) -> None:
+    fs = {f.code: f for f in rp.outcome.report.findings if f.entity == "pool lab-cache"}
+    for code in ("CACHE_NO_TARGET", "CACHE_RATIO_ORDER", "CACHE_NO_HIT_SET"):
+        assert (fs[code].runbook, fs[code].target) == ("cache-tier-tune", "lab-cache")
+    assert fs["CACHE_TIER_DEPRECATED"].severity == Severity.INFO
+    inc = rp.outcome.incidents[0]
+    assert ("CEPH_HEALTH", "ceph CACHE_POOL_NO_HIT_SET") in {f.key for f in inc.findings}
+
+
+def _few_pgs(rp: Replay) -> None:
+    f = next(f for f in rp.outcome.report.findings if f.code == "POOL_PG_NUM_LOW")
+    assert f.evidence["pg_num"] == 2 and f.evidence["ideal_pg_num"] >= 32
+    assert f.evidence["autoscale_mode"] == "off" and "autoscaler is off" in f.message
+
+
+def _swift_unmounted(rp: Replay) -> None:
+    f = next(f for f in rp.outcome.report.findings if f.code == "SWIFT_DEVICE_UNMOUNTED")
+    assert (f.target, f.runbook) == ("d2@node2", "swift-device-remount")
+    assert len(f.evidence["recon_unmounted_on"]) == 3 and f.evidence["dir_exists"] is True
+
+
+def _server_stopped(rp: Replay) -> None:
+    inc = rp.outcome.incidents[0]
+    assert sum(1 for f in inc.findings if f.code == "SWIFT_SERVER_DOWN") == 3
+    assert inc.impact.startswith("object server down on 3 node(s)")
+    port = next(p for p, n in ports(rp).items() if n == "<object>")
+    for f in inc.findings:
+        if f.code == "SWIFT_SERVER_DOWN":
+            assert f"nothing listens on port {port} on node" in f.message
+
+
+def _ring_replicas(rp: Replay) -> None:
+    got = {f.code for f in rp.outcome.report.findings if f.entity == "object ring"}
+    assert {"SWIFT_REPLICAS_EXCEED_DEVICES", "SWIFT_REPLICAS_EXCEED_ZONES"} <= got
+    inc = rp.outcome.incidents[0]  # the rebalance would refuse: never offered
+    assert inc.next_step is None and inc.manual and "refuses" in inc.manual
+
+
+def _device_full(rp: Replay) -> None:
+    got = {f.code for f in rp.outcome.report.findings}
+    assert {"SWIFT_DEVICE_FULL", "SWIFT_FILL_SPREAD"} <= got
+
+
+def _async(rp: Replay) -> None:
+    inc = rp.outcome.incidents[0]
+    assert "SWIFT_ASYNC_PENDING" in {f.code for f in inc.consequences}
+    assert "container updates queued" in inc.impact
+
+
+def _stale_ring(rp: Replay) -> None:
+    inc = rp.outcome.incidents[0]
+    assert inc.impact.startswith("on 3 servers alike")
+    f = inc.root
+    assert "with md5" in f.message and "not the local" in f.message
+
+
+def _stalled(rp: Replay) -> None:
+    assert len(rp.outcome.incidents[0].findings) >= 3  # one replicator for every lab node
+
+
+def _lost(rp: Replay) -> None:
+    got = [f for f in rp.outcome.report.findings if f.code == "SWIFT_REPLICATOR_IDLE"]
+    assert len(got) == 3
+
+
+def _dispersion(rp: Replay) -> None:
+    inc = rp.outcome.incidents[0]
+    assert "d2@" in inc.root.entity
+
+
+def _healthy(rp: Replay) -> None:
+    snap = rp.outcome.snapshot
+    assert snap.ceph is not None and snap.swift is not None and snap.hosts
+    assert all(h.reachable for h in snap.hosts.values())
+    assert all(o.up and o.in_ for o in snap.ceph.osds)
+    rows = views.osd_rows(snap, rp.target)
+    assert sum(1 for x in rows if x.key.startswith("osd.") and x.cells[1] == "up") == len(
+        snap.ceph.osds)
+
+
+def _killed(rp: Replay) -> None:
+    """kill -9 of a running OSD: four lines for one problem become one incident."""
+    inc = rp.outcome.incidents[0]
+    keys = {f.key for f in inc.findings}
+    assert ("OSD_DOWN_IN", "osd.2") in keys and ("CEPH_HEALTH", "ceph OSD_DOWN") in keys
+    assert inc.severity == Severity.CRIT  # still in: its PGs are degraded
+
+
+def _out(rp: Replay) -> None:
+    f = rp.outcome.incidents[0].root
+    assert (f.runbook, f.target) == ("osd-in", "osd.2") and "node3" in f.message
+
+
+DETAILS: dict[str, Callable[[Replay], None]] = {
+    "osd-killed": _killed,
+    "osd-out": _out,
+    "healthy": _healthy,
+    "osd-unmounted-out": lambda rp: _osd_unmounted(rp, 1, "node2", True),
+    "osd-unmounted-in": lambda rp: _osd_unmounted(rp, 2, "node3", False),
+    "osd-not-activated": _not_activated,
+    "cache-tier-misconfigured": _cache,
+    "pool-few-pgs": _few_pgs,
+    "swift-device-unmounted": _swift_unmounted,
+    "swift-object-server-stopped": _server_stopped,
+    "swift-ring-replicas": _ring_replicas,
+    "swift-device-full": _device_full,
+    "swift-async-pending": _async,
+    "swift-ring-stale": _stale_ring,
+    "swift-replication-stalled": _stalled,
+    "swift-replication-lost": _lost,
+    "swift-dispersion-missing": _dispersion,
+}
+
+
+@pytest.mark.parametrize("release,name", [p for p in PAIRS if p[1] in DETAILS])
+def test_what_each_case_shows(release: str, name: str) -> None:
+    DETAILS[name](replay(release, name))
+
+
+def test_every_case_has_its_details_or_says_why() -> None:
+    assert set(DETAILS) | {"swift-ring-drift", "swift-quarantine"} == {c.name for c in CASES}
+
+
+@sync
+async def test_tui_from_a_snapshot_leads_with_the_cause_and_acts_on_nothing() -> None:
+    rp = replay(RELEASES[0], "osd-unmounted-out")
+    app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
+                     thresholds=rp.thresholds, user="snapshot")
+    async with app.run_test(size=(150, 40)) as pilot:
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.OverviewScreen)
+        t = app.screen.query_one(VirtualTable)
+        assert any("OSD_DATA_UNMOUNTED" in str(c) for c in t.get_row_at(0))
+        await pilot.press("d")
+        assert isinstance(app.screen, S.OsdScreen)
+        row = [str(c) for c in app.screen.query_one("#osds", VirtualTable).get_row("osd.1")]
+        assert row[1] == "down" and row[7].startswith("NOT MOUNTED")
+        await pilot.press("x")  # read-only: no runbook screen
+        assert not isinstance(app.screen, S.RunbookScreen)
+
+
+def _case(name: str) -> Case:
+    return BY_NAME[name]
+
+
+# ------------------------------------------------------------------ Swift's front ends
+@pytest.mark.parametrize("release", RELEASES)
+def test_slack_ring_shows_servers_and_the_missing_copy(release: str) -> None:
+    """Slack's `ring object`: per storage server its replication age, async pendings,
+    quarantines and fill, and the dispersion figures with the one copy missing."""
+    rp = replay(release, "swift-dispersion-missing")
+    sw = rp.outcome.snapshot.swift
+    assert sw is not None and sw.dispersion is not None and sw.dispersion.objects is not None
+    reply = r.ring_reply("lab", sw, "object")
+    text = "\n".join(m.text + "\n" + json.dumps(m.blocks) for m in reply.messages)
+    port = next(p for p, n in ports(rp).items() if n == "<object>")
+    for ip in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+        line = next(ln for ln in text.splitlines() if f"`{ip}:{port}`" in ln)
+        assert re.search(r"replicated \d\S* ago", line), line
+        assert "async 0" in line and "quarantined" in line and "fill " in line
+    objs = sw.dispersion.objects
+    assert objs.missing == 1
+    assert f"dispersion: objects {objs.pct_found:.1f}% of copies ({objs.sampled} sampled)" \
+        in text and "1 missing" in text
+
+
+@sync
+async def test_tui_swift_screen_shows_servers_and_the_missing_copy() -> None:
+    rp = replay(RELEASES[0], "swift-dispersion-missing")
+    app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
+                     thresholds=rp.thresholds, user="snapshot")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("w")
+        assert isinstance(app.screen, S.SwiftScreen)
+        await pilot.pause()
+        t = app.screen.query_one("#swift-servers", VirtualTable)
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        port = str(next(p for p, n in ports(rp).items() if n == "<object>"))
+        objs = [x for x in rows if x[0] == "object"]
+        assert [x[1].endswith(port) for x in objs] == [True, True, True]
+        for x in objs:
+            assert x[2] == "ok" and x[3].endswith("ago") and x[4] == "0"
+        note = str(app.screen.query_one("#swift-note").render())
+        assert "healthy" in note and "dispersion: objects" in note and "1 missing" in note
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_stalled_replicator_is_stale_under_a_lower_threshold(release: str) -> None:
+    """The same recorded facts judged again: recon's last completed pass no longer moved
+    while the replicator was stopped; with an age threshold below that age the servers'
+    replication is SWIFT_REPLICATION_STALE (the default, hours, keeps it quiet)."""
+    from dataclasses import replace as dc_replace
+
+    from checks.service import check_cluster
+
+    rp = replay(release, "swift-replication-stalled")
+    snap = rp.outcome.snapshot
+    assert snap.swift is not None
+    lasts = [h.replication["last"] for h in snap.swift.recon
+             if h.server == "object" and h.replication and h.replication["last"]]
+    age = snap.taken_at - max(lasts)
+    assert age > 2, "the snapshot was saved before the stall could show"
+    out = check_cluster(rp.target, dc_replace(rp.thresholds,
+                                              swift_replication_age_warn_s=age / 2),
+                        snapshot=snap, now=snap.taken_at)
+    stale = {f.entity for f in out.report.findings if f.code == "SWIFT_REPLICATION_STALE"}
+    assert len(stale) == 3 and all(e.startswith("object server") for e in stale)
+    assert not [f for f in rp.outcome.report.findings if f.code == "SWIFT_REPLICATION_STALE"]
