@@ -1,21 +1,25 @@
 """``stordoc``: the command line. Subcommands live in ``stordoc.commands.*``; each handler
 takes the parsed arguments (with ``args.term``, the one I/O boundary) and returns an
-``ExitStatus``."""
+``ExitStatus``.
+
+Start-up stays light: this module and every ``register()`` import only what argparse
+needs. Swift/eventlet, rados, fabric, pydantic, sqlite-utils, Textual, slack-bolt and
+rich are imported by the handlers that use them (tests/unit/test_cli_startup.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from runbooks.model import InvalidRequest, Refused
 from stordoc.argtypes import check_strings
 from stordoc.errors import UserError, permission_file
 from stordoc.exitstatus import ExitStatus
-from stordoc.service.errors import ActionRefused, InvalidAction
-from stordoc.settings import SettingsError
-from stordoc.terminal import Terminal
+
+if TYPE_CHECKING:
+    from stordoc.terminal import Terminal
 
 
 class Parser(argparse.ArgumentParser):
@@ -29,6 +33,8 @@ class Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
     def error(self, message: str) -> NoReturn:
+        from stordoc.terminal import Terminal
+
         # one line: the problem and where the usage is (not the usage itself)
         (Parser.term or Terminal.from_sys()).error(f"{message} (see '{self.prog} --help')")
         sys.exit(ExitStatus.USAGE)
@@ -67,17 +73,20 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int:
-    term = term or Terminal.from_sys()
-    Parser.term = term
+    Parser.term = term  # None: sys's streams, made when first needed (not for --help)
     try:
         return int(_main(argv, term))
     finally:
         Parser.term = None
 
 
-def _main(argv: Sequence[str] | None, term: Terminal) -> ExitStatus:
+def _main(argv: Sequence[str] | None, term: Terminal | None) -> ExitStatus:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if term is None:
+        from stordoc.terminal import Terminal
+
+        term = Terminal.from_sys()
     args.term = term
     bad = check_strings(args)
     if bad:
@@ -88,18 +97,34 @@ def _main(argv: Sequence[str] | None, term: Terminal) -> ExitStatus:
         return ExitStatus.USAGE
     try:
         return ExitStatus(args.func(args) or 0)
-    except (UserError, SettingsError, InvalidRequest, InvalidAction) as e:
-        term.error(str(e))
-        return ExitStatus.USAGE
-    except (Refused, ActionRefused) as e:
-        term.error(str(e))
-        return ExitStatus.REFUSED
-    except PermissionError as e:
-        term.error(f"permission denied: {permission_file(e)}")
-        return ExitStatus.NOPERM
     except KeyboardInterrupt:
         term.err.print("interrupted")
         return ExitStatus.INTERRUPTED
+    except PermissionError as e:
+        term.error(f"permission denied: {permission_file(e)}")
+        return ExitStatus.NOPERM
+    except Exception as e:
+        status = _status_of(e)
+        if status is None:
+            raise
+        term.error(str(e))
+        return status
+
+
+def _status_of(e: Exception) -> ExitStatus | None:
+    """USAGE for bad input, REFUSED for a runbook's or benchmark's no (one line each, no
+    traceback); None for anything else. The error types are imported here, once something
+    was raised, so that parsing never loads the layers that define them."""
+    from runbooks.model import InvalidRequest, Refused
+    from stordoc.service.errors import ActionRefused, InvalidAction
+    from stordoc.settings import SettingsError
+
+    # InvalidRequest and InvalidAction are kinds of Refused/ActionRefused: asked first
+    if isinstance(e, UserError | SettingsError | InvalidRequest | InvalidAction):
+        return ExitStatus.USAGE
+    if isinstance(e, Refused | ActionRefused):
+        return ExitStatus.REFUSED
+    return None
 
 
 if __name__ == "__main__":

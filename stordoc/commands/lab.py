@@ -7,9 +7,7 @@ import errno
 import json
 import os
 from collections.abc import Callable
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from lab import (
     DEFAULT_DIR,
@@ -26,6 +24,9 @@ from stordoc.argtypes import int_range
 from stordoc.commands.common import term_of
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,6 +128,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def _print_status(console: Console, st: dict) -> None:
+    from rich.table import Table
+
     t = Table(title=f"lab {st['base']}")
     t.add_column("process")
     t.add_column("pid")
