@@ -56,7 +56,9 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
                 _add_config(sp)
 
 
-def build_parser() -> Parser:
+def build_parser(argv: Sequence[str] | None = None) -> Parser:
+    """Every subcommand; with ``argv``, ``lab``'s own arguments only when argv names it
+    (they come from the lab package's scenario registry, the one costly import left)."""
     from stordoc.commands import bench, bot, check, lab, mutes, runbooks, swift, tui, watch
 
     p = Parser(prog="stordoc", description="Health checks, runbooks and benchmarks for "
@@ -66,7 +68,10 @@ def build_parser() -> Parser:
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for mod in (check, mutes, runbooks, bench, bot, watch, tui, lab, swift):
-        mod.register(sub)
+        if mod is lab:
+            mod.register(sub, full=argv is None or "lab" in argv)
+        else:
+            mod.register(sub)
     for sp in sub.choices.values():
         _add_config(sp)
     return p
@@ -81,7 +86,8 @@ def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int
 
 
 def _main(argv: Sequence[str] | None, term: Terminal | None) -> ExitStatus:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if term is None:
         from stordoc.terminal import Terminal

@@ -139,3 +139,26 @@ def test_the_check_handler_imports_swift_in_the_main_thread() -> None:
     got = _probe(code, "/nonexistent/stordoc.toml")
     assert got == {"before": False, "after": True, "collect": True, "threads": 1,
                    "real": True}
+
+
+def test_main_builds_the_lab_parser_only_for_lab() -> None:
+    """``lab``'s options come from the lab package (scenario registry): ``main`` imports it
+    only for an argv that names ``lab``; the top-level help still lists it."""
+    code = textwrap.dedent("""
+        import contextlib, io, json, sys
+        import stordoc.cli
+        out = io.StringIO()
+        codes = []
+        for argv in (["--help"], ["check", "--bogus"], ["lab", "break", "--help"]):
+            with contextlib.redirect_stdout(out):
+                try:
+                    stordoc.cli.main(argv)
+                except SystemExit as e:
+                    codes.append(e.code)
+            codes.append("lab" in sys.modules)
+        print("@@" + json.dumps({"codes": codes, "help": out.getvalue()}))
+    """)
+    got = _probe(code)
+    assert got["codes"] == [0, False, 64, False, 0, True]
+    assert "a real local Ceph + Swift cluster for tests and demos" in got["help"]
+    assert "--osd" in got["help"]  # lab break's options, from the scenario registry
