@@ -162,3 +162,13 @@ def test_main_builds_the_lab_parser_only_for_lab() -> None:
     assert got["codes"] == [0, False, 64, False, 0, True]
     assert "a real local Ceph + Swift cluster for tests and demos" in got["help"]
     assert "--osd" in got["help"]  # lab break's options, from the scenario registry
+
+
+def test_swift_import_skips_green_dns_and_leaves_the_environment_as_it_was() -> None:
+    """storage.swiftlib imports Swift (eventlet) without eventlet's green DNS (dnspython),
+    and the variable that says so is gone again afterwards (child processes unchanged)."""
+    code = ("import json, os, sys; import storage.swiftlib;"
+            "print('@@' + json.dumps({'dns': 'dns' in sys.modules,"
+            " 'eventlet': 'eventlet' in sys.modules,"
+            " 'env': os.environ.get('EVENTLET_NO_GREENDNS')}))")
+    assert _probe(code) == {"dns": False, "eventlet": True, "env": None}
