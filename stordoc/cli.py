@@ -10,6 +10,8 @@ rich are imported by the handlers that use them (tests/unit/test_cli_startup.py)
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -78,11 +80,28 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
 
 
 def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int:
+    _register_fast_exit()
     Parser.term = term  # None: sys's streams, made when first needed (not for --help)
     try:
         return int(_main(argv, term))
     finally:
         Parser.term = None
+
+
+_fast_exit = False
+
+
+def _register_fast_exit() -> None:
+    """At exit, after every other atexit handler (they run last-registered first), move
+    all objects to the garbage collector's permanent generation (``gc.freeze``): the
+    interpreter's teardown then skips collecting the cycles of ~1,200 modules (Swift and
+    eventlet, pydantic, paramiko...), which took 0.2-1 s after ``check`` had printed its
+    answer. Streams are still flushed and the other atexit handlers still run; the
+    memory goes back to the system with the process."""
+    global _fast_exit
+    if not _fast_exit:
+        atexit.register(gc.freeze)
+        _fast_exit = True
 
 
 def _main(argv: Sequence[str] | None, term: Terminal | None) -> ExitStatus:

@@ -172,3 +172,24 @@ def test_swift_import_skips_green_dns_and_leaves_the_environment_as_it_was() -> 
             " 'eventlet': 'eventlet' in sys.modules,"
             " 'env': os.environ.get('EVENTLET_NO_GREENDNS')}))")
     assert _probe(code) == {"dns": False, "eventlet": True, "env": None}
+
+
+def test_exit_skips_collecting_the_modules_cycles() -> None:
+    """main() makes the process's last atexit step gc.freeze(): teardown does not collect
+    the cycles of every imported module (what made exit cost up to a second after check)."""
+    code = textwrap.dedent("""
+        import atexit, gc, sys
+        # registered first, so it runs after main()'s own handler
+        atexit.register(lambda: print("@@frozen", gc.get_freeze_count() > 0, flush=True))
+        import stordoc.cli
+        try:
+            stordoc.cli.main(["--help"])
+        except SystemExit:
+            pass
+        print("@@before", gc.get_freeze_count() == 0, flush=True)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = [x for x in p.stdout.splitlines() if x.startswith("@@")]
+    assert lines == ["@@before True", "@@frozen True"], p.stdout[-2000:]
