@@ -14,10 +14,23 @@ from __future__ import annotations
 
 import _thread
 import logging
+import os
 import threading
 import weakref
 
-from swift.common.ring import RingBuilder, RingData
+# eventlet's green DNS (dnspython: a third of this import's CPU time, more than the ring
+# code itself) serves only green sockets, which stordoc never uses: eventlet reads
+# EVENTLET_NO_GREENDNS once, when it is first imported. Put back at once, so that the
+# processes stordoc starts (the lab's Swift servers) see the environment unchanged.
+_NO_GREENDNS = os.environ.get("EVENTLET_NO_GREENDNS")
+os.environ["EVENTLET_NO_GREENDNS"] = "yes"
+try:
+    from swift.common.ring import RingBuilder, RingData
+finally:
+    if _NO_GREENDNS is None:
+        del os.environ["EVENTLET_NO_GREENDNS"]
+    else:
+        os.environ["EVENTLET_NO_GREENDNS"] = _NO_GREENDNS
 
 __all__ = ["RingBuilder", "RingData", "is_real_lock", "restore_real_threading"]
 

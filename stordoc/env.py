@@ -98,6 +98,8 @@ class Env:
 
     def decide_next_steps(self, cluster: str, out: CheckOutcome) -> CheckOutcome:
         """Each incident's one next step, planned (not run) on the same snapshot."""
+        if not out.incidents:  # nothing to plan: a healthy check never loads the runbooks
+            return out
         from dataclasses import replace
 
         from runbooks.nextstep import planning_context, with_next_steps

@@ -15,21 +15,19 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
 from stordoc.argtypes import float_range, int_range, plain_name
 from stordoc.commands.common import env_from_args, term_of
-from stordoc.confirm import confirm
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.task import Task
-from stordoc.terminal import Terminal
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the handlers import them (the parser stays light)
+    from rich.table import Table
+
     from stordoc.env import Env
     from stordoc.service import Service
     from stordoc.service.actions import ActionPlan, Actions, RunReport
+    from stordoc.terminal import Terminal
 
 
 def _size(text: str) -> int:
@@ -221,6 +219,7 @@ def _options(a: argparse.Namespace) -> Any:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from runbooks.bench import api
+    from stordoc.confirm import confirm
 
     env = env_from_args(a)
     try:
@@ -250,6 +249,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def _run_with_progress(term: Terminal, acts: Actions, plan: ActionPlan, quiet: bool,
                        compare: bool, baseline: str | None) -> RunReport:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     opts = plan.data.get("options") or {}
     prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
@@ -280,6 +281,8 @@ def _fmt(v: Any, nd: int = 2) -> str:
 
 
 def _results_table(results: Sequence[Any]) -> Table:
+    from rich.table import Table
+
     t = Table(show_header=True, header_style="bold")
     for col in ("id", "workload", "rep", "ops/s", "MB/s", "avg ms", "p50", "p90", "p99",
                 "p99.9", "max", "errors", "status"):
@@ -344,6 +347,8 @@ def _limits_line(r: Any) -> str:
 
 
 def cmd_history(a: argparse.Namespace) -> int:
+    from rich.table import Table
+
     env = env_from_args(a)
     console = env.term.wide
     try:

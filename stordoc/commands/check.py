@@ -19,18 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.padding import Padding
-from rich.text import Text
-
-from checks.incidents import headline as incidents_headline
 from checks.model import Severity, Verdict
-from checks.service import CheckOutcome
 from stordoc.commands.common import env_from_args
-from stordoc.env import Env
 from stordoc.exitstatus import ExitStatus
 from stordoc.fmt import human_age
+
+if TYPE_CHECKING:  # the handler imports them (the parser stays light)
+    from rich.console import Console
+
+    from checks.service import CheckOutcome
+    from stordoc.env import Env
 
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {Verdict.OK: "green", Verdict.WARN: "yellow", Verdict.CRIT: "bold red",
@@ -87,6 +87,8 @@ def to_json(out: CheckOutcome) -> dict:
 
 def headline(out: CheckOutcome) -> str:
     """The first line: stordoc's verdict, then the top incident's cause (one line)."""
+    from checks.incidents import headline as incidents_headline
+
     r = out.report
     return incidents_headline(r.cluster, r.verdict, out.incidents, len(r.findings))
 
@@ -106,6 +108,9 @@ def _facts_line(out: CheckOutcome) -> str:
 
 
 def render_incidents(out: CheckOutcome, console: Console) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
     new = set(out.delta.new) if out.delta else set()
     for n, inc in enumerate(out.incidents, 1):
         head = Text()
@@ -138,6 +143,9 @@ def render_incidents(out: CheckOutcome, console: Console) -> None:
 def render(out: CheckOutcome, console: Console) -> None:
     """The verdict and the top cause first, incidents with one next step each, then every
     finding grouped by severity: readable on a phone-width terminal."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     r = out.report
     new = set(out.delta.new) if out.delta else set()
     w = r.worst
@@ -228,6 +236,8 @@ def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
                          "written_by": doc.written_by, "notes": list(doc.notes)}
         term.line(json.dumps(d, indent=1, default=str))
     else:
+        from rich.text import Text
+
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(doc.taken_at))
         term.out.print(Text(f"from snapshot {doc.directory} (taken {when}, "
                             f"{human_age(time.time() - doc.taken_at)} ago"
@@ -255,6 +265,8 @@ def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> in
                                   "clusters": [to_json(o) for o in outs]},
                                  indent=1, default=str))
         return ExitStatus.of(worst)
+    from rich.text import Text
+
     for o in outs:
         env.term.out.print(Text(headline(o), style=VERDICT_STYLE[o.report.verdict]),
                            soft_wrap=True)

@@ -7,29 +7,30 @@ import errno
 import json
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-
-from lab import (
-    DEFAULT_DIR,
-    DEFAULT_LAYOUT,
-    DEFAULT_PORT_BASE,
-    LAYOUTS,
-    SCENARIOS,
-    Lab,
-    LabError,
-    scenarios,
-)
-from lab.rootfs import HOST_RELEASE, RELEASES
 from stordoc.argtypes import int_range
 from stordoc.commands.common import term_of
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from lab import Lab
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+             full: bool = True) -> None:
+    """``full=False``: only the ``lab`` line of the top-level help, for an argv that does
+    not name ``lab`` (its options come from the scenario registry, and importing the lab
+    package costs more than every other command's parser together)."""
     p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos")
+    if not full:
+        return
+    from lab import DEFAULT_DIR, DEFAULT_LAYOUT, DEFAULT_PORT_BASE, LAYOUTS
+    from lab.rootfs import HOST_RELEASE, RELEASES
+
     lsub = p.add_subparsers(dest="lab_cmd", metavar="ACTION", required=True)
 
     def common(q: argparse.ArgumentParser) -> None:
@@ -73,6 +74,8 @@ def _fault_parser(lsub: argparse._SubParsersAction[argparse.ArgumentParser], nam
                   common: Callable[[argparse.ArgumentParser], None]) -> None:
     """``lab break|heal SCENARIO``: the scenarios and their options from the registry
     (lab/scenarios/): each option once, its help naming the scenarios that read it."""
+    from lab import SCENARIOS, scenarios
+
     heal = name == "heal"
     listing = "; ".join(f"{s.name}: {s.summary}" for s in scenarios.REGISTRY.values())
     b = lsub.add_parser(name, help=f"{name} a fault scenario: {', '.join(SCENARIOS)}",
@@ -98,6 +101,8 @@ def _fault_parser(lsub: argparse._SubParsersAction[argparse.ArgumentParser], nam
 
 
 def _lab(args: argparse.Namespace) -> Lab:
+    from lab import Lab
+
     if args.port_base is not None and not 1024 <= args.port_base <= 65000:
         raise UserError("--port-base must be between 1024 and 65000")
     return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None),
@@ -105,6 +110,8 @@ def _lab(args: argparse.Namespace) -> Lab:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    from lab import LabError
+
     console = term_of(args).out
     if os.geteuid() != 0:  # before anything is made: loop devices, mounts, chroot
         raise PermissionError(errno.EPERM, "lab up needs root (loop devices, mounts, "
@@ -127,6 +134,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def _print_status(console: Console, st: dict) -> None:
+    from rich.table import Table
+
     t = Table(title=f"lab {st['base']}")
     t.add_column("process")
     t.add_column("pid")
@@ -159,6 +168,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    from lab import LabError
+
     console = term_of(args).out
     lab = _lab(args)
     try:
@@ -172,6 +183,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def _fault(args: argparse.Namespace, heal: bool) -> int:
+    from lab import LabError, scenarios
+
     console = term_of(args).out
     lab = _lab(args)
     if not lab.state_path.exists():

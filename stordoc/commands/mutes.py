@@ -7,13 +7,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.table import Table
-
 from stordoc.argtypes import duration
 from stordoc.commands.common import env_from_args
 from stordoc.errors import UserError
-from stordoc.service import Service
-from stordoc.service.records import MuteRefused, UnknownCode
 
 MAX_MUTE_S = 30 * 86400.0
 
@@ -40,6 +36,11 @@ def _when(ts: float) -> str:
 
 
 def cmd_mute(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from stordoc.service import Service
+    from stordoc.service.records import MuteRefused, UnknownCode
+
     env = env_from_args(args)
     recs = Service(env).records
     try:
@@ -77,6 +78,9 @@ def cmd_mute(args: argparse.Namespace) -> int:
 
 
 def cmd_unmute(args: argparse.Namespace) -> int:
+    from stordoc.service import Service
+    from stordoc.service.records import UnknownCode
+
     env = env_from_args(args)
     try:
         cluster = env.cluster_name(args.cluster)

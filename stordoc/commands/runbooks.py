@@ -12,26 +12,32 @@ import datetime as dt
 import json
 import threading
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from runbooks.aftermath import Aftermath
-from runbooks.model import EventKind, Outcome, Plan, Refused, RunEvent
 from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args, term_of
-from stordoc.confirm import confirm
-from stordoc.env import Env
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
-from stordoc.service import Service
-from stordoc.service.actions import ActionPlan, RunReport
 from stordoc.service.task import Task
 
-EXIT: dict[str, ExitStatus] = {Outcome.SUCCESS: ExitStatus.OK, Outcome.VERIFY_FAILED: ExitStatus.FAILED,
+if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
+    from rich.console import Console
+
+    from runbooks.aftermath import Aftermath
+    from runbooks.model import Plan, RunEvent
+    from stordoc.env import Env
+    from stordoc.service import Service
+    from stordoc.service.actions import ActionPlan, RunReport
+
+
+def exit_status(outcome: str) -> ExitStatus:
+    """A runbook run's exit status by its ``Outcome``."""
+    from runbooks.model import Outcome
+
+    exits: dict[str, ExitStatus] = {
+        Outcome.SUCCESS: ExitStatus.OK, Outcome.VERIFY_FAILED: ExitStatus.FAILED,
         Outcome.FAILED: ExitStatus.FAILED, Outcome.CANCELLED: ExitStatus.INTERRUPTED}
+    return exits.get(outcome, ExitStatus.FAILED)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,6 +108,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render_plan(console: Console, plan: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     from runbooks.api import Plan
 
     assert isinstance(plan, Plan)
@@ -139,6 +148,10 @@ def render_plan(console: Console, plan: Any) -> None:
 
 
 def _event_printer(console: Console, ev: RunEvent) -> None:
+    from rich.text import Text
+
+    from runbooks.model import EventKind
+
     k = ev.kind
     if k == EventKind.STEP_STARTED:
         console.print(Text(f"  -> {ev.index}. {ev.title}", style="bold"))
@@ -158,6 +171,9 @@ def _event_printer(console: Console, ev: RunEvent) -> None:
 
 
 def cmd_runbooks(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
     from runbooks.api import list_runbooks
 
     term = term_of(args)
@@ -187,6 +203,8 @@ def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str
           ) -> tuple[Service, ActionPlan, Plan]:
     """A refusal (unknown runbook, a target the cluster does not have, a safety gate)
     reaches main() as ActionRefused: one line, exit 4 (a misspelt request: 64)."""
+    from stordoc.service import Service
+
     svc = Service(env)
     ap = svc.actions.plan(env.cluster_name(args.cluster), runbook, target, source="cli",
                           options=_options(args))
@@ -195,6 +213,8 @@ def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
     env = env_from_args(args)
     try:
         _, _, p = _plan(env, args, args.runbook, args.target)
@@ -211,6 +231,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
     """``--finding CODE [--entity E]``: a fresh check, then the one rule of
     ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64)."""
+    from rich.text import Text
+
+    from runbooks.model import Refused
     from stordoc.service import fixes
 
     code = fixes.normalise_code(args.finding)
@@ -237,6 +260,8 @@ def _follow(console: Console, svc: Service, cluster: str, runbook: str,
             timeout_s: float) -> None:
     """The truth after "success": what the cluster still does, until clean or timeout;
     Ctrl-C stops following (the cluster carries on)."""
+    from rich.text import Text
+
     def show(am: Aftermath) -> None:
         console.print(Text(f"  {am.line}", style="green" if am.clean else "yellow"))
 
@@ -255,6 +280,10 @@ def _follow(console: Console, svc: Service, cluster: str, runbook: str,
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from stordoc.confirm import confirm
+
     if args.finding:
         if args.runbook or args.target:
             raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
@@ -287,7 +316,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
         if res.ok and args.follow > 0:
             _follow(console, svc, ap.cluster, plan.runbook, args.follow)
-        return EXIT.get(res.outcome, ExitStatus.FAILED)
+        return exit_status(res.outcome)
     finally:
         env.close()
 
@@ -299,6 +328,11 @@ def _when(ts: float | None) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from stordoc.service import Service
+
     env = env_from_args(args)
     console = env.term.out
     try:
@@ -351,6 +385,11 @@ def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) ->
     """Runs whose process died are marked interrupted; what they owned and left (a flag
     they set) is shown and undone only after a yes (``--yes`` counts). With ``ask`` off
     (listing locks) it is only shown, unless ``--yes``."""
+    from rich.text import Text
+
+    from stordoc.confirm import confirm
+    from stordoc.service import Service
+
     locks = Service(env).locks
     left = locks.interrupted(args.cluster, source="cli")
     if not left:
@@ -368,6 +407,11 @@ def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) ->
 
 
 def cmd_locks(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from stordoc.service import Service
+
     env = env_from_args(args)
     console = env.term.out
     try:

@@ -65,5 +65,7 @@ def _tui_from(args: argparse.Namespace) -> int:
         raise UserError(f"snapshot {args.from_dir}: {e}") from None
     app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
                      thresholds=rp.thresholds, user="snapshot")
+    from storage.swiftlib import restore_real_threading
+    restore_real_threading()  # the TUI's workers are OS threads: no green locks in logging
     app.run()
     return 0

@@ -1,0 +1,140 @@
+"""How fast ``stordoc`` starts and answers, side by side with Ceph's own CLI (issue 24).
+
+Two pairs, interleaved in one run (each round runs both commands of a pair, the order
+alternating between rounds), every run a fresh process as an operator would start it:
+
+  stordoc --help                          vs  ceph --version
+  stordoc check --json --config CFG       vs  ceph -c CONF health detail -f json
+
+For each command: the median wall time and the median CPU time of the process (user +
+system, from ``resource.getrusage(RUSAGE_CHILDREN)``); then the ratios stordoc/ceph. On a
+shared machine only the ratios of one run mean something, never absolute numbers from
+different moments. The goals are printed beside the figures; nothing fails on time.
+
+    .venv/bin/python benchmarks/cli_startup.py --config /var/tmp/stordoc-lab/stordoc.toml \
+        [--cluster lab] [--rounds 7]
+
+``stordoc`` runs as ``python -m stordoc`` from this checkout (first on ``sys.path``), so a
+worktree measures its own code, not an editable install elsewhere. The Ceph command gets
+the cluster's ``conf``, ``keyring`` and ``client`` from the same settings file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GOAL_HELP_S = 0.3
+GOAL_CHECK_S = 1.0
+GOAL_CHECK_RATIO = 5.0
+
+
+@dataclass
+class Runs:
+    name: str
+    argv: list[str]
+    ok: tuple[int, ...] = (0,)
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    last_stdout: str = ""
+
+    def run(self) -> None:
+        before = _children_cpu()
+        t0 = time.monotonic()
+        p = subprocess.run(self.argv, capture_output=True, text=True, cwd=ROOT, check=False,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        wall = time.monotonic() - t0
+        cpu = _children_cpu() - before
+        if p.returncode not in self.ok:
+            sys.exit(f"{self.name} exited {p.returncode}: {p.stderr.strip()[-400:]}")
+        self.wall.append(wall)
+        self.cpu.append(cpu)
+        self.last_stdout = p.stdout
+
+    def line(self) -> str:
+        return (f"{self.name}: median {statistics.median(self.wall):.3f} s wall "
+                f"(min {min(self.wall):.3f}, max {max(self.wall):.3f}), "
+                f"median {statistics.median(self.cpu):.3f} s CPU over {len(self.wall)} runs")
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _ratio(a: Runs, b: Runs) -> str:
+    wall = statistics.median(a.wall) / statistics.median(b.wall)
+    cpu = statistics.median(a.cpu) / max(statistics.median(b.cpu), 1e-6)
+    return f"ratio {a.name} / {b.name}: {wall:.1f}x wall, {cpu:.1f}x CPU"
+
+
+def _ceph_argv(config: str, cluster: str | None) -> list[str]:
+    with open(config, "rb") as f:
+        cfg = tomllib.load(f)
+    clusters = cfg.get("clusters") or {}
+    name = cluster or cfg.get("default_cluster") or next(iter(clusters), None)
+    ceph = (clusters.get(name) or {}).get("ceph") if name else None
+    if not ceph or not ceph.get("conf"):
+        sys.exit(f"{config}: cluster {name!r} has no [ceph] conf")
+    argv = ["ceph", "-c", ceph["conf"]]
+    if ceph.get("keyring"):
+        argv += ["--keyring", ceph["keyring"]]
+    if ceph.get("client"):
+        argv += ["--name", ceph["client"]]
+    return argv
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="/var/tmp/stordoc-lab/stordoc.toml",
+                    help="the lab's (or a cluster's) stordoc settings")
+    ap.add_argument("--cluster", help="cluster in the settings (default: the default one)")
+    ap.add_argument("--rounds", type=int, default=7)
+    a = ap.parse_args()
+    py = [sys.executable, "-W", "ignore", "-m", "stordoc"]
+    ceph = _ceph_argv(a.config, a.cluster)
+    cl = ["--cluster", a.cluster] if a.cluster else []
+    help_ = Runs("stordoc --help", [*py, "--help"])
+    version = Runs("ceph --version", ["ceph", "--version"])
+    check = Runs("stordoc check --json", [*py, "check", "--json", "--config", a.config, *cl],
+                 ok=(0, 1, 2))
+    health = Runs("ceph health detail", [*ceph, "health", "detail", "-f", "json"])
+    pairs = [(help_, version), (check, health)]
+    for r in (help_, version, check, health):  # unmeasured: page cache, the journal
+        r.run()
+        r.wall.clear()
+        r.cpu.clear()
+    inproc: list[float] = []
+    for i in range(a.rounds):
+        for x, y in pairs:
+            for r in ((x, y) if i % 2 == 0 else (y, x)):
+                r.run()
+        inproc.append(float(json.loads(check.last_stdout)["duration_s"]))
+    print(help_.line())
+    print(version.line())
+    print(_ratio(help_, version))
+    print(f"goal stordoc --help <= {GOAL_HELP_S} s: median "
+          f"{statistics.median(help_.wall):.3f} s")
+    print(check.line())
+    print(health.line())
+    print(_ratio(check, health))
+    print(f"  of which collect+check inside stordoc: median {statistics.median(inproc):.3f} s")
+    print(f"goal stordoc check --json <= {GOAL_CHECK_S} s and <= {GOAL_CHECK_RATIO:g}x ceph "
+          f"health detail: median {statistics.median(check.wall):.3f} s, "
+          f"{statistics.median(check.wall) / statistics.median(health.wall):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
