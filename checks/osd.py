@@ -68,9 +68,11 @@ def _down_for(o: OsdState, now: float) -> str:
     return f"down for {fmt_duration(now - o.down_since)}"
 
 
-# Parts of a PG state that mean "not fully clean" even next to active+clean.
+# Parts of a PG state that mean "not fully clean" even next to active+clean. "remapped":
+# acting is a pg_temp, not the up set; the PG re-peers onto its up set when the monitor
+# drops it (seen on the lab after backfill: active+clean+remapped, then peering).
 UNCLEAN_PARTS = frozenset({"inconsistent", "degraded", "undersized", "stale", "down",
-                           "incomplete", "peering"})
+                           "incomplete", "peering", "remapped"})
 
 
 # After an OSD comes up, goes down, in or out, the manager hears of the PGs' peering only
@@ -86,7 +88,8 @@ def pgs_reported_since(last_change: float | None, now: float) -> bool:
 
 
 def pg_state_is_clean(state: str) -> bool:
-    """``active+clean`` (+scrubbing, +snaptrim, ...) and nothing that says otherwise."""
+    """``active+clean`` (+scrubbing, +snaptrim, ...) and nothing that says otherwise.
+    Whether a state read right after an osdmap change counts at all: ``checks.settle``."""
     parts = set(state.split("+"))
     return {"active", "clean"} <= parts and not parts & UNCLEAN_PARTS
 
