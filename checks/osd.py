@@ -75,18 +75,6 @@ UNCLEAN_PARTS = frozenset({"inconsistent", "degraded", "undersized", "stale", "d
                            "incomplete", "peering", "remapped"})
 
 
-# After an OSD comes up, goes down, in or out, the manager hears of the PGs' peering only
-# with each OSD's next PG report (``mgr_stats_period``, 5 s by default): a read of "all PGs
-# active+clean" sooner than this after the change may describe the map before it.
-PG_REPORT_GRACE_S = 10.0
-
-
-def pgs_reported_since(last_change: float | None, now: float) -> bool:
-    """Whether PG states read at ``now`` can tell the outcome of the last OSD
-    up/down/in/out (``storage.ceph.last_osd_change``; unknown counts as long ago)."""
-    return last_change is None or now - last_change >= PG_REPORT_GRACE_S
-
-
 def pg_state_is_clean(state: str) -> bool:
     """``active+clean`` (+scrubbing, +snaptrim, ...) and nothing that says otherwise.
     Whether a state read right after an osdmap change counts at all: ``checks.settle``."""
