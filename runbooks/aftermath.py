@@ -139,10 +139,12 @@ def follow(ctx: RunContext, on_line: Callable[[Aftermath], None], timeout_s: flo
     """Report what the cluster does until its PGs are clean, the deadline or cancel.
     ``on_line`` gets each state whose line changed (and the last one).
 
-    Reads every ``interval_s`` while PGs peer or recover; while they only wait to report
-    on the new map (``settling``, which ends with the OSDs' next report, seconds) every
-    ``SETTLING_POLL_S`` at most, so that clean is said when it is, not up to a whole
-    interval later (a read costs a few milliseconds of the manager's and monitor's)."""
+    Reads every ``interval_s`` while PGs recover (minutes, with Ceph's ETA); while what
+    it waits for ends within seconds -- PGs that only have to report on the new map
+    (``settling``: the OSDs' next report) or that peer (not serving I/O yet) -- every
+    ``QUICK_POLL_S`` at most, so that the end is said when it comes, not up to a whole
+    interval later (a read is a few commands to the manager and monitor and one
+    osdmaptool run: ~50 ms on the lab)."""
     cancel = cancel or threading.Event()
     deadline = time.monotonic() + timeout_s
     last = ""
@@ -151,13 +153,15 @@ def follow(ctx: RunContext, on_line: Callable[[Aftermath], None], timeout_s: flo
         if _line_key(am) != last:
             on_line(am)
             last = _line_key(am)
-        wait = min(interval_s, SETTLING_POLL_S) if am.settling is not None else interval_s
+        quick = am.settling is not None or am.inactive > 0
+        wait = min(interval_s, QUICK_POLL_S) if quick else interval_s
         if am.clean or time.monotonic() >= deadline or cancel.wait(wait):
             return am
 
 
-# how often ``follow`` reads while the PGs read clean but have not reported on the map
-SETTLING_POLL_S = 0.5
+# how often ``follow`` reads at most while what it waits for takes seconds (settling,
+# peering)
+QUICK_POLL_S = 0.5
 
 
 def _line_key(am: Aftermath) -> str:

@@ -116,13 +116,23 @@ class Waits:
         return False
 
 
-def test_follow_reads_often_while_settling_and_at_its_interval_otherwise() -> None:
+def test_follow_reads_often_for_what_ends_in_seconds_and_at_its_interval_otherwise() -> None:
+    """Settling (the next report) and peering end within seconds; recovery takes minutes."""
+    recovering = aftermath_of({"active+recovering+degraded": 5, "active+clean": 60}, 65,
+                              None, NOW)
     states = iter([captured("pacific-osd-in/stale-clean"), captured("pacific-osd-in/pg-temp"),
-                   captured("pacific-osd-in/settled")])
+                   recovering, captured("pacific-osd-in/settled")])
     w = Waits()
     am = follow(None, lambda a: None, timeout_s=600, interval_s=5.0,  # type: ignore[arg-type]
                 cancel=w, reader=lambda c: next(states))  # type: ignore[arg-type]
-    assert am.clean and w.waits == [aftermath_mod.SETTLING_POLL_S, 5.0]
+    quick = aftermath_mod.QUICK_POLL_S
+    assert am.clean and w.waits == [quick, quick, 5.0]
+    # a caller's shorter interval stays
+    w = Waits()
+    states = iter([captured("reef-osd-in/stale-clean"), captured("reef-osd-in/settled")])
+    follow(None, lambda a: None, interval_s=0.1, cancel=w,  # type: ignore[arg-type]
+           reader=lambda c: next(states))
+    assert w.waits == [0.1]
 
 
 def test_the_stamp_fallback_is_said_on_every_line() -> None:
