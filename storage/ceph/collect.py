@@ -147,7 +147,8 @@ def _down_epoch_stamps(s: _Session, dump: Mapping[str, Any]) -> dict[str, str]:
 def _settle(s: _Session, raw: dict[str, Any]) -> None:
     """Have the PGs reported on the current osdmap (``storage.ceph.settle``)? Asked only
     when ``pg stat`` reads every PG active+clean: a check of a healthy cluster (the usual
-    case) pays ~20 ms on the lab (one ``pg dump pgs_brief``, ``osd getmap``, osdmaptool),
+    case) pays 30-90 ms on the lab (``pg dump pgs_brief``, ``version``, ``osd getmap``: ~5
+    ms; osdmaptool started for ``--version`` once per process and for the map: the rest),
     and when some PG reads otherwise the check reports that anyway, stale or not. (This
     test is looser than ``checks.osd.pg_state_is_clean``: it only saves work.)"""
     num, states = parse_pg_stat(raw["pg stat"]) if raw.get("pg stat") else (0, {})
