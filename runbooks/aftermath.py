@@ -20,7 +20,15 @@ from typing import Any
 
 from checks.settle import judge_pgs, states_of
 from runbooks.model import RunContext
-from storage.ceph import CephClient, CephError, PgSettle, parse_pg_stat, parse_stamp, read_pg_settle
+from storage.ceph import (
+    CephClient,
+    CephError,
+    PgSettle,
+    parse_pg_stat,
+    parse_stamp,
+    read_pg_settle,
+    worth_comparing,
+)
 
 INACTIVE = frozenset({"peering", "activating", "down", "incomplete", "stale", "unknown",
                       "creating", "inactive"})
@@ -114,15 +122,18 @@ def worth_following(runbook: str) -> bool:
 
 
 def read(ctx: RunContext) -> Aftermath:
-    """PG states, whether they count (``storage.ceph.read_pg_settle``: the manager's PG
-    reports against the current osdmap) and progress events (no host facts)."""
+    """PG states (``pg stat``), whether they count when they all read clean
+    (``storage.ceph.read_pg_settle``: the manager's PG reports against the current
+    osdmap; while some PG reads otherwise the states say "not clean" already and the
+    dump is not worth reading, ``worth_comparing``) and progress events (no host facts)."""
     t = ctx.target.ceph
     if t is None:
         return Aftermath(True, 0, 0, 0, {}, error="no Ceph configured")
     try:
         with CephClient(t) as c:
-            settle = read_pg_settle(c, t.osdmaptool, t.timeout_s)
-            num, states = (0, {}) if settle.by_state else parse_pg_stat(c.mgr("pg stat"))
+            num, states = parse_pg_stat(c.mgr("pg stat"))
+            settle = read_pg_settle(c, t.osdmaptool, t.timeout_s) \
+                if worth_comparing(states) else None
             try:
                 prog = c.mgr("progress json")
             except CephError:
@@ -139,12 +150,13 @@ def follow(ctx: RunContext, on_line: Callable[[Aftermath], None], timeout_s: flo
     """Report what the cluster does until its PGs are clean, the deadline or cancel.
     ``on_line`` gets each state whose line changed (and the last one).
 
-    Reads every ``interval_s`` while PGs recover (minutes, with Ceph's ETA); while what
-    it waits for ends within seconds -- PGs that only have to report on the new map
-    (``settling``: the OSDs' next report) or that peer (not serving I/O yet) -- every
-    ``QUICK_POLL_S`` at most, so that the end is said when it comes, not up to a whole
-    interval later (a read is a few commands to the manager and monitor and one
-    osdmaptool run: ~50 ms on the lab)."""
+    Reads every ``interval_s`` while PGs recover (minutes, as a rule); while what it
+    waits for ends within seconds -- PGs that only have to report on the new map
+    (``settling``: the OSDs' next report), that peer (not serving I/O yet), or a
+    recovery Ceph's own progress event expects to end sooner than ``interval_s`` --
+    every ``QUICK_POLL_S`` at most (until that ETA), so that the end is said when it
+    comes, not up to a whole interval later. A read is ``pg stat`` and ``progress json``;
+    the PG dump and the map only when every PG reads clean (~50 ms on the lab)."""
     cancel = cancel or threading.Event()
     deadline = time.monotonic() + timeout_s
     last = ""
@@ -153,15 +165,23 @@ def follow(ctx: RunContext, on_line: Callable[[Aftermath], None], timeout_s: flo
         if _line_key(am) != last:
             on_line(am)
             last = _line_key(am)
-        quick = am.settling is not None or am.inactive > 0
-        wait = min(interval_s, QUICK_POLL_S) if quick else interval_s
+        wait = _next_read(am, interval_s)
         if am.clean or time.monotonic() >= deadline or cancel.wait(wait):
             return am
 
 
 # how often ``follow`` reads at most while what it waits for takes seconds (settling,
-# peering)
+# peering, a recovery Ceph expects to end within the interval)
 QUICK_POLL_S = 0.5
+
+
+def _next_read(am: Aftermath, interval_s: float) -> float:
+    """Seconds until ``follow``'s next read (see ``follow``)."""
+    if am.settling is not None or am.inactive > 0:
+        return min(interval_s, QUICK_POLL_S)
+    if am.eta_s is not None and am.eta_s < interval_s:
+        return min(interval_s, max(QUICK_POLL_S, am.eta_s))
+    return interval_s
 
 
 def _line_key(am: Aftermath) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from storage.ceph.client import CephClient, CephUnreachable
-from storage.ceph.settle import read_pg_settle, settle_to_json
+from storage.ceph.settle import read_pg_settle, settle_to_json, worth_comparing
 from storage.rados_bench import RadosBenchOutput as RadosBenchOutput
 from storage.rados_bench import parse_rados_bench as parse_rados_bench
 from storage.rados_bench import parse_rados_bench_row as parse_rados_bench_row
@@ -111,13 +111,15 @@ class RadosIO:
             "num_pgs": pgmap.get("num_pgs"),
         }
         # have the PGs reported on the current osdmap (``checks.settle`` judges it): PG
-        # states read right after an OSD up/down/in/out may be the map before it
+        # states read right after an OSD up/down/in/out may be the map before it; asked
+        # only when they all read clean (else the gate refuses on them anyway)
         t = self.target
-        try:
-            out["pg_settle"] = settle_to_json(
-                read_pg_settle(CephClient.over(t, self.cluster), t.osdmaptool, t.timeout_s))
-        except CephUnreachable as e:
-            raise RadosBenchError(f"cannot read the PGs' reports: {e}") from None
+        if worth_comparing(out["pgs_by_state"]):
+            try:
+                out["pg_settle"] = settle_to_json(read_pg_settle(
+                    CephClient.over(t, self.cluster), t.osdmaptool, t.timeout_s))
+            except CephUnreachable as e:
+                raise RadosBenchError(f"cannot read the PGs' reports: {e}") from None
         try:
             versions = self.mon({"prefix": "versions"})
             out["versions"] = sorted((versions or {}).get("overall", {}).keys())

@@ -66,6 +66,7 @@ from storage.ceph.settle import (
     settle_from_json,
     settle_from_raw,
     settle_to_json,
+    worth_comparing,
 )
 from storage.ceph.state import DEFAULT_MON_MAX_PG_PER_OSD, build_state
 from storage.model.ceph import PgSettle, SettleMethod
@@ -80,7 +81,7 @@ __all__ = [
     "OsdmapPgs", "PgReport", "PgSettle", "Placement", "SettleMethod", "SettleUnavailable",
     "build_state", "compare", "parse_osdmaptool_pgs", "parse_pgs_brief",
     "read_osdmap_pgs", "read_pg_settle", "settle_from_json", "settle_from_raw",
-    "settle_to_json",
+    "settle_to_json", "worth_comparing",
     "collect_ceph", "collect_raw", "down_epochs", "last_osd_change", "load_raw_dir", "parse_autoscale_status",
     "parse_config_dump", "parse_config_show", "parse_config_value", "parse_crashes",
     "parse_df", "parse_health", "parse_metadata", "parse_osd_df", "parse_osd_dump",

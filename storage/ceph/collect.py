@@ -20,7 +20,13 @@ from typing import Any
 from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
 from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs, parse_pg_stat
 from storage.ceph.parse_daemons import parse_versions
-from storage.ceph.settle import OSDMAP_PGS, PGS_BRIEF, SettleUnavailable, read_osdmap_pgs
+from storage.ceph.settle import (
+    OSDMAP_PGS,
+    PGS_BRIEF,
+    SettleUnavailable,
+    read_osdmap_pgs,
+    worth_comparing,
+)
 from storage.ceph.state import build_state
 from storage.model import CephState
 from storage.targets import CephTarget
@@ -149,10 +155,10 @@ def _settle(s: _Session, raw: dict[str, Any]) -> None:
     when ``pg stat`` reads every PG active+clean: a check of a healthy cluster (the usual
     case) pays 30-90 ms on the lab (``pg dump pgs_brief``, ``version``, ``osd getmap``: ~5
     ms; osdmaptool started for ``--version`` once per process and for the map: the rest),
-    and when some PG reads otherwise the check reports that anyway, stale or not. (This
-    test is looser than ``checks.osd.pg_state_is_clean``: it only saves work.)"""
+    and when some PG reads otherwise the check reports that anyway, stale or not
+    (``worth_comparing``)."""
     num, states = parse_pg_stat(raw["pg stat"]) if raw.get("pg stat") else (0, {})
-    if not states or not all({"active", "clean"} <= set(st.split("+")) for st in states):
+    if not worth_comparing(states):
         return
     if num > MAX_PGS_FOR_SETTLE:
         s.errors[OSDMAP_PGS] = (f"not compared: {num} PGs, more than a check compares "

@@ -296,6 +296,15 @@ def settle_from_raw(raw: Mapping[str, Any]) -> PgSettle | None:
                     last_change=stamp)
 
 
+def worth_comparing(by_state: Mapping[str, int]) -> bool:
+    """Whether comparing the PGs with the map can change what their states say: only when
+    every PG reads active+clean (a cheap ``pg stat`` tells). Otherwise the states already
+    say "not clean", stale or not, and the dump and the map are not worth reading. Looser
+    than ``checks.osd.pg_state_is_clean`` on purpose: it only saves work."""
+    return bool(by_state) and all({"active", "clean"} <= set(str(st).split("+"))
+                                  for st, n in by_state.items() if n)
+
+
 # --------------------------------------------------------------------------- collector
 
 

@@ -127,6 +127,23 @@ def test_follow_reads_often_for_what_ends_in_seconds_and_at_its_interval_otherwi
                 cancel=w, reader=lambda c: next(states))  # type: ignore[arg-type]
     quick = aftermath_mod.QUICK_POLL_S
     assert am.clean and w.waits == [quick, quick, 5.0]
+    # recovering, and Ceph's progress event expects it to end within the interval: read
+    # again at its ETA (not sooner than QUICK_POLL_S), not a whole interval later
+    import datetime as dt
+
+    def eta(seconds_left: float) -> Aftermath:
+        start = NOW - 10.0  # 10 s for p: seconds_left = 10 * (1 - p) / p
+        p = 10.0 / (10.0 + seconds_left)
+        ev = dict(PROGRESS["events"][0], progress=p, started_at=dt.datetime.fromtimestamp(
+            start, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        return aftermath_of({"active+recovering": 5, "active+clean": 60}, 65,
+                            {"events": [ev]}, NOW)
+
+    states = iter([eta(2.0), eta(0.1), eta(60.0), captured("reef-osd-in/settled")])
+    w = Waits()
+    follow(None, lambda a: None, interval_s=5.0, cancel=w,  # type: ignore[arg-type]
+           reader=lambda c: next(states))
+    assert [round(x, 2) for x in w.waits] == [2.0, quick, 5.0]
     # a caller's shorter interval stays
     w = Waits()
     states = iter([captured("reef-osd-in/stale-clean"), captured("reef-osd-in/settled")])

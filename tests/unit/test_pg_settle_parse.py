@@ -439,3 +439,12 @@ def test_the_osdmaptool_setting(tmp_path: Path) -> None:
     assert target({"osdmaptool": []}).osdmaptool == ()  # the stamp rule, said so
     with pytest.raises(SettingsError):
         target({"osdmaptool": ["osdmaptool", ""]})
+
+
+def test_worth_comparing_only_when_every_pg_reads_clean() -> None:
+    from storage.ceph import worth_comparing
+
+    assert worth_comparing({"active+clean": 60, "active+clean+scrubbing": 5})
+    assert worth_comparing({"active+clean": 65, "peering": 0})  # a zero count says nothing
+    assert not worth_comparing({"active+clean": 60, "peering": 5})
+    assert not worth_comparing({})  # pg_ready false: nothing read
