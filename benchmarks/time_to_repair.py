@@ -1,9 +1,10 @@
-"""Time to repair on the lab: unmounted+out OSD -> detect -> plan -> run -> verify.
+"""Time to repair on the lab: the seed fault from detection to a clean check.
 
 Two faults (``--fault``): ``osd-unmounted`` (the XFS data partition of a ceph-disk style OSD
 unmounted: OSD_DATA_UNMOUNTED, runbook osd-remount) and ``osd-not-activated`` (the tmpfs
 of a ceph-volume raw OSD gone after a "reboot": OSD_NOT_ACTIVATED, runbook osd-activate);
-``both`` alternates them cycle by cycle and prints the medians of each.
+``both`` runs them cycle by cycle on the default ``mixed`` layout and prints the medians of
+each.
 
 Each cycle: ``Lab.break_(FAULT, out=True)`` (not timed), then
   detect: ``stordoc check`` (collect with host facts + all checks) until the fault's code
@@ -12,13 +13,26 @@ Each cycle: ``Lab.break_(FAULT, out=True)`` (not timed), then
   run:    ``execute`` from the first step to the last (noout, mount, start, wait up, in,
           unset noout),
   verify: the runbook's own verification (re-running the triggering checks),
-  until clean: full ``stordoc check`` runs until one exits 0 (PGs may still be peering).
-Between cycles the script waits for HEALTH_OK (not timed). With ``--cli`` the same cycle
-runs through the real command line (``stordoc check``, ``stordoc fix --finding ... --yes``,
-``stordoc check``) and reports wall times per command.
+  until clean: full ``stordoc check`` runs until one is clean: exit 0 and no
+          PGS_SETTLING (the PGs have reported on the current osdmap; a version without
+          that code is taken at its word).
+Between cycles the script waits until the lab is settled and HEALTH_OK (not timed).
+
+With ``--cli`` the same cycle runs through the real command line (``stordoc check``,
+``stordoc fix --finding CODE --entity osd.N --yes`` with its follow-up, ``stordoc check
+--json``) and reports wall times per command; the fix's own output is timestamped line by
+line as it arrives, which splits it into: ``fix: check+plan`` (the fresh check and the
+plan, until the first step starts), each step, ``fix: verify``, ``fix: follow`` (from the
+outcome line until the follow-up says clean and the command exits).
+
+``--before-root DIR`` (with ``--cli``) measures another checkout in the same session
+(e.g. ``/work/main``): each cycle runs the fault once with DIR's code and once with this
+one's, the order alternating cycle by cycle, and the summary gives both medians and the
+ratio after/before. Each side gets its own copy of the lab's config and journal (keys the
+other side does not know are left out of its copy).
 
 Usage: .venv/bin/python benchmarks/time_to_repair.py --dir /var/tmp/sd-lab-rb \
-           --port-base 17800 --cycles 5 [--fault both] [--osd 1] [--cli]
+           --port-base 17800 --cycles 3 --fault both --cli [--before-root /work/main]
 """
 
 from __future__ import annotations
@@ -26,9 +40,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,15 +57,21 @@ from runbooks.api import RunEvent, execute, plan
 from stordoc.env import Env
 from stordoc.settings import load_settings
 
+# health checks that say the lab is still re-peering after the previous cycle
+SETTLING_CHECKS = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN", "OSD_HOST_DOWN",
+                             "OSD_ROOT_DOWN"})
 
-def wait_healthy(lab: Lab, timeout: float = 300) -> None:
+
+def wait_settled(lab: Lab, timeout: float = 300) -> None:
+    """Not timed: every OSD up and in, the PGs settled on the current map, HEALTH_OK."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        h = lab.ceph("health", check=False)
-        if isinstance(h, dict) and h.get("status") == "HEALTH_OK" and lab.pgs_clean():
-            return
-        time.sleep(1)
-    raise SystemExit("the lab did not return to HEALTH_OK")
+        if lab.unsettled(SETTLING_CHECKS) is None:
+            h = lab.ceph("health", check=False)
+            if isinstance(h, dict) and h.get("status") == "HEALTH_OK":
+                return
+        time.sleep(0.5)
+    raise SystemExit("the lab did not settle (HEALTH_OK, PGs reported and clean)")
 
 
 CODE = {"osd-unmounted": "OSD_DATA_UNMOUNTED", "osd-not-activated": "OSD_NOT_ACTIVATED"}
@@ -81,10 +103,10 @@ def cycle_api(env: Env, lab: Lab, osd: int, fault: str) -> dict[str, float]:
     if res.outcome != "success":
         raise SystemExit(f"fix failed: {res.message}")
     t3 = time.monotonic()
-    # then until a full check is clean (exit 0): PGs may still be peering after "osd in"
-    while True:
+    while True:  # until a full check is clean: exit 0 and the PGs reported on the map
         final = env.check("lab", source="bench")
-        if final.report.verdict == 0:
+        if final.report.verdict == 0 and not any(
+                f.code == "PGS_SETTLING" for f in final.report.findings):
             break
         if time.monotonic() - t3 > 300:
             raise SystemExit(f"not clean after the fix: "
@@ -96,33 +118,111 @@ def cycle_api(env: Env, lab: Lab, osd: int, fault: str) -> dict[str, float]:
             "verify": t3 - run_end, "until clean": t4 - t3, "total": t4 - t0}
 
 
-def cycle_cli(cfg: str, lab: Lab, osd: int, fault: str) -> dict[str, float]:
-    lab.break_(fault, osd=osd, out=True)
-    base = [sys.executable, "-m", "stordoc", "--config", cfg]
-    envv = {**os.environ, "PYTHONWARNINGS": "ignore"}
+# ------------------------------------------------------------------ the real CLI
 
-    def run(*args: str) -> tuple[int, float]:
+_STEP = re.compile(r"^\s*-> (\d+)\. (.*)$")
+
+
+class Side:
+    """One checkout's code run through its own ``python -m stordoc`` (cwd first on
+    sys.path), its own copy of the lab's config and journal."""
+
+    def __init__(self, name: str, root: Path, lab: Lab, tmp: Path) -> None:
+        self.name, self.root = name, root
+        self.cfg = tmp / f"{name}.toml"
+        lines = []
+        known = self._knows_osdmaptool()
+        for ln in lab.config_path.read_text().splitlines():
+            if ln.startswith("journal ="):
+                ln = f'journal = "{tmp / f"{name}-journal.db"}"'
+            if ln.startswith("osdmaptool =") and not known:
+                continue  # a version before the setting: its strict settings refuse it
+            lines.append(ln)
+        self.cfg.write_text("\n".join(lines) + "\n")
+
+    def _knows_osdmaptool(self) -> bool:
+        src = self.root / "stordoc" / "settings_clusters.py"
+        return "osdmaptool" in src.read_text()
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "stordoc", "--config", str(self.cfg), *args]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1",
+                "COLUMNS": "200"}
+
+    def run(self, *args: str) -> tuple[int, float, str]:
         t = time.monotonic()
-        p = subprocess.run([*base, *args], capture_output=True, text=True, cwd=ROOT,
-                           env=envv, timeout=600, check=False)
-        return p.returncode, time.monotonic() - t
+        p = subprocess.run(self.argv(*args), capture_output=True, text=True, cwd=self.root,
+                           env=self.env(), timeout=600, check=False)
+        return p.returncode, time.monotonic() - t, p.stdout
 
-    rc1, detect = run("check")
-    rc2, fix = run("fix", "--finding", CODE[fault], "--entity", f"osd.{osd}", "--yes")
+    def fix(self, *args: str) -> tuple[int, float, list[tuple[float, str]]]:
+        """The fix, its output lines with the seconds since start each arrived at."""
+        t = time.monotonic()
+        p = subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, cwd=self.root,
+                             env=self.env())
+        lines: list[tuple[float, str]] = []
+        assert p.stdout is not None
+        for line in p.stdout:
+            lines.append((time.monotonic() - t, line.rstrip("\n")))
+        rc = p.wait(timeout=600)
+        return rc, time.monotonic() - t, lines
+
+
+def fix_phases(lines: list[tuple[float, str]], total: float) -> dict[str, float]:
+    """Where the fix's time went, from its timestamped output."""
+    marks: list[tuple[float, str]] = []
+    for t, ln in lines:
+        m = _STEP.match(ln)
+        if m:
+            marks.append((t, f"fix: {m.group(2)[:28]}"))
+        elif ln.lstrip().startswith("verifying:"):
+            marks.append((t, "fix: verify"))
+        elif re.match(r"^(success|verify_failed|failed|cancelled): ", ln):
+            marks.append((t, "fix: follow"))
+    out: dict[str, float] = {}
+    start = 0.0
+    name = "fix: check+plan"
+    for t, nxt in marks:
+        out[name] = out.get(name, 0.0) + (t - start)
+        start, name = t, nxt
+    out[name] = out.get(name, 0.0) + (total - start)
+    return out
+
+
+def _clean(stdout: str) -> bool:
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        return False
+    return not any(f.get("code") == "PGS_SETTLING" for f in doc.get("findings", []))
+
+
+def cycle_cli(side: Side, lab: Lab, osd: int, fault: str,
+              log: list[str]) -> dict[str, float]:
+    lab.break_(fault, osd=osd, out=True)
+    rc1, detect, _ = side.run("check")
+    rc2, fix, lines = side.fix("fix", "--finding", CODE[fault], "--entity", f"osd.{osd}",
+                               "--yes")
+    log.extend(f"    {t:6.2f} {ln}" for t, ln in lines)
     if rc1 == 0 or rc2 != 0:
-        raise SystemExit(f"cli cycle failed: check rc {rc1}, fix rc {rc2}")
+        raise SystemExit(f"cli cycle failed ({side.name}): check rc {rc1}, fix rc {rc2}:\n"
+                         + "\n".join(log[-40:]))
     t = time.monotonic()
     checks = 0
-    while True:  # `stordoc check` until it exits 0 (PGs may still be peering)
+    while True:  # `stordoc check` until clean: exit 0, no PGS_SETTLING
         checks += 1
-        rc3, _ = run("check")
-        if rc3 == 0:
+        rc3, _, out = side.run("check", "--json")
+        if rc3 == 0 and _clean(out):
             break
         if time.monotonic() - t > 300:
-            raise SystemExit("stordoc check never came back clean")
+            raise SystemExit(f"stordoc check never came back clean ({side.name})")
     clean = time.monotonic() - t
-    return {"detect": detect, "fix (plan+run+verify)": fix, "until check clean": clean,
-            "check runs": float(checks), "total": detect + fix + clean}
+    return {"detect": detect, "fix (plan+run+verify+follow)": fix, **fix_phases(lines, fix),
+            "until check clean": clean, "check runs": float(checks),
+            "total": detect + fix + clean}
 
 
 def _fmt(r: dict[str, Any]) -> str:
@@ -140,43 +240,76 @@ def _osd_for(lab: Lab, fault: str, wanted: int | None) -> int:
     return mine[min(1, len(mine) - 1)] if kind == "xfs" else mine[-1]
 
 
+def _medians(rs: list[dict[str, float]]) -> dict[str, float]:
+    keys: list[str] = []
+    for r in rs:
+        keys += [k for k in r if k not in keys]
+    return {k: round(statistics.median(r.get(k, 0.0) for r in rs), 2) for k in keys}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", default="/var/tmp/sd-lab-rb")
     ap.add_argument("--port-base", type=int, default=17800)
-    ap.add_argument("--cycles", type=int, default=5, help="cycles per fault")
+    ap.add_argument("--cycles", type=int, default=3, help="cycles per fault (and side)")
     ap.add_argument("--fault", choices=("osd-unmounted", "osd-not-activated", "both"),
-                    default="osd-unmounted")
+                    default="both")
     ap.add_argument("--osd", type=int, default=None,
                     help="OSD id (default: osd.1 for XFS, the last raw OSD for tmpfs)")
     ap.add_argument("--cli", action="store_true", help="time the real CLI commands")
+    ap.add_argument("--before-root", type=Path, default=None,
+                    help="with --cli: also time this checkout's code, alternating")
+    ap.add_argument("--verbose", action="store_true", help="print each fix's timed output")
     args = ap.parse_args()
+    if args.before_root is not None and not args.cli:
+        ap.error("--before-root needs --cli")
     lab = Lab(args.dir, args.port_base)
-    cfg = str(lab.config_path)
-    env = Env(load_settings(cfg))
     faults = ["osd-unmounted", "osd-not-activated"] if args.fault == "both" else [args.fault]
-    rows: dict[str, list[dict[str, float]]] = {f: [] for f in faults}
+    tmp = Path(tempfile.mkdtemp(prefix="ttr-"))
+    sides = [Side("after", ROOT, lab, tmp)]
+    if args.before_root is not None:
+        sides.insert(0, Side("before", args.before_root.resolve(), lab, tmp))
+    env = None if args.cli else Env(load_settings(str(lab.config_path)))
+    rows: dict[tuple[str, str], list[dict[str, float]]] = {}
     try:
         for i in range(args.cycles):
             for fault in faults:
                 osd = _osd_for(lab, fault, args.osd)
-                wait_healthy(lab)
-                r = cycle_cli(cfg, lab, osd, fault) if args.cli else \
-                    cycle_api(env, lab, osd, fault)
-                rows[fault].append(r)
-                print(f"cycle {i + 1} {fault} osd.{osd}: " + _fmt(r), flush=True)
+                order = sides if i % 2 == 0 else sides[::-1]
+                for side in (order if args.cli else [None]):
+                    wait_settled(lab)
+                    log: list[str] = []
+                    if side is None:
+                        assert env is not None
+                        r = cycle_api(env, lab, osd, fault)
+                        name = "api"
+                    else:
+                        r = cycle_cli(side, lab, osd, fault, log)
+                        name = side.name
+                    rows.setdefault((fault, name), []).append(r)
+                    print(f"cycle {i + 1} {fault} osd.{osd} [{name}]: " + _fmt(r), flush=True)
+                    if args.verbose:
+                        print("\n".join(log), flush=True)
     finally:
-        env.close()
-        wait_healthy(lab)
+        if env is not None:
+            env.close()
+        wait_settled(lab)
     summary: dict[str, Any] = {}
-    for fault, rs in rows.items():
-        med: dict[str, Any] = {k: round(statistics.median(r[k] for r in rs), 2)
-                               for k in rs[0]}
-        print(f"{fault}: median over {len(rs)} cycles: " + _fmt(med))
-        summary[fault] = {"cycles": len(rs), "median_s": med,
-                          "max_total_s": round(max(r["total"] for r in rs), 2)}
+    for (fault, name), rs in rows.items():
+        med = _medians(rs)
+        print(f"{fault} [{name}]: median over {len(rs)} cycles: " + _fmt(med))
+        summary.setdefault(fault, {})[name] = {
+            "cycles": len(rs), "median_s": med,
+            "totals_s": [round(r["total"], 2) for r in rs]}
+    for fault, by in summary.items():
+        if "before" in by and "after" in by:
+            b, a = by["before"]["median_s"], by["after"]["median_s"]
+            by["ratio_after_before"] = {k: round(a[k] / b[k], 2) for k in a
+                                        if k in b and b[k] and k != "check runs"}
+            print(f"{fault}: total median before {b['total']:.2f}s, after {a['total']:.2f}s "
+                  f"(ratio {a['total'] / b['total']:.2f})")
     print(json.dumps({"mode": "cli" if args.cli else "api", "faults": summary,
-                      "goal_s": {"osd-unmounted": 60, "osd-not-activated": 30}}))
+                      "goal_s": {"osd-unmounted": 20, "osd-not-activated": 20}}))
     return 0
 
 

@@ -68,25 +68,16 @@ def _down_for(o: OsdState, now: float) -> str:
     return f"down for {fmt_duration(now - o.down_since)}"
 
 
-# Parts of a PG state that mean "not fully clean" even next to active+clean.
+# Parts of a PG state that mean "not fully clean" even next to active+clean. "remapped":
+# acting is a pg_temp, not the up set; the PG re-peers onto its up set when the monitor
+# drops it (seen on the lab after backfill: active+clean+remapped, then peering).
 UNCLEAN_PARTS = frozenset({"inconsistent", "degraded", "undersized", "stale", "down",
-                           "incomplete", "peering"})
-
-
-# After an OSD comes up, goes down, in or out, the manager hears of the PGs' peering only
-# with each OSD's next PG report (``mgr_stats_period``, 5 s by default): a read of "all PGs
-# active+clean" sooner than this after the change may describe the map before it.
-PG_REPORT_GRACE_S = 10.0
-
-
-def pgs_reported_since(last_change: float | None, now: float) -> bool:
-    """Whether PG states read at ``now`` can tell the outcome of the last OSD
-    up/down/in/out (``storage.ceph.last_osd_change``; unknown counts as long ago)."""
-    return last_change is None or now - last_change >= PG_REPORT_GRACE_S
+                           "incomplete", "peering", "remapped"})
 
 
 def pg_state_is_clean(state: str) -> bool:
-    """``active+clean`` (+scrubbing, +snaptrim, ...) and nothing that says otherwise."""
+    """``active+clean`` (+scrubbing, +snaptrim, ...) and nothing that says otherwise.
+    Whether a state read right after an osdmap change counts at all: ``checks.settle``."""
     parts = set(state.split("+"))
     return {"active", "clean"} <= parts and not parts & UNCLEAN_PARTS
 

@@ -6,6 +6,9 @@ The heuristic (seed 000 and Ceph's docs): the cluster's PG budget per replica co
 pools by their expected data: ``target_size_ratio`` when any pool sets one, else stored
 bytes once the data pools hold real data, else equally. Ceph's own small pools
 (device_health_metrics, .mgr) and cache-tier pools are left out.
+
+PGs that all read active+clean right after an osdmap change may not have reported on it
+yet (``checks.settle``): PGS_SETTLING says so instead of calling the cluster clean.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity, pg_state_is_clean
+from checks.settle import judge_state
 from storage.ceph import SYSTEM_POOLS
 from storage.model import CephState, ClusterSnapshot, PoolState
 
@@ -95,6 +99,9 @@ PG_CODES = (
     CodeInfo("PGS_STUCK", Severity.WARN,
              "Some PGs have been stuck inactive, unclean, stale, undersized or degraded "
              "for longer than mon_pg_stuck_threshold."),
+    CodeInfo("PGS_SETTLING", Severity.INFO,
+             "Every PG reads active+clean, but some have not reported on the current "
+             "osdmap yet: the states may be the picture before the last change."),
 )
 
 
@@ -105,6 +112,7 @@ def check_pgs(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
     yield from _pool_pg_nums(snap, st, ctx)
     yield from _pgs_per_osd(snap, st, ctx)
     yield from _pg_states(snap, st)
+    yield from _settling(snap, st, ctx)
 
 
 def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Iterator[Finding]:
@@ -233,3 +241,22 @@ def _pg_states(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
         yield Finding("PGS_STUCK", sev, f"{cluster_entity(snap)} pgs stuck {kind}",
                       f"{len(pgids)} PGs stuck {kind}: {shown}",
                       {"kind": kind, "count": len(pgids), "pgids": list(pgids[:100])})
+
+
+def _settling(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Iterator[Finding]:
+    """All PGs read clean but the reading does not count yet (``checks.settle``)."""
+    v = judge_state(st, ctx.now)
+    if not v.settling:
+        return
+    s = st.pg_settle
+    assert s is not None  # the states count when nothing was asked
+    why = v.states.why_not or "not reported yet"
+    extra = f" ({v.states.fallback})" if v.states.fallback else ""
+    yield Finding("PGS_SETTLING", Severity.INFO, f"{cluster_entity(snap)} pgs",
+                  f"all {v.num_pgs} PGs read active+clean, but {why}: Ceph's picture is "
+                  f"still the map before the last change (seconds after an OSD up/down/"
+                  f"in/out); not clean yet{extra}",
+                  {"method": s.method.value, "epoch": s.epoch, "num_pgs": s.num_pgs,
+                   "unreported": s.unreported, "unreported_pgids": list(s.unreported_pgids),
+                   "last_osd_change": s.last_change, "fallback": v.states.fallback,
+                   "map_error": s.error})

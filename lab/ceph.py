@@ -15,10 +15,13 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from checks.osd import PG_REPORT_GRACE_S, pgs_reported_since
+from checks.settle import judge_pgs, states_of
+from lab.config import osdmaptool_argv
 from lab.layout import CV_BOOTSTRAP_DIR, OSD_BLOCK_BYTES, host_of_osd
 from lab.procs import LabError, run, wait
-from storage.ceph.parse import last_osd_change
+from storage.ceph import CephClient, CephError, SettleMethod, read_pg_settle
+from storage.ceph.parse import as_map
+from storage.targets import CephTarget
 
 if TYPE_CHECKING:
     from lab.core import Lab
@@ -327,17 +330,37 @@ keyring = {p(lab.admin_keyring)}
                     if {"active", "clean"} <= set(str(x["name"]).split("+")))
         return total > 0 and clean == total
 
-    def _pgs_unsettled(self, osd_stat: Any) -> str | None:
-        """Why the PGs do not read settled yet, None when every PG is active+clean, read
-        late enough after the last OSD up/down/in/out to tell (the manager's states lag an
-        ``osd in`` by the OSDs' next report: read at once, they still say clean and
-        peering starts a second later)."""
-        if not pgs_reported_since(last_osd_change(osd_stat), time.time()):
-            return f"an OSD changed state under {PG_REPORT_GRACE_S:g} s ago"
-        return None if self.pgs_clean() else "PGs not all active+clean"
+    def target(self) -> CephTarget:
+        """How stordoc reaches this lab's Ceph (librados; the lab release's osdmaptool)."""
+        lab = self.lab
+        return CephTarget(conf=str(lab.conf), keyring=str(lab.admin_keyring), timeout_s=10,
+                          osdmaptool=tuple(osdmaptool_argv(lab)))
+
+    def _pgs_unsettled(self, c: CephClient) -> str | None:
+        """Why the PGs do not read settled yet, None when every PG is active+clean and has
+        reported on the current osdmap: ``checks.settle``, the rule of ``stordoc check``
+        and a fix's follow-up (the manager's states lag an ``osd in`` by the OSDs' next
+        report: read at once, they still say clean and peering starts a second later).
+        The lab never falls back to the stamp rule: a lab without the map rule says why."""
+        t = c.target
+        settle = read_pg_settle(c, t.osdmaptool, t.timeout_s)
+        if settle.method is not SettleMethod.OSDMAP:
+            return f"the osdmap rule is not available: {settle.error}"
+        num, states = states_of(settle, 0, {})
+        v = judge_pgs(num, states, settle, time.time())
+        if v.clean:
+            return None
+        if v.settling:
+            return v.states.why_not
+        return "PGs not all active+clean: " + ", ".join(
+            f"{n} {st}" for st, n in sorted(v.unclean.items(), key=lambda kv: -kv[1]))
 
     def pgs_settled(self) -> bool:
-        return self._pgs_unsettled(self.cli("osd", "stat", timeout=10, check=False)) is None
+        try:
+            with CephClient(self.target()) as c:
+                return self._pgs_unsettled(c) is None
+        except CephError:
+            return False
 
     def health_checks(self) -> set[str]:
         """The monitor's health check names (it hears of the PGs from the manager only
@@ -348,23 +371,26 @@ keyring = {p(lab.admin_keyring)}
     def unsettled(self, settling_checks: frozenset[str]) -> str | None:
         """Why the cluster is not yet settled for the next test, None when it is: every
         OSD up and in, PGs settled (``_pgs_unsettled``), none of ``settling_checks`` in
-        the monitor's health. Three commands: it runs before every lab test."""
-        stat = self.cli("osd", "stat", timeout=10, check=False)
-        if not isinstance(stat, dict):
-            return f"osd stat: {str(stat)[:100]}"
+        the monitor's health. One librados connection: it runs before every lab test."""
         n = self.lab.n_osds
-        if (stat.get("num_up_osds"), stat.get("num_in_osds")) != (n, n):
-            return f"OSDs up/in ({stat.get('num_up_osds')}, {stat.get('num_in_osds')}) of {n}"
-        why = self._pgs_unsettled(stat)
-        if why is not None:
-            return why
-        left = self.health_checks() & settling_checks
+        try:
+            with CephClient(self.target()) as c:
+                stat = as_map(c.mon("osd stat"))
+                up_in = (stat.get("num_up_osds"), stat.get("num_in_osds"))
+                if up_in != (n, n):
+                    return f"OSDs up/in {up_in} of {n}"
+                why = self._pgs_unsettled(c)
+                if why is not None:
+                    return why
+                left = set(as_map(as_map(c.mon("health")).get("checks"))) & settling_checks
+        except CephError as e:
+            return f"ceph: {e}"
         return f"health {sorted(left)}" if left else None
 
     def wait_pgs_clean(self, timeout: float, step: str) -> None:
         """Wait for active+clean (a slow recovery is waited out, not re-peered: a re-peer
-        restarts it), read late enough after an OSD change to tell; the error says what
-        the PGs were doing."""
+        restarts it), reported on the current osdmap; the error says what the PGs were
+        doing."""
         try:
             wait(self.pgs_settled, timeout, step, "PGs active+clean")
         except LabError:
@@ -387,7 +413,8 @@ keyring = {p(lab.admin_keyring)}
         pgs = "32" if self.lab.n_osds <= 3 else "64"
         self.cli("osd", "pool", "create", "rbd", pgs, pgs, "replicated", step=step)
         self.cli("osd", "pool", "application", "enable", "rbd", "rbd", step=step)
-        wait(self.pgs_clean, 90, "PGs active+clean", "all PGs active+clean",
+        # the new pool's PGs settled: a ``pg stat`` read at once may not list them yet
+        wait(self.pgs_settled, 90, "PGs active+clean", "all PGs active+clean",
              str(self.lab.log_dir / "ceph.log"), 0.5)
 
     def pool_names(self) -> list[str]:

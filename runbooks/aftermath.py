@@ -2,25 +2,33 @@
 backfilling; Ceph's own progress events and their ETA), followed until clean or a
 timeout, so a front end never says "success" and then shows a CRIT without a word.
 
-``aftermath_of`` is pure (PG states + ``progress json`` -> one line); ``read`` asks the
-manager (and the monitor when an OSD last went up/down/in/out: PG states read in the
-first seconds after are the map before the change, ``checks.osd.PG_REPORT_GRACE_S``);
-``follow`` polls with a deadline. Every front end calls ``follow`` and renders its
-lines: the CLI prints them, the bot updates one thread message, the TUI its run screen.
+``aftermath_of`` is pure (PG states + whether they count + ``progress json`` -> one line);
+``read`` asks the manager for the PGs and the monitor for the osdmap they are judged
+against (PG states read right after an OSD change are the manager's picture of the map
+before it: ``checks.settle`` is the rule); ``follow`` polls with a deadline. Every front
+end calls ``follow`` and renders its lines: the CLI prints them, the bot updates one
+thread message, the TUI its run screen.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checks.osd import PG_REPORT_GRACE_S, pg_state_is_clean, pgs_reported_since
+from checks.settle import judge_pgs, states_of
 from runbooks.model import RunContext
-from storage.ceph import CephClient, CephError, last_osd_change, parse_pg_stat, parse_stamp
+from storage.ceph import (
+    CephClient,
+    CephError,
+    PgSettle,
+    parse_pg_stat,
+    parse_stamp,
+    read_pg_settle,
+    worth_comparing,
+)
 
 INACTIVE = frozenset({"peering", "activating", "down", "incomplete", "stale", "unknown",
                       "creating", "inactive"})
@@ -36,20 +44,21 @@ class Aftermath:
     events: tuple[str, ...] = ()  # Ceph's progress events ("Rebalancing after osd.1 ...")
     eta_s: float | None = None
     error: str | None = None
-    # every PG reads active+clean, but an OSD went up/down/in/out only this many seconds
-    # ago: the states may predate the peering it starts (``clean`` False until reported)
-    unreported_s: float | None = None
+    # every PG reads active+clean but the reading does not count yet, and why ("54 of 65
+    # PGs have not reported on osdmap epoch 30"): ``clean`` is False until it does
+    settling: str | None = None
+    # how the states were judged when not by the osdmap (the stamp fallback and why)
+    note: str | None = None
 
     @property
     def line(self) -> str:
         if self.error:
             return f"cluster state unknown: {self.error}"
+        tail = f" ({self.note})" if self.note else ""
         if self.clean:
-            return f"clean: all {self.num_pgs} PGs active+clean"
-        if self.unreported_s is not None:
-            return (f"settling: all {self.num_pgs} PGs read active+clean, but an OSD "
-                    f"went up/down/in/out {max(0, int(self.unreported_s))} s ago; waiting "
-                    "for the OSDs' next PG report")
+            return f"clean: all {self.num_pgs} PGs active+clean{tail}"
+        if self.settling is not None:
+            return f"settling: {self.settling}; all {self.num_pgs} PGs read active+clean{tail}"
         top = ", ".join(f"{n} {s}" for s, n in sorted(self.states.items(),
                                                        key=lambda kv: -kv[1])[:3])
         what = "peering" if self.inactive else "recovering"
@@ -75,10 +84,12 @@ def _eta(ev: Mapping[str, Any], now: float) -> float | None:
 
 def aftermath_of(by_state: Mapping[str, int], num_pgs: int,
                  progress: Mapping[str, Any] | None, now: float,
-                 last_change: float | None = None) -> Aftermath:
-    """``last_change``: when an OSD last went up/down/in/out (the monitor's ``osd stat``)."""
-    unclean = {s: n for s, n in by_state.items() if not pg_state_is_clean(s)}
-    inactive = sum(n for s, n in unclean.items()
+                 settle: PgSettle | None = None) -> Aftermath:
+    """``settle``: whether the PGs have reported on the current osdmap
+    (``storage.ceph.read_pg_settle``); its own states are judged when it read them."""
+    num_pgs, by_state = states_of(settle, num_pgs, by_state)
+    v = judge_pgs(num_pgs, by_state, settle, now)
+    inactive = sum(n for s, n in v.unclean.items()
                    if "active" not in s.split("+") or set(s.split("+")) & INACTIVE)
     events: list[str] = []
     etas: list[float] = []
@@ -93,13 +104,10 @@ def aftermath_of(by_state: Mapping[str, int], num_pgs: int,
         e = _eta(ev, now)
         if e is not None:
             etas.append(e)
-    n_unclean = sum(unclean.values())
-    clean = n_unclean == 0 and num_pgs > 0
-    unreported = None
-    if clean and not pgs_reported_since(last_change, now):
-        clean, unreported = False, now - (last_change or now)
-    return Aftermath(clean, num_pgs, n_unclean, inactive, unclean,
-                     tuple(events), max(etas) if etas else None, unreported_s=unreported)
+    return Aftermath(v.clean, num_pgs, sum(v.unclean.values()), inactive, v.unclean,
+                     tuple(events), max(etas) if etas else None,
+                     settling=v.states.why_not if v.settling else None,
+                     note=v.states.fallback)
 
 
 PG_KINDS = frozenset({"osd", "pool", "cache-pool"})
@@ -114,17 +122,18 @@ def worth_following(runbook: str) -> bool:
 
 
 def read(ctx: RunContext) -> Aftermath:
-    """PG states and progress events, straight from the manager (no host facts)."""
-    if ctx.target.ceph is None:
+    """PG states (``pg stat``), whether they count when they all read clean
+    (``storage.ceph.read_pg_settle``: the manager's PG reports against the current
+    osdmap; while some PG reads otherwise the states say "not clean" already and the
+    dump is not worth reading, ``worth_comparing``) and progress events (no host facts)."""
+    t = ctx.target.ceph
+    if t is None:
         return Aftermath(True, 0, 0, 0, {}, error="no Ceph configured")
     try:
-        with CephClient(ctx.target.ceph) as c:
-            # the map first: PG states read after it are at least as new as the change
-            try:
-                changed = last_osd_change(c.mon("osd stat"))
-            except CephError:
-                changed = None  # an old monitor without the stamps: PG states alone
+        with CephClient(t) as c:
             num, states = parse_pg_stat(c.mgr("pg stat"))
+            settle = read_pg_settle(c, t.osdmaptool, t.timeout_s) \
+                if worth_comparing(states) else None
             try:
                 prog = c.mgr("progress json")
             except CephError:
@@ -132,7 +141,7 @@ def read(ctx: RunContext) -> Aftermath:
     except CephError as e:
         return Aftermath(False, 0, 0, 0, {}, error=str(e))
     return aftermath_of(states, num, prog if isinstance(prog, Mapping) else None, time.time(),
-                        changed)
+                        settle)
 
 
 def follow(ctx: RunContext, on_line: Callable[[Aftermath], None], timeout_s: float = 300.0,
@@ -141,28 +150,40 @@ def follow(ctx: RunContext, on_line: Callable[[Aftermath], None], timeout_s: flo
     """Report what the cluster does until its PGs are clean, the deadline or cancel.
     ``on_line`` gets each state whose line changed (and the last one).
 
-    "Clean but not yet reported" that lasts the grace by this host's clock counts as
-    clean: a monitor whose clock runs ahead must not keep a clean cluster settling."""
+    Reads every ``interval_s`` while PGs recover (minutes, as a rule); while what it
+    waits for ends within seconds -- PGs that only have to report on the new map
+    (``settling``: the OSDs' next report), that peer (not serving I/O yet), or a
+    recovery Ceph's own progress event expects to end sooner than ``interval_s`` --
+    every ``QUICK_POLL_S`` at most (until that ETA), so that the end is said when it
+    comes, not up to a whole interval later. A read is ``pg stat`` and ``progress json``;
+    the PG dump and the map only when every PG reads clean (~50 ms on the lab)."""
     cancel = cancel or threading.Event()
     deadline = time.monotonic() + timeout_s
     last = ""
-    unreported_since: float | None = None
     while True:
         am = reader(ctx)
-        if am.unreported_s is None:
-            unreported_since = None
-        else:
-            t = time.monotonic()
-            unreported_since = t if unreported_since is None else unreported_since
-            if t - unreported_since >= PG_REPORT_GRACE_S:
-                am = dataclasses.replace(am, clean=True, unreported_s=None)
         if _line_key(am) != last:
             on_line(am)
             last = _line_key(am)
-        if am.clean or time.monotonic() >= deadline or cancel.wait(interval_s):
+        wait = _next_read(am, interval_s)
+        if am.clean or time.monotonic() >= deadline or cancel.wait(wait):
             return am
 
 
+# how often ``follow`` reads at most while what it waits for takes seconds (settling,
+# peering, a recovery Ceph expects to end within the interval)
+QUICK_POLL_S = 0.5
+
+
+def _next_read(am: Aftermath, interval_s: float) -> float:
+    """Seconds until ``follow``'s next read (see ``follow``)."""
+    if am.settling is not None or am.inactive > 0:
+        return min(interval_s, QUICK_POLL_S)
+    if am.eta_s is not None and am.eta_s < interval_s:
+        return min(interval_s, max(QUICK_POLL_S, am.eta_s))
+    return interval_s
+
+
 def _line_key(am: Aftermath) -> str:
-    """The line without its ticking seconds (one "settling" message, not one a poll)."""
-    return "settling" if am.unreported_s is not None else am.line
+    """The line without its ticking counts (one "settling" message, not one a poll)."""
+    return "settling" if am.settling is not None else am.line

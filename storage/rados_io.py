@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from storage.ceph.parse import last_osd_change
+from storage.ceph.client import CephClient, CephUnreachable
+from storage.ceph.settle import read_pg_settle, settle_to_json, worth_comparing
 from storage.rados_bench import RadosBenchOutput as RadosBenchOutput
 from storage.rados_bench import parse_rados_bench as parse_rados_bench
 from storage.rados_bench import parse_rados_bench_row as parse_rados_bench_row
@@ -108,9 +109,17 @@ class RadosIO:
             "pgs_by_state": {s["state_name"]: s["count"]
                              for s in pgmap.get("pgs_by_state", [])},
             "num_pgs": pgmap.get("num_pgs"),
-            # when an OSD last went up/down/in/out: PG states just after may predate it
-            "osd_changed_at": last_osd_change(st),
         }
+        # have the PGs reported on the current osdmap (``checks.settle`` judges it): PG
+        # states read right after an OSD up/down/in/out may be the map before it; asked
+        # only when they all read clean (else the gate refuses on them anyway)
+        t = self.target
+        if worth_comparing(out["pgs_by_state"]):
+            try:
+                out["pg_settle"] = settle_to_json(read_pg_settle(
+                    CephClient.over(t, self.cluster), t.osdmaptool, t.timeout_s))
+            except CephUnreachable as e:
+                raise RadosBenchError(f"cannot read the PGs' reports: {e}") from None
         try:
             versions = self.mon({"prefix": "versions"})
             out["versions"] = sorted((versions or {}).get("overall", {}).keys())

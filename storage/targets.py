@@ -15,6 +15,10 @@ class CephTarget:
     keyring: str | None = None
     client: str = "client.admin"
     timeout_s: float = 10.0  # connect and per-command
+    # the argv that runs osdmaptool (the map is given as /dev/stdin): tells whether each
+    # PG has reported on the current osdmap (``storage.ceph.settle``); () = do not use it
+    # (the stamp fallback, said so). It must not be older than the monitors' release.
+    osdmaptool: tuple[str, ...] = ("osdmaptool",)
 
 
 @dataclass(frozen=True)

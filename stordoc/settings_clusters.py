@@ -67,6 +67,16 @@ class CephSettings(StrictModel):
     client: str = "client.admin"
     timeout: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
     cluster_name: str = "ceph"
+    # the argv of an osdmaptool of the cluster's release or newer (the map is given as
+    # /dev/stdin; a chroot prefix works); [] = the 10 s stamp rule instead (said so)
+    osdmaptool: list[str] = Field(default_factory=lambda: ["osdmaptool"], max_length=16)
+
+    @field_validator("osdmaptool")
+    @classmethod
+    def _tool_ok(cls, v: list[str]) -> list[str]:
+        if any(not part or "\x00" in part for part in v):
+            raise ValueError("an empty or NUL argument")
+        return v
 
 
 class SwiftSettings(StrictModel):
@@ -185,7 +195,8 @@ class ClusterSettings(StrictModel):
         return ClusterTarget(
             name=name,
             ceph=CephTarget(self.ceph.conf, self.ceph.keyring, self.ceph.client,
-                            self.ceph.timeout) if self.ceph else None,
+                            self.ceph.timeout, tuple(self.ceph.osdmaptool))
+            if self.ceph else None,
             swift=SwiftTarget(
                 proxy_url=self.swift.proxy_url, auth_url=self.swift.auth_url,
                 user=self.swift.user, key=self.swift.key.resolve() if self.swift.key else None,

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.osd import pgs_reported_since
+from checks.settle import judge_pgs, states_of
 from runbooks.bench.model import BenchOptions, BenchResult, Progress, fingerprint_fields
 from runbooks.bench.stats import latency_summary, series_from_buckets
 from runbooks.model import Refused, RunContext
+from storage.ceph import settle_from_json
 from storage.rados_io import RawRun, client_host
 
 MIB = 1024 * 1024
@@ -61,8 +61,9 @@ class ClusterNotSettled(Refused):
 def ceph_gate(state: Mapping[str, Any], force: bool, now: float | None = None) -> list[str]:
     """Refuse on HEALTH_ERR or PGs not all active+clean (unless forced): a benchmark on
     a degraded cluster measures recovery, and it adds load to a cluster already in trouble.
-    PGs that read clean within seconds of an OSD going up/down/in/out may not have reported
-    the peering it starts yet: settling too. Returns warnings when forced."""
+    PGs that read clean but have not reported on the current osdmap (right after an OSD
+    went up/down/in/out: ``checks.settle``, the rule ``check`` and a fix's follow-up use)
+    are settling too. Returns warnings when forced."""
     problems = []
     unsettled = False
     now = time.time() if now is None else now
@@ -71,37 +72,28 @@ def ceph_gate(state: Mapping[str, Any], force: bool, now: float | None = None) -
         problems.append("cluster is (near) full: " + ", ".join(full))
     if state.get("health") == "HEALTH_ERR":
         problems.append("cluster health is HEALTH_ERR")
-    pgs = state.get("pgs_by_state") or {}
-    total = state.get("num_pgs") or 0
-    clean = pgs.get("active+clean", 0)
-    if total and clean != total:
-        other = ", ".join(f"{n} {s}" for s, n in sorted(pgs.items()) if s != "active+clean")
-        problems.append(f"{total - clean} of {total} PGs not active+clean ({other})")
+    settle = settle_from_json(state.get("pg_settle"))
+    # the states of the dump whose placement was compared, when one was read (newer)
+    total, pgs = states_of(settle, state.get("num_pgs") or 0, state.get("pgs_by_state") or {})
+    v = judge_pgs(total, pgs, settle, now)
+    if total and v.unclean:
+        other = ", ".join(f"{n} {s}" for s, n in sorted(v.unclean.items()))
+        problems.append(f"{sum(v.unclean.values())} of {total} PGs not active+clean ({other})")
         unsettled = True
-    elif total and (changed := _stamp(state.get("osd_changed_at"))) is not None and \
-            changed - now < CLOCK_SKEW_S and not pgs_reported_since(changed, now):
-        problems.append(f"an OSD went up/down/in/out {max(0, int(now - changed))} s ago: "
-                        "its PGs have not reported their peering yet")
+    elif total and v.settling:
+        problems.append(f"all {total} PGs read active+clean, but {v.states.why_not}: they "
+                        "may be the map before the last OSD change")
         unsettled = True
     if state.get("num_up_osds") is not None and state.get("num_osds") and \
             state["num_up_osds"] < state["num_osds"]:
         problems.append(f"{state['num_osds'] - state['num_up_osds']} OSD(s) down")
+    # not judged by the osdmap (no osdmaptool, one older than the monitors): said
+    how = [f"PG states judged by the {v.states.fallback}"] if v.states.fallback else []
     if problems and not force:
         raise (ClusterNotSettled if unsettled else Refused)(
-            "refusing to benchmark: " + "; ".join(problems) + " (use --force to run anyway)")
-    return [f"forced despite: {p}" for p in problems]
-
-
-# a monitor's stamp further ahead of this host's clock than this says nothing of when
-# the change happened (a skewed clock): the PG states alone decide
-CLOCK_SKEW_S = 60.0
-
-
-def _stamp(v: Any) -> float | None:
-    """A finite time stamp, else None (a state read back from a stored result)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
+            "refusing to benchmark: " + "; ".join(problems + how)
+            + " (use --force to run anyway)")
+    return [f"forced despite: {p}" for p in problems] + how
 
 
 FULL_CHECKS = {"OSD_FULL", "OSD_NEARFULL", "OSD_BACKFILLFULL", "POOL_FULL", "POOL_NEAR_FULL",

@@ -16,6 +16,7 @@ RAW_FILE_NAMES = {
     "time-sync-status": "time-sync-status", "pg stat": "pg_stat",
     "pg dump_stuck": "pg_dump_stuck", "osd df": "osd_df", "config": "config",
     "osdmap_stamps": "osdmap_stamps", "errors": "errors",
+    "pg dump pgs_brief": "pg_dump_pgs_brief", "osdmap pgs": "osdmap_pgs",
 }
 
 

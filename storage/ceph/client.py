@@ -70,6 +70,15 @@ class CephClient:
     def __init__(self, target: CephTarget) -> None:
         self.target = target
         self._rados: Any = None
+        self._owned = True
+
+    @classmethod
+    def over(cls, target: CephTarget, handle: Any) -> CephClient:
+        """Commands over a ``rados.Rados`` someone else connected (and closes): the
+        benchmarks' ``RadosIO``."""
+        c = cls(target)
+        c._rados, c._owned = handle, False
+        return c
 
     def __enter__(self) -> Self:
         self.connect()
@@ -113,11 +122,12 @@ class CephClient:
         self._rados = handle
 
     def close(self) -> None:
-        if self._rados is not None:
+        if self._rados is not None and self._owned:
             _safe_shutdown(self._rados)
-            self._rados = None
+        self._rados = None
 
-    def _cmd(self, to_mgr: bool, prefix: str, args: Mapping[str, Any]) -> Any:
+    def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any]) -> tuple[bytes, str]:
+        """One command: (output buffer, status text); raises CephCommandError."""
         if self._rados is None:
             raise CephUnreachable("not connected")
         import rados
@@ -138,9 +148,15 @@ class CephClient:
             code = getattr(e, "errno", None)
             raise CephCommandError(prefix, -abs(code) if isinstance(code, int) else -1,
                                    str(e)) from e
+        status = outs if isinstance(outs, str) else str(outs)
         if rc != 0:
-            raise CephCommandError(prefix, rc, outs if isinstance(outs, str) else str(outs))
-        text = out.decode() if isinstance(out, (bytes, bytearray)) else str(out)
+            raise CephCommandError(prefix, rc, status)
+        return (bytes(out) if isinstance(out, (bytes, bytearray)) else str(out).encode(),
+                status)
+
+    def _cmd(self, to_mgr: bool, prefix: str, args: Mapping[str, Any]) -> Any:
+        out, _ = self._call(to_mgr, prefix, args)
+        text = out.decode(errors="replace")
         if not text.strip():
             return None
         try:
@@ -155,6 +171,11 @@ class CephClient:
     def mgr(self, prefix: str, **args: Any) -> Any:
         """A manager command (``pg ...``, ``osd df``); same contract as :meth:`mon`."""
         return self._cmd(True, prefix, args)
+
+    def mon_bytes(self, prefix: str, **args: Any) -> tuple[bytes, str]:
+        """A monitor command whose answer is binary (``osd getmap``): the output buffer
+        as it came, and the status text (``got osdmap epoch 40``)."""
+        return self._call(False, prefix, args)
 
 
 def _safe_shutdown(handle: Any) -> None:

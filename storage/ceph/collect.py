@@ -6,7 +6,8 @@ failure aborts. Every other command is optional: its failure is recorded in
 times out anywhere means the cluster is unreachable; a manager that does not answer costs
 one timeout, not one per manager command. Some commands run only when an earlier answer
 asks for them: the osdmaps of the epochs down OSDs went down at, ``config show`` of one
-up OSD, and the daemons' metadata when more than one Ceph version runs.
+up OSD, the daemons' metadata when more than one Ceph version runs, and whether the PGs
+have reported on the current osdmap when every PG reads active+clean (``_settle``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
-from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs
+from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs, parse_pg_stat
 from storage.ceph.parse_daemons import parse_versions
+from storage.ceph.settle import (
+    OSDMAP_PGS,
+    PGS_BRIEF,
+    SettleUnavailable,
+    read_osdmap_pgs,
+    worth_comparing,
+)
 from storage.ceph.state import build_state
 from storage.model import CephState
 from storage.targets import CephTarget
@@ -60,6 +68,10 @@ CONFIG_KEYS = ("mon_max_pg_per_osd", "mon_osd_down_out_interval",
 MAX_EPOCH_LOOKUPS = 16
 # ``osd metadata`` of a bigger cluster is tens of MB: versions are then counted, not named.
 MAX_OSDS_FOR_METADATA = 1000
+# Above this many PGs a check does not compare each PG's reported placement with the
+# map (``pg dump pgs_brief`` is ~100 bytes a PG and osdmaptool maps them all): the stamp
+# fallback then, said so. 50,000 PGs is ~5 MB and well under a second.
+MAX_PGS_FOR_SETTLE = 50_000
 
 
 class _Session:
@@ -109,6 +121,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
         ok, value = s.optional(cmd)
         if ok:
             raw[cmd.key] = value
+    _settle(s, raw)
     shown = _config_show(s, as_map(raw["osd dump"]))
     if shown is not None:
         raw["config show"] = shown
@@ -135,6 +148,32 @@ def _down_epoch_stamps(s: _Session, dump: Mapping[str, Any]) -> dict[str, str]:
         if ok and isinstance(old, Mapping) and old.get("modified"):
             out[str(ep)] = str(old["modified"])
     return out
+
+
+def _settle(s: _Session, raw: dict[str, Any]) -> None:
+    """Have the PGs reported on the current osdmap (``storage.ceph.settle``)? Asked only
+    when ``pg stat`` reads every PG active+clean: a check of a healthy cluster (the usual
+    case) pays 30-90 ms on the lab (``pg dump pgs_brief``, ``version``, ``osd getmap``: ~5
+    ms; osdmaptool started for ``--version`` once per process and for the map: the rest),
+    and when some PG reads otherwise the check reports that anyway, stale or not
+    (``worth_comparing``)."""
+    num, states = parse_pg_stat(raw["pg stat"]) if raw.get("pg stat") else (0, {})
+    if not worth_comparing(states):
+        return
+    if num > MAX_PGS_FOR_SETTLE:
+        s.errors[OSDMAP_PGS] = (f"not compared: {num} PGs, more than a check compares "
+                                f"({MAX_PGS_FOR_SETTLE})")
+        return
+    ok, brief = s.optional(Command(PGS_BRIEF, "pg dump", mgr=True,
+                                   args={"dumpcontents": ["pgs_brief"]}))
+    if not ok:
+        return
+    raw[PGS_BRIEF] = brief
+    t = s.client.target
+    try:
+        raw[OSDMAP_PGS] = read_osdmap_pgs(s.client, t.osdmaptool, t.timeout_s)
+    except SettleUnavailable as e:
+        s.errors[OSDMAP_PGS] = str(e)
 
 
 def _config_show(s: _Session, dump: Mapping[str, Any]) -> dict[str, Any] | None:

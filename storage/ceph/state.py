@@ -33,6 +33,7 @@ from storage.ceph.parse_daemons import (
     parse_time_sync,
     parse_versions,
 )
+from storage.ceph.settle import settle_from_raw
 from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
 
 DEFAULT_MON_MAX_PG_PER_OSD = 250
@@ -92,6 +93,11 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
     num_pgs, by_state = parse_pg_stat(raw["pg stat"]) if raw.get("pg stat") else (
         sum(p.pg_num for p in merged), {})
     stuck = parse_pg_dump_stuck(raw.get("pg dump_stuck"))
+    settle = settle_from_raw(raw)
+    if settle is not None and settle.by_state:
+        # ``pg dump pgs_brief`` was read after ``pg stat``: its states are the newer, and
+        # the ones whose placement was compared with the map
+        num_pgs, by_state = sum(settle.by_state.values()), dict(settle.by_state)
     health_status, checks = parse_health(as_map(raw["health detail"])) if raw.get(
         "health detail") else ("HEALTH_UNKNOWN", ())
     st = parse_status(as_map(raw["status"])) if raw.get("status") else Quorum()
@@ -128,5 +134,6 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         mon_time_skew=parse_time_sync(raw.get("time-sync-status")),
         config_db=parse_config_dump(raw.get("config dump")),
         osd_config=_osd_config(raw),
+        pg_settle=settle,
         errors=errors,
         raw=dict(raw))

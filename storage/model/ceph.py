@@ -6,6 +6,7 @@ write captures and for evidence). Release names compare through :func:`release_m
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,6 +130,37 @@ class PgSummary:
     num_pgs: int
     by_state: Mapping[str, int]  # "active+clean" -> 69
     stuck: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "inactive" -> pgids
+
+
+class SettleMethod(enum.StrEnum):
+    """How ``PgSettle`` tells whether the PG states were reported on the current map."""
+
+    OSDMAP = "osdmap"  # each PG's reported up/acting compared with the map's (osdmaptool)
+    STAMP = "stamp"  # fallback: the monitor's osd_up_since/osd_in_since (a timer)
+    UNKNOWN = "unknown"  # neither could be read
+
+
+@dataclass(frozen=True)
+class PgSettle:
+    """Have the manager's PG states been reported on the current osdmap?
+
+    After a map change (an OSD up/down/in/out, pg_temp, pg_num) the manager keeps each
+    PG's state as its primary last reported it, on the map before, until the OSDs' next
+    report: "65 active+clean" read 0.3 s after an ``osd in`` is the picture before it. With
+    ``method`` OSDMAP, ``unreported`` counts the PGs whose reported up or acting set (and
+    primaries) differ from what the map of ``epoch`` computes for them, or that only one
+    side has (a new PG, a deleted pool); ``by_state`` are the states of that same dump.
+    STAMP and UNKNOWN are fallbacks, and ``error`` says why the map could not be used.
+    Which states count is ``checks.settle``'s rule, not this record's."""
+
+    method: SettleMethod
+    epoch: int | None = None  # the osdmap epoch the mapping was computed on
+    num_pgs: int = 0  # PGs compared (the map's and the dump's, together)
+    unreported: int = 0
+    unreported_pgids: tuple[str, ...] = ()  # the first few, for evidence
+    by_state: Mapping[str, int] = field(default_factory=dict)  # from the dump compared
+    last_change: float | None = None  # osd_up_since/osd_in_since (the stamp fallback)
+    error: str | None = None  # why not the map rule (None with method OSDMAP)
 
 
 @dataclass(frozen=True)
@@ -312,6 +344,9 @@ class CephState:
     mon_time_skew: Mapping[str, float] = field(default_factory=dict)  # mon -> |skew| s
     config_db: tuple[ConfigSetting, ...] = ()  # ``config dump``
     osd_config: RunningConfig | None = None  # ``config show osd.N`` of one up OSD
+    # have the PG states been reported on the current map (None: not read, e.g. because
+    # the PGs read unclean anyway; ``storage.ceph.settle``)
+    pg_settle: PgSettle | None = None
     # command (``raw`` key) -> why it gave nothing; the others were read
     errors: Mapping[str, str] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)

@@ -2,11 +2,11 @@
 previous test healed may still be re-peering. Waiting here (with a deadline) keeps one
 test's aftermath out of the next one's result.
 
-Settled means: every OSD up and in, every PG active+clean read at least
-``checks.osd.PG_REPORT_GRACE_S`` after the last OSD change (CI once started a Swift test
-on PGs that read clean 0.3 s after an ``osd in`` and peered a second later: the test saw a
-Ceph PG_AVAILABILITY incident beside its own), and the monitor's health free of the PG and
-OSD-down checks it learns of after the manager does."""
+Settled means: every OSD up and in, every PG active+clean and reported on the current
+osdmap (``checks.settle``, the rule of ``stordoc check`` and a fix's follow-up: CI once
+started a Swift test on PGs that read clean 0.3 s after an ``osd in`` and peered a second
+later, and saw a Ceph PG_AVAILABILITY incident beside its own), and the monitor's health
+free of the PG and OSD-down checks it learns of after the manager does."""
 
 from __future__ import annotations
 

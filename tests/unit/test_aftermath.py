@@ -1,5 +1,7 @@
-"""runbooks.aftermath: what the cluster still does after a fix, from PG states and Ceph's
-progress events (the shape `ceph progress json` returns on Pacific), and the follow loop."""
+"""runbooks.aftermath: what the cluster still does after a fix, from PG states (judged by
+whether they were reported on the current osdmap: checks.settle, on captures of the real
+labs right after `ceph osd in`) and Ceph's progress events (the shape `ceph progress json`
+returns on Pacific), and the follow loop."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from checks.osd import PG_REPORT_GRACE_S
+import runbooks.aftermath as aftermath_mod
 from runbooks.aftermath import Aftermath, aftermath_of, follow, worth_following
-from storage.ceph import last_osd_change
+from storage.ceph import PgSettle, SettleMethod, last_osd_change, settle_from_raw
+from tests.unit.settle_fixtures import settle_raw
 
 NOW = 1_795_000_000.0
 PROGRESS = {"events": [{"message": "Global Recovery Event", "id": "3e1c",
@@ -62,29 +65,36 @@ def test_follow_stops_at_cancel_and_only_pg_runbooks_are_followed() -> None:
 
 
 # --------------------------------------------------------------- a read too soon after a map change
-def test_clean_pgs_read_right_after_an_osd_change_are_settling_not_clean() -> None:
-    """Right after ``ceph osd in`` the manager still holds the PG states of the map before
-    it (measured on the lab: "65 active+clean" 0.3 s after, "16 peering" 1.6 s after)."""
-    am = aftermath_of({"active+clean": 65}, 65, None, NOW, last_change=NOW - 3.2)
-    assert not am.clean and am.unclean == 0 and am.unreported_s == pytest.approx(3.2)
-    assert am.line.startswith("settling: all 65 PGs read active+clean, but an OSD went "
-                              "up/down/in/out 3 s ago")
-    for old in (NOW - PG_REPORT_GRACE_S, NOW - 3600.0, None):
-        am = aftermath_of({"active+clean": 65}, 65, None, NOW, last_change=old)
-        assert am.clean and am.unreported_s is None, old
-    # unclean states say what they say, whenever the map changed
-    am = aftermath_of({"peering": 16, "active+clean": 49}, 65, None, NOW, last_change=NOW)
-    assert not am.clean and am.unreported_s is None and am.line.startswith("peering:")
+def captured(name: str) -> Aftermath:
+    """The follow-up's reading of one captured moment (its states are the dump's)."""
+    settle = settle_from_raw(settle_raw(name))
+    return aftermath_of({"active+clean": 1}, 1, None, NOW, settle)
 
 
-def test_follow_does_not_stop_at_a_clean_read_from_before_the_change() -> None:
-    """The stale "clean" first, then the peering it hid, then clean for real: follow ends
-    at the last (before, it returned the first and the fix said "clean" while PGs peered)."""
-    t = NOW
-    states = iter([aftermath_of({"active+clean": 65}, 65, None, t, last_change=t - 0.3),
-                   aftermath_of({"peering": 16, "active+clean": 49}, 65, None, t,
-                                last_change=t - 1.6),
-                   aftermath_of({"active+clean": 65}, 65, None, t + 12, last_change=t)])
+def test_clean_pgs_read_right_after_osd_in_are_settling_not_clean() -> None:
+    """0.06 s after ``ceph osd in`` the manager still holds the PG states of the map
+    before it: all 65 read active+clean, 54 report the up set of the old map."""
+    for name, epoch in (("pacific-osd-in/stale-clean", 33), ("reef-osd-in/stale-clean", 36)):
+        am = captured(name)
+        assert not am.clean and am.unclean == 0 and am.num_pgs == 65, name
+        assert am.line == (f"settling: 54 of 65 PGs have not reported on osdmap epoch "
+                           f"{epoch}; all 65 PGs read active+clean"), am.line
+    # every PG reported and clean: clean at once, no timer
+    for name in ("pacific-osd-in/settled", "reef-osd-in/settled"):
+        am = captured(name)
+        assert am.clean and am.settling is None and am.note is None
+        assert am.line == "clean: all 65 PGs active+clean"
+    # unclean states say what they say, reported or not
+    am = captured("reef-osd-in/peering")
+    assert not am.clean and am.settling is None and am.line.startswith(
+        "peering: 23 of 65 PGs not active+clean (23 peering); 23 not serving I/O yet")
+
+
+def test_follow_ends_clean_as_soon_as_the_map_says_so() -> None:
+    """The stale "clean" first, then the peering it hid, then clean for real (the Reef
+    lab's own sequence): follow ends at the last, without waiting for any timer."""
+    states = iter([captured("reef-osd-in/stale-clean"), captured("reef-osd-in/stale-clean"),
+                   captured("reef-osd-in/peering"), captured("reef-osd-in/settled")])
     seen: list[Aftermath] = []
     am = follow(None, seen.append, timeout_s=60, interval_s=0.0,  # type: ignore[arg-type]
                 reader=lambda c: next(states))
@@ -92,24 +102,71 @@ def test_follow_does_not_stop_at_a_clean_read_from_before_the_change() -> None:
                                                                  "clean"]
 
 
-def test_follow_takes_clean_after_the_grace_by_its_own_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A monitor whose clock runs ahead keeps every read "just changed": after the grace on
-    this host's clock the clean states count, and the ticking seconds are one message."""
-    import runbooks.aftermath as mod
+class Waits:
+    """``cancel`` for follow: records how long each poll would wait, never waits."""
 
-    monkeypatch.setattr(mod, "PG_REPORT_GRACE_S", 0.2)
-    seen: list[Aftermath] = []
-    n = [0]
+    def __init__(self) -> None:
+        self.waits: list[float] = []
 
-    def reader(ctx: Any) -> Aftermath:
-        n[0] += 1
-        return aftermath_of({"active+clean": 65}, 65, None, NOW, last_change=NOW + 60 + n[0])
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(float(timeout or 0.0))
+        return False
 
-    am = follow(None, seen.append, timeout_s=30, interval_s=0.02,  # type: ignore[arg-type]
-                reader=reader)
-    assert am.clean and am.unreported_s is None and n[0] >= 3
-    assert [a.line.split(":")[0] for a in seen] == ["settling", "clean"]
+    def is_set(self) -> bool:
+        return False
+
+
+def test_follow_reads_often_for_what_ends_in_seconds_and_at_its_interval_otherwise() -> None:
+    """Settling (the next report) and peering end within seconds; recovery takes minutes."""
+    recovering = aftermath_of({"active+recovering+degraded": 5, "active+clean": 60}, 65,
+                              None, NOW)
+    states = iter([captured("pacific-osd-in/stale-clean"), captured("pacific-osd-in/pg-temp"),
+                   recovering, captured("pacific-osd-in/settled")])
+    w = Waits()
+    am = follow(None, lambda a: None, timeout_s=600, interval_s=5.0,  # type: ignore[arg-type]
+                cancel=w, reader=lambda c: next(states))  # type: ignore[arg-type]
+    quick = aftermath_mod.QUICK_POLL_S
+    assert am.clean and w.waits == [quick, quick, 5.0]
+    # recovering, and Ceph's progress event expects it to end within the interval: read
+    # again at its ETA (not sooner than QUICK_POLL_S), not a whole interval later
+    import datetime as dt
+
+    def eta(seconds_left: float) -> Aftermath:
+        start = NOW - 10.0  # 10 s for p: seconds_left = 10 * (1 - p) / p
+        p = 10.0 / (10.0 + seconds_left)
+        ev = dict(PROGRESS["events"][0], progress=p, started_at=dt.datetime.fromtimestamp(
+            start, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        return aftermath_of({"active+recovering": 5, "active+clean": 60}, 65,
+                            {"events": [ev]}, NOW)
+
+    states = iter([eta(2.0), eta(0.1), eta(60.0), captured("reef-osd-in/settled")])
+    w = Waits()
+    follow(None, lambda a: None, interval_s=5.0, cancel=w,  # type: ignore[arg-type]
+           reader=lambda c: next(states))
+    assert [round(x, 2) for x in w.waits] == [2.0, quick, 5.0]
+    # a caller's shorter interval stays
+    w = Waits()
+    states = iter([captured("reef-osd-in/stale-clean"), captured("reef-osd-in/settled")])
+    follow(None, lambda a: None, interval_s=0.1, cancel=w,  # type: ignore[arg-type]
+           reader=lambda c: next(states))
+    assert w.waits == [0.1]
+
+
+def test_the_stamp_fallback_is_said_on_every_line() -> None:
+    """No usable osdmaptool: the old 10 s rule decides, and the line says so."""
+    s = PgSettle(SettleMethod.STAMP, by_state={"active+clean": 65}, last_change=NOW - 3.2,
+                 error="osdmaptool not found (Debian/Ubuntu package ceph-base)")
+    am = aftermath_of({}, 0, None, NOW, s)
+    assert not am.clean and am.settling == "an OSD went up/down/in/out 3 s ago"
+    assert am.line == ("settling: an OSD went up/down/in/out 3 s ago; all 65 PGs read "
+                       "active+clean (stamp rule (10 s after the last OSD change): "
+                       "osdmaptool not found (Debian/Ubuntu package ceph-base))")
+    am = aftermath_of({}, 0, None, NOW + 10, s)
+    assert am.clean and am.line.startswith("clean: all 65 PGs active+clean (stamp rule")
+    # a monitor clock minutes ahead says nothing of when the change happened
+    ahead = PgSettle(SettleMethod.STAMP, by_state={"active+clean": 65},
+                     last_change=NOW + 600, error="x")
+    assert aftermath_of({}, 0, None, NOW, ahead).clean
 
 
 @pytest.mark.parametrize("doc,want", [

@@ -10,6 +10,8 @@ import pytest
 
 from runbooks.bench.common import ClusterNotSettled, ceph_gate
 from runbooks.model import Refused
+from storage.ceph import PgSettle, SettleMethod, settle_from_raw, settle_to_json
+from tests.unit.settle_fixtures import settle_raw
 
 CLEAN = {"health": "HEALTH_OK", "num_pgs": 33, "pgs_by_state": {"active+clean": 33},
          "num_osds": 3, "num_up_osds": 3}
@@ -17,6 +19,12 @@ CLEAN = {"health": "HEALTH_OK", "num_pgs": 33, "pgs_by_state": {"active+clean": 
 
 def _state(**kw: Any) -> dict[str, Any]:
     return {**CLEAN, **kw}
+
+
+def _settle(name: str) -> PgSettle:
+    s = settle_from_raw(settle_raw(name))
+    assert s is not None
+    return s
 
 
 def test_a_clean_cluster_passes() -> None:
@@ -32,21 +40,48 @@ def test_unclean_pgs_are_the_cluster_settling() -> None:
         ceph_gate({**st, "num_up_osds": 2}, force=False)
 
 
-def test_clean_pgs_just_after_an_osd_change_are_settling() -> None:
-    """PGs that read clean 3 s after an OSD came back may be the map before it: a benchmark
-    then measures the peering it starts. Long enough after (or unknown), they pass."""
+def test_clean_pgs_not_reported_on_the_current_map_are_settling() -> None:
+    """PGs that read clean right after an OSD came back may be the map before it (the
+    Pacific lab 0.06 s after `osd in`): a benchmark then measures the peering it starts.
+    Once every PG has reported on the map (or nothing was compared), they pass."""
+    stale = settle_to_json(_settle("pacific-osd-in/stale-clean"))
+    with pytest.raises(ClusterNotSettled, match="all 65 PGs read active.clean, but 54 of 65 "
+                                                "PGs have not reported on osdmap epoch 33"):
+        ceph_gate(_state(pg_settle=stale), force=False)
+    for ok in (settle_to_json(_settle("pacific-osd-in/settled")), None, "junk", {"x": 1}):
+        assert ceph_gate(_state(pg_settle=ok), force=False) == [], ok
+    assert ceph_gate(_state(pg_settle=stale), force=True) == [
+        "forced despite: all 65 PGs read active+clean, but 54 of 65 PGs have not reported "
+        "on osdmap epoch 33: they may be the map before the last OSD change"]
+    # the dump's own states are judged: the peering it saw is the cluster settling
+    peering = settle_to_json(_settle("reef-osd-in/peering"))
+    with pytest.raises(ClusterNotSettled, match="23 of 65 PGs not active.clean .23 peering"):
+        ceph_gate(_state(pg_settle=peering), force=False)
+
+
+def test_the_stamp_fallback_is_said() -> None:
     now = 1_795_000_000.0
-    with pytest.raises(ClusterNotSettled, match="an OSD went up/down/in/out 3 s ago"):
-        ceph_gate(_state(osd_changed_at=now - 3.0), force=False, now=now)
-    for old in (now - 10.0, now - 3600, None, "junk", float("nan"), float("inf"), True):
-        assert ceph_gate(_state(osd_changed_at=old), force=False, now=now) == [], old
+
+    def stamp(last: float) -> dict[str, Any]:
+        return settle_to_json(PgSettle(SettleMethod.STAMP, by_state={"active+clean": 33},
+                                       last_change=last, error="osdmaptool not found"))
+
+    with pytest.raises(ClusterNotSettled, match="an OSD went up/down/in/out 3 s ago.*; PG "
+                                                "states judged by the stamp rule"):
+        ceph_gate(_state(pg_settle=stamp(now - 3.0)), force=False, now=now)
+    assert ceph_gate(_state(pg_settle=stamp(now - 10.0)), force=False, now=now) == [
+        "PG states judged by the stamp rule (10 s after the last OSD change): osdmaptool "
+        "not found"]
     # a monitor clock a little ahead still counts; minutes ahead says nothing
     with pytest.raises(ClusterNotSettled, match="0 s ago"):
-        ceph_gate(_state(osd_changed_at=now + 2.0), force=False, now=now)
-    assert ceph_gate(_state(osd_changed_at=now + 600), force=False, now=now) == []
-    assert ceph_gate(_state(osd_changed_at=now), force=True, now=now) == [
-        "forced despite: an OSD went up/down/in/out 0 s ago: its PGs have not reported "
-        "their peering yet"]
+        ceph_gate(_state(pg_settle=stamp(now + 2.0)), force=False, now=now)
+    assert len(ceph_gate(_state(pg_settle=stamp(now + 600)), force=False, now=now)) == 1
+
+
+def test_scrubbing_pgs_are_clean_as_everywhere_else() -> None:
+    """The gate judges states by the one rule (it took only exact "active+clean")."""
+    st = _state(pgs_by_state={"active+clean": 30, "active+clean+scrubbing+deep": 3})
+    assert ceph_gate(st, force=False) == []
 
 
 def test_worse_trouble_is_a_plain_refusal() -> None:
