@@ -31,6 +31,20 @@ one's, the order alternating cycle by cycle, and the summary gives both medians 
 ratio after/before. Each side gets its own copy of the lab's config and journal (keys the
 other side does not know are left out of its copy).
 
+Measured (2026-11-26, Pacific lab, mixed layout, 2 cores shared with other labs at load
+3-5; --cycles 3 --cli --before-root at the main branch, medians, before -> after):
+  osd-unmounted:     total 33.1 -> 30.5 s (0.92); the fix 27.6 -> 21.5 s (0.78), of which
+                     its follow-up 8.2 -> 3.6 s (0.44)
+  osd-not-activated: total 36.3 -> 36.1 s (0.99); the fix 29.7 -> 25.8 s (0.87), follow-up
+                     6.2 -> 3.5 s (0.56)
+  over 12 cycles each (load 3-13): `osd in` acknowledged -> the follow-up says clean
+  10.7 -> 6.9 s (XFS) and 10.1 -> 7.0 s (raw): the PGs' own report, not a 10 s timer.
+The rest goes to: each `stordoc check` process (detect, the final check: 2-7 s, of which
+the check itself 1.3-2 s), the fix's three collections with host facts before its first
+step (the check that picks the finding, the plan, execute's re-check under the lock:
+6-10 s), starting ceph-osd (3-6 s), the 1 s poll of "wait until osd.N is up" (always
+1.01 s), and two monitor proposals for `osd in` and `osd unset noout` (~1 s each).
+
 Usage: .venv/bin/python benchmarks/time_to_repair.py --dir /var/tmp/sd-lab-rb \
            --port-base 17800 --cycles 3 --fault both --cli [--before-root /work/main]
 """
