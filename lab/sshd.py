@@ -36,7 +36,12 @@ def up_sshd(lab: Lab) -> None:
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
         "AllowUsers root@127.*\nMaxStartups 200:30:400\nMaxSessions 50\n"
-        "LogLevel ERROR\nUseDNS no\nSubsystem sftp internal-sftp\n")
+        "LogLevel ERROR\nUseDNS no\nSubsystem sftp internal-sftp\n"
+        # bash sources ~/.bashrc for a command run over SSH only as a top-level shell
+        # (SHLVL unset): this machine's root .bashrc runs `pyenv init` (0.3-0.8 s and a
+        # PATH of pyenv shims in every session). With SHLVL=1 the lab's hosts run
+        # commands as a server's root usually does: Debian's PATH, no interactive rc
+        "SetEnv SHLVL=1\n")
     Path("/run/sshd").mkdir(exist_ok=True)
     run(["/usr/sbin/sshd", "-f", str(sd / "sshd_config"), "-E", str(log)], step,
         log=str(log))

@@ -42,7 +42,8 @@ class SwiftCluster:
         run(["memcached", "-d", "-u", "root", "-l", "127.0.0.1", "-p",
              str(lab.ports.memcached), "-U", "0", "-m", "64",
              "-P", str(lab.pids / "memcached.pid")], step)
-        wait(lambda: lab.pid("memcached") is not None, 10, step, "memcached")
+        # 10 s proved short once: both labs of a run waited in vain at load ~10
+        wait(lambda: lab.pid("memcached") is not None, 30, step, "memcached")
 
     def ring_builder(self, kind: str, *args: str, step: str, check: bool = True) -> None:
         """``swift-ring-builder KIND.builder ARGS`` in swift_etc; exit 1 (a warning, the
@@ -184,6 +185,29 @@ class SwiftCluster:
             _, started = self.replication_last(kind)
             return started is not None and started >= after
         wait(done, timeout, step, f"a {kind} replication pass",
+             str(self.lab.log_dir / f"swift-{kind}-replicator.log"), 0.5)
+
+    def replication_attempted(self, kind: str) -> float | None:
+        """Partitions the last completed pass of ``kind`` attempted (recon's cache)."""
+        try:
+            cache = json.loads((self.lab.base / "swift" / "cache" / f"{kind}.recon")
+                               .read_text())
+        except (OSError, ValueError):
+            return None
+        stats = cache.get("replication_stats")
+        n = stats.get("attempted") if isinstance(stats, dict) else None
+        return float(n) if isinstance(n, (int, float)) else None
+
+    def wait_replication_working(self, kind: str, after: float, step: str,
+                                 timeout: float = 120) -> None:
+        """Wait until a pass of ``kind`` that started after ``after`` attempted something:
+        a replicator that reloaded a ring where it finds its own devices again (it checks
+        the ring's mtime every ring_check_interval; an idle pass attempts nothing)."""
+        def working() -> bool:
+            _, started = self.replication_last(kind)
+            return started is not None and started >= after and \
+                (self.replication_attempted(kind) or 0) > 0
+        wait(working, timeout, step, f"a {kind} replication pass that attempted partitions",
              str(self.lab.log_dir / f"swift-{kind}-replicator.log"), 0.5)
 
     def settle_replication(self, step: str) -> None:

@@ -92,8 +92,12 @@ class SwiftReplicationLost(Scenario):
                 f"address no lab replicator has (swift-{server}-replicator replicates nothing)")
 
     def heal(self, lab: Lab, args: FaultArgs) -> str:
+        t0 = time.time()
         lab.swift_cluster.restore_rings(lab.base / "swift" / "ring-lost-backup")
-        # the replicators reload a changed ring within 15 s: wait for a pass after that
-        time.sleep(16)
+        # the replicators reload a changed ring by its mtime within ring_check_interval:
+        # healed once a pass after the restore attempted partitions again (an idle pass
+        # attempts none), then every kind's next pass counts no failure of the fault
+        lab.swift_cluster.wait_replication_working(args.server, t0,
+                                                   "heal swift-replication-lost")
         lab.swift_cluster.settle_replication("heal swift-replication-lost")
         return "ring and builder restored and copied to every server, a pass completed"
