@@ -27,21 +27,35 @@ LAB_RELEASE = os.environ.get("STORDOC_LAB_RELEASE", "pacific")
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
+_LAB_UP: list[str] = []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/lab/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.lab)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Each lab's start-up seconds beside pytest's durations (scripts/test prints both)."""
+    for line in _LAB_UP:
+        terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def lab() -> Iterator[Lab]:
-    """The real lab: 1 mon, 1 mgr, 3 OSDs, Swift, sshd. Torn down even on failure."""
+    """The real lab: 1 mon, 1 mgr, 4 OSDs, Swift, sshd. Torn down even on failure."""
     if os.geteuid() != 0:
         pytest.skip("the lab needs root (loop devices, mounts)")
     lab = Lab(LAB_DIR, LAB_PORT_BASE, release=LAB_RELEASE)
     if not (KEEP and lab.state_path.exists() and lab.read_state().get("release", "pacific")
             == LAB_RELEASE and lab.running()):
-        lab.up()
+        took = lab.up()
+        st = lab.read_state()
+        _LAB_UP.append(f"lab {lab.release} up in {took:.1f} s"
+                       + (f" (root filesystem {st['rootfs_seconds']} s of it)"
+                          if st.get("rootfs_seconds") is not None else "")
+                       + f" at {lab.base}, ports {lab.ports.base}..")
     try:
         yield lab
     finally:

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.timeout(900)
 OSD = 2
 
 
+@pytest.mark.release
 def test_clean_read_right_after_osd_in_is_not_taken_for_clean(lab: Lab, env: Env) -> None:
     ctx = env.run_context(None, source="test")
     t = ctx.target.ceph

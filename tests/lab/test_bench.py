@@ -64,6 +64,7 @@ def _bench_objects(ctx: Any) -> list[str]:
             ioctx.close()
 
 
+@pytest.mark.release
 def test_rados_native_consistent_with_rados_bench_and_cleans_up(lab: Lab, ctx: Any) -> None:
     o = BenchOptions(modes=("write", "seq", "rand"), duration_s=3, size=4 * 2**20,
                      concurrency=16)
@@ -99,6 +100,7 @@ def test_rados_native_consistent_with_rados_bench_and_cleans_up(lab: Lab, ctx: A
     assert _bench_objects(ctx) == []
 
 
+@pytest.mark.release
 def test_rados_bench_engine_parsed_and_cleaned(ctx: Any) -> None:
     o = BenchOptions(modes=("write", "rand"), duration_s=2, size=4096, concurrency=16,
                      engine="rados-bench")
@@ -111,6 +113,7 @@ def test_rados_bench_engine_parsed_and_cleaned(ctx: Any) -> None:
     assert _bench_objects(ctx) == []
 
 
+@pytest.mark.release
 def test_swift_mix_consistent_with_swift_bench_and_cleans_up(lab: Lab, ctx: Any) -> None:
     from swiftclient.client import Connection
 
@@ -145,6 +148,7 @@ def test_swift_mix_consistent_with_swift_bench_and_cleans_up(lab: Lab, ctx: Any)
     conn.close()
 
 
+@pytest.mark.release
 def test_rbd_fio_and_image_removed(ctx: Any) -> None:
     import rbd
 

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from checks.service import CheckOutcome
 from lab import Lab
 from stordoc.env import Env
@@ -53,6 +55,7 @@ def cli(lab: Lab, env: Env, *args: str) -> subprocess.CompletedProcess[str]:
                           input="", env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
 
 
+@pytest.mark.release
 def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) -> None:
     ceph(lab, "crash", "archive-all")  # crashes of earlier tests: this one starts clean
     before = set(glob.glob(str(lab.base / "ceph" / "crash" / "*" / "meta")))
@@ -95,6 +98,7 @@ def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) ->
             lab.start_osd(2)
 
 
+@pytest.mark.release
 def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -> None:
     ceph(lab, "osd", "set-nearfull-ratio", "0.001")
     try:
@@ -125,6 +129,7 @@ def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -
     until(env, lambda o: ceph_finding(o, "OSD_NEARFULL") is None, 90, "nearfull gone")
 
 
+@pytest.mark.release
 def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
         lab: Lab, env: Env) -> None:
     """noout set and muted for 1h: the finding says the mute's terms; noin as well (the
@@ -169,9 +174,30 @@ def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
     until(env, lambda o: ceph_finding(o, "OSDMAP_FLAGS") is None, 60, "flags gone")
 
 
-def test_mgr_down_says_what_is_stale(lab: Lab, env: Env) -> None:
+@pytest.mark.release
+def test_stopped_manager_the_osd_picture_then_mgr_down_says_what_is_stale(
+        lab: Lab, env: Env) -> None:
+    """One manager stop, two facts: the collector still gives the OSD picture (the manager
+    costs one timeout, not one per command), and once Ceph says MGR_DOWN stordoc says
+    which statistics are stale."""
+    from dataclasses import replace
+
+    from storage.ceph import OPTIONAL, collect_ceph
+
+    target = env.settings.cluster("lab").target("lab").ceph
+    assert target is not None
     assert lab.stop("mgr.x")
     try:
+        state, err = collect_ceph(replace(target, timeout_s=3))
+        assert err is None and state is not None
+        assert len(state.osds) == lab.n_osds and state.pool("rbd") is not None
+        errs = state.errors
+        mgr_cmds = {c.key for c in OPTIONAL if c.mgr} | {"config show"}
+        assert mgr_cmds <= set(errs), set(errs)
+        # one timeout for the manager, not one per manager command
+        assert sum(errs[k].startswith("skipped") for k in mgr_cmds) == len(mgr_cmds) - 1
+        assert state.crashes is None and state.osd_config is None
+        assert all(p.autoscale is None for p in state.pools)
         out = until(env, lambda o: ceph_finding(o, "MGR_DOWN") is not None, 120, "MGR_DOWN")
         f = ceph_finding(out, "MGR_DOWN")
         assert f is not None and "stale" in f.message and "pg stat" in f.message

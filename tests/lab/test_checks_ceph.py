@@ -1,5 +1,8 @@
-"""The Ceph collector and checks against the real lab: healthy, each Ceph break scenario
-and its heal, a stopped monitor, a stopped manager, a failing command."""
+"""The Ceph collector and checks against the real lab, per release: the healthy picture
+in typed fields, the host's Pacific client against the lab's release, the schedulers, a
+stopped monitor (unreachable within the timeout, not a hang), a failing command. Each
+break scenario's findings: tests/lab/test_scenarios.py (live) and tests/unit/test_replay.py
+(its snapshot); a stopped manager: tests/lab/test_ceph_codes.py."""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ from typing import TypeVar
 import pytest
 
 from checks.engine import CheckReport, run_checks
-from checks.model import Finding, Severity
+from checks.model import Finding
 from lab import Lab
-from storage.ceph import OPTIONAL, CephClient, CephCommandError, collect_ceph
+from storage.ceph import CephClient, CephCommandError, collect_ceph
 from storage.model import ClusterSnapshot
 from storage.targets import CephTarget
 
@@ -68,6 +71,7 @@ def healthy(lab: Lab, target: CephTarget) -> Iterator[None]:
     yield
 
 
+@pytest.mark.release
 def test_healthy_lab_has_no_ceph_findings(lab: Lab, healthy: None,
                                           target: CephTarget) -> None:
     state, err = collect_ceph(target)
@@ -90,65 +94,7 @@ def test_healthy_lab_has_no_ceph_findings(lab: Lab, healthy: None,
     assert ceph_findings(target) == []
 
 
-def test_osd_unmounted_and_out(lab: Lab, healthy: None, target: CephTarget) -> None:
-    try:
-        lab.break_("osd-unmounted", osd=1, out=True)
-        f = wait_for(lambda: one(ceph_findings(target), "OSD_DOWN_OUT", "osd.1"), 60,
-                     "OSD_DOWN_OUT on osd.1")
-        assert (f.severity, f.runbook, f.target) == (Severity.WARN, "osd-start", "osd.1")
-        assert "node2" in f.message and "down for" in f.message and f.since is not None
-        assert not one(ceph_findings(target), "OSD_DOWN_IN", "osd.1")
-    finally:
-        lab.heal("osd-unmounted", osd=1)
-    wait_for(lambda: not [x for x in ceph_findings(target) if x.entity == "osd.1"], 60,
-             "no finding on osd.1 after heal")
-
-
-def test_osd_down_in(lab: Lab, healthy: None, target: CephTarget) -> None:
-    try:
-        lab.break_("osd-unmounted", osd=2)
-        f = wait_for(lambda: one(ceph_findings(target), "OSD_DOWN_IN", "osd.2"), 60,
-                     "OSD_DOWN_IN on osd.2")
-        assert f.severity == Severity.CRIT
-        assert (f.runbook, f.target) == ("osd-start", "osd.2") and "node3" in f.message
-    finally:
-        lab.heal("osd-unmounted", osd=2)
-
-
-def test_cache_tier_misconfigured(lab: Lab, healthy: None, target: CephTarget) -> None:
-    try:
-        lab.break_("cache-tier-misconfigured")
-        fs = ceph_findings(target)
-        for code in ("CACHE_NO_TARGET", "CACHE_RATIO_ORDER", "CACHE_NO_HIT_SET"):
-            f = one(fs, code, "pool lab-cache")
-            assert f is not None, code
-            assert (f.runbook, f.target) == ("cache-tier-tune", "lab-cache")
-        dep = one(fs, "CACHE_TIER_DEPRECATED", "pool lab-cache")
-        assert dep is not None and dep.severity == Severity.INFO
-    finally:
-        lab.heal("cache-tier-misconfigured")
-    assert not [f for f in ceph_findings(target) if f.code.startswith("CACHE")]
-
-
-def test_pool_few_pgs(lab: Lab, healthy: None, target: CephTarget) -> None:
-    try:
-        lab.break_("pool-few-pgs")
-        fs = ceph_findings(target)
-        f = one(fs, "POOL_PG_NUM_LOW", "pool lab-fewpg")
-        assert f is not None
-        assert (f.runbook, f.target) == ("pool-pg-num", "lab-fewpg")
-        assert f.evidence["pg_num"] == 2 and f.evidence["ideal_pg_num"] >= 32
-        assert not one(fs, "POOL_PG_NUM_LOW", "pool rbd")
-        # the lab's pools have the autoscaler off (ceph.conf): it says it will not fix it
-        assert f.evidence["autoscale_mode"] == "off" and "autoscaler is off" in f.message
-        lab.ceph("osd", "pool", "set", "lab-fewpg", "pg_autoscale_mode", "warn")
-        w = one(ceph_findings(target), "POOL_PG_NUM_LOW", "pool lab-fewpg")
-        assert w is not None and "warn mode" in w.message and w.runbook == "pool-pg-num"
-    finally:
-        lab.heal("pool-few-pgs")
-    assert not [f for f in ceph_findings(target) if f.code == "POOL_PG_NUM_LOW"]
-
-
+@pytest.mark.release
 def test_host_pacific_client_reads_and_writes_the_lab_release(
         lab: Lab, target: CephTarget) -> None:
     """stordoc's collection and benchmarks use the host's python3-rados (Ceph 16.2): it
@@ -174,6 +120,7 @@ def test_host_pacific_client_reads_and_writes_the_lab_release(
         cluster.shutdown()
 
 
+@pytest.mark.release
 def test_scheduler_and_ignored_recovery_limits_on_the_live_osds(
         lab: Lab, healthy: None, target: CephTarget) -> None:
     """Pacific's OSDs run wpq; Reef's run mClock, where the lab's ceph.conf recovery
@@ -207,6 +154,7 @@ def test_scheduler_and_ignored_recovery_limits_on_the_live_osds(
              "the finding gone once the override is back")
 
 
+@pytest.mark.release
 def test_stopped_monitor_is_unreachable_not_a_hang(lab: Lab, healthy: None,
                                                    target: CephTarget) -> None:
     short = replace(target, timeout_s=3)
@@ -223,27 +171,7 @@ def test_stopped_monitor_is_unreachable_not_a_hang(lab: Lab, healthy: None,
     wait_for(lambda: collect_ceph(target)[0] is not None, 60, "the monitor back")
 
 
-def test_stopped_manager_still_gives_the_osd_picture(lab: Lab, healthy: None,
-                                                     target: CephTarget) -> None:
-    short = replace(target, timeout_s=3)
-    try:
-        assert lab.stop("mgr.x")
-        state, err = collect_ceph(short)
-        assert err is None and state is not None
-        assert len(state.osds) == lab.n_osds and state.pool("rbd") is not None
-        errs = state.errors
-        mgr_cmds = {c.key for c in OPTIONAL if c.mgr} | {"config show"}
-        assert set(errs) == mgr_cmds
-        # one timeout for the manager, not one per manager command
-        assert sum(e.startswith("skipped") for e in errs.values()) == len(mgr_cmds) - 1
-        assert state.crashes is None and state.osd_config is None
-        assert all(p.autoscale is None for p in state.pools)
-    finally:
-        lab.start_mgr()
-    wait_for(lambda: (r := collect_ceph(target))[0] is not None
-             and not r[0].errors and r[0].pgs.by_state, 60, "manager stats back")
-
-
+@pytest.mark.release
 def test_failed_command_raises_command_error(target: CephTarget) -> None:
     with CephClient(target) as c:
         assert c.mon("osd pool ls") and "rbd" in c.mon("osd pool ls")

@@ -1,9 +1,10 @@
 """The application service alone, on the real lab: what the CLI, the bot and the TUI share.
 
 Check runs and their recording rule, a check in flight shared by concurrent callers, the
-runbook for a finding, plan -> confirm -> run with typed events, the audit and history as
-dataclasses, mutes, and the refusals that change nothing. No front end is involved: if
-these hold, every front end that only parses, calls and renders gets them.
+history as dataclasses, mutes, and the refusals that change nothing. No front end is
+involved: if these hold, every front end that only parses, calls and renders gets them.
+(A finding's runbook planned, run, audited and verified through the service: every front
+end's fix does it, the CLI's in test_scenarios.py for every runbook.)
 """
 
 from __future__ import annotations
@@ -15,13 +16,10 @@ import pytest
 
 from checks.model import Finding
 from lab import Lab
-from runbooks.model import EventKind, Outcome, RunEvent, StepStatus
-from storage.audit import AuditRun, AuditStep
 from storage.journal import CheckRun
 from stordoc.env import Env
 from stordoc.service import Service
-from stordoc.service.actions import ActionRefused, InvalidAction, PlanKind
-from stordoc.service.fixes import NoSuchFinding
+from stordoc.service.actions import ActionRefused, InvalidAction
 from stordoc.service.inspect import RecordPolicy
 from stordoc.service.records import UnknownCode
 
@@ -68,45 +66,6 @@ def test_recording_rule_and_a_shared_check_in_flight(lab: Lab, env: Env) -> None
     assert len(journal.runs("lab")) == 4
 
 
-def test_fix_a_finding_plan_confirm_run_audit(lab: Lab, env: Env,
-                                             request: pytest.FixtureRequest) -> None:
-    svc = Service(env)
-    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
-    lab.break_("osd-unmounted", osd=1)
-    out, choice = svc.fix_for("lab", "osd_data_unmounted ", None, "test")
-    assert ("OSD_DATA_UNMOUNTED", "osd.1") in _codes(out.report.findings)
-    assert (choice.runbook, choice.target) == ("osd-remount", "osd.1")
-    plan = svc.actions.plan("lab", choice.runbook, choice.target, source="test",
-                            user="alice")
-    assert plan.kind is PlanKind.RUNBOOK and plan.second_person  # it touches data
-    assert plan.user == "alice" and plan.lines[0].startswith("Plan: osd-remount osd.1")
-    again = svc.actions.plan("lab", "osd-remount", "osd.1", source="test", user="alice")
-    assert again.fingerprint == plan.fingerprint  # same plan, made again
-    assert svc.records.audit("lab") == []  # planning audits nothing, changes nothing
-    events: list[RunEvent] = []
-    env.run_context("lab")  # settings still readable
-    rep = svc.actions.execute(plan, "bob", events.append, threading.Event())
-    kinds = [EventKind(e.kind) for e in events]
-    assert kinds[0] is EventKind.PLAN and kinds[-1] is EventKind.DONE
-    assert EventKind.VERIFY_DONE in kinds
-    verify = [e for e in events if e.kind == EventKind.VERIFY_DONE][0]
-    assert verify.ok is True and events[-1].ok is True  # typed, not read from prose
-    assert rep.ok and rep.outcome == Outcome.SUCCESS and rep.verified is True
-    assert rep.verification.startswith("checks pass again")
-    (run,) = svc.records.audit("lab")
-    assert isinstance(run, AuditRun) and run.id == rep.run_id
-    assert (run.runbook, run.target, run.user, run.confirmed_by, run.outcome) == (
-        "osd-remount", "osd.1", "alice", "bob", "success")
-    steps = svc.records.audit_steps(run.id)
-    assert steps and all(isinstance(s, AuditStep) and s.status == StepStatus.DONE
-                         for s in steps)
-    assert [s.command for s in steps] == [str(d["command"]) for d in plan.data["steps"]]
-    after = svc.check("lab", "test")
-    assert ("OSD_DATA_UNMOUNTED", "osd.1") not in _codes(after.report.findings)
-    with pytest.raises(NoSuchFinding):  # fixed: nothing left to fix by that code
-        svc.fix_for("lab", "OSD_DATA_UNMOUNTED", None, "test")
-
-
 def test_refusals_change_nothing(lab: Lab, env: Env) -> None:
     svc = Service(env)
     acts = svc.actions
@@ -127,16 +86,17 @@ def test_refusals_change_nothing(lab: Lab, env: Env) -> None:
 def test_mute_hides_a_finding_until_unmuted(lab: Lab, env: Env,
                                             request: pytest.FixtureRequest) -> None:
     svc = Service(env)
-    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
-    lab.break_("osd-unmounted", osd=1)
-    assert ("OSD_DATA_UNMOUNTED", "osd.1") in _codes(svc.check("lab", "test").report.findings)
-    m = svc.records.mute("lab", "osd_data_unmounted", "osd.1", 600, "disk swap", "alice")
-    assert m.code == "OSD_DATA_UNMOUNTED" and m.by == "alice"
+    key = ("OSDMAP_FLAGS", "cluster lab flag noout")
+    request.addfinalizer(lambda: lab.ceph("osd", "unset", "noout", check=False))
+    lab.ceph("osd", "set", "noout")  # a real finding that moves no data
+    assert key in _codes(svc.check("lab", "test").report.findings)
+    m = svc.records.mute("lab", "osdmap_flags", key[1], 600, "maintenance", "alice")
+    assert m.code == "OSDMAP_FLAGS" and m.by == "alice"
     hidden = svc.check("lab", "test", RecordPolicy.NEVER)
-    assert ("OSD_DATA_UNMOUNTED", "osd.1") not in _codes(hidden.report.findings)
-    assert [x.what for x in svc.records.unmute("lab", "OSD_DATA_UNMOUNTED", "osd.1", "bob")] \
-        == ["OSD_DATA_UNMOUNTED osd.1"]
+    assert key not in _codes(hidden.report.findings)
+    assert [x.what for x in svc.records.unmute("lab", "OSDMAP_FLAGS", key[1], "bob")] \
+        == [f"OSDMAP_FLAGS {key[1]}"]
     back = svc.check("lab", "test", RecordPolicy.NEVER)
-    assert ("OSD_DATA_UNMOUNTED", "osd.1") in _codes(back.report.findings)
+    assert key in _codes(back.report.findings)
     run, findings = svc.records.last_findings("lab")
-    assert run is not None and any(f.code == "OSD_DATA_UNMOUNTED" for f in findings)
+    assert run is not None and any(f.code == "OSDMAP_FLAGS" for f in findings)

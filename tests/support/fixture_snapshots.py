@@ -246,6 +246,18 @@ def prepared(lab: Any, env: Any, case: Case) -> Iterator[None]:
             conn.close()
 
 
+def wait_passes(lab: Any, after: float, say: Callable[[str], None]) -> None:
+    """A replication pass of every running replicator that started after the fault: what
+    recon reports of the passes (failures towards an unmounted device, an idle pass) is
+    then the fault's, not the state before it."""
+    from lab.layout import SWIFT_SERVERS
+
+    for kind in SWIFT_SERVERS:
+        if lab.pid(f"swift-{kind}-replicator") is not None:
+            lab.wait_replication_pass(kind, after, "a pass after the fault", timeout=180)
+    say("a replication pass of every running replicator since the fault")
+
+
 def wait_steady(env: Any, lab: Any, case: Case, say: Callable[[str], None],
                 timeout: float = WAIT_S) -> None:
     """Until the case's root tops the incidents and the findings held still."""
@@ -291,8 +303,10 @@ def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -
         env = Env(s.model_copy(update={"journal": str(journal)}))
         try:
             with prepared(lab, env, case):
+                t0 = time.time()
                 say(f"{name}: {make_fault(lab, case)}")
                 try:
+                    wait_passes(lab, t0, say)
                     wait_steady(env, lab, case, say)
                     save(env, "lab", str(d))
                 finally:

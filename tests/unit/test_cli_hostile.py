@@ -99,6 +99,14 @@ def test_the_walk_finds_the_options_the_issue_names() -> None:
     assert len(SLOTS) > 60
 
 
+@pytest.fixture(autouse=True)
+def _in_a_scratch_dir(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that write where they are told (``snapshot save DIR``) write here, not in
+    the checkout, whatever hostile DIR they are given."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="module")
 def cfg(tmp_path_factory: pytest.TempPathFactory) -> str:
     d = tmp_path_factory.mktemp("cli")

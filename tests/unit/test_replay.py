@@ -405,5 +405,7 @@ def test_a_stalled_replicator_is_stale_under_a_lower_threshold(release: str) -> 
                                               swift_replication_age_warn_s=age / 2),
                         snapshot=snap, now=snap.taken_at)
     stale = {f.entity for f in out.report.findings if f.code == "SWIFT_REPLICATION_STALE"}
-    assert len(stale) == 3 and all(e.startswith("object server") for e in stale)
+    # the object servers' passes stopped; any other server whose last pass is older than
+    # the lowered threshold is stale as well, and said so
+    assert sum(1 for e in stale if e.startswith("object server")) == 3, stale
     assert not [f for f in rp.outcome.report.findings if f.code == "SWIFT_REPLICATION_STALE"]

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from stordoc.cli import main
 from stordoc.terminal import Terminal
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "tests" / "fixtures"
 HEALTHY = FIX / "snapshots" / "pacific" / "healthy"
 BROKEN = FIX / "snapshots" / "pacific" / "osd-unmounted-out"
 
@@ -162,12 +163,32 @@ def test_hostile_cluster_settings_are_refused_like_a_hostile_config(snap: Path) 
     refused(snap, "cluster.json names another cluster than snapshot.json")
 
 
-def test_unreadable_snapshot_is_permission_denied_for_a_user(snap: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads everything: the lab test runs this as nobody")
-    os.chmod(snap / "snapshot.json", 0)
-    rc, _, err = run("check", "--from", str(snap))
-    assert rc == 77 and "permission denied" in err
+def test_a_snapshot_a_user_may_not_read_is_permission_denied() -> None:
+    """As nobody, a snapshot saved by root (files 0600): exit 77 naming the file, as for
+    any file stordoc cannot read, never 'not a snapshot'."""
+    import subprocess
+    import sys
+    import tempfile
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run as nobody")
+    d = Path(tempfile.mkdtemp(prefix="stordoc-snapperm-", dir="/var/tmp"))
+    try:
+        d.chmod(0o755)
+        snap = d / "snap"
+        shutil.copytree(BROKEN, snap)
+        snap.chmod(0o755)  # the directory may be listed, its files (0600, root's) not read
+        for f in snap.rglob("*.json"):
+            f.chmod(0o600)
+        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                            sys.executable, "-m", "stordoc", "check", "--from", str(snap)],
+                           capture_output=True, text=True, timeout=120, cwd=str(ROOT),
+                           env={"PATH": os.environ["PATH"], "HOME": "/nonexistent",
+                                "PYTHONPATH": str(ROOT)})
+        assert r.returncode == 77, (r.returncode, r.stderr)
+        assert r.stderr.strip() == f"error: permission denied: {snap / 'snapshot.json'}"
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 json_values = st.recursive(

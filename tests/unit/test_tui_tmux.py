@@ -1,5 +1,6 @@
 """The real `stordoc tui` in a real terminal (tmux): keys in with send-keys, the screen out
-with capture-pane, on the lab with osd.1's data dir unmounted."""
+with capture-pane, on the saved snapshot of the seed fault (osd.1's data dir unmounted and
+the OSD out, tests/fixtures/snapshots/): `stordoc tui --from DIR`, no lab needed."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-from lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,15 +43,16 @@ def size() -> tuple[int, int]:
     return (160, 45)
 
 
+SEED = ROOT / "tests" / "fixtures" / "snapshots" / "pacific" / "osd-unmounted-out"
+
+
 @pytest.fixture
-def session(lab: Lab, tmp_path: Path, size: tuple[int, int]) -> Iterator[str]:
-    cfg = tmp_path / "stordoc.toml"
-    cfg.write_text(lab.config_path.read_text().replace(
-        f'journal = "{lab.base}/journal.db"', f'journal = "{tmp_path}/journal.db"'))
+def session(size: tuple[int, int]) -> Iterator[str]:
     name = f"stordoc-tui-{uuid.uuid4().hex[:8]}"
-    # COLUMNS/LINES from the test runner's environment would pin Textual to that size
-    cmd = ["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "stordoc", "-c", str(cfg), "tui", "--cluster", "lab",
-           "--refresh", "2"]
+    # COLUMNS/LINES from the test runner's environment would pin Textual to that size;
+    # no config at all: a snapshot needs none
+    cmd = ["env", "-u", "COLUMNS", "-u", "LINES", "STORDOC_CONFIG=/nonexistent.toml",
+           sys.executable, "-m", "stordoc", "tui", "--from", str(SEED)]
     w, h = str(size[0]), str(size[1])
     r = tmux("new-session", "-d", "-s", name, "-x", w, "-y", h, "-c", str(ROOT),
              "-e", "TERM=xterm-256color", *cmd)
@@ -64,7 +64,7 @@ def session(lab: Lab, tmp_path: Path, size: tuple[int, int]) -> Iterator[str]:
         tmux("kill-session", "-t", name)  # our own session, by its unique name
 
 
-def test_real_tui_in_tmux_shows_the_unmounted_osd(osd1_unmounted: None, session: str) -> None:
+def test_real_tui_in_tmux_shows_the_unmounted_osd(session: str) -> None:
     wait_pane(session, lambda t: "Ceph health" in t and "OSDs" in t, 120, "the overview")
     tmux("send-keys", "-t", session, "d")
     text = wait_pane(session, lambda t: "CRUSH tree" in t and "osd.1" in t, 30,
@@ -80,7 +80,7 @@ def test_real_tui_in_tmux_shows_the_unmounted_osd(osd1_unmounted: None, session:
     assert " osd.0 " not in text and " osd.1 " in text
     tmux("send-keys", "-t", session, "f")
     text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED" in t, 30, "the findings")
-    assert "CRIT" in text
+    assert "WARN" in text  # down and out: one disk fewer, no data at risk
     tmux("send-keys", "-t", session, "q")
     deadline = time.monotonic() + 30
     while tmux("has-session", "-t", session).returncode == 0:
@@ -89,22 +89,16 @@ def test_real_tui_in_tmux_shows_the_unmounted_osd(osd1_unmounted: None, session:
 
 
 @pytest.mark.parametrize("size", [(80, 24)])
-def test_cause_is_the_first_line_of_the_overview_at_80x24(lab: Lab, session: str) -> None:
+def test_cause_is_the_first_line_of_the_overview_at_80x24(session: str) -> None:
     """The seed fault on on-call's terminal: the cause leads the overview, above Ceph's
     own health, with its one next step in the incidents table."""
-    lab.break_("osd-unmounted", osd=1, out=True)
-    try:
-        # the break takes steps (stop, down, unmount, out): wait for the settled picture,
-        # the cause with its next step, then judge the layout
-        text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED osd.1" in t
-                         and "osd-remount osd.1" in t, 120, "the cause and its next step")
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        first = next(i for i, ln in enumerate(lines) if "lab:" in ln and (
-            "WARN" in ln or "CRIT" in ln))
-        assert "OSD_DATA_UNMOUNTED osd.1" in lines[first], text
-        assert first <= 2, text  # under the title and the status line only
-        ceph = next(i for i, ln in enumerate(lines) if "Ceph health" in ln)
-        assert ceph > first
-        assert "osd-remount osd.1" in text
-    finally:
-        lab.heal("osd-unmounted", osd=1)
+    text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED osd.1" in t
+                     and "osd-remount osd.1" in t, 120, "the cause and its next step")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    first = next(i for i, ln in enumerate(lines) if "lab:" in ln and (
+        "WARN" in ln or "CRIT" in ln))
+    assert "OSD_DATA_UNMOUNTED osd.1" in lines[first], text
+    assert first <= 2, text  # under the title and the status line only
+    ceph = next(i for i, ln in enumerate(lines) if "Ceph health" in ln)
+    assert ceph > first
+    assert "osd-remount osd.1" in text

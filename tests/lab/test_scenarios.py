@@ -1,0 +1,119 @@
+"""Every scenario broken for real, once per release: the live findings reach the saved
+snapshot's (tests/fixtures/snapshots/<release>/<case>/: so the replay tests' fixtures
+cannot rot), and where the diagnosis offers a next step, that very `next:` command run
+through the CLI repairs the fault and a fresh check is clean again. Faults with no runbook
+are undone by the lab and must leave a clean check too.
+
+What only reads a broken state (messages, evidence, the CLI's text and JSON, Slack blocks,
+TUI rows) is asserted on the snapshots, without a lab (tests/unit/test_replay.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lab import Lab
+from stordoc.env import Env
+from stordoc.service.snapshots import load
+from stordoc.settings import load_settings
+from tests.support.fixture_snapshots import (
+    CASES,
+    FIXTURES,
+    Case,
+    finding_keys,
+    make_fault,
+    port_names,
+    prepared,
+    snapshot_ports,
+    undo_fault,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
+
+
+@pytest.fixture
+def journal_env(lab: Lab, tmp_path: Path) -> Iterator[tuple[Env, Path]]:
+    """An Env and a config file on one journal of this test (the CLI's fix shares it)."""
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text("\n".join(f'journal = "{tmp_path / "journal.db"}"'
+                             if ln.startswith("journal =") else ln
+                             for ln in lab.config_path.read_text().splitlines()) + "\n")
+    e = Env(load_settings(cfg))
+    yield e, cfg
+    e.close()
+
+
+def live_keys(env: Env, lab: Lab) -> set[tuple[str, str, str, str | None, str | None]]:
+    out = env.check("lab", source="test")  # recorded: recon history judges growth
+    return finding_keys(out.report.findings, port_names(lab.ports), str(lab.base))
+
+
+def reach(env: Env, lab: Lab, want: set[object], what: str) -> None:
+    deadline = time.monotonic() + REACH_S
+    got = live_keys(env, lab)
+    while got != want and time.monotonic() < deadline:
+        time.sleep(2.0)
+        got = live_keys(env, lab)
+    assert got == want, (f"{what}: live findings never reached the snapshot's\n"
+                         f"  only live:     {sorted(got - want)}\n"  # type: ignore[operator]
+                         f"  only snapshot: {sorted(want - got)}")  # type: ignore[operator]
+
+
+def audited(env: Env, runbook: str, target: str) -> None:
+    """The run is in the audit as a verified success, every step done, no lock left, and
+    no flag of its own (noout) left set."""
+    from storage.audit import Audit
+
+    audit = Audit(env.journal)
+    runs = [r for r in audit.runs(cluster="lab") if r.runbook == runbook]
+    assert len(runs) == 1 and runs[0].target == target and runs[0].outcome == "success"
+    steps = audit.steps(int(runs[0].id))
+    assert steps and all(s.status == "done" for s in steps), [(s.title, s.status)
+                                                               for s in steps]
+    assert audit.locks("lab") == [] and not audit.leftovers("lab")
+
+
+@pytest.mark.release
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
+        lab: Lab, journal_env: tuple[Env, Path], case: Case) -> None:
+    env, cfg = journal_env
+    snap_dir = FIXTURES / lab.release / case.name
+    if not (snap_dir / "snapshot.json").exists():
+        pytest.fail(f"no snapshot saved for {case.name} on {lab.release}: run scripts/snapshots")
+    rp = load(str(snap_dir))
+    want = finding_keys(rp.outcome.report.findings, snapshot_ports(rp.doc.settings), "<lab>")
+    fixed = False
+    with prepared(lab, env, case):
+        make_fault(lab, case)
+        try:
+            reach(env, lab, want, case.name)
+            if case.next_step and case.repaired_by is None:
+                argv = shlex.split(case.next_step)
+                assert argv[:2] == ["stordoc", "fix"]
+                r = subprocess.run(
+                    [sys.executable, "-m", "stordoc", "--config", str(cfg), *argv[1:],
+                     "--yes"], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                    check=False, stdin=subprocess.DEVNULL,
+                    env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+                assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+                assert "verified" in r.stdout, r.stdout[-3000:]
+                fixed = True
+                audited(env, argv[2], argv[3])
+                flags = str(lab.ceph("osd", "dump").get("flags", "")).split(",")
+                assert "noout" not in flags and "noin" not in flags, flags
+        finally:
+            # the lab's own undo also after a fix: it removes what the scenario made beside
+            # the fault (a cache tier's pools, a pool of 2 PGs) and is a no-op for the rest
+            undo_fault(lab, case)
+    # fixed by its runbook (and tidied), or undone by the lab: a fresh check finds nothing
+    reach(env, lab, set(), f"{case.name} after {'the fix' if fixed else 'the lab heal'}")
