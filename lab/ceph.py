@@ -107,6 +107,9 @@ mon_allow_pool_delete = true
 mon_data_avail_warn = 2
 mon_data_avail_crit = 1
 mon_warn_on_pool_no_redundancy = true
+# PGs count as stuck (pg dump_stuck, PGS_STUCK) after 10 s here, not Ceph's 60: a fault's
+# steady picture (down and in: stuck degraded) arrives within a test's seconds
+mon_pg_stuck_threshold = 10
 debug_ms = 0
 debug_mon = 1
 debug_osd = 1

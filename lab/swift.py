@@ -226,7 +226,10 @@ class SwiftCluster:
         from swiftclient.client import Connection
 
         return Connection(authurl=f"http://127.0.0.1:{self.lab.ports.proxy}/auth/v1.0",
-                          user=SWIFT_USER, key=SWIFT_KEY, retries=1, timeout=15)
+                          # one storage server process answers for every lab node: on a
+                          # loaded machine the proxy may time out on all three at once and
+                          # answer 503, which Swift's clients retry (CI met one)
+                          user=SWIFT_USER, key=SWIFT_KEY, retries=5, timeout=15)
 
     def delete_container(self, container: str) -> None:
         """Delete a lab container and its objects (nothing if it is already gone)."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
 
     from runbooks.aftermath import Aftermath
     from runbooks.model import Plan, RunEvent
+    from storage.model import ClusterSnapshot
     from stordoc.env import Env
     from stordoc.service import Service
     from stordoc.service.actions import ActionPlan, RunReport
@@ -199,15 +200,16 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str
-          ) -> tuple[Service, ActionPlan, Plan]:
+def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str,
+          snapshot: ClusterSnapshot | None = None) -> tuple[Service, ActionPlan, Plan]:
     """A refusal (unknown runbook, a target the cluster does not have, a safety gate)
-    reaches main() as ActionRefused: one line, exit 4 (a misspelt request: 64)."""
+    reaches main() as ActionRefused: one line, exit 4 (a misspelt request: 64).
+    ``snapshot``: the check that chose the finding, planned on without collecting again."""
     from stordoc.service import Service
 
     svc = Service(env)
     ap = svc.actions.plan(env.cluster_name(args.cluster), runbook, target, source="cli",
-                          options=_options(args))
+                          options=_options(args), snapshot=snapshot)
     assert ap.runbook_plan is not None  # a runbook's plan, not a benchmark's
     return svc, ap, ap.runbook_plan
 
@@ -228,7 +230,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         env.close()
 
 
-def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
+def _pick_finding(env: Env, args: argparse.Namespace
+                  ) -> tuple[str, str, ClusterSnapshot]:
     """``--finding CODE [--entity E]``: a fresh check, then the one rule of
     ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64)."""
     from rich.text import Text
@@ -253,7 +256,7 @@ def _pick_finding(env: Env, args: argparse.Namespace) -> tuple[str, str]:
                         f"{listing}") from None
     f = choice.finding
     env.term.out.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
-    return choice.runbook, choice.target
+    return choice.runbook, choice.target, out.snapshot
 
 
 def _follow(console: Console, svc: Service, cluster: str, runbook: str,
@@ -292,11 +295,12 @@ def cmd_fix(args: argparse.Namespace) -> int:
     env = env_from_args(args)
     try:
         _settle_interrupted(env, args)
-        if args.finding:
-            runbook, target = _pick_finding(env, args)
+        snap = None
+        if args.finding:  # the check that found it is planned on: one collection fewer
+            runbook, target, snap = _pick_finding(env, args)
         else:
             runbook, target = args.runbook, args.target
-        svc, ap, plan = _plan(env, args, runbook, target)
+        svc, ap, plan = _plan(env, args, runbook, target, snap)
         console = env.term.out
         render_plan(console, plan)
         confirm(env.term, "Run this plan?", args.yes)

@@ -35,6 +35,7 @@ from runbooks.model import (
 )
 from storage.audit import LockHeld
 from storage.benchstore import BenchStore
+from storage.model import ClusterSnapshot
 from stordoc.env import Env
 from stordoc.service.errors import ActionRefused, InvalidAction
 
@@ -202,9 +203,11 @@ class Actions:
 
     def plan(self, cluster: str, runbook: str, target: str, *, source: str,
              user: str | None = None,
-             options: Mapping[str, Any] | bench_api.BenchOptions | None = None
-             ) -> ActionPlan:
-        """Plan ``runbook`` on ``target`` (read-only). ``bench-KIND`` plans a benchmark."""
+             options: Mapping[str, Any] | bench_api.BenchOptions | None = None,
+             snapshot: ClusterSnapshot | None = None) -> ActionPlan:
+        """Plan ``runbook`` on ``target`` (read-only). ``bench-KIND`` plans a benchmark.
+        ``snapshot``: a check's, seconds old, planned on instead of collecting again (the
+        run re-plans on a fresh one under its lock and refuses if the cluster moved)."""
         if is_bench(runbook):
             return self.plan_bench(cluster, runbook[len(BENCH_PREFIX):], source=source,
                                    user=user, options=options)
@@ -212,7 +215,9 @@ class Actions:
             raise ActionRefused(f"{runbook} takes no benchmark options")
         ctx = self._ctx(cluster, user, source)
         try:
-            p = rb_api.plan(ctx, runbook, target, dict(options or {}))
+            p = rb_api.plan(ctx, runbook, target, dict(options or {})) if snapshot is None \
+                else rb_api.plan_from_snapshot(ctx, snapshot, runbook, target,
+                                               dict(options or {}))
         except (Refused, LockHeld) as e:
             raise _refusal(e) from None
         data = p.to_dict()

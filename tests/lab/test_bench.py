@@ -170,6 +170,7 @@ def test_rbd_fio_and_image_removed(ctx: Any) -> None:
             ioctx.close()
 
 
+@pytest.mark.on_reef
 def test_limits_disk_and_network_leave_no_scratch_file(lab: Lab, ctx: Any) -> None:
     rep = api.run_bench(ctx, "limits", BenchOptions(modes=("disk", "net"), hosts=("node2",),
                                                     limit_size=16 * 2**20))
@@ -187,6 +188,7 @@ def test_limits_disk_and_network_leave_no_scratch_file(lab: Lab, ctx: Any) -> No
         w.results[0].mb_s / eff["limit_mb_s"])
 
 
+@pytest.mark.on_reef
 def test_refuses_on_degraded_cluster_unless_forced(lab: Lab, ctx: Any) -> None:
     def healthy() -> bool:
         with RadosIO(ctx.target.ceph) as io:
@@ -210,6 +212,7 @@ def test_refuses_on_degraded_cluster_unless_forced(lab: Lab, ctx: Any) -> None:
     _poll(healthy, 120, "healthy again")
 
 
+@pytest.mark.on_reef
 def test_lock_refuses_a_second_benchmark_and_cancel_cleans_up(ctx: Any, env: Any) -> None:
     started = threading.Event()
     cancel = threading.Event()
@@ -246,6 +249,7 @@ def test_lock_refuses_a_second_benchmark_and_cancel_cleans_up(ctx: Any, env: Any
     assert a.run(rep.audit_run_id).outcome == "cancelled"
 
 
+@pytest.mark.on_reef
 def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:
     o = BenchOptions(duration_s=2, size=4096, concurrency=16, repeat=3)
     # one invocation first, not kept as the baseline: the run right after the previous

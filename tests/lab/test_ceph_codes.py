@@ -206,6 +206,7 @@ def test_stopped_manager_the_osd_picture_then_mgr_down_says_what_is_stale(
     until(env, lambda o: ceph_finding(o, "MGR_DOWN") is None, 120, "mgr back")
 
 
+@pytest.mark.on_reef
 def test_cli_mute_with_expiry_hides_a_real_finding_and_is_audited(lab: Lab,
                                                                  env: Env) -> None:
     lab.break_("pool-few-pgs")

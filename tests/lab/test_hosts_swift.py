@@ -57,6 +57,7 @@ def x_pid_matches(lab: Lab, osd: int, pid: int | None) -> bool:
     return pid is not None and pid == lab.pid(f"osd.{osd}")
 
 
+@pytest.mark.on_reef
 def test_ssh_refusing_host_is_a_finding_and_ceph_checks_still_run(
         lab: Lab, target: ClusterTarget) -> None:
     # a port in the lab's range that nothing listens on
@@ -70,6 +71,7 @@ def test_ssh_refusing_host_is_a_finding_and_ceph_checks_still_run(
     assert all(snap.hosts[n].reachable for n in ("node1", "node2", "node3"))
 
 
+@pytest.mark.on_reef
 def test_unknown_host_key_is_refused(lab: Lab, target: ClusterTarget,
                                      tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
@@ -85,6 +87,7 @@ def test_unknown_host_key_is_refused(lab: Lab, target: ClusterTarget,
     assert facts[h.name].error and "unknown host key" in facts[h.name].error
 
 
+@pytest.mark.on_reef
 def test_wrong_host_key_is_refused(lab: Lab, target: ClusterTarget, tmp_path: Path) -> None:
     import paramiko
 
@@ -96,6 +99,7 @@ def test_wrong_host_key_is_refused(lab: Lab, target: ClusterTarget, tmp_path: Pa
     assert facts[h.name].error and "mismatch" in facts[h.name].error
 
 
+@pytest.mark.on_reef
 def test_one_connection_per_host_is_reused(target: ClusterTarget) -> None:
     h = target.hosts[0]
     r = FabricRunner([h])

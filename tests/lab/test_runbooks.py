@@ -135,6 +135,7 @@ def flags(lab: Lab) -> list[str]:
 # ------------------------------------------------------------------ OSD runbooks
 
 
+@pytest.mark.on_reef
 def test_a_plan_gone_stale_is_refused_under_the_lock(lab: Lab, ctx: RunContext,
                                                      request: pytest.FixtureRequest) -> None:
     """Planned while osd.2 was out, fixed by someone else before the confirmation: the
@@ -149,6 +150,7 @@ def test_a_plan_gone_stale_is_refused_under_the_lock(lab: Lab, ctx: RunContext,
     assert Audit(ctx.journal).locks("lab") == []
 
 
+@pytest.mark.on_reef
 def test_failed_start_stops_reports_audits_and_clears_noout(
         lab: Lab, env: Env, ctx: RunContext, request: pytest.FixtureRequest) -> None:
     wait_health(lab, "HEALTH_OK")
@@ -183,6 +185,7 @@ def test_failed_start_stops_reports_audits_and_clears_noout(
 # ------------------------------------------------------------------ refusals
 
 
+@pytest.mark.on_reef
 def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
         lab: Lab, env: Env, ctx: RunContext, cfg: Path,
         request: pytest.FixtureRequest) -> None:
@@ -262,6 +265,7 @@ def test_swift_ring_rebalance(lab: Lab, env: Env, ctx: RunContext,
                 and f.code in pa.verify_codes]
 
 
+@pytest.mark.on_reef
 def test_bench_after_fix_adds_its_verdict_to_the_result(lab: Lab, env: Env,
                                                          ctx: RunContext) -> None:
     """With [runbooks] bench_after_fix = "rados", a verified fix runs a quick benchmark

@@ -8,6 +8,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from lab import Lab
 from tests.support.labtools import cli, drop_dispersion
 
@@ -18,6 +20,7 @@ def report(cfg: Path) -> tuple[int, dict]:
     return r.returncode, json.loads(r.stdout)
 
 
+@pytest.mark.on_reef
 def test_populate_needs_consent_then_reports_every_copy(lab: Lab, cfg: Path) -> None:
     """(The removed replica is the scenario swift-dispersion-missing: broken for real on
     both releases by test_scenarios.py, its report replayed by tests/unit/test_replay.py.)"""

@@ -10,6 +10,8 @@ import os
 import socket
 from pathlib import Path
 
+import pytest
+
 from checks.engine import run_checks
 from lab import Lab
 from storage.collect import collect
@@ -23,6 +25,7 @@ def swift_findings(lab: Lab) -> list[tuple[str, str]]:
     return sorted((f.code, f.entity) for f in rep.findings if f.code.startswith("SWIFT_"))
 
 
+@pytest.mark.on_reef
 def test_fix_by_finding_refused_while_the_port_is_held_then_runs(lab: Lab, cfg: Path) -> None:
     server = "container"
     port = lab.ports.container

@@ -92,6 +92,7 @@ def test_replicators_move_data_a_lost_container_db_comes_back(lab: Lab) -> None:
         conn.close()
 
 
+@pytest.mark.on_reef
 def test_push_refuses_a_file_changed_since_the_plan(lab: Lab, tmp_path: Path) -> None:
     from runbooks.api import RunContext, execute, plan_from_snapshot
     from storage.journal import Journal
@@ -116,6 +117,7 @@ def test_push_refuses_a_file_changed_since_the_plan(lab: Lab, tmp_path: Path) ->
     assert findings(lab) == []
 
 
+@pytest.mark.on_reef
 def test_stale_ring_of_a_stopped_server_is_seen_over_ssh(lab: Lab) -> None:
     """The object server is down (recon cannot tell its ring): the md5sum of each host's
     swift_ring_dirs over SSH still finds the older object.ring.gz it would start with."""

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from storage.ceph import OSDMAP_PGS, PGS_BRIEF, parse_osdmaptool_pgs
+from storage.ceph import OSDMAP_PGS, PGS_BRIEF, parse_osdmaptool_pgs, settle_from_raw
+from storage.model.ceph import PgSettle
 
 SETTLE = Path(__file__).resolve().parents[1] / "fixtures" / "ceph-settle"
 
@@ -26,3 +27,11 @@ def settle_raw(name: str) -> dict[str, Any]:
     assert mapped.incomplete() is None, name
     return {PGS_BRIEF: json.loads((d / "pg_dump_pgs_brief.json").read_text()),
             OSDMAP_PGS: mapped.to_json(), "errors": {}}
+
+
+def settle_of(name: str) -> PgSettle:
+    """The PgSettle a capture gives (the comparison of its dump with its map)."""
+
+    s = settle_from_raw(settle_raw(name))
+    assert s is not None
+    return s

@@ -33,8 +33,11 @@ PG = Finding("PGS_STUCK", Severity.WARN, "pg 1.0", "pg 1.0 stuck peering")
 WHERE = Where("C0000TEST", "UOPERATOR1")
 
 
+SNAP = object()  # the check's snapshot: the plan is made on it, not on a second collection
+
+
 def _outcome(findings: list[Finding]) -> Any:
-    return SimpleNamespace(report=SimpleNamespace(findings=tuple(findings)))
+    return SimpleNamespace(report=SimpleNamespace(findings=tuple(findings)), snapshot=SNAP)
 
 
 # --------------------------------------------------------------------------- bot
@@ -127,7 +130,7 @@ def _args(code: str, entity: str | None = None) -> argparse.Namespace:
 def test_cli_finding_picks_the_fix_and_says_which_finding() -> None:
     env = _Env([_down_out(2), _down_out(3)])
     assert _pick_finding(env, _args(" osd_down_out ", "osd.3")) == (  # type: ignore[arg-type]
-        "osd-start", "osd.3")
+        "osd-start", "osd.3", SNAP)
     assert env.checked == [(None, ["OSD_DOWN_OUT"], "cli-fix")]
     assert "OSD_DOWN_OUT osd.3: osd.3 is down and out" in env.buf.getvalue()
 

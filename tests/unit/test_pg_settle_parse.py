@@ -22,7 +22,6 @@ from storage.ceph import (
     OSDMAP_PGS,
     PGS_BRIEF,
     OsdmapPgs,
-    PgSettle,
     Placement,
     SettleMethod,
     SettleUnavailable,
@@ -41,15 +40,9 @@ from storage.ceph import (
 from storage.ceph import settle as settle_mod
 from storage.ceph.client import CephCommandError
 from storage.ceph.settle import osdmap_pgs_from_json
-from tests.unit.settle_fixtures import SETTLE, settle_raw
+from tests.unit.settle_fixtures import SETTLE, settle_of, settle_raw
 
 NOW = 1_795_705_900.0
-
-
-def settle_of(name: str) -> PgSettle:
-    s = settle_from_raw(settle_raw(name))
-    assert s is not None
-    return s
 
 
 # --------------------------------------------------------------------------- captures

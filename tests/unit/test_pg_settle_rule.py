@@ -25,18 +25,11 @@ from storage.ceph import (
     load_raw_dir,
     parse_osdmaptool_pgs,
     parse_pgs_brief,
-    settle_from_raw,
 )
 from storage.model import ClusterSnapshot
-from tests.unit.settle_fixtures import SETTLE, settle_raw
+from tests.unit.settle_fixtures import SETTLE, settle_of, settle_raw
 
 NOW = 1_795_705_900.0
-
-
-def settle_of(name: str) -> PgSettle:
-    s = settle_from_raw(settle_raw(name))
-    assert s is not None
-    return s
 
 
 @pytest.mark.parametrize("name,clean", [

@@ -193,7 +193,7 @@ def _not_activated(rp: Replay) -> None:
     assert f.evidence["flavour"] == "ceph-volume raw" and f.evidence["activate_safe"] is True
     assert f.evidence["device_ceph_fsid"] == rp.outcome.snapshot.ceph.fsid  # type: ignore[union-attr]
     assert "BlueStore label" in f.message
-    assert fs["OSD_DOWN_OUT"].runbook == "osd-activate"  # no circle between remount and start
+    assert fs["OSD_DOWN_IN"].runbook == "osd-activate"  # no circle between remount and start
     row = next(x for x in views.osd_rows(rp.outcome.snapshot, rp.target) if x.key == "osd.3")
     assert row.cells[7].startswith("NOT ACTIVATED (/dev/loop")
 
@@ -321,11 +321,15 @@ def test_every_case_has_its_details_or_says_why() -> None:
     assert set(DETAILS) | {"swift-ring-drift", "swift-quarantine"} == {c.name for c in CASES}
 
 
+def saved_app(rp: Replay) -> StordocApp:
+    """The TUI as `stordoc tui --from DIR` builds it."""
+    return StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
+                      thresholds=rp.thresholds, user="snapshot")
+
+
 @sync
 async def test_tui_from_a_snapshot_leads_with_the_cause_and_acts_on_nothing() -> None:
-    rp = replay(RELEASES[0], "osd-unmounted-out")
-    app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
-                     thresholds=rp.thresholds, user="snapshot")
+    app = saved_app(replay(RELEASES[0], "osd-unmounted-out"))
     async with app.run_test(size=(150, 40)) as pilot:
         await settle(app, pilot)
         assert isinstance(app.screen, S.OverviewScreen)
@@ -367,8 +371,7 @@ def test_slack_ring_shows_servers_and_the_missing_copy(release: str) -> None:
 @sync
 async def test_tui_swift_screen_shows_servers_and_the_missing_copy() -> None:
     rp = replay(RELEASES[0], "swift-dispersion-missing")
-    app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
-                     thresholds=rp.thresholds, user="snapshot")
+    app = saved_app(rp)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
         await pilot.press("w")
