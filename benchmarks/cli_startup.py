@@ -14,6 +14,15 @@ different moments. The goals are printed beside the figures; nothing fails on ti
     .venv/bin/python benchmarks/cli_startup.py --config /var/tmp/stordoc-lab/stordoc.toml \
         [--cluster lab] [--rounds 7]
 
+Measured (2026-11-26, quiet machine, load 1.9-2.2, Pacific lab, 7 rounds, medians):
+  stordoc --help 0.138 s wall against ceph --version 0.115 s: 1.2x (goal <= 0.3 s: met;
+  1.04 s before issue 24)
+  stordoc check --json 1.402 s wall (1.264 s CPU) against ceph health detail 0.324 s:
+  4.3x wall, 4.0x CPU (goal <= 5x: met; <= 1.0 s: not met). Of it, collect + check inside
+  the process is 0.714 s; the rest is imports, mostly Swift's ring library (eventlet,
+  pkg_resources, swift.common.utils: ~0.3 s) and paramiko (~0.2 s), both needed by a
+  check that reads rings and SSHes to hosts.
+
 ``stordoc`` runs as ``python -m stordoc`` from this checkout (first on ``sys.path``), so a
 worktree measures its own code, not an editable install elsewhere. The Ceph command gets
 the cluster's ``conf``, ``keyring`` and ``client`` from the same settings file.

@@ -39,7 +39,17 @@ Measured (2026-11-26, Pacific lab, mixed layout, 2 cores shared with other labs 
                      6.2 -> 3.5 s (0.56)
   over 12 cycles each (load 3-13): `osd in` acknowledged -> the follow-up says clean
   10.7 -> 6.9 s (XFS) and 10.1 -> 7.0 s (raw): the PGs' own report, not a 10 s timer.
-The rest goes to: each `stordoc check` process (detect, the final check: 2-7 s, of which
+Quiet machine (2026-11-26, load 0.5-1.9, Pacific lab, mixed layout, --cycles 3 --cli,
+after planning on the check's snapshot and a 0.25 s wait-up poll; medians):
+  osd-unmounted:     total 14.74 s (14.55-16.52; goal <= 20 s: met), of which detect
+                     1.52, the fix 11.84 (check+plan 2.04, start ceph-osd 2.86, up 1.01,
+                     osd in 0.98, unset noout 1.01, verify 0.54, follow-up 3.22), final
+                     check 1.44
+  osd-not-activated: total 16.69 s (14.15-17.08; goal met), the fix 13.65 s
+  (before issue 24, quiet: 23.2 and 23.1 s). "up" stays ~1.0 s with the faster poll: the
+  monitor marks a booted OSD up in its next proposal (paxos_propose_interval, 1 s), as it
+  commits `osd in` and `osd unset noout`.
+The rest (loaded figures above) goes to: each `stordoc check` process (detect, the final check: 2-7 s, of which
 the check itself 1.3-2 s), the fix's three collections with host facts before its first
 step (the check that picks the finding, the plan, execute's re-check under the lock:
 6-10 s), starting ceph-osd (3-6 s), the 1 s poll of "wait until osd.N is up" (always
