@@ -138,12 +138,20 @@ def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
     return out.replace(base, "<lab>") if base else out
 
 
+# Which PGs of a down OSD are "degraded" besides "undersized" depends on whether they hold
+# objects, i.e. on what earlier tests wrote to the lab (on Pacific, pool 1 is empty on a
+# fresh lab and holds objects after the devicehealth module's first scrape): not part of
+# the fault's diagnosis, so left out of the comparison (CI met it on Pacific).
+_DATA_DEPENDENT = re.compile(r" pgs stuck degraded$")
+
+
 def finding_keys(findings: Any, ports: Mapping[int, str], base: str = ""
                  ) -> set[tuple[str, str, str, str | None, str | None]]:
     """What must be equal between a live check and its snapshot: each finding's code,
     entity, severity, runbook and target (messages carry ages and device numbers)."""
     return {(f.code, normalize(f.entity, ports, base), f.severity.label, f.runbook,
-             normalize(f.target, ports, base) if f.target else f.target) for f in findings}
+             normalize(f.target, ports, base) if f.target else f.target) for f in findings
+            if not (f.code == "PGS_STUCK" and _DATA_DEPENDENT.search(f.entity))}
 
 
 def snapshot_ports(doc_settings: Mapping[str, Any]) -> dict[int, str]:
