@@ -18,6 +18,16 @@ from storage.swifthist import SwiftHistory
 from storage.targets import ClusterTarget
 
 
+def with_swift_history(snap: ClusterSnapshot, hist: SwiftHistory, cluster: str,
+                       window_s: float) -> ClusterSnapshot:
+    """The snapshot with the journal's earlier recon numbers, so growth ("quarantines +40
+    since yesterday") is judged (a live check, and a saved snapshot keeps them)."""
+    if snap.swift is None:
+        return snap
+    return replace(snap, swift=replace(
+        snap.swift, history=hist.baseline(cluster, snap.swift.collected_at, window_s)))
+
+
 @dataclass(frozen=True)
 class CheckOutcome:
     snapshot: ClusterSnapshot
@@ -47,10 +57,8 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     hist = None
     window = (thresholds or Thresholds()).swift_history_window_s
     if journal is not None and snap.swift is not None:
-        # earlier recon numbers, so growth ("quarantines +40 since yesterday") is judged
         hist = SwiftHistory(journal)
-        snap = replace(snap, swift=replace(
-            snap.swift, history=hist.baseline(target.name, snap.swift.collected_at, window)))
+        snap = with_swift_history(snap, hist, target.name, window)
     # mutes with expiry (storage/mutes.py): an expired one no longer matches
     rules: list[tuple[str, str | None]] = list(mute_rules or ())
     mj = mutes_from or journal

@@ -63,10 +63,10 @@ def bench_after(ctx: RunContext, on_event: EventFn | None,
         if res.get("ran") or not settling or time.monotonic() > deadline or (
                 cancel is not None and cancel.is_set()):
             break
-        if cancel is not None and cancel.wait(2.0):  # Ctrl-C ends the wait at once
-            break
         if cancel is None:
             time.sleep(2)
+        elif cancel.wait(2.0):  # Ctrl-C ends the wait at once
+            break
     emit(on_event, RunEvent(EventKind.BENCH, None, "benchmark",
                             f"verdict: {res.get('verdict')}; {res.get('headline', '')}"
                             if res.get("ran") else f"not run: {res.get('reason')}"))

@@ -19,6 +19,8 @@ refused with a line that says so.
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,10 +84,9 @@ def write_snapshot(directory: str, snap: ClusterSnapshot, settings: Mapping[str,
     try:
         ceph_part: dict[str, Any] | None = None
         if snap.ceph is not None:
-            raw = {k: v for k, v in snap.ceph.raw.items()}
-            files = answer_files(sorted(raw))
+            files = answer_files(sorted(snap.ceph.raw))
             for rel, key in files.items():
-                w.write_json(rel, redact(raw[key]))
+                w.write_json(rel, redact(snap.ceph.raw[key]))
             ceph_part = {"collected_at": snap.ceph.collected_at, "answers": files}
         if snap.swift is not None:
             w.write_json("swift.json", swift_doc(snap.swift))
@@ -121,8 +122,6 @@ def _str(m: Mapping[str, Any], key: str, *, optional: bool = False) -> str | Non
 
 
 def _float(m: Mapping[str, Any], key: str, default: float | None = None) -> float:
-    import math
-
     v = m.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise SnapshotError(f"{MANIFEST}: {key} is not a number")
@@ -185,8 +184,6 @@ def read_snapshot(directory: str) -> SnapshotDoc:
 
 def _read_capture(r: Reader, directory: str) -> SnapshotDoc:
     """Format 0: a capture directory of Ceph's answers (``storage.ceph.save_raw_dir``)."""
-    import os
-
     back = {v: k for k, v in RAW_FILE_NAMES.items()}
     raw: dict[str, Any] = {}
     with os.scandir(r.fd) as it:
@@ -198,8 +195,7 @@ def _read_capture(r: Reader, directory: str) -> SnapshotDoc:
             continue
         stem = name[:-len(".json")]
         raw[back.get(stem, stem.replace("_", " "))] = r.read_json(name)
-    st = None
-    taken = 0.0
+    taken = 0.0  # the capture's moment: its status's pgmap stamp, else the osdmap's
     status = raw.get("status")
     if isinstance(status, Mapping):
         from storage.ceph import parse_stamp
@@ -207,8 +203,7 @@ def _read_capture(r: Reader, directory: str) -> SnapshotDoc:
         for k in ("osdmap", "pgmap"):
             part = status.get(k)
             if isinstance(part, Mapping):
-                st = parse_stamp(part.get("modified") or part.get("last_updated")) or st
-    taken = st or 0.0
+                taken = parse_stamp(part.get("modified") or part.get("last_updated")) or taken
     return SnapshotDoc(
         directory=directory, version=0, cluster=os.path.basename(
             os.path.abspath(directory)) or "capture", taken_at=taken, ceph_raw=raw,

@@ -216,19 +216,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
     """A saved snapshot, judged as a live check would have judged it; no settings read."""
-    from storage.snapshot import SnapshotError
-    from stordoc.commands.common import term_of
+    from stordoc.commands.common import load_snapshot, term_of
     from stordoc.errors import UserError
-    from stordoc.service.snapshots import load
 
     term = term_of(args)
     if args.all or args.cluster:
         raise UserError("--from reads one snapshot: it names its own cluster (no --cluster "
                         "or --all)")
-    try:
-        rp = load(args.from_dir, only)
-    except SnapshotError as e:
-        raise UserError(f"snapshot {args.from_dir}: {e}") from None
+    rp = load_snapshot(args.from_dir, only)
     out, doc = rp.outcome, rp.doc
     if args.json:
         d = to_json(out)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from stordoc.env import Env
+    from stordoc.service.snapshots import Replay
     from stordoc.terminal import Terminal
 
 _frozen = False
@@ -49,3 +50,16 @@ def env_from_args(args: argparse.Namespace) -> Env:
         gc.freeze()
         _frozen = True
     return env
+
+
+def load_snapshot(directory: str, only: list[str] | None = None) -> Replay:
+    """``--from DIR`` of check and tui: the snapshot's diagnosis, or one line and exit 64
+    for anything it cannot take."""
+    from storage.snapshot import SnapshotError
+    from stordoc.errors import UserError
+    from stordoc.service.snapshots import load
+
+    try:
+        return load(directory, only)
+    except SnapshotError as e:
+        raise UserError(f"snapshot {directory}: {e}") from None

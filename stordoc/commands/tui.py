@@ -52,17 +52,13 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 def _tui_from(args: argparse.Namespace) -> int:
     """The TUI on a saved snapshot: every screen that reads, none that acts."""
-    from storage.snapshot import SnapshotError
-    from stordoc.service.snapshots import load
+    from stordoc.commands.common import load_snapshot
     from tui.app import StordocApp
     from tui.saved import SavedSnapshotBackend
 
     if args.cluster:
         raise UserError("--from shows one snapshot: it names its own cluster (no --cluster)")
-    try:
-        rp = load(args.from_dir)
-    except SnapshotError as e:
-        raise UserError(f"snapshot {args.from_dir}: {e}") from None
+    rp = load_snapshot(args.from_dir)
     app = StordocApp(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=True, refresh_s=0,
                      thresholds=rp.thresholds, user="snapshot")
     from storage.swiftlib import restore_real_threading

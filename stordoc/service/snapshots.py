@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from checks.model import Thresholds
-from checks.service import CheckOutcome, check_cluster
+from checks.service import CheckOutcome, check_cluster, with_swift_history
 from storage.snapshot import SnapshotDoc, SnapshotError, read_snapshot, replay, write_snapshot
 from storage.targets import ClusterTarget
 from stordoc.env import Env
@@ -75,10 +75,8 @@ def save(env: Env, cluster: str | None, directory: str, host_facts: bool = True
         from storage.swifthist import SwiftHistory
 
         rules = [(m.code, m.entity) for m in active_mutes(env.journal, name)]
-        if snap.swift is not None:
-            hist = SwiftHistory(env.journal).baseline(name, snap.swift.collected_at,
-                                                      thresholds.swift_history_window_s)
-            snap = replace(snap, swift=replace(snap.swift, history=hist))
+        snap = with_swift_history(snap, SwiftHistory(env.journal), name,
+                                  thresholds.swift_history_window_s)
     return write_snapshot(directory, snap, settings_doc(name, cs, thresholds, rules),
                           written_by())
 
