@@ -20,7 +20,6 @@ import math
 import os
 import shutil
 import stat
-from collections.abc import Iterable
 from typing import Any
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # the largest answer of a large cluster fits easily
@@ -198,7 +197,6 @@ class Writer:
         if os.path.lexists(self.tmp):
             shutil.rmtree(self.tmp)  # ours: a save of this pid that died mid-way
         os.mkdir(self.tmp, 0o700)
-        self.written: list[str] = []
 
     def write_json(self, rel: str, doc: Any) -> None:
         parts = safe_relpath(rel)
@@ -211,17 +209,20 @@ class Writer:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        self.written.append(rel)
 
     def commit(self) -> None:
-        if os.path.isdir(self.final) and not os.path.islink(self.final):
-            os.rmdir(self.final)  # the empty directory the user made for it
-        os.rename(self.tmp, self.final)
+        """Move the finished snapshot to its name; if another save (or anyone) filled that
+        name meanwhile, theirs stays and this one is refused (the caller aborts)."""
+        try:
+            if os.path.isdir(self.final) and not os.path.islink(self.final):
+                os.rmdir(self.final)  # the empty directory the user made for it
+            os.rename(self.tmp, self.final)
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                raise
+            raise SnapshotError(f"{self.final} was created meanwhile (another save?): "
+                                "left as it is, nothing written") from None
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-
-def sizes(directory: str, names: Iterable[str]) -> int:
-    """Bytes of the files ``names`` under ``directory`` (for the save's summary line)."""
-    return sum(os.path.getsize(os.path.join(directory, n)) for n in names)

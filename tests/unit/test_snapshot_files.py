@@ -254,3 +254,35 @@ def test_a_builder_path_in_a_snapshot_is_never_loaded(snap: Path, tmp_path: Path
     assert "Traceback" not in err and rc in (1, 2), err
     assert "SWIFT_BUILDER_NEWER_THAN_RING" in out
     assert not marker.exists(), "a builder named by a snapshot was unpickled"
+
+
+def test_a_save_never_writes_over_what_it_did_not_create(tmp_path: Path) -> None:
+    from storage.snapshot.files import SnapshotError, Writer
+
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("theirs")
+    with pytest.raises(SnapshotError, match="already exists"):
+        Writer(str(mine))
+    assert [p.name for p in mine.iterdir()] == ["keep.txt"]
+
+    empty = tmp_path / "empty"  # an empty directory made for it is taken
+    empty.mkdir()
+    w = Writer(str(empty))
+    w.write_json("a.json", {"a": 1})
+    w.commit()
+    assert json.loads((empty / "a.json").read_text()) == {"a": 1}
+
+    # two saves to one new name at once: the first lands, the second is refused whole
+    race = tmp_path / "race"
+    first, second = Writer(str(race)), Writer(str(race))
+    second.tmp = first.tmp + "-other"  # another process's temporary sibling
+    os.mkdir(second.tmp)
+    first.write_json("first.json", {"n": 1})
+    second.write_json("second.json", {"n": 2})
+    first.commit()
+    with pytest.raises(SnapshotError, match="created meanwhile"):
+        second.commit()
+    second.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "notes", "race"]
+    assert [p.name for p in race.iterdir()] == ["first.json"]
