@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the handler imports them (the parser stays light)
     from rich.console import Console
     from rich.text import Text
 
+    from checks.incidents import Incident
     from checks.service import CheckOutcome
     from stordoc.env import Env
 
@@ -201,7 +202,7 @@ def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False)
         if inc.next_step is not None:
             _say(console, f"next: {inc.next_step.command}", indent=ind, style="green")
         elif inc.manual:
-            _say(console, f"by hand: {_unsaid(inc.manual, inc.root.message)}", indent=ind,
+            _say(console, f"by hand: {_manual(inc)}", indent=ind,
                  style="yellow")
 
 
@@ -211,6 +212,12 @@ def _unsaid(text: str, said: str) -> str:
     return text[:-len(said) - 2] if text.endswith(f": {said}") else text
 
 
+def _manual(inc: Incident) -> str:
+    """The incident's step by hand, without what its header and cause just said."""
+    text = _unsaid(inc.manual or "", inc.root.message)
+    return text.replace(f"no runbook fixes {inc.root.code}", "no runbook fixes it", 1)
+
+
 def _last_line(out: CheckOutcome, width: int) -> str | None:
     """The next step again, as the last line (a screen showing only the end shows what
     to do): the first incident's runbook, else the first incident that has one (named),
@@ -218,11 +225,13 @@ def _last_line(out: CheckOutcome, width: int) -> str | None:
     for n, inc in enumerate(out.incidents, 1):
         if inc.next_step is not None:
             return f"next: {inc.next_step.command}" + \
-                ("" if n == 1 else f"  # incident {n}; incident 1 is by hand")
+                ("" if n == 1 else f"  # incident {n}; incident 1 has no runbook")
     for n, inc in enumerate(out.incidents, 1):
         if inc.manual:
-            line = f"next: by hand: {_unsaid(inc.manual, inc.root.message)}"
-            return line if len(line) <= width else f"next: by hand, as incident {n} says"
+            line = f"next: by hand: {_manual(inc)}"
+            if len(line) <= width and "no runbook fixes it" not in line:
+                return line
+            return f"next: by hand, see incident {n} (no runbook applies)"
     return None
 
 
