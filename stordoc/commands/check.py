@@ -278,7 +278,7 @@ def render(out: CheckOutcome, console: Console, verbose: bool = False) -> None:
     _say(console, _facts_line(out, verbose), hang=2, style="dim")
     if verbose:
         _say(console, f"cluster {r.cluster}: exit {int(r.verdict)} ({r.verdict.label}); "
-                      f"{len(r.checks_run)} checks; collect {out.collect_s:.2f}s, "
+                      f"collect {out.collect_s:.2f}s, "
                       f"checks {out.check_s:.3f}s", hang=2, style="dim")
     last = _last_line(out, console.width)
     if last is not None:
