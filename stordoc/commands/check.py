@@ -35,6 +35,10 @@ if TYPE_CHECKING:  # the handler imports them (the parser stays light)
     from stordoc.env import Env
 
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
+# the default output's bounds, for a terminal of 80x24: rows of an incident's cause (the
+# root's message; -v prints it whole) and findings no incident explains shown one by one
+CAUSE_ROWS = 6
+MORE_SHOWN = 5
 VERDICT_STYLE = {Verdict.OK: "green", Verdict.WARN: "yellow", Verdict.CRIT: "bold red",
                  Verdict.UNREACHABLE: "bold magenta"}
 
@@ -188,7 +192,7 @@ def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False)
         pre = f"{n}. "
         ind = len(pre)
         _say(console, _finding_head(inc.root, _tags(out, inc.root, new), pre), hang=ind)
-        _say(console, inc.root.message, indent=ind)
+        _say(console, inc.root.message, indent=ind, max_lines=None if verbose else CAUSE_ROWS)
         if inc.escalated:
             _say(console, f"impact ({inc.severity.label}): "
                           f"{_unsaid(inc.impact, inc.root.message)}", indent=ind,
@@ -270,11 +274,14 @@ def render(out: CheckOutcome, console: Console, verbose: bool = False) -> None:
                  ", ".join(f"{c} {e}" for c, e in out.delta.resolved), hang=2,
                  style="green")
     else:
-        for f in r.findings:
-            if f.key not in in_incident:
-                head = _finding_head(f, "")
-                head.append(f": {f.message}")
-                _say(console, head, hang=4, max_lines=2)
+        rest = [f for f in r.findings if f.key not in in_incident]
+        for f in rest[:MORE_SHOWN]:
+            head = _finding_head(f, "")
+            head.append(f": {f.message}")
+            _say(console, head, hang=4, max_lines=2)
+        if len(rest) > MORE_SHOWN:
+            _say(console, f"+{len(rest) - MORE_SHOWN} more findings no incident explains "
+                          "(-v lists them)", hang=2, style="dim")
     _say(console, _facts_line(out, verbose), hang=2, style="dim")
     if verbose:
         _say(console, f"cluster {r.cluster}: exit {int(r.verdict)} ({r.verdict.label}); "

@@ -216,3 +216,25 @@ def test_live_check_and_all_use_the_same_renderer(monkeypatch: pytest.MonkeyPatc
     rc, every_v = run("--all", "-v")
     assert rc == 2 and "explains: " in every_v and "WARN (5) ─" in every_v
     assert every_v.splitlines()[-1] == "next: stordoc fix osd-start osd.2"
+
+
+def test_many_loose_findings_and_a_long_cause_stay_within_the_screen() -> None:
+    rp = replay("reef", "osd-out")
+    inc = rp.outcome.incidents[0]
+    long_root = replace(inc.root, message=" ".join(["word"] * 400))
+    infos = tuple(Finding(f"INFO_CODE_{n}", Severity.INFO, f"pool p{n}", "x " * 100)
+                  for n in range(8))
+    o = replace(rp.outcome, report=replace(rp.outcome.report, findings=(long_root, *infos)),
+                incidents=(replace(inc, root=long_root, impact="one disk fewer"),))
+    con = Console(file=io.StringIO(), width=80, highlight=False)
+    render(o, con)
+    text = con.file.getvalue()  # type: ignore[attr-defined]
+    lines = text.splitlines()
+    assert len(lines) <= 24 and lines[-1] == "next: stordoc fix osd-in osd.2", text
+    assert sum("INFO_CODE_" in ln for ln in lines) == 5
+    assert "+3 more findings no incident explains (-v lists them)" in text
+    assert sum(ln.startswith("   word") for ln in lines) == 6 and "…" in text
+    con = Console(file=io.StringIO(), width=80, highlight=False)
+    render(o, con, verbose=True)
+    full = con.file.getvalue()  # type: ignore[attr-defined]
+    assert all(f"INFO_CODE_{n}" in full for n in range(8)) and full.count("word") == 800
