@@ -53,6 +53,13 @@ class Incident:
         return (self.root, *self.consequences)
 
     @property
+    def escalated(self) -> bool:
+        """Its impact is worse than its root finding's severity (PGs blocking client I/O
+        under a warn root). The root keeps its own severity wherever it is shown; front
+        ends put the incident's on its impact, so one finding never reads as two."""
+        return self.severity > self.root.severity
+
+    @property
     def headline(self) -> str:
         """The first line a tired reader sees: cause, where, and what it does."""
         if self.root.code == "CEPH_HEALTH":  # "ceph SLOW_OPS: ...", not the code twice

@@ -21,18 +21,24 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from checks.model import Severity, Verdict
+from checks.model import Finding, Severity, Verdict
 from stordoc.commands.common import env_from_args
 from stordoc.exitstatus import ExitStatus
 from stordoc.fmt import human_age
 
 if TYPE_CHECKING:  # the handler imports them (the parser stays light)
     from rich.console import Console
+    from rich.text import Text
 
+    from checks.incidents import Incident
     from checks.service import CheckOutcome
     from stordoc.env import Env
 
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
+# the default output's bounds, for a terminal of 80x24: rows of an incident's cause (the
+# root's message; -v prints it whole) and findings no incident explains shown one by one
+CAUSE_ROWS = 6
+MORE_SHOWN = 5
 VERDICT_STYLE = {Verdict.OK: "green", Verdict.WARN: "yellow", Verdict.CRIT: "bold red",
                  Verdict.UNREACHABLE: "bold magenta"}
 
@@ -47,6 +53,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="every configured cluster, one line each (in parallel); exit "
                             "status the worst")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema 2)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="details: what each incident explains, every finding by severity "
+                        "(Ceph's own checks too), the timing")
     p.add_argument("--only", metavar="CODES",
                    help="comma-separated finding codes to report (others are still checked)")
     hf = p.add_mutually_exclusive_group()
@@ -93,96 +102,194 @@ def headline(out: CheckOutcome) -> str:
     return incidents_headline(r.cluster, r.verdict, out.incidents, len(r.findings))
 
 
-def _facts_line(out: CheckOutcome) -> str:
-    """Ceph's own health as one fact among others."""
+def _counts(out: CheckOutcome) -> str:
+    """``8 findings (2 crit, 6 warn)``: each finding once, by its own severity."""
+    r = out.report
+    counts = [(s, sum(1 for f in r.findings if f.severity == s))
+              for s in (Severity.CRIT, Severity.WARN, Severity.INFO)]
+    by = ", ".join(f"{n} {s.label}" for s, n in counts if n)
+    return f"{len(r.findings)} finding{'' if len(r.findings) == 1 else 's'}" + \
+        (f" ({by})" if by else "")
+
+
+def _facts_line(out: CheckOutcome, verbose: bool) -> str:
+    """Context after the incidents: Ceph's own health (what Ceph says, never a verdict
+    beside stordoc's), the counts, mutes, what changed since the last run."""
     r = out.report
     parts = []
     if out.snapshot.ceph is not None:
-        parts.append(f"Ceph {out.snapshot.ceph.health_status}")
-    counts = {s: sum(1 for f in r.findings if f.severity == s) for s in Severity}
-    parts.append(f"{len(r.findings)} findings ({counts[Severity.CRIT]} crit, "
-                 f"{counts[Severity.WARN]} warn, {counts[Severity.INFO]} info)")
-    if out.delta is not None:
+        parts.append(f"Ceph says {out.snapshot.ceph.health_status}")
+    parts.append(_counts(out) if r.findings else f"{len(r.checks_run)} checks, no findings")
+    if r.muted:
+        parts.append(f"{len(r.muted)} muted")
+    if out.delta is not None and (out.delta.new or out.delta.resolved):
         parts.append(f"{len(out.delta.new)} new, {len(out.delta.resolved)} resolved")
+    if r.findings and not verbose:
+        parts.append("details: -v")
     return " · ".join(parts)
 
 
-def render_incidents(out: CheckOutcome, console: Console) -> None:
-    from rich.padding import Padding
+def _say(console: Console, text: Text | str, indent: int = 0, hang: int | None = None,
+         max_lines: int | None = None, style: str = "") -> None:
+    """One paragraph wrapped at the console's width (each row as the terminal shows it),
+    the first row indented ``indent`` cells and the next ones ``hang``; at most
+    ``max_lines`` rows, the last one ending in an ellipsis when cut."""
     from rich.text import Text
 
+    t = text if isinstance(text, Text) else Text(text, style=style)
+    hang = indent if hang is None else hang
+    width = max(20, console.width - hang)
+    rows = list(t.wrap(console, width))
+    if max_lines is not None and len(rows) > max_lines:
+        rows = rows[:max_lines]
+        rows[-1].rstrip()
+        rows[-1].truncate(width - 1)
+        rows[-1].append("…")
+    for n, row in enumerate(rows):
+        row.rstrip()
+        console.print(Text(" " * (indent if n == 0 else hang)) + row, no_wrap=True,
+                      crop=False)
+
+
+def render_verdict(out: CheckOutcome, console: Console) -> None:
+    """stordoc's verdict and the top incident's cause, wrapped like every other line (a
+    continuation indented two cells): the one line ``check --all`` prints per cluster."""
+    _say(console, headline(out), hang=2, style=VERDICT_STYLE[out.report.verdict])
+
+
+def _tags(out: CheckOutcome, f: Finding, new: set[tuple[str, str]], *more: str) -> str:
+    tags = list(more)
+    if f.key in new:
+        tags.append("new")
+    if f.since:
+        tags.append(f"for {_since(f.since, out.snapshot.taken_at)}")
+    return f"  ({', '.join(tags)})" if tags else ""
+
+
+def _finding_head(f: Finding, tags: str, prefix: str = "") -> Text:
+    """``WARN OSD_DATA_UNMOUNTED  osd.1  (for 31s)``: a finding always with its own
+    severity word, in an incident as in the lists."""
+    from rich.text import Text
+
+    head = Text()
+    if prefix:
+        head.append(prefix, style="bold")
+    head.append(f.severity.name, style=STYLE[f.severity])
+    head.append(f" {f.code}", style=STYLE[f.severity])
+    head.append(f"  {f.entity}", style="bold")
+    if tags:
+        head.append(tags, style="dim")
+    return head
+
+
+def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False) -> None:
+    """Each incident: its root finding (with the root's own severity), the cause (the
+    root's message), the impact when it says more, what it explains (``verbose``) and its
+    one next step. An incident whose impact is worse than its root (PGs blocking client
+    I/O under a warn finding) says so on its impact line: ``impact (crit): ...``."""
     new = set(out.delta.new) if out.delta else set()
     for n, inc in enumerate(out.incidents, 1):
-        head = Text()
-        head.append(f"{n}. ", style="bold")
-        head.append(inc.severity.name, style=STYLE[inc.severity])
-        head.append(f" {inc.root.code}", style=STYLE[inc.severity])
-        head.append(f"  {inc.root.entity}", style="bold")
-        tags = []
-        if inc.root.key in new:
-            tags.append("new")
-        if inc.root.since:
-            tags.append(f"for {_since(inc.root.since, out.snapshot.taken_at)}")
-        if tags:
-            head.append(f"  ({', '.join(tags)})", style="dim")
-        console.print(head)
-        console.print(Padding(Text(inc.root.message), (0, 0, 0, 4)))
-        if inc.impact != inc.root.message:
-            console.print(Padding(Text(f"impact: {inc.impact}"), (0, 0, 0, 4)))
+        pre = f"{n}. "
+        ind = len(pre)
+        _say(console, _finding_head(inc.root, _tags(out, inc.root, new), pre), hang=ind)
+        _say(console, inc.root.message, indent=ind, max_lines=None if verbose else CAUSE_ROWS)
+        if inc.escalated:
+            _say(console, f"impact ({inc.severity.label}): "
+                          f"{_unsaid(inc.impact, inc.root.message)}", indent=ind,
+                 style=STYLE[inc.severity])
+        elif inc.impact != inc.root.message:
+            _say(console, f"impact: {_unsaid(inc.impact, inc.root.message)}", indent=ind)
         if inc.consequences:
-            also = ", ".join(f"{c.code} {c.entity}" for c in inc.consequences)
-            console.print(Padding(Text(f"explains: {also}", style="dim"), (0, 0, 0, 4)))
+            if verbose:
+                also = ", ".join(f"{c.code} {c.entity}" for c in inc.consequences)
+                _say(console, f"explains: {also}", indent=ind, style="dim")
         if inc.next_step is not None:
-            console.print(Padding(Text(f"next: {inc.next_step.command}", style="green"),
-                                  (0, 0, 0, 4)))
+            _say(console, f"next: {inc.next_step.command}", indent=ind, style="green")
         elif inc.manual:
-            console.print(Padding(Text(f"by hand: {inc.manual}", style="yellow"),
-                                  (0, 0, 0, 4)))
+            _say(console, f"by hand: {_manual(inc)}", indent=ind,
+                 style="yellow")
 
 
-def render(out: CheckOutcome, console: Console) -> None:
-    """The verdict and the top cause first, incidents with one next step each, then every
-    finding grouped by severity: readable on a phone-width terminal."""
-    from rich.padding import Padding
-    from rich.text import Text
+def _unsaid(text: str, said: str) -> str:
+    """``text`` without a tail that repeats ``said`` (an impact or a manual step ending
+    in the root's message, just printed above it)."""
+    return text[:-len(said) - 2] if text.endswith(f": {said}") else text
 
+
+def _manual(inc: Incident) -> str:
+    """The incident's step by hand, without what its header and cause just said."""
+    text = _unsaid(inc.manual or "", inc.root.message)
+    return text.replace(f"no runbook fixes {inc.root.code}", "no runbook fixes it", 1)
+
+
+def _last_line(out: CheckOutcome, width: int) -> str | None:
+    """The next step again, as the last line (a screen showing only the end shows what
+    to do): the first incident's runbook, else the first incident that has one (named),
+    else the first incident's step by hand when it fits the line, else where it is."""
+    for n, inc in enumerate(out.incidents, 1):
+        if inc.next_step is not None:
+            return f"next: {inc.next_step.command}" + \
+                ("" if n == 1 else f"  # incident {n}; incident 1 has no runbook")
+    for n, inc in enumerate(out.incidents, 1):
+        if inc.manual:
+            line = f"next: by hand: {_manual(inc)}"
+            if len(line) <= width and "no runbook fixes it" not in line:
+                return line
+            return f"next: by hand, see incident {n} (no runbook applies)"
+    return None
+
+
+def render(out: CheckOutcome, console: Console, verbose: bool = False) -> None:
+    """The text of ``stordoc check`` (live, ``--from``, ``--only``; ``--all -v`` per
+    cluster). Default, for a terminal of 80x24: the verdict; each incident with its cause,
+    impact and one next step; the findings no incident explains, each once; Ceph's own
+    health and the counts as context; the next step again on the last line. ``verbose``
+    adds what each incident explains, every finding by severity, the resolved ones and
+    the timing."""
     r = out.report
     new = set(out.delta.new) if out.delta else set()
-    w = r.worst
-    console.print(Text(headline(out), style=STYLE[w] if w is not None else "green"),
-                  soft_wrap=True)
-    console.print(Text(_facts_line(out), style="dim"))
-    if not r.findings:
-        console.print(f"[green]cluster {r.cluster}: no findings[/] "
-                      f"({len(r.checks_run)} checks, {out.collect_s + out.check_s:.2f}s)")
-    if out.incidents:
+    if out.incidents and not verbose:  # its cause follows in full under incident 1
+        _say(console, headline(out), hang=2, max_lines=2,
+             style=VERDICT_STYLE[out.report.verdict])
+    else:
+        render_verdict(out, console)
+    if verbose and out.incidents:
         console.rule(f"INCIDENTS ({len(out.incidents)})", align="left", style="dim")
-        render_incidents(out, console)
-    for sev in (Severity.CRIT, Severity.WARN, Severity.INFO):
-        rows = [f for f in r.findings if f.severity == sev]
-        if not rows:
-            continue
-        console.rule(f"[{STYLE[sev]}]{sev.name} ({len(rows)})", align="left", style="dim")
-        for f in rows:
-            head = Text()
-            head.append(f.code, style=STYLE[sev])
-            head.append(f"  {f.entity}", style="bold")
-            tags = []
-            if f.key in new:
-                tags.append("new")
-            if f.since:
-                tags.append(f"for {_since(f.since, out.snapshot.taken_at)}")
-            if tags:
-                head.append(f"  ({', '.join(tags)})", style="dim")
-            console.print(head)
-            console.print(Padding(Text(f.message), (0, 0, 0, 4)))
-    if out.delta and out.delta.resolved:
-        console.print("[green]resolved since the last run:[/] " +
-                      ", ".join(f"{c} {e}" for c, e in out.delta.resolved))
-    muted = len(r.muted)
-    console.print(f"[dim]cluster {r.cluster}: exit {int(r.verdict)} ({r.verdict.label}); "
-                  f"collect {out.collect_s:.2f}s, checks {out.check_s:.3f}s"
-                  + (f"; {muted} muted" if muted else "") + "[/]")
+    render_incidents(out, console, verbose)
+    in_incident = {f.key: n for n, inc in enumerate(out.incidents, 1) for f in inc.findings}
+    if verbose:
+        for sev in (Severity.CRIT, Severity.WARN, Severity.INFO):
+            rows = [f for f in r.findings if f.severity == sev]
+            if not rows:
+                continue
+            console.rule(f"[{STYLE[sev]}]{sev.name} ({len(rows)})", align="left",
+                         style="dim")
+            for f in rows:
+                where = [f"incident {in_incident[f.key]}"] if f.key in in_incident else []
+                head = _finding_head(f, _tags(out, f, new, *where))
+                _say(console, head, hang=4)
+                _say(console, f.message, indent=4)
+        if out.delta and out.delta.resolved:
+            _say(console, "resolved since the last run: " +
+                 ", ".join(f"{c} {e}" for c, e in out.delta.resolved), hang=2,
+                 style="green")
+    else:
+        rest = [f for f in r.findings if f.key not in in_incident]
+        for f in rest[:MORE_SHOWN]:
+            head = _finding_head(f, "")
+            head.append(f": {f.message}")
+            _say(console, head, hang=4, max_lines=2)
+        if len(rest) > MORE_SHOWN:
+            _say(console, f"+{len(rest) - MORE_SHOWN} more findings no incident explains "
+                          "(-v lists them)", hang=2, style="dim")
+    _say(console, _facts_line(out, verbose), hang=2, style="dim")
+    if verbose:
+        _say(console, f"cluster {r.cluster}: exit {int(r.verdict)} ({r.verdict.label}); "
+                      f"collect {out.collect_s:.2f}s, "
+                      f"checks {out.check_s:.3f}s", hang=2, style="dim")
+    last = _last_line(out, console.width)
+    if last is not None:
+        _say(console, last, hang=2, style="bold green")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -210,7 +317,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         env.term.line(json.dumps(to_json(out), indent=1, default=str))
     else:
-        render(out, env.term.out)
+        render(out, env.term.out, args.verbose)
     return ExitStatus.of(out.report.verdict)
 
 
@@ -231,14 +338,12 @@ def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
                          "written_by": doc.written_by, "notes": list(doc.notes)}
         term.line(json.dumps(d, indent=1, default=str))
     else:
-        from rich.text import Text
-
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(doc.taken_at))
-        term.out.print(Text(f"from snapshot {doc.directory} (taken {when}, "
-                            f"{human_age(time.time() - doc.taken_at)} ago"
-                            + (f"; {'; '.join(doc.notes)}" if doc.notes else "") + ")",
-                            style="dim"), soft_wrap=True)
-        render(out, term.out)
+        _say(term.out, f"from snapshot {doc.directory} (taken {when}, "
+                       f"{human_age(time.time() - doc.taken_at)} ago"
+                       + (f"; {'; '.join(doc.notes)}" if doc.notes else "") + ")",
+             hang=2, style="dim")
+        render(out, term.out, args.verbose)
     return ExitStatus.of(out.report.verdict)
 
 
@@ -260,9 +365,11 @@ def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> in
                                   "clusters": [to_json(o) for o in outs]},
                                  indent=1, default=str))
         return ExitStatus.of(worst)
-    from rich.text import Text
-
-    for o in outs:
-        env.term.out.print(Text(headline(o), style=VERDICT_STYLE[o.report.verdict]),
-                           soft_wrap=True)
+    for n, o in enumerate(outs):
+        if args.verbose:  # each cluster as `check --cluster NAME -v` shows it
+            if n:
+                env.term.out.print()
+            render(o, env.term.out, verbose=True)
+        else:
+            render_verdict(o, env.term.out)
     return ExitStatus.of(worst)
