@@ -39,9 +39,9 @@ def sync(desk: AlertDesk, cluster: str, out: CheckOutcome) -> tuple[int, int]:
         for inc in out.incidents:
             # a stordoc run's own doing (its flag, PGs settling after it) and INFO
             # incidents are no alarm: not posted (the watch prints one RUN line)
+            key = f"{cluster}|{inc.id}"
             if inc.severity <= Severity.INFO or run_of(inc, out.snapshot.runs) is not None:
                 continue
-            key = f"{cluster}|{inc.id}"
             if desk.threads.get(key) is None and not desk.held(cluster, inc, "watch"):
                 desk.open_thread(key, cluster, inc.id, f"{inc.root.entity} {inc.root.code} on "
                                  f"{cluster}", desk.incident_blocks(cluster, inc, "new incident"),

@@ -220,9 +220,11 @@ def _make(root: Finding, cons: Sequence[Finding]) -> Incident:
 
 def run_of(inc: Incident, runs: Sequence[RecentRun]) -> tuple[RecentRun, str] | None:
     """The stordoc run an incident is the doing of, and what it did, or None: PGs
-    settling after a run (``checks.settle``), or an osdmap flag a running run set (and
-    will unset), or one a run unset after the snapshot read it. A flag a finished run
-    still holds is a leftover: its own incident, not the run's doing."""
+    settling after a run (``checks.settle``), an incident on the target a running run
+    works on (osd.1 unmounted, then stopped, while osd-remount osd.1 runs), an osdmap
+    flag a running run set (and will unset), or one a run unset after the snapshot read
+    it. A flag a finished run still holds is a leftover, and what stays wrong after a run
+    ended is the run's failure: their own incidents, not the run's doing."""
     root = inc.root
     if root.code == "PGS_SETTLING" and settling(root):
         for r in runs:
@@ -230,6 +232,9 @@ def run_of(inc: Incident, runs: Sequence[RecentRun]) -> tuple[RecentRun, str] | 
                 what = inc.impact.split(": ", 1)[-1]
                 return r, f"PGs settling after it: {what}"
         return None
+    for r in runs:  # the fault the running run works on, as it changes under it
+        if r.finished_at is None and r.target in (root.entity, root.target):
+            return r, f"working on {r.target} ({root.code})"
     if root.code != "OSDMAP_FLAGS" or not root.evidence.get("flag"):
         return None
     flag = str(root.evidence["flag"])

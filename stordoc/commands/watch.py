@@ -59,7 +59,8 @@ class Seen:
 
 def changes(seen: Seen, out: CheckOutcome) -> list[str]:
     """Lines for what changed since ``seen`` (updated): all open on the first check, then
-    NEW and RESOLVED incidents. What a running or just-finished stordoc run did (a flag it
+    NEW and RESOLVED incidents, CHANGED when one thing's cause is seen anew (one NEW and
+    one RESOLVED on the same entity). What a running or just-finished stordoc run did (a flag it
     set, PGs settling after it: ``checks.incidents.run_of``) is one RUN line for that
     run, never a NEW line; an INFO incident (PGs settling after an OSD change) is no
     alarm."""
@@ -68,17 +69,20 @@ def changes(seen: Seen, out: CheckOutcome) -> list[str]:
         return [f"{stamp()} {c} UNREACHABLE: "
                 + "; ".join(f.message for f in out.report.findings[:1])]
     now: dict[str, str] = {}
-    runs: list[str] = []
+    did: dict[int, list[str]] = {}  # run id -> what it did, first seen in this check
+    names: dict[int, str] = {}
     for inc in out.incidents:
         by = run_of(inc, out.snapshot.runs)
-        if by is not None:
-            run, did = by
+        if by is not None and inc.id not in seen.open:  # said open: open till gone
+            run, what = by
             if run.id not in seen.runs:
-                seen.runs.add(run.id)
-                runs.append(f"{stamp()} {c} RUN {run.name} {did}")
+                names[run.id] = run.name
+                did.setdefault(run.id, []).append(what)
             continue
         if inc.severity > Severity.INFO:
             now[inc.id] = _line(inc)
+    seen.runs |= set(did)
+    runs = [f"{stamp()} {c} RUN {names[r]} {'; '.join(w)}" for r, w in did.items()]
     lines: list[str] = []
     if seen.first:
         lines.append(f"{stamp()} {c}: watching, {len(now)} incident"
@@ -86,11 +90,26 @@ def changes(seen: Seen, out: CheckOutcome) -> list[str]:
         lines += [f"{stamp()} {c} OPEN {v}" for v in now.values()]
         lines += runs
     else:
-        lines += [f"{stamp()} {c} NEW {now[k]}" for k in now if k not in seen.open]
+        new = [k for k in now if k not in seen.open]
+        gone = [k for k in seen.open if k not in now]
+        # the same thing's cause seen anew (osd.1 stopped, then unmounted): one line
+        was = {_entity(k): k for k in gone}
+        changed = {k: was[_entity(k)] for k in new if _entity(k) in was}
+        for k in new:
+            if k in changed:
+                lines.append(f"{stamp()} {c} CHANGED {changed[k].split(' ', 1)[0]} -> "
+                             f"{now[k]}")
+            else:
+                lines.append(f"{stamp()} {c} NEW {now[k]}")
         lines += runs
-        lines += [f"{stamp()} {c} RESOLVED {k}" for k in seen.open if k not in now]
+        lines += [f"{stamp()} {c} RESOLVED {k}" for k in gone if k not in changed.values()]
     seen.open, seen.first = now, False
     return lines
+
+
+def _entity(incident_id: str) -> str:
+    """What an incident id ("ROOT_CODE entity") is about."""
+    return incident_id.split(" ", 1)[-1]
 
 
 def _line(inc: Any) -> str:

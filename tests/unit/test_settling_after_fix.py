@@ -167,7 +167,8 @@ def test_run_of_a_flag_a_running_run_holds_and_not_a_leftover() -> None:
 
 def test_watch_across_a_fix_says_the_fault_once_the_run_once_and_the_resolution() -> None:
     """The sequence a watch sees on the seed fault and its fix: the fault, the run with
-    noout set and PGs peering, PGs still settling after it, clean."""
+    noout set, the fault changing under it (mounted, not started), PGs peering, PGs
+    still settling after it, clean."""
     fault = _replay("osd-unmounted-in").outcome.snapshot
     base = peering(flags=("noout",))
     t = base.taken_at
@@ -176,15 +177,19 @@ def test_watch_across_a_fix_says_the_fault_once_the_run_once_and_the_resolution(
     after = replace(peering(), runs=(replace(run, finished_at=t, outcome="success",
                                              flags_held=()),))
     clean = _replay("healthy").outcome.snapshot
+    # mounted, the daemon not started yet: the fault changes under the running run
+    stopped = replace(_replay("osd-killed").outcome.snapshot, runs=(run,))
     seen = Seen()
     lines: list[str] = []
-    for snap in (clean, fault, mid, mid, after, after, clean):
+    for snap in (clean, fault, mid, stopped, mid, after, after, clean):
         lines += changes(seen, outcome(snap))
     body = [ln.split(" ", 2)[2] for ln in lines]
     new = [b for b in body if b.startswith("NEW ")]
     assert len(new) == 1 and "OSD_DATA_UNMOUNTED osd.2" in new[0], body
+    # what the run did, as the first check that saw it saw it: one line
     assert [b for b in body if b.startswith("RUN ")] == [
-        "RUN run #6 osd-remount osd.2 set noout, will unset"], body
+        "RUN run #6 osd-remount osd.2 set noout, will unset; PGs settling after it: "
+        "23 PGs peering, client I/O to them resumes by itself"], body
     resolved = [b for b in body if b.startswith("RESOLVED ")]
     assert resolved == ["RESOLVED OSD_DATA_UNMOUNTED osd.2"], body
     assert not any("noout" in b or "OSDMAP_FLAGS" in b or "PGS_NOT_ACTIVE_CLEAN" in b
@@ -218,3 +223,28 @@ def test_replays_without_runs_judge_as_before(name: str) -> None:
     out = _replay(name).outcome
     assert not any(f.code == "PGS_SETTLING" and f.evidence.get("settling_after")
                    for f in out.report.findings)
+
+
+def test_what_stays_wrong_after_a_run_ended_is_new() -> None:
+    """A run that ended (failed) explains nothing of its target any more."""
+    snap = _replay("osd-killed").outcome.snapshot
+    run = RecentRun(7, "osd-remount", "osd.2", snap.taken_at - 30, snap.taken_at - 2,
+                    "failed")
+    out = outcome(replace(snap, runs=(run,)))
+    assert [run_of(i, out.snapshot.runs) for i in out.incidents] == [None]
+    seen = Seen(first=False)
+    assert [ln.split(" ", 2)[2].split(":")[0] for ln in changes(seen, out)] == [
+        "NEW crit OSD_DAEMON_STOPPED osd.2"]
+
+
+def test_a_fault_whose_cause_changes_is_one_changed_line_not_new_and_resolved() -> None:
+    """`lab break osd-unmounted` stops the daemon, then unmounts: a watch in between sees
+    osd.2 stopped, then unmounted: one thing, one CHANGED line."""
+    seen = Seen()
+    lines: list[str] = []
+    for name in ("healthy", "osd-killed", "osd-unmounted-in", "healthy"):
+        lines += changes(seen, outcome(_replay(name).outcome.snapshot))
+    body = [ln.split(" ", 2)[2].split(":")[0] for ln in lines]
+    assert body == ["watching, 0 incidents open", "NEW crit OSD_DAEMON_STOPPED osd.2",
+                    "CHANGED OSD_DAEMON_STOPPED -> crit OSD_DATA_UNMOUNTED osd.2",
+                    "RESOLVED OSD_DATA_UNMOUNTED osd.2"]
