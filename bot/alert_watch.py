@@ -12,7 +12,8 @@ import time
 from typing import TYPE_CHECKING
 
 from bot.render_blocks import esc
-from checks.model import Verdict
+from checks.incidents import run_of
+from checks.model import Severity, Verdict
 
 if TYPE_CHECKING:
     from bot.alerts import AlertDesk
@@ -36,7 +37,11 @@ def sync(desk: AlertDesk, cluster: str, out: CheckOutcome) -> tuple[int, int]:
     with desk.lock(cluster):
         ids = present(out)
         for inc in out.incidents:
+            # a stordoc run's own doing (its flag, PGs settling after it) and INFO
+            # incidents are no alarm: not posted (the watch prints one RUN line)
             key = f"{cluster}|{inc.id}"
+            if inc.severity <= Severity.INFO or run_of(inc, out.snapshot.runs) is not None:
+                continue
             if desk.threads.get(key) is None and not desk.held(cluster, inc, "watch"):
                 desk.open_thread(key, cluster, inc.id, f"{inc.root.entity} {inc.root.code} on "
                                  f"{cluster}", desk.incident_blocks(cluster, inc, "new incident"),

@@ -9,15 +9,20 @@ Full ratios in the osdmap are float32 (0.949999988079071): compared with a toler
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from checks.ceph_codes import ceph_health_finding
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity
+from checks.settle import pgs_settling
 from storage.model import ClusterSnapshot
 
 # float32 ratios: 0.95 arrives as 0.949999988..., so "at least the ratio" allows this slack.
 RATIO_TOL = 1e-6
 MAX_DETAIL = 20
+# Ceph's codes about PGs that peer or recover: while they settle after a change
+# (checks.settle.pgs_settling) these are INFO, part of PGS_SETTLING
+SETTLING_CEPH_CODES = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OBJECT_MISPLACED"})
 
 CLUSTER_CODES = (
     CodeInfo("CEPH_HEALTH", Severity.WARN,
@@ -40,9 +45,15 @@ CLUSTER_CODES = (
 def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
     st = snap.ceph
     assert st is not None
+    cause = pgs_settling(snap, ctx.now, ctx.thresholds.pg_settle_window_s)
     for hc in st.health_checks:
         # explained (checks/ceph_codes.py); muted in Ceph: an info finding, not dropped
-        yield ceph_health_finding(hc, st, ctx)
+        f = ceph_health_finding(hc, st, ctx)
+        if cause is not None and hc.code in SETTLING_CEPH_CODES and f.severity > Severity.INFO:
+            # Ceph's word for the same PGs settling after a change: part of it, INFO
+            f = replace(f, severity=Severity.INFO, message=f"{cause.line}: {f.message}",
+                        evidence={**f.evidence, "settling_after": cause.what})
+        yield f
     quorum = set(st.mon_quorum)
     if quorum:
         for mon in st.mon_names:

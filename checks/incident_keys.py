@@ -17,6 +17,8 @@ _HOST_RE = re.compile(r"^host (\S+)")
 _SWIFT_SERVER_RE = re.compile(r"^(?P<kind>\w+) server (?P<ip>\S+):(?P<port>\d+)$")
 _POOL_NAME_RE = re.compile(r"'([^']+)'")
 _SWIFT_RING_RE = re.compile(r"^(?P<kind>object|container|account)(?:-\d+)? ring\b")
+# Ceph's OSDMAP_FLAGS summary: "noout,noscrub flag(s) set"
+_FLAGS_RE = re.compile(r"^([a-z_,-]+) flag\(s\) set$")
 _SWIFT_DEV_RE = re.compile(r"^(?:\S+ )?ring (?P<ip>[0-9.:\[\]a-f]+?):(?P<port>\d+)/(?P<dev>\S+)$")
 
 
@@ -74,6 +76,18 @@ def swift_server_kind(f: Finding) -> tuple[str, str] | None:
     return (m.group("kind"), m.group("port")) if m else None
 
 
+def flags_named(f: Finding) -> set[str]:
+    """The osdmap flags a finding is about: stordoc's OSDMAP_FLAGS (its ``flag``), Ceph's
+    OSDMAP_FLAGS (the flags its summary lists, in Ceph's own format)."""
+    if f.code == "OSDMAP_FLAGS" and f.evidence.get("flag"):
+        return {str(f.evidence["flag"])}
+    if ceph_code(f) == "OSDMAP_FLAGS":
+        m = _FLAGS_RE.match(str(f.evidence.get("summary") or "").strip())
+        if m:
+            return {x for x in m.group(1).split(",") if x}
+    return set()
+
+
 def pools_named(f: Finding) -> set[str]:
     """The pool of a ``pool X`` finding, or the pools a Ceph code's detail names."""
     if f.entity.startswith("pool "):
@@ -106,6 +120,7 @@ class FindingIndex:
                 "swift-device": frozenset([dev] if dev else []),
                 "swift-server": frozenset([kind] if kind else []),
                 "pool": frozenset(pools_named(f)),
+                "osdmap-flag": frozenset(flags_named(f)),
                 "entity": frozenset([f.entity])}
             self.keys.append(k)
             for scope, vals in k.items():

@@ -24,7 +24,7 @@ CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
                  "PG_BACKFILL_FULL", "PG_NOT_SCRUBBED", "PG_NOT_DEEP_SCRUBBED",
                  "OBJECT_MISPLACED", "OBJECT_UNFOUND", "SLOW_OPS")
 # Our cluster-wide PG findings.
-PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK")
+PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class Rule:
     the rule to roots whose evidence has that (key, value).
 
     Scopes: ``osd`` (the OSD ids a finding names, its host's OSDs, Ceph's detail lines),
-    ``swift-device`` (ip, device), ``swift-server`` (server kind and port: one process per
+    ``swift-device`` (ip, device), ``osdmap-flag`` (the flag: stordoc's finding and
+    the flags Ceph's OSDMAP_FLAGS summary names), ``swift-server`` (server kind and port: one process per
     kind and port, a stopped kind is one cause on every node), ``pool`` (the pool, and
     Ceph's codes whose detail names it), ``entity`` (the same entity string).
     """
@@ -103,6 +104,10 @@ RULES: tuple[Rule, ...] = (
     # one stale ring file on every server of a kind: one push fixes them all
     Rule("SWIFT_RING_MD5_MISMATCH", "swift-ring", ()),
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
+    # one osdmap flag is one incident: stordoc's finding explains Ceph's OSDMAP_FLAGS
+    Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS",)),
+    # PGs settling after a change (checks.settle): INFO, Ceph's word on them folds in
+    Rule("PGS_SETTLING", "entity", (), OSD_FOLD),
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
     Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
     Rule("PGS_STUCK", "entity", (), OSD_FOLD),

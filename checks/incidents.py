@@ -22,7 +22,7 @@ from checks.incident_keys import FindingIndex, ceph_code, swift_server_kind
 from checks.incident_rules import RULES as RULES
 from checks.incident_rules import Rule
 from checks.model import Finding, Severity, Verdict
-from storage.model import ClusterSnapshot
+from storage.model import ClusterSnapshot, RecentRun
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,24 @@ def pg_impact(findings: Iterable[Finding]) -> tuple[int, int]:
     return 0, 0
 
 
+def settling(f: Finding) -> bool:
+    """A finding about PGs settling after a change (``checks.settle.pgs_settling``)."""
+    return bool(f.evidence.get("settling_after"))
+
+
+def _settling_impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
+    sev = max([root.severity, *(c.severity for c in cons)])
+    ev = root.evidence
+    blocking = int(ev.get("blocking") or 0)
+    unclean = sum(int(n) for n in (ev.get("not_clean") or {}).values())
+    what = (f"{blocking} PGs peering, client I/O to them resumes by itself" if blocking
+            else f"{unclean} PGs recovering (I/O served)")
+    return sev, f"settling after {ev.get('settling_after')}: {what}"
+
+
 def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
+    if root.code == "PGS_SETTLING" and settling(root):
+        return _settling_impact(root, cons)
     sev = max([root.severity, *(c.severity for c in cons)])
     blocking, unclean = pg_impact([root, *cons])
     if blocking:
@@ -135,8 +152,10 @@ def _folds(rule: Rule, f: Finding) -> bool:
 
 def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) -> \
         tuple[Incident, ...]:
-    """Group findings into incidents, worst impact first. INFO findings stay out."""
-    todo = [f for f in findings if f.severity > Severity.INFO]
+    """Group findings into incidents, worst impact first. INFO findings stay out, but for
+    PGs settling after a change (``checks.settle``): one INFO incident, "settling after
+    run #6 osd-remount osd.1", with Ceph's word on those PGs in it."""
+    todo = [f for f in findings if f.severity > Severity.INFO or settling(f)]
     idx = FindingIndex(todo, snap)
     used: set[int] = set()
     incidents: list[Incident] = []
@@ -197,7 +216,43 @@ def _make(root: Finding, cons: Sequence[Finding]) -> Incident:
     sev, impact = _impact(root, cons)
     cand = (NextStep(root.runbook, root.target)
             if root.runbook and root.target else None)
-    return Incident(f"{root.code} {root.entity}", root, tuple(cons), sev, impact, cand)
+    manual = None
+    if root.code == "PGS_SETTLING" and settling(root):
+        manual = (f"nothing to do: Ceph settles this by itself; if PGs are still inactive "
+                  f"{float(root.evidence.get('window_s') or 0):g} s after the change, "
+                  f"stordoc check says CRIT")
+    return Incident(f"{root.code} {root.entity}", root, tuple(cons), sev, impact, cand,
+                    manual)
+
+
+def run_of(inc: Incident, runs: Sequence[RecentRun]) -> tuple[RecentRun, str] | None:
+    """The stordoc run an incident is the doing of, and what it did, or None: PGs
+    settling after a run (``checks.settle``), an incident on the target a running run
+    works on (osd.1 unmounted, then stopped, while osd-remount osd.1 runs), an osdmap
+    flag a running run set (and will unset), or one a run unset after the snapshot read
+    it. A flag a finished run still holds is a leftover, and what stays wrong after a run
+    ended is the run's failure: their own incidents, not the run's doing."""
+    root = inc.root
+    if root.code == "PGS_SETTLING" and settling(root):
+        for r in runs:
+            if r.id == root.evidence.get("run_id"):
+                what = inc.impact.split(": ", 1)[-1]
+                return r, f"PGs settling after it: {what}"
+        return None
+    for r in runs:  # the fault the running run works on, as it changes under it
+        if r.finished_at is None and r.target in (root.entity, root.target):
+            return r, f"working on {r.target} ({root.code})"
+    if root.code != "OSDMAP_FLAGS" or not root.evidence.get("flag"):
+        return None
+    flag = str(root.evidence["flag"])
+    for r in sorted(runs, key=lambda x: (-x.started_at, -x.id)):
+        if flag not in r.flags:
+            continue
+        if flag not in r.flags_held:
+            return r, f"set {flag} and unset it"
+        if r.finished_at is None:
+            return r, f"set {flag}, will unset"
+    return None
 
 
 def headline(cluster: str, verdict_: Verdict, incidents: Sequence[Incident],

@@ -124,6 +124,9 @@ class Thresholds:
     osd_nearfull_ratio_default: float = 0.85
     clock_skew_max_s: float = 0.05
     io_error_window_s: float = 86400.0
+    # PGs peering/activating this long after a stordoc run or an OSD change are
+    # "settling after" it (INFO), not a CRIT incident (checks.settle.settle_cause)
+    pg_settle_window_s: float = 120.0
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity, pg_state_is_clean
-from checks.settle import judge_state
+from checks.settle import SettleCause, judge_state, pgs_settling
 from storage.ceph import SYSTEM_POOLS
 from storage.model import CephState, ClusterSnapshot, PoolState
 
@@ -100,8 +100,10 @@ PG_CODES = (
              "Some PGs have been stuck inactive, unclean, stale, undersized or degraded "
              "for longer than mon_pg_stuck_threshold."),
     CodeInfo("PGS_SETTLING", Severity.INFO,
-             "Every PG reads active+clean, but some have not reported on the current "
-             "osdmap yet: the states may be the picture before the last change."),
+             "PGs settle after a change: some peer, activate or recover right after a "
+             "stordoc run or an OSD change (within pg_settle_window_s, every OSD up), or "
+             "every PG reads active+clean but some have not reported on the current "
+             "osdmap yet (the picture before the last change)."),
 )
 
 
@@ -111,7 +113,7 @@ def check_pgs(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
     assert st is not None
     yield from _pool_pg_nums(snap, st, ctx)
     yield from _pgs_per_osd(snap, st, ctx)
-    yield from _pg_states(snap, st)
+    yield from _pg_states(snap, st, ctx)
     yield from _settling(snap, st, ctx)
 
 
@@ -213,7 +215,9 @@ def _state_parts(state: str) -> set[str]:
     return set(state.split("+"))
 
 
-def _pg_states(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
+def _pg_states(snap: ClusterSnapshot, st: CephState, ctx: CheckContext
+               ) -> Iterator[Finding]:
+    cause = pgs_settling(snap, ctx.now, ctx.thresholds.pg_settle_window_s)
     bad: dict[str, int] = {}
     blocking = 0
     for state, n in st.pgs.by_state.items():
@@ -223,7 +227,9 @@ def _pg_states(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
         bad[state] = n
         if "active" not in parts or parts & BLOCKING_STATES:
             blocking += n
-    if bad:
+    if bad and cause is not None:
+        yield _settling_after(snap, st, cause, bad, blocking, ctx)
+    elif bad:
         total = sum(bad.values())
         listing = ", ".join(f"{n} {s}" for s, n in sorted(bad.items(), key=lambda kv: -kv[1]))
         sev = Severity.CRIT if blocking else Severity.WARN
@@ -238,9 +244,35 @@ def _pg_states(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
             continue
         sev = Severity.CRIT if kind in ("inactive", "stale") else Severity.WARN
         shown = ", ".join(pgids[:10]) + (" ..." if len(pgids) > 10 else "")
-        yield Finding("PGS_STUCK", sev, f"{cluster_entity(snap)} pgs stuck {kind}",
-                      f"{len(pgids)} PGs stuck {kind}: {shown}",
-                      {"kind": kind, "count": len(pgids), "pgids": list(pgids[:100])})
+        ev: dict[str, object] = {"kind": kind, "count": len(pgids),
+                                 "pgids": list(pgids[:100])}
+        msg = f"{len(pgids)} PGs stuck {kind}: {shown}"
+        if cause is not None and kind != "stale":
+            # stuck since before the change (an OSD was down): part of the settling
+            sev, msg = Severity.INFO, f"{cause.line}: {msg}"
+            ev["settling_after"] = cause.what
+        yield Finding("PGS_STUCK", sev, f"{cluster_entity(snap)} pgs stuck {kind}", msg, ev)
+
+
+def _settling_after(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
+                    bad: dict[str, int], blocking: int, ctx: CheckContext) -> Finding:
+    """PGs not active+clean right after a change (``checks.settle.pgs_settling``): one
+    INFO finding that names the change, in place of PGS_NOT_ACTIVE_CLEAN."""
+    total = sum(bad.values())
+    listing = ", ".join(f"{n} {s}" for s, n in sorted(bad.items(), key=lambda kv: -kv[1]))
+    window = ctx.thresholds.pg_settle_window_s
+    what = "peering" if blocking else "recovering"
+    run = cause.run
+    return Finding(
+        "PGS_SETTLING", Severity.INFO, f"{cluster_entity(snap)} pgs",
+        f"{cause.line}: {total} of {st.pgs.num_pgs} PGs {what} ({listing}); Ceph "
+        f"finishes this by itself, nothing to do; CRIT if PGs are still inactive "
+        f"{window:g} s after it",
+        {"settling_after": cause.what, "run_id": run.id if run else None,
+         "runbook": run.runbook if run else None, "target": run.target if run else None,
+         "change_at": cause.at, "window_s": window, "by_state": dict(st.pgs.by_state),
+         "not_clean": bad, "blocking": blocking, "num_pgs": st.pgs.num_pgs},
+        since=cause.at)
 
 
 def _settling(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Iterator[Finding]:

@@ -12,7 +12,7 @@ from checks.model import Finding, Thresholds
 from checks.swift_recon import recon_samples
 from storage.collect import collect
 from storage.journal import FindingDelta, Journal
-from storage.model import ClusterSnapshot
+from storage.model import ClusterSnapshot, RecentRun
 from storage.mutes import active_mutes
 from storage.swifthist import SwiftHistory
 from storage.targets import ClusterTarget
@@ -26,6 +26,39 @@ def with_swift_history(snap: ClusterSnapshot, hist: SwiftHistory, cluster: str,
         return snap
     return replace(snap, swift=replace(
         snap.swift, history=hist.baseline(cluster, snap.swift.collected_at, window_s)))
+
+
+# runs of the journal looked at for "settling after run #N" (the newest first)
+RUNS_LOOKED_AT = 10
+
+
+def recent_runs(journal: Journal, cluster: str, now: float, window_s: float
+                ) -> tuple[RecentRun, ...]:
+    """The cluster's runbook runs running now (their process alive) or finished within
+    ``window_s``, with the flags each still holds: what ``checks.settle`` attributes PGs
+    peering (and ``stordoc watch`` a flag) to."""
+    from storage.audit import Audit
+
+    audit = Audit(journal)
+    out = []
+    for r in audit.runs(limit=RUNS_LOOKED_AT, cluster=cluster):
+        if r.finished_at is None:
+            if not audit.alive(r):
+                continue  # died mid-run: its leftovers are a finding of their own
+        elif now - r.finished_at > window_s:
+            continue
+        made, held = audit.flags_of(r.id)
+        out.append(RecentRun(r.id, r.runbook, r.target, r.started_at, r.finished_at,
+                             r.outcome, made, held))
+    return tuple(out)
+
+
+def with_recent_runs(snap: ClusterSnapshot, journal: Journal, cluster: str,
+                     window_s: float) -> ClusterSnapshot:
+    """The snapshot with the journal's recent runs (``recent_runs``), judged as of when
+    it was taken."""
+    return replace(snap, runs=recent_runs(journal, cluster, snap.taken_at or time.time(),
+                                          window_s))
 
 
 @dataclass(frozen=True)
@@ -62,6 +95,9 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     # mutes with expiry (storage/mutes.py): an expired one no longer matches
     rules: list[tuple[str, str | None]] = list(mute_rules or ())
     mj = mutes_from or journal
+    if mj is not None and snapshot is None:  # a live check: what stordoc just changed
+        snap = with_recent_runs(snap, mj, target.name,
+                                (thresholds or Thresholds()).pg_settle_window_s)
     if mj is not None:
         rules += [(m.code, m.entity) for m in active_mutes(mj, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true

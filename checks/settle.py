@@ -11,6 +11,13 @@ reported up and acting sets (and primaries) equal what the map computes for it
 only as the stated fallback when the map cannot be read (no osdmaptool, one older than
 the monitors): clean PGs read at least ``STAMP_GRACE_S`` after the monitor's
 ``osd_up_since``/``osd_in_since`` count.
+
+The other half (``settling``): PGs that peer, activate or recover right after a change --
+a runbook run stordoc made (the journal's, ``ClusterSnapshot.runs``) or any OSD up/down/
+in/out (the monitor's stamps) -- within ``Thresholds.pg_settle_window_s`` and with every
+OSD up are "settling after" that change, INFO, as a fix's follow-up says: not a CRIT
+incident nobody can fix. Past the window, with an OSD down, or with a PG down, incomplete,
+stale or unknown, they are judged as always (``checks.pgs``).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from checks.osd import pg_state_is_clean
-from storage.model import CephState
+from storage.model import CephState, ClusterSnapshot, RecentRun
 from storage.model.ceph import PgSettle, SettleMethod
 
 # The stamp fallback only: the OSDs report PG stats every ``mgr_stats_period`` (5 s by
@@ -113,3 +120,75 @@ def judge_state(st: CephState, now: float) -> PgVerdict:
     """A snapshot's PGs (its ``pgs`` are already the dump's when one was read), judged
     as of when they were read (``collected_at``; ``now`` when unknown)."""
     return judge_pgs(st.pgs.num_pgs, st.pgs.by_state, st.pg_settle, st.collected_at or now)
+
+
+# PG states settling never explains: data no OSD that is up can serve, or states nobody
+# reports
+NOT_SETTLING = frozenset({"down", "incomplete", "stale", "unknown", "inactive",
+                          "creating", "recovery_unfound", "backfill_unfound",
+                          "recovery_toofull", "backfill_toofull", "inconsistent"})
+
+
+@dataclass(frozen=True)
+class SettleCause:
+    """The change PGs settle after: ``what`` ("run #6 osd-remount osd.1", "osd.1 came up
+    12 s ago"), when it happened (a run's start, the monitor's stamp), the run if any."""
+
+    what: str
+    at: float
+    run: RecentRun | None = None
+
+    @property
+    def line(self) -> str:
+        return f"settling after {self.what}"
+
+
+def _down_osds(st: CephState) -> list[str]:
+    return [o.name for o in st.osds if o.exists and not o.destroyed and not o.up]
+
+
+def settle_cause(st: CephState, runs: tuple[RecentRun, ...], now: float,
+                 window_s: float) -> SettleCause | None:
+    """The change the cluster may still settle after, None when none is recent enough
+    or an OSD is down (its PGs may stay inactive for good: not settling). A run counts
+    while running and ``window_s`` after it finished; an OSD change ``window_s`` after
+    the monitor's stamp (a stamp ahead of ``now`` by more than ``CLOCK_SKEW_S`` says
+    nothing)."""
+    if _down_osds(st):
+        return None
+    recent = [r for r in runs
+              if r.outcome != "refused" and r.started_at <= now + CLOCK_SKEW_S
+              and (r.finished_at is None or now - r.finished_at <= window_s)]
+    if recent:
+        r = max(recent, key=lambda x: (x.started_at, x.id))
+        return SettleCause(r.name, r.started_at, r)
+    stamps = [(t, kind) for t, kind in ((st.osd_up_since, "up"), (st.osd_in_since, "in"))
+              if t is not None and -CLOCK_SKEW_S <= now - t <= window_s]
+    if not stamps:
+        return None
+    at, kind = max(stamps)
+    ago = f"{max(0, int(now - at))} s ago"
+    if kind == "up":
+        ups = [o for o in st.osds if o.exists and o.up]
+        if ups:
+            last = max(ups, key=lambda o: (o.up_from, o.id))
+            return SettleCause(f"{last.name} came up {ago}", at)
+        return SettleCause(f"an OSD went down or came up {ago}", at)
+    return SettleCause(f"an OSD went in or out {ago}", at)
+
+
+def unclean_states(by_state: Mapping[str, int]) -> dict[str, int]:
+    return {s: n for s, n in by_state.items() if n and not pg_state_is_clean(s)}
+
+
+def pgs_settling(snap: ClusterSnapshot, now: float, window_s: float) -> SettleCause | None:
+    """The rule for a snapshot: some PGs not active+clean, none of them in a state
+    settling never explains (``NOT_SETTLING``), and a recent change (``settle_cause``),
+    judged as of when the PGs were read. None: judge the PGs as always."""
+    st = snap.ceph
+    if st is None:
+        return None
+    unclean = unclean_states(st.pgs.by_state)
+    if not unclean or any(set(s.split("+")) & NOT_SETTLING for s in unclean):
+        return None
+    return settle_cause(st, snap.runs, st.collected_at or now, window_s)

@@ -335,6 +335,28 @@ class Audit:
             self.db.conn.execute("update runbook_owned set state = ?, at = ? where id = ?",
                                  [state, time.time(), owned_id])
 
+    def flags_of(self, run_id: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the osdmap flags a run set, those it has not unset yet): its owned
+        ``osd set``s, made (held) or undone; one that failed (not_made) is neither."""
+        rows = self.db.conn.execute(
+            "select undo_args, state from runbook_owned where run_id = ? and"
+            " undo_prefix = 'osd unset' and state in ('held', 'undone', 'left')"
+            " order by id", [run_id]).fetchall()
+        made: list[str] = []
+        held: list[str] = []
+        for args, state in rows:
+            key = _json_obj(args).get("key")
+            if isinstance(key, str) and key:
+                made.append(key)
+                if state != "undone":
+                    held.append(key)
+        return tuple(made), tuple(held)
+
+    def alive(self, run: AuditRun) -> bool:
+        """A run marked running whose process is there (another host's: assumed so)."""
+        return run.outcome == "running" and (
+            run.host != self.hostname or run.pid is None or pid_alive(run.pid))
+
     def dead_runs(self, cluster: str) -> list[dict[str, Any]]:
         """Runs still marked running whose process on this host is gone."""
         rows = self.db.table("runbook_runs").rows_where(

@@ -170,6 +170,7 @@ class ThresholdSettings(StrictModel):
     swift_dispersion_copies_crit_pct: float | None = Field(None, gt=0, le=100)
     clock_skew_max_s: float | None = None
     io_error_window_s: float | None = None
+    pg_settle_window_s: float | None = Field(None, ge=0)
 
     @field_validator("*")
     @classmethod

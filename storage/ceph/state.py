@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -135,5 +136,21 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         config_db=parse_config_dump(raw.get("config dump")),
         osd_config=_osd_config(raw),
         pg_settle=settle,
+        osd_up_since=_osd_stamp(raw, "osd_up_since"),
+        osd_in_since=_osd_stamp(raw, "osd_in_since"),
         errors=errors,
         raw=dict(raw))
+
+
+def _osd_stamp(raw: Mapping[str, Any], key: str) -> float | None:
+    """``osd_up_since``/``osd_in_since`` of ``osd stat`` or ``status``'s osdmap (the
+    monitor's clock, epoch seconds); None when neither says."""
+    for src in (raw.get("osd stat"), raw.get("status")):
+        m = as_map(src)
+        m = as_map(m.get("osdmap", m))
+        m = as_map(m.get("osdmap", m))  # pre-Octopus ``status`` nests it twice
+        v = m.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 \
+                and math.isfinite(v):
+            return float(v)
+    return None

@@ -70,6 +70,28 @@ from storage.model.swift import (
 
 
 @dataclass(frozen=True)
+class RecentRun:
+    """A runbook run stordoc made on the cluster, as the journal's audit has it: what a
+    check needs to tell the change's own effects (PGs peering after it, a flag it holds)
+    from a fault. ``flags``: osdmap flags the run set (``flags_held``: and has not unset
+    yet)."""
+
+    id: int
+    runbook: str
+    target: str
+    started_at: float
+    finished_at: float | None  # None: still running
+    outcome: str  # running, success, failed, ...
+    flags: tuple[str, ...] = ()
+    flags_held: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """``run #6 osd-remount osd.1``"""
+        return f"run #{self.id} {self.runbook} {self.target}"
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     """Everything known about one cluster at one moment.
 
@@ -87,6 +109,9 @@ class ClusterSnapshot:
     hosts: Mapping[str, HostFacts] = field(default_factory=dict)
     host_facts_collected: bool = False
     duration_s: float = 0.0
+    # runbook runs of this cluster running or finished lately (the journal's, put here by
+    # ``checks.service``; not saved with a snapshot)
+    runs: tuple[RecentRun, ...] = ()
 
 
 __all__ = [
@@ -118,6 +143,7 @@ __all__ = [
     "OsdState",
     "OsdUsage",
     "PgSummary",
+    "RecentRun",
     "PoolAutoscale",
     "PoolState",
     "QUARANTINE_KINDS",

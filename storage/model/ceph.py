@@ -347,6 +347,10 @@ class CephState:
     # have the PG states been reported on the current map (None: not read, e.g. because
     # the PGs read unclean anyway; ``storage.ceph.settle``)
     pg_settle: PgSettle | None = None
+    # when the count of up (in) OSDs last changed: the monitor's ``osd_up_since``
+    # (``osd_in_since``) of ``osd stat``/``status``, None when not said
+    osd_up_since: float | None = None
+    osd_in_since: float | None = None
     # command (``raw`` key) -> why it gave nothing; the others were read
     errors: Mapping[str, str] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)

@@ -1,5 +1,6 @@
 """``stordoc watch``: on-call without Prometheus. Check a cluster every ``--every``, print a
-line per new incident and per resolution, and, when Slack is configured and a channel is
+line per new incident and per resolution (and one per stordoc run for what it did
+itself: a flag it set, PGs settling after it; never a NEW line), and, when Slack is configured and a channel is
 bound to the cluster (``[slack.channels]``), post them there the way alerts are posted
 (one message per incident, its Fix button, the resolution in its thread, the channel's
 rate limit). The posted threads live in the journal: a restarted watch posts nothing twice.
@@ -13,9 +14,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checks.model import Verdict
+from checks.incidents import run_of
+from checks.model import Severity, Verdict
 from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 
@@ -44,21 +47,69 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def changes(prev: dict[str, str] | None, out: CheckOutcome) -> list[str]:
-    """Lines for what changed since ``prev`` (incident id -> line); all open on the first."""
+@dataclass
+class Seen:
+    """What a watch has said: the incidents announced open (id -> line) and the runs it
+    attributed their own doings to (one line a run)."""
+
+    open: dict[str, str] = field(default_factory=dict)
+    runs: set[int] = field(default_factory=set)
+    first: bool = True
+
+
+def changes(seen: Seen, out: CheckOutcome) -> list[str]:
+    """Lines for what changed since ``seen`` (updated): all open on the first check, then
+    NEW and RESOLVED incidents, CHANGED when one thing's cause is seen anew (one NEW and
+    one RESOLVED on the same entity). What a running or just-finished stordoc run did (a flag it
+    set, PGs settling after it: ``checks.incidents.run_of``) is one RUN line for that
+    run, never a NEW line; an INFO incident (PGs settling after an OSD change) is no
+    alarm."""
+    c = out.report.cluster
     if out.report.verdict == Verdict.UNREACHABLE:
-        return [f"{stamp()} {out.report.cluster} UNREACHABLE: "
+        return [f"{stamp()} {c} UNREACHABLE: "
                 + "; ".join(f.message for f in out.report.findings[:1])]
-    now = {i.id: _line(i) for i in out.incidents}
+    now: dict[str, str] = {}
+    did: dict[int, list[str]] = {}  # run id -> what it did, first seen in this check
+    names: dict[int, str] = {}
+    for inc in out.incidents:
+        by = run_of(inc, out.snapshot.runs)
+        if by is not None and inc.id not in seen.open:  # said open: open till gone
+            run, what = by
+            if run.id not in seen.runs:
+                names[run.id] = run.name
+                did.setdefault(run.id, []).append(what)
+            continue
+        if inc.severity > Severity.INFO:
+            now[inc.id] = _line(inc)
+    seen.runs |= set(did)
+    runs = [f"{stamp()} {c} RUN {names[r]} {'; '.join(w)}" for r, w in did.items()]
     lines: list[str] = []
-    if prev is None:
-        lines.append(f"{stamp()} {out.report.cluster}: watching, {len(now)} incident"
+    if seen.first:
+        lines.append(f"{stamp()} {c}: watching, {len(now)} incident"
                      f"{'s' if len(now) != 1 else ''} open")
-        lines += [f"{stamp()} {out.report.cluster} OPEN {v}" for v in now.values()]
-        return lines
-    lines += [f"{stamp()} {out.report.cluster} NEW {now[k]}" for k in now if k not in prev]
-    lines += [f"{stamp()} {out.report.cluster} RESOLVED {k}" for k in prev if k not in now]
+        lines += [f"{stamp()} {c} OPEN {v}" for v in now.values()]
+        lines += runs
+    else:
+        new = [k for k in now if k not in seen.open]
+        gone = [k for k in seen.open if k not in now]
+        # the same thing's cause seen anew (osd.1 stopped, then unmounted): one line
+        was = {_entity(k): k for k in gone}
+        changed = {k: was[_entity(k)] for k in new if _entity(k) in was}
+        for k in new:
+            if k in changed:
+                lines.append(f"{stamp()} {c} CHANGED {changed[k].split(' ', 1)[0]} -> "
+                             f"{now[k]}")
+            else:
+                lines.append(f"{stamp()} {c} NEW {now[k]}")
+        lines += runs
+        lines += [f"{stamp()} {c} RESOLVED {k}" for k in gone if k not in changed.values()]
+    seen.open, seen.first = now, False
     return lines
+
+
+def _entity(incident_id: str) -> str:
+    """What an incident id ("ROOT_CODE entity") is about."""
+    return incident_id.split(" ", 1)[-1]
 
 
 def _line(inc: Any) -> str:
@@ -71,18 +122,16 @@ def loop(env: Env, cluster: str, every: float, stop: threading.Event,
          emit: Callable[[str], None], desk: AlertDesk | None = None,
          count: int | None = None, source: str = "watch") -> int:
     """The watch loop (CLI and bot); returns the number of checks run."""
-    prev: dict[str, str] | None = None
+    seen = Seen()
     n = 0
     while not stop.is_set() and (count is None or n < count):
         t0 = time.monotonic()
         out = env.check(cluster, source=source)
         n += 1
-        for line in changes(prev, out):
+        for line in changes(seen, out):
             emit(line)
-        if out.report.verdict != Verdict.UNREACHABLE:
-            prev = {i.id: _line(i) for i in out.incidents}
-            if desk is not None:
-                desk.sync(cluster, out)
+        if out.report.verdict != Verdict.UNREACHABLE and desk is not None:
+            desk.sync(cluster, out)
         if count is not None and n >= count:
             break
         stop.wait(max(0.0, every - (time.monotonic() - t0)))

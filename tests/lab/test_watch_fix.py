@@ -1,0 +1,106 @@
+"""`stordoc watch` across a fix of the seed fault (issue 27, items 2 and 3): one NEW line
+for the fault, one RESOLVED line, one RUN line for what the fix did itself (noout, PGs
+settling after it), no NEW line for noout, OSDMAP_FLAGS or PGS_NOT_ACTIVE_CLEAN; and
+`stordoc check` right after the fix reports no CRIT PGS_NOT_ACTIVE_CLEAN incident while
+the PGs settle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab import Lab
+from tests.support.labtools import ROOT, cli, poll
+
+# the shortest --every watch takes
+EVERY = "5s"
+
+
+def _lines(out: Path) -> list[str]:
+    """What watch printed so far, without the time stamp and cluster name."""
+    return [ln.split(" ", 2)[2] for ln in out.read_text().splitlines()
+            if ln.count(" ") >= 2 and ln[:4].isdigit()]
+
+
+@pytest.mark.on_reef
+def test_watch_across_the_seed_fix_and_check_while_settling(
+        lab: Lab, cfg: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    out = tmp_path / "watch.out"
+    with out.open("w") as sink:
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "stordoc", "--config", str(cfg), "watch", "--every",
+             EVERY, "--no-slack"], stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
+            env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1",
+                 "COLUMNS": "200"})
+
+    def stop_watch() -> None:
+        if watch.poll() is None:
+            watch.send_signal(signal.SIGTERM)  # watch stops after its current check
+            try:
+                watch.wait(30)
+            except subprocess.TimeoutExpired:
+                watch.kill()
+                watch.wait()
+
+    def heal() -> None:
+        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
+            lab.heal("osd-unmounted", osd=1)
+
+    request.addfinalizer(heal)
+    request.addfinalizer(stop_watch)
+    poll(lambda: any(ln.startswith("watching,") for ln in _lines(out)), 60,
+         "watch's first check")
+    lab.break_("osd-unmounted", osd=1)
+    poll(lambda: any(ln.startswith("NEW ") and "osd.1" in ln for ln in _lines(out)), 90,
+         "watch to say NEW for the fault on osd.1")
+
+    # the fix through the CLI, `check` run back to back meanwhile and right after it:
+    # PGs peering after the OSD is back are settling, never a CRIT incident no runbook fixes
+    fix = subprocess.Popen(
+        [sys.executable, "-m", "stordoc", "--config", str(cfg), "fix", "osd-remount",
+         "osd.1", "--yes", "--follow", "0"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+    checks: list[tuple[int, list[dict[str, Any]]]] = []
+    while True:
+        running = fix.poll() is None
+        chk = cli(cfg, "check", "--json", "--no-record")
+        checks.append((chk.returncode, json.loads(chk.stdout)["incidents"]))
+        if not running:
+            break
+    fixed = fix.communicate()[0]
+    assert fix.returncode == 0, fixed
+    print("checks during and right after the fix:", *(
+        f"exit {rc}: {[(i['severity'], i['impact']) for i in incs]}" for rc, incs in checks),
+        sep="\n  ")
+    for _, incs in checks:
+        assert not [i for i in incs if i["root"]["code"] == "PGS_NOT_ACTIVE_CLEAN"], incs
+        for i in incs:
+            if i["root"]["code"] == "PGS_SETTLING":
+                assert i["severity"] == "info", i
+                assert "settling after run #" in i["impact"], i
+                assert "osd-remount osd.1" in i["impact"], i
+    rc, incs = checks[-1]  # after the fix: settling or clean, never CRIT
+    assert rc in (0, 1), incs
+
+    poll(lab.pgs_clean, 240, "PGs active+clean after the fix")
+    poll(lambda: any(ln.startswith("RESOLVED ") for ln in _lines(out)), 60,
+         "watch to say the fault RESOLVED")
+    stop_watch()
+    lines = _lines(out)
+    print("watch:", *lines, sep="\n  ")
+    new = [ln for ln in lines if ln.startswith("NEW ")]
+    resolved = [ln for ln in lines if ln.startswith("RESOLVED ")]
+    runs = [ln for ln in lines if ln.startswith("RUN ")]
+    assert len(new) == 1 and "osd.1" in new[0] and "crit" in new[0], lines
+    assert len(resolved) == 1 and "osd.1" in resolved[0], lines
+    assert len(runs) == 1 and "osd-remount osd.1" in runs[0], lines
+    for word in ("noout", "OSDMAP_FLAGS", "PGS_NOT_ACTIVE_CLEAN"):
+        assert not [ln for ln in new if word in ln], lines
