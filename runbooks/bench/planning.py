@@ -83,7 +83,7 @@ def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits,
         names = [h.name for h in resolve_clients(ctx, o.clients, lim.clients)]
         by = f" from {len(names)} clients ({', '.join(names)})"
     if kind in ("rados", "rbd") and pool is not None:
-        return f"pool {pool.name}{' (created for this run)' if pool.create else ''}{by}"
+        return f"pool {pool.name}{', created for this run' if pool.create else ''}{by}"
     if kind == "swift":
         return f"container {o.container or lim.container}{by}"
     return "hosts " + (", ".join(o.hosts) or ", ".join(h.name for h in ctx.target.hosts))
@@ -175,7 +175,7 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         elif clients:
             steps = rbd_multi.plan_lines(s, pool, clients)
         else:
-            steps = rbd_mod.plan_lines(s, pool, "stordoc-bench-<group>")
+            steps = rbd_mod.plan_lines(s, pool, "stordoc-bench-<run>")
         steps[:0] = choice.plan_lines()
         if choice.create:
             steps.append(f"remove pool {pool}")

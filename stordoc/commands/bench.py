@@ -299,6 +299,8 @@ def _cell(r: Any, key: str) -> str:
         return figure(key, getattr(r, key))
     if key == "id":
         return str(r.id or "-")
+    if key == "group":
+        return str(r.group_id)
     if key == "errors":
         kinds = ", ".join(f"{k} {n}" for k, n in sorted((r.error_kinds or {}).items()))
         return str(r.errors) + (f" ({kinds})" if kinds else "")
@@ -324,30 +326,37 @@ def _fits(console: Any, t: Table) -> bool:
     return Measurement.get(console, wide, t).maximum <= console.width
 
 
-def _vertical(results: Sequence[Any]) -> list[str]:
+def _vertical(results: Sequence[Any], cols: Sequence[tuple[str, str]]) -> list[str]:
     """One block per result, key: value lines (a terminal too narrow for any table)."""
     out = []
     for r in results:
         out.append(f"{r.workload} rep {r.rep} (id {r.id or '-'}, {r.status})")
-        for head, key in _WIDE:
+        for head, key in cols:
             if key not in ("id", "workload", "rep", "status"):
                 out.append(f"  {head}: {_cell(r, key)}")
     return out
 
 
-def results_view(console: Any, results: Sequence[Any]) -> Table | list[str]:
+_HISTORY = (("id", "id"), ("group", "group"), ("kind", "kind"), ("engine", "engine"),
+            ("workload", "workload"), ("rep", "rep"), ("ops/s", "ops_s"), ("MB/s", "mb_s"),
+            ("avg ms", "lat_avg_ms"), ("p99 ms", "lat_p99_ms"), ("errors", "errors"),
+            ("status", "status"), ("fingerprint", "fingerprint"))
+_HISTORY_NARROW = (("id", "id"), ("group", "group"), ("workload", "workload"),
+                   ("rep", "rep"), ("ops/s", "ops_s"), ("MB/s", "mb_s"), ("p99 ms", "lat_p99_ms"),
+                   ("status", "status"))
+
+
+def results_view(console: Any, results: Sequence[Any],
+                 layouts: Sequence[Sequence[tuple[str, str]]] = ()) -> Table | list[str]:
     """The result table that fits the terminal without cutting a cell: every column when
     it fits, the main ones when not (units in the headers), else key: value lines. The
     figures are ``figures.figure``'s, the ones the verdict quotes."""
-    for cols in (_WIDE, _NARROW):
+    layouts = layouts or (_WIDE, _NARROW)
+    for cols in layouts:
         t = _table(results, cols)
         if _fits(console, t):
             return t
-    return _vertical(results)
-
-
-def _results_table(results: Sequence[Any]) -> Table:
-    return _table(results, _WIDE)
+    return _vertical(results, layouts[0])
 
 
 def _output(term: Terminal, api: Any, report: Any, a: argparse.Namespace,
@@ -407,7 +416,6 @@ def _limits_line(r: Any) -> str:
 
 
 def cmd_history(a: argparse.Namespace) -> int:
-    from rich.table import Table
 
     env = env_from_args(a)
     console = env.term.wide
@@ -416,15 +424,12 @@ def cmd_history(a: argparse.Namespace) -> int:
         if a.json:
             env.term.line(json.dumps([r.to_row() for r in rows], indent=2, default=str))
             return 0
-        t = Table(show_header=True, header_style="bold")
-        for col in ("id", "group", "kind", "engine", "workload", "rep", "ops/s", "MB/s",
-                    "avg ms", "p99 ms", "errors", "status", "fingerprint"):
-            t.add_column(col)
-        for r in rows:
-            t.add_row(str(r.id), r.group_id, r.kind, r.engine, r.workload, str(r.rep),
-                      _fmt(r.ops_s, 1), _fmt(r.mb_s), _fmt(r.lat_avg_ms), _fmt(r.lat_p99_ms),
-                      str(r.errors), r.status, r.fingerprint)
-        console.print(t)
+        view = results_view(console, rows, (_HISTORY, _HISTORY_NARROW))
+        if isinstance(view, list):
+            for line in view:
+                console.print(line, markup=False)
+        else:
+            console.print(view)
         return 0
     finally:
         env.close()

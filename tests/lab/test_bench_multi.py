@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from storage.rados_io import RadosIO
 
 pytestmark = pytest.mark.timeout(600)
 
-POOL = "stordoc-bench"
+POOL = "labtest-bench-multi"  # named in the tests' settings (named_pool)
 CLIENTS = ("node1", "node2", "node3")
 
 
@@ -45,9 +45,29 @@ def _poll(cond: Callable[[], bool], timeout: float, what: str, every: float = 0.
         time.sleep(every)
 
 
+@pytest.fixture(scope="module")
+def named_pool(lab: Lab) -> Iterator[str]:
+    """The pool the settings name ([bench] pool) for these runs, made by the test: the
+    tests look into it while a run goes (a run's own pool has a name of its own)."""
+    from stordoc.env import Env
+    from stordoc.settings import load_settings
+
+    e = Env(load_settings(lab.config_path))
+    t = e.run_context(None, source="test").target.ceph
+    e.close()
+    with RadosIO(t) as io:
+        io.ensure_pool(POOL, wait_s=120)
+        io.mon({"prefix": "osd pool application enable", "pool": POOL, "app": "rbd",
+                "yes_i_really_mean_it": True})
+    yield POOL
+    with RadosIO(t) as io:
+        io.delete_pool(POOL)
+
+
 @pytest.fixture
-def ctx(env: Any, lab: Lab) -> Any:
+def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
     c = env.run_context(None, source="test")
+    c.bench_limits = {**c.bench_limits, "pool": named_pool}
 
     def clean() -> bool:
         with RadosIO(c.target.ceph) as io:

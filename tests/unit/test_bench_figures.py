@@ -189,3 +189,17 @@ def test_cli_compares_by_default_and_no_compare_skips() -> None:
     assert p.parse_args(["bench", "rados"]).compare == ""  # compare with the last run
     assert p.parse_args(["bench", "rados", "--no-compare"]).compare is None
     assert p.parse_args(["bench", "swift", "--compare", "before"]).compare == "before"
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_history_table_fits_too(width: int) -> None:
+    from stordoc.commands.bench import _HISTORY, _HISTORY_NARROW
+
+    c = Console(file=io.StringIO(), width=width, record=True)
+    view = results_view(c, RESULTS, (_HISTORY, _HISTORY_NARROW))
+    assert not isinstance(view, list)  # a table at both widths
+    c.print(view)
+    text = c.export_text()
+    assert all(len(line) <= width for line in text.splitlines()) and "…" not in text, text
+    assert "123,456.7" in text and "g" in text
+    assert ("fingerprint" in text) == (width == 200)
