@@ -91,6 +91,11 @@ def _objects(ctx: Any, prefix: str = "") -> list[str]:
             ioctx.close()
 
 
+def _pools(ctx: Any) -> list[str]:
+    with RadosIO(ctx.target.ceph) as io:
+        return sorted(io.cluster.list_pools())
+
+
 def _cmdlines() -> dict[int, str]:
     out = {}
     for d in os.listdir("/proc"):
@@ -307,6 +312,8 @@ def test_rbd_read_of_corrupted_block_fails_the_run(lab: Lab, ctx: Any) -> None:
 def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: str,
                                           extra: list[str]) -> None:
     before = set(_cmdlines())
+    pools_before = _pools(ctx)
+    # the CLI on the lab's settings names no pool: rados and rbd make their own
     p = _cli(lab, cfg, kind, "--clients", ",".join(CLIENTS), "--duration", "60", *extra)
     pattern = {"rados": r"rados .*bench 60 write", "rbd": r"fio --server=",
                "swift": r"python3 .*swift_mix\.py r1"}[kind]
@@ -333,6 +340,9 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     assert not [c for c in live.values() if "/tmp/stordoc-bench." in c]
     assert _objects(ctx) == [] and _images(ctx) == []
     assert _bench_containers(_swift(ctx)) == []
+    assert _pools(ctx) == pools_before  # the run's own pool removed after Ctrl-C too
+    if kind != "swift":
+        assert "creates pool stordoc-bench-<run>" in out + err
     from storage.journal import Journal
     from stordoc.settings import load_settings
     j = Journal(load_settings(cfg).journal)
