@@ -115,7 +115,8 @@ class RunbookSettings(StrictModel):
 class BenchSettings(StrictModel):
     max_duration_s: float = Timeout(120.0)
     max_bytes: int = Field(2 * 1024**3, gt=0, le=1024**4)
-    pool: str = "stordoc-bench"
+    # unset: each RADOS/RBD benchmark creates stordoc-bench-<run> and removes it afterwards
+    pool: str | None = None
     container: str = "stordoc-bench"
     k_noise: float = Field(3.0, gt=0, le=100, allow_inf_nan=False)
     min_change: float = Field(0.10, gt=0, le=10, allow_inf_nan=False)
@@ -136,8 +137,11 @@ class BenchSettings(StrictModel):
 
     @field_validator("pool", "container")
     @classmethod
-    def _plain(cls, v: str) -> str:
+    def _plain(cls, v: str | None) -> str | None:
         from runbooks.model import Refused
+
+        if v is None:
+            return None
         from runbooks.targets import new_pool_name
 
         try:

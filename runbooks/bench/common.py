@@ -25,7 +25,8 @@ class BenchLimits:
 
     max_duration_s: float = 120.0
     max_bytes: int = 2 * 1024**3
-    pool: str = "stordoc-bench"
+    # None: each RADOS/RBD run creates a pool of its own and removes it (bench.pools)
+    pool: str | None = None
     container: str = "stordoc-bench"
     k_noise: float = 3.0
     min_change: float = 0.10

@@ -164,11 +164,24 @@ def fingerprint(fields: Mapping[str, Any]) -> str:
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
+# a run's own pool (runbooks.bench.pools): stordoc-bench-<group id>
+SCRATCH_RE = re.compile(r"\Astordoc-bench-[0-9]{8}T[0-9]{6}-[0-9]{3}\Z")
+SCRATCH_LABEL = "stordoc-bench-<run>"
+
+
+def where_label(pool: str | None) -> str | None:
+    """A run's own pool has a new name each time: fingerprints (what a run is compared
+    with) use one label for all of them, so runs in their own pools compare."""
+    if pool is not None and SCRATCH_RE.match(pool):
+        return SCRATCH_LABEL
+    return pool
+
+
 def fingerprint_fields(cluster: str, kind: str, engine: str, workload: str,
                        where: str | None, size: int | Sequence[int | None],
                        concurrency: int, client: str, versions: Sequence[str]) -> dict[str, Any]:
     return {"cluster": cluster, "kind": kind, "engine": engine, "workload": workload,
-            "where": where, "size": list(size) if isinstance(size, (list, tuple)) else size,
+            "where": where_label(where), "size": list(size) if isinstance(size, (list, tuple)) else size,
             "concurrency": concurrency, "client": client, "versions": sorted(versions)}
 
 

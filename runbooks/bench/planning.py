@@ -18,6 +18,7 @@ from runbooks.bench import swift as swift_mod
 from runbooks.bench.client_hosts import resolve_clients
 from runbooks.bench.common import BenchLimits, Session, ceph_gate, check_caps, limits_of
 from runbooks.bench.model import KINDS, BenchOptions
+from runbooks.bench.pools import PoolChoice, choose_pool
 from runbooks.model import Refused, RunContext
 from storage.rados_io import MODES as RADOS_MODES
 from storage.rados_io import RadosBenchError, RadosIO
@@ -41,6 +42,7 @@ class BenchPlan:
     warnings: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     limits: BenchLimits = field(default_factory=BenchLimits)
+    pool: PoolChoice | None = None  # rados, rbd: the pool, and whether the run creates it
 
     @property
     def planned_s(self) -> float:
@@ -68,16 +70,20 @@ class BenchPlan:
         return {"kind": self.kind, "cluster": self.cluster, "where": self.where,
                 "options": self.options.to_dict(), "steps": self.steps,
                 "warnings": self.warnings, "state": self.state,
-                "limits": self.limits.__dict__, "planned_s": self.planned_s}
+                "limits": self.limits.__dict__, "planned_s": self.planned_s,
+                "pool": None if self.pool is None else {
+                    "name": self.pool.name, "create": self.pool.create,
+                    "named_by": self.pool.named_by}}
 
 
-def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits) -> str:
+def _where(ctx: RunContext, kind: str, o: BenchOptions, lim: BenchLimits,
+           pool: PoolChoice | None = None) -> str:
     by = ""
     if o.clients:
         names = [h.name for h in resolve_clients(ctx, o.clients, lim.clients)]
         by = f" from {len(names)} clients ({', '.join(names)})"
-    if kind in ("rados", "rbd"):
-        return f"pool {o.pool or lim.pool}{by}"
+    if kind in ("rados", "rbd") and pool is not None:
+        return f"pool {pool.name}{', created for this run' if pool.create else ''}{by}"
     if kind == "swift":
         return f"container {o.container or lim.container}{by}"
     return "hosts " + (", ".join(o.hosts) or ", ".join(h.name for h in ctx.target.hosts))
@@ -150,25 +156,29 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         fleet.close()
         if kind == "rbd":
             rbd_multi.check_ports({h.name: h.address for h in fleet.hosts}, lim.fio_port)
+    choice: PoolChoice | None = None
     if kind in ("rados", "rbd"):
-        pool = o.pool or lim.pool
+        named_by = "--pool" if o.pool else "settings [bench] pool" if lim.pool else None
         try:
             with RadosIO(rados_mod.ceph_target(s)) as io:
-                state = io.state(pool if io.pool_exists(pool) else None)
-                exists = io.pool_exists(pool)
+                choice = choose_pool(io, o.pool or lim.pool, named_by,
+                                     o.keep and kind == "rados")
+                state = io.state(None if choice.create else choice.name)
         except RadosBenchError as e:
             raise Refused(str(e)) from None
         warnings += ceph_gate(state, o.force)
+        pool = choice.name
         if kind == "rados" and clients:
-            steps = rados_multi.plan_lines(s, pool, exists, clients)
+            steps = rados_multi.plan_lines(s, pool, True, clients)
         elif kind == "rados":
-            steps = rados_mod.plan_lines(s, pool, exists)
+            steps = rados_mod.plan_lines(s, pool, True)
         elif clients:
             steps = rbd_multi.plan_lines(s, pool, clients)
         else:
-            steps = rbd_mod.plan_lines(s, pool, "stordoc-bench-<group>")
-        if kind == "rbd" and not exists:
-            steps.insert(0, f"create pool {pool} (application 'stordoc')")
+            steps = rbd_mod.plan_lines(s, pool, "stordoc-bench-<run>")
+        steps[:0] = choice.plan_lines()
+        if choice.create:
+            steps.append(f"remove pool {pool}")
     elif kind == "swift":
         state = swift_container.state(s)
         warnings += swift_container.gate(state, o.force)
@@ -181,5 +191,5 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         if o.limit_size * 2 > lim.max_bytes:
             raise Refused("limit test size above the byte cap")
         steps = limits_mod.plan_lines(s)
-    return BenchPlan(kind, ctx.cluster, o, _where(ctx, kind, o, lim), steps, warnings, state,
-                     lim)
+    return BenchPlan(kind, ctx.cluster, o, _where(ctx, kind, o, lim, choice), steps, warnings,
+                     state, lim, choice)

@@ -5,6 +5,7 @@ the history, naming baselines, and the quick benchmark after a fix with its verd
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from runbooks.bench import limits as limits_mod
@@ -64,7 +65,7 @@ def compare(ctx: RunContext, report: BenchReport | str, baseline: str | None = N
         if not rows:
             raise Refused(f"no stored benchmark group {report!r}")
     base_group: list[dict[str, Any]] | None = None
-    label = "earlier runs of the same fingerprint"
+    label = ""
     if baseline:
         b = store.baseline(ctx.cluster, baseline)
         if b is None:
@@ -79,10 +80,9 @@ def compare(ctx: RunContext, report: BenchReport | str, baseline: str | None = N
             continue
         if base_group is not None:
             base = [r for r in base_group if r["workload"] == workload]
-        else:
-            fp = new[0]["fingerprint"]
-            base = store.same_fingerprint(ctx.cluster, fp, workload, exclude_group=group,
-                                          limit=max(3, len(new)))
+        else:  # the last stored run of the same kind, target and parameters
+            base = last_run(store, ctx.cluster, new[0]["fingerprint"], workload, group)
+            label = baseline_label(base)
         hist_rows = store.same_fingerprint(ctx.cluster, new[0]["fingerprint"], workload,
                                            exclude_group=group, limit=60)
         hist: dict[str, list[dict[str, Any]]] = {}
@@ -93,11 +93,33 @@ def compare(ctx: RunContext, report: BenchReport | str, baseline: str | None = N
         where = osdperf.change_note(base, new)
         if where:
             c.notes.append(where)
-        if not base:
-            c.notes.append("nothing stored to compare with yet: this run can become the "
-                           "baseline ('stordoc bench baseline set NAME')")
         out.append(c)
     return out
+
+
+def last_run(store: BenchStore, cluster: str, fingerprint: str, workload: str,
+             exclude_group: str | None) -> list[dict[str, Any]]:
+    """The rows of the latest stored group of this fingerprint and workload (its
+    repetitions), other than ``exclude_group``; [] when there is none."""
+    latest = store.same_fingerprint(cluster, fingerprint, workload,
+                                    exclude_group=exclude_group, limit=1)
+    if not latest:
+        return []
+    g = latest[0]["group_id"]
+    return [r for r in store.group(g) if r["workload"] == workload
+            and r["fingerprint"] == fingerprint and r.get("status") == "ok"]
+
+
+def baseline_label(base: list[dict[str, Any]]) -> str:
+    """Which run a comparison is against: when, its id, who ran it."""
+    if not base:
+        return "no baseline"
+    first = base[0]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(first.get("started_at")
+                                                                 or 0)))
+    who = f", by {first['user']}" if first.get("user") else ""
+    return f"the last run of the same kind, target and parameters: {first['group_id']} " \
+        f"({when}{who})"
 
 
 def history(ctx: RunContext, limit: int = 20, kind: str | None = None) -> list[BenchResult]:

@@ -24,7 +24,7 @@ from runbooks.model import Refused, RunContext
 from storage.audit import Audit, LockHeld
 from storage.benchstore import BenchStore
 from storage.ceph import CephClient, CephError
-from storage.rados_io import RadosBenchError
+from storage.rados_io import RadosBenchError, RadosIO
 from storage.runner import Runner
 
 
@@ -101,17 +101,20 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
             t_last[0] = now
 
         s = Session(ctx, o, lim, group, cancel, on_progress, on_step, list(p.warnings))
+        pool = p.pool.for_run(group) if p.pool is not None else ""
+        own_pool = False
         sampler = _osd_sampler(ctx) if kind in ("rados", "rbd") else None
         try:
+            if p.pool is not None and p.pool.create:
+                own_pool = _create_pool(s, kind, pool)
             if o.clients:  # the plan above probed the clients: connect, stage, run
                 with connect_fleet(ctx, kind, o, lim, on_step, probe=False) as fleet:
-                    results = _run_multi(s, kind, fleet)
+                    results = _run_multi(s, kind, fleet, pool)
             elif kind == "rados":
-                pool = o.pool or lim.pool
                 results = rados_mod.run_rados_bench(s, pool) if o.engine == "rados-bench" \
                     else rados_mod.run_native(s, pool)
             elif kind == "rbd":
-                results = rbd_mod.run(s, o.pool or lim.pool)
+                results = rbd_mod.run(s, pool)
             elif kind == "swift":
                 results = swift_mod.run(s, o.container or lim.container)
             else:
@@ -126,6 +129,10 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
         except RadosBenchError as e:
             status, message = "failed", str(e)
         finally:
+            if own_pool:  # also after a failure or Ctrl-C: never leave the run's pool
+                why = _remove_pool(s, pool)
+                if why:
+                    s.warnings.append(why)
             if sampler is not None:
                 sampler.stop()
                 osdperf.attach(results, sampler)
@@ -167,12 +174,46 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
     return BenchReport(group, kind, ctx.cluster, status, results, message, s.warnings, run_id)
 
 
-def _run_multi(s: Session, kind: str, fleet: clients_mod.Fleet) -> list[BenchResult]:
+def _create_pool(s: Session, kind: str, pool: str) -> bool:
+    """Create the run's own pool (announced by the plan); True once it exists."""
+    t = rados_mod.ceph_target(s)
+    with RadosIO(t) as io:
+        if io.pool_exists(pool):  # never adopt a pool someone else made meanwhile
+            raise Refused(f"pool {pool} appeared after the plan; not touching it")
+        try:
+            io.ensure_pool(pool)
+            if kind == "rbd":
+                io.mon({"prefix": "osd pool application enable", "pool": pool, "app": "rbd",
+                        "yes_i_really_mean_it": True})
+        except BaseException:  # half made: removed here, the caller never owned it
+            if io.pool_exists(pool):
+                io.delete_pool(pool)
+            raise
+    s.step(f"create pool {pool}", f"ceph osd pool create {pool}",
+           "created; removed after the run")
+    return True
+
+
+def _remove_pool(s: Session, pool: str) -> str | None:
+    """Remove the run's own pool; why not, when the cluster refused."""
+    cmd = f"ceph osd pool rm {pool} {pool} --yes-i-really-really-mean-it"
+    try:
+        with RadosIO(rados_mod.ceph_target(s)) as io:
+            why = io.delete_pool(pool)
+    except RadosBenchError as e:
+        why = str(e)
+    s.step(f"remove pool {pool}", cmd, why or "removed", 1 if why else 0)
+    return None if why is None else f"pool {pool} this run created is still there ({why}): " \
+        f"remove it with: {cmd}"
+
+
+def _run_multi(s: Session, kind: str, fleet: clients_mod.Fleet, pool: str
+               ) -> list[BenchResult]:
     o, lim = s.opts, s.limits
     if kind == "rados":
-        return rados_multi.run_multi(s, o.pool or lim.pool, fleet)
+        return rados_multi.run_multi(s, pool, fleet)
     if kind == "rbd":
-        return rbd_multi.run_multi(s, o.pool or lim.pool, fleet)
+        return rbd_multi.run_multi(s, pool, fleet)
     if kind == "swift":
         return swift_multi.run_multi(s, o.container or lim.container, fleet)
     raise Refused(f"bench {kind} does not run from clients")

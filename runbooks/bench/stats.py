@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from runbooks.bench import figures
+
 
 class Verdict(StrEnum):
     """A comparison's verdict against its baseline (a str: stored and shown as is)."""
@@ -163,12 +165,16 @@ class MetricChange:
         return {**self.__dict__, "threshold_up": self.up, "threshold_down": self.down}
 
     def line(self) -> str:
+        """The change in the figures the result table prints (``figures.figure``)."""
+        name = figures.label(self.metric)
         if self.base is None or self.new is None or self.change is None:
-            return f"{self.metric}: no data"
-        p = f", p={self.p_value:.3g} ({self.test})" if self.p_value is not None else ""
-        return (f"{self.metric}: {self.base:,.3g} -> {self.new:,.3g} ({self.change:+.1%}); "
-                f"noise {self.noise:.1%}, threshold +{self.up:.0%}/-{self.down:.0%}{p}: "
-                f"{self.verdict}")
+            return f"{name}: no data"
+        p = f", p={figures.p_value(self.p_value)} ({self.test})" \
+            if self.p_value is not None else ""
+        return (f"{name}: {figures.figure(self.metric, self.base)} -> "
+                f"{figures.figure(self.metric, self.new)} {figures.unit(self.metric)} "
+                f"({figures.percent(self.change)}); noise {self.noise:.1%}, threshold "
+                f"+{self.up:.0%}/-{self.down:.0%}{p}: {self.verdict}")
 
     @property
     def up(self) -> float:
@@ -196,18 +202,26 @@ class Comparison:
     workload: str = ""
     base_series: list[list[dict[str, float]]] = field(default_factory=list)
     new_series: list[list[dict[str, float]]] = field(default_factory=list)
+    # no earlier run to compare with: no better/worse, this run is the baseline
+    has_baseline: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "basis": self.basis, "baseline": self.baseline,
                 "workload": self.workload, "base_ids": self.base_ids, "new_ids": self.new_ids,
                 "metrics": [m.to_dict() for m in self.metrics],
                 "state_changes": self.state_changes, "notes": self.notes, "k": self.k,
-                "min_change": self.min_change}
+                "min_change": self.min_change, "has_baseline": self.has_baseline}
 
     def lines(self) -> list[str]:
-        out = [(f"Verdict ({self.workload}): {self.verdict.upper()} against {self.baseline} "
-                f"[{self.basis}; a change must exceed max({self.min_change:.0%}, "
-                f"{self.k:g} x noise) as a log ratio and pass the test at p<0.05]")]
+        if not self.has_baseline:
+            return [f"Compared ({self.workload}): no baseline yet; this run is the baseline "
+                    "(the next run of the same kind, target and parameters compares with it)"]
+        reps = max((m.n_new for m in self.metrics if self.basis == "runs"), default=0)
+        how = "figures as in the table" + (f" (median of {reps} runs)" if reps > 1 else "")
+        out = [(f"Verdict ({self.workload}): {self.verdict.upper()} against {self.baseline}"),
+               (f"  {how}; tested on {self.basis}: a change must exceed max("
+                f"{self.min_change:.0%}, {self.k:g} x noise) as a log ratio and pass the "
+                "test at p<0.05")]
         out += ["  " + m.line() for m in self.metrics]
         if self.state_changes:
             out.append("  What changed in the cluster: " + "; ".join(self.state_changes))
@@ -255,16 +269,20 @@ def between_group_cv(groups: Sequence[Sequence[Mapping[str, Any]]], metric: str
 
 def compare_metric(metric: str, base: Sequence[float], new: Sequence[float], by_runs: bool,
                    k: float, min_change: float, alpha: float = 0.05,
-                   between: float = 0.0) -> MetricChange:
+                   between: float = 0.0,
+                   level: tuple[float, float] | None = None) -> MetricChange:
     """One metric's change, noise, threshold, test and verdict. ``between`` is the relative
-    spread between invocations seen in the history (0 when unknown)."""
+    spread between invocations seen in the history (0 when unknown). ``level``: the two
+    figures the result table prints (the runs' own, or their medians); the change is
+    theirs, while the noise and the test come from ``base`` and ``new`` (per-second
+    samples when there are too few runs), so the verdict quotes the table."""
     hib = METRICS.get(metric, True)
     base = [float(v) for v in base if v is not None and math.isfinite(v)]
     new = [float(v) for v in new if v is not None and math.isfinite(v)]
     if not base or not new:
         return MetricChange(metric, None, None, None, 0.0, min_change, None, "none",
                             len(base), len(new), INCONCLUSIVE, hib)
-    mb, mn = float(np.median(base)), float(np.median(new))
+    mb, mn = (float(np.median(base)), float(np.median(new))) if level is None else level
     change = (mn - mb) / mb if mb else None
     if by_runs:
         # relative standard error of the difference of two means, from the pooled spread
@@ -313,6 +331,20 @@ def state_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
     return out
 
 
+def _level(metric: str, base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+           ) -> tuple[float, float] | None:
+    """The figures of both sides as the result table prints them: each run's own value
+    (the median of the runs when repeated); None when a side has none."""
+    sides = []
+    for rows in (base, new):
+        vals = [float(r[metric]) for r in rows if r.get(metric) is not None
+                and math.isfinite(float(r[metric]))]
+        if not vals:
+            return None
+        sides.append(float(np.median(vals)))
+    return sides[0], sides[1]
+
+
 def compare_groups(base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
                    k: float = 3.0, min_change: float = 0.10, baseline: str = "",
                    primary: str = "ops_s",
@@ -351,7 +383,8 @@ def compare_groups(base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
                   if s.get("ops_s")]
         metrics.append(compare_metric(m, [v for v in bv if v is not None],
                                       [v for v in nv if v is not None], by_runs, k,
-                                      min_change, between=betw[m]))
+                                      min_change, between=betw[m],
+                                      level=_level(m, base_ok, new_ok)))
     if not by_runs:
         notes.append(f"{len(base_ok)} run(s) against {len(new_ok)}: judged on per-second "
                      "samples (first second and partial tail dropped); use --repeat 3 or more "
@@ -378,4 +411,4 @@ def compare_groups(base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
         state_changes=sc, notes=notes, k=k, min_change=min_change,
         workload=str((new_ok or base_ok or [{}])[0].get("workload", "")),
         base_series=[list(r.get("series") or []) for r in base_ok],
-        new_series=[list(r.get("series") or []) for r in new_ok])
+        new_series=[list(r.get("series") or []) for r in new_ok], has_baseline=bool(base_ok))

@@ -54,7 +54,11 @@ def plan_lines(s: Session, container: str, owner: str = "absent") -> list[str]:
                      + (f", at most {o.ops} ops" if o.ops else ""))
     if not o.keep:
         lines.append("delete the objects this run wrote" + (
-            " and the container" if owner == "absent" else f" (keep {container})"))
+            " and the container, also after a failure or Ctrl-C" if owner == "absent"
+            else f" (keep {container})"))
+    else:
+        lines.append(f"keep the objects this run wrote in {container} (--keep)"
+                     + (": the container it creates stays" if owner == "absent" else ""))
     return lines
 
 

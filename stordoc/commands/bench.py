@@ -71,9 +71,11 @@ def _common(p: argparse.ArgumentParser, duration: float = 5.0) -> None:
     p.add_argument("--ops", type=OPS, help="stop a phase after this many operations")
     p.add_argument("--repeat", type=REPEAT, default=1,
                    help="repetitions (3+ give a run-level significance test)")
-    p.add_argument("--compare", nargs="?", const="", metavar="BASELINE", default=None,
-                   help="compare with earlier runs of the same fingerprint, or a named "
-                        "baseline")
+    p.add_argument("--compare", nargs="?", const="", metavar="BASELINE", default="",
+                   help="compare with a named baseline (default: with the last run of the "
+                        "same kind, target and parameters)")
+    p.add_argument("--no-compare", dest="compare", action="store_const", const=None,
+                   help="do not compare with an earlier run")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--chart", metavar="FILE", help="write a PNG chart to FILE")
     p.add_argument("--plot", action="store_true", help="draw a chart in the terminal")
@@ -280,19 +282,81 @@ def _fmt(v: Any, nd: int = 2) -> str:
     return "-" if v is None else f"{v:,.{nd}f}"
 
 
-def _results_table(results: Sequence[Any]) -> Table:
+# the result table's columns, widest layout first: (header, metric or attribute)
+_WIDE = (("id", "id"), ("workload", "workload"), ("rep", "rep"), ("ops/s", "ops_s"),
+         ("MB/s", "mb_s"), ("avg ms", "lat_avg_ms"), ("p50 ms", "lat_p50_ms"),
+         ("p90 ms", "lat_p90_ms"), ("p99 ms", "lat_p99_ms"), ("p99.9 ms", "lat_p999_ms"),
+         ("max ms", "lat_max_ms"), ("errors", "errors"), ("status", "status"))
+_NARROW = (("workload", "workload"), ("rep", "rep"), ("ops/s", "ops_s"), ("MB/s", "mb_s"),
+           ("avg ms", "lat_avg_ms"), ("p99 ms", "lat_p99_ms"), ("err", "errors"),
+           ("status", "status"))
+
+
+def _cell(r: Any, key: str) -> str:
+    from runbooks.bench.figures import FIGURES, figure
+
+    if key in FIGURES:
+        return figure(key, getattr(r, key))
+    if key == "id":
+        return str(r.id or "-")
+    if key == "group":
+        return str(r.group_id)
+    if key == "errors":
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted((r.error_kinds or {}).items()))
+        return str(r.errors) + (f" ({kinds})" if kinds else "")
+    return str(getattr(r, key))
+
+
+def _table(results: Sequence[Any], cols: Sequence[tuple[str, str]]) -> Table:
     from rich.table import Table
 
     t = Table(show_header=True, header_style="bold")
-    for col in ("id", "workload", "rep", "ops/s", "MB/s", "avg ms", "p50", "p90", "p99",
-                "p99.9", "max", "errors", "status"):
-        t.add_column(col, justify="right" if col not in ("workload", "status") else "left")
+    for head, key in cols:
+        t.add_column(head, justify="left" if key in ("workload", "status") else "right",
+                     no_wrap=True)
     for r in results:
-        t.add_row(str(r.id or "-"), r.workload, str(r.rep), _fmt(r.ops_s, 1), _fmt(r.mb_s),
-                  _fmt(r.lat_avg_ms), _fmt(r.lat_p50_ms), _fmt(r.lat_p90_ms),
-                  _fmt(r.lat_p99_ms), _fmt(r.lat_p999_ms), _fmt(r.lat_max_ms),
-                  str(r.errors) + (f" {r.error_kinds}" if r.error_kinds else ""), r.status)
+        t.add_row(*(_cell(r, key) for _, key in cols))
     return t
+
+
+def _fits(console: Any, t: Table) -> bool:
+    from rich.measure import Measurement
+
+    wide = console.options.update_width(10_000)  # the table's own width, unclamped
+    return Measurement.get(console, wide, t).maximum <= console.width
+
+
+def _vertical(results: Sequence[Any], cols: Sequence[tuple[str, str]]) -> list[str]:
+    """One block per result, key: value lines (a terminal too narrow for any table)."""
+    out = []
+    for r in results:
+        out.append(f"{r.workload} rep {r.rep} (id {r.id or '-'}, {r.status})")
+        for head, key in cols:
+            if key not in ("id", "workload", "rep", "status"):
+                out.append(f"  {head}: {_cell(r, key)}")
+    return out
+
+
+_HISTORY = (("id", "id"), ("group", "group"), ("kind", "kind"), ("engine", "engine"),
+            ("workload", "workload"), ("rep", "rep"), ("ops/s", "ops_s"), ("MB/s", "mb_s"),
+            ("avg ms", "lat_avg_ms"), ("p99 ms", "lat_p99_ms"), ("errors", "errors"),
+            ("status", "status"), ("fingerprint", "fingerprint"))
+_HISTORY_NARROW = (("id", "id"), ("group", "group"), ("workload", "workload"),
+                   ("rep", "rep"), ("ops/s", "ops_s"), ("MB/s", "mb_s"), ("p99 ms", "lat_p99_ms"),
+                   ("status", "status"))
+
+
+def results_view(console: Any, results: Sequence[Any],
+                 layouts: Sequence[Sequence[tuple[str, str]]] = ()) -> Table | list[str]:
+    """The result table that fits the terminal without cutting a cell: every column when
+    it fits, the main ones when not (units in the headers), else key: value lines. The
+    figures are ``figures.figure``'s, the ones the verdict quotes."""
+    layouts = layouts or (_WIDE, _NARROW)
+    for cols in layouts:
+        t = _table(results, cols)
+        if _fits(console, t):
+            return t
+    return _vertical(results, layouts[0])
 
 
 def _output(term: Terminal, api: Any, report: Any, a: argparse.Namespace,
@@ -307,7 +371,12 @@ def _output(term: Terminal, api: Any, report: Any, a: argparse.Namespace,
             d["chart"] = a.chart
         term.line(json.dumps(d, indent=2, default=str))
         return
-    console.print(_results_table(report.results))
+    view = results_view(console, report.results)
+    if isinstance(view, list):
+        for line in view:
+            console.print(line, markup=False)
+    else:
+        console.print(view)
     for r in report.results:
         if r.kind == "limits":
             console.print(_limits_line(r), markup=False)
@@ -347,7 +416,6 @@ def _limits_line(r: Any) -> str:
 
 
 def cmd_history(a: argparse.Namespace) -> int:
-    from rich.table import Table
 
     env = env_from_args(a)
     console = env.term.wide
@@ -356,15 +424,12 @@ def cmd_history(a: argparse.Namespace) -> int:
         if a.json:
             env.term.line(json.dumps([r.to_row() for r in rows], indent=2, default=str))
             return 0
-        t = Table(show_header=True, header_style="bold")
-        for col in ("id", "group", "kind", "engine", "workload", "rep", "ops/s", "MB/s",
-                    "avg ms", "p99 ms", "errors", "status", "fingerprint"):
-            t.add_column(col)
-        for r in rows:
-            t.add_row(str(r.id), r.group_id, r.kind, r.engine, r.workload, str(r.rep),
-                      _fmt(r.ops_s, 1), _fmt(r.mb_s), _fmt(r.lat_avg_ms), _fmt(r.lat_p99_ms),
-                      str(r.errors), r.status, r.fingerprint)
-        console.print(t)
+        view = results_view(console, rows, (_HISTORY, _HISTORY_NARROW))
+        if isinstance(view, list):
+            for line in view:
+                console.print(line, markup=False)
+        else:
+            console.print(view)
         return 0
     finally:
         env.close()

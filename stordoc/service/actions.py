@@ -168,7 +168,10 @@ def _summary(ctx: RunContext, rep: Any, lim: Any, compare: bool, baseline: str |
             rep.comparisons = found
             for c in found:
                 comps += c.lines()
-                verdicts.append((c.workload, Verdict(c.verdict)))
+                if c.has_baseline:  # none yet: no better/worse (this run is the baseline)
+                    verdicts.append((c.workload, Verdict(c.verdict)))
+            if found and not verdicts:
+                why_not = "no baseline yet; this run is the baseline"
         except Refused as e:
             if strict:
                 raise _refusal(e) from None

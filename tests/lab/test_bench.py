@@ -26,7 +26,34 @@ from runbooks.bench.api import BenchOptions, Refused
 from runbooks.bench.stats import steady_state
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 
-POOL = "stordoc-bench"
+POOL = "labtest-bench"  # named in the tests' settings: used as it is, never removed
+
+
+@pytest.fixture(scope="module")
+def named_pool(lab: Lab) -> Any:
+    """A pool the settings name ([bench] pool), made by the test (not by stordoc)."""
+    t = _ceph_target(lab)
+    with RadosIO(t) as io:
+        io.ensure_pool(POOL, wait_s=120)
+    yield POOL
+    with RadosIO(t) as io:
+        io.delete_pool(POOL)
+
+
+def _ceph_target(lab: Lab) -> Any:
+    from stordoc.env import Env
+    from stordoc.settings import load_settings
+
+    e = Env(load_settings(lab.config_path))
+    try:
+        return e.run_context(None, source="test").target.ceph
+    finally:
+        e.close()
+
+
+def _pools(ctx: Any) -> list[str]:
+    with RadosIO(ctx.target.ceph) as io:
+        return sorted(io.cluster.list_pools())
 
 
 def _poll(cond: Callable[[], bool], timeout: float, what: str) -> None:
@@ -39,8 +66,9 @@ def _poll(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 @pytest.fixture
-def ctx(env: Any, lab: Lab) -> Any:
+def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
     c = env.run_context(None, source="test")
+    c.bench_limits = {**c.bench_limits, "pool": named_pool}
 
     def clean() -> bool:  # a freshly started lab is still peering
         with RadosIO(c.target.ceph) as io:
@@ -148,13 +176,53 @@ def test_swift_mix_consistent_with_swift_bench_and_cleans_up(lab: Lab, ctx: Any)
     conn.close()
 
 
+def _images(ctx: Any) -> dict[str, list[str]]:
+    import rbd
+
+    out = {}
+    with RadosIO(ctx.target.ceph) as io:
+        for pool in io.cluster.list_pools():
+            ioctx = io.cluster.open_ioctx(pool)
+            try:
+                out[pool] = sorted(rbd.RBD().list(ioctx))
+            except rbd.Error:
+                out[pool] = []
+            finally:
+                ioctx.close()
+    return out
+
+
 @pytest.mark.release
 def test_rbd_fio_and_image_removed(ctx: Any) -> None:
     import rbd
 
-    rep = api.run_bench(ctx, "rbd", BenchOptions(modes=("randrw",), duration_s=2,
-                                                 concurrency=8, image_size=64 * 2**20))
-    assert rep.status == "ok", rep.message
+    # no pool named: the run makes one of its own, the plan says so, and afterwards the
+    # cluster's pools and RBD images are what they were (issue 27: a stordoc-bench pool
+    # left behind took the lab from 65 to 97 PGs)
+    own = ctx.bench_limits
+    ctx.bench_limits = {k: v for k, v in own.items() if k != "pool"}
+    pools_before, images_before = _pools(ctx), _images(ctx)
+    try:
+        o = BenchOptions(modes=("randrw",), duration_s=2, concurrency=8,
+                         image_size=64 * 2**20)
+        plan = api.plan_bench(ctx, "rbd", o)
+        assert any(line.startswith("creates pool stordoc-bench-<run>") for line in plan.steps)
+        assert plan.steps[-1] == "remove pool stordoc-bench-<run>"
+        rep = api.run_bench(ctx, "rbd", o)
+        assert rep.status == "ok", rep.message
+        assert rep.results[0].state["pool"]["size"] >= 1  # measured in its own pool
+        assert _pools(ctx) == pools_before
+        assert _images(ctx) == images_before
+        nat = api.run_bench(ctx, "rados", BenchOptions(duration_s=1, size=4096))
+        assert nat.status == "ok", nat.message
+        assert _pools(ctx) == pools_before
+        # the second run of the same kind is compared with the first (other pool name)
+        c = api.compare(ctx, api.run_bench(ctx, "rados", BenchOptions(duration_s=1,
+                                                                      size=4096)))[0]
+        assert c.has_baseline and nat.group_id in c.baseline, c.lines()
+        assert _pools(ctx) == pools_before
+    finally:
+        ctx.bench_limits = own
     r = rep.results[0]
     assert r.workload == "randrw 4K" and r.ops > 0 and r.errors == 0
     assert set(r.extra["per_dir"]) == {"read", "write"}

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from storage.rados_io import RadosIO
 
 pytestmark = pytest.mark.timeout(600)
 
-POOL = "stordoc-bench"
+POOL = "labtest-bench-multi"  # named in the tests' settings (named_pool)
 CLIENTS = ("node1", "node2", "node3")
 
 
@@ -45,9 +45,29 @@ def _poll(cond: Callable[[], bool], timeout: float, what: str, every: float = 0.
         time.sleep(every)
 
 
+@pytest.fixture(scope="module")
+def named_pool(lab: Lab) -> Iterator[str]:
+    """The pool the settings name ([bench] pool) for these runs, made by the test: the
+    tests look into it while a run goes (a run's own pool has a name of its own)."""
+    from stordoc.env import Env
+    from stordoc.settings import load_settings
+
+    e = Env(load_settings(lab.config_path))
+    t = e.run_context(None, source="test").target.ceph
+    e.close()
+    with RadosIO(t) as io:
+        io.ensure_pool(POOL, wait_s=120)
+        io.mon({"prefix": "osd pool application enable", "pool": POOL, "app": "rbd",
+                "yes_i_really_mean_it": True})
+    yield POOL
+    with RadosIO(t) as io:
+        io.delete_pool(POOL)
+
+
 @pytest.fixture
-def ctx(env: Any, lab: Lab) -> Any:
+def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
     c = env.run_context(None, source="test")
+    c.bench_limits = {**c.bench_limits, "pool": named_pool}
 
     def clean() -> bool:
         with RadosIO(c.target.ceph) as io:
@@ -69,6 +89,11 @@ def _objects(ctx: Any, prefix: str = "") -> list[str]:
                     if o.key.startswith(prefix or ("benchmark_data", "stordoc_rb_"))]
         finally:
             ioctx.close()
+
+
+def _pools(ctx: Any) -> list[str]:
+    with RadosIO(ctx.target.ceph) as io:
+        return sorted(io.cluster.list_pools())
 
 
 def _cmdlines() -> dict[int, str]:
@@ -287,6 +312,8 @@ def test_rbd_read_of_corrupted_block_fails_the_run(lab: Lab, ctx: Any) -> None:
 def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: str,
                                           extra: list[str]) -> None:
     before = set(_cmdlines())
+    pools_before = _pools(ctx)
+    # the CLI on the lab's settings names no pool: rados and rbd make their own
     p = _cli(lab, cfg, kind, "--clients", ",".join(CLIENTS), "--duration", "60", *extra)
     pattern = {"rados": r"rados .*bench 60 write", "rbd": r"fio --server=",
                "swift": r"python3 .*swift_mix\.py r1"}[kind]
@@ -313,6 +340,9 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     assert not [c for c in live.values() if "/tmp/stordoc-bench." in c]
     assert _objects(ctx) == [] and _images(ctx) == []
     assert _bench_containers(_swift(ctx)) == []
+    assert _pools(ctx) == pools_before  # the run's own pool removed after Ctrl-C too
+    if kind != "swift":
+        assert "creates pool stordoc-bench-<run>" in out + err
     from storage.journal import Journal
     from stordoc.settings import load_settings
     j = Journal(load_settings(cfg).journal)

@@ -103,11 +103,15 @@ def test_own_container_created_marked_and_removed(ctx: Any, swift: Any) -> None:
 
 
 def test_rados_and_rbd_leave_others_objects_and_images(ctx: Any) -> None:
+    """A stordoc-bench pool as an older stordoc left it, with someone's objects and an
+    image: runs in their own pools neither use nor remove it (the plan says it is there);
+    a run told to use it (--pool) removes only its own objects; afterwards the cluster's
+    pools are what they were."""
     import rbd
 
-    pool = ctx.target.ceph and "stordoc-bench"
-    api.run_bench(ctx, "rados", BenchOptions(duration_s=1, size=4096, concurrency=2))
+    pool = "stordoc-bench"
     with RadosIO(ctx.target.ceph) as io:
+        io.ensure_pool(pool, wait_s=120)  # as stordoc before issue 27 made and left it
         ioctx = io.cluster.open_ioctx(pool)
         try:  # someone's objects, even with stordoc's own name prefix, and an image
             for i in range(10):
@@ -116,33 +120,34 @@ def test_rados_and_rbd_leave_others_objects_and_images(ctx: Any) -> None:
             rbd.RBD().create(ioctx, "customer-image", 4 << 20)
         finally:
             ioctx.close()
+        pools_before = sorted(io.cluster.list_pools())
     try:
+        plan = api.plan_bench(ctx, "rados", BenchOptions(duration_s=1, size=4096))
+        assert any("pool stordoc-bench is there (left by an older stordoc): not used, not "
+                   "removed" in line for line in plan.steps), plan.steps
         for engine in ("native", "rados-bench"):
             rep = api.run_bench(ctx, "rados", BenchOptions(duration_s=1, size=4096,
                                                            concurrency=2, engine=engine))
             assert rep.status == "ok", rep.message
+        rep = api.run_bench(ctx, "rados", BenchOptions(duration_s=1, size=4096,
+                                                       concurrency=2, pool=pool))
+        assert rep.status == "ok", rep.message
         rep = api.run_bench(ctx, "rbd", BenchOptions(modes=("randwrite",), duration_s=1,
-                                                     image_size=16 << 20))
+                                                     image_size=16 << 20, pool=pool))
         assert rep.status == "ok", rep.message
         with RadosIO(ctx.target.ceph) as io:
+            assert sorted(io.cluster.list_pools()) == pools_before
             ioctx = io.cluster.open_ioctx(pool)
             try:
                 keys = {o.key for o in ioctx.list_objects()}
                 assert {f"stordoc_bench_foreign_{i}" for i in range(10)} <= keys
                 assert "customer-object" in keys
-                assert "customer-image" in rbd.RBD().list(ioctx)
+                assert rbd.RBD().list(ioctx) == ["customer-image"]
             finally:
                 ioctx.close()
     finally:
         with RadosIO(ctx.target.ceph) as io:
-            ioctx = io.cluster.open_ioctx(pool)
-            try:
-                for i in range(10):
-                    ioctx.remove_object(f"stordoc_bench_foreign_{i}")
-                ioctx.remove_object("customer-object")
-                rbd.RBD().remove(ioctx, "customer-image")
-            finally:
-                ioctx.close()
+            io.delete_pool(pool)
 
 
 def test_bench_without_yes_and_no_terminal_runs_nothing(lab: Lab, env: Any) -> None:

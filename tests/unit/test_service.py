@@ -249,15 +249,15 @@ def test_bench_option_values_never_pass_a_non_finite_number(d: dict[str, float])
     assert all(math.isfinite(v) for v in out.values() if isinstance(v, float))
 
 
-def _stored(env: CapturedEnv, group: str, ops: list[float]) -> None:
+def _stored(env: CapturedEnv, group: str, ops: list[float], workload: str = "write") -> None:
     from runbooks.bench.model import BenchResult, fingerprint_fields
     from storage.benchstore import BenchStore
 
-    fp = fingerprint_fields("octopus", "rados", "native", "write", "stordoc-bench", 4096, 16,
+    fp = fingerprint_fields("octopus", "rados", "native", workload, "stordoc-bench", 4096, 16,
                             "client1", ["16.2.15"])
     for rep, v in enumerate(ops, 1):
         BenchStore(env.journal).save(BenchResult(
-            cluster="octopus", kind="rados", engine="native", workload="write",
+            cluster="octopus", kind="rados", engine="native", workload=workload,
             group_id=group, rep=rep, params={"size": 4096}, started_at=1000.0 + rep,
             fingerprint_fields=fp, ops=int(v * 5), ops_s=v, mb_s=v * 4096 / 2**20,
             lat_avg_ms=16000 / v).to_row())
@@ -294,5 +294,15 @@ def test_stored_benchmarks_baselines_and_their_refusals(env: CapturedEnv) -> Non
     assert not same.slower
     with pytest.raises(ActionRefused, match="no baseline named 'nope'.*known: before"):
         acts.stored_bench("octopus", "g-slow", compare=True, baseline="nope")
+    # issue 27.5: without a name, the last other run of the same fingerprint, named
+    last = acts.stored_bench("octopus", "g-fast", compare=True)
+    assert "the last run of the same kind, target and parameters: g-slow" in \
+        last.comparisons[0] and last.verdicts == (("write", "faster"),)
+    assert "ops/s: 501.0 -> 1,001.0 ops/s (+99.8%)" in "\n".join(last.comparisons)
+    _stored(env, "g-alone", [100, 101, 99], workload="seq")  # nothing like it stored
+    alone = acts.stored_bench("octopus", "g-alone", compare=True)
+    assert alone.verdicts == () and not alone.slower
+    assert alone.no_comparison == "no baseline yet; this run is the baseline"
+    assert alone.comparisons[0].startswith("Compared (seq): no baseline yet")
     with pytest.raises(InvalidAction, match="no stored benchmark group"):
         acts.stored_bench("octopus", "g-nope")
