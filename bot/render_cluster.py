@@ -7,7 +7,7 @@ with their Fix buttons like everywhere else (``finding_blocks``).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.render_blocks import Reply, esc, header, paginate, sections_of
@@ -91,7 +91,13 @@ def cache_reply(cluster: str, ceph: CephState) -> Reply:
     return paginate(head, [header(head)] + sections_of("\n".join(lines)), head)
 
 
-def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
+def ring_reply(cluster: str, swift: SwiftState, kind: str | None,
+               names: Mapping[str, str] | None = None) -> Reply:
+    """Rings with each device as ``d2@node2`` (``names``: address -> configured host)
+    and its recon state (UNMOUNTED, MISSING, mounted 40%), then the servers."""
+    from checks.swift_names import device_name
+    from checks.swift_recon_values import ring_device_state
+
     rings = [r for r in swift.rings if kind is None or r.kind == kind]
     head = f"{cluster}: Swift " + (f"{kind} ring" if kind else f"{len(rings)} rings")
     lines = []
@@ -102,8 +108,10 @@ def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
                      f"min_part_hours {r.min_part_hours} balance {bal} dispersion {disp}"
                      + (f"\n    :warning: {esc(r.error)}" if r.error else ""))
         for d in r.devices:
-            lines.append(f"    `{esc(d.endpoint)}` z{d.zone} weight {d.weight:g} "
-                         f"parts {d.parts}")
+            st = ring_device_state(swift, r.kind, d)
+            state = f":red_circle: *{esc(st.text)}*" if st.bad else esc(st.text)
+            lines.append(f"    `{esc(device_name(d.device, d.ip, names))}` {state} · "
+                         f"z{d.zone} weight {d.weight:g} parts {d.parts}")
     if not lines:
         lines = [f"no {kind} ring" if kind else "no rings"]
     lines += server_lines(swift, kind)
