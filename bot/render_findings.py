@@ -40,8 +40,8 @@ def evidence_line(ev: Mapping[str, Any]) -> str:
     would drown the message."""
     parts = []
     for k, v in ev.items():
-        if k == "traceback" or isinstance(v, (dict, list, tuple)):
-            continue
+        if k == "traceback" or v is None or isinstance(v, (dict, list, tuple)):
+            continue  # nothing known is said by leaving the key out, never as "None"
         parts.append(f"{k}: `{esc(clip(str(v), 120))}`")
     return clip(" · ".join(parts), 1500)
 
