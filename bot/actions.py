@@ -394,9 +394,9 @@ class Actions(BotCore):
         until clean or 3 minutes."""
         from runbooks.aftermath import Aftermath
 
-        def show(am: Aftermath) -> None:
+        def show(am: Aftermath, prefix: str = "") -> None:
             icon = ":white_check_mark:" if am.clean else ":hourglass_flowing_sand:"
-            text = r.clip(f"{result}\n{icon} after the fix: {am.line}", 2900)
+            text = r.clip(f"{result}\n{icon} after the fix: {prefix}{am.line}", 2900)
             self.throttle.wait(where.channel)
             self.client.chat_update(channel=where.channel, ts=result_ts,
                                     text=self.redactor.text(text))
@@ -405,9 +405,7 @@ class Actions(BotCore):
             am = self.backend.actions.follow(b.cluster, b.runbook, show, self._closing,
                                              source="slack", timeout_s=180.0, interval_s=3.0)
             if am is not None and not am.clean and not self._closing.is_set():
-                show(Aftermath(False, am.num_pgs, am.unclean, am.inactive, am.states,
-                               am.events, am.eta_s, "still not clean after 3 minutes: "
-                               f"{am.line}"))
+                show(am, "still not clean after 3 minutes: ")
         except Exception as e:
             log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 

@@ -33,7 +33,8 @@ class ScriptedActions:
     """``Service.actions`` for one replayed plan: ``execute`` emits the events of a
     successful run step by step; ``follow`` reports peering, then clean."""
 
-    def __init__(self, real: Any, release: str = "pacific") -> None:
+    def __init__(self, real: Any, release: str = "pacific", settles: bool = True) -> None:
+        self.settles = settles
         self.real = real  # everything else (the runbook names, ...) is the real service's
         rp = replay(release, "swift-device-unmounted")
         ctx = RunContext("lab", rp.target, Journal(":memory:"), rp.thresholds, user="t")
@@ -73,6 +74,9 @@ class ScriptedActions:
                cancel: threading.Event, **kw: Any) -> Aftermath:
         peering = Aftermath(False, 64, 12, 12, {"peering": 12, "active+clean": 52})
         on_update(peering)
+        if not self.settles:  # still peering when the follow-up gives up
+            self.followed.set()
+            return peering
         clean = Aftermath(True, 64, 0, 0, {"active+clean": 64})
         on_update(clean)
         self.followed.set()
@@ -102,8 +106,8 @@ def final_texts(h: BotHarness, thread_ts: str) -> dict[str, str]:
     return out
 
 
-def test_a_fix_thread_is_progress_edited_in_place_and_one_result(h: BotHarness) -> None:
-    fake = ScriptedActions(h.bot.backend.actions)
+def run_fix(h: BotHarness, fake: ScriptedActions, done: str) -> tuple[Call, dict[str, str]]:
+    """Fix, Confirm, wait for the follow-up line ``done``: (the plan, thread texts)."""
     h.bot.backend.actions = fake  # type: ignore[assignment]
     h.slack.slash("fix swift-device-remount d2@node2", OPERATOR)
     plan = h.wait_post("Plan: swift-device-remount d2@node2", timeout=30)
@@ -114,10 +118,13 @@ def test_a_fix_thread_is_progress_edited_in_place_and_one_result(h: BotHarness) 
     h.fake.wait_for(lambda f: [c for c in f.of("chat.update") if c.params.get("ts") ==
                                plan_ts and "verification" in all_text(c)], 30)
     assert fake.followed.wait(30)
-    h.fake.wait_for(lambda f: [c for c in f.of("chat.update")
-                               if "after the fix:" in all_text(c)
-                               and "clean" in all_text(c)], 30)
-    texts = final_texts(h, plan_ts)
+    h.fake.wait_for(lambda f: [c for c in f.of("chat.update") if done in all_text(c)], 30)
+    return plan, final_texts(h, plan_ts)
+
+
+def test_a_fix_thread_is_progress_edited_in_place_and_one_result(h: BotHarness) -> None:
+    fake = ScriptedActions(h.bot.backend.actions)
+    _, texts = run_fix(h, fake, "after the fix: clean")
     # the thread: one progress message, one result (the plan is the parent)
     assert len(texts) == 2, list(texts.values())
     progress, result = texts.values()
@@ -206,3 +213,12 @@ def all_text_of(blocks: list[dict[str, Any]]) -> str:
         if isinstance(t, dict):
             out.append(str(t.get("text", "")))
     return "\n".join(out)
+
+
+def test_a_follow_up_that_gives_up_says_still_not_clean(h: BotHarness) -> None:
+    fake = ScriptedActions(h.bot.backend.actions, settles=False)
+    _, texts = run_fix(h, fake, "still not clean after 3 minutes")
+    assert len(texts) == 2
+    result = list(texts.values())[1]
+    assert "after the fix: still not clean after 3 minutes: peering: 12 of 64 PGs" in result
+    assert "unknown" not in result
