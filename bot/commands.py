@@ -361,8 +361,7 @@ class Commands(Actions):
                 lines.append("no active Alertmanager silence")
         now = time.time()
         for m in (m for m in self.backend.records.mutes(cluster) if m.active(now)):
-            lines.append(f"mute {m.code} {m.entity or '*'} until "
-                         f"{_utc(m.until)} by {m.by}: {m.reason}")
+            lines.append(r.mute_line(m, now))
         return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))
 
 

@@ -71,6 +71,13 @@ def _local_time(ts: float) -> str:
             f"{utc:%Y-%m-%d %H:%M} UTC>")
 
 
+def mute_line(m: Any, now: float) -> str:
+    """One active mute in words (``silences`` lists them beside Alertmanager's)."""
+    return (f":no_bell: {esc(m.what)}: muted by {_who(m.by)} for another "
+            f"{_span(m.until - now)} (until {_local_time(m.until)}): "
+            f"{esc(clip(m.reason or '-', 200))}")
+
+
 def mutes_reply(cluster: str, mutes: Sequence[Any], now: float) -> Reply:
     """``mute list``: one block per mute (what, who, until in words, the reason), the
     active ones first; ``mutes`` are ``storage.mutes.Mute``-like records."""

@@ -188,6 +188,12 @@ def test_mute_list_is_readable_blocks(h: BotHarness) -> None:
     assert "<!date^" in first and "UTC>" in first  # each reader's own time zone
     assert "> swapping the disk key=***" in first and "AQBsecret" not in text
     assert f"SWIFT_DEVICE_UNMOUNTED d2@node2: unmuted by <@{OPERATOR}>" in text
+    # `silences` lists the active mutes in the same words
+    h.slack.slash("silences", VIEWER)
+    listed = all_text(h.wait_post("silences and mutes", ("chat.postMessage",
+                                                         "chat.postEphemeral")))
+    assert f":no_bell: OSD_DOWN_OUT osd.1: muted by <@{OPERATOR}> for another" in listed
+    assert "SWIFT_DEVICE_UNMOUNTED" not in listed  # ended: not listed as active
 
 
 def test_ring_object_marks_the_unmounted_device(h: BotHarness) -> None:
