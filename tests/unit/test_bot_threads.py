@@ -210,6 +210,8 @@ def test_ring_object_marks_the_unmounted_device(h: BotHarness) -> None:
         others = [ln for ln in lines if "`d1@node1`" in ln or "`d3@node3`" in ln]
         assert others and all("mounted" in ln and "UNMOUNTED" not in ln for ln in others)
         assert not any("@127." in ln for ln in lines if ln.strip().startswith("`d"))
+        # each server on its configured host, its address beside it
+        assert any(ln.strip().startswith("object on node2 `127.0.0.3:") for ln in lines)
 
 
 def all_text_of(blocks: list[dict[str, Any]]) -> str:
