@@ -236,7 +236,7 @@ class Plan:
         if self.summary:
             out.append(f"  {self.summary}")
         if self.params:
-            out.append("Parameters: " + ", ".join(f"{k}={value_text(v)}"
+            out.append("Parameters: " + "; ".join(f"{k}={value_text(v)}"  # lists use ", "
                                                   for k, v in self.params.items()))
         if self.before_after:
             out.append("Changes (before -> after):")
