@@ -36,8 +36,9 @@ _ICONS = {EventKind.STEP_STARTED: ":arrow_forward:", EventKind.STEP_DONE: ":whit
 
 
 def describe_event(ev: RunEvent) -> str | None:
-    """One line for a runbook progress event (None for the plan, already on screen)."""
-    if ev.kind == EventKind.PLAN:
+    """One line for a runbook progress event; None for the plan (already on screen) and
+    for the outcome and verification verdict, which the one result message says."""
+    if ev.kind in (EventKind.PLAN, EventKind.DONE, EventKind.VERIFY_DONE):
         return None
     step = f"step {ev.index}: " if isinstance(ev.index, int) else ""
     if ev.kind == EventKind.STEP_STARTED:
@@ -127,6 +128,38 @@ class ThreadFeed:
                 self.sent.append(text)
             except Exception as e:  # progress is best effort; the audit has every step
                 log.warning("progress post failed: %s", e)
+
+
+class ProgressMessage:
+    """A run's progress as ONE thread message, edited in place (``chat.update``) as lines
+    arrive; the first line (who started it) always stays, older step lines give way to
+    newer ones when the message would pass Slack's size."""
+
+    LIMIT = 2900
+
+    def __init__(self, post: Callable[[str], str], update: Callable[[str, str], None]) -> None:
+        self._post = post
+        self._update = update
+        self.lines: list[str] = []
+        self.ts: str | None = None
+
+    def send(self, text: str) -> None:
+        self.lines.extend(text.splitlines())
+        body = self.text()
+        if self.ts is None:
+            self.ts = self._post(body)
+        else:
+            self._update(self.ts, body)
+
+    def text(self) -> str:
+        head, rest = self.lines[:1], self.lines[1:]
+        dropped = 0
+        while rest and len("\n".join(head + rest)) > self.LIMIT - 40:
+            rest = rest[1:]
+            dropped += 1
+        gap = [f"_({dropped} earlier line(s) not shown: the audit has every step)_"] \
+            if dropped else []
+        return r.clip("\n".join(head + gap + rest), self.LIMIT)
 
 
 class Actions(BotCore):
@@ -275,15 +308,22 @@ class Actions(BotCore):
              lines_block: list[r.Block]) -> None:
         thread = where.thread_ts or msg_ts
 
-        def send(text: str) -> None:
-            self.client.chat_postMessage(channel=where.channel, thread_ts=thread,
-                                         text=r.clip(self.redactor.text(text), 2900))
+        def post(text: str) -> str:
+            resp = self.client.chat_postMessage(channel=where.channel, thread_ts=thread,
+                                                text=self.redactor.text(text))
+            return str(resp.get("ts"))
 
-        feed = ThreadFeed(send, self.throttle, where.channel)
+        def update(ts: str, text: str) -> None:
+            self.client.chat_update(channel=where.channel, ts=ts,
+                                    text=self.redactor.text(text))
+
+        progress = ProgressMessage(post, update)
+        feed = ThreadFeed(progress.send, self.throttle, where.channel)
         feed.push(f":arrow_forward: `{b.runbook} {b.target}` started by <@{where.user}>")
         cancel = threading.Event()
         files: list[tuple[str, str, str]] = []
         ok = False
+        details: list[str] = []
         try:
             res = self.backend.actions.execute(
                 pv, where.user, lambda ev: _maybe(feed.push, describe_event(ev)), cancel,
@@ -297,16 +337,21 @@ class Actions(BotCore):
             if res.kind is PlanKind.BENCH:
                 verification, details = _bench_lines(res)
                 files = self._bench_chart(res, b.cluster)
-                for line in details:
-                    feed.push(line)
         except ActionRefused as e:
             status, verification = f":x: refused: {e}", "not run"
         except Exception as e:
             log.error("runbook failed: %s", self.redactor.text(_fmt_exc()))
             status = f":x: runbook error: {type(e).__name__}: {self.redactor.text(str(e))[:300]}"
             verification = "not verified"
-        feed.push(f"{status}\n*verification:* {verification}")
         feed.close()
+        label = "verdict" if is_bench(b.runbook) else "verification"
+        result = "\n".join([f"{status}", f"*{label}:* {verification}", *details])
+        self.throttle.wait(where.channel)
+        result_ts: str | None = None
+        try:  # the one result message of the run (a follow-up edits it, never adds one)
+            result_ts = post(r.clip(result, 2900))
+        except Exception as e:
+            log.warning("result post failed: %s", self.redactor.text(str(e))[:200])
         for path, name, title in files:
             try:
                 self.client.files_upload_v2(channel=where.channel, thread_ts=thread,
@@ -317,15 +362,14 @@ class Actions(BotCore):
                 Path(path).unlink(missing_ok=True)
         self._audit(where, b.cluster, "run", status[:100], f"{b.runbook} {b.target}")
         self.throttle.wait(where.channel)
-        label = "verdict" if is_bench(b.runbook) else "verification"
         closing = (f"{status} · {label}: {verification} · confirmed by "
                    f"<@{where.user}>, requested by <@{b.requested_by}>")
         self.client.chat_update(channel=where.channel, ts=msg_ts,
                                 text=r.clip(f"{head}: {status}", 2900),
                                 blocks=[r.header(head), *lines_block,
                                         r.context(r.clip(self.redactor.text(closing), 2900))])
-        if ok:
-            self._follow(where, thread, b)
+        if ok and result_ts is not None:
+            self._follow(where, result_ts, r.clip(result, 2000), b)
 
     def _bench_chart(self, rep: RunReport, cluster: str) -> list[tuple[str, str, str]]:
         """The benchmark's chart as a PNG for the thread (a bonus: figures are posted)."""
@@ -344,30 +388,24 @@ class Actions(BotCore):
         kind = b.report.kind
         return [(path, f"bench-{kind}-{b.group_id}.png", f"bench {kind} on {cluster}")]
 
-    def _follow(self, where: Where, thread: str, b: Button) -> None:
-        """After a successful OSD/pool fix: one thread message saying what the cluster
-        still does (peering, recovery, Ceph's ETA), updated until clean or 3 minutes."""
+    def _follow(self, where: Where, result_ts: str, result: str, b: Button) -> None:
+        """After a successful OSD/pool fix: what the cluster still does (peering,
+        recovery, Ceph's ETA), a line under the run's result message, updated in place
+        until clean or 3 minutes."""
         from runbooks.aftermath import Aftermath
-        ts: list[str] = []
 
-        def show(am: Aftermath) -> None:
+        def show(am: Aftermath, prefix: str = "") -> None:
             icon = ":white_check_mark:" if am.clean else ":hourglass_flowing_sand:"
-            text = r.clip(f"{icon} after the fix: {am.line}", 2900)
+            text = r.clip(f"{result}\n{icon} after the fix: {prefix}{am.line}", 2900)
             self.throttle.wait(where.channel)
-            if not ts:
-                resp = self.client.chat_postMessage(channel=where.channel,
-                                                    thread_ts=thread, text=text)
-                ts.append(str(resp.get("ts")))
-            else:
-                self.client.chat_update(channel=where.channel, ts=ts[0], text=text)
+            self.client.chat_update(channel=where.channel, ts=result_ts,
+                                    text=self.redactor.text(text))
 
         try:
             am = self.backend.actions.follow(b.cluster, b.runbook, show, self._closing,
                                              source="slack", timeout_s=180.0, interval_s=3.0)
             if am is not None and not am.clean and not self._closing.is_set():
-                show(Aftermath(False, am.num_pgs, am.unclean, am.inactive, am.states,
-                               am.events, am.eta_s, "still not clean after 3 minutes: "
-                               f"{am.line}"))
+                show(am, "still not clean after 3 minutes: ")
         except Exception as e:
             log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
 

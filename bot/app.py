@@ -53,7 +53,9 @@ class StordocBot(Commands):
         self.command = command
         self.ttl = button_ttl_s
         self.working_after_s = working_after_s
-        self.redactor = Redactor([bot_token, signing_secret, *secrets])
+        from bot.grammar_commands import grammar_words
+
+        self.redactor = Redactor([bot_token, signing_secret, *secrets], keep=grammar_words())
         self.signing_secret = signing_secret
         self.store = BotStore(backend.env.journal)
         kwargs: dict[str, Any] = {"token": bot_token}

@@ -134,12 +134,7 @@ class Commands(Actions):
         in the same journal table as the CLI's (storage/mutes.py)."""
         recs = self.backend.records
         if isinstance(cmd, g.MuteList):
-            now = time.time()
-            rows = [{"what": m.what, "state": "active" if m.active(now) else (
-                "removed" if m.removed_at else "expired"), "until": _utc(m.until),
-                "by": m.by, "reason": m.reason} for m in recs.mutes(cluster, 20)]
-            return r.rows_reply(f"{cluster}: mutes", rows,
-                                ("what", "state", "until", "by", "reason"))
+            return r.mutes_reply(cluster, recs.mutes(cluster, 20), time.time())
         if isinstance(cmd, g.Unmute):
             try:
                 gone = recs.unmute(cluster, cmd.code, cmd.entity, where.user)
@@ -267,7 +262,9 @@ class Commands(Actions):
         if out.snapshot.swift is None:
             raise BotError(f"Swift on {cluster} is not reachable: "
                            f"{out.snapshot.swift_error or 'no Swift configured'}")
-        return r.ring_reply(cluster, out.snapshot.swift, cmd.kind)
+        from checks.swift_names import host_names
+
+        return r.ring_reply(cluster, out.snapshot.swift, cmd.kind, host_names(out.snapshot))
 
     def _cmd_plan(self, where: Where, cluster: str, cmd: g.Plan | g.Fix) -> r.Reply:
         """``plan``/``fix RUNBOOK TARGET``: the plan; ``fix`` adds Confirm/Cancel."""
@@ -364,8 +361,7 @@ class Commands(Actions):
                 lines.append("no active Alertmanager silence")
         now = time.time()
         for m in (m for m in self.backend.records.mutes(cluster) if m.active(now)):
-            lines.append(f"mute {m.code} {m.entity or '*'} until "
-                         f"{_utc(m.until)} by {m.by}: {m.reason}")
+            lines.append(r.mute_line(m, now))
         return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))
 
 

@@ -161,3 +161,12 @@ USAGE: Mapping[str, str] = {
     "silences": "silences [--cluster C]  - active Alertmanager silences and stordoc mutes",
     "help": "help [COMMAND]  - this help",
 }
+
+
+def grammar_words() -> tuple[str, ...]:
+    """The ``name=placeholder`` words of the usage lines (``key=value``): the grammar's own
+    words, which a redactor must not take for a secret assignment."""
+    import re
+
+    return tuple(sorted({w for u in USAGE.values()
+                         for w in re.findall(r"[A-Za-z_-]+=[A-Za-z0-9_.-]+", u)}))

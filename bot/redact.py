@@ -17,14 +17,28 @@ _SLACK_TOKEN_RE = re.compile(r"\bx(?:ox[abposr]|app)-[A-Za-z0-9-]{6,}")
 
 
 class Redactor:
-    def __init__(self, secrets: Iterable[str | None]) -> None:
+    """``keep``: the bot's own words that only look like secrets (the grammar's
+    ``key=value`` placeholder in ``bench KIND [key=value ...]``): shown as they are."""
+
+    def __init__(self, secrets: Iterable[str | None], keep: Iterable[str] = ()) -> None:
         self.secrets = tuple(s for s in secrets if s and len(s) >= 4)
+        self.keep = tuple(sorted({k for k in keep if k and k not in self.secrets},
+                                 key=len, reverse=True))
 
     def text(self, s: str) -> str:
         for sec in sorted(self.secrets, key=len, reverse=True):
             s = s.replace(sec, REDACTED)
         s = _SLACK_TOKEN_RE.sub(REDACTED, s)
-        return redact(s, self.secrets)
+        held: dict[str, str] = {}
+        for i, word in enumerate(self.keep):  # out of the patterns' sight, then back
+            if word in s:
+                mark = f"\ue000{i}\ue001"
+                held[mark] = word
+                s = s.replace(word, mark)
+        s = redact(s, self.secrets)
+        for mark, word in held.items():
+            s = s.replace(mark, word)
+        return s
 
 
 class RedactingFilter(logging.Filter):

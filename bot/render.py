@@ -59,7 +59,14 @@ from bot.render_findings import (
     health_reply,
     incident_blocks,
 )
-from bot.render_runs import history_reply, plan_closed_blocks, plan_reply, rows_reply
+from bot.render_runs import (
+    history_reply,
+    mute_line,
+    mutes_reply,
+    plan_closed_blocks,
+    plan_reply,
+    rows_reply,
+)
 
 __all__ = [
     "MAX_ACTION_VALUE", "MAX_BLOCKS", "MAX_BUTTON_TEXT", "MAX_CONTEXT_ELEMENTS", "MAX_HEADER",
@@ -69,6 +76,6 @@ __all__ = [
     "divider", "error_reply", "esc", "evidence_line", "finding_blocks", "findings_reply",
     "header", "health_reply", "help_reply", "history_reply", "incident_blocks",
     "osd_reply", "osd_tree_reply", "paginate", "plan_closed_blocks", "plan_reply",
-    "pools_reply", "ring_reply", "rows_reply", "section", "sections_of", "server_lines",
+    "mute_line", "mutes_reply", "pools_reply", "ring_reply", "rows_reply", "section", "sections_of", "server_lines",
     "text_reply", "validate_blocks", "validate_message",
 ]

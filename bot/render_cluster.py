@@ -7,7 +7,7 @@ with their Fix buttons like everywhere else (``finding_blocks``).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.render_blocks import Reply, esc, header, paginate, sections_of
@@ -91,7 +91,13 @@ def cache_reply(cluster: str, ceph: CephState) -> Reply:
     return paginate(head, [header(head)] + sections_of("\n".join(lines)), head)
 
 
-def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
+def ring_reply(cluster: str, swift: SwiftState, kind: str | None,
+               names: Mapping[str, str] | None = None) -> Reply:
+    """Rings with each device as ``d2@node2`` (``names``: address -> configured host)
+    and its recon state (UNMOUNTED, MISSING, mounted 40%), then the servers."""
+    from checks.swift_names import device_name
+    from checks.swift_recon_values import ring_device_state
+
     rings = [r for r in swift.rings if kind is None or r.kind == kind]
     head = f"{cluster}: Swift " + (f"{kind} ring" if kind else f"{len(rings)} rings")
     lines = []
@@ -102,17 +108,21 @@ def ring_reply(cluster: str, swift: SwiftState, kind: str | None) -> Reply:
                      f"min_part_hours {r.min_part_hours} balance {bal} dispersion {disp}"
                      + (f"\n    :warning: {esc(r.error)}" if r.error else ""))
         for d in r.devices:
-            lines.append(f"    `{esc(d.endpoint)}` z{d.zone} weight {d.weight:g} "
-                         f"parts {d.parts}")
+            st = ring_device_state(swift, r.kind, d)
+            state = f":red_circle: *{esc(st.text)}*" if st.bad else esc(st.text)
+            lines.append(f"    `{esc(device_name(d.device, d.ip, names))}` {state} · "
+                         f"z{d.zone} weight {d.weight:g} parts {d.parts}")
     if not lines:
         lines = [f"no {kind} ring" if kind else "no rings"]
-    lines += server_lines(swift, kind)
+    lines += server_lines(swift, kind, names)
     return paginate(head, [header(head)] + sections_of("\n".join(lines)), head)
 
 
-def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
-    """Per storage server: state, replication age, async pendings, quarantines, fill; then
-    the dispersion figures (% of sampled copies found)."""
+def server_lines(swift: SwiftState, kind: str | None,
+                 names: Mapping[str, str] | None = None) -> list[str]:
+    """Per storage server (on its configured host, ``names``: address -> host): state,
+    replication age, async pendings, quarantines, fill; then the dispersion figures (%
+    of sampled copies found)."""
     from checks.swift_recon import server_summaries
 
     want = None if kind is None else ("object" if kind.startswith("object") else kind)
@@ -120,12 +130,13 @@ def server_lines(swift: SwiftState, kind: str | None) -> list[str]:
     for s in server_summaries(swift, swift.collected_at or time.time()):
         if want is not None and s.server != want:
             continue
+        on = f" on {esc(names[s.ip])}" if names and s.ip in names else ""
         if s.state != "ok":
-            out.append(f"    :red_circle: {s.server} `{s.endpoint}` {esc(s.state)}")
+            out.append(f"    :red_circle: {s.server}{on} `{s.endpoint}` {esc(s.state)}")
             continue
         rep = "never" if s.replication_age_s is None else human_age(s.replication_age_s) + \
             " ago"
-        out.append(f"    {s.server} `{s.endpoint}` replicated {rep}, async "
+        out.append(f"    {s.server}{on} `{s.endpoint}` replicated {rep}, async "
                    f"{'-' if s.async_pending is None else f'{s.async_pending:.0f}'}, "
                    f"quarantined {'-' if s.quarantined is None else f'{s.quarantined:.0f}'}, "
                    f"fill {'-' if s.fill_max is None else f'{s.fill_max:.0%}'}")

@@ -40,8 +40,8 @@ def evidence_line(ev: Mapping[str, Any]) -> str:
     would drown the message."""
     parts = []
     for k, v in ev.items():
-        if k == "traceback" or isinstance(v, (dict, list, tuple)):
-            continue
+        if k == "traceback" or v is None or isinstance(v, (dict, list, tuple)):
+            continue  # nothing known is said by leaving the key out, never as "None"
         parts.append(f"{k}: `{esc(clip(str(v), 120))}`")
     return clip(" · ".join(parts), 1500)
 
@@ -115,13 +115,16 @@ def health_reply(cluster: str, verdict: Verdict, incidents: Sequence[Incident],
     """`health`: stordoc's verdict and the top cause first, incidents each with one Fix,
     then Ceph's health as one fact, then every finding (no Fix on consequences)."""
     head = headline(cluster, verdict, incidents, len(findings))
-    blocks: list[Block] = [section(f"*{esc(head)}*")]
+    # the cause in one notification preview; the incident below says it whole
+    blocks: list[Block] = [section(f"*{esc(clip(head, 200))}*")]
     facts = []
     if ceph_health:
         facts.append(f"Ceph {ceph_health}")
     counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
-    facts.append(f"{len(findings)} findings ({counts[Severity.CRIT]} crit, "
-                 f"{counts[Severity.WARN]} warn)")
+    by_sev = ", ".join(f"{counts[s]} {s.label}" for s in (Severity.CRIT, Severity.WARN)
+                       if counts[s])
+    facts.append(f"{len(findings)} finding{'' if len(findings) == 1 else 's'}"
+                 + (f" ({by_sev})" if by_sev else ""))
     if note:
         facts.append(note)
     blocks.append(context(esc(" · ".join(facts))))

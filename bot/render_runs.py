@@ -6,6 +6,7 @@ message is closed afterwards with who did what (``plan_closed_blocks``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from bot.render_blocks import (
     esc,
     header,
     paginate,
+    section,
     sections_of,
 )
 
@@ -39,6 +41,70 @@ def rows_reply(title: str, rows: Sequence[Mapping[str, Any]], keys: Sequence[str
     lines = [" ".join(f"{k}={esc(clip(str(r.get(k)), 80))}" for k in keys if r.get(k)
                       is not None) for r in rows] or ["nothing recorded yet"]
     return paginate(title, [header(title)] + sections_of("\n".join(lines)), title)
+
+
+_SLACK_USER_RE = re.compile(r"[UW][A-Z0-9]{2,30}")
+
+
+def _who(by: str) -> str:
+    """A Slack user ID as a mention; anyone else (a CLI user) as plain text."""
+    return f"<@{by}>" if _SLACK_USER_RE.fullmatch(by or "") else esc(by or "?")
+
+
+def _span(seconds: float) -> str:
+    """``3 h 40 min``, ``2 days 3 h``, ``12 min``: a span in words."""
+    s = max(0, int(seconds))
+    d, h, m = s // 86400, s % 86400 // 3600, s % 3600 // 60
+    if d:
+        return f"{d} day{'s' if d > 1 else ''}" + (f" {h} h" if h else "")
+    if h:
+        return f"{h} h" + (f" {m} min" if m else "")
+    return f"{max(m, 1)} min" if s >= 60 else "less than a minute"
+
+
+def _local_time(ts: float) -> str:
+    """Slack's own date formatting: each reader sees it in their time zone."""
+    import datetime as dt
+
+    utc = dt.datetime.fromtimestamp(ts, dt.UTC)
+    return (f"<!date^{int(ts)}^{{date_short_pretty}} at {{time}}|"
+            f"{utc:%Y-%m-%d %H:%M} UTC>")
+
+
+def mute_line(m: Any, now: float) -> str:
+    """One active mute in words (``silences`` lists them beside Alertmanager's)."""
+    return (f":no_bell: {esc(m.what)}: muted by {_who(m.by)} for another "
+            f"{_span(m.until - now)} (until {_local_time(m.until)}): "
+            f"{esc(clip(m.reason or '-', 200))}")
+
+
+def mutes_reply(cluster: str, mutes: Sequence[Any], now: float) -> Reply:
+    """``mute list``: one block per mute (what, who, until in words, the reason), the
+    active ones first; ``mutes`` are ``storage.mutes.Mute``-like records."""
+    head = f"{cluster}: mutes"
+    active = [m for m in mutes if m.removed_at is None and m.until > now]
+    past = [m for m in mutes if m not in active]
+    blocks: list[Block] = [header(head)]
+    if not mutes:
+        blocks.append(section("no mutes recorded"))
+    for m in active:
+        blocks.append(section(
+            f":no_bell: *{esc(m.what)}*\nmuted by {_who(m.by)} for another "
+            f"{_span(m.until - now)} (until {_local_time(m.until)})\n"
+            f"> {esc(clip(m.reason or '(no reason given)', 500))}"))
+    if past:
+        lines = []
+        for m in past:
+            if m.removed_at is not None:
+                end = (f"unmuted by {_who(m.removed_by or '?')} "
+                       f"{_span(now - m.removed_at)} ago")
+            else:
+                end = f"expired {_span(now - m.until)} ago"
+            lines.append(f":bell: {esc(m.what)}: {end} (muted by {_who(m.by)}: "
+                         f"{esc(clip(m.reason or '-', 200))})")
+        blocks.append(context(f"{len(active)} active · {len(past)} ended"))
+        blocks.extend(sections_of("\n".join(lines)))
+    return paginate(head, blocks, head + f": {len(active)} active")
 
 
 def plan_reply(cluster: str, runbook: str, target: str, lines: Sequence[str],

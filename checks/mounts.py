@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from checks.hostdiag import OsdHostState, diagnose_osd, diagnose_swift_device
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from checks.swift_names import device_name
 from storage.model import ClusterSnapshot, HostFacts, OsdState, RingDevice
 
 OSD_CODES = (
@@ -203,16 +204,16 @@ def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Fi
     out: list[Finding] = []
     for (ip, dev), entries in sorted(devs.items()):
         entries.sort(key=lambda e: (_RING_PREF.get(e[0].split("-")[0], 3), e[0]))
-        kind, rd = entries[0]
-        entity = f"{kind} ring {rd.endpoint}"
+        rd = entries[0][1]
         hname = _host_name_for(snap, ip)
-        target = f"{dev}@{hname or ip}"
+        entity = target = device_name(dev, ip, {ip: hname} if hname else None)
         recon_says = sorted(f"{k}@{d.port}" for k, d in entries
                             if dev in recon_unmounted.get((d.ip, d.port), set()))
         recon_asked = any((d.ip, d.port) in recon_ok for _, d in entries)
         facts = snap.hosts.get(hname) if hname else None
         have_facts = facts is not None and facts.reachable and dev in facts.swift_dirs
         ev: dict[str, object] = {"host": hname, "ip": ip, "device": dev,
+                                 "ring_entry": rd.endpoint,
                                  "rings": sorted({k for k, _ in entries}),
                                  "recon_unmounted_on": recon_says}
         if have_facts:
@@ -254,6 +255,6 @@ def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Fi
         elif recon_says and recon_asked:
             out.append(Finding(
                 "SWIFT_DEVICE_UNMOUNTED", Severity.CRIT, entity,
-                f"recon on {ip} reports Swift device {dev} unmounted", ev,
+                f"recon on {hname or ip} reports Swift device {dev} unmounted", ev,
                 runbook="swift-device-remount", target=target))
     return out

@@ -8,10 +8,11 @@ missing: the server's own finding says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from checks.swift_names import device_name, host_names
 from storage.model import ClusterSnapshot, DispersionPart, SwiftState
 
 CODES = (
@@ -26,8 +27,10 @@ _CODE = {"object": "SWIFT_DISPERSION_OBJECT_COPIES",
          "container": "SWIFT_DISPERSION_CONTAINER_COPIES"}
 
 
-def part_findings(part: DispersionPart, ctx: CheckContext) -> list[Finding]:
-    """One finding per device that lacks copies (pure)."""
+def part_findings(part: DispersionPart, ctx: CheckContext,
+                  names: Mapping[str, str] | None = None) -> list[Finding]:
+    """One finding per device that lacks copies (pure). ``names``: address -> configured
+    host name (a device reads ``d2@node2``)."""
     th = ctx.thresholds
     pct = part.pct_found
     if pct is None or part.missing == 0:
@@ -43,15 +46,17 @@ def part_findings(part: DispersionPart, ctx: CheckContext) -> list[Finding]:
             f"{th.swift_dispersion_copies_crit_pct:g}%)")
     out: list[Finding] = []
     for (ip, port, device), n in sorted(part.missing_by_device().items()):
-        names = sorted({c.name for c in part.copies
+        objs = sorted({c.name for c in part.copies
                         if c.missing and (c.ip, c.port, c.device) == (ip, port, device)})
+        dev = device_name(device, ip, names)
         out.append(Finding(
-            _CODE[part.kind], sev, f"{part.kind} ring {device}@{ip}:{port}",
-            f"{head}: {device}@{ip}:{port} lacks {n} cop{'y' if n == 1 else 'ies'}"
+            _CODE[part.kind], sev, f"{part.kind} ring {dev}",
+            f"{head}: {dev} lacks {n} cop{'y' if n == 1 else 'ies'}"
             + (f"; {len(lost)} {part.kind}(s) have no copy left" if lost else ""),
             {"pct_found": round(pct, 2), "found": part.found, "missing": part.missing,
              "errors": part.errors, "sampled": part.sampled, "device_missing": n,
-             "names": names[:20], "lost": lost[:20],
+             "names": objs[:20], "lost": lost[:20],
+             "ring_entry": f"{device}@{ip}:{port}",
              "warn_pct": th.swift_dispersion_copies_warn_pct,
              "crit_pct": th.swift_dispersion_copies_crit_pct}))
     return out
@@ -67,7 +72,7 @@ def swift_dispersion(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
     out: list[Finding] = []
     for part in (d.objects, d.containers):
         if part is not None:
-            out.extend(part_findings(part, ctx))
+            out.extend(part_findings(part, ctx, host_names(snap)))
     return out
 
 

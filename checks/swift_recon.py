@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from checks.swift_names import device_name, host_names
 from checks.swift_recon_values import (
     SERVER_PREF,
     age_h,
@@ -176,9 +177,11 @@ def _sweep_findings(r: ReconHost, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
+def fill_findings(sw: SwiftState, ctx: CheckContext,
+                  names: Mapping[str, str] | None = None) -> list[Finding]:
     """Per ring device fill from recon diskusage (the object server's report preferred),
-    and the spread between the devices of each ring."""
+    and the spread between the devices of each ring. ``names``: address -> configured
+    host name (a device reads ``d2@node2``)."""
     th = ctx.thresholds
     usage: dict[tuple[str, str], tuple[float, dict[str, object]]] = {}
     for r in sorted(sw.recon, key=lambda h: SERVER_PREF.get(h.server, 3)):
@@ -198,16 +201,17 @@ def fill_findings(sw: SwiftState, ctx: CheckContext) -> list[Finding]:
             if got is None:
                 continue
             fill, ev = got
-            ent = f"{ring.kind} ring {d.endpoint}"
+            ent = device_name(d.device, d.ip, names)
             fills.append((fill, ent))
             if fill >= th.swift_fill_warn and (d.ip, d.device) not in seen:
                 seen.add((d.ip, d.device))
                 crit = fill >= th.swift_fill_crit
                 out.append(Finding(
                     "SWIFT_DEVICE_FULL", Severity.CRIT if crit else Severity.WARN, ent,
-                    f"Swift device {d.device} on {d.ip} is {fill:.0%} full (warn "
+                    f"Swift device {ent} is {fill:.0%} full (warn "
                     f"{th.swift_fill_warn:.0%}, crit {th.swift_fill_crit:.0%})",
                     dict(ev, fill=round(fill, 4), device=d.device, ip=d.ip,
+                         ring_entry=d.endpoint,
                          warn=th.swift_fill_warn, crit=th.swift_fill_crit)))
         devset = frozenset((d.ip, d.device) for d in ring.devices)
         if len(fills) >= 2 and devset not in spread_seen:
@@ -322,5 +326,5 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
             out.extend(replicator_findings(r, snap, ctx.now or time.time()))
             out.extend(idle_findings(r, snap, ctx))
             nodes.add(r.ip)
-    out.extend(fill_findings(sw, ctx))
+    out.extend(fill_findings(sw, ctx, host_names(snap)))
     return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from checks.swift_servers import server_entity
 from storage.model import QUARANTINE_KINDS as QUARANTINE_KINDS
-from storage.model import ReconHost, SwiftState
+from storage.model import ReconHost, RingDevice, SwiftState
 from storage.model import Replication as Replication
 from storage.swift_recon_parse import num as num
 
@@ -95,3 +95,38 @@ def server_summaries(sw: SwiftState, now: float) -> list[ServerSummary]:
             quarantined=sum(v or 0.0 for _, v in q.by_kind()) if q is not None else None,
             fill_max=max(fills) if fills else None))
     return out
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """What recon says of one ring device: ``UNMOUNTED``, ``MISSING`` (not in recon's
+    diskusage), ``mounted 40%``, ``no recon``, ``recon error: ...``; ``bad`` when the
+    device cannot serve (unmounted or missing)."""
+
+    text: str
+    bad: bool = False
+    unknown: bool = False
+
+
+def ring_device_state(sw: SwiftState, ring_kind: str, d: RingDevice) -> DeviceState:
+    """The recon state of device ``d`` of ring ``ring_kind`` (pure): the server of that
+    ring kind on the device's ip:port, else any of that kind on the ip."""
+    server = "object" if ring_kind.startswith("object") else ring_kind
+    host = next((h for h in sw.recon if h.ip == d.ip and h.port == d.port
+                 and h.server == server), None)
+    if host is None:
+        host = next((h for h in sw.recon if h.ip == d.ip and h.server == server), None)
+    if host is None:
+        return DeviceState("no recon", unknown=True)
+    if d.device in host.unmounted:
+        return DeviceState("UNMOUNTED", bad=True)
+    if host.error:
+        return DeviceState(f"recon error: {host.error}"[:60], unknown=True)
+    du = next((u for u in host.diskusage if u.device == d.device), None)
+    if du is None:
+        return DeviceState("MISSING", bad=True)
+    if du.error:
+        return DeviceState(f"recon: {du.error}"[:60], unknown=True)
+    if not du.mounted:
+        return DeviceState("UNMOUNTED", bad=True)
+    return DeviceState(f"mounted {100.0 * du.fill:.0f}%" if du.fill is not None else "mounted")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from checks.swift_names import device_name, host_names
 from storage.model import ClusterSnapshot, RingState
 
 RB = "swift-ring-rebalance"
@@ -54,8 +55,10 @@ def _entity(ring: RingState) -> str:
     return f"{ring.kind} ring"
 
 
-def ring_findings(ring: RingState, ctx: CheckContext) -> list[Finding]:
-    """Offline findings of one ring (pure; also used by the TUI's ring screen)."""
+def ring_findings(ring: RingState, ctx: CheckContext,
+                  names: Mapping[str, str] | None = None) -> list[Finding]:
+    """Offline findings of one ring (pure; also used by the TUI's ring screen). ``names``:
+    address -> configured host name, so a device reads ``d2@node2``."""
     th = ctx.thresholds
     ent = _entity(ring)
     out: list[Finding] = []
@@ -122,20 +125,21 @@ def ring_findings(ring: RingState, ctx: CheckContext) -> list[Finding]:
             {"dispersion": round(ring.dispersion, 2), "max": th.swift_dispersion_max},
             runbook=RB, target=ring.kind))
     for d in ring.devices:
-        dent = f"{ring.kind} ring {d.endpoint}"
+        name = device_name(d.device, d.ip, names)
+        dent = f"{ring.kind} ring {name}"
         dev_ev = {"id": d.id, "zone": d.zone, "region": d.region, "weight": d.weight,
-                  "parts": d.parts}
+                  "parts": d.parts, "ring_entry": d.endpoint}
         if d.weight <= 0:
             out.append(Finding(
                 "SWIFT_DEVICE_ZERO_WEIGHT", Severity.INFO, dent,
-                f"{d.endpoint} has weight 0 in the {ring.kind} ring"
+                f"{name} has weight 0 in the {ring.kind} ring"
                 + (f" and still holds {d.parts} partitions (draining)" if d.parts
                    else " and holds nothing: it can be removed"), dev_ev))
         elif d.parts == 0 and ring.ring_path is not None:
             wants_rebalance = True
             out.append(Finding(
                 "SWIFT_DEVICE_NO_PARTITIONS", Severity.WARN, dent,
-                f"{d.endpoint} has weight {d.weight:g} but no partitions in the {ring.kind} "
+                f"{name} has weight {d.weight:g} but no partitions in the {ring.kind} "
                 "ring", dev_ev, runbook=RB, target=ring.kind))
     if ring.ring_path and ring.builder_path and ring.builder_matches_ring is False:
         wants_rebalance = True
@@ -201,8 +205,9 @@ def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
     assert sw is not None
     out: list[Finding] = []
+    names = host_names(snap)
     for ring in sw.rings:
-        out.extend(ring_findings(ring, ctx))
+        out.extend(ring_findings(ring, ctx, names))
     local = {os.path.basename(p): m for p, m in sw.local_ring_md5.items()}
     matches = {f"{r.kind}.ring.gz": r.builder_matches_ring for r in sw.rings}
     confs: dict[str, list[str]] = {}

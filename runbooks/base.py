@@ -63,8 +63,9 @@ class Draft:
         return self._add(title, host, HostOp(host, tuple(argv)), timeout_s, None)
 
     def wait(self, title: str, describe: str, probe: Probe, timeout_s: float | None = None,
-             interval_s: float = 1.0) -> int:
-        return self._add(title, "ceph", WaitOp(describe, probe, interval_s), timeout_s, None)
+             interval_s: float = 1.0, where: str = "ceph") -> int:
+        """``where``: what is asked ("ceph", or "swift" for a wait on Swift's recon)."""
+        return self._add(title, where, WaitOp(describe, probe, interval_s), timeout_s, None)
 
     def local(self, title: str, describe: str, fn: Probe,
               timeout_s: float | None = None) -> int:

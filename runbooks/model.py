@@ -197,6 +197,20 @@ class PlannedStep:
         return d
 
 
+def value_text(v: object) -> str:
+    """A plan value for a person, never a Python repr: a list as ``a, b``, a mapping as
+    ``k v`` pairs, nothing as ``-``."""
+    if v is None:
+        return "-"
+    if isinstance(v, Mapping):
+        return " ".join(f"{k} {value_text(x)}" for k, x in v.items()) or "-"
+    if isinstance(v, (list, tuple, set, frozenset)):
+        items = sorted(v, key=str) if isinstance(v, (set, frozenset)) else v
+        sep = "; " if any(isinstance(x, Mapping) for x in items) else ", "
+        return sep.join(value_text(x) for x in items) or "none"
+    return str(v)
+
+
 @dataclass(frozen=True)
 class Plan:
     runbook: str
@@ -222,11 +236,12 @@ class Plan:
         if self.summary:
             out.append(f"  {self.summary}")
         if self.params:
-            out.append("Parameters: " + ", ".join(f"{k}={v}" for k, v in self.params.items()))
+            out.append("Parameters: " + "; ".join(f"{k}={value_text(v)}"  # lists use ", "
+                                                  for k, v in self.params.items()))
         if self.before_after:
             out.append("Changes (before -> after):")
             for k, (b, a) in self.before_after.items():
-                out.append(f"  {k}: {b} -> {a}")
+                out.append(f"  {k}: {value_text(b)} -> {value_text(a)}")
         out.append("Steps:")
         for s in self.steps:
             extra = f" (cleanup of step {s.cleanup_of}: runs even after a failure)" \

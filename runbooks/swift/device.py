@@ -106,9 +106,9 @@ class SwiftDeviceRemount(Runbook):
         d.wait(f"wait until recon no longer lists {dev}",
                "GET " + " ".join(f"http://{ip}:{port}/recon/unmounted"
                                  for ip, port, _ in endpoints),
-               recon_probe(endpoints, dev, timeout))
+               recon_probe(endpoints, dev, timeout), where="swift")
         d.verify_codes = ("SWIFT_DEVICE_UNMOUNTED", "SWIFT_DEVICE_NO_DIR")
-        d.verify_entities = tuple(f"{k} ring {rd.endpoint}" for k, rd in ring_devs)
+        d.verify_entities = (f"{dev}@{ht.name}",)
         d.verify_host_facts = True
 
 

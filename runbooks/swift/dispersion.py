@@ -3,6 +3,7 @@ can sample whether every copy exists."""
 
 from __future__ import annotations
 
+from checks.swift_names import device_name, host_names
 from runbooks.base import Draft, Runbook, register
 from runbooks.model import Refused, RunbookInfo, StepEnv
 from runbooks.swift.common import need_swift
@@ -74,6 +75,8 @@ class SwiftDispersionPopulate(Runbook):
                 f"{OBJECT_PREFIX}0..{objects - 1} (only those missing); swift post "
                 f"{CONTAINER_PREFIX}0..{containers - 1}", run)
         d.verify_codes = DISPERSION_CODES
-        d.verify_entities = tuple(f"{r.kind} ring {dev.endpoint}" for r in (
-            snap.swift.rings if snap.swift else ()) if r.kind in ("object", "container")
-            for dev in r.devices)
+        names = host_names(snap)
+        rings = snap.swift.rings if snap.swift else ()
+        d.verify_entities = tuple(f"{r.kind} ring {device_name(dev.device, dev.ip, names)}"
+                                  for r in rings if r.kind in ("object", "container")
+                                  for dev in r.devices)

@@ -66,7 +66,7 @@ class SwiftReplicatorStart(Runbook):
         d.wait(f"wait until recon reports a {server} replication pass after now",
                "GET " + " ".join(f"http://{ip}:{p}/recon/replication/{server}"
                                  for ip, p, _ in endpoints),
-               replication_pass_probe(endpoints, now, timeout))
+               replication_pass_probe(endpoints, now, timeout), where="swift")
         d.verify_codes = ("SWIFT_REPLICATOR_NOT_RUNNING", "SWIFT_REPLICATION_STALE",
                           "SWIFT_REPLICATION_NEVER")
         d.verify_entities = tuple(f"{server} server {ip}:{p}" for ip, p, _ in endpoints)

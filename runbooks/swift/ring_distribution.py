@@ -177,7 +177,7 @@ def plan_distribution(d: Draft, snap: ClusterSnapshot, kind: str, local: str,
     timeout = d.ctx.target.swift.recon_timeout_s if d.ctx.target.swift else 5.0
     d.wait(f"wait until every server's recon reports the new {file_name}",
            "GET " + " ".join(f"http://{ip}:{p}/recon/ringmd5" for ip, p, _ in endpoints),
-           ring_md5_probe(endpoints, local, file_name, timeout))
+           ring_md5_probe(endpoints, local, file_name, timeout), where="swift")
     d.params.setdefault("distribution", []).extend(
         {"host": x.host, "path": x.path, "md5_before": x.md5} for x in dests)
     return [f"{kind} ring {ip}:{p}" for ip, p, _ in endpoints]

@@ -64,7 +64,7 @@ class SwiftServerStart(Runbook):
         timeout = d.ctx.target.swift.recon_timeout_s if d.ctx.target.swift else 5.0
         d.wait(f"wait until the {server} server answers recon",
                "GET " + " ".join(f"http://{ip}:{p}/recon/unmounted" for ip, p, _ in endpoints),
-               recon_answers_probe(endpoints, timeout))
+               recon_answers_probe(endpoints, timeout), where="swift")
         d.verify_codes = ("SWIFT_SERVER_DOWN", "SWIFT_SERVER_TIMEOUT")
         d.verify_entities = tuple(f"{server} server {ip}:{p}" for ip, p, _ in endpoints)
         d.verify_host_facts = True

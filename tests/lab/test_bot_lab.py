@@ -75,7 +75,7 @@ def test_fix_button_flow_end_to_end(h: BotHarness, lab: Lab, osd1_unmounted: Non
                                         and "verification" in all_text(c)], 300)[0]
     assert ":white_check_mark:" in all_text(closed), all_text(closed)
     thread = [c for c in h.posts() if c.params.get("thread_ts") == plan_ts]
-    assert len(thread) >= 3  # started, steps, verification
+    assert len(thread) == 2  # progress (edited in place as steps run) and the one result
     assert any("verification" in all_text(c) for c in thread)
     # then the truth after the fix: what the cluster still does, until clean
     h.fake.wait_for(lambda f: [c for c in f.of("chat.postMessage", "chat.update")

@@ -79,7 +79,7 @@ CASES: tuple[Case, ...] = (
     Case("pool-few-pgs", "pool-few-pgs", {}, "POOL_PG_NUM_LOW", "pool lab-fewpg",
          "stordoc fix pool-pg-num lab-fewpg", 1),
     Case("swift-device-unmounted", "swift-device-unmounted", {"device": "d2"},
-         "SWIFT_DEVICE_UNMOUNTED", "object ring d2@127.0.0.3:<object>",
+         "SWIFT_DEVICE_UNMOUNTED", "d2@node2",
          "stordoc fix swift-device-remount d2@node2", 2, heal_kwargs={"device": "d2"}),
     # a saved snapshot never plans the rebalance (its plan loads the builder file, a
     # pickle): the incident says to plan it live, which test_runbooks.py does
@@ -93,7 +93,7 @@ CASES: tuple[Case, ...] = (
          "SWIFT_SERVER_DOWN", "object server 127.0.0.2:<object>",
          "stordoc fix swift-server-start object@node1", 2, heal_kwargs={"server": "object"}),
     Case("swift-device-full", "swift-device-full", {"device": "d2"}, "SWIFT_DEVICE_FULL",
-         "object ring d2@127.0.0.3:<object>", "", 1, heal_kwargs={"device": "d2"}),
+         "d2@node2", "", 1, heal_kwargs={"device": "d2"}),
     Case("swift-quarantine", "swift-quarantine", {}, "SWIFT_QUARANTINE_GROWTH",
          "object server 127.0.0.2:<object>", "", 1, prepare=("journal-baseline",)),
     Case("swift-async-pending", "swift-async-pending", {}, "SWIFT_SERVER_DOWN",

@@ -127,7 +127,7 @@ def test_swift_device_unmounted_host_and_recon_agree(tmp_path: Path) -> None:
     f2 = facts_of("swift-d2-unmounted-node2")
     f = mount_findings(snap("swift-d2-unmounted", {"node2": f2}, sw))
     assert [(x.code, x.entity, x.target, x.runbook) for x in f] == [
-        ("SWIFT_DEVICE_UNMOUNTED", "object ring d2@127.0.0.3:17413", "d2@node2",
+        ("SWIFT_DEVICE_UNMOUNTED", "d2@node2", "d2@node2",
          "swift-device-remount")]
     ev = f[0].evidence
     assert ev["dir_exists"] is True and ev["remount_safe"] is True
@@ -149,8 +149,8 @@ def test_swift_device_without_dir_and_commented_fstab(tmp_path: Path) -> None:
     f2 = facts_of("nodir-commented-node2")
     f = mount_findings(snap("healthy", {"node2": f2}, sw))
     assert sorted((x.code, x.entity, x.target) for x in f) == [
-        ("SWIFT_DEVICE_NO_DIR", "object ring d9@127.0.0.3:17413", "d9@node2"),
-        ("SWIFT_FSTAB_DISABLED", "object ring d2@127.0.0.3:17413", "d2@node2")]
+        ("SWIFT_DEVICE_NO_DIR", "d9@node2", "d9@node2"),
+        ("SWIFT_FSTAB_DISABLED", "d2@node2", "d2@node2")]
 
 
 def test_swift_io_errors(tmp_path: Path) -> None:

@@ -108,10 +108,17 @@ def test_zero_weight_device_and_weighted_device_without_partitions(tmp_path: Pat
     r = read_ring(str(tmp_path), "object")
     f = ring_findings(r, CheckContext(now=0.0))
     by = {(x.code, x.entity): x for x in f}
-    z = by[("SWIFT_DEVICE_ZERO_WEIGHT", "object ring d4@127.0.0.2:6200")]
+    z = by[("SWIFT_DEVICE_ZERO_WEIGHT", "object ring d4@127.0.0.2")]
     assert z.severity.label == "info" and z.evidence["parts"] > 0
-    n = by[("SWIFT_DEVICE_NO_PARTITIONS", "object ring d5@127.0.0.3:6200")]
+    n = by[("SWIFT_DEVICE_NO_PARTITIONS", "object ring d5@127.0.0.3")]
     assert n.runbook == "swift-ring-rebalance" and n.target == "object"
+    # with the settings' host names: one spelling per device, the ring entry as evidence
+    named = {x.code: x for x in ring_findings(r, CheckContext(now=0.0),
+                                              {"127.0.0.2": "node1", "127.0.0.3": "node2"})}
+    z = named["SWIFT_DEVICE_ZERO_WEIGHT"]
+    assert z.entity == "object ring d4@node1" and z.message.startswith("d4@node1 has weight 0")
+    assert z.evidence["ring_entry"] == "d4@127.0.0.2:6200"
+    assert named["SWIFT_DEVICE_NO_PARTITIONS"].entity == "object ring d5@node2"
     assert r.builder_matches_ring is True  # ring written from this very builder
 
 
@@ -146,7 +153,7 @@ def test_recon_only_unmounted_without_host_facts(tmp_path: Path) -> None:
     st = swift_state("d2-unmounted", tmp_path)
     f = check(st)
     assert [(x.code, x.entity, x.target, x.runbook) for x in f] == [
-        ("SWIFT_DEVICE_UNMOUNTED", "object ring d2@127.0.0.3:17413", "d2@127.0.0.3",
+        ("SWIFT_DEVICE_UNMOUNTED", "d2@127.0.0.3", "d2@127.0.0.3",
          "swift-device-remount")]
     assert sorted(f[0].evidence["recon_unmounted_on"]) == [
         "account@17411", "container@17412", "object@17413"]

@@ -97,7 +97,7 @@ def test_swift_servers_of_one_kind_are_one_incident_and_async_pendings_fold() ->
 
 def test_replication_failures_towards_an_unmounted_device_fold_into_it() -> None:
     """Every other node's replicator fails towards a device that answers 507: one cause."""
-    fs = [F("SWIFT_DEVICE_UNMOUNTED", "object ring d2@127.0.0.3:6200", Severity.CRIT,
+    fs = [F("SWIFT_DEVICE_UNMOUNTED", "d2@node2", Severity.CRIT,
             ip="127.0.0.3", device="d2")]
     fs += [F("SWIFT_REPLICATION_FAILURES", f"{k} server 127.0.0.{n}:{p}", failures=40)
            for n in (2, 4) for k, p in (("object", 6200), ("container", 6201))]

@@ -63,7 +63,7 @@ def test_missing_copy_names_the_device_and_percentage() -> None:
     ctx = CheckContext(Thresholds(), 0.0)
     (f,) = part_findings(part, ctx)
     assert f.code == "SWIFT_DISPERSION_OBJECT_COPIES" and f.severity.label == "warn"
-    assert f.entity == "object ring d3@127.0.0.3:6200"
+    assert f.entity == "object ring d3@127.0.0.3"  # no host configured: its address
     assert "91.7% of copies found (11 of 12" in f.message and "lacks 1 copy" in f.message
     assert f.evidence["names"] == ["o3"]
     # below the crit percentage

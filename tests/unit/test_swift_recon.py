@@ -115,7 +115,7 @@ def test_device_fill_names_the_ring_device_and_spread() -> None:
                   for ip in ("127.0.0.2", "127.0.0.3"))
     sw = SwiftState(rings, recon, collected_at=NOW)
     fs = fill_findings(sw, CheckContext(T, NOW))
-    assert codes(fs) == [("SWIFT_DEVICE_FULL", "crit", "object ring d2@127.0.0.3:6200"),
+    assert codes(fs) == [("SWIFT_DEVICE_FULL", "crit", "d2@127.0.0.3"),
                          ("SWIFT_FILL_SPREAD", "warn", "object ring")]
     assert "93% full" in fs[0].message
 

@@ -150,7 +150,7 @@ def broken_findings() -> tuple[Finding, ...]:
                 "dirty 0.80 <= dirty_high 0.90 <= full 0.50 does not hold",
                 {"dirty": 0.8, "dirty_high": 0.9, "full": 0.5}, "cache-tier-tune",
                 "lab-cache"),
-        Finding("SWIFT_DEVICE_UNMOUNTED", Severity.CRIT, "object ring d2@127.0.0.3:6200",
+        Finding("SWIFT_DEVICE_UNMOUNTED", Severity.CRIT, "d2@node2",
                 "Swift device d2 on node2 is not mounted", {"host": "node2"},
                 "swift-device-remount", "d2@node2"),
         Finding("CACHE_TIER_DEPRECATED", Severity.INFO, "pool lab-cache",
