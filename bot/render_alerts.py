@@ -24,10 +24,11 @@ def alert_incident_blocks(cluster: str, inc: Incident, why: str,
     """Cause, evidence, impact, the next step with its Fix button (``fix_token``, given
     when the incident has a next step) or what to do by hand, and what it explains."""
     root = inc.root
-    icon = SEV_ICON.get(inc.severity, "")
+    icon = SEV_ICON.get(root.severity, "")  # the root's own severity, as everywhere
+    imp = f"impact ({inc.severity.label})" if inc.escalated else "impact"
     blocks: list[Block] = [header(f"{why} on {cluster}")]
     txt = (f"{icon} *Cause:* *{esc(root.entity)}* `{root.code}`\n{esc(root.message)}"
-           f"\n_impact:_ {esc(inc.impact)}")
+           f"\n_{imp}:_ {esc(inc.impact)}")
     acc = None
     if inc.next_step is not None:
         ns = inc.next_step

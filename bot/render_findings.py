@@ -92,9 +92,13 @@ IncidentTokenFn = Callable[[Incident], "str | None"]
 
 def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
     """One incident: the cause, its impact, what it explains, one next step (Fix)."""
-    txt = (f"{SEV_ICON[inc.severity]} *{n}. {esc(inc.root.code)}* `{esc(inc.root.entity)}`"
+    # the root keeps its own severity everywhere; an incident worse than its root (PGs
+    # blocking client I/O under a warn finding) says so on its impact line
+    txt = (f"{SEV_ICON[inc.root.severity]} *{n}. {esc(inc.root.code)}* `{esc(inc.root.entity)}`"
            f"\n{esc(inc.root.message)}")
-    if inc.impact != inc.root.message:
+    if inc.escalated:
+        txt += f"\n_impact ({inc.severity.label}):_ {esc(inc.impact)}"
+    elif inc.impact != inc.root.message:
         txt += f"\n_impact:_ {esc(inc.impact)}"
     if inc.next_step is not None:
         txt += f"\n_next:_ `{esc(inc.next_step.command)}`"
@@ -143,8 +147,9 @@ def health_reply(cluster: str, verdict: Verdict, incidents: Sequence[Incident],
     def plain() -> str:
         lines = [head]
         for n, inc in enumerate(incidents, 1):
-            lines.append(f"{n}. [{inc.severity.label}] {inc.root.code} {inc.root.entity}: "
-                         f"{inc.root.message} | impact: {inc.impact}"
+            imp = f"impact ({inc.severity.label})" if inc.escalated else "impact"
+            lines.append(f"{n}. [{inc.root.severity.label}] {inc.root.code} {inc.root.entity}: "
+                         f"{inc.root.message} | {imp}: {inc.impact}"
                          + (f" | next: {inc.next_step.command}" if inc.next_step else ""))
             lines += [f"   explains: {c.code} {c.entity}: {c.message}"
                       for c in inc.consequences]
