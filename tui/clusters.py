@@ -26,7 +26,7 @@ STYLE = {0: "green", 1: "yellow", 2: "bold red", 3: "bold magenta"}
 def cluster_rows(app: StordocApp) -> list[tuple[str, str, str, str]]:
     """(name, verdict, age, source) per cluster, from each one's last recorded run."""
     rows = []
-    now = time.time()
+    now = app.clock()  # the App's clock (a test freezes it)
     for name in app.backend.clusters():
         last = next(iter(app.backend.history(name, limit=1)), None)
         if last is None:

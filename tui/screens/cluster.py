@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from checks.incidents import Incident
@@ -39,7 +39,7 @@ class OverviewScreen(DataScreen):
     BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
 
     def body(self) -> ComposeResult:
-        with Vertical(id="overview"):
+        with VerticalScroll(id="overview"):
             yield Static(id="headline")
             it = VirtualTable(id="incidents")
             it.add_columns(*views.INCIDENT_COLUMNS)
