@@ -348,7 +348,7 @@ class StordocApp(App[None]):
         """First q (or Ctrl-C) while something runs: say what a second one does."""
         self._quit_armed = True
         msg = work.quit_warning()
-        self.notify(msg, title="Quit?", severity="warning", timeout=15)
+        self.notify(msg, title="Quit?", severity="warning", timeout=8)
         if isinstance(work, S.RunbookScreen):
             work.write_log(Text(msg, style="bold yellow"))
 
@@ -372,6 +372,7 @@ class StordocApp(App[None]):
         elif not self._quit_armed:
             self._warn_quit(work)
         else:
+            self.clear_notifications()  # the warning toast: the log says what happens now
             work.stop_for_quit()
 
     def action_help_quit(self) -> None:
