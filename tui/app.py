@@ -112,6 +112,7 @@ class StordocApp(App[None]):
         self._inflight: cf.Future[CheckOutcome] | None = None
         self.target: ClusterTarget | None = backend.target(self.cluster)  # settings only
         self.refresh_count = 0
+        self._quit_armed = False  # q pressed once while a fix runs: the next q stops it
         if initial is not None:
             self._accept(initial)
         self.title = f"stordoc · {self.cluster}" + (" · read-only" if read_only else "")
@@ -335,6 +336,62 @@ class StordocApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(S.HelpScreen(self.help_text()))
 
+    # ------------------------------------------------------------------ quitting
+    def running_work(self) -> S.QuitGuard | None:
+        """The runbook or benchmark running in this session (any screen of the stack)."""
+        for scr in reversed(self.screen_stack):
+            if isinstance(scr, S.QuitGuard) and scr.running:
+                return scr
+        return None
+
+    def _warn_quit(self, work: S.QuitGuard) -> None:
+        """First q (or Ctrl-C) while something runs: say what a second one does."""
+        self._quit_armed = True
+        msg = work.quit_warning()
+        self.notify(msg, title="Quit?", severity="warning", timeout=8)
+        if isinstance(work, S.RunbookScreen):
+            work.write_log(Text(msg, style="bold yellow"))
+
+    async def action_quit(self) -> None:
+        self.request_quit()
+
+    def request_quit(self) -> None:
+        """q (or ctrl+q): quit at once when nothing runs (a fix's follow-up is told to
+        stop); while a fix or benchmark runs, the first q says what happens to it and the
+        second stops it, waits for its cleanup on screen, then quits."""
+        work = self.running_work()
+        if work is None:
+            for scr in self.screen_stack:
+                if isinstance(scr, S.QuitGuard):
+                    scr.cancel_event.set()  # a follow-up still watching stops at once
+            self.exit()
+            return
+        if work.quitting:
+            self.notify("stopping: waiting for the run's cleanup, then stordoc quits",
+                        severity="warning", timeout=5)
+        elif not self._quit_armed:
+            self._warn_quit(work)
+        else:
+            self.clear_notifications()  # the warning toast: the log says what happens now
+            work.stop_for_quit()
+
+    def action_help_quit(self) -> None:
+        """Ctrl-C: never kills a run half done. While one runs it says what q does (and a
+        second Ctrl-C counts as that q); otherwise it names the quit key."""
+        work = self.running_work()
+        if work is not None:
+            if self._quit_armed or work.quitting:
+                self.request_quit()
+            else:
+                self._warn_quit(work)
+            return
+        key = self._keys().get("quit", "q")
+        self.notify(f"Press [b]{key}[/b] to quit stordoc", title="Quit?")
+
+    def work_ended(self) -> None:
+        """A run ended: the next q quits at once again."""
+        self._quit_armed = False
+
     def open_runbook(self, runbook: str, target: str) -> None:
         if self.read_only:
             self.notify("read-only mode: no runbooks", severity="warning")
@@ -352,21 +409,53 @@ class StordocApp(App[None]):
         return out
 
     def help_text(self) -> Text:
+        """stordoc's own keys first (this screen's, with Fix on the first line; then the
+        sections and the keys that work everywhere), Textual's generic keys last."""
+        scr = self.screen
+        own: list[tuple[str, str]] = []
+        sections: list[tuple[str, str]] = []
+        everywhere: list[tuple[str, str]] = []
+        generic: list[tuple[str, str]] = []
+        ours = {b.id for b in StordocApp.BINDINGS if isinstance(b, Binding)}
+        for ab in scr.active_bindings.values():
+            b = ab.binding
+            if not b.description:
+                continue
+            if b.action.split("(")[0] in ACTING_ACTIONS and self.read_only:
+                continue
+            item = (b.key_display or self.get_key_display(b), b.description)
+            if ab.node is scr and b.show:
+                own.append(item)
+            elif ab.node is self and b.id in ours and b.action.startswith("goto("):
+                sections.append(item)
+            elif ab.node is self and b.id in ours:
+                everywhere.append(item)
+            else:
+                generic.append(item)
+        # the keys that act first: Fix leads the line
+        own.sort(key=lambda kd: kd[1] not in ("Fix", "Apply…", "Cancel run"))
         t = Text()
-        t.append("stordoc TUI: keys\n\n", style="bold")
-        for b in self.active_bindings.values():
-            binding = b.binding
-            if not binding.description:
-                continue
-            if binding.action.split("(")[0] in ACTING_ACTIONS and self.read_only:
-                continue
-            t.append(f"  {b.binding.key_display or self.get_key_display(binding):>12}  ",
-                     style="bold cyan")
-            t.append(f"{binding.description}\n")
-        t.append("\n  Enter drills down, Esc goes back, / filters the current table, "
-                 "ctrl+p opens the command palette.\n", style="dim")
-        t.append(f"  Auto-refresh every {self.refresh_s:g}s (space pauses, r refreshes now).\n",
-                 style="dim")
+        title = getattr(scr, "TITLE_TEXT", "") or "stordoc"
+
+        def line(head: str, items: list[tuple[str, str]]) -> None:
+            t.append(f"{head}: ", style="bold")
+            for i, (key, desc) in enumerate(items):
+                t.append(("   " if i else "") + key, style="bold cyan")
+                t.append(f" {desc}")
+            t.append("\n")
+
+        line(title, own + [("Enter", "opens")])
+        line("Go to", sections)
+        line("Everywhere", everywhere)
+        auto = (f"Auto-refresh every {self.refresh_s:g}s (space pauses, r refreshes now)"
+                if self.refresh_s > 0 else "Auto-refresh off (r refreshes now)")
+        t.append(f"{auto}; ctrl+p opens the command palette.\n\n", style="dim")
+        t.append("Moving around\n", style="bold")
+        t.append(f"  {'j k g G':>8}  ", style="bold cyan")
+        t.append("down, up, top, bottom (vim and less keys)\n")
+        for key, desc in generic:
+            t.append(f"  {key:>8}  ", style="bold cyan")
+            t.append(f"{desc}\n")
         return t
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
@@ -25,7 +26,7 @@ STYLE = {0: "green", 1: "yellow", 2: "bold red", 3: "bold magenta"}
 def cluster_rows(app: StordocApp) -> list[tuple[str, str, str, str]]:
     """(name, verdict, age, source) per cluster, from each one's last recorded run."""
     rows = []
-    now = time.time()
+    now = app.clock()  # the App's clock (a test freezes it)
     for name in app.backend.clusters():
         last = next(iter(app.backend.history(name, limit=1)), None)
         if last is None:
@@ -45,14 +46,16 @@ class ClusterListScreen(ModalScreen[str | None]):
                 Binding("enter", "choose", "Switch", show=True)]
 
     def compose(self) -> ComposeResult:
-        yield Static("Clusters: Enter switches, Esc goes back", id="clusters-title")
-        t: DataTable[str] = DataTable(id="clusters", cursor_type="row")
-        t.add_columns("", "cluster", "last check", "age", "by")
-        yield t
-        yield Static("Posted to on-call (alerts and watch), newest first", id="stream-title")
-        s: DataTable[str] = DataTable(id="stream", cursor_type="none")
-        s.add_columns("opened", "cluster", "incident", "state")
-        yield s
+        with Vertical(id="clusters-box"):
+            yield Static("Clusters: Enter switches, Esc goes back", id="clusters-title")
+            t: DataTable[str] = DataTable(id="clusters", cursor_type="row")
+            t.add_columns("", "cluster", "last check", "age", "by")
+            yield t
+            yield Static("Posted to on-call (alerts and watch), newest first",
+                         id="stream-title")
+            s: DataTable[str] = DataTable(id="stream", cursor_type="none")
+            s.add_columns("opened", "cluster", "incident", "state")
+            yield s
 
     def on_mount(self) -> None:
         app: StordocApp = self.app  # type: ignore[assignment]

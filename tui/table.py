@@ -105,9 +105,25 @@ class VirtualTable(ScrollView, can_focus=True):
         def control(self) -> VirtualTable:
             return self.table
 
+    class RowHighlighted(Message):
+        """The cursor moved to another row (or the rows under it changed)."""
+
+        def __init__(self, table: VirtualTable, row: Row | None) -> None:
+            self.table = table
+            self.row = row
+            super().__init__()
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
     def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None, disabled: bool = False) -> None:
+                 classes: str | None = None, disabled: bool = False,
+                 header_kinds: frozenset[str] = frozenset()) -> None:
+        """``header_kinds``: rows of these kinds head a group (a severity); the cursor
+        starts on the first row that is not one, so a key acts on a real row at once."""
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        self.header_kinds = header_kinds
         self._labels: tuple[str, ...] = ()
         self._rows: list[Row] = []
         self._index: dict[str, int] = {}
@@ -143,8 +159,11 @@ class VirtualTable(ScrollView, can_focus=True):
         self._rows = list(rows)
         self._index = {r.key: i for i, r in enumerate(self._rows)}
         self._update_widths()
-        self._cursor = self._index.get(key, 0) if key is not None else 0
+        start = next((i for i, r in enumerate(self._rows) if r.kind not in self.header_kinds),
+                     0)
+        self._cursor = self._index.get(key, start) if key is not None else start
         self.refresh()
+        self.post_message(self.RowHighlighted(self, self.cursor_data))
         self._scroll_cursor_into_view()
         # a table whose height follows its rows knows its new height after the layout
         self.call_after_refresh(self._scroll_cursor_into_view)
@@ -193,6 +212,7 @@ class VirtualTable(ScrollView, can_focus=True):
             self.refresh_line(self._cursor + 1)
             self.refresh_line(row + 1)
             self._cursor = row
+            self.post_message(self.RowHighlighted(self, self.cursor_data))
         self._scroll_cursor_into_view()
 
     @property

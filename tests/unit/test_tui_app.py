@@ -89,7 +89,7 @@ async def test_navigation_drill_down_and_back() -> None:
         await pilot.press("f")
         assert isinstance(app.screen, S.FindingsScreen)
         assert len(app.screen_stack) == 3  # default, overview, findings: no pile-up
-        await pilot.press("down", "enter")
+        await pilot.press("enter")  # the cursor starts on the first finding
         await pilot.pause()
         assert isinstance(app.screen, S.FindingDetailScreen)
         assert app.screen.finding.code == "OSD_DATA_UNMOUNTED"
@@ -342,8 +342,7 @@ async def test_mute_key_asks_for_duration_and_reason_then_hides_the_finding() ->
         await settle(app, pilot)
         await pilot.press("f")
         await settle(app, pilot)
-        await pilot.press("down")  # off the severity header, onto the first finding
-        first = app.screen._selected()
+        first = app.screen._selected()  # the cursor starts on the first finding
         assert first is not None
         await pilot.press("m")
         await pilot.pause()
@@ -366,11 +365,11 @@ async def test_vim_and_home_end_keys_move_the_table_cursor() -> None:
         await pilot.press("f")
         await settle(app, pilot)
         t = app.screen.query_one("#findings", VirtualTable)
-        assert t.cursor_row == 0
+        assert t.cursor_row == 1  # the first finding, under its severity's header
         await pilot.press("j", "j")
-        assert t.cursor_row == 2
+        assert t.cursor_row == 3
         await pilot.press("k")
-        assert t.cursor_row == 1
+        assert t.cursor_row == 2
         await pilot.press("G")
         assert t.cursor_row == t.row_count - 1
         await pilot.press("home")

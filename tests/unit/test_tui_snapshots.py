@@ -35,7 +35,7 @@ def _app(**kw: Any) -> Any:
     (("c",), "cache"),
     (("w",), "swift"),
     (("f",), "findings"),
-    (("f", "down", "enter"), "finding_detail"),
+    (("f", "enter"), "finding_detail"),
     (("h",), "history"),
     (("question_mark",), "help"),
     (("b",), "bench"),

@@ -29,16 +29,22 @@ from tui.screens.cluster import (
     PoolScreen,
     SwiftScreen,
 )
-from tui.screens.findings import FindingDetailScreen, FindingsScreen, MuteModal
+from tui.screens.findings import (
+    FindingDetailScreen,
+    FindingsScreen,
+    IncidentScreen,
+    MuteModal,
+)
 from tui.screens.help import HelpScreen
 from tui.screens.history import AuditRunScreen, HistoryScreen, RunFindingsScreen
-from tui.screens.runbook import ConfirmModal, RunbookScreen
+from tui.screens.runbook import ConfirmModal, QuitGuard, RunbookScreen
 
 __all__ = [
     "BENCH_COLUMNS", "ActionRefusedInput", "AuditRunScreen", "BenchScreen", "CacheScreen",
     "ConfirmModal", "DataScreen", "DetailScreen", "EntityDetailScreen", "FilterInput",
-    "FindingDetailScreen", "FindingsScreen", "HelpScreen", "HistoryScreen", "MuteModal",
-    "OsdDetailScreen", "OsdScreen", "OverviewScreen", "PoolScreen",
+    "FindingDetailScreen", "FindingsScreen", "HelpScreen", "HistoryScreen", "IncidentScreen",
+    "MuteModal",
+    "OsdDetailScreen", "OsdScreen", "OverviewScreen", "PoolScreen", "QuitGuard",
     "RunFindingsScreen", "RunbookScreen", "StatusLine", "SwiftScreen", "bench_rows",
     "fill_table", "lines_table",
 ]

@@ -34,7 +34,7 @@ from tui.views import Row
 if TYPE_CHECKING:
     from tui.app import ClusterState
 from tui.screens.base import ActionRefusedInput, DataScreen, fill_table
-from tui.screens.runbook import ConfirmModal
+from tui.screens.runbook import ConfirmModal, QuitGuard
 
 BENCH_COLUMNS = ("when", "kind", "workload", "status", "ops/s", "MB/s", "lat avg", "p50",
                  "p90", "p99", "max", "errors")
@@ -57,7 +57,7 @@ def bench_rows(rows: Sequence[dict[str, Any]], now: float) -> list[Row]:
                        " ".join(cells).lower(), r))
     return out
 
-class BenchScreen(DataScreen):
+class BenchScreen(DataScreen, QuitGuard):
     """Launch a benchmark (plan, confirm), watch it live, compare with the baseline."""
 
     TITLE_TEXT = "Benchmarks"
@@ -70,6 +70,7 @@ class BenchScreen(DataScreen):
         super().__init__()
         self.rows: list[dict[str, Any]] = []
         self.running = False
+        self.quitting = False
         self.samples: list[float] = []
         self.result: BenchView | None = None
         self.cancel_event = threading.Event()
@@ -165,7 +166,26 @@ class BenchScreen(DataScreen):
 
         self.run_worker(work, thread=True, group="bench-plan", exit_on_error=False)
 
+    def quit_warning(self) -> str:
+        return ("a benchmark is running: q again stops it (its in-flight operations end "
+                "and what it wrote is removed), then stordoc quits; k stops it and stays")
+
+    def stop_for_quit(self) -> None:
+        self.quitting = True
+        self.cancel_event.set()
+        self.query_one("#bench-live", Static).update(Text(
+            "quitting: stopping the benchmark and removing what it wrote; stordoc quits "
+            "when it has ended", style="bold yellow"))
+
+    def _ended(self, summary: str) -> None:
+        self.running = False
+        self.sapp.work_ended()
+        if self.quitting:
+            self.app.exit(message=f"stordoc: benchmark stopped on quit: {summary}")
+
     def worker_failed(self, group: str, error: BaseException) -> None:
+        if group != "bench-plan":
+            self._ended(f"FAILED: {error}")
         self.running = False
         self.query_one("#bench-live", Static).update(
             Text(f"{'cannot plan' if group == 'bench-plan' else 'FAILED'}: {error}",
@@ -212,8 +232,8 @@ class BenchScreen(DataScreen):
             f"{p.mb_s:.2f} MB/s")
 
     def on_bench_finished(self, msg: BenchFinished) -> None:
-        self.running = False
         self.result = r = msg.result
+        self._ended(f"{r.status}: {r.message}")
         self.refresh_bindings()
         self.query_one("#bench-live", Static).update(
             Text(f"{r.status.upper()}: {r.message}",

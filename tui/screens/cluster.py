@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from checks.incidents import Incident
@@ -28,7 +28,7 @@ from tui.screens.base import (
     fill_table,
     lines_table,
 )
-from tui.screens.findings import FindingDetailScreen, _drill_finding
+from tui.screens.findings import HEADERS, IncidentScreen, _drill_finding
 
 
 class OverviewScreen(DataScreen):
@@ -39,13 +39,14 @@ class OverviewScreen(DataScreen):
     BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
 
     def body(self) -> ComposeResult:
-        with Vertical(id="overview"):
+        with VerticalScroll(id="overview"):
             yield Static(id="headline")
             it = VirtualTable(id="incidents")
             it.add_columns(*views.INCIDENT_COLUMNS)
             yield it
+            yield Static(id="incident-line")
             yield Static(id="summary")
-            t = VirtualTable(id="top")
+            t = VirtualTable(id="top", header_kinds=HEADERS)
             t.add_columns(*views.FINDING_COLUMNS)
             yield t
 
@@ -60,6 +61,8 @@ class OverviewScreen(DataScreen):
         inc = self.query_one("#incidents", VirtualTable)
         fill_table(inc, views.incident_rows(out.incidents, new))
         inc.display = bool(out.incidents)
+        self.query_one("#incident-line", Static).display = bool(out.incidents)
+        self._incident_line()
         ov = views.overview(out.snapshot, r.findings)
         self.query_one("#summary", Static).update(lines_table(ov.lines))
         rows = views.finding_rows(r.findings, self.needle, new)
@@ -74,6 +77,11 @@ class OverviewScreen(DataScreen):
             if key == f"incident:{i.id}":
                 return i
         return o.incidents[0]
+
+    @on(VirtualTable.RowHighlighted, "#incidents")
+    def _incident_line(self) -> None:
+        self.query_one("#incident-line", Static).update(
+            views.incident_line(self.selected_incident(), not self.sapp.read_only))
 
     def action_fix(self) -> None:
         """The selected (else the top) incident's one next step; never a refused one."""
@@ -93,7 +101,7 @@ class OverviewScreen(DataScreen):
         o = self.sapp.state.outcome
         for i in (o.incidents if o else ()):
             if key == f"incident:{i.id}":
-                self.app.push_screen(FindingDetailScreen(i.root))
+                self.app.push_screen(IncidentScreen(i))
                 return
 
     @on(VirtualTable.RowSelected, "#top")

@@ -14,6 +14,7 @@ from textual.widgets import (
     Static,
 )
 
+from checks.incidents import Incident
 from checks.model import Finding
 from tui import views
 from tui.table import VirtualTable
@@ -21,6 +22,8 @@ from tui.table import VirtualTable
 if TYPE_CHECKING:
     from tui.app import ClusterState
 from tui.screens.base import DataScreen, DetailScreen, fill_table
+
+HEADERS = frozenset({"severity"})  # the cursor starts on the first finding, not a header
 
 
 def _drill_finding(screen: DataScreen, event: VirtualTable.RowSelected) -> None:
@@ -40,9 +43,18 @@ class FindingsScreen(DataScreen):
     BINDINGS = [Binding("x", "fix", "Fix", id="fix"), Binding("m", "mute", "Mute…", id="mute")]
 
     def body(self) -> ComposeResult:
-        t = VirtualTable(id="findings")
-        t.add_columns(*views.FINDING_COLUMNS)
-        yield t
+        with Vertical(id="findings-pane"):
+            t = VirtualTable(id="findings", header_kinds=HEADERS)
+            t.add_columns(*views.FINDING_COLUMNS)
+            yield t
+            yield Static(id="finding-line", classes="cause")
+
+    @on(VirtualTable.RowHighlighted, "#findings")
+    def _highlighted(self, event: VirtualTable.RowHighlighted) -> None:
+        f = event.row.ref if event.row is not None and event.row.kind == "finding" else None
+        self.query_one("#finding-line", Static).update(
+            views.finding_line(f if isinstance(f, Finding) else None,
+                               not self.sapp.read_only))
 
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
@@ -83,6 +95,26 @@ class FindingsScreen(DataScreen):
     @on(VirtualTable.RowSelected, "#findings")
     def _drill(self, event: VirtualTable.RowSelected) -> None:
         _drill_finding(self, event)
+
+class IncidentScreen(DetailScreen):
+    """One incident, whole and wrapped: cause, impact, its one next step (x plans it),
+    every finding it groups, the root's evidence."""
+
+    def __init__(self, incident: Incident) -> None:
+        super().__init__(f"Incident {incident.root.code} {incident.root.entity}")
+        self.incident = incident
+
+    def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
+        return views.incident_lines(self.incident, not self.sapp.read_only)
+
+    def action_fix(self) -> None:
+        step = self.incident.next_step
+        if step is None:
+            self.notify(f"no runbook applies: {self.incident.manual or 'see the findings'}",
+                        severity="warning")
+            return
+        self.sapp.open_runbook(step.runbook, step.target)
+
 
 class FindingDetailScreen(DetailScreen):
     def __init__(self, finding: Finding) -> None:

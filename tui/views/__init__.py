@@ -33,8 +33,11 @@ from tui.views.findings import (
     FINDING_COLUMNS,
     INCIDENT_COLUMNS,
     evidence_text,
+    finding_line,
     finding_rows,
     findings_for,
+    incident_line,
+    incident_lines,
     incident_rows,
 )
 from tui.views.history import AUDIT_COLUMNS, HISTORY_COLUMNS, _when, audit_rows, history_rows
@@ -73,8 +76,9 @@ __all__ = [
     "SEV_STYLE", "STATE_FILTERS",
     "FilterState", "OsdGroup", "OsdHostView", "Overview", "Row",
     "_row", "_when",
-    "audit_rows", "cache_rows", "device_balance", "evidence_text", "finding_rows",
-    "findings_for", "history_rows", "human_age", "human_bytes", "incident_rows",
+    "audit_rows", "cache_rows", "device_balance", "evidence_text", "finding_line",
+    "finding_rows", "findings_for", "history_rows", "human_age", "human_bytes",
+    "incident_line", "incident_lines", "incident_rows",
     "osd_data_dir", "osd_detail", "osd_host_view", "osd_rows", "overview", "pg_state_rows",
     "pool_rows", "prepare", "ratio_micro", "ring_rows", "same_rows", "server_rows",
     "suggested_pg_nums", "swift_note",

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rich.text import Text
+
 from checks.incidents import Incident
 from checks.model import Finding, Severity
 from tui.views.common import SEV_STYLE, Row, _row
@@ -65,3 +67,53 @@ def evidence_text(evidence: Mapping[str, Any]) -> str:
 
 def findings_for(findings: Iterable[Finding], entity: str) -> list[Finding]:
     return [f for f in findings if f.entity == entity or f.target == entity]
+
+
+def finding_line(f: Finding | None, fix_key: bool = True) -> Text:
+    """The finding under the cursor, whole and wrapped (the table's cells are cut at
+    80 columns): severity, code, entity, message and the runbook with its target."""
+    if f is None:
+        return Text("")
+    t = Text()
+    t.append(f"{f.severity.label} ", style=SEV_STYLE[f.severity])
+    t.append(f"{f.code} {f.entity}: ", style="bold")
+    t.append(f.message)
+    if f.runbook:
+        t.append(f"   {'x: ' if fix_key else 'fix: '}{f.runbook} {f.target}", style="cyan")
+    return t
+
+
+def incident_line(inc: Incident | None, fix_key: bool = True) -> Text:
+    """The incident under the cursor's one next step, whole (its table cell is cut at 80
+    columns), and that Enter opens it."""
+    if inc is None:
+        return Text("")
+    t = Text()
+    step = inc.next_step
+    if step is not None:
+        t.append("next step: ", style="bold")
+        t.append(f"{'x runs ' if fix_key else ''}{step.runbook} {step.target}", style="cyan")
+    else:
+        t.append("by hand: ", style="bold")
+        t.append(inc.manual or "no runbook applies", style="dim")
+    t.append("   (Enter: the incident)", style="dim")
+    return t
+
+
+def incident_lines(inc: Incident, fix_key: bool = True) -> list[tuple[str, str, str]]:
+    """One incident, whole: cause, impact, the one next step, every finding in it."""
+    step = inc.next_step
+    out = [
+        ("incident", f"{inc.severity.label} {inc.headline}", SEV_STYLE[inc.severity]),
+        ("cause", f"{inc.root.code} {inc.root.entity}: {inc.root.message}", "bold"),
+        ("impact", inc.impact, ""),
+        ("next step", (f"{step.runbook} {step.target}" + ("  (press x to plan it)"
+                                                          if fix_key else "")
+                       if step else f"by hand: {inc.manual or 'no runbook applies'}"),
+         "cyan" if step else "dim"),
+    ]
+    for f in inc.consequences:
+        out.append((f"{f.severity.label} {f.code}", f"{f.entity}: {f.message}",
+                    SEV_STYLE[f.severity]))
+    out.append(("evidence", evidence_text(inc.root.evidence), ""))
+    return out
