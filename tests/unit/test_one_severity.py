@@ -19,3 +19,15 @@ def test_slack_incident_and_alert_keep_the_roots_severity() -> None:
         text = json.dumps(blocks)
         assert SEV_ICON[Severity.WARN] in text and SEV_ICON[Severity.CRIT] not in text, text
         assert "impact (crit):" in text, text
+
+
+def test_tui_incident_rows_and_screen_keep_the_roots_severity() -> None:
+    from tui import views
+
+    inc, _ = _escalated()
+    row = views.incident_rows([inc])[0]
+    cells = [str(c) for c in row.cells]
+    assert cells[0] == "warn" and cells[-1].startswith("(crit) "), cells
+    lines = dict((k, v) for k, v, _ in views.incident_lines(inc))
+    assert lines["incident"].startswith("warn "), lines
+    assert "impact (crit)" in lines, lines

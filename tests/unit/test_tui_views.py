@@ -114,7 +114,7 @@ def test_overview_counts_and_human_formats() -> None:
     ov = {k: v for k, v, _ in views.overview(broken_snapshot(), broken_findings()).lines}
     assert ov["OSDs"] == "3 total, 2 up, 2 in"
     assert ov["Findings"] == "2 crit, 3 warn, 1 info"
-    assert ov["Swift unmounted"] == "d2@127.0.0.3"
+    assert ov["Swift unmounted"] == "d2@compute1"  # the configured host at 127.0.0.3
     assert views.human_age(5) == "5s"
     assert views.human_age(185) == "3m05s"
     assert views.human_age(7300) == "2h01m"

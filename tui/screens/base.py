@@ -201,8 +201,10 @@ class DataScreen(Screen[None]):
         if inc is None:
             return Text("no incident here", style="green")
         t = Text()
-        t.append(f"{inc.severity.label} ", style=views.SEV_STYLE[inc.severity])
+        t.append(f"{inc.root.severity.label} ", style=views.SEV_STYLE[inc.root.severity])
         t.append(f"{inc.root.code} {inc.root.entity}: ", style="bold")
+        if inc.escalated:
+            t.append(f"({inc.severity.label}) ", style=views.SEV_STYLE[inc.severity])
         t.append(inc.impact)
         if inc.next_step is not None and not self.sapp.read_only:
             t.append(f"   x: {inc.next_step.runbook} {inc.next_step.target}", style="cyan")

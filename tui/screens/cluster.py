@@ -338,9 +338,12 @@ class SwiftScreen(DataScreen):
                 extra.append((f"recon {h.server} {h.ip}:{h.port}",
                               h.error or f"unmounted: {', '.join(h.unmounted) or 'none'}",
                               "yellow" if h.error or dev.device in h.unmounted else ""))
+        from checks.swift_names import device_name, host_names
+
+        name = device_name(dev.device, dev.ip, host_names(o.snapshot) if o else None)
         self.app.push_screen(EntityDetailScreen(
-            f"{kind} ring {dev.endpoint}", f"{kind} ring {dev.endpoint}", extra,
-            also=(f"{dev.device}@{dev.ip}:{dev.port}", f"{dev.device}@")))
+            f"{kind} ring {name} ({dev.endpoint})", name, extra,
+            also=(f"{kind} ring {name}", f"{dev.device}@{dev.ip}:{dev.port}")))
 
 
 # --------------------------------------------------------------------------- findings

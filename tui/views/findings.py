@@ -25,10 +25,14 @@ def incident_rows(incidents: Sequence[Incident], new: Iterable[tuple[str, str]] 
         step = inc.next_step
         nxt = f"{step.runbook} {step.target}" if step else "by hand"
         mark = " *new*" if inc.root.key in new_set else ""
+        # the root's own severity (one per finding everywhere); a worse incident says so
+        # in its impact cell
+        imp = (f"({inc.severity.label}) " if inc.escalated else "") + inc.impact
         rows.append(_row(f"incident:{inc.id}", "incident",
-                         [inc.severity.label, inc.root.code, inc.root.entity, nxt,
-                          inc.impact + mark],
-                         [SEV_STYLE[inc.severity], "bold", "", "cyan" if step else "dim", ""],
+                         [inc.root.severity.label, inc.root.code, inc.root.entity, nxt,
+                          imp + mark],
+                         [SEV_STYLE[inc.root.severity], "bold", "", "cyan" if step else "dim",
+                          SEV_STYLE[inc.severity] if inc.escalated else ""],
                          inc))
     return rows
 
@@ -104,9 +108,10 @@ def incident_lines(inc: Incident, fix_key: bool = True) -> list[tuple[str, str, 
     """One incident, whole: cause, impact, the one next step, every finding in it."""
     step = inc.next_step
     out = [
-        ("incident", f"{inc.severity.label} {inc.headline}", SEV_STYLE[inc.severity]),
+        ("incident", f"{inc.root.severity.label} {inc.headline}", SEV_STYLE[inc.root.severity]),
         ("cause", f"{inc.root.code} {inc.root.entity}: {inc.root.message}", "bold"),
-        ("impact", inc.impact, ""),
+        (f"impact ({inc.severity.label})" if inc.escalated else "impact", inc.impact,
+         SEV_STYLE[inc.severity] if inc.escalated else ""),
         ("next step", (f"{step.runbook} {step.target}" + ("  (press x to plan it)"
                                                           if fix_key else "")
                        if step else f"by hand: {inc.manual or 'no runbook applies'}"),

@@ -55,7 +55,14 @@ def overview(snap: ClusterSnapshot, findings: Sequence[Finding]) -> Overview:
     sw = snap.swift
     if sw is not None:
         devs = sum(len(r.devices) for r in sw.rings)
-        unmounted = sorted({f"{d}@{h.ip}" for h in sw.recon for d in h.unmounted})
+        from checks.swift_names import device_name, host_names
+
+        names = host_names(snap)
+        # a device recon reports unmounted counts where a ring places it: servers that
+        # share one devices root (the lab's) each report every device under it
+        placed = {(d.device, d.ip) for r in sw.rings for d in r.devices}
+        unmounted = sorted({device_name(d, h.ip, names) for h in sw.recon
+                            for d in h.unmounted if not placed or (d, h.ip) in placed})
         out.append(("Swift rings", f"{len(sw.rings)} rings, {devs} ring devices", ""))
         out.append(("Swift proxy", "healthy" if sw.proxy_healthy else
                     f"unhealthy: {sw.proxy_error or 'no answer'}",
