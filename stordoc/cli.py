@@ -93,10 +93,26 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
 def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int:
     _register_fast_exit()
     Parser.term = term  # None: sys's streams, made when first needed (not for --help)
+    streams = (sys.stdout, sys.stderr)
+    if term is None:  # the process's own streams: a reader that goes away is no error
+        sys.stdout, sys.stderr = _guarded(sys.stdout), _guarded(sys.stderr)
     try:
         return int(_main(argv, term))
     finally:
         Parser.term = None
+        if term is None:
+            sys.stdout, sys.stderr = streams
+
+
+def _guarded(stream: Any) -> Any:
+    """``stream`` behind stordoc.terminal's guard (``stordoc check | head -1`` exits with
+    the check's status, argparse's ``--help | head -1`` with 0, never a traceback); the
+    guard stays light (no rich before argparse has answered)."""
+    if stream is None:
+        return None
+    from stordoc.streams import guarded
+
+    return guarded(stream)
 
 
 _fast_exit = False
