@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +26,20 @@ def term_of(args: argparse.Namespace) -> Terminal:
 
     t = getattr(args, "term", None)
     return t if isinstance(t, Terminal) else Terminal.from_sys()
+
+
+@contextmanager
+def cancel_when_stdout_lost(term: Terminal, cancel: Callable[[], object]) -> Iterator[None]:
+    """While in the block, ``cancel()`` when stdout's reader goes away (``fix ... | tee
+    log`` and Ctrl-C: tee exits first): a run then stops as for Ctrl-C, cleanup included."""
+    def lost() -> None:
+        cancel()
+
+    forget = term.on_stdout_lost(lost)
+    try:
+        yield
+    finally:
+        forget()
 
 
 def env_from_args(args: argparse.Namespace) -> Env:

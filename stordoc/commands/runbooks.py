@@ -2,7 +2,9 @@
 
 ``fix`` never runs without a confirmation: ``--yes``, or typing ``yes`` on a terminal.
 Without a terminal and without ``--yes`` it refuses and runs nothing. Ctrl-C during a run
-cancels between steps (the cleanup steps, like clearing ``noout``, still run).
+cancels between steps (the cleanup steps, like clearing ``noout``, still run); so do
+SIGTERM, SIGHUP (a dropped SSH session) and a closed stdout (``| tee log``, then Ctrl-C:
+tee is gone), after which what the run says goes to stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from stordoc.argtypes import duration, int_range
-from stordoc.commands.common import env_from_args, term_of
+from stordoc.commands.common import cancel_when_stdout_lost, env_from_args, term_of
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.task import Task
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from stordoc.env import Env
     from stordoc.service import Service
     from stordoc.service.actions import ActionPlan, RunReport
+    from stordoc.terminal import Terminal
 
 
 def exit_status(outcome: str) -> ExitStatus:
@@ -259,11 +262,13 @@ def _pick_finding(env: Env, args: argparse.Namespace
     return choice.runbook, choice.target, out.snapshot
 
 
-def _follow(console: Console, svc: Service, cluster: str, runbook: str,
+def _follow(term: Terminal, svc: Service, cluster: str, runbook: str,
             timeout_s: float) -> None:
     """The truth after "success": what the cluster still does, until clean or timeout;
-    Ctrl-C stops following (the cluster carries on)."""
+    Ctrl-C (SIGTERM, SIGHUP, a closed stdout) stops following (the cluster carries on)."""
     from rich.text import Text
+
+    console = term.out
 
     def show(am: Aftermath) -> None:
         console.print(Text(f"  {am.line}", style="green" if am.clean else "yellow"))
@@ -271,7 +276,8 @@ def _follow(console: Console, svc: Service, cluster: str, runbook: str,
     task = Task(lambda cancel: svc.actions.follow(cluster, runbook, show, cancel,
                                                   source="cli", timeout_s=timeout_s),
                 name="follow")
-    am = task.wait()
+    with cancel_when_stdout_lost(term, task.cancel):
+        am = task.wait()
     if am is None:
         return
     if task.cancelled:
@@ -305,21 +311,30 @@ def cmd_fix(args: argparse.Namespace) -> int:
         render_plan(console, plan)
         confirm(env.term, "Run this plan?", args.yes)
 
+        term = env.term
+
         def interrupted(n: int) -> None:
-            console.print(Text("  cancelling after the current step (cleanup steps still "
-                               "run)..." if n == 1 else "  still cancelling: the cleanup "
-                               "steps finish first", style="yellow"))
+            term.tell(Text("  cancelling after the current step (cleanup steps still run)..."
+                           if n == 1 else "  still cancelling: the cleanup steps finish first",
+                           style="yellow"))
+
+        def stdout_lost() -> None:  # `| tee log` and Ctrl-C: tee is gone first
+            if task.cancel():
+                term.note("stdout closed: cancelling after the current step (cleanup steps "
+                          "still run); what follows goes to stderr")
 
         def work(cancel: threading.Event) -> RunReport:
-            return svc.actions.execute(ap, ap.user, lambda ev: _event_printer(console, ev),
-                                       cancel)
+            return svc.actions.execute(ap, ap.user, lambda ev: _event_printer(
+                term.err if term.stdout_lost else console, ev), cancel)
 
-        res = Task(work, name="runbook").wait(interrupted)
+        task: Task[RunReport] = Task(work, name="runbook")
+        with cancel_when_stdout_lost(term, stdout_lost):
+            res = task.wait(interrupted)
         style = "bold green" if res.ok else "bold red"
-        console.print(Text(f"{res.outcome}: {res.message}", style=style))
-        console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
-        if res.ok and args.follow > 0:
-            _follow(console, svc, ap.cluster, plan.runbook, args.follow)
+        term.tell(Text(f"{res.outcome}: {res.message}", style=style))
+        term.tell(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
+        if res.ok and args.follow > 0 and not term.stdout_lost:
+            _follow(term, svc, ap.cluster, plan.runbook, args.follow)
         return exit_status(res.outcome)
     finally:
         env.close()
