@@ -42,6 +42,24 @@ def cancel_when_stdout_lost(term: Terminal, cancel: Callable[[], object]) -> Ite
         forget()
 
 
+def finding_code(code: str, ceph_hint: str) -> str:
+    """A finding code as typed (``fix --finding``, ``mute``), normalised; else one line and
+    exit 64, before anything is read or changed: ``unknown finding code OSD_DATA_UNMOUNT:
+    did you mean OSD_DATA_UNMOUNTED?``, or, with nothing close, where the codes are and
+    how Ceph's own are named (``ceph_hint``: this command's way to name one)."""
+    from stordoc.errors import UserError
+    from stordoc.service import fixes
+
+    try:
+        return fixes.catalogued_code(code)
+    except fixes.UnknownFindingCode as e:
+        if e.suggestion:
+            raise UserError(str(e)) from None
+        raise UserError(f"{e}: no check reports it (stordoc's codes: docs/checks.md; "
+                        f"Ceph's own are CEPH_HEALTH findings on 'ceph CODE': {ceph_hint})"
+                        ) from None
+
+
 def env_from_args(args: argparse.Namespace) -> Env:
     """The settings and the Env. Their imports (the engine, Swift, the journal: about a
     thousand modules, objects that live as long as the process) run with the cyclic

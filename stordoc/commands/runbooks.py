@@ -17,7 +17,12 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from stordoc.argtypes import duration, int_range
-from stordoc.commands.common import cancel_when_stdout_lost, env_from_args, term_of
+from stordoc.commands.common import (
+    cancel_when_stdout_lost,
+    env_from_args,
+    finding_code,
+    term_of,
+)
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.task import Task
@@ -32,6 +37,9 @@ if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from stordoc.service import Service
     from stordoc.service.actions import ActionPlan, RunReport
     from stordoc.terminal import Terminal
+
+
+FIX_CEPH_HINT = "--finding CEPH_HEALTH --entity 'ceph CODE'"
 
 
 def exit_status(outcome: str) -> ExitStatus:
@@ -220,6 +228,7 @@ def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str,
 def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    runbook_name(args.runbook)
     env = env_from_args(args)
     try:
         _, _, p = _plan(env, args, args.runbook, args.target)
@@ -233,23 +242,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
         env.close()
 
 
+def runbook_name(name: str) -> str:
+    """A runbook's name as typed, if it is one (a benchmark is planned by the service);
+    else one line and exit 64 with the closest name (``unknown runbook osd-remout: did you
+    mean osd-remount?``), before anything is collected or changed."""
+    from runbooks.model import InvalidRequest
+    from runbooks.planning import runbook_named
+    from stordoc.service.actions import is_bench
+
+    if is_bench(name):
+        return name
+    try:
+        return runbook_named(name).info.name
+    except InvalidRequest as e:
+        raise UserError(str(e)) from None
+
+
 def _pick_finding(env: Env, args: argparse.Namespace
                   ) -> tuple[str, str, ClusterSnapshot]:
     """``--finding CODE [--entity E]``: a fresh check, then the one rule of
-    ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64)."""
+    ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64).
+    A code no check reports is a typo (64), not "no such finding"; a known code with no
+    finding says so with the cluster, never in words that read like all clear."""
     from rich.text import Text
 
     from runbooks.model import Refused
     from stordoc.service import fixes
 
-    code = fixes.normalise_code(args.finding)
+    code = finding_code(args.finding, FIX_CEPH_HINT)
     entity = args.entity or None
     out = env.check(args.cluster, only=[code], source="cli-fix")
+    cluster = out.report.cluster
     try:
         choice = fixes.choose_fix(out.report.findings, code, entity)
-    except (fixes.NoSuchFinding, fixes.NotReportedFor):
-        extra = f" on {entity}" if entity else ""
-        raise Refused(f"no {code} finding{extra} right now: nothing to fix") from None
+    except fixes.NotReportedFor as e:
+        raise Refused(f"no {code} finding for {entity} on cluster {cluster} right now "
+                      f"(checked just now; it is reported for "
+                      f"{', '.join(str(f.entity) for f in e.reported)})") from None
+    except fixes.NoSuchFinding:
+        extra = f" for {entity}" if entity else ""
+        raise Refused(f"no {code} finding{extra} on cluster {cluster} right now "
+                      "(checked just now)") from None
     except fixes.NoRunbook as e:
         raise Refused(f"{code} has no runbook that fixes it ({e.findings[0].message})"
                       ) from None
@@ -298,6 +331,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
             raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
     elif not (args.runbook and args.target):
         raise UserError("fix needs RUNBOOK TARGET, or --finding CODE")
+    if args.finding:  # a typo is one line before anything is read or changed
+        finding_code(args.finding, FIX_CEPH_HINT)
+    else:
+        runbook_name(args.runbook)
     env = env_from_args(args)
     try:
         _settle_interrupted(env, args)
