@@ -105,14 +105,28 @@ def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int
 
 
 def _guarded(stream: Any) -> Any:
-    """``stream`` behind stordoc.terminal's guard (``stordoc check | head -1`` exits with
-    the check's status, argparse's ``--help | head -1`` with 0, never a traceback); the
-    guard stays light (no rich before argparse has answered)."""
+    """``stream`` behind stordoc.streams' guard (``stordoc check | head -1`` exits with
+    the check's status, argparse's ``--help | head -1`` with 0, never a traceback)."""
     if stream is None:
         return None
-    from stordoc.streams import guarded
+    from stordoc.streams import GuardedStream, guarded
 
-    return guarded(stream)
+    g = guarded(stream)
+    if isinstance(g, GuardedStream) and stream is sys.stdout and g.default is None:
+        g.default = stdout_gone
+    return g
+
+
+def stdout_gone() -> None:
+    """Nobody reads stdout any more, and the command running did not ask to hear of it:
+    as SIGPIPE ends a Unix filter, a command that stops gracefully on SIGTERM (``watch``,
+    a benchmark waiting in a Task) gets one and stops; the others finish and exit with
+    their own status (``check``). ``fix`` listens itself: its run is cancelled at once."""
+    import os
+    import signal
+
+    if callable(signal.getsignal(signal.SIGTERM)):
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 _fast_exit = False

@@ -46,6 +46,8 @@ class GuardedStream:
         self.lost = threading.Event()
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
+        # run instead when nobody listens at that moment (stordoc.cli: stop like SIGTERM)
+        self.default: Callable[[], None] | None = None
 
     def write(self, text: str) -> int:
         if not self.lost.is_set():
@@ -91,7 +93,7 @@ class GuardedStream:
             if self.lost.is_set():
                 return
             self.lost.set()
-            callbacks = list(self._callbacks)
+            callbacks = list(self._callbacks) or ([self.default] if self.default else [])
         try:  # the interpreter's last flush of what is still buffered goes there too
             fd = self.wrapped.fileno()
             null = os.open(os.devnull, os.O_WRONLY)

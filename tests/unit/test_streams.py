@@ -8,6 +8,7 @@ import errno
 import io
 import os
 import pty
+import signal
 import subprocess
 import sys
 import threading
@@ -151,6 +152,38 @@ def test_a_task_is_cancelled_when_stdout_goes() -> None:
     assert later.wait() == "ran" and not later.cancelled
 
 
+def test_the_default_runs_only_when_nobody_listens() -> None:
+    heard: list[str] = []
+    s = GuardedStream(_Broken())
+    s.default = lambda: heard.append("default")
+    forget = s.on_lost(lambda: heard.append("fix"))
+    forget()  # the fix is over: nobody listens any more
+    s.write("x")
+    assert heard == ["default"]
+    s2 = GuardedStream(_Broken())
+    s2.default = lambda: heard.append("default2")
+    s2.on_lost(lambda: heard.append("fix2"))
+    s2.write("x")
+    assert heard == ["default", "fix2"]
+
+
+def test_stdout_gone_stops_only_a_command_that_stops_on_sigterm(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``watch`` (its SIGTERM handler ends the loop) stops; ``check`` finishes."""
+    from stordoc.cli import stdout_gone
+
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    old = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        stdout_gone()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stdout_gone()  # no handler of the command's: nothing is sent
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert sent == [(os.getpid(), signal.SIGTERM)]
+
+
 # ---------------------------------------------------------------- the real CLI
 
 def _cli(*argv: str, stdout: int | None = None) -> subprocess.Popen[bytes]:
@@ -197,4 +230,24 @@ def test_help_into_a_closed_pipe_exits_0() -> None:
     assert p.stdout is not None
     p.stdout.close()
     _, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and err == b"", err
+
+
+def test_watch_into_a_closed_pipe_stops(tmp_path: Path) -> None:
+    """``stordoc watch | grep NEW`` and grep exits: watch stops as for SIGTERM (exit 0)
+    instead of a BrokenPipeError traceback (exit 1). A cluster that does not answer
+    (monitor on port 1) still gives it a line to print every check."""
+    (tmp_path / "ceph.conf").write_text("[global]\nmon_host = 127.0.0.1:1\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
+                   f'[clusters.lab.ceph]\nconf = "{tmp_path / "ceph.conf"}"\ntimeout = 1\n')
+    p = _cli("-c", str(cfg), "watch", "--every", "5s", "--no-slack")
+    assert p.stdout is not None
+    p.stdout.close()
+    try:
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     assert p.returncode == 0 and err == b"", err
