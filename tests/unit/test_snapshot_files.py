@@ -293,6 +293,6 @@ def test_a_name_the_filesystem_refuses_is_one_line(tmp_path: Path) -> None:
     test_cli_hostile): an OSError traceback once, one line and exit 64 now."""
     from storage.snapshot.files import SnapshotError, Writer
 
-    with pytest.raises(SnapshotError, match="cannot create 9+: File name too long"):
+    with pytest.raises(SnapshotError, match="^cannot create .*/9+: File name too long$"):
         Writer(str(tmp_path / ("9" * 400)))
     assert list(tmp_path.iterdir()) == []
