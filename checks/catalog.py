@@ -14,3 +14,11 @@ from checks import (  # noqa: F401
     swift_rings,
     swift_servers,
 )
+
+
+def finding_codes() -> tuple[str, ...]:
+    """Every code a finding can carry: the checks' above and the engine's own, sorted."""
+    import checks.engine  # noqa: F401  (registers the engine's own codes)
+    from checks.model import REGISTRY
+
+    return tuple(sorted(REGISTRY.codes))

@@ -1,7 +1,10 @@
 """Running a confirmed plan: under its locks, audited, step by step with a cancel between
 steps; after a failure only the cleanup steps whose setup was done run (e.g. ``ceph osd
 unset noout``); a change a step is about to make is owned in the audit before it is made,
-so an interrupted run can be undone later (``runbooks.leftovers``). Then ``verify``."""
+so an interrupted run can be undone later (``runbooks.leftovers``). Each step is audited
+``running`` as it starts and its outcome as soon as it is known, before the next step
+starts: a process that dies mid-run leaves an audit that says what was done, what was
+under way and what never started. Then ``verify``."""
 
 from __future__ import annotations
 
@@ -108,11 +111,11 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
             if undo is not None and isinstance(undo.op, MonOp):  # owned before it is made
                 audit.own(run_id, ctx.cluster, step.index, step.title, undo.op.prefix,
                           undo.op.args, undo.command)
+            row = audit.begin_step(run_id, step.index, step.title, step.where, step.command)
             t0 = time.monotonic()
             status, rc, out, err = run_step(env, step, cancel)
             dur = time.monotonic() - t0
-            audit.record_step(run_id, step.index, step.title, step.where, step.command, rc,
-                              out, err, dur, status)
+            audit.end_step(row, rc, out, err, dur, status)  # known before the next starts
             results.append(StepResult(step.index, step.title, step.where, step.command,
                                       status, rc, out, err, dur))
             if undo is not None and status != "done":
@@ -146,11 +149,12 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
                     continue
                 emit(on_event, RunEvent(EventKind.STEP_STARTED, step.index, step.title,
                                         f"cleanup: {step.command}"))
+                row = audit.begin_step(run_id, step.index, step.title, step.where,
+                                       step.command)
                 t0 = time.monotonic()
                 status, rc, out, err = run_step(env, step, threading.Event())
                 dur = time.monotonic() - t0
-                audit.record_step(run_id, step.index, step.title, step.where, step.command,
-                                  rc, out, err, dur, status)
+                audit.end_step(row, rc, out, err, dur, status)
                 results.append(StepResult(step.index, step.title, step.where, step.command,
                                           status, rc, out, err, dur))
                 if status == "done":
@@ -197,6 +201,7 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
                          bench)
     except BaseException as e:
         if run_id is not None:
+            audit.interrupt_steps(run_id)  # a step under way stays "outcome unknown"
             audit.finish_run(run_id, "failed", f"runbook aborted: {type(e).__name__}: {e}", {})
         raise
     finally:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runbooks.model import MonOp, PlannedStep, Refused, RunContext, StepEnv
+from runbooks.model import MonOp, PlannedStep, Refused, RunContext, StepEnv, StepStatus
 from runbooks.steps import NoRunner, run_step, short
 from storage.audit import Audit
 
@@ -40,21 +40,30 @@ def reconcile(ctx: RunContext) -> list[Leftover]:
     is :func:`undo_leftovers`, after the user said yes."""
     audit = Audit(ctx.journal, ctx.secrets)
     for run in audit.dead_runs(ctx.cluster):
-        steps = audit.steps(int(run["id"]))
-        done = [f"{s.idx}. {s.title}" for s in steps if s.status == "done"]
-        planned = (run.get("plan") or {}).get("steps", []) if isinstance(run.get("plan"),
-                                                                           dict) else []
-        done_idx = {s.idx for s in steps if s.status == "done"}
-        not_done = [f"{p['index']}. {p['title']}" for p in planned
-                    if p.get("index") not in done_idx]
-        audit.finish_run(int(run["id"]), "interrupted",
-                         f"process {run['pid']} on {run['host']} ended mid-run (killed or "
-                         f"crashed). Done: {', '.join(done) or 'nothing'}. Not done: "
-                         f"{', '.join(not_done) or 'nothing'}")
+        audit.finish_run(int(run["id"]), "interrupted", interrupted_message(audit, run))
         audit.release_locks_of(int(run["pid"]), str(run["host"]))
     return [Leftover(int(r["id"]), int(r["run_id"]), r["runbook"], r["target"], r["user"],
                      r["what"], r["undo_command"], r["undo_prefix"], r["undo_args"])
             for r in audit.leftovers(ctx.cluster)]
+
+
+def interrupted_message(audit: Audit, run: Mapping[str, Any]) -> str:
+    """What a dead run did, from its audited steps: done, under way when the process died
+    (their outcome unknown: marked ``interrupted``), never started."""
+    under_way = {s.idx for s in audit.interrupt_steps(int(run["id"]))}
+    steps = audit.steps(int(run["id"]))
+    done_idx = {s.idx for s in steps if s.status == StepStatus.DONE}
+    done = [f"{s.idx}. {s.title}" for s in steps if s.status == StepStatus.DONE]
+    mid = [f"{s.idx}. {s.title}" for s in steps
+           if s.idx in under_way and s.idx not in done_idx]
+    planned = (run.get("plan") or {}).get("steps", []) if isinstance(run.get("plan"),
+                                                                       dict) else []
+    not_done = [f"{p['index']}. {p['title']}" for p in planned
+                if p.get("index") not in done_idx | under_way]
+    return (f"process {run['pid']} on {run['host']} ended mid-run (killed or crashed). "
+            f"Done: {', '.join(done) or 'nothing'}. "
+            + (f"Under way when it ended (outcome unknown): {', '.join(mid)}. " if mid else "")
+            + f"Not done: {', '.join(not_done) or 'nothing'}")
 
 
 def undo_leftovers(ctx: RunContext, leftovers: list[Leftover], confirmed_by: str

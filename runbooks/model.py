@@ -290,6 +290,8 @@ class StepStatus(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+    RUNNING = "running"  # audited as it starts; its outcome replaces it when known
+    INTERRUPTED = "interrupted"  # the process died during the step: outcome unknown
 
 
 class Outcome(StrEnum):

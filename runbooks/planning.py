@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import runbooks.catalog  # noqa: F401  (registers the runbooks, in the importing thread)
+from checks.spelling import closest
 from runbooks.base import Draft, Runbook, registry
 from runbooks.model import InvalidRequest, Plan, Refused, RunbookInfo, RunContext
 from runbooks.targets import canonical_target
@@ -31,11 +32,16 @@ def runbook_for_code(code: str) -> str | None:
 
 
 def runbook_named(name: str) -> Runbook:
-    """The registered runbook of that name, or InvalidRequest naming the known ones."""
+    """The registered runbook of that name, or InvalidRequest with the closest name
+    (``unknown runbook osd-remout: did you mean osd-remount?``), naming them all only
+    when none is close."""
     reg = registry()
     rb = reg.get(name.strip())
     if rb is None:
-        raise InvalidRequest(f"unknown runbook {name!r}; known: {', '.join(sorted(reg))}")
+        near = closest(name, reg)
+        raise InvalidRequest(f"unknown runbook {name.strip()}: did you mean {near}?" if near
+                             else f"unknown runbook {name.strip()}; the runbooks: "
+                             f"{', '.join(sorted(reg))}")
     return rb
 
 

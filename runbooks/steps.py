@@ -32,8 +32,8 @@ def emit(on_event: EventFn | None, ev: RunEvent) -> None:
         return
     try:
         on_event(ev)
-    except Exception:  # a broken renderer must not break a half-done repair
-        pass
+    except (Exception, SystemExit):  # a broken renderer must not break a half-done repair
+        pass  # (rich raises SystemExit from any thread when its stdout's reader is gone)
 
 
 def default_runner(ctx: RunContext) -> Runner:

@@ -170,7 +170,7 @@ class AuditStep:
     stdout: str
     stderr: str
     duration_s: float
-    status: str  # done, failed, skipped
+    status: str  # done, failed, skipped, cancelled; running, interrupted (runbooks' StepStatus)
     at: float
 
     @classmethod
@@ -300,6 +300,31 @@ class Audit:
                 "command": self._r(command), "rc": rc, "stdout": self._r(stdout)[-20000:],
                 "stderr": self._r(stderr)[-20000:], "duration_s": duration_s,
                 "status": status, "at": time.time()}))
+
+    def begin_step(self, run_id: int, index: int, title: str, where: str,
+                   command: str) -> int:
+        """A step about to run, audited before it runs (status ``running``): if the
+        process dies during it, the audit says it was under way, not that it never ran.
+        ``end_step`` records its outcome in the same row."""
+        return self.record_step(run_id, index, title, where, command, None, "", "", 0.0,
+                                "running")
+
+    def end_step(self, step_id: int, rc: int | None, stdout: str, stderr: str,
+                 duration_s: float, status: str) -> None:
+        with self.journal.lock:
+            self.db.table("runbook_steps").update(step_id, {
+                "rc": rc, "stdout": self._r(stdout)[-20000:],
+                "stderr": self._r(stderr)[-20000:], "duration_s": duration_s,
+                "status": status, "at": time.time()})
+
+    def interrupt_steps(self, run_id: int) -> list[AuditStep]:
+        """A dead run's steps still ``running``, marked ``interrupted`` (their outcome is
+        unknown: the process died during them); returns them."""
+        with self.journal.lock:
+            running = [s for s in self.steps(run_id) if s.status == "running"]
+            self.db.conn.execute("update runbook_steps set status = 'interrupted' where "
+                                 "run_id = ? and status = 'running'", [run_id])
+        return running
 
     def finish_run(self, run_id: int, outcome: str, message: str,
                    verify: Mapping[str, Any] | None = None) -> None:

@@ -93,10 +93,40 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
 def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int:
     _register_fast_exit()
     Parser.term = term  # None: sys's streams, made when first needed (not for --help)
+    streams = (sys.stdout, sys.stderr)
+    if term is None:  # the process's own streams: a reader that goes away is no error
+        sys.stdout, sys.stderr = _guarded(sys.stdout), _guarded(sys.stderr)
     try:
         return int(_main(argv, term))
     finally:
         Parser.term = None
+        if term is None:
+            sys.stdout, sys.stderr = streams
+
+
+def _guarded(stream: Any) -> Any:
+    """``stream`` behind stordoc.streams' guard (``stordoc check | head -1`` exits with
+    the check's status, argparse's ``--help | head -1`` with 0, never a traceback)."""
+    if stream is None:
+        return None
+    from stordoc.streams import GuardedStream, guarded
+
+    g = guarded(stream)
+    if isinstance(g, GuardedStream) and stream is sys.stdout and g.default is None:
+        g.default = stdout_gone
+    return g
+
+
+def stdout_gone() -> None:
+    """Nobody reads stdout any more, and the command running did not ask to hear of it:
+    as SIGPIPE ends a Unix filter, a command that stops gracefully on SIGTERM (``watch``,
+    a benchmark waiting in a Task) gets one and stops; the others finish and exit with
+    their own status (``check``). ``fix`` listens itself: its run is cancelled at once."""
+    import os
+    import signal
+
+    if callable(signal.getsignal(signal.SIGTERM)):
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 _fast_exit = False

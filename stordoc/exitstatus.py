@@ -13,7 +13,8 @@ FAILED           5  started and did not succeed: a step failed part-way (cleanup
 USAGE           64  bad input: a malformed command, option or config (sysexits EX_USAGE);
                     also "not confirmed" (no ``--yes`` and no terminal to ask on)
 NOPERM          77  a file stordoc needs cannot be read or written (EX_NOPERM)
-INTERRUPTED    130  Ctrl-C (or SIGTERM): stopped before the next step, cleanup done
+INTERRUPTED    130  Ctrl-C, SIGTERM, SIGHUP or a closed stdout: stopped before the next
+                    step, cleanup done
 ============  ====  =================================================================
 
 ``check`` keeps Nagios' scale (0..3) so monitoring can run it as a plugin.

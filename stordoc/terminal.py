@@ -4,18 +4,26 @@ asks and checks for a terminal through it; tests build one over ``StringIO``.
 
 Nothing else in ``stordoc/commands`` reads ``sys.stdin``, calls ``input()`` or
 ``isatty()``, or keeps a module-level console.
+
+A reader that goes away (``| head -1``, ``| tee log`` and Ctrl-C, a dropped SSH session)
+is no error of the command: ``from_sys`` guards the output streams (``stordoc.streams``),
+later output goes nowhere, ``on_stdout_lost`` says so to whoever asked (a running fix
+cancels, its cleanup still runs) and ``tell`` moves what must be seen to stderr.
 """
 
 from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TextIO
 
 from rich.console import Console
 from rich.text import Text
+
+from stordoc.streams import GuardedStream, guarded
 
 # the width of tables and charts when stdout is no terminal (a file, a pipe, CI logs)
 PIPE_WIDTH = 150
@@ -41,8 +49,9 @@ class Terminal:
 
     @classmethod
     def from_sys(cls) -> Terminal:
-        """The process's own streams, as they are now (pytest's capsys included)."""
-        return cls(sys.stdin, sys.stdout, sys.stderr, _isatty(sys.stdin),
+        """The process's own streams, as they are now (pytest's capsys included), the
+        output ones guarded (a reader that goes away is no error: see the module)."""
+        return cls(sys.stdin, guarded(sys.stdout), guarded(sys.stderr), _isatty(sys.stdin),
                    _isatty(sys.stdout), _isatty(sys.stderr))
 
     @classmethod
@@ -82,6 +91,29 @@ class Terminal:
         """One line on stderr, whatever the message holds (no markup, no wrapping)."""
         line = " ".join(str(message).split())
         self.err.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+
+    # ------------------------------------------------------------------ a reader gone
+    @property
+    def stdout_lost(self) -> bool:
+        """Nobody reads stdout any more (its pipe's reader exited, the terminal hung up)."""
+        return isinstance(self.stdout, GuardedStream) and self.stdout.lost.is_set()
+
+    def on_stdout_lost(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` (once, from the writing thread) when stdout's reader goes
+        away; returns the function that forgets it. A stream that cannot be lost (a
+        StringIO of tests) never calls it."""
+        if isinstance(self.stdout, GuardedStream):
+            return self.stdout.on_lost(callback)
+        return lambda: None
+
+    def tell(self, text: Text | str) -> None:
+        """A line the user must see even when stdout is gone: on stdout, else on stderr
+        (what a fix says after ``| tee log`` was interrupted: what was done, the audit)."""
+        if not self.stdout_lost:
+            self.out.print(text)
+            if not self.stdout_lost:  # (this very line may be the one that found it gone)
+                return
+        self.err.print(text)
 
     # ------------------------------------------------------------------ input
     @property

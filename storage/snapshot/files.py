@@ -196,7 +196,12 @@ class Writer:
                                         f"{os.getpid()}")
         if os.path.lexists(self.tmp):
             shutil.rmtree(self.tmp)  # ours: a save of this pid that died mid-way
-        os.mkdir(self.tmp, 0o700)
+        try:
+            os.mkdir(self.tmp, 0o700)
+        except PermissionError:
+            raise  # the CLI's "permission denied: FILE" (exit 77)
+        except OSError as e:  # a name too long for the filesystem, a read-only one...
+            raise SnapshotError(f"cannot create {directory}: {e.strerror}") from None
 
     def write_json(self, rel: str, doc: Any) -> None:
         parts = safe_relpath(rel)

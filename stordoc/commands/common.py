@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +26,38 @@ def term_of(args: argparse.Namespace) -> Terminal:
 
     t = getattr(args, "term", None)
     return t if isinstance(t, Terminal) else Terminal.from_sys()
+
+
+@contextmanager
+def cancel_when_stdout_lost(term: Terminal, cancel: Callable[[], object]) -> Iterator[None]:
+    """While in the block, ``cancel()`` when stdout's reader goes away (``fix ... | tee
+    log`` and Ctrl-C: tee exits first): a run then stops as for Ctrl-C, cleanup included."""
+    def lost() -> None:
+        cancel()
+
+    forget = term.on_stdout_lost(lost)
+    try:
+        yield
+    finally:
+        forget()
+
+
+def finding_code(code: str, ceph_hint: str) -> str:
+    """A finding code as typed (``fix --finding``, ``mute``), normalised; else one line and
+    exit 64, before anything is read or changed: ``unknown finding code OSD_DATA_UNMOUNT:
+    did you mean OSD_DATA_UNMOUNTED?``, or, with nothing close, where the codes are and
+    how Ceph's own are named (``ceph_hint``: this command's way to name one)."""
+    from stordoc.errors import UserError
+    from stordoc.service import fixes
+
+    try:
+        return fixes.catalogued_code(code)
+    except fixes.UnknownFindingCode as e:
+        if e.suggestion:
+            raise UserError(str(e)) from None
+        raise UserError(f"{e}: no check reports it (stordoc's codes: docs/checks.md; "
+                        f"Ceph's own are CEPH_HEALTH findings on 'ceph CODE': {ceph_hint})"
+                        ) from None
 
 
 def env_from_args(args: argparse.Namespace) -> Env:

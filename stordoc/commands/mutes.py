@@ -8,10 +8,11 @@ import argparse
 import time
 
 from stordoc.argtypes import duration
-from stordoc.commands.common import env_from_args
+from stordoc.commands.common import env_from_args, finding_code
 from stordoc.errors import UserError
 
 MAX_MUTE_S = 30 * 86400.0
+CEPH_HINT = "stordoc mute CEPH_HEALTH 'ceph CODE'"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,6 +59,7 @@ def cmd_mute(args: argparse.Namespace) -> int:
             return 0
         if not args.code:
             raise UserError("mute needs a CODE (or --list)")
+        finding_code(args.code, CEPH_HINT)  # a typo would mute nothing, silently
         if args.for_s is None:
             raise UserError("mute needs --for DURATION (e.g. --for 4h)")
         if not (args.reason or "").strip():
@@ -81,6 +83,7 @@ def cmd_unmute(args: argparse.Namespace) -> int:
     from stordoc.service import Service
     from stordoc.service.records import UnknownCode
 
+    finding_code(args.code, CEPH_HINT.replace("mute", "unmute"))
     env = env_from_args(args)
     try:
         cluster = env.cluster_name(args.cluster)

@@ -2,7 +2,9 @@
 
 ``fix`` never runs without a confirmation: ``--yes``, or typing ``yes`` on a terminal.
 Without a terminal and without ``--yes`` it refuses and runs nothing. Ctrl-C during a run
-cancels between steps (the cleanup steps, like clearing ``noout``, still run).
+cancels between steps (the cleanup steps, like clearing ``noout``, still run); so do
+SIGTERM, SIGHUP (a dropped SSH session) and a closed stdout (``| tee log``, then Ctrl-C:
+tee is gone), after which what the run says goes to stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from stordoc.argtypes import duration, int_range
-from stordoc.commands.common import env_from_args, term_of
+from stordoc.commands.common import (
+    cancel_when_stdout_lost,
+    env_from_args,
+    finding_code,
+    term_of,
+)
 from stordoc.errors import UserError
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.task import Task
@@ -29,6 +36,10 @@ if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from stordoc.env import Env
     from stordoc.service import Service
     from stordoc.service.actions import ActionPlan, RunReport
+    from stordoc.terminal import Terminal
+
+
+FIX_CEPH_HINT = "--finding CEPH_HEALTH --entity 'ceph CODE'"
 
 
 def exit_status(outcome: str) -> ExitStatus:
@@ -217,6 +228,7 @@ def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str,
 def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    runbook_name(args.runbook)
     env = env_from_args(args)
     try:
         _, _, p = _plan(env, args, args.runbook, args.target)
@@ -230,23 +242,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
         env.close()
 
 
+def runbook_name(name: str) -> str:
+    """A runbook's name as typed, if it is one (a benchmark is planned by the service);
+    else one line and exit 64 with the closest name (``unknown runbook osd-remout: did you
+    mean osd-remount?``), before anything is collected or changed."""
+    from runbooks.model import InvalidRequest
+    from runbooks.planning import runbook_named
+    from stordoc.service.actions import is_bench
+
+    if is_bench(name):
+        return name
+    try:
+        return runbook_named(name).info.name
+    except InvalidRequest as e:
+        raise UserError(str(e)) from None
+
+
 def _pick_finding(env: Env, args: argparse.Namespace
                   ) -> tuple[str, str, ClusterSnapshot]:
     """``--finding CODE [--entity E]``: a fresh check, then the one rule of
-    ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64)."""
+    ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64).
+    A code no check reports is a typo (64), not "no such finding"; a known code with no
+    finding says so with the cluster, never in words that read like all clear."""
     from rich.text import Text
 
     from runbooks.model import Refused
     from stordoc.service import fixes
 
-    code = fixes.normalise_code(args.finding)
+    code = finding_code(args.finding, FIX_CEPH_HINT)
     entity = args.entity or None
     out = env.check(args.cluster, only=[code], source="cli-fix")
+    cluster = out.report.cluster
     try:
         choice = fixes.choose_fix(out.report.findings, code, entity)
-    except (fixes.NoSuchFinding, fixes.NotReportedFor):
-        extra = f" on {entity}" if entity else ""
-        raise Refused(f"no {code} finding{extra} right now: nothing to fix") from None
+    except fixes.NotReportedFor as e:
+        raise Refused(f"no {code} finding for {entity} on cluster {cluster} right now "
+                      f"(checked just now; it is reported for "
+                      f"{', '.join(str(f.entity) for f in e.reported)})") from None
+    except fixes.NoSuchFinding:
+        extra = f" for {entity}" if entity else ""
+        raise Refused(f"no {code} finding{extra} on cluster {cluster} right now "
+                      "(checked just now)") from None
     except fixes.NoRunbook as e:
         raise Refused(f"{code} has no runbook that fixes it ({e.findings[0].message})"
                       ) from None
@@ -259,11 +295,13 @@ def _pick_finding(env: Env, args: argparse.Namespace
     return choice.runbook, choice.target, out.snapshot
 
 
-def _follow(console: Console, svc: Service, cluster: str, runbook: str,
+def _follow(term: Terminal, svc: Service, cluster: str, runbook: str,
             timeout_s: float) -> None:
     """The truth after "success": what the cluster still does, until clean or timeout;
-    Ctrl-C stops following (the cluster carries on)."""
+    Ctrl-C (SIGTERM, SIGHUP, a closed stdout) stops following (the cluster carries on)."""
     from rich.text import Text
+
+    console = term.out
 
     def show(am: Aftermath) -> None:
         console.print(Text(f"  {am.line}", style="green" if am.clean else "yellow"))
@@ -271,7 +309,8 @@ def _follow(console: Console, svc: Service, cluster: str, runbook: str,
     task = Task(lambda cancel: svc.actions.follow(cluster, runbook, show, cancel,
                                                   source="cli", timeout_s=timeout_s),
                 name="follow")
-    am = task.wait()
+    with cancel_when_stdout_lost(term, task.cancel):
+        am = task.wait()
     if am is None:
         return
     if task.cancelled:
@@ -292,6 +331,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
             raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
     elif not (args.runbook and args.target):
         raise UserError("fix needs RUNBOOK TARGET, or --finding CODE")
+    if args.finding:  # a typo is one line before anything is read or changed
+        finding_code(args.finding, FIX_CEPH_HINT)
+    else:
+        runbook_name(args.runbook)
     env = env_from_args(args)
     try:
         _settle_interrupted(env, args)
@@ -305,21 +348,30 @@ def cmd_fix(args: argparse.Namespace) -> int:
         render_plan(console, plan)
         confirm(env.term, "Run this plan?", args.yes)
 
+        term = env.term
+
         def interrupted(n: int) -> None:
-            console.print(Text("  cancelling after the current step (cleanup steps still "
-                               "run)..." if n == 1 else "  still cancelling: the cleanup "
-                               "steps finish first", style="yellow"))
+            term.tell(Text("  cancelling after the current step (cleanup steps still run)..."
+                           if n == 1 else "  still cancelling: the cleanup steps finish first",
+                           style="yellow"))
+
+        def stdout_lost() -> None:  # `| tee log` and Ctrl-C: tee is gone first
+            if task.cancel():
+                term.note("stdout closed: cancelling after the current step (cleanup steps "
+                          "still run); what follows goes to stderr")
 
         def work(cancel: threading.Event) -> RunReport:
-            return svc.actions.execute(ap, ap.user, lambda ev: _event_printer(console, ev),
-                                       cancel)
+            return svc.actions.execute(ap, ap.user, lambda ev: _event_printer(
+                term.err if term.stdout_lost else console, ev), cancel)
 
-        res = Task(work, name="runbook").wait(interrupted)
+        task: Task[RunReport] = Task(work, name="runbook")
+        with cancel_when_stdout_lost(term, stdout_lost):
+            res = task.wait(interrupted)
         style = "bold green" if res.ok else "bold red"
-        console.print(Text(f"{res.outcome}: {res.message}", style=style))
-        console.print(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
-        if res.ok and args.follow > 0:
-            _follow(console, svc, ap.cluster, plan.runbook, args.follow)
+        term.tell(Text(f"{res.outcome}: {res.message}", style=style))
+        term.tell(Text(f"audit: stordoc audit --run {res.run_id}", style="dim"))
+        if res.ok and args.follow > 0 and not term.stdout_lost:
+            _follow(term, svc, ap.cluster, plan.runbook, args.follow)
         return exit_status(res.outcome)
     finally:
         env.close()

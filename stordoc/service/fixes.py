@@ -12,6 +12,10 @@ each front end only turns those into its own words.
 - Order of refusals: no finding with that code (``NoSuchFinding``), none for that target
   (``NotReportedFor``), none with a runbook (``NoRunbook``), several fixable ones
   (``Ambiguous``).
+- ``catalogued_code(code)``, asked before any check runs, tells a typo from a code that
+  has no finding right now: a code no check reports is ``UnknownFindingCode``, with the
+  closest catalogued code as a suggestion (``OSD_DATA_UNMOUNT`` ->
+  ``OSD_DATA_UNMOUNTED``). "No such finding" about a misspelt code read like all clear.
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from checks.catalog import finding_codes
 from checks.incidents import correlate
 from checks.model import Finding
+from checks.spelling import closest
 
 __all__ = ["Ambiguous", "FixChoice", "FixRefused", "NoRunbook", "NoSuchFinding",
-           "NotReportedFor", "choose_fix", "normalise_code"]
+           "NotReportedFor", "UnknownFindingCode", "catalogued_code", "choose_fix",
+           "normalise_code"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,18 @@ class NoSuchFinding(FixRefused):
         self.current: tuple[str, ...] = tuple(sorted(set(current)))
         super().__init__(code, target, f"no current finding {code} (current: "
                                        f"{', '.join(self.current) or 'none'})")
+
+
+class UnknownFindingCode(FixRefused):
+    """No check reports that code at all (a typo, or one of Ceph's own codes, which are
+    ``CEPH_HEALTH`` findings on ``ceph CODE``); ``suggestion`` is the closest code of
+    the catalogue (``known``), or None."""
+
+    def __init__(self, code: str, known: Iterable[str]) -> None:
+        self.known: tuple[str, ...] = tuple(known)
+        self.suggestion = closest(code, self.known)
+        super().__init__(code, None, f"unknown finding code {code}" + (
+            f": did you mean {self.suggestion}?" if self.suggestion else ""))
 
 
 class NotReportedFor(FixRefused):
@@ -91,6 +110,16 @@ def normalise_code(code: str) -> str:
     is never a code, and upper-casing it could turn a look-alike into one)."""
     code = code.strip()
     return code.upper() if code.isascii() else code
+
+
+def catalogued_code(code: str) -> str:
+    """``code`` normalised, if some check (or the engine) can report it; else
+    ``UnknownFindingCode``. ASCII only, as everywhere a code is typed."""
+    c = normalise_code(code)
+    known = finding_codes()
+    if not c.isascii() or c not in known:
+        raise UnknownFindingCode(c, known)
+    return c
 
 
 def _same_code(finding: Finding, code: str) -> bool:

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import checks.catalog  # noqa: F401  (registers every check's codes)
 import checks.engine  # noqa: F401  (registers the engine's own codes)
-from checks.model import REGISTRY, Finding, Severity
+from checks.model import Finding, Severity
 from storage.audit import Audit, AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
 from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
 from stordoc.env import Env
+from stordoc.service.fixes import UnknownFindingCode, catalogued_code
 
 __all__ = ["AlertPost", "AuditRun", "AuditStep", "CheckRun", "FindingRecord", "Mute",
            "MuteRefused", "Records", "UnknownCode", "known_code"]
@@ -50,12 +51,13 @@ class AlertPost:
 
 
 def known_code(code: str) -> str:
-    """A registered finding code, upper-cased. ASCII only: ``str.upper`` turns a long s
-    (ſ) into S, so ``oſd_down`` would otherwise mute OSD_DOWN."""
-    c = code.strip()
-    if not c.isascii() or c.upper() not in REGISTRY.codes:
-        raise UnknownCode(code, sorted(REGISTRY.codes))
-    return c.upper()
+    """A registered finding code, upper-cased (``fixes.catalogued_code``, the one rule).
+    ASCII only: ``str.upper`` turns a long s (ſ) into S, so ``oſd_down`` would otherwise
+    mute OSD_DOWN."""
+    try:
+        return catalogued_code(code)
+    except UnknownFindingCode as e:
+        raise UnknownCode(code, e.known) from None
 
 
 def _finding(r: FindingRecord) -> Finding:

@@ -7,15 +7,23 @@ between steps: a runbook stops before its next step and still runs its cleanup s
 finishes its in-flight operations and removes what it wrote.
 
 ``Task.wait`` is for a process's main thread (the CLI): the work runs on a thread of its
-own while the main thread waits on an ``Event``, and SIGINT/SIGTERM only set the cancel
-flag (a handler of ours, not ``KeyboardInterrupt``). Waiting in ``Thread.join`` instead is
-what used to go wrong: on Python 3.11 a Ctrl-C inside ``join()`` can leave the thread
-looking finished while it still runs, and the process exited mid-step with ``noout`` set
-and the lock held. A second Ctrl-C never abandons the work either: the cleanup finishes.
+own while the main thread waits on an ``Event``, and SIGINT, SIGTERM and SIGHUP (a dropped
+SSH session) only set the cancel flag (a handler of ours, not ``KeyboardInterrupt``, not
+death). Waiting in ``Thread.join`` instead is what used to go wrong: on Python 3.11 a
+Ctrl-C inside ``join()`` can leave the thread looking finished while it still runs, and
+the process exited mid-step with ``noout`` set and the lock held. A second Ctrl-C never
+abandons the work either, nor does an exception in the waiting thread (a failed print of
+the notice): the work is cancelled and its cleanup finishes before ``wait`` returns.
+
+SIGPIPE stays ignored (Python's default): a closed stdout is a failed write, EPIPE, that
+``stordoc.streams`` turns into the same cancel (``Terminal.on_stdout_lost``). A handler of
+ours would also fire on any socket's EPIPE (an SSH connection a step retries) and cancel
+a repair for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from collections.abc import Callable
@@ -26,6 +34,9 @@ T = TypeVar("T")
 
 Work = Callable[[threading.Event], T]
 
+# what cancels a task the main thread waits on: Ctrl-C, kill, the terminal hung up
+CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 
 class Task(Generic[T]):
     def __init__(self, work: Work[T], name: str = "stordoc-task",
@@ -35,6 +46,7 @@ class Task(Generic[T]):
         self.name = name
         self.cancel_event = cancel if cancel is not None else threading.Event()
         self._done = threading.Event()
+        self._running = threading.Event()  # its thread started (``start``)
         self._result: T | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -73,6 +85,7 @@ class Task(Generic[T]):
         but ``wait`` always waits for it)."""
         if self._thread is None:
             def body() -> None:
+                self._running.set()
                 try:
                     self.run()
                 except BaseException:  # kept for result()/wait()
@@ -91,25 +104,36 @@ class Task(Generic[T]):
 
     def wait(self, on_interrupt: Callable[[int], None] | None = None,
              poll_s: float = 0.5) -> T:
-        """Start the work and wait for it in this (main) thread. SIGINT and SIGTERM
-        cancel it instead of raising; ``on_interrupt(n)`` says so (n = how many so far).
-        Returns the result or raises the work's exception."""
+        """Start the work and wait for it in this (main) thread. SIGINT, SIGTERM and
+        SIGHUP cancel it instead of raising or ending the process; ``on_interrupt(n)``
+        says so (n = how many so far; its failure is ignored). Returns the result or
+        raises the work's exception; whatever else happens here, the work has finished
+        (cancelled, its cleanup done) before this returns or raises."""
         main = threading.current_thread() is threading.main_thread()
         old: dict[signal.Signals, object] = {}
 
         def handler(signum: int, frame: FrameType | None) -> None:
             self.interrupts += 1
             self.cancel()
-            if on_interrupt is not None:
-                on_interrupt(self.interrupts)
+            if on_interrupt is not None:  # (rich answers a closed stdout with SystemExit)
+                with contextlib.suppress(Exception, SystemExit):
+                    on_interrupt(self.interrupts)
 
         if main:  # handlers first, then the thread: no window for a KeyboardInterrupt
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in CANCEL_SIGNALS:
                 old[sig] = signal.signal(sig, handler)
         try:
-            self.start()
-            while not self._done.wait(poll_s):
-                pass
+            try:
+                self.start()
+                while not self._done.wait(poll_s):
+                    pass
+            except BaseException:  # never leave the work half-done behind a dying process
+                self.cancel()
+                # (raised while the thread was being started: it reports in at once)
+                if self._thread is not None and self._running.wait(1.0):
+                    while not self._done.wait(poll_s):
+                        pass
+                raise
         finally:
             for sig, h in old.items():
                 signal.signal(sig, h if callable(h) or isinstance(h, int) else signal.SIG_DFL)

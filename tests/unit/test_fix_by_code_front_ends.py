@@ -37,7 +37,8 @@ SNAP = object()  # the check's snapshot: the plan is made on it, not on a second
 
 
 def _outcome(findings: list[Finding]) -> Any:
-    return SimpleNamespace(report=SimpleNamespace(findings=tuple(findings)), snapshot=SNAP)
+    return SimpleNamespace(report=SimpleNamespace(findings=tuple(findings), cluster="lab"),
+                           snapshot=SNAP)
 
 
 # --------------------------------------------------------------------------- bot
@@ -136,11 +137,17 @@ def test_cli_finding_picks_the_fix_and_says_which_finding() -> None:
 
 
 @pytest.mark.parametrize("findings, code, entity, exc, message", [
-    ([PG], "OSD_DOWN_OUT", None, Refused, "no OSD_DOWN_OUT finding right now: nothing to fix"),
+    # a known code with no finding: said with the cluster, not as "nothing to fix" (27.8)
+    ([PG], "OSD_DOWN_OUT", None, Refused,
+     "no OSD_DOWN_OUT finding on cluster lab right now (checked just now)"),
     ([_down_out(2)], "OSD_DOWN_OUT", "osd.9", Refused,
-     "no OSD_DOWN_OUT finding on osd.9 right now: nothing to fix"),
-    ([_down_out(2)], "\u041eSD_DOWN_OUT", None, Refused,
-     "no \u041eSD_DOWN_OUT finding right now: nothing to fix"),
+     "no OSD_DOWN_OUT finding for osd.9 on cluster lab right now (checked just now; it is "
+     "reported for osd.2)"),
+    # a code no check reports: a typo (exit 64), with the closest code, and no check run
+    ([_down_out(2)], "OSD_DATA_UNMOUNT", None, UserError,
+     "unknown finding code OSD_DATA_UNMOUNT: did you mean OSD_DATA_UNMOUNTED?"),
+    ([_down_out(2)], "\u041eSD_DOWN_OUT", None, UserError,
+     "unknown finding code \u041eSD_DOWN_OUT: did you mean OSD_DOWN_OUT?"),
     ([PG], "pgs_stuck", None, Refused,
      "PGS_STUCK has no runbook that fixes it (pg 1.0 stuck peering)"),
     ([_down_out(2), _down_out(3)], "OSD_DOWN_OUT", "", UserError,
@@ -154,3 +161,5 @@ def test_cli_finding_refusals_keep_their_wording_and_exit_class(
     with pytest.raises(exc) as ei:
         _pick_finding(env, _args(code, entity))  # type: ignore[arg-type]
     assert str(ei.value) == message
+    if message.startswith("unknown"):
+        assert env.checked == []  # refused before any check ran

@@ -71,7 +71,7 @@ def test_cli_mute_list_unmute_and_bad_input(tmp_path: Path) -> None:
     assert r.stdout.startswith("muted OSD_DOWN_OUT osd.1 on lab until ")
     r = _cli(cfg, "mute", "--list")
     assert "OSD_DOWN_OUT osd.1" in r.stdout and "active" in r.stdout and "disk swap" in r.stdout
-    for bad, needle in ((("mute", "NOPE_CODE", "--for", "4h", "--reason", "x"), "unknown code"),
+    for bad, needle in ((("mute", "NOPE_CODE", "--for", "4h", "--reason", "x"), "unknown finding code"),
                         (("mute", "OSD_DOWN_OUT", "--for", "90d", "--reason", "x"), "--for"),
                         (("mute", "OSD_DOWN_OUT", "--for", "4h"), "--reason"),
                         (("mute", "OSD_DOWN_OUT", "--reason", "x"), "--for"),

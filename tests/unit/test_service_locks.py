@@ -86,3 +86,25 @@ def test_an_interrupted_run_is_marked_and_its_leftovers_shown_not_undone(env: En
     assert [x.run_id for x in locks.interrupted("lab", source="cli")] == [run]
     with pytest.raises(ActionRefused, match="not confirmed"):
         locks.undo("lab", left, source="cli", confirmed_by="  ")
+
+
+def test_a_step_under_way_when_the_process_died_is_not_called_not_done(env: Env) -> None:
+    """SIGKILL during `ceph osd set noout`: the flag may well be set. The audit once said
+    "Done: nothing. Not done: 1. set noout"; now the step is "under way, outcome unknown"
+    (its row ``interrupted``) and what it owned is offered for undoing."""
+    audit = Audit(env.journal)
+    run = audit.start_run("lab", "osd-remount", "osd.1", "alice", "cli",
+                          {"steps": [{"index": 1, "title": "set noout"},
+                                     {"index": 2, "title": "mount"},
+                                     {"index": 3, "title": "clear noout"}]})
+    audit.own(run, "lab", 1, "flag noout", "osd unset", {"key": "noout"},
+              "ceph osd unset noout")
+    audit.begin_step(run, 1, "set noout", "ceph", "ceph osd set noout")  # then killed
+    env.journal.db.execute("update runbook_runs set pid = ? where id = ?", [_dead_pid(), run])
+    left = Service(env).locks.interrupted("lab", source="cli")
+    assert [x.undo_command for x in left] == ["ceph osd unset noout"]
+    r = audit.run(run)
+    assert r is not None and r.outcome == "interrupted"
+    assert r.message.endswith("Done: nothing. Under way when it ended (outcome unknown): "
+                              "1. set noout. Not done: 2. mount, 3. clear noout"), r.message
+    assert [(s.idx, s.status) for s in audit.steps(run)] == [(1, "interrupted")]

@@ -286,3 +286,13 @@ def test_a_save_never_writes_over_what_it_did_not_create(tmp_path: Path) -> None
     second.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "notes", "race"]
     assert [p.name for p in race.iterdir()] == ["first.json"]
+
+
+def test_a_name_the_filesystem_refuses_is_one_line(tmp_path: Path) -> None:
+    """``snapshot save 999...9`` (400 characters, hypothesis found it in
+    test_cli_hostile): an OSError traceback once, one line and exit 64 now."""
+    from storage.snapshot.files import SnapshotError, Writer
+
+    with pytest.raises(SnapshotError, match="^cannot create .*/9+: File name too long$"):
+        Writer(str(tmp_path / ("9" * 400)))
+    assert list(tmp_path.iterdir()) == []

@@ -48,18 +48,50 @@ def test_sigint_while_waiting_cancels_between_steps_and_cleanup_runs() -> None:
     assert signal.getsignal(signal.SIGINT) is old  # the handler is put back
 
 
-def test_sigterm_cancels_too() -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_cancel_too(sig: signal.Signals) -> None:
+    """``kill``, and a dropped SSH session (SIGHUP, whose default ends the process)."""
     started, release, log = threading.Event(), threading.Event(), []
     task = Task(_steps(started, release, log))
+    old = signal.getsignal(sig)
 
     def term() -> None:
         started.wait(5)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), sig)
         task.cancel_event.wait(5)
         release.set()
 
     threading.Thread(target=term).start()
     assert task.wait(poll_s=0.05).startswith("cancelled") and log[-1] == "cleanup"
+    assert signal.getsignal(sig) is old
+
+
+@pytest.mark.parametrize("raised", [BrokenPipeError(32, "Broken pipe"), SystemExit(1),
+                                    KeyboardInterrupt()])
+def test_a_failing_notice_never_abandons_the_work(raised: BaseException) -> None:
+    """The notice of a Ctrl-C printed into a closed pipe (``| tee log``): rich answered
+    SystemExit(1), the process ended mid-step with noout set. The work is cancelled and
+    has cleaned up before ``wait`` returns (or raises what nobody could foresee)."""
+    started, release, log = threading.Event(), threading.Event(), []
+    task = Task(_steps(started, release, log))
+
+    def notice(n: int) -> None:
+        raise raised
+
+    def interrupt() -> None:
+        started.wait(5)
+        os.kill(os.getpid(), signal.SIGINT)
+        task.cancel_event.wait(5)
+        release.set()
+
+    threading.Thread(target=interrupt).start()
+    if isinstance(raised, Exception | SystemExit):
+        assert task.wait(notice, poll_s=0.05) == "cancelled before step 1"
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            task.wait(notice, poll_s=0.05)
+        assert task.done  # finished, not abandoned to a dying process
+    assert log == ["step 0", "cleanup"]
 
 
 def test_the_works_exception_reaches_the_waiter() -> None:

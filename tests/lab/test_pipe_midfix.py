@@ -1,0 +1,148 @@
+"""A real ``stordoc fix`` whose stdout goes away mid-run (issue 27.4).
+
+``stordoc fix ... | tee log`` then Ctrl-C: the whole pipeline gets SIGINT, tee exits,
+stordoc's stdout is a closed pipe. rich answered the first line printed there with
+``SystemExit(1)``, the process ended mid-run, ``noout`` stayed set and the audit said
+"Done: nothing. Not done: 1. set noout". A dropped SSH session is the same with SIGHUP
+and a terminal that answers EIO. Here the fix runs in its own session; as soon as the
+audit shows its mount step under way (``noout`` is set then), the reader goes (the pipe's
+read end is closed, or the pseudo-terminal's master) and the session gets the signal.
+The run must stop before its next step, clear ``noout``, release its locks, audit each
+step's outcome and exit 130; a second fix then runs on the same OSD.
+(test_sigint_midfix.py: SIGINT with stdout read; test_crash_midfix.py: SIGKILL.)"""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import Lab
+from storage.audit import Audit
+from storage.journal import Journal
+from stordoc.exitstatus import ExitStatus
+from tests.conftest import ROOT
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.on_reef]
+
+
+def _flags(lab: Lab) -> set[str]:
+    dump = lab.ceph("osd", "dump")
+    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
+
+
+def _mount_under_way(journal: Path) -> int | None:
+    """The run's id once its mount step is audited as started (noout is set by then)."""
+    if not journal.exists():
+        return None
+    j = Journal(str(journal))
+    try:
+        a = Audit(j)
+        runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
+        if runs and any(s.title.startswith("mount") for s in a.steps(int(runs[0].id))):
+            return int(runs[0].id)
+        return None
+    finally:
+        j.close()
+
+
+@pytest.mark.parametrize("how", ["ctrl-c-in-a-pipeline", "ssh-session-dropped"])
+def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
+        lab: Lab, osd1_unmounted: None, cfg: Path, tmp_path: Path, how: str) -> None:
+    journal = tmp_path / "journal.db"
+    assert "noout" not in _flags(lab)
+    argv = [sys.executable, "-m", "stordoc", "-c", str(cfg), "fix", "osd-remount", "osd.1",
+            "--yes", "--follow", "0"]
+    err_path = tmp_path / "stderr.txt"
+    if how == "ctrl-c-in-a-pipeline":
+        with open(err_path, "wb") as err:
+            proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=err,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        reader = proc.stdout
+        assert reader is not None
+        os.set_blocking(reader.fileno(), False)  # read as tee does, never blocking here
+
+        def drain() -> None:
+            try:
+                reader.read()
+            except (BlockingIOError, TypeError):
+                pass
+
+        def reader_goes() -> None:  # Ctrl-C: tee exits first
+            reader.close()
+        sig = signal.SIGINT
+    else:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=slave, stderr=slave, stdin=slave,
+                                start_new_session=True)
+        os.close(slave)
+        os.set_blocking(master, False)
+
+        def drain() -> None:
+            try:
+                os.read(master, 65536)
+            except (BlockingIOError, OSError):
+                pass
+
+        def reader_goes() -> None:  # the SSH connection drops: the terminal hangs up
+            os.close(master)
+        sig = signal.SIGHUP
+    try:
+        deadline = time.monotonic() + 120
+        run_id = None
+        while run_id is None:
+            assert proc.poll() is None, "the fix ended before its mount step"
+            assert time.monotonic() < deadline, "the mount step never started"
+            drain()
+            run_id = _mount_under_way(journal)
+            if run_id is None:
+                time.sleep(0.05)
+        reader_goes()
+        os.killpg(proc.pid, sig)
+        proc.wait(180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    try:
+        err_text = err_path.read_text() if err_path.exists() else ""
+        assert proc.returncode == ExitStatus.INTERRUPTED, err_text
+        assert "Traceback" not in err_text and "BrokenPipe" not in err_text, err_text
+        if how == "ctrl-c-in-a-pipeline":  # what the run says next went to stderr
+            assert "cancelling after the current step" in err_text, err_text
+            assert f"audit: stordoc audit --run {run_id}" in err_text, err_text
+        assert "noout" not in _flags(lab)  # the cleanup step ran
+        j = Journal(str(journal))
+        try:
+            a = Audit(j)
+            run = a.run(run_id)
+            assert run is not None and run.outcome == "cancelled", run
+            steps = {s.title: s.status for s in a.steps(run_id)}
+            set_noout = next(t for t in steps if "noout" in t and not t.startswith("clear"))
+            assert steps[set_noout] == "done" and steps["clear noout"] == "done", steps
+            assert "running" not in steps.values(), steps
+            assert f"Done: 1. {set_noout}" in run.message, run.message
+            assert "clear noout" in run.message.split("Not done:")[0], run.message
+            assert not a.locks("lab")  # released
+            assert not a.leftovers("lab") and not a.dead_runs("lab")  # nothing to undo
+            owned = j.db.execute("select state from runbook_owned where run_id = ?",
+                                 [run_id]).fetchall()
+            assert owned == [("undone",)], owned
+        finally:
+            j.close()
+        # the cancel landed during the mount (an SSH round trip): osd.1 is mounted and
+        # down; a second fix on the same OSD takes the same locks and runs to the end
+        assert lab.osd_up(1) is False
+        p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
+                            "osd-start", "osd.1", "--yes", "--follow", "0"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stdout + p.stderr
+    finally:
+        lab.ceph("osd", "unset", "noout", check=False)
