@@ -134,7 +134,9 @@ def render_plan(console: Console, plan: Any) -> None:
     if plan.summary:
         console.print(Text(plan.summary, style="dim"))
     if plan.params:
-        console.print(Text("Parameters: " + ", ".join(f"{k}={v}"
+        from runbooks.model import value_text  # words, never a Python repr
+
+        console.print(Text("Parameters: " + "; ".join(f"{k}={value_text(v)}"
                                                       for k, v in plan.params.items())))
     if plan.before_after:
         t = Table(title="Changes", title_justify="left", show_edge=False)
@@ -142,7 +144,7 @@ def render_plan(console: Console, plan: Any) -> None:
         t.add_column("before", justify="right")
         t.add_column("after", justify="right", style="green")
         for k, (b, a) in plan.before_after.items():
-            t.add_row(k, str(b), str(a))
+            t.add_row(k, value_text(b), value_text(a))
         console.print(t)
     console.print(Text("Steps:", style="bold"))
     for s in plan.steps:

@@ -1,4 +1,4 @@
-"""Every runbook's plan on every replayed scenario (both releases), and every Slack view of
+"""Every runbook's plan (as the runbook words it and as `stordoc plan` prints it) on every replayed scenario (both releases), and every Slack view of
 those scenarios, reads as words: no Python repr (``['account', ...]``, ``{'host': ...}``,
 ``None``) and no ``[ceph]`` tag on a step of a Swift runbook."""
 
@@ -43,7 +43,20 @@ def plans(release: str, name: str) -> Iterator[tuple[str, str, list[str]]]:
                 p = plan_from_snapshot(ctx, out.snapshot, rb_name, target)
             except Refused:  # refused on this scenario (said why elsewhere): no plan
                 continue
-            yield rb_name, target, p.lines()
+            yield rb_name, target, p.lines() + cli_lines(p)
+
+
+def cli_lines(plan: Any) -> list[str]:
+    """The plan as `stordoc plan` prints it."""
+    import io
+
+    from rich.console import Console
+
+    from stordoc.commands.runbooks import render_plan
+
+    con = Console(file=io.StringIO(), width=200, highlight=False)
+    render_plan(con, plan)
+    return con.file.getvalue().splitlines()  # type: ignore[attr-defined]
 
 
 def texts(blocks: Iterable[Any]) -> Iterator[str]:
