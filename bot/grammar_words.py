@@ -8,7 +8,6 @@ with a suggestion instead of a guess. The parser (``bot.grammar``) and the bench
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 
@@ -49,11 +48,10 @@ class GrammarError(ValueError):
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """``; did you mean `x`?`` for the closest choice, or nothing."""
-    m = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
-    if not m:
-        return ""
-    orig = {c.lower(): c for c in choices}[m[0]]
-    return f"; did you mean `{orig}`?"
+    from checks.spelling import closest  # the CLI's rule: one "did you mean" everywhere
+
+    m = closest(word, choices)
+    return f"; did you mean `{m}`?" if m else ""
 
 
 def show(tok: str) -> str:

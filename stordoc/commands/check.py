@@ -301,9 +301,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         unknown = [c for c in only if c.upper() not in REGISTRY.codes]
         if unknown:
+            from checks.spelling import closest
             from stordoc.errors import UserError
 
-            raise UserError(f"unknown code(s): {', '.join(unknown)}; see docs/checks.md")
+            def said(c: str) -> str:
+                near = closest(c, REGISTRY.codes)
+                return f"{c} (did you mean {near}?)" if near else c
+
+            raise UserError(f"unknown finding code(s): {', '.join(map(said, unknown))}; "
+                            "see docs/checks.md")
     if args.from_dir is not None:
         return _check_from(args, only)
     env = env_from_args(args)
