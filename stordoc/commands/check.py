@@ -138,7 +138,9 @@ def _say(console: Console, text: Text | str, indent: int = 0, hang: int | None =
 
     t = text if isinstance(text, Text) else Text(text, style=style)
     hang = indent if hang is None else hang
-    width = max(20, console.width - hang)
+    # every row at most the console's width, the indented first one included: a row wider
+    # than the terminal loses its end (below ~10 columns nothing fits anyway)
+    width = max(8, console.width - max(indent, hang))
     rows = list(t.wrap(console, width))
     if max_lines is not None and len(rows) > max_lines:
         rows = rows[:max_lines]
