@@ -183,7 +183,10 @@ async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> Non
             (row,) = scr.result.results
             assert row["workload"] == "write" and row["ops_s"] > 0 and row["mb_s"] > 0
             assert row["lat_p99_ms"] >= row["lat_p50_ms"] > 0
-            assert any(line.startswith("Verdict") for line in scr.result.comparison)
+            # a fresh journal: compared by default, no baseline yet, so no better/worse
+            assert any(line.startswith("Compared (write): no baseline yet")
+                       for line in scr.result.comparison), scr.result.comparison
+            assert not any(line.startswith("Verdict") for line in scr.result.comparison)
             await wait_until(pilot, lambda: scr.query_one("#bench-history",
                                                           VirtualTable).row_count >= 1,
                              30, "the history")
