@@ -21,13 +21,9 @@ from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
 from tests.conftest import ROOT
+from tests.support.labtools import osd_flags
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def _flags(lab: Lab) -> set[str]:
-    dump = lab.ceph("osd", "dump")
-    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
 
 
 def _cli(cfg: Path, *argv: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -76,19 +72,19 @@ def cfg_journal(cfg: Path, tmp_path: Path) -> tuple[Path, Path]:
 def test_sigkill_mid_fix_then_reconcile_undoes_own_noout(
         lab: Lab, osd1_unmounted: None, cfg_journal: tuple[Path, Path]) -> None:
     conf, journal = cfg_journal
-    assert "noout" not in _flags(lab)
+    assert "noout" not in osd_flags(lab)
     run_id = _kill_after_mount(conf, journal)
     try:
-        assert "noout" in _flags(lab)  # the dead run's flag, still set
+        assert "noout" in osd_flags(lab)  # the dead run's flag, still set
         # without a yes and no terminal: shown, nothing undone
         p = _cli(conf, "locks", "--clear", "osd.1")
         assert "interrupted" in p.stdout and "ceph osd unset noout" in p.stdout, p.stdout
         assert p.returncode == 64 and "not confirmed" in p.stderr
-        assert "noout" in _flags(lab)
+        assert "noout" in osd_flags(lab)
         p = _cli(conf, "locks", "--yes")
         assert p.returncode == 0, p.stdout + p.stderr
         assert "undone: ceph osd unset noout" in p.stdout, p.stdout
-        assert "noout" not in _flags(lab)
+        assert "noout" not in osd_flags(lab)
         j = Journal(str(journal))
         try:
             a = Audit(j)
@@ -114,7 +110,7 @@ def test_operator_noout_is_never_undone(lab: Lab, osd1_unmounted: None,
         p = _cli(conf, "locks", "--yes")
         assert p.returncode == 0, p.stdout + p.stderr
         assert "undone" not in p.stdout
-        assert "noout" in _flags(lab)  # the operator's flag stays
+        assert "noout" in osd_flags(lab)  # the operator's flag stays
         j = Journal(str(journal))
         try:
             run = Audit(j).run(run_id)

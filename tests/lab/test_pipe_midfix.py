@@ -28,35 +28,18 @@ from storage.audit import Audit
 from storage.journal import Journal
 from stordoc.exitstatus import ExitStatus
 from tests.conftest import ROOT
+from tests.support.labtools import osd_flags, remount_run_at_mount
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.on_reef]
 
 
-def _flags(lab: Lab) -> set[str]:
-    dump = lab.ceph("osd", "dump")
-    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
-
-
-def _mount_under_way(journal: Path) -> int | None:
-    """The run's id once its mount step is audited as started (noout is set by then)."""
-    if not journal.exists():
-        return None
-    j = Journal(str(journal))
-    try:
-        a = Audit(j)
-        runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
-        if runs and any(s.title.startswith("mount") for s in a.steps(int(runs[0].id))):
-            return int(runs[0].id)
-        return None
-    finally:
-        j.close()
 
 
 @pytest.mark.parametrize("how", ["ctrl-c-in-a-pipeline", "ssh-session-dropped"])
 def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
         lab: Lab, osd1_unmounted: None, cfg: Path, tmp_path: Path, how: str) -> None:
     journal = tmp_path / "journal.db"
-    assert "noout" not in _flags(lab)
+    assert "noout" not in osd_flags(lab)
     argv = [sys.executable, "-m", "stordoc", "-c", str(cfg), "fix", "osd-remount", "osd.1",
             "--yes", "--follow", "0"]
     err_path = tmp_path / "stderr.txt"
@@ -100,7 +83,7 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
             assert proc.poll() is None, "the fix ended before its mount step"
             assert time.monotonic() < deadline, "the mount step never started"
             drain()
-            run_id = _mount_under_way(journal)
+            run_id = remount_run_at_mount(journal, done=False)
             if run_id is None:
                 time.sleep(0.05)
         reader_goes()
@@ -117,7 +100,7 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
         if how == "ctrl-c-in-a-pipeline":  # what the run says next went to stderr
             assert "cancelling after the current step" in err_text, err_text
             assert f"audit: stordoc audit --run {run_id}" in err_text, err_text
-        assert "noout" not in _flags(lab)  # the cleanup step ran
+        assert "noout" not in osd_flags(lab)  # the cleanup step ran
         j = Journal(str(journal))
         try:
             a = Audit(j)

@@ -23,35 +23,17 @@ from storage.audit import Audit
 from storage.journal import Journal
 from stordoc.exitstatus import ExitStatus
 from tests.conftest import ROOT
+from tests.support.labtools import osd_flags, remount_run_at_mount
 
 pytestmark = pytest.mark.timeout(600)
 
 
-def _flags(lab: Lab) -> set[str]:
-    dump = lab.ceph("osd", "dump")
-    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
-
-
-def _mount_done(journal: Path) -> int | None:
-    """The run id once its mount step is audited done (None before)."""
-    if not journal.exists():
-        return None
-    j = Journal(str(journal))
-    try:
-        a = Audit(j)
-        runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
-        if runs and any("mount" in s.title.lower() and s.status == "done"
-                        and "noout" not in s.title for s in a.steps(int(runs[0].id))):
-            return int(runs[0].id)
-        return None
-    finally:
-        j.close()
 
 
 def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         lab: Lab, osd1_unmounted: None, cfg: Path, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
-    assert "noout" not in _flags(lab)
+    assert "noout" not in osd_flags(lab)
     proc = subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
                              "osd-remount", "osd.1", "--yes", "--follow", "0"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -62,10 +44,10 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         while run_id is None:
             assert proc.poll() is None, "the fix ended before its mount step was seen"
             assert time.monotonic() < deadline, "the mount step never completed"
-            run_id = _mount_done(journal)
+            run_id = remount_run_at_mount(journal, done=True)
             if run_id is None:
                 time.sleep(0.05)
-        assert "noout" in _flags(lab)  # set by the run, and not undone yet
+        assert "noout" in osd_flags(lab)  # set by the run, and not undone yet
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         out, err = proc.communicate(timeout=180)
     finally:
@@ -77,7 +59,7 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         assert "Traceback" not in out + err
         assert "cancelling after the current step" in out, out
         assert "cancelled:" in out, out
-        assert "noout" not in _flags(lab)  # the cleanup step ran
+        assert "noout" not in osd_flags(lab)  # the cleanup step ran
         j = Journal(str(journal))
         try:
             a = Audit(j)

@@ -55,3 +55,29 @@ def drop_dispersion(lab: Any) -> None:
             conn.delete_container(c["name"])
     finally:
         conn.close()
+
+
+def osd_flags(lab: Any) -> set[str]:
+    """The OSD map's flags (``noout``, ...) as the monitor reports them now."""
+    dump = lab.ceph("osd", "dump")
+    return set(dump.get("flags_set", []) or str(dump.get("flags", "")).split(","))
+
+
+def remount_run_at_mount(journal: Path, done: bool) -> int | None:
+    """The id of the journal's osd-remount run once its mount step is audited as started
+    (``done=False``: noout is set by then) or as done (``done=True``); None before."""
+    from storage.audit import Audit
+    from storage.journal import Journal
+
+    if not journal.exists():
+        return None
+    j = Journal(str(journal))
+    try:
+        a = Audit(j)
+        runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
+        if runs and any(s.title.lower().startswith("mount") and (s.status == "done" or not done)
+                        for s in a.steps(int(runs[0].id))):
+            return int(runs[0].id)
+        return None
+    finally:
+        j.close()

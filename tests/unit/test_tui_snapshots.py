@@ -7,6 +7,7 @@ Update after an intended change with ``pytest --snapshot-update tests/unit/test_
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -26,6 +27,17 @@ def _app(**kw: Any) -> Any:
     return make_app(clock=lambda: TAKEN_AT + 42, refresh_s=0, **kw)
 
 
+def pressing(*keys: str) -> Callable[[Any], Awaitable[None]]:
+    """A ``run_before`` for ``snap_compare``: data loaded, then each key with its work done."""
+    async def run_before(pilot: Any) -> None:
+        await _ready(pilot)
+        for k in keys:
+            await pilot.press(k)
+            await _ready(pilot)
+        await pilot.pause()
+    return run_before
+
+
 @pytest.mark.parametrize("keys,name", [
     ((), "overview"),
     (("d",), "osds"),
@@ -41,23 +53,12 @@ def _app(**kw: Any) -> Any:
     (("b",), "bench"),
 ])
 def test_screen_snapshot(snap_compare: Any, keys: tuple[str, ...], name: str) -> None:
-    async def run_before(pilot: Any) -> None:
-        await _ready(pilot)
-        for k in keys:
-            await pilot.press(k)
-            await _ready(pilot)
-
-    assert snap_compare(_app(), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(_app(), run_before=pressing(*keys), terminal_size=SIZE)
 
 
 def test_read_only_osd_screen_snapshot(snap_compare: Any) -> None:
     """No Fix key in the footer, 'read-only' in the status line."""
-    async def run_before(pilot: Any) -> None:
-        await _ready(pilot)
-        await pilot.press("d")
-        await _ready(pilot)
-
-    assert snap_compare(_app(read_only=True), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(_app(read_only=True), run_before=pressing("d"), terminal_size=SIZE)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)])

@@ -15,7 +15,7 @@ import pytest
 
 from tests.unit.test_replay import PAIRS, RELEASES, replay
 from tests.unit.test_tui_fit import fix_backend
-from tests.unit.test_tui_snapshots import _app, _ready
+from tests.unit.test_tui_snapshots import _app, _ready, pressing
 from tui.app import StordocApp
 from tui.saved import SavedSnapshotBackend
 
@@ -38,26 +38,13 @@ SIZE = (80, 24)
     (("b",), "bench"),
 ])
 def test_screen_at_80x24(snap_compare: Any, keys: tuple[str, ...], name: str) -> None:
-    async def run_before(pilot: Any) -> None:
-        await _ready(pilot)
-        for k in keys:
-            await pilot.press(k)
-            await _ready(pilot)
-
-    assert snap_compare(_app(), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(_app(), run_before=pressing(*keys), terminal_size=SIZE)
 
 
 @pytest.mark.parametrize("keys,name", [(("x",), "plan"), (("x", "a"), "confirm")])
 def test_fix_dialogs_at_80x24(snap_compare: Any, keys: tuple[str, ...], name: str) -> None:
     """The plan pane (scrolls, says how) and the confirmation (buttons on screen)."""
-    async def run_before(pilot: Any) -> None:
-        await _ready(pilot)
-        for k in keys:
-            await pilot.press(k)
-            await _ready(pilot)
-        await pilot.pause()
-
-    assert snap_compare(_app(b=fix_backend()), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(_app(b=fix_backend()), run_before=pressing(*keys), terminal_size=SIZE)
 
 
 SCENARIOS = [name for rel, name in PAIRS if rel == (RELEASES[0] if RELEASES else "")]
