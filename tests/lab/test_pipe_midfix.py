@@ -18,7 +18,6 @@ import pty
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from storage.audit import Audit
 from storage.journal import Journal
 from stordoc.exitstatus import ExitStatus
 from tests.conftest import ROOT
-from tests.support.labtools import osd_flags, remount_run_at_mount
+from tests.support.labtools import osd_flags, poll, remount_run_at_mount
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.on_reef]
 
@@ -77,15 +76,13 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
             os.close(master)
         sig = signal.SIGHUP
     try:
-        deadline = time.monotonic() + 120
-        run_id = None
-        while run_id is None:
+        def started() -> int | None:
             assert proc.poll() is None, "the fix ended before its mount step"
-            assert time.monotonic() < deadline, "the mount step never started"
             drain()
-            run_id = remount_run_at_mount(journal, done=False)
-            if run_id is None:
-                time.sleep(0.05)
+            return remount_run_at_mount(journal, done=False)
+
+        run_id = poll(started, 120, "the mount step to start", 0.05)
+        assert run_id is not None  # poll returns a truthy value
         reader_goes()
         os.killpg(proc.pid, sig)
         proc.wait(180)

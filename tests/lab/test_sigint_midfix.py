@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from storage.audit import Audit
 from storage.journal import Journal
 from stordoc.exitstatus import ExitStatus
 from tests.conftest import ROOT
-from tests.support.labtools import osd_flags, remount_run_at_mount
+from tests.support.labtools import osd_flags, poll, remount_run_at_mount
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,14 +38,12 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        run_id = None
-        while run_id is None:
+        def mounted() -> int | None:
             assert proc.poll() is None, "the fix ended before its mount step was seen"
-            assert time.monotonic() < deadline, "the mount step never completed"
-            run_id = remount_run_at_mount(journal, done=True)
-            if run_id is None:
-                time.sleep(0.05)
+            return remount_run_at_mount(journal, done=True)
+
+        run_id = poll(mounted, 120, "the mount step to complete", 0.05)
+        assert run_id is not None  # poll returns a truthy value
         assert "noout" in osd_flags(lab)  # set by the run, and not undone yet
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         out, err = proc.communicate(timeout=180)
