@@ -23,11 +23,14 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from storage.audit import Audit
-from storage.journal import Journal
 from stordoc.exitstatus import ExitStatus
 from tests.conftest import ROOT
-from tests.support.labtools import osd_flags, poll, remount_run_at_mount
+from tests.support.labtools import (
+    cancelled_and_undone,
+    osd_flags,
+    poll,
+    remount_run_at_mount,
+)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.on_reef]
 
@@ -98,24 +101,13 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
             assert "cancelling after the current step" in err_text, err_text
             assert f"audit: stordoc audit --run {run_id}" in err_text, err_text
         assert "noout" not in osd_flags(lab)  # the cleanup step ran
-        j = Journal(str(journal))
-        try:
-            a = Audit(j)
-            run = a.run(run_id)
-            assert run is not None and run.outcome == "cancelled", run
-            steps = {s.title: s.status for s in a.steps(run_id)}
-            set_noout = next(t for t in steps if "noout" in t and not t.startswith("clear"))
-            assert steps[set_noout] == "done" and steps["clear noout"] == "done", steps
-            assert "running" not in steps.values(), steps
-            assert f"Done: 1. {set_noout}" in run.message, run.message
-            assert "clear noout" in run.message.split("Not done:")[0], run.message
-            assert not a.locks("lab")  # released
-            assert not a.leftovers("lab") and not a.dead_runs("lab")  # nothing to undo
-            owned = j.db.execute("select state from runbook_owned where run_id = ?",
-                                 [run_id]).fetchall()
-            assert owned == [("undone",)], owned
-        finally:
-            j.close()
+        message, steps_done = cancelled_and_undone(journal, run_id)
+        steps = dict(steps_done)
+        set_noout = next(t for t in steps if "noout" in t and not t.startswith("clear"))
+        assert steps[set_noout] == "done" and steps["clear noout"] == "done", steps
+        assert "running" not in steps.values(), steps
+        assert f"Done: 1. {set_noout}" in message, message
+        assert "clear noout" in message.split("Not done:")[0], message
         # the cancel landed during the mount (an SSH round trip): osd.1 is mounted and
         # down; a second fix on the same OSD takes the same locks and runs to the end
         assert lab.osd_up(1) is False

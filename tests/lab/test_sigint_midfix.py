@@ -18,11 +18,14 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from storage.audit import Audit
-from storage.journal import Journal
 from stordoc.exitstatus import ExitStatus
 from tests.conftest import ROOT
-from tests.support.labtools import osd_flags, poll, remount_run_at_mount
+from tests.support.labtools import (
+    cancelled_and_undone,
+    osd_flags,
+    poll,
+    remount_run_at_mount,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -57,22 +60,9 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         assert "cancelling after the current step" in out, out
         assert "cancelled:" in out, out
         assert "noout" not in osd_flags(lab)  # the cleanup step ran
-        j = Journal(str(journal))
-        try:
-            a = Audit(j)
-            run = a.run(run_id)
-            assert run is not None and run.outcome == "cancelled", run
-            steps = a.steps(run_id)
-            unset = [s for s in steps if "noout" in s.title and s.title.startswith(
-                "clear")]
-            assert unset and unset[-1].status == "done", steps
-            assert not a.locks("lab")  # the run's locks are released
-            assert not a.leftovers("lab") and not a.dead_runs("lab")  # nothing to undo
-            owned = j.db.execute("select state from runbook_owned where run_id = ?",
-                                 [run_id]).fetchall()
-            assert owned == [("undone",)], owned
-        finally:
-            j.close()
+        _, steps = cancelled_and_undone(journal, run_id)
+        unset = [st for t, st in steps if "noout" in t and t.startswith("clear")]
+        assert unset and unset[-1] == "done", steps
         # the next command finds nothing interrupted: no leftover to offer
         p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "locks"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -81,3 +81,24 @@ def remount_run_at_mount(journal: Path, done: bool) -> int | None:
         return None
     finally:
         j.close()
+
+
+def cancelled_and_undone(journal: Path, run_id: int) -> tuple[str, list[tuple[str, str]]]:
+    """Assert a cancelled run left nothing behind (no lock, no leftover, no dead run, what
+    it owned undone); its audit message and its steps as (title, status)."""
+    from storage.audit import Audit
+    from storage.journal import Journal
+
+    j = Journal(str(journal))
+    try:
+        a = Audit(j)
+        run = a.run(run_id)
+        assert run is not None and run.outcome == "cancelled", run
+        assert not a.locks("lab")  # the run's locks are released
+        assert not a.leftovers("lab") and not a.dead_runs("lab")  # nothing to undo
+        owned = j.db.execute("select state from runbook_owned where run_id = ?",
+                             [run_id]).fetchall()
+        assert owned == [("undone",)], owned
+        return run.message, [(s.title, s.status) for s in a.steps(run_id)]
+    finally:
+        j.close()
