@@ -112,6 +112,9 @@ def test_rados_and_rbd_leave_others_objects_and_images(ctx: Any) -> None:
     pool = "stordoc-bench"
     with RadosIO(ctx.target.ceph) as io:
         io.ensure_pool(pool, wait_s=120)  # as stordoc before issue 27 made and left it
+        # a new pool's PGs can stay creating+peering past ensure_pool's wait on a loaded
+        # machine (CI once met 32 of them): the benchmarks' gate would refuse, rightly
+        assert io.wait_clean(300), "the test's pool never became active+clean"
         ioctx = io.cluster.open_ioctx(pool)
         try:  # someone's objects, even with stordoc's own name prefix, and an image
             for i in range(10):
