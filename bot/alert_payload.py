@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.wsgi import TooDeep, load_json
+
 if TYPE_CHECKING:
     from checks.incidents import Incident
 
@@ -100,7 +102,9 @@ class Refused(Exception):
 def parse_payload(body: bytes, max_alerts: int) -> AmPayload:
     """The payload, or ``Refused`` (400 malformed, 413 too many alerts)."""
     try:
-        obj = json.loads(body.decode("utf-8"))
+        obj = load_json(body.decode("utf-8"))
+    except TooDeep as e:
+        raise Refused(400, str(e)) from None
     except (UnicodeDecodeError, ValueError):
         raise Refused(400, "body is not JSON") from None
     if not isinstance(obj, dict):

@@ -17,13 +17,12 @@ import hashlib
 import hmac
 import io
 import ipaddress
-import json
 import logging
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
 from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -37,7 +36,7 @@ from bot import alerts as al
 from bot.app import StordocBot
 from bot.auth import RoleSpec
 from bot.redact import Redactor, install
-from bot.wsgi import drain
+from bot.wsgi import TooDeep, drain, load_json
 from checks.model import Severity
 from stordoc.env import Env
 from stordoc.errors import UserError
@@ -113,7 +112,9 @@ def malformed(body: bytes, content_type: str) -> str | None:
         return "not UTF-8"
     if content_type.split(";")[0].strip() == "application/json":
         try:
-            obj = json.loads(text)
+            obj = load_json(text)
+        except TooDeep as e:
+            return str(e)
         except ValueError:
             return "not JSON"
         return None if isinstance(obj, dict) else "not a JSON object"
@@ -123,7 +124,9 @@ def malformed(body: bytes, content_type: str) -> str | None:
         return "not a form"
     if "payload" in form:
         try:
-            obj = json.loads(form["payload"][0])
+            obj = load_json(form["payload"][0])
+        except TooDeep as e:
+            return f"payload: {e}"
         except ValueError:
             return "payload is not JSON"
         if not isinstance(obj, dict):
@@ -186,7 +189,11 @@ def alert_gate(env: Env, bot: StordocBot) -> al.AlertGate | None:
 
 
 class Router:
-    """Slack's signed requests to ``SignedGate``; ``/alertmanager`` to the alert gate."""
+    """Slack's signed requests to ``SignedGate``; ``/alertmanager`` to the alert gate.
+
+    The last line of defence: a client that stalls mid-body (the socket's read timeout)
+    gets 408, and anything a gate did not expect is one log line and a 500, never a
+    traceback on stderr."""
 
     def __init__(self, slack: WsgiApp, alerts: WsgiApp | None) -> None:
         self.slack = slack
@@ -194,20 +201,112 @@ class Router:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:
-        if self.alerts is not None and environ.get("PATH_INFO") == al.PATH:
-            return self.alerts(environ, start_response)
-        return self.slack(environ, start_response)
+        app = self.alerts if (self.alerts is not None
+                              and environ.get("PATH_INFO") == al.PATH) else self.slack
+        try:
+            return list(app(environ, start_response))
+        except TimeoutError:
+            code, reason = 408, "Request Timeout"
+            log.warning("http: refused 408: the client stalled sending its request "
+                        "(from %s)", str(environ.get("REMOTE_ADDR", "?"))[:64])
+        except Exception as e:  # noqa: BLE001 - one line, no traceback, no body
+            code, reason = 500, "Internal Server Error"
+            log.error("http: internal error on %s: %s: %s",
+                      one_line(str(environ.get("PATH_INFO", "?"))[:64]), type(e).__name__,
+                      one_line(str(e))[:200])
+        body = f"{reason}\n".encode()
+        start_response(f"{code} {reason}", [("Content-Type", "text/plain"),
+                                            ("Content-Length", str(len(body)))],
+                       sys.exc_info())
+        return [body]
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
+def one_line(text: str) -> str:
+    """``text`` with control characters escaped: one log line whatever it holds."""
+    return text.encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+READ_TIMEOUT_S = 15.0  # a client silent this long mid-request is dropped (408 or closed)
+MAX_WORKERS = 32  # requests handled at once; more wait in the listen backlog
+QUEUE_WAIT_S = 10.0  # a connection that finds no free worker this long is answered 503
+
+
+class _Server(WSGIServer):
+    """A threading WSGI server with a bounded number of worker threads.
+
+    The accept loop takes a connection only when a worker is free (the kernel's listen
+    backlog holds the rest); one that finds no worker within ``queue_wait_s`` gets a 503.
+    Each worker's socket has a read timeout (``_Quiet.timeout``), so a stalled client
+    frees its worker."""
+
     allow_reuse_address = True
     request_queue_size = 128  # the default 5 drops SYNs under bursts: 1 s retransmits
+    max_workers = MAX_WORKERS
+    queue_wait_s = QUEUE_WAIT_S
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self.slots = threading.BoundedSemaphore(self.max_workers)
+        self.busy_refusals = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(timeout=self.queue_wait_s):
+            self.busy_refusals += 1
+            log.warning("http: refused 503: all %d workers busy", self.max_workers)
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0"
+                                b"\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        t = threading.Thread(target=self._work, args=(request, client_address),
+                             name="stordoc-bot-http-worker", daemon=True)
+        t.start()
+
+    def _work(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception as e:  # noqa: BLE001
+            self.handle_error(request, client_address, e)
+        finally:
+            self.shutdown_request(request)
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any,
+                     e: BaseException | None = None) -> None:
+        """One log line instead of socketserver's traceback on stderr."""
+        e = e or sys.exc_info()[1]
+        if isinstance(e, TimeoutError):
+            log.info("http: dropped a connection from %s: it stalled (read timeout)",
+                     str(client_address[0])[:64])
+        else:
+            log.warning("http: connection from %s failed: %s: %s",
+                        str(client_address[0])[:64], type(e).__name__,
+                        one_line(str(e))[:200])
 
 
 class _Quiet(WSGIRequestHandler):
+    timeout = READ_TIMEOUT_S  # StreamRequestHandler.setup: settimeout on the connection
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http: " + format, *args)
+
+    def get_stderr(self) -> Any:
+        return _LogLines()
+
+
+class _LogLines:
+    """wsgiref's error stream: what it would print (a traceback) becomes bounded lines."""
+
+    def write(self, text: str) -> int:
+        if text.startswith("Traceback"):  # one line per traceback, and not its text
+            log.warning("http: an answer could not be sent (the client went away?)")
+        return len(text)
+
+    def flush(self) -> None:
+        return None
 
 
 def check_loopback(host: str) -> None:
@@ -224,13 +323,18 @@ class HttpServer:
     """The bot's HTTP endpoint (``POST /slack/events``) in a background thread."""
 
     def __init__(self, bot: StordocBot, host: str = "127.0.0.1", port: int = 3000,
-                 alerts: al.AlertGate | None = None) -> None:
+                 alerts: al.AlertGate | None = None, *,
+                 read_timeout_s: float = READ_TIMEOUT_S, max_workers: int = MAX_WORKERS,
+                 queue_wait_s: float = QUEUE_WAIT_S) -> None:
         check_loopback(host)
         self.bot = bot
         gate = SignedGate(SlackRequestHandler(bot.app, PATH), bot.signing_secret, PATH)
-        self.httpd = make_server(host, port, Router(gate, alerts), server_class=_Server,
-                                 handler_class=_Quiet)
-        self.port = self.httpd.server_address[1]
+        server = type("_BoundedServer", (_Server,), {"max_workers": max_workers,
+                                                     "queue_wait_s": queue_wait_s})
+        handler = type("_TimedHandler", (_Quiet,), {"timeout": read_timeout_s})
+        self.httpd: _Server = make_server(host, port, Router(gate, alerts),
+                                          server_class=server, handler_class=handler)
+        self.port: int = self.httpd.server_address[1]
         self.url = f"http://{host}:{self.port}{PATH}"
         self._t: threading.Thread | None = None
 

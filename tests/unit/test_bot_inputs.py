@@ -1,0 +1,186 @@
+"""Issue 26.5 on the bot, over real HTTP (the real bolt App and the real WSGI server):
+deeply nested JSON is a one-line 400, never a RecursionError traceback and a 500; a
+stalled client is dropped by a read timeout and the server never runs more than its
+bounded number of worker threads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.alert_payload import Refused, parse_payload
+from bot.server import HttpServer, malformed
+from bot.wsgi import MAX_DEPTH, depth
+from stordoc.settings import AlertSettings, Secret, parse_settings
+from tests.support.fake_slack import SIGNING_SECRET, BotHarness, sign
+from tests.unit.test_bot_hardening import FORM, raw_post
+
+VIEWER = "UVIEWER01"
+TOKEN = "alert-token-0123456789"
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Iterator[BotHarness]:
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
+    tok = tmp_path / "token"
+    tok.write_text(TOKEN + "\n")
+    s = parse_settings({"journal": str(tmp_path / "j.db"), "clusters": {
+        "lab": {"ceph": {"conf": str(conf), "timeout": 2}}}, "default_cluster": "lab"})
+    harness = BotHarness(s, {"lab": {"viewers": [VIEWER]}}, str(tmp_path / "bot.db"),
+                         throttle_s=0.05, alerts=AlertSettings(token=Secret(file=str(tok))))
+    yield harness
+    harness.close()
+
+
+def _no_traceback(caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+                  ) -> None:
+    for r in caplog.records:
+        assert r.exc_info is None and "Traceback" not in r.getMessage()
+        assert "\n" not in r.getMessage() and len(r.getMessage()) < 400
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "RecursionError" not in err
+
+
+def test_deep_alertmanager_body_is_a_one_line_400(
+        h: BotHarness, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
+    url = urllib.parse.urlsplit(h.base_url + "/alertmanager")
+    for body in (b"[" * 100_000, b'{"a":' * 3000 + b"1" + b"}" * 3000,
+                 json.dumps({"version": "4", "x": [[[[[[[[[[[[[[]]]]]]]]]]]]]]}).encode()
+                 .replace(b"[]", b"[" * 70 + b"]" * 70)):
+        import http.client
+        c = http.client.HTTPConnection(url.hostname or "", url.port, timeout=30)
+        c.request("POST", url.path, body, {"Authorization": f"Bearer {TOKEN}",
+                                           "Content-Type": "application/json"})
+        r = c.getresponse()
+        detail = json.loads(r.read())["detail"]
+        c.close()
+        assert r.status == 400, detail
+        assert "nested too deeply" in detail
+    _no_traceback(caplog, capfd)
+    assert not h.posts()
+
+
+def test_deep_signed_slack_bodies_are_a_one_line_400(
+        h: BotHarness, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
+    deep = "[" * 3000 + "]" * 3000
+    bodies = [
+        (("payload=" + urllib.parse.quote(deep)).encode(), FORM),
+        (("payload=" + urllib.parse.quote('{"type":"block_actions","a":' + deep + "}"))
+         .encode(), FORM),
+        (('{"type":"event_callback","event":' + deep + "}").encode(), "application/json"),
+        (b"[" * 100_000, "application/json"),
+    ]
+    for body, ctype in bodies:
+        status, answer = raw_post(h, body, {"Content-Type": ctype,
+                                            **sign(SIGNING_SECRET, body)})
+        assert status == 400, answer
+    _no_traceback(caplog, capfd)
+    refused = [r.getMessage() for r in caplog.records if "refused 400" in r.getMessage()]
+    assert len(refused) == len(bodies) and all("too deeply" in m for m in refused)
+    assert not h.fake.of("chat.postMessage", "chat.postEphemeral")
+    # a shallow, good request still works after all that
+    assert h.slack.slash("help", VIEWER).status == 200
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda kids: st.lists(kids, max_size=3)
+                     | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                     max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=_json, nest=st.integers(0, 5000), opener=st.sampled_from(["[", '{"k":']))
+def test_parsers_never_raise_anything_but_a_refusal(doc: Any, nest: int, opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    text = opener * nest + json.dumps(doc) + closer * nest
+    try:
+        parse_payload(text.encode(), 200)
+    except Refused as e:
+        assert e.status in (400, 413) and "\n" not in str(e)
+    why = malformed(text.encode(), "application/json")
+    form = malformed(("payload=" + urllib.parse.quote(text)).encode(), FORM)
+    for w in (why, form):
+        assert w is None or "\n" not in w
+    if nest + depth(doc) > MAX_DEPTH:
+        assert why is not None and "too deeply" in why
+        assert form is not None and "too deeply" in form
+
+
+def _workers() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "stordoc-bot-http-worker")
+
+
+def test_stalled_clients_are_dropped_and_workers_are_bounded(
+        h: BotHarness, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
+    srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=0.5, max_workers=2,
+                     queue_wait_s=60).start()
+    try:
+        stalled = []
+        for i in range(6):  # half a request line, half a body: then silence
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            s.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                      b"Content-Type: application/x-www-form-urlencoded\r\n\r\ntext=he"
+                      if i % 2 else b"POST /slack/ev")
+            stalled.append(s)
+        seen = 0
+        for s in stalled:  # the server hangs up on each (the 30 s is a hang guard only)
+            seen = max(seen, _workers())
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+            assert data in (b"", ) or data.startswith(b"HTTP/1.0 408"), data
+            s.close()
+            assert _workers() <= 2
+        assert seen <= 2
+        # and the server still answers afterwards
+        url = f"http://127.0.0.1:{srv.port}/slack/events"
+        body = b"text=x"
+        import urllib.error
+        import urllib.request
+        req = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": FORM, **sign("wrong", body)})
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=30)
+        assert e.value.code == 401
+    finally:
+        srv.stop()
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any("refused 408" in m for m in msgs)  # the ones stalled mid-body
+    assert any("stalled (read timeout)" in m for m in msgs)  # mid-request-line
+    _no_traceback(caplog, capfd)
+
+
+def test_busy_server_answers_503_instead_of_queueing_forever(h: BotHarness) -> None:
+    srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=30, max_workers=1,
+                     queue_wait_s=0.2).start()
+    try:
+        hog = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        hog.sendall(b"POST /slack/ev")  # holds the one worker (30 s read timeout)
+        while _workers() < 1:
+            time.sleep(0.01)
+        late = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        late.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert late.recv(100).startswith(b"HTTP/1.0 503")
+        assert srv.httpd.busy_refusals == 1
+        late.close()
+        hog.close()
+    finally:
+        srv.stop()
