@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from storage.safefile import FileRefused, read_text
 from stordoc.settings_clusters import ClusterSettings as ClusterSettings
 from stordoc.settings_clusters import Secret as Secret
 from stordoc.settings_clusters import ThresholdSettings as ThresholdSettings
@@ -62,13 +63,20 @@ def parse_settings(data: dict[str, Any], source: str = "<settings>") -> Settings
     return s
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config of many clusters is a few KiB
+
+
 def _read(p: Path) -> Settings:
     if p.is_dir():
         raise SettingsError(f"{p}: is a directory, not a config file")
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(read_text(p, MAX_CONFIG_BYTES))
     except tomllib.TOMLDecodeError as e:
         raise SettingsError(f"{p}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise SettingsError(f"{p}: not valid TOML: nested too deeply") from None
+    except FileRefused as e:
+        raise SettingsError(str(e)) from None
     except PermissionError:
         raise  # the CLI says "permission denied: FILE" with its own exit status
     except (OSError, UnicodeDecodeError) as e:
@@ -99,12 +107,18 @@ def load_settings(path: str | os.PathLike[str] | None = None,
                   notice: Callable[[str], None] = _say) -> Settings:
     """Read settings from ``path``, $STORDOC_CONFIG, ~/.config/stordoc or /etc/stordoc, or
     else a running default lab's config (``notice`` says so)."""
+    if path is not None and not os.fspath(path):
+        raise SettingsError("--config: empty file name")
     if path:
         p = Path(path)
         if not p.exists():
             raise SettingsError(f"{path}: no such config file")
         return _read(p)
     env = os.environ.get("STORDOC_CONFIG")
+    if env is not None and not env.strip():
+        # set but empty: an error, never "use whatever other config is around"
+        raise SettingsError("$STORDOC_CONFIG is set but empty: name a config file or "
+                            "unset it")
     if env:
         if not Path(env).exists():
             raise SettingsError(f"{env} (named by $STORDOC_CONFIG): no such config file")

@@ -13,7 +13,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from checks.model import Thresholds
+from storage.safefile import FileRefused, read_text
 from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
+
+MAX_SECRET_BYTES = 64 * 1024  # a token, a key, a keyring: far smaller
 
 
 class StrictModel(BaseModel):
@@ -57,7 +60,11 @@ class Secret(StrictModel):
         if self.file:
             p = Path(self.file)
             if p.exists():
-                return p.read_text().strip()
+                try:  # a FIFO, a device or a huge file is refused, never read unbounded
+                    return read_text(p, MAX_SECRET_BYTES).strip()
+                except FileRefused as e:
+                    from stordoc.settings_model import SettingsError  # it imports us
+                    raise SettingsError(f"secret file {e}") from None
         return self.value
 
 
