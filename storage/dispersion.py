@@ -23,6 +23,7 @@ from urllib.parse import quote, urlparse
 import requests
 
 from storage.model import Copy, DispersionPart, DispersionState
+from storage.safefile import check_regular
 from storage.swiftlib import RingData
 from storage.targets import SwiftTarget
 
@@ -206,6 +207,7 @@ def _sample(t: SwiftTarget, ring_paths: dict[str, str], now: float,
     rings: dict[str, Any] = {}
     for kind in ("object", "container"):
         if kind in ring_paths:
+            check_regular(ring_paths[kind], 1 << 30)  # not a FIFO or device, bounded
             rings[kind] = RingData.load(ring_paths[kind])
     if "object" in rings:
         todo += _plan_copies("object", rings["object"], prefix, suffix, account,

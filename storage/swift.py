@@ -22,6 +22,7 @@ import requests
 
 from storage.dispersion import sample as sample_dispersion
 from storage.model import ReconHost, RingDevice, RingState, SwiftState
+from storage.safefile import FileRefused, check_regular, read_regular
 from storage.swift_recon_parse import recon_from_raw as recon_from_raw
 
 # Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
@@ -34,12 +35,15 @@ RECON_CHECKS = ("unmounted", "diskusage", "ringmd5", "swiftconfmd5")
 SWIFT_CONF = "/etc/swift/swift.conf"  # Swift reads the hash prefix/suffix from here always
 
 
+MAX_RING_BYTES = 1 << 30  # a ring of part power 24 and 3 replicas is ~100 MB
+
+
 def file_md5(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            return hashlib.md5(f.read(), usedforsecurity=False).hexdigest()
-    except OSError:
+        data = read_regular(path, MAX_RING_BYTES)  # not a FIFO or device, bounded
+    except (OSError, FileRefused):
         return None
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
 def _kind(ring_file: str) -> str:
@@ -74,11 +78,13 @@ def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
     ring = builder = None
     if has_ring:
         try:
+            check_regular(ring_path, MAX_RING_BYTES)
             ring = RingData.load(ring_path)
         except Exception as e:  # noqa: BLE001
             errors.append(f"cannot read {ring_path}: {type(e).__name__}: {e}")
     if has_builder:
         try:
+            check_regular(builder_path, MAX_RING_BYTES)
             builder = RingBuilder.load(builder_path)
         except Exception as e:  # noqa: BLE001
             errors.append(f"cannot read {builder_path}: {type(e).__name__}: {e}")

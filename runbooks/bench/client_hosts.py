@@ -15,6 +15,7 @@ from typing import Any, TypeGuard
 
 from runbooks.model import InvalidRequest, Refused, RunContext
 from storage.runner import Runner, Spawner
+from storage.safefile import FileRefused, read_text
 from storage.targets import CephTarget, HostTarget
 
 MAX_CLIENTS = 64
@@ -110,10 +111,11 @@ def client_key(t: CephTarget, cluster: Any) -> str:
     if not path:
         raise Refused(f"no keyring configured for {t.client}: the clients need its key")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path, 64 * 1024)  # a regular file, bounded (not a FIFO)
     except OSError as e:
         raise Refused(f"cannot read the keyring of {t.client}: {e.strerror}") from None
+    except (FileRefused, UnicodeDecodeError) as e:
+        raise Refused(f"cannot read the keyring of {t.client}: {e}") from None
     section = None
     for line in text.splitlines():
         s = line.strip()

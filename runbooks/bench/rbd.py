@@ -23,6 +23,7 @@ from runbooks.bench.model import MIB, BenchResult, fingerprint_fields, human_siz
 from runbooks.bench.rados import ceph_target
 from runbooks.model import Refused
 from storage.rados_io import RadosIO, client_host
+from storage.safefile import read_text
 from storage.targets import CephTarget
 
 MODES = {"randrw": ("randrw", 4096), "seqwrite": ("write", 65536),
@@ -150,8 +151,7 @@ def _client(t: CephTarget) -> str:
 
 
 def _conf_for_fio(t: CephTarget) -> str:
-    with open(t.conf) as f:
-        text = f.read()
+    text = read_text(t.conf, 1 << 20)  # the configured ceph.conf: regular, bounded
     if t.keyring:
         text += f"\n[client]\nkeyring = {t.keyring}\n"
     fd, path = tempfile.mkstemp(prefix="stordoc-fio-", suffix=".conf")

@@ -20,14 +20,17 @@ from runbooks.model import Plan, Refused, RunbookInfo, StepEnv
 from runbooks.swift.common import need_swift
 from runbooks.swift.ring_distribution import plan_distribution
 from storage.model import ClusterSnapshot
+from storage.safefile import check_regular
 from storage.swiftlib import RingBuilder
 
 RING_KIND_RE = re.compile(r"^(object(-\d{1,4})?|account|container)$")
+MAX_RING_BYTES = 1 << 30  # a builder of part power 24 is ~100 MB
 REBALANCE_SEED = 1  # the plan and the apply compute the same assignment
 
 
 def _md5(path: str) -> str:
     h = hashlib.md5(usedforsecurity=False)
+    check_regular(path, MAX_RING_BYTES)  # a FIFO would block, a device never end
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
@@ -36,6 +39,7 @@ def _md5(path: str) -> str:
 
 def _rebalance_copy(builder_path: str) -> tuple[Any, dict[str, Any]]:
     """Load a separate copy of the builder and rebalance it in memory (nothing written)."""
+    check_regular(builder_path, MAX_RING_BYTES)
     b = RingBuilder.load(builder_path)
     before = {"balance": round(float(b.get_balance()), 2),
               "dispersion": round(float(b.dispersion or 0.0), 2),
