@@ -163,7 +163,7 @@ class AlertDesk:
              reason: str) -> None:
         """stordoc's own mute of an incident's root finding, same expiry as the silence."""
         self.bot.backend.records.mute(cluster, code, entity or None, until - time.time(),
-                                      reason, f"slack:{user}")
+                                      self.bot.redactor.text(reason), f"slack:{user}")
 
     def _firing(self, p: AmPayload, cluster: str, out: CheckOutcome,
                 incidents: Sequence[Incident]) -> None:

@@ -58,6 +58,7 @@ class StordocBot(Commands):
         self.redactor = Redactor([bot_token, signing_secret, *secrets], keep=grammar_words())
         self.signing_secret = signing_secret
         self.store = BotStore(backend.env.journal)
+        self.store.scrub = self.redactor.text
         kwargs: dict[str, Any] = {"token": bot_token}
         if api_base_url:
             kwargs["base_url"] = api_base_url.rstrip("/") + "/"

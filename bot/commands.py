@@ -147,7 +147,8 @@ class Commands(Actions):
             return r.text_reply(f":bell: unmuted {', '.join(m.what for m in gone)} on "
                                 f"{cluster} by <@{where.user}>")
         try:
-            m = recs.mute(cluster, cmd.code, cmd.entity, cmd.for_s, cmd.reason, where.user)
+            m = recs.mute(cluster, cmd.code, cmd.entity, cmd.for_s,
+                          self.redactor.text(cmd.reason), where.user)
         except UnknownCode as e:
             raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, e.known)}") from None
         except MuteRefused as e:
@@ -299,6 +300,10 @@ class Commands(Actions):
         if cmd.kind not in kinds:
             raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
                            f"(kinds: {', '.join(kinds)})")
+        for k, v in cmd.options.items():  # never run with, show or store a pasted secret
+            if isinstance(v, str) and self.redactor.text(v) != v:
+                raise BotError(f"bench option `{k}=…`: the value looks like a secret; "
+                               "refused (nothing stored)")
         return self.plan_reply(where, cluster, BENCH_PREFIX + cmd.kind, "bench",
                                buttons=True, options=dict(cmd.options))
 

@@ -15,10 +15,11 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from storage.audit import redact
 from storage.journal import Journal
 
 
@@ -47,6 +48,9 @@ class BotStore:
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
+        # what text is scrubbed with before it is stored (the bot sets its Redactor's,
+        # which knows the configured secrets): a secret typed anywhere is never at rest
+        self.scrub: Callable[[str], str] = redact
         db = journal.db
         self._lock: threading.Lock | threading.RLock = threading.Lock()
         if journal.path == ":memory:":  # one connection only: share it and its lock
@@ -104,7 +108,7 @@ class BotStore:
             "created_at, expires_at, used_at, used_by, data) values "
             "(?, ?, ?, ?, ?, ?, ?, ?, null, null, ?)",
             (tok, kind, cluster, runbook, target, requested_by, now, now + ttl_s,
-             json.dumps(dict(data or {}), default=str)))
+             json.dumps(_scrubbed(dict(data or {}), self.scrub), default=str)))
         return tok
 
     def button(self, token: str) -> Button | None:
@@ -132,7 +136,8 @@ class BotStore:
         """Every bot action with the Slack user ID (runbook runs also go to runbook_runs)."""
         self._write("insert into bot_audit (at, user, cluster, action, outcome, detail) "
                     "values (?, ?, ?, ?, ?, ?)",
-                    (time.time(), user, cluster, action, outcome, detail[:500]))
+                    (time.time(), user, cluster, action, outcome,
+                     self.scrub(detail)[:500]))
 
     def audit_rows(self, limit: int = 50) -> list[dict[str, Any]]:
         with self._lock:
@@ -141,3 +146,12 @@ class BotStore:
             cols = [d[0] for d in cur.description]
             rows = cur.fetchall()
         return [dict(zip(cols, row)) for row in rows]
+
+
+def _scrubbed(obj: Any, scrub: Callable[[str], str]) -> Any:
+    """``obj`` with every string scrubbed (a button's data: shallow, a few fields)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _scrubbed(v, scrub) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_scrubbed(v, scrub) for v in obj]
+    return scrub(obj) if isinstance(obj, str) else obj

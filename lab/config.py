@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lab.alerts import AlertChain
 from lab.layout import SWIFT_KEY, SWIFT_SERVERS, SWIFT_USER
+from storage.private import write_private
 
 if TYPE_CHECKING:
     from lab.core import Lab
@@ -97,4 +98,4 @@ fio_port = {lab.ports.fio}
 def write_config(lab: Lab) -> None:
     """The Swift start scripts the config names, then the config."""
     lab.swift_cluster.write_start_scripts()
-    lab.config_path.write_text(config_text(lab))
+    write_private(lab.config_path, config_text(lab))  # it holds the Swift key inline

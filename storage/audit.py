@@ -36,7 +36,8 @@ _ASSIGN_RE = re.compile(
 # Ceph keys: base64 of 40 bytes starting with AQ (cephx secrets)
 _CEPH_KEY_RE = re.compile(r"\bAQ[A-Za-z0-9+/]{36,}={0,2}")
 # Swift tempauth / keystone tokens
-_TOKEN_RE = re.compile(r"\b(AUTH_tk[0-9a-f]{16,}|gAAAAA[\w-]{20,})")
+_TOKEN_RE = re.compile(r"\b(AUTH_tk[0-9a-f]{16,}|gAAAAA[\w-]{20,}"
+                       r"|x(?:ox[abposr]|app)-[A-Za-z0-9-]{6,})")  # and Slack's tokens
 # --key VALUE / -K VALUE / --password VALUE on a command line
 _FLAG_RE = re.compile(r"(?i)(--?(?:key|password|passwd|token|secret|os-password|K)[ =])(\S+)")
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import sqlite_utils
 
+from storage.private import create_private, make_dirs, tighten
+
 
 class ImmediateDatabase(sqlite_utils.Database):
     """sqlite-utils opens its write transactions with a deferred ``BEGIN``. In WAL mode a
@@ -110,8 +112,9 @@ class FindingRecord:
 class Journal:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self.tightened: list[str] = []  # what was said about an older journal's modes
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._private_files()
         self._lock = threading.RLock()
         self._schemas: set[str] = set()
         # check_same_thread=False: the TUI and the bot write from worker threads
@@ -131,6 +134,22 @@ class Journal:
                 self._ensure()
             finally:
                 fcntl.flock(lf, fcntl.LOCK_UN)
+
+    def _private_files(self) -> None:
+        """The journal holds audits and mute reasons: new files are 0600 (SQLite gives
+        -wal and -shm the database file's mode) in 0700 directories; an existing one of
+        ours that every user could read is tightened, and that is said (storage.private)."""
+        make_dirs(Path(self.path).parent)
+        try:
+            fresh = create_private(self.path)
+            create_private(self.path + ".lock")
+        except OSError:
+            return  # read-only place, not ours...: SQLite says what it says, as before
+        if not fresh:
+            for suffix in ("", "-wal", "-shm", ".lock"):
+                msg = tighten(self.path + suffix, "journal file")
+                if msg:
+                    self.tightened.append(msg)
 
     @property
     def lock(self) -> threading.RLock:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from storage.audit import redact
 from storage.journal import Journal
 
 TABLE = "mutes"
@@ -56,13 +57,16 @@ def _ensure(journal: Journal) -> None:
 def _mute(row: dict[str, Any]) -> Mute:
     return Mute(int(row["id"]), str(row["cluster"]), str(row["code"]),
                 row["entity"] or None, float(row["until"]), str(row["by"]),
-                str(row["reason"]), float(row["created_at"]), row["removed_at"],
+                redact(str(row["reason"])),  # a row of an older version may hold one raw
+                float(row["created_at"]), row["removed_at"],
                 row["removed_by"])
 
 
 def add_mute(journal: Journal, cluster: str, code: str, entity: str | None, until: float,
-             by: str, reason: str, now: float | None = None) -> Mute:
-    """Mute ``code`` (on ``entity``, or all) on ``cluster`` until ``until`` (epoch s)."""
+             by: str, reason: str, now: float | None = None,
+             secrets: tuple[str, ...] = ()) -> Mute:
+    """Mute ``code`` (on ``entity``, or all) on ``cluster`` until ``until`` (epoch s).
+    The reason is stored redacted (``secrets`` and secret-shaped text)."""
     now = time.time() if now is None else now
     if until <= now:
         raise ValueError("a mute must end in the future")
@@ -70,7 +74,8 @@ def add_mute(journal: Journal, cluster: str, code: str, entity: str | None, unti
         raise ValueError("a mute needs a reason")
     _ensure(journal)
     row = {"cluster": cluster, "code": code.upper(), "entity": entity or None,
-           "until": until, "by": by, "reason": reason.strip(), "created_at": now,
+           "until": until, "by": by, "reason": redact(reason.strip(), secrets),
+           "created_at": now,
            "removed_at": None, "removed_by": None}
     with journal.lock, journal.db.atomic():
         pk = journal.db.table(TABLE).insert(row).last_pk

@@ -15,6 +15,7 @@ from storage.journal import CheckRun, FindingRecord
 from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
 from stordoc.env import Env
 from stordoc.service.fixes import UnknownFindingCode, catalogued_code
+from stordoc.settings_model import SettingsError
 
 __all__ = ["AlertPost", "AuditRun", "AuditStep", "CheckRun", "FindingRecord", "Mute",
            "MuteRefused", "Records", "UnknownCode", "known_code"]
@@ -113,9 +114,26 @@ class Records:
         code = known_code(code)
         try:
             return add_mute(self.env.journal, self.env.cluster_name(cluster), code,
-                            entity or None, time.time() + for_s, by, reason)
+                            entity or None, time.time() + for_s, by, reason,
+                            secrets=self._configured_secrets())
         except ValueError as e:
             raise MuteRefused(str(e)) from None
+
+    def _configured_secrets(self) -> tuple[str, ...]:
+        """The secrets the settings name (Swift keys, the alert token): kept out of a
+        mute's stored reason even when they do not look like one."""
+        s = self.env.settings
+        found = [c.swift.key for c in s.clusters.values() if c.swift and c.swift.key]
+        found += [x for x in (s.alerts.token,) if x]
+        out = []
+        for sec in found:
+            try:
+                v = sec.resolve()
+            except (OSError, ValueError, SettingsError):
+                continue
+            if v:
+                out.append(v)
+        return tuple(out)
 
     def unmute(self, cluster: str, code: str, entity: str | None, by: str) -> list[Mute]:
         return remove_mutes(self.env.journal, self.env.cluster_name(cluster),
