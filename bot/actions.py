@@ -208,7 +208,7 @@ class Actions(BotCore):
             return None
         if b.expired():
             self._audit(where, b.cluster, kind, "expired", f"{b.runbook} {b.target}")
-            self._refuse(where, f"this button expired (buttons last {self.ttl // 60} min): "
+            self._refuse(where, f"this button expired (buttons last {r.ttl_words(self.ttl)}): "
                                 f"run `{self.command} health {b.cluster}` again")
             return None
         refusal = self.auth.refusal(where.user, b.cluster, Level.OPERATOR)

@@ -40,7 +40,7 @@ class Commands(Actions):
             cmd = g.parse(text, self.backend.actions.runbooks() or None)
         except g.GrammarError as e:
             self._audit(where, None, "command", "bad input", text[:200])
-            self._refuse(where, str(e))
+            self._refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
         if isinstance(cmd, g.Help) and cmd.cluster is None:
             self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
@@ -55,7 +55,7 @@ class Commands(Actions):
                                         bound or self.backend.default_cluster())
         except g.GrammarError as e:
             self._audit(where, cmd.cluster, "command", "bad input", text[:200])
-            self._refuse(where, str(e))
+            self._refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
         if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
             self._audit(where, cluster, type(cmd).__name__.lower(), "refused",

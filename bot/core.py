@@ -167,7 +167,9 @@ class BotCore:
         timer.start()
         try:
             reply = compute()
-        except (BotError, g.GrammarError) as e:
+        except g.GrammarError as e:  # it quotes the user's words: `<!channel>` escaped
+            reply = r.error_reply(r.esc(str(e)))
+        except BotError as e:
             reply = r.error_reply(str(e))
         except Exception as e:
             log.error("command failed: %s", self.redactor.text(_fmt_exc()))

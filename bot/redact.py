@@ -14,6 +14,16 @@ from collections.abc import Iterable
 from storage.audit import REDACTED, redact
 
 _SLACK_TOKEN_RE = re.compile(r"\bx(?:ox[abposr]|app)-[A-Za-z0-9-]{6,}")
+# C0 and C1 controls, DEL, and Unicode's line and paragraph separators: a newline in an
+# alert name would otherwise start a forged log line, an ESC drive the reader's terminal
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` on one line: control characters as ``\\n``, ``\\x1b``, ``\\u2028``."""
+    return _CONTROL_RE.sub(lambda m: _NAMED.get(m.group(), m.group().encode(
+        "unicode_escape").decode("ascii")), text)
 
 
 class Redactor:
@@ -42,7 +52,8 @@ class Redactor:
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that rewrites each record's message without the secrets."""
+    """A logging filter that rewrites each record's message without the secrets and
+    without control characters (a traceback, when one is logged, follows on its lines)."""
 
     def __init__(self, redactor: Redactor) -> None:
         super().__init__()
@@ -53,7 +64,7 @@ class RedactingFilter(logging.Filter):
             msg = record.getMessage()
         except Exception:
             return True
-        record.msg = self.redactor.text(msg)
+        record.msg = escape_controls(self.redactor.text(msg))  # one line per record
         record.args = None
         if record.exc_info:
             import traceback

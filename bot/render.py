@@ -66,6 +66,7 @@ from bot.render_runs import (
     plan_closed_blocks,
     plan_reply,
     rows_reply,
+    ttl_words,
 )
 
 __all__ = [
@@ -77,5 +78,5 @@ __all__ = [
     "header", "health_reply", "help_reply", "history_reply", "incident_blocks",
     "osd_reply", "osd_tree_reply", "paginate", "plan_closed_blocks", "plan_reply",
     "mute_line", "mutes_reply", "pools_reply", "ring_reply", "rows_reply", "section", "sections_of", "server_lines",
-    "text_reply", "validate_blocks", "validate_message",
+    "text_reply", "ttl_words", "validate_blocks", "validate_message",
 ]

@@ -62,6 +62,16 @@ def _span(seconds: float) -> str:
     return f"{max(m, 1)} min" if s >= 60 else "less than a minute"
 
 
+def ttl_words(seconds: float) -> str:
+    """How long a button lasts, exactly: ``2 s``, ``1 min 30 s``, ``15 min``, ``1 h``."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600 and s % 60:
+        return f"{s // 60} min {s % 60} s"
+    return _span(s)
+
+
 def _local_time(ts: float) -> str:
     """Slack's own date formatting: each reader sees it in their time zone."""
     import datetime as dt
@@ -115,7 +125,7 @@ def plan_reply(cluster: str, runbook: str, target: str, lines: Sequence[str],
     body = "\n".join(lines) or "(no steps)"
     blocks: list[Block] = [header(head)]
     blocks.extend(sections_of("```\n" + esc(clip(body, 2900 * 10)) + "\n```")[:40])
-    note = f"requested by <@{requester}> · buttons expire in {ttl_s // 60} min"
+    note = f"requested by <@{requester}> · buttons expire in {ttl_words(ttl_s)}"
     if second_person and two_person:
         note += " · two-person rule: someone else must confirm"
     blocks.append(context(note))

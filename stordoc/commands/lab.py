@@ -89,14 +89,17 @@ def _fault_parser(lsub: argparse._SubParsersAction[argparse.ArgumentParser], nam
         opt = scenarios.option(opt_name)
         default = getattr(scenarios.DEFAULTS, opt_name)
         helptext = f"{opt.help} ({', '.join(users)})"
+        # SUPPRESS: an option not given is absent, so one the scenario does not read can
+        # be told from one left at its default (the scenario's defaults are lab.break_'s)
         if isinstance(default, bool):
-            b.add_argument(f"--{opt_name}", action="store_true", help=helptext)
+            b.add_argument(f"--{opt_name}", action="store_true", help=helptext,
+                           default=argparse.SUPPRESS)
         elif isinstance(default, int):
-            b.add_argument(f"--{opt_name}", type=int_range(0, 999_999), default=default,
-                           help=f"{helptext}; default {default}")
+            b.add_argument(f"--{opt_name}", type=int_range(0, 999_999),
+                           default=argparse.SUPPRESS, help=f"{helptext}; default {default}")
         else:
-            b.add_argument(f"--{opt_name}", choices=opt.choices or None, default=default,
-                           help=f"{helptext}; default {default}")
+            b.add_argument(f"--{opt_name}", choices=opt.choices or None,
+                           default=argparse.SUPPRESS, help=f"{helptext}; default {default}")
     b.set_defaults(func=fn)
 
 
@@ -186,11 +189,19 @@ def _fault(args: argparse.Namespace, heal: bool) -> int:
     from lab import LabError, scenarios
 
     console = term_of(args).out
+    opts = {k: v for k, v in vars(args).items() if k in scenarios.OPTION_NAMES}
+    sc = scenarios.get(args.scenario)
+    takes = [o.name for o in (sc.heal_options if heal else sc.options)]
+    extra = [k for k in opts if k not in takes]
+    if extra:  # before anything is looked at or done
+        verb = "heal" if heal else "break"
+        raise UserError(f"lab {verb} {args.scenario} takes no --{extra[0]} ("
+                        + (f"its options: {', '.join('--' + t for t in takes)}" if takes
+                           else "it takes no options") + "): nothing done")
     lab = _lab(args)
     if not lab.state_path.exists():
         raise UserError(f"no lab under {lab.base}: run 'stordoc lab up' first")
     try:
-        opts = {k: v for k, v in vars(args).items() if k in scenarios.OPTION_NAMES}
         msg = lab.heal(args.scenario, **opts) if heal else lab.break_(args.scenario, **opts)
     except ValueError as e:
         raise UserError(str(e)) from None
