@@ -81,7 +81,8 @@ def test_stale_timestamp_rejected(h: BotHarness) -> None:
     ("health l\u00e4b", "unexpected character `\u00e4`"),
     ("helth", "did you mean `health`"),
     ("health nowhere", "unknown cluster `nowhere`"),
-    ("fix osd-remount osd.1 && reboot", "unexpected character `&`"),
+    # the refusal quotes the user's words mrkdwn-escaped (Slack shows `&`)
+    ("fix osd-remount osd.1 && reboot", "unexpected character `&amp;`"),
 ])
 def test_hostile_and_malformed_input_refused_and_nothing_runs(h: BotHarness, text: str,
                                                               needle: str) -> None:
