@@ -202,3 +202,24 @@ def test_the_bot_refuses_an_unknown_host_with_the_closest_name(tmp_path: Path) -
                     ("chat.postEphemeral", "chat.postMessage"))
     finally:
         h.close()
+
+
+def test_a_lock_is_named_by_any_spelling_of_its_host(tmp_path: Path) -> None:
+    from storage.audit import Audit
+    from stordoc.env import Env
+    from stordoc.service import Service
+    from stordoc.service.errors import InvalidAction
+    from stordoc.settings import parse_settings
+
+    e = Env(parse_settings({"journal": str(tmp_path / "j.db"), "clusters": {"lab": {
+        "swift": {"proxy_url": "http://127.0.0.1:1"},
+        "hosts": [{"name": "node1", "address": "127.0.0.2", "port": 1}]}}}))
+    try:
+        Audit(e.journal).acquire("lab", "d1@node1", "alice", "swift-device-remount")
+        locks = Service(e).locks
+        for spelt in ("d1@node1", "d1@127.0.0.2", "d1@NODE1."):
+            assert locks.lock_named("lab", spelt).target == "d1@node1"
+        with pytest.raises(InvalidAction):
+            locks.lock_named("lab", "d1@n\u043ede1")
+    finally:
+        e.close()
