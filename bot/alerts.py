@@ -41,6 +41,7 @@ from bot.alert_watch import present, sync
 from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
 from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
 from checks.model import Severity, Verdict
+from checks.mutable import mute_refusal
 
 if TYPE_CHECKING:
     from bot.app import StordocBot
@@ -144,11 +145,14 @@ class AlertDesk:
         sid = self.api.create_silence(
             {"alertname": alertname, self.config.cluster_label: self.config.label_value(cluster)},
             until, f"slack:{user}", reason or f"silenced from Slack by {user}")
-        muted = []
+        muted, unmutable = [], []
         for th in self.threads.open_of(cluster):
             if any(alertname_of(g) == alertname for g in self.threads.groups(th.key)) and \
                     th.incident != "(none)":
                 code, _, entity = th.incident.partition(" ")
+                if mute_refusal(code):  # stordoc cannot see: that stays on the verdict
+                    unmutable.append(th.incident)
+                    continue
                 self.mute(cluster, code, entity, until, user, reason or f"silence {alertname}")
                 muted.append(th.incident)
         self.bot.store.audit(user, cluster, "silence", "created",
@@ -157,7 +161,9 @@ class AlertDesk:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
         line = (f"Silenced `{r.esc(alertname)}` on {cluster} until {when} (Alertmanager "
                 f"silence {r.esc(sid)})")
-        return line + (f"; stordoc muted {', '.join(muted)} until then" if muted else "")
+        return line + (f"; stordoc muted {', '.join(muted)} until then" if muted else "") + (
+            f"; not muted in stordoc (cannot see the cluster): {', '.join(unmutable)}"
+            if unmutable else "")
 
     def mute(self, cluster: str, code: str, entity: str, until: float, user: str,
              reason: str) -> None:

@@ -22,6 +22,7 @@ from bot.render_blocks import (
     section,
     sections_of,
 )
+from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
 
 
 def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:
@@ -98,8 +99,9 @@ def mutes_reply(cluster: str, mutes: Sequence[Any], now: float) -> Reply:
     if not mutes:
         blocks.append(section("no mutes recorded"))
     for m in active:
+        ignored = f" (ignored: {CANNOT_LOOK_WHY})" if mute_refusal(m.code) else ""
         blocks.append(section(
-            f":no_bell: *{esc(m.what)}*\nmuted by {_who(m.by)} for another "
+            f":no_bell: *{esc(m.what)}*{ignored}\nmuted by {_who(m.by)} for another "
             f"{_span(m.until - now)} (until {_local_time(m.until)})\n"
             f"> {esc(clip(m.reason or '(no reason given)', 500))}"))
     if past:

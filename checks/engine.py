@@ -17,6 +17,7 @@ from checks.model import (
     Thresholds,
     Verdict,
 )
+from checks.mutable import mute_ignored
 from storage.model import ClusterSnapshot
 
 ENGINE_CODES = (
@@ -41,6 +42,9 @@ class CheckReport:
     duration_s: float
     checks_run: tuple[str, ...]
     muted: tuple[Finding, ...] = field(default_factory=tuple)
+    # findings a mute matched but may not hide (checks.mutable), each with the reason;
+    # they are in ``findings`` too and count in the verdict
+    mute_ignored: tuple[tuple[Finding, str], ...] = field(default_factory=tuple)
 
     @property
     def worst(self) -> Severity | None:
@@ -112,13 +116,23 @@ def run_checks(
     muted_set = {c.upper() for c in muted}
     rules = [(c.upper(), e) for c, e in mute_rules]
 
-    def is_muted(f: Finding) -> bool:
+    def matched(f: Finding) -> bool:
         """The config's static codes, or a mute with expiry (code, entity or all)."""
         return f.code in muted_set or any(
             c == f.code and (e is None or e == f.entity) for c, e in rules)
+
+    # a mute never hides that stordoc cannot look, nor an escalation (checks.mutable)
+    codes = reg.codes
+    ignored = {id(f): why for f in findings if matched(f)
+               for why in [mute_ignored(f, codes)] if why is not None}
+
+    def is_muted(f: Finding) -> bool:
+        return matched(f) and id(f) not in ignored
 
     kept = [f for f in findings if only_set is None or f.code in only_set]
     shown = tuple(sorted((f for f in kept if not is_muted(f)),
                          key=lambda f: (-f.severity, f.code, f.entity)))
     hidden = tuple(f for f in kept if is_muted(f))
-    return CheckReport(snap.cluster, shown, started, time.monotonic() - t0, tuple(ran), hidden)
+    overridden = tuple((f, ignored[id(f)]) for f in shown if id(f) in ignored)
+    return CheckReport(snap.cluster, shown, started, time.monotonic() - t0, tuple(ran), hidden,
+                       overridden)

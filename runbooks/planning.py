@@ -14,7 +14,7 @@ import runbooks.catalog  # noqa: F401  (registers the runbooks, in the importing
 from checks.spelling import closest
 from runbooks.base import Draft, Runbook, registry
 from runbooks.model import InvalidRequest, Plan, Refused, RunbookInfo, RunContext
-from runbooks.targets import canonical_target
+from runbooks.targets import canonical_target_on
 from storage.model import ClusterSnapshot
 
 
@@ -55,6 +55,8 @@ def plan(ctx: RunContext, runbook: str, target: str,
          options: Mapping[str, Any] | None = None) -> Plan:
     """Plan on a fresh snapshot. Read-only: collecting is the only thing it does."""
     rb = runbook_named(runbook)
+    if (target or "").strip():  # a misspelt or look-alike host: refused before any I/O
+        canonical_target_on(rb.info.target_kind, target, ctx.target)
     snap = collect_snapshot(ctx, rb.needs_host_facts)
     return plan_from_snapshot(ctx, snap, runbook, target, options)
 
@@ -65,8 +67,9 @@ def plan_from_snapshot(ctx: RunContext, snap: ClusterSnapshot, runbook: str, tar
     rb = runbook_named(runbook)
     if not (target or "").strip():
         raise InvalidRequest(f"{runbook}: a target is required ({rb.info.target_help})")
-    # one spelling per target before anything is locked, planned or audited
-    target = canonical_target(rb.info.target_kind, target)
+    # one spelling per target before anything is locked, planned or audited: the host
+    # of DEVICE@HOST / SERVER@HOST as configured (an address, case or trailing dot are it)
+    target = canonical_target_on(rb.info.target_kind, target, ctx.target)
     unknown = sorted(set(options or {}) - set(rb.option_keys) - set(ctx.options))
     if unknown:
         takes = ", ".join(rb.option_keys) or "no options"

@@ -9,8 +9,11 @@ locks and three concurrent runs on one OSD. Here they are ``osd.2`` or a refusal
 from __future__ import annotations
 
 import re
+import unicodedata
 
+from checks.spelling import closest
 from runbooks.model import InvalidRequest
+from storage.targets import ClusterTarget
 
 OSD_RE = re.compile(r"\Aosd\.([0-9]{1,6})\Z", re.ASCII)
 # Ceph allows more in a pool name, but a name a person types in a fix stays plain:
@@ -20,7 +23,11 @@ HOST_RE = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252}[A-Za-z0-9])?\Z", re
 DEVICE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z", re.ASCII)
 RING_RE = re.compile(r"\A(?:object(?:-[0-9]{1,4})?|account|container)\Z", re.ASCII)
 
-KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "host")
+KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "swift-server", "host")
+# the kinds whose target names a host (``DEVICE@HOST``, ``SERVER@HOST``, ``HOST``), with
+# the bot grammar's short names for them
+HOST_QUALIFIED = ("swift-device", "device", "swift-server", "server")
+SERVER_KINDS = ("object", "container", "account")
 
 
 def _ascii_printable(raw: str, what: str) -> str:
@@ -62,9 +69,14 @@ def new_pool_name(raw: str) -> str:
     return t
 
 
+def _no_root_dot(host: str) -> str:
+    """``node1.`` is ``node1`` (the DNS root); ``node1..`` stays wrong."""
+    return host[:-1] if host.endswith(".") and not host.endswith("..") else host
+
+
 def canonical_host(raw: str) -> str:
-    """A host as configured (lookups are exact, so another case is an unknown host)."""
-    t = _ascii_printable(raw, "host")
+    """A host name's syntax (its configured spelling is ``resolve_host``'s work)."""
+    t = _no_root_dot(_ascii_printable(raw, "host"))
     if not HOST_RE.match(t):
         raise InvalidRequest(f"{t!r} is not a host name")
     return t
@@ -74,9 +86,59 @@ def canonical_device(raw: str) -> str:
     """``DEVICE@HOST``, both parts ASCII names."""
     t = _ascii_printable(raw, "Swift device")
     dev, sep, host = t.partition("@")
+    host = _no_root_dot(host)
     if not sep or not DEVICE_RE.match(dev) or not HOST_RE.match(host):
         raise InvalidRequest(f"{t!r} is not a Swift device target like d2@node2")
     return f"{dev}@{host}"
+
+
+def canonical_server(raw: str) -> str:
+    """``SERVER@HOST``: object, container or account (any case) on an ASCII host name."""
+    t = _ascii_printable(raw, "Swift server")
+    server, sep, host = t.partition("@")
+    host = _no_root_dot(host)
+    if not sep or server.lower() not in SERVER_KINDS or not HOST_RE.match(host):
+        raise InvalidRequest(f"{t!r} is not a Swift server target like object@node1 "
+                             "(object, container or account)")
+    return f"{server.lower()}@{host}"
+
+
+def _skeleton(t: str) -> str:
+    """What a look-alike looks like, for the "did you mean" hint only (never to match):
+    compatibility forms folded (fullwidth), any Unicode digit as its ASCII digit, combining
+    marks and invisible format characters dropped. Other scripts' letters (Cyrillic о)
+    stay: difflib still finds the name one letter away."""
+    out = []
+    for c in unicodedata.normalize("NFKD", t):
+        if unicodedata.category(c) in ("Mn", "Cf"):
+            continue
+        d = unicodedata.digit(c, None)
+        out.append(str(d) if d is not None and not c.isascii() else c)
+    return "".join(out)
+
+
+def resolve_host(raw: str, cluster: ClusterTarget) -> str:
+    """The configured name of the host ``raw`` names (``ClusterTarget.hosts_named``: the
+    name in any case, with a trailing dot, or the host's address when only one host has
+    it), or a one-line refusal with the closest configured name. A look-alike (Cyrillic
+    о, fullwidth digits) is never mapped to a host: it is refused and shown escaped."""
+    t = raw.strip() if isinstance(raw, str) else ""
+    if not t:
+        raise InvalidRequest("host: a host name is required")
+    found = cluster.hosts_named(t)
+    if len(found) == 1:
+        return found[0].name
+    if found:
+        raise InvalidRequest(f"host {t!r} is ambiguous in cluster {cluster.name}: it may be "
+                             f"{', '.join(h.name for h in found)}; name one")
+    shown = repr(t) if t.isascii() and t.isprintable() else f"{ascii(t)} (not plain ASCII)"
+    names = [h.name for h in cluster.hosts]
+    if not names:
+        raise InvalidRequest(f"unknown host {shown}: cluster {cluster.name} has no hosts "
+                             "configured")
+    near = closest(_skeleton(t), names)
+    raise InvalidRequest(f"unknown host {shown} in cluster {cluster.name}: " + (
+        f"did you mean {near}?" if near else f"the hosts are {', '.join(names)}"))
 
 
 def canonical_ring(raw: str) -> str:
@@ -89,8 +151,9 @@ def canonical_ring(raw: str) -> str:
 _BY_KIND = {
     "osd": canonical_osd, "pool": canonical_pool, "cache-pool": canonical_pool,
     "swift-device": canonical_device, "swift-ring": canonical_ring, "host": canonical_host,
+    "swift-server": canonical_server,
     # the bot grammar's short names for the same kinds
-    "device": canonical_device, "ring": canonical_ring,
+    "device": canonical_device, "ring": canonical_ring, "server": canonical_server,
 }
 
 
@@ -100,3 +163,17 @@ def canonical_target(kind: str, raw: str) -> str:
     if fn is None:
         return _ascii_printable(raw, kind)
     return fn(raw)
+
+
+def canonical_target_on(kind: str, raw: str, cluster: ClusterTarget) -> str:
+    """``canonical_target`` with every host part spelt as configured for ``cluster``: the
+    one lock key, plan and audit name of a target, however the host was written
+    (``d1@127.0.0.2``, ``d1@NODE1.`` and ``d1@node1`` are all ``d1@node1``)."""
+    t = raw.strip() if isinstance(raw, str) else ""
+    if kind in HOST_QUALIFIED and "@" in t:
+        left, _, host = t.rpartition("@")
+        if left and host:
+            t = f"{left}@{resolve_host(host, cluster)}"
+    elif kind == "host" and t:
+        t = resolve_host(t, cluster)
+    return canonical_target(kind, t or raw)

@@ -6,6 +6,7 @@ the TOML into these before any collector or runner sees it.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
 
@@ -72,8 +73,47 @@ class ClusterTarget:
     hosts: tuple[HostTarget, ...] = field(default_factory=tuple)
     ceph_cluster_name: str = "ceph"
 
+    def hosts_named(self, spelling: str) -> tuple[HostTarget, ...]:
+        """Every configured host ``spelling`` may mean: the host of that exact name; else
+        the name in another case or with a trailing dot (``NODE1``, ``node1.``); else the
+        host whose address it is (``127.0.0.2``, an IPv6 address in any of its spellings,
+        a DNS name in another case). More than one: ambiguous, the caller says so. Only an
+        ASCII spelling is folded: ``str.lower`` maps look-alikes (the Kelvin sign K) onto
+        ASCII letters, and a look-alike must never name a host."""
+        exact = tuple(h for h in self.hosts if h.name == spelling)
+        if exact or not spelling.isascii():
+            return exact
+        key = host_key(spelling)
+        by_name = tuple(h for h in self.hosts if host_key(h.name) == key)
+        if by_name:
+            return by_name
+        ip = ip_of(key)
+        return tuple(h for h in self.hosts if host_key(h.address) == key
+                     or (ip is not None and ip_of(h.address) == ip))
+
     def host(self, name: str) -> HostTarget | None:
-        for h in self.hosts:
-            if h.name == name or h.address == name:
-                return h
+        """The one configured host ``name`` means (``hosts_named``), else None."""
+        found = self.hosts_named(name)
+        return found[0] if len(found) == 1 else None
+
+
+def host_key(spelling: str) -> str:
+    """A host spelling without what does not make another host: case, one trailing dot
+    (the DNS root), surrounding blanks and the brackets of an IPv6 literal."""
+    t = spelling.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1]
+    if t.endswith(".") and not t.endswith(".."):
+        t = t[:-1]
+    return t.lower()
+
+
+def ip_of(spelling: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a spelling names (an IPv4-mapped IPv6 one as its IPv4), or None."""
+    try:
+        ip = ipaddress.ip_address(host_key(spelling))
+    except ValueError:
         return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from checks.engine import CheckReport
 from checks.incidents import correlate
 from checks.model import Finding
+from checks.mutable import mute_refusal
 from checks.service import CheckOutcome
 from runbooks.bench.model import Progress as BenchProgress
 from runbooks.model import EventKind, RunEvent
@@ -344,6 +345,9 @@ class SnapshotBackend:
     def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
              reason: str) -> str:
         """Captured data: mutes hide findings in this session only."""
+        refused = mute_refusal(code)
+        if refused:
+            raise ActionRefused(refused)
         if not reason.strip():
             raise ActionRefused("a mute needs a reason")
         self.mutes.append((code, entity, for_s, reason))

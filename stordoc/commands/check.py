@@ -88,6 +88,8 @@ def to_json(out: CheckOutcome) -> dict:
         "incidents": [{**i.to_dict(), "new": i.root.key in new} for i in out.incidents],
         "ceph_health": out.snapshot.ceph.health_status if out.snapshot.ceph else None,
         "findings": [{**f.to_dict(), "new": f.key in new} for f in r.findings],
+        "mute_ignored": [{"code": f.code, "entity": f.entity, "why": why}
+                         for f, why in r.mute_ignored],
         "resolved_since_last_run": [{"code": c, "entity": e}
                                     for c, e in (out.delta.resolved if out.delta else ())],
         "run_id": out.run_id,
@@ -122,6 +124,8 @@ def _facts_line(out: CheckOutcome, verbose: bool) -> str:
     parts.append(_counts(out) if r.findings else f"{len(r.checks_run)} checks, no findings")
     if r.muted:
         parts.append(f"{len(r.muted)} muted")
+    for f, why in r.mute_ignored:  # a mute that may not hide this (checks.mutable)
+        parts.append(f"{f.code} {f.entity} muted (ignored: {why})")
     if out.delta is not None and (out.delta.new or out.delta.resolved):
         parts.append(f"{len(out.delta.new)} new, {len(out.delta.resolved)} resolved")
     if r.findings and not verbose:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
 from stordoc.argtypes import duration
 from stordoc.commands.common import env_from_args, finding_code
 from stordoc.errors import UserError
@@ -54,12 +55,17 @@ def cmd_mute(args: argparse.Namespace) -> int:
             for m in recs.mutes(cluster):
                 state = ("removed by " + str(m.removed_by)) if m.removed_at else (
                     "active" if m.active(now) else "expired")
+                if state == "active" and mute_refusal(m.code):  # an older version's mute
+                    state = f"active (ignored: {CANNOT_LOOK_WHY})"
                 t.add_row(str(m.id), m.what, state, _when(m.until), m.by, m.reason)
             env.term.out.print(t)
             return 0
         if not args.code:
             raise UserError("mute needs a CODE (or --list)")
         finding_code(args.code, CEPH_HINT)  # a typo would mute nothing, silently
+        refused = mute_refusal(args.code)  # cannot-see codes, whatever --for/--reason say
+        if refused:
+            raise UserError(refused)
         if args.for_s is None:
             raise UserError("mute needs --for DURATION (e.g. --for 4h)")
         if not (args.reason or "").strip():

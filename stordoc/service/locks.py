@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from runbooks.leftovers import Leftover, reconcile, undo_leftovers
 from runbooks.model import Refused
-from runbooks.targets import canonical_osd
+from runbooks.targets import canonical_osd, canonical_target_on
 from storage.audit import Audit, LockInfo
 from stordoc.env import Env
 from stordoc.service.errors import ActionRefused, InvalidAction
@@ -38,6 +38,11 @@ class Locks:
             bare = canonical_osd(bare)  # osd.02 names the lock on osd.2
         except Refused:
             pass
+        if "@" in bare:  # d1@127.0.0.2 names the lock on d1@node1 (the configured host)
+            try:
+                bare = canonical_target_on("swift-device", bare, self.env.target(cl))
+            except Refused:
+                pass
         held = {lk.target: lk for lk in self.locks(cl)}
         for kind in _KINDS:
             if kind + bare in held:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import checks.catalog  # noqa: F401  (registers every check's codes)
 import checks.engine  # noqa: F401  (registers the engine's own codes)
 from checks.model import Finding, Severity
+from checks.mutable import mute_refusal
 from storage.audit import Audit, AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
 from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
@@ -112,6 +113,9 @@ class Records:
              by: str) -> Mute:
         """Mute a finding code (on one entity, or all) for ``for_s`` seconds."""
         code = known_code(code)
+        refused = mute_refusal(code)  # "cannot see the cluster" is never muted into OK
+        if refused:
+            raise MuteRefused(refused)
         try:
             return add_mute(self.env.journal, self.env.cluster_name(cluster), code,
                             entity or None, time.time() + for_s, by, reason,

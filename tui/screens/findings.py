@@ -16,6 +16,7 @@ from textual.widgets import (
 
 from checks.incidents import Incident
 from checks.model import Finding
+from checks.mutable import mute_refusal
 from tui import views
 from tui.table import VirtualTable
 
@@ -77,6 +78,10 @@ class FindingsScreen(DataScreen):
         f = self._selected()
         if f is None:
             self.notify("no finding selected", severity="warning")
+            return
+        refused = mute_refusal(f.code)  # before asking how long and why
+        if refused:
+            self.notify(refused, severity="error")
             return
 
         def done(answer: tuple[float, str] | None) -> None:
