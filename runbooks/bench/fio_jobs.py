@@ -139,8 +139,7 @@ def wait_ready(fleet: Fleet, forwards: Mapping[str, SocketForward],
                     continue
                 if not fleet.runner.run(c, ["test", "-S", fwd.remote_path], 15).ok:
                     continue  # not listening yet
-                time.sleep(0.2)
-                if fwd.reachable():
+                if _reachable_soon(fwd):
                     del left[c]
                     continue
                 why = "its sshd does not forward to Unix sockets; allow it with " \
@@ -158,6 +157,15 @@ def wait_ready(fleet: Fleet, forwards: Mapping[str, SocketForward],
             raise Refused(f"client {b.client}: fio --server did not come up on "
                           f"{left[b.client].remote_path}: {why}")
         time.sleep(0.2)
+
+
+def _reachable_soon(fwd: SocketForward, tries: int = 4, every_s: float = 0.3) -> bool:
+    """The socket is there: give the server a moment to listen on it."""
+    for _ in range(tries):
+        time.sleep(every_s)
+        if fwd.reachable():
+            return True
+    return False
 
 
 def write_jobs(logdir: str, tag: str, texts: Mapping[str, str]) -> dict[str, str]:

@@ -3,7 +3,8 @@ the lab's real sshd) are the clients. Proven here: the totals are the sums of wh
 client's engine printed (and what the cluster holds afterwards), reads are verified (a
 real corruption fails the run), Ctrl-C cleans up on every client (no engine process, no
 object, image or private directory left, looked for on the machine itself), and an
-unreachable client refuses the run before anything starts. Runs are short: the machine is
+unreachable client refuses the run before anything starts, and a foreign job sent to
+the fio servers during a run never runs. Runs are short: the machine is
 shared."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -130,3 +131,43 @@ def test_verify_examples_from_fio_text() -> None:
             "length 4096\n<127.0.0.2>        Expected CRC: 2b1465d0\nother\n")
     ex = F.verify_examples(text)
     assert len(ex) == 1 and "verify failed" in ex[0]
+
+
+class _Fwd:
+    def __init__(self, answers: list[bool]) -> None:
+        self.answers, self.remote_path = answers, "/tmp/stordoc-bench.abcdefghij/fio.sock"
+
+    def reachable(self) -> bool:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def _fleet(socket_there: bool) -> Any:
+    from types import SimpleNamespace
+
+    from storage.runner import CommandResult
+
+    def run(host: str, argv: list[str], timeout_s: float = 30) -> CommandResult:
+        assert argv[:2] == ["test", "-S"]
+        return CommandResult(host, tuple(argv), 0 if socket_there else 1, "", "", 0.0)
+
+    return SimpleNamespace(runner=SimpleNamespace(run=run))
+
+
+def test_wait_ready_names_an_sshd_that_will_not_forward(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    from types import SimpleNamespace
+
+    from runbooks.bench import fio_jobs
+
+    monkeypatch.setattr(fio_jobs.time, "sleep", lambda s: None)
+    alive = [SimpleNamespace(client="node1", running=True, proc=SimpleNamespace(lines=list))]
+    # listening at the second try: ready
+    fio_jobs.wait_ready(_fleet(True), {"node1": _Fwd([False, True])}, alive)  # type: ignore[dict-item]
+    # the socket is there on the host, yet no channel reaches it: the sshd refuses
+    with pytest.raises(Refused, match="AllowStreamLocalForwarding"):
+        fio_jobs.wait_ready(_fleet(True), {"node1": _Fwd([False])}, alive)  # type: ignore[dict-item]
+    # no socket and the server gone: it did not come up
+    dead = [SimpleNamespace(client="node1", running=False,
+                            proc=SimpleNamespace(lines=lambda: ["stordoc-ready 7", "fio: boom"]))]
+    with pytest.raises(Refused, match="did not come up.*fio: boom"):
+        fio_jobs.wait_ready(_fleet(False), {"node1": _Fwd([False])}, dead)  # type: ignore[dict-item]
