@@ -80,8 +80,8 @@ class Ports:
 
     @property
     def fio(self) -> int:
-        """Where each "host"'s ``fio --server`` listens during a multi-client RBD benchmark
-        (on the host's own loopback address: labs side by side must not share a port)."""
+        """The lab's ``[bench] fio_port`` (no longer listened on: fio's servers use Unix
+        sockets; the lab test checks nothing answers there during a run)."""
         return self.base + 30
 
     @property

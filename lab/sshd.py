@@ -37,6 +37,10 @@ def up_sshd(lab: Lab) -> None:
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
         "AllowUsers root@127.*\nMaxStartups 200:30:400\nMaxSessions 50\n"
         "LogLevel ERROR\nUseDNS no\nSubsystem sftp internal-sftp\n"
+        # a multi-client RBD benchmark reaches each host's fio server on a Unix socket
+        # forwarded over SSH (never a TCP port). OpenSSH 9.2 refuses that too when
+        # AllowTcpForwarding is "no" or "remote" (its local permission covers both)
+        "AllowStreamLocalForwarding local\n"
         # bash sources ~/.bashrc for a command run over SSH only as a top-level shell
         # (SHLVL unset): this machine's root .bashrc runs `pyenv init` (0.3-0.8 s and a
         # PATH of pyenv shims in every session). With SHLVL=1 the lab's hosts run

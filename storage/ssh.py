@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from storage.runner import CommandResult, HostUnreachable, Spawned
+from storage.ssh_forward import SocketForward, open_streamlocal
 from storage.targets import HostTarget
 
 
@@ -178,6 +179,20 @@ class FabricRunner:
                 self._drop(t.name)
                 raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
         return _ChannelSpawned(t.name, argv, on_line, chan)
+
+    def forward_socket(self, host: str, remote_path: str, local_path: str) -> SocketForward:
+        """Listen on the local Unix socket ``local_path`` (in a private directory) and
+        carry each connection to it over this host's SSH connection to the Unix socket
+        ``remote_path`` there (``storage.ssh_forward``): no TCP port on either side."""
+        t = self._target(host)
+        if t.name in self._failed:
+            raise HostUnreachable(t.name, self._failed[t.name])
+        with self._lock(t.name):
+            transport = self._connect(t).client.get_transport()
+        if transport is None or not transport.is_active():
+            raise HostUnreachable(t.name, "connection closed")
+        return SocketForward(t.name, remote_path, local_path,
+                             lambda: open_streamlocal(transport, remote_path, t.timeout_s))
 
     def _drop(self, name: str) -> None:
         conn = self._conns.pop(name, None)

@@ -122,7 +122,8 @@ class BenchSettings(StrictModel):
     min_change: float = Field(0.10, gt=0, le=10, allow_inf_nan=False)
     # `bench ... --clients` without names: these configured hosts (empty: every host)
     clients: list[str] = Field(default_factory=list, max_length=64)
-    # the port each client's `fio --server` listens on, on the client's own address
+    # no longer used (fio's servers listen on Unix sockets reached over SSH); kept so
+    # settings files that name it still load
     fio_port: int = Field(8765, ge=1024, le=65535)
 
     @field_validator("clients")

@@ -39,6 +39,7 @@ from typing import Any
 from runbooks.bench.client_hosts import ceph_client_files, resolve_clients, spawner
 from runbooks.model import Refused, RunContext
 from storage.runner import HostUnreachable, Spawned, Spawner
+from storage.ssh_forward import SocketForward
 from storage.targets import HostTarget
 
 __all__ = ["ALIVE", "LAUNCH", "READY_TIMEOUT_S", "SIGNAL", "STAGE_RE", "STAGE_TEMPLATE",
@@ -86,6 +87,7 @@ class Fleet:
     on_step: Callable[[str, str, str, int], None] | None = None
     dirs: dict[str, str] = field(default_factory=dict)
     launched: list[Launched] = field(default_factory=list)
+    forwards: list[SocketForward] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -309,6 +311,27 @@ class Fleet:
                 out.append(b.client)
         return out
 
+    # ------------------------------------------------------------------ sockets
+
+    def forward(self, name: str, remote_path: str, local_path: str) -> SocketForward:
+        """The Unix socket ``remote_path`` on client ``name``, reachable at ``local_path``
+        here through the client's SSH connection (``storage.ssh_forward``); closed with
+        the fleet."""
+        fwd = getattr(self.runner, "forward_socket", None)
+        if not callable(fwd):
+            raise Refused(f"client {name}: this runner cannot forward a socket over SSH")
+        try:
+            f: SocketForward = fwd(name, remote_path, local_path)
+        except HostUnreachable as e:
+            raise Refused(f"client {e.host} is unreachable: {e.reason[:200]}") from None
+        self.forwards.append(f)
+        return f
+
+    def unforward(self, f: SocketForward) -> None:
+        f.close()
+        if f in self.forwards:
+            self.forwards.remove(f)
+
     # ------------------------------------------------------------------ the end
 
     def close(self) -> None:
@@ -321,6 +344,8 @@ class Fleet:
                            "this run's)", ", ".join(b.client for b in live))
             for b in self.launched:
                 b.proc.close()
+            for f in list(self.forwards):
+                self.unforward(f)
             removed = []
             for name, d in list(self.dirs.items()):
                 if not STAGE_RE.match(d):

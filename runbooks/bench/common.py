@@ -31,7 +31,7 @@ class BenchLimits:
     k_noise: float = 3.0
     min_change: float = 0.10
     clients: tuple[str, ...] = ()  # default clients of ``--clients`` without names
-    fio_port: int = 8765  # where each client's ``fio --server`` listens (on its address)
+    fio_port: int = 8765  # unused: fio's servers listen on Unix sockets (fio_jobs)
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any] | None) -> BenchLimits:
@@ -46,7 +46,7 @@ class BenchLimits:
 
 def limits_of(ctx: RunContext, limits: BenchLimits | None) -> BenchLimits:
     """The caller's limits, else the cluster context's ``[bench]`` settings (a caller
-    that passes none still gets the configured ``fio_port``, byte cap, ...)."""
+    that passes none still gets the configured byte cap, clients, ...)."""
     if limits is not None:
         return limits
     m = ctx.bench_limits or (ctx.options.get("bench") if ctx.options else None)

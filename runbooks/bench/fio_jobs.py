@@ -1,32 +1,36 @@
 """fio's client/server mode as stordoc drives it (the input side; ``fio_client`` reads
 what comes back): the job file each server gets, the ``fio --server`` and ``fio --client``
-command lines, and making sure every server the jobs go to is one this run started.
+command lines, and reaching every server this run started, and only those.
 
-Job files hold only values checked against a strict pattern: a job file can run commands
-(``exec_prerun``), so nothing free-form reaches one. fio's server has no authentication:
-it listens only on the client's configured address, only while the run lasts (``timeout``
-caps it even if this host dies), and is stopped after the run.
+fio's server has no authentication and runs whatever job reaches it as its user (a job
+file can run commands: ``exec_prerun``). So no server ever listens on TCP: each one
+listens on a Unix socket in the client's private directory of the run (``mktemp -d``,
+mode 0700, the SSH user's), and this host reaches it only through the SSH connection it
+already holds (``storage.ssh_forward``: OpenSSH's streamlocal forwarding to a socket in
+a local 0700 directory, where ``fio --client`` connects). No one else on the network, and
+no other user on either host, can send a server a job. Job files hold only values
+checked against a strict pattern, so nothing free-form reaches one either.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import socket
 import time
 from collections.abc import Mapping, Sequence
 
-from runbooks.bench.clients import Fleet, Launched
+from runbooks.bench.clients import STAGE_RE, Fleet, Launched
 from runbooks.bench.model import MIB
 from runbooks.bench.rbd import MODES
 from runbooks.bench.stats import fio_steadystate_options
 from runbooks.model import Refused
+from storage.ssh_forward import ForwardRefused, SocketForward
 
 VERIFY_INTERVAL = 4096
 PREFILL_BS = 4 * MIB
 READY_TIMEOUT_S = 20.0
+SOCKET = "fio.sock"
 _SAFE = re.compile(r"\A[A-Za-z0-9._-]{1,128}\Z")
-_HOST_SAFE = re.compile(r"\A[A-Za-z0-9.:-]{1,253}\Z")
 READ_MODES = ("seqread", "randread")
 
 
@@ -38,15 +42,23 @@ def safe_value(v: object, what: str) -> str:
     return text
 
 
-def server_spec(address: str, port: int) -> str:
-    """fio's address syntax: ``ip:host,port`` (``ip6:`` for an IPv6 literal)."""
-    if not _HOST_SAFE.match(address):
-        raise Refused(f"client address {address[:40]!r} is not a host name or IP address")
-    return f"{'ip6' if ':' in address else 'ip'}:{address},{port}"
+def server_socket(stage_dir: str) -> str:
+    """Where a client's ``fio --server`` listens: a Unix socket in its private directory."""
+    if not STAGE_RE.match(stage_dir):
+        raise Refused(f"unexpected client directory {stage_dir[:60]!r}")
+    return f"{stage_dir}/{SOCKET}"
 
 
-def server_argv(stage_dir: str, address: str, port: int) -> list[str]:
-    return ["env", f"CEPH_CONF={stage_dir}/ceph.conf", "fio", f"--server={server_spec(address, port)}"]
+def server_argv(stage_dir: str) -> list[str]:
+    return ["env", f"CEPH_CONF={stage_dir}/ceph.conf", "fio",
+            f"--server=sock:{server_socket(stage_dir)}"]
+
+
+def client_specs(names: Sequence[str]) -> dict[str, str]:
+    """fio's ``--client`` address of each client: the local end of its forwarded socket,
+    relative to the directory ``fio --client`` runs in (fio names the logs it receives
+    after it: ``<prefix>_iops.1.log.c1.sock``)."""
+    return {c: f"sock:c{i + 1}.sock" for i, c in enumerate(names)}
 
 
 def verified(mode: str, bs: int) -> bool:
@@ -103,53 +115,57 @@ def client_argv(jobs: Mapping[str, str], specs: Mapping[str, str]) -> list[str]:
     return argv
 
 
-def port_taken(address: str, port: int) -> bool:
-    """Something already accepts connections there (another fio server, anything)."""
-    try:
-        socket.create_connection((address, port), 1.0).close()
-        return True
-    except OSError:
-        return False
+def forward_sockets(fleet: Fleet, specs: Mapping[str, str], local_dir: str
+                    ) -> dict[str, SocketForward]:
+    """For each client, the local socket ``local_dir``/<spec> carried over its SSH
+    connection to its server's socket (``local_dir`` must be private: 0700)."""
+    return {c: fleet.forward(c, server_socket(fleet.dirs[c]),
+                             os.path.join(local_dir, specs[c].split(":", 1)[1]))
+            for c in specs}
 
 
-def check_ports(addresses: Mapping[str, str], port: int) -> None:
-    """Refuse when a client's fio port already answers: jobs must never go to a server
-    this run did not start."""
-    taken = [c for c, a in addresses.items() if port_taken(a, port)]
-    if taken:
-        c = taken[0]
-        raise Refused(f"client {c}: port {port} on {addresses[c]} is already in use (another "
-                      "fio server?); nothing was started; set [bench] fio_port to a free port")
-
-
-def wait_listening(specs: Mapping[str, tuple[str, int]], fleet: Fleet,
-                   batch: Sequence[Launched], timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Until every fio server accepts a TCP connection (fio prints nothing we can wait
-    for: its "listening" line is buffered)."""
-    left = dict(specs)
+def wait_ready(fleet: Fleet, forwards: Mapping[str, SocketForward],
+               batch: Sequence[Launched], timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Until every fio server accepts a connection through its forwarded socket. A socket
+    that is there on its host but cannot be reached through SSH: the host's sshd does not
+    forward to Unix sockets (OpenSSH answers that as it answers a missing socket)."""
+    left = dict(forwards)
     deadline = time.monotonic() + timeout_s
     while left:
-        for c, (addr, port) in list(left.items()):
+        for c, fwd in list(left.items()):
             try:
-                socket.create_connection((addr, port), 1.0).close()
-                del left[c]
-            except OSError:
-                pass
+                if fwd.reachable():
+                    del left[c]
+                    continue
+                if not fleet.runner.run(c, ["test", "-S", fwd.remote_path], 15).ok:
+                    continue  # not listening yet
+                if _reachable_soon(fwd):
+                    del left[c]
+                    continue
+                why = "its sshd does not forward to Unix sockets; allow it with " \
+                      "AllowStreamLocalForwarding in its sshd_config"
+            except ForwardRefused as e:
+                why = str(e)
+            raise Refused(f"client {c}: cannot reach fio's server through SSH ({why})")
         if not left:
             break
         dead = [b for b in batch if b.client in left and not b.running]
         if dead or time.monotonic() > deadline:
             b = dead[0] if dead else next(x for x in batch if x.client in left)
-            why = " | ".join(b.proc.lines()[-3:])[:240] or "not listening"
+            why = " | ".join(ln for ln in b.proc.lines()[-3:]
+                             if not ln.startswith("stordoc-ready"))[:240] or "not listening"
             raise Refused(f"client {b.client}: fio --server did not come up on "
-                          f"{left[b.client][0]}:{left[b.client][1]}: {why}")
+                          f"{left[b.client].remote_path}: {why}")
         time.sleep(0.2)
-    # what answers must be ours: a server that lost the port to another process exits
-    time.sleep(0.5)
-    dead = [b for b in batch if not b.running]
-    if dead:
-        why = " | ".join(dead[0].proc.lines()[-3:])[:240] or "exited"
-        raise Refused(f"client {dead[0].client}: fio --server exited: {why}")
+
+
+def _reachable_soon(fwd: SocketForward, tries: int = 4, every_s: float = 0.3) -> bool:
+    """The socket is there: give the server a moment to listen on it."""
+    for _ in range(tries):
+        time.sleep(every_s)
+        if fwd.reachable():
+            return True
+    return False
 
 
 def write_jobs(logdir: str, tag: str, texts: Mapping[str, str]) -> dict[str, str]:

@@ -154,8 +154,6 @@ def plan_bench(ctx: RunContext, kind: str, options: BenchOptions,
         fleet = connect_fleet(ctx, kind, o, lim)
         clients = fleet.names
         fleet.close()
-        if kind == "rbd":
-            rbd_multi.check_ports({h.name: h.address for h in fleet.hosts}, lim.fio_port)
     choice: PoolChoice | None = None
     if kind in ("rados", "rbd"):
         named_by = "--pool" if o.pool else "settings [bench] pool" if lim.pool else None

@@ -1,11 +1,13 @@
 """RBD from many clients: fio's own client/server mode.
 
 Each client runs ``fio --server`` for the length of the run (started over SSH through the
-common launcher, with ``CEPH_CONF`` pointing at its private conf and key, listening on the
-client's configured address and ``[bench] fio_port``); this host runs one ``fio --client``
-per phase that sends every server its job file (its own scratch image, so clients never
-fight over an image's exclusive lock) and collects fio's JSON: one entry per client plus
-fio's own "All clients" sum. Totals are the sums of the per-client figures fio printed;
+common launcher, with ``CEPH_CONF`` pointing at its private conf and key, listening on a
+Unix socket in its private 0700 directory: never on TCP); this host reaches each server
+only through the SSH connection it holds (the socket forwarded to a local socket in a
+0700 directory, ``storage.ssh_forward``) and runs one ``fio --client`` per phase that
+sends every server its job file (its own scratch image, so clients never fight over an
+image's exclusive lock) and collects fio's JSON: one entry per client plus fio's own
+"All clients" sum. Totals are the sums of the per-client figures fio printed;
 fio's aggregate is kept beside them (fidelity is checked against it).
 
 - **steady state**: fio's ``steadystate`` options (the slope part of stordoc's rule) stop
@@ -45,14 +47,15 @@ from runbooks.bench.fio_jobs import (
     PREFILL_BS,
     READ_MODES,
     VERIFY_INTERVAL,
-    check_ports,
     client_argv,
+    client_specs,
+    forward_sockets,
     job_text,
     safe_value,
     server_argv,
-    server_spec,
+    server_socket,
     verified,
-    wait_listening,
+    wait_ready,
     write_jobs,
 )
 from runbooks.bench.model import MIB, BenchResult, human_size
@@ -63,8 +66,8 @@ from runbooks.model import Refused
 from storage.rados_io import RadosIO
 from storage.targets import CephTarget
 
-__all__ = ["TOOLS", "check_ports", "client_argv", "image_name", "job_text", "plan_lines",
-           "run_multi", "server_argv", "server_spec", "verified"]
+__all__ = ["TOOLS", "client_argv", "client_specs", "image_name",
+           "job_text", "plan_lines", "run_multi", "server_argv", "server_socket", "verified"]
 
 TOOLS = (["fio", "--version"], ["timeout", "--version"], ["env", "--version"])
 
@@ -78,8 +81,9 @@ def plan_lines(s: Session, pool: str, clients: list[str]) -> list[str]:
     t = ceph_target(s)
     lines = [f"clients {', '.join(clients)} (over SSH): private dir <DIR> per client with a "
              f"minimal ceph.conf and the key of {t.client} (SFTP), removed after",
-             "on every client: $ env CEPH_CONF=<DIR>/ceph.conf fio --server=ip:<its address>,"
-             f"{s.limits.fio_port} (for the run's length, then stopped)",
+             "on every client: $ env CEPH_CONF=<DIR>/ceph.conf fio --server=sock:<DIR>/"
+             "fio.sock (a Unix socket, no TCP port; for the run's length, then stopped), "
+             "reached only through this host's SSH connection (socket forwarding)",
              f"create one scratch image per client {pool}/stordoc-bench-<group>-c<N> "
              f"({human_size(o.image_size)} each)"]
     if any(verified(m, _bs(s, m)) for m in o.modes):
@@ -88,7 +92,8 @@ def plan_lines(s: Session, pool: str, clients: list[str]) -> list[str]:
     for rep in range(1, o.repeat + 1):
         for m in o.modes:
             bs = _bs(s, m)
-            lines.append(f"rep {rep}: $ fio --output-format=json --client=<A> job --client=<B> "
+            lines.append(f"rep {rep}: $ fio --output-format=json --client=sock:c1.sock job "
+                         "--client=sock:c2.sock "
                          f"job ... (fio rbd {MODES[m][0]} bs={bs} iodepth={o.concurrency}"
                          + (", reads verified" if verified(m, bs) else "")
                          + (", stop when steady" if o.steady else "") + ")")
@@ -101,13 +106,10 @@ def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
 
     o = s.opts
     t = ceph_target(s)
-    port = s.limits.fio_port
     names = fleet.names
     images = {c: image_name(s, i) for i, c in enumerate(names)}
-    addr = {c: fleet.host(c).address for c in names}
-    specs = {c: server_spec(addr[c], port) for c in names}
+    specs = client_specs(names)
     safe_value(pool, "pool")
-    check_ports(addr, port)  # again: the plan checked, time has passed
     results: list[BenchResult] = []
     with RadosIO(t) as io:
         if io.ensure_pool(pool):
@@ -139,12 +141,11 @@ def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
                    + " ".join(f"{pool}/{i}" for i in made)
                    + f" --size {o.image_size // MIB}M", "created")
             cap = o.repeat * (len(o.modes) + 1) * (o.duration_s + 120) + 120
-            servers = fleet.launch({c: server_argv(fleet.dirs[c], addr[c], port)
-                                    for c in names}, cap)
-            wait_listening({c: (addr[c], port) for c in names}, fleet, servers)
-            s.step("start fio servers", f"env CEPH_CONF=<DIR>/ceph.conf fio --server=ip:"
-                   f"<address>,{port}",
-                   ", ".join(f"{c}:{specs[c]}" for c in names))
+            servers = fleet.launch({c: server_argv(fleet.dirs[c]) for c in names}, cap)
+            wait_ready(fleet, forward_sockets(fleet, specs, logdir), servers)
+            s.step("start fio servers", "env CEPH_CONF=<DIR>/ceph.conf fio --server=sock:"
+                   "<DIR>/fio.sock; forwarded over SSH to <TMP>/cN.sock",
+                   ", ".join(f"{c}:{server_socket(fleet.dirs[c])}" for c in names))
             prefilled = False
             for rep in range(1, o.repeat + 1):
                 for mode in o.modes:
@@ -165,6 +166,8 @@ def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
                     break
         finally:
             fleet.stop([b for b in fleet.launched if b.running], grace_s=10)
+            for f in list(fleet.forwards):
+                fleet.unforward(f)
             for img in made:
                 _remove_image(ioctx, img)
             if made:
@@ -175,13 +178,14 @@ def run_multi(s: Session, pool: str, fleet: Fleet) -> list[BenchResult]:
     return results
 
 
-def _run_client(s: Session, argv: list[str], phase: str, rep: int, planned_s: float,
-                max_s: float) -> tuple[str, str, int, float, float]:
-    """Run ``fio --client`` here; Ctrl-C (the session's cancel) becomes SIGINT, which fio
+def _run_client(s: Session, argv: list[str], cwd: str, phase: str, rep: int,
+                planned_s: float, max_s: float) -> tuple[str, str, int, float, float]:
+    """Run ``fio --client`` here, in ``cwd`` (where the forwarded sockets are); Ctrl-C (the session's cancel) becomes SIGINT, which fio
     forwards to every server and still prints its JSON. Returns stdout, stderr, rc, the
     start time and the elapsed seconds."""
     started = time.time()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=cwd)
     if s.first_io_at is None:
         s.first_io_at = started
     t0 = time.monotonic()
@@ -217,8 +221,8 @@ def _prefill(s: Session, t: CephTarget, pool: str, images: Mapping[str, str],
                          ops=None, steady=False, log_prefix=None, prefill_size=o.image_size)
              for c in images}
     argv = client_argv(write_jobs(logdir, "prefill", texts), specs)
-    out, err, rc, _, el = _run_client(s, argv, "prefill", 1, o.image_size / (50 * MIB),
-                                      600.0)
+    out, err, rc, _, el = _run_client(s, argv, logdir, "prefill", 1,
+                                      o.image_size / (50 * MIB), 600.0)
     docs = list(iter_json_objects(out))
     bad = [e for e in (docs[-1].get("client_stats") or []) if e.get("error")] if docs else []
     if rc != 0 and not s.cancelled or bad:
@@ -240,7 +244,7 @@ def _phase(s: Session, t: CephTarget, pool: str, images: Mapping[str, str],
                          ops=o.ops, steady=o.steady, log_prefix=prefix) for c in images}
     argv = client_argv(write_jobs(logdir, tag, texts), specs)
     shown = " ".join(argv).replace(logdir, "<TMP>")
-    out, err, rc, started, el = _run_client(s, argv, mode, rep, o.duration_s,
+    out, err, rc, started, el = _run_client(s, argv, logdir, mode, rep, o.duration_s,
                                             o.duration_s + 60)
     docs = list(iter_json_objects(out))
     if not docs:

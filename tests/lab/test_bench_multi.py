@@ -3,7 +3,8 @@ the lab's real sshd) are the clients. Proven here: the totals are the sums of wh
 client's engine printed (and what the cluster holds afterwards), reads are verified (a
 real corruption fails the run), Ctrl-C cleans up on every client (no engine process, no
 object, image or private directory left, looked for on the machine itself), and an
-unreachable client refuses the run before anything starts. Runs are short: the machine is
+unreachable client refuses the run before anything starts, and a foreign job sent to
+the fio servers during a run never runs. Runs are short: the machine is
 shared."""
 
 from __future__ import annotations
@@ -488,40 +489,197 @@ def test_efficiency_against_the_limits_of_every_host(lab: Lab, ctx: Any) -> None
     assert any("efficiency" in x and "limit" in x for x in api.detail_lines(r))
 
 
-def test_rbd_refuses_when_a_clients_fio_port_is_taken(lab: Lab, ctx: Any, cfg: Path) -> None:
-    """Something else listening on a client's fio port (another fio server: it would run
-    whatever job it is sent): refused before anything starts, never sent a job."""
-    import socket
-
-    port = int(re.search(r"fio_port = (\d+)", cfg.read_text()).group(1))  # type: ignore[union-attr]
-    srv = socket.create_server(("127.0.0.3", port))  # node2's address
-    got: list[bytes] = []
-    srv.settimeout(0.2)
-
-    def accept() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+def _ppids() -> dict[int, int]:
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
             try:
-                c, _ = srv.accept()
+                stat = Path(f"/proc/{d}/stat").read_text()
             except OSError:
                 continue
-            with c:
-                c.settimeout(1)
-                try:
-                    got.append(c.recv(4096))
-                except OSError:
-                    pass
+            out[int(d)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
 
-    th = threading.Thread(target=accept, daemon=True)
-    th.start()
+
+def _descendants(root: int) -> set[int]:
+    """Every process below ``root`` (the lab's sshd: whatever runs on the lab's hosts)."""
+    pp = _ppids()
+    out: set[int] = set()
+    for pid in pp:
+        p, seen = pid, 0
+        while p > 1 and seen < 64:
+            p, seen = pp.get(p, 0), seen + 1
+            if p == root:
+                out.add(pid)
+                break
+    return out
+
+
+def _socket_inodes(pids: set[int]) -> set[int]:
+    out = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    return out
+
+
+def _tcp_listeners(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state held by one of ``pids``."""
+    import ipaddress
+
+    inodes = _socket_inodes(pids)
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A" or int(f[9]) not in inodes:
+                continue
+            hexaddr, hexport = f[1].split(":")
+            raw = bytes.fromhex(hexaddr)
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            out.add((str(ipaddress.ip_address(raw)), int(hexport, 16)))
+    return out
+
+
+def _unix_listeners(pids: set[int]) -> set[str]:
+    """Paths of the listening Unix sockets held by one of ``pids``."""
+    inodes = _socket_inodes(pids)
+    out = set()
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 8 and int(f[6]) in inodes and int(f[3], 16) & 0x10000:  # ACCEPTCON
+            out.add(f[7])
+    return out
+
+
+def _send_foreign_job(job: Path, tcp: set[tuple[str, int]], socks: set[str]) -> list[str]:
+    """Submit ``job`` the ways a process on the network (or a local non-root user) could:
+    to every listening TCP port (a wildcard one at every lab address) and, as user
+    nobody, to every listening Unix socket. Returns what was tried, with fio's answer."""
+    tried = []
+    for addr, port in sorted(tcp):
+        for a in ([f"127.0.0.{i}" for i in range(1, 5)] if addr in ("0.0.0.0", "::")
+                  else [addr]):
+            spec = f"{'ip6' if ':' in a else 'ip'}:{a},{port}"
+            r = subprocess.run(["fio", f"--client={spec}", str(job)], capture_output=True,
+                               text=True, timeout=60)
+            tried.append(f"tcp {spec}: rc {r.returncode} {r.stderr.strip()[-120:]}")
+    for path in sorted(socks):
+        r = subprocess.run(["runuser", "-u", "nobody", "--", "fio", f"--client=sock:{path}",
+                            str(job)], capture_output=True, text=True, timeout=60,
+                           cwd=job.parent)
+        tried.append(f"unix {path} (as nobody): rc {r.returncode} {r.stderr.strip()[-120:]}")
+    return tried
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every user may use (the foreign job, the control server's socket)."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="stordoc-foreign-"))
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.on_reef
+def test_rbd_fio_servers_run_no_foreign_job(lab: Lab, ctx: Any, cfg: Path, open_dir: Path
+                                            ) -> None:
+    """While a two-client RBD benchmark runs, a foreign fio client tries every way in: every
+    TCP port anything on the lab's hosts (or stordoc) listens on, the configured
+    ``fio_port`` on every client address, and, as a non-root user, every Unix socket the
+    fio servers or stordoc listen on; its job (``exec_prerun=touch``) never runs, and the
+    benchmark reports its own figures. The same attack on an exposed fio server (TCP, and a
+    socket in an open directory) does run: the attack itself works."""
+    port = int(re.search(r"fio_port = (\d+)", cfg.read_text()).group(1))  # type: ignore[union-attr]
+    marker = open_dir / "pwned"
+    job = open_dir / "job.fio"
+    job.write_text(f"[pwn]\nioengine=null\nsize=1m\nexec_prerun=touch {marker}\n")
+    os.chmod(job, 0o644)
+    sshd = lab.pid("sshd")
+    assert sshd is not None
+    mine_before = _tcp_listeners({os.getpid()})
+    o = BenchOptions(modes=("randread",), duration_s=3, concurrency=4,
+                     image_size=16 * 1024 * 1024, clients=("node1", "node2"))
+    got: list[Any] = []
+    bench = threading.Thread(target=lambda: got.append(api.run_bench(ctx, "rbd", o)))
+    seen: dict[str, Any] = {}
     try:
-        r = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", "rbd",
-                            "--clients", "node1,node2", "--image-size", "8M", "--duration",
-                            "1", "--yes"], capture_output=True, text=True, timeout=120)
+        bench.start()
+
+        def servers() -> list[int]:
+            cl = _cmdlines()
+            return [p for p in _descendants(sshd) if "--server" in cl.get(p, "")
+                    and cl.get(p, "").startswith("fio ")]
+
+        _poll(lambda: len(servers()) >= 2 or not bench.is_alive(), 120,
+              "both fio servers running")
+        assert bench.is_alive(), got[0].message if got else "the benchmark ended early"
+
+        def listening() -> set[Any]:
+            """What the servers listen on (whichever the kind of socket)."""
+            d = _descendants(sshd)
+            return _tcp_listeners(d) | {u for u in _unix_listeners(d)
+                                        if u.endswith("/fio.sock")}
+
+        _poll(lambda: len(listening()) >= 2 or not bench.is_alive(), 60,
+              "both fio servers listening")
+        before = listening()
+        pids = _descendants(sshd) | {os.getpid()}
+        seen["tcp"] = _tcp_listeners(pids) - mine_before
+        seen["unix"] = _unix_listeners(pids)
+        seen["tried"] = _send_foreign_job(
+            job, seen["tcp"] | {(f"127.0.0.{i}", port) for i in (2, 3)}, seen["unix"])
+        # the attack happened while the run's servers listened
+        assert listening() >= before, "the fio servers ended before the attack did"
     finally:
-        srv.close()
-    assert r.returncode == 4, (r.stdout, r.stderr)
-    assert "port" in r.stderr and "already in use" in r.stderr and "nothing was started" \
-        in r.stderr and "Traceback" not in r.stderr
-    assert not [b for b in got if b]  # no job was ever sent to it
+        bench.join(240)
+    assert not marker.exists(), seen
+    # nothing on the hosts (below the lab's sshd) or in stordoc listened on TCP
+    assert seen["tcp"] == set(), seen
+    # the attack reached for both servers' sockets and stordoc's two forwarded ones, and
+    # was turned away at their private directories
+    remote = [u for u in seen["unix"] if re.fullmatch(r"/tmp/stordoc-bench\.\w{10}/fio\.sock", u)]
+    local = [u for u in seen["unix"] if re.fullmatch(r"/tmp/stordoc-fio-\w+/c[12]\.sock", u)]
+    assert len(remote) == 2 and len(local) == 2, seen
+    assert all("Permission denied" in x for x in seen["tried"]
+               if any(u in x for u in remote + local)), seen
+    rep = got[0]
+    assert rep.status == "ok", rep.message
+    rd = rep.results[0]
+    cl = rd.extra["clients"]
+    assert [c["client"] for c in cl] == ["node1", "node2"]
+    assert rd.ops == sum(c["engine"]["total_ios"] for c in cl) > 0
+    assert rd.ops == rd.extra["fio_all_clients"]["ops"]  # no foreign client in fio's sum
+    assert rd.extra["verify"]["checked"] and rd.extra["verify"]["mismatches"] == 0
     assert _images(ctx) == [] and _fio_servers() == []
+    # control: the same attack on exposed fio servers runs the job
+    (open_dir / "ctl").mkdir(mode=0o755)
+    ctl = [subprocess.Popen(["fio", f"--server=ip:127.0.0.2,{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+           subprocess.Popen(["fio", f"--server=sock:{open_dir}/ctl/fio.sock"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        cpids = {p.pid for p in ctl}
+        _poll(lambda: len(_tcp_listeners(cpids)) == 1 and len(_unix_listeners(cpids)) == 1,
+              20, "the control servers listening")
+        for vector in ("tcp", "unix"):
+            marker.unlink(missing_ok=True)
+            _send_foreign_job(job, _tcp_listeners(cpids) if vector == "tcp" else set(),
+                              _unix_listeners(cpids) if vector == "unix" else set())
+            _poll(marker.exists, 10, f"the control job over {vector} to run")
+    finally:
+        for p in ctl:
+            p.kill()
+            p.wait(10)

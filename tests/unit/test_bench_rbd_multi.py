@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -75,18 +76,26 @@ def test_any_pool_name_is_refused_or_plain(name: str) -> None:
     assert text.count("\n") == _job().count("\n") and "$" not in text
 
 
-def test_server_spec_and_argv() -> None:
-    assert M.server_spec("127.0.0.2", 8765) == "ip:127.0.0.2,8765"
-    assert M.server_spec("::1", 8765) == "ip6:::1,8765"
-    assert M.server_argv("/tmp/stordoc-bench.abcdefghij", "node1.example", 9) == [
-        "env", "CEPH_CONF=/tmp/stordoc-bench.abcdefghij/ceph.conf", "fio",
-        "--server=ip:node1.example,9"]
+def test_server_listens_on_a_private_socket_never_tcp() -> None:
+    d = "/tmp/stordoc-bench.abcdefghij"
+    assert M.server_argv(d) == ["env", f"CEPH_CONF={d}/ceph.conf", "fio",
+                                f"--server=sock:{d}/fio.sock"]
     with pytest.raises(Refused):
-        M.server_spec("a b", 1)
-    argv = M.client_argv({"node1": "/t/a.fio", "node2": "/t/b.fio"}, SPECS)
-    assert argv[:2] == ["fio", "--output-format=json"]
-    assert argv[2:] == ["--client=ip:127.0.0.2,19991", "/t/a.fio",
-                        "--client=ip:127.0.0.3,19991", "/t/b.fio"]
+        M.server_socket("/tmp")  # only the run's private directory
+    specs = M.client_specs(["node1", "node2"])
+    assert specs == {"node1": "sock:c1.sock", "node2": "sock:c2.sock"}
+    argv = M.client_argv({"node1": "/t/a.fio", "node2": "/t/b.fio"}, specs)
+    assert argv == ["fio", "--output-format=json", "--client=sock:c1.sock", "/t/a.fio",
+                    "--client=sock:c2.sock", "/t/b.fio"]
+    assert not any("ip:" in x for x in argv)
+    # fio's client names each server after the socket it connected to (seen with fio 3.33;
+    # "All clients" carries the first one's name)
+    doc = {"client_stats": [{"hostname": "c2.sock", "jobname": "stordoc"},
+                            {"hostname": "c1.sock", "jobname": "stordoc"},
+                            {"hostname": "c1.sock", "jobname": "All clients"}]}
+    per, total = F.split_client_stats(doc, specs)
+    assert per["node1"] is doc["client_stats"][1] and per["node2"] is doc["client_stats"][0]
+    assert total is doc["client_stats"][2]
 
 
 def test_client_stats_split_and_totals_equal_the_sum() -> None:
@@ -122,3 +131,43 @@ def test_verify_examples_from_fio_text() -> None:
             "length 4096\n<127.0.0.2>        Expected CRC: 2b1465d0\nother\n")
     ex = F.verify_examples(text)
     assert len(ex) == 1 and "verify failed" in ex[0]
+
+
+class _Fwd:
+    def __init__(self, answers: list[bool]) -> None:
+        self.answers, self.remote_path = answers, "/tmp/stordoc-bench.abcdefghij/fio.sock"
+
+    def reachable(self) -> bool:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def _fleet(socket_there: bool) -> Any:
+    from types import SimpleNamespace
+
+    from storage.runner import CommandResult
+
+    def run(host: str, argv: list[str], timeout_s: float = 30) -> CommandResult:
+        assert argv[:2] == ["test", "-S"]
+        return CommandResult(host, tuple(argv), 0 if socket_there else 1, "", "", 0.0)
+
+    return SimpleNamespace(runner=SimpleNamespace(run=run))
+
+
+def test_wait_ready_names_an_sshd_that_will_not_forward(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    from types import SimpleNamespace
+
+    from runbooks.bench import fio_jobs
+
+    monkeypatch.setattr(fio_jobs.time, "sleep", lambda s: None)
+    alive = [SimpleNamespace(client="node1", running=True, proc=SimpleNamespace(lines=list))]
+    # listening at the second try: ready
+    fio_jobs.wait_ready(_fleet(True), {"node1": _Fwd([False, True])}, alive)  # type: ignore[dict-item]
+    # the socket is there on the host, yet no channel reaches it: the sshd refuses
+    with pytest.raises(Refused, match="AllowStreamLocalForwarding"):
+        fio_jobs.wait_ready(_fleet(True), {"node1": _Fwd([False])}, alive)  # type: ignore[dict-item]
+    # no socket and the server gone: it did not come up
+    dead = [SimpleNamespace(client="node1", running=False,
+                            proc=SimpleNamespace(lines=lambda: ["stordoc-ready 7", "fio: boom"]))]
+    with pytest.raises(Refused, match="did not come up.*fio: boom"):
+        fio_jobs.wait_ready(_fleet(False), {"node1": _Fwd([False])}, dead)  # type: ignore[dict-item]
