@@ -60,13 +60,13 @@ class Inspector:
         at that moment or started later (it ended at or after ``since``), the same rule
         as joining a run in flight: a person asking at ``since`` (the bot's request
         time) or an alert whose condition began then needs one look that was under way
-        at that moment, not a new one per request or delivery. A ``since`` in the future
-        is taken as now."""
+        at that moment, not a new one per request or delivery (callers clamp a ``since``
+        in the future to when they were asked: ``bot.alerts.AlertDesk.handle``)."""
         name = self.env.cluster_name(cluster)
         key = (name, record)
         with self._lock:
             last = self._last.get(name)
-            if since is not None and last is not None and last[0] >= min(since, time.time()):
+            if since is not None and last is not None and last[0] >= since:
                 return last[1]
             running = self._inflight.get(key)
             if running is not None:

@@ -239,3 +239,35 @@ def test_watch_keeps_checking_and_posts_once_after_slack_failed(
     assert len(warned) == 2, warned
     assert "SLACK posting failed (service_unavailable, HTTP 503)" in warned[0]
     assert "SLACK posting works again" in warned[1]
+
+
+# --------------------------------------------------------------------------- the rule
+
+def test_a_run_under_way_when_asked_answers_and_a_later_ask_checks_again(
+        tmp_path: Path) -> None:
+    """`since` is met by a run that ended at or after it (it was under way then, or began
+    later), never by one that ended before it."""
+    from stordoc.service import Service
+    from tests.unit.test_service import CapturedEnv
+
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
+    env = CapturedEnv(parse_settings({"journal": str(tmp_path / "j.db"), "clusters": {
+        "octopus": {"ceph": {"conf": str(conf), "timeout": 2}}}}))
+    env.snapshots, env.collects, env.gate = [broken_snapshot()], 0, threading.Event()
+    try:
+        svc = Service(env)
+        first: list[CheckOutcome] = []
+        t = threading.Thread(target=lambda: first.append(svc.check("octopus", "slack")))
+        t.start()
+        while env.collects < 1:
+            time.sleep(0.01)
+        asked = time.time()  # while the first run is under way
+        env.gate.set()
+        t.join(20)
+        assert svc.check("octopus", "slack", since=asked) is first[0]
+        later = svc.check("octopus", "slack", since=time.time())
+        assert later is not first[0] and env.collects == 2
+        assert svc.inspector.runs == 2
+    finally:
+        env.close()
