@@ -20,6 +20,21 @@ Then a final round of C `help` requests must all be answered, and the bot's thre
 all pool workers): a thread blocked for good would stay. Prints counts and percentiles.
 
     .venv/bin/python benchmarks/bot_burst.py --config /var/tmp/sdlab-NAME/stordoc.toml
+
+``--rounds R`` measures instead the answer time of C concurrent ``health`` (issue 26.9),
+R rounds, before and after in one run: the bot (bolt over real HTTP on loopback, signed
+requests, the fake Slack) twice in this process, one as it is ("shared": a run under way
+when a person asked answers them) and one whose health requests pass no request time
+("unshared": the code before, where only a run still in flight when a pool worker took the
+request up was shared, so 20 requests on 8 workers were about 3 runs). Rounds alternate
+between the two. It prints p50/p95 of the answer time, the check runs started, and the
+ratios. The cluster is the lab's (``--config``) or, to measure the bot's own overhead and
+scheduling without a lab, a replay snapshot (``--replay DIR``, e.g.
+tests/fixtures/snapshots/reef/osd-unmounted-out) whose collection is made to take
+``--collect-s`` seconds (about a lab check's time):
+
+    .venv/bin/python benchmarks/bot_burst.py --rounds 10 \
+        --replay tests/fixtures/snapshots/reef/osd-unmounted-out
 """
 
 from __future__ import annotations
@@ -68,12 +83,22 @@ def mix(n: int, health: int) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", required=True, type=Path, help="the lab's stordoc.toml")
+    ap.add_argument("--config", type=Path, help="the lab's stordoc.toml")
     ap.add_argument("--cluster", default="lab")
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--health", type=int, default=20)
     ap.add_argument("--concurrency", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="health-only rounds, shared versus unshared (issue 26.9)")
+    ap.add_argument("--replay", type=Path, help="with --rounds: a snapshot directory "
+                    "instead of the lab")
+    ap.add_argument("--collect-s", type=float, default=1.0,
+                    help="with --replay: how long a collection takes")
     args = ap.parse_args()
+    if args.rounds:
+        return health_rounds(args)
+    if args.config is None:
+        ap.error("--config is required (or --rounds with --replay)")
 
     from tests.support.bot_process import BotProcess, bot_config
     from tests.support.fake_slack import Call, FakeSlack, SlackSender, all_text
@@ -215,6 +240,115 @@ def main() -> int:
     print(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared)")
     ok = total_ok == len(kinds) and after <= baseline and alive and "greenlet.error" not in log
     return 0 if ok else 1
+
+
+def health_rounds(args: argparse.Namespace) -> int:
+    """C concurrent `health`, R rounds, on the bot as it is and on the unshared variant."""
+    import threading
+    from dataclasses import replace
+
+    from stordoc.settings import load_settings, parse_settings
+    from tests.support.fake_slack import BotHarness, SlackSender, all_text
+
+    tmp = Path(tempfile.mkdtemp(prefix="stordoc-burst-"))
+    cluster, rp = args.cluster, None
+    if args.replay is not None:
+        from stordoc.service.snapshots import load
+
+        rp = load(str(args.replay))
+        cluster = rp.doc.cluster
+        conf = tmp / "ceph.conf"
+        conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
+        settings = parse_settings({"journal": str(tmp / "j.db"), "clusters": {
+            cluster: {"ceph": {"conf": str(conf), "timeout": 2}}}})
+    elif args.config is not None:
+        settings = load_settings(args.config)
+    else:
+        print("--rounds needs --config (the lab) or --replay DIR", file=sys.stderr)
+        return 64
+
+    def bot(variant: str) -> BotHarness:
+        h = BotHarness(settings, {cluster: {"viewers": [USER]}}, str(tmp / f"{variant}.db"))
+        if rp is not None:
+            from checks.service import check_cluster
+            from runbooks.nextstep import planning_context, with_next_steps
+
+            ctx = planning_context(cluster, rp.target, rp.thresholds, offline=True)
+
+            def collect(c: str | None, only: object = None, host_facts: bool = True,
+                        source: str = "cli", record: bool = True) -> object:
+                time.sleep(args.collect_s)  # stands for the collection (mons, recon, SSH)
+                out = check_cluster(rp.target, rp.thresholds, (),
+                                    h.env.journal if record else None, source=source,
+                                    snapshot=rp.outcome.snapshot, now=rp.doc.taken_at,
+                                    mutes_from=h.env.journal)
+                return replace(out, incidents=with_next_steps(ctx, out.snapshot,
+                                                              out.incidents))
+            h.env.check = collect  # type: ignore[method-assign,assignment]
+        if variant == "unshared":  # the code before: a health request passes no time
+            shared = h.bot.backend.check
+
+            def check(c: str | None, source: str, record: object = None,
+                      since: float | None = None) -> object:
+                return shared(c, source) if record is None else shared(c, source, record)  # type: ignore[arg-type]
+            h.bot.backend.check = check  # type: ignore[method-assign,assignment]
+        return h
+
+    bots = {v: bot(v) for v in ("unshared", "shared")}
+    lat: dict[str, list[float]] = {v: [] for v in bots}
+    wrong: dict[str, int] = {v: 0 for v in bots}
+    want = {f.code for f in rp.outcome.report.findings} if rp is not None else \
+        expected_codes(args.config, cluster)
+    lock = threading.Lock()
+    try:
+        for rnd in range(args.rounds):
+            for v, h in bots.items():
+                chans = [f"C{v[0].upper()}{rnd:03d}{i:04d}" for i in range(args.concurrency)]
+                sent: dict[str, float] = {}
+
+                def one(ch: str, h: BotHarness = h, sent: dict[str, float] = sent) -> int:
+                    with lock:
+                        sent[ch] = time.monotonic()
+                    return SlackSender(h.server.url, channel=ch).slash(
+                        f"health {cluster}", USER).status
+
+                with ThreadPoolExecutor(args.concurrency) as pool:
+                    codes = list(pool.map(one, chans))
+
+                def answer(f: object, ch: str, h: BotHarness = h) -> object:
+                    for x in h.fake.of("chat.postMessage", "chat.update"):
+                        if x.params.get("channel") == ch and f" {cluster}: " in \
+                                " " + str(x.params.get("text", "")).split("\n")[0][:40]:
+                            return x
+                    return None
+                h.fake.wait_for(lambda f, h=h, chans=chans: all(  # type: ignore[misc]
+                    answer(f, c, h) for c in chans), 300)
+                for ch, code in zip(chans, codes, strict=True):
+                    x = answer(h.fake, ch)
+                    text = all_text(x) if x is not None else ""  # type: ignore[arg-type]
+                    ok = code == 200 and x is not None and all(c in text for c in want)
+                    wrong[v] += not ok
+                    if x is not None:
+                        lat[v].append(x.at - sent[ch])  # type: ignore[attr-defined]
+        runs = {v: h.bot.backend.inspector.runs for v, h in bots.items()}
+    finally:
+        for h in bots.values():
+            h.close()
+    n = args.rounds * args.concurrency
+    where = (f"replay {args.replay} (collection {args.collect_s:.1f} s)" if rp is not None
+             else f"the lab ({args.config})")
+    print(f"bot health burst: {args.concurrency} concurrent `health {cluster}` x "
+          f"{args.rounds} rounds per variant, the real bolt App over HTTP, on {where}")
+    for v in bots:
+        print(f"  {v:8s}: correct {n - wrong[v]}/{n}  answer p50 {pct(lat[v], 50):.2f} s  "
+              f"p95 {pct(lat[v], 95):.2f} s  max {max(lat[v]):.2f} s  check runs "
+              f"{runs[v]} ({runs[v] / args.rounds:.1f} a round)")
+    p = {v: (pct(lat[v], 50), pct(lat[v], 95)) for v in bots}
+    print(f"  unshared/shared: p50 x{p['unshared'][0] / p['shared'][0]:.2f}  p95 "
+          f"x{p['unshared'][1] / p['shared'][1]:.2f}  check runs "
+          f"x{runs['unshared'] / max(1, runs['shared']):.2f}")
+    print(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared)")
+    return 0 if not any(wrong.values()) else 1
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ from bot.alert_threads import AlertThread, AlertThreads
 from bot.alert_watch import present, sync
 from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
 from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
+from bot.slack_retry import is_slack_failure
 from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
 
@@ -102,6 +104,9 @@ class AlertDesk:
         self.follow_for_s = 1800.0
         self.stop = threading.Event()  # set by the bot's close(): followers end
         self.threads = AlertThreads(bot.store)
+        # alert work has its own workers: a flood never queues a person's command (the
+        # bot's pool); per cluster the lock below makes it one at a time anyway
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stordoc-alert")
 
     def lock(self, cluster: str) -> threading.Lock:
         """One cluster at a time (alerts, followers, watch mode): no incident posted twice."""
@@ -119,13 +124,21 @@ class AlertDesk:
             return "duplicate delivery: already handled"
         self.bot.store.audit("alertmanager", cluster, "alert", p.status,
                              f"{p.name} ({len(p.alerts)} alerts)")
-        self.bot.submit(self.handle, p, cluster, time.monotonic())
+        self.bot.submit(self.handle, p, cluster, time.monotonic(), time.time(),
+                        pool=self.pool, what="alert posts")
         return f"accepted for {cluster}"
 
-    def handle(self, p: AmPayload, cluster: str, received: float) -> None:
-        """Run the check, then post or thread (one cluster at a time: no double posts)."""
+    def handle(self, p: AmPayload, cluster: str, received: float,
+               received_at: float | None = None) -> None:
+        """Run the check, then post or thread (one cluster at a time: no double posts).
+        The check is coalesced: a run under way when the alert began (or, for a start
+        time missing or in the future, when the delivery arrived) answers it, so a flood
+        of deliveries is one check, not one each (``stordoc.service.inspect``)."""
+        at = time.time() if received_at is None else received_at
+        began = p.since()
+        since = at if began is None else min(began, at)
         with self.lock(cluster):
-            out = self.bot.backend.check(cluster, "alert", since=p.since())
+            out = self.bot.backend.check(cluster, "alert", since=since)
             incidents = list(out.incidents)
             if p.status == "firing":
                 self._firing(p, cluster, out, related(incidents, p.alerts))
@@ -244,6 +257,10 @@ class AlertDesk:
                                            f"{time.strftime('%H:%M:%S')}).")
                                 self.close_thread(th)
                         return
+            except Exception as e:
+                if not is_slack_failure(e):
+                    raise
+                self.bot.trouble.failed("alert thread replies", e)
             finally:
                 with self._locks_lock:
                     self._following.discard(th.key)

@@ -25,6 +25,7 @@ from bot.auth import Authorizer, RoleSpec
 from bot.commands import Commands, Handler
 from bot.core import ChannelThrottle, Where, log
 from bot.redact import Redactor
+from bot.slack_retry import SlackTrouble, retry_handlers
 from bot.store import BotStore
 from stordoc.service import Service
 from stordoc.service.actions import ActionPlan
@@ -62,7 +63,9 @@ class StordocBot(Commands):
         kwargs: dict[str, Any] = {"token": bot_token}
         if api_base_url:
             kwargs["base_url"] = api_base_url.rstrip("/") + "/"
-        self.client = WebClient(**kwargs)
+        # connection errors, 429 and 500/503 retried in place with backoff (slack_sdk)
+        self.client = WebClient(retry_handlers=retry_handlers(), **kwargs)
+        self.trouble = SlackTrouble()
         self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
         self.throttle = ChannelThrottle(throttle_s)
@@ -177,6 +180,7 @@ class StordocBot(Commands):
         self._closing.set()
         self.desk.stop.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.desk.pool.shutdown(wait=True, cancel_futures=True)
         for t in list(self.runs):
             t.join(timeout=300)
         self.store.close()

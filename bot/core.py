@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_sdk import WebClient
@@ -23,6 +23,7 @@ from bot import render as r
 from bot.alerts import AlertDesk
 from bot.auth import Authorizer
 from bot.redact import Redactor
+from bot.slack_retry import SlackTrouble, is_slack_failure
 from bot.store import BotStore
 from stordoc.service import Service
 from stordoc.service.actions import ActionPlan
@@ -42,6 +43,7 @@ class Where:
     user: str
     thread_ts: str | None = None
     via: str = "command"  # "command" | "mention" | "button"
+    at: float = field(default_factory=time.time)  # when it was asked (epoch s)
 
 
 class ChannelThrottle:
@@ -86,14 +88,24 @@ class BotCore:
     _closing: threading.Event
     channels: dict[str, str]
     desk: AlertDesk
+    trouble: SlackTrouble
 
-    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+    def submit(self, fn: Callable[..., None], *args: Any, pool: ThreadPoolExecutor | None = None,
+               what: str = "answers") -> None:
+        """Run ``fn`` in the worker pool (``pool``: another one, e.g. the alert desk's).
+        A Slack call that still fails after slack_sdk's retries is said once for all
+        workers (``SlackTrouble``), not as a traceback per worker."""
         def guarded() -> None:
             try:
                 fn(*args)
-            except Exception:
-                log.error("bot worker failed: %s", self.redactor.text(_fmt_exc()))
-        self.pool.submit(guarded)
+            except Exception as e:
+                if is_slack_failure(e):
+                    self.trouble.failed(what, e)
+                else:
+                    log.error("bot worker failed: %s", self.redactor.text(_fmt_exc()))
+            else:
+                self.trouble.ok()
+        (pool or self.pool).submit(guarded)
 
     def post(self, where: Where, reply: r.Reply, replace_ts: str | None = None,
              thread_ts: str | None = None) -> list[str]:
@@ -157,9 +169,15 @@ class BotCore:
             with lock:
                 if state["done"]:
                     return
-                resp = self.client.chat_postMessage(
-                    channel=where.channel, text=":hourglass_flowing_sand: still working…",
-                    thread_ts=where.thread_ts)
+                try:
+                    resp = self.client.chat_postMessage(
+                        channel=where.channel, text=":hourglass_flowing_sand: still working…",
+                        thread_ts=where.thread_ts)
+                except Exception as e:  # the answer itself still comes (or is said lost)
+                    if not is_slack_failure(e):
+                        raise
+                    self.trouble.failed("'still working' notes", e)
+                    return
                 state["ts"] = resp.get("ts")
 
         timer = threading.Timer(self.working_after_s, working)

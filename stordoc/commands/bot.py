@@ -105,7 +105,7 @@ def _start_watch(env: Env, bot: StordocBot, cluster: str, every: float,
         while not stop.is_set():
             try:
                 loop(env, cluster, every, stop, log.info, bot.desk,
-                     source="watch")
+                     source="watch", warn=log.warning)
             except Exception as e:  # a failed round must not end the watch
                 log.warning("watch %s: %s", cluster, e)
                 stop.wait(every)

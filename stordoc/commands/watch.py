@@ -120,18 +120,41 @@ def _line(inc: Any) -> str:
 
 def loop(env: Env, cluster: str, every: float, stop: threading.Event,
          emit: Callable[[str], None], desk: AlertDesk | None = None,
-         count: int | None = None, source: str = "watch") -> int:
-    """The watch loop (CLI and bot); returns the number of checks run."""
+         count: int | None = None, source: str = "watch",
+         warn: Callable[[str], None] | None = None) -> int:
+    """The watch loop (CLI and bot); returns the number of checks run. A Slack post that
+    fails (after slack_sdk's own retries: ``bot.slack_retry``) is said in one line
+    (``warn``, default ``emit``) and tried again at a later check with backoff; the
+    checks go on meanwhile, and a post is recorded only once it went through, so it is
+    delivered once."""
+    from bot.slack_retry import Backoff, describe, is_slack_failure
+
+    say = warn or emit
     seen = Seen()
     n = 0
+    backoff = Backoff(every)
     while not stop.is_set() and (count is None or n < count):
         t0 = time.monotonic()
         out = env.check(cluster, source=source)
         n += 1
         for line in changes(seen, out):
             emit(line)
-        if out.report.verdict != Verdict.UNREACHABLE and desk is not None:
-            desk.sync(cluster, out)
+        if out.report.verdict != Verdict.UNREACHABLE and desk is not None and \
+                backoff.due(time.monotonic()):
+            try:
+                desk.sync(cluster, out)
+            except Exception as e:
+                if not is_slack_failure(e):
+                    raise
+                first = backoff.failures == 0
+                delay = backoff.failed(time.monotonic())
+                if first:
+                    say(f"{stamp()} {cluster} SLACK posting failed ({describe(e)}): "
+                        f"checks go on, posts are tried again (next in {delay:.0f} s)")
+            else:
+                if backoff.failures:
+                    say(f"{stamp()} {cluster} SLACK posting works again")
+                backoff.ok()
         if count is not None and n >= count:
             break
         stop.wait(max(0.0, every - (time.monotonic() - t0)))
@@ -158,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            loop(env, cluster, args.every, stop, env.term.line, desk, args.count)
+            loop(env, cluster, args.every, stop, env.term.line, desk, args.count,
+                 warn=env.term.note)
         except KeyboardInterrupt:
             env.term.out.print(f"{stamp()} {cluster}: watch stopped")
         finally:

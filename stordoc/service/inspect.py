@@ -3,8 +3,9 @@
 The CLI records every run it makes; the TUI refreshes every few seconds and records only
 when the findings changed (or every 5 minutes), so "new since the last run" stays true
 without a row per refresh; the bot's views share one run in flight per cluster (a burst of
-20 ``health`` is one run and one SSH session per host, not 20). All of that is decided
-here, once.
+20 ``health`` is one run and one SSH session per host, not 20, even when the bot's pool
+takes them up one batch after another: a request's ``since`` is when it was asked, and a
+run still going at that moment answers it). All of that is decided here, once.
 """
 
 from __future__ import annotations
@@ -46,17 +47,21 @@ class Inspector:
         self._lock = threading.Lock()
         # a run in flight per (cluster, policy): its outcome to come and its start time
         self._inflight: dict[tuple[str, RecordPolicy], tuple[Future[CheckOutcome], float]] = {}
-        self._last: dict[str, tuple[float, CheckOutcome]] = {}  # start time, outcome
+        self._last: dict[str, tuple[float, CheckOutcome]] = {}  # end time, outcome
         self._recorded: dict[str, _Recorded] = {}
+        self.runs = 0  # check runs started (shared ones count once): for benchmarks, tests
 
     def check(self, cluster: str | None, source: str,
               record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None
               ) -> CheckOutcome:
         """A full check of ``cluster`` (host facts included). Callers asking while a run
         of the same cluster and policy is in flight get that run's outcome. With
-        ``since`` (epoch seconds), a run that started at or after it is recent enough
-        and is returned as it is: an alert whose condition began at ``since`` needs one
-        look taken after that moment, not a new one per delivery."""
+        ``since`` (epoch seconds), the last run is recent enough when it was still going
+        at that moment or started later (it ended at or after ``since``), the same rule
+        as joining a run in flight: a person asking at ``since`` (the bot's request
+        time) or an alert whose condition began then needs one look that was under way
+        at that moment, not a new one per request or delivery (callers clamp a ``since``
+        in the future to when they were asked: ``bot.alerts.AlertDesk.handle``)."""
         name = self.env.cluster_name(cluster)
         key = (name, record)
         with self._lock:
@@ -69,12 +74,13 @@ class Inspector:
             else:
                 fut, started = Future(), time.time()
                 self._inflight[key] = (fut, started)
+                self.runs += 1
         if running is not None:
             return fut.result()
         try:
             out = self._run(name, source, record)
             with self._lock:
-                self._last[name] = (started, out)
+                self._last[name] = (time.time(), out)
             fut.set_result(out)
             return out
         except BaseException as e:

@@ -2,7 +2,9 @@
 for the fault, one RESOLVED line, one RUN line for what the fix did itself (noout, PGs
 settling after it), no NEW line for noout, OSDMAP_FLAGS or PGS_NOT_ACTIVE_CLEAN; and
 `stordoc check` right after the fix reports no CRIT PGS_NOT_ACTIVE_CLEAN incident while
-the PGs settle."""
+the PGs settle. The watch posts to a fake Slack whose chat.postMessage fails past
+slack_sdk's retries when the fault appears (issue 26.2): watch says so in one line, keeps
+checking, and posts the incident once at a later check, then its resolution."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from typing import Any
 import pytest
 
 from lab import Lab
+from tests.support.fake_slack import TOKEN, FakeSlack, all_text
 from tests.support.labtools import ROOT, cli, poll
 
 # the shortest --every watch takes
 EVERY = "5s"
+CH = "CWATCHLAB1"
 
 
 def _lines(out: Path) -> list[str]:
@@ -33,12 +37,18 @@ def _lines(out: Path) -> list[str]:
 def test_watch_across_the_seed_fix_and_check_while_settling(
         lab: Lab, cfg: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     out = tmp_path / "watch.out"
+    fake = FakeSlack().start()
+    request.addfinalizer(fake.stop)
+    # the first post of the fault fails three times: slack_sdk retries twice, then watch
+    fake.fail("chat.postMessage", 3, 503, "service_unavailable")
+    cfg.write_text(cfg.read_text() + f'\n[slack]\napi_base_url = "{fake.base_url}"\n'
+                   f'[slack.channels]\n{CH} = "lab"\n')
     with out.open("w") as sink:
         watch = subprocess.Popen(
             [sys.executable, "-m", "stordoc", "--config", str(cfg), "watch", "--every",
-             EVERY, "--no-slack"], stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
+             EVERY], stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
             env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1",
-                 "COLUMNS": "200"})
+                 "COLUMNS": "200", "SLACK_BOT_TOKEN": TOKEN})
 
     def stop_watch() -> None:
         if watch.poll() is None:
@@ -60,6 +70,8 @@ def test_watch_across_the_seed_fix_and_check_while_settling(
     lab.break_("osd-unmounted", osd=1)
     poll(lambda: any(ln.startswith("NEW ") and "osd.1" in ln for ln in _lines(out)), 90,
          "watch to say NEW for the fault on osd.1")
+    poll(lambda: [c for c in fake.of("chat.postMessage") if "osd.1" in all_text(c)], 90,
+         "watch to post the fault once Slack answers again")
 
     # the fix through the CLI, `check` run back to back meanwhile and right after it:
     # PGs peering after the OSD is back are settling, never a CRIT incident no runbook fixes
@@ -104,3 +116,17 @@ def test_watch_across_the_seed_fix_and_check_while_settling(
     assert len(runs) == 1 and "osd-remount osd.1" in runs[0], lines
     for word in ("noout", "OSDMAP_FLAGS", "PGS_NOT_ACTIVE_CLEAN"):
         assert not [ln for ln in new if word in ln], lines
+    # Slack failed for the fault's post: one line, the checks went on, posted once later,
+    # its resolution in its thread, no traceback
+    text = out.read_text()
+    assert len(fake.failed) == 3 and "Traceback" not in text, text[-2000:]
+    assert len([ln for ln in lines if ln.startswith("SLACK posting failed")]) == 1, lines
+    assert [ln for ln in lines if ln.startswith("SLACK posting works again")], lines
+    posts = [c for c in fake.of("chat.postMessage") if c.params.get("channel") == CH]
+    heads = [str(c.params.get("text")) for c in posts if not c.params.get("thread_ts")]
+    # one message per incident (osd.1's cause may be seen anew: DAEMON_STOPPED, then
+    # DATA_UNMOUNTED), none twice
+    assert heads and len(set(heads)) == len(heads), [all_text(c) for c in posts]
+    assert all("osd.1" in h for h in heads), heads
+    assert [c for c in posts if c.params.get("thread_ts") and "resolved" in all_text(c)], \
+        [all_text(c) for c in posts]

@@ -52,6 +52,8 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._fid = itertools.count(1)
         self.ws_url: str | None = None
+        self._fail: dict[str, tuple[int, int, str]] = {}
+        self.failed: list[Call] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,6 +83,18 @@ class FakeSlack:
                 for k in ("blocks", "files"):
                     if isinstance(params.get(k), str):
                         params[k] = json.loads(params[k])
+                failure = fake._failing(method, params)
+                if failure is not None:
+                    status, err = failure
+                    self.send_response(status)
+                    if status == 429:
+                        self.send_header("Retry-After", "0")
+                    out = json.dumps({"ok": False, "error": err}).encode()
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                    return
                 body = fake.answer(method, params, dict(self.headers))
                 self._send(200, json.dumps(body).encode(), "application/json")
 
@@ -98,6 +112,28 @@ class FakeSlack:
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/api/"
         self._t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    # ------------------------------------------------------------------ failures
+    def fail(self, method: str, times: int, status: int = 500,
+             error: str = "internal_error") -> None:
+        """The next ``times`` calls of ``method`` fail (HTTP ``status``, ``ok: false``);
+        they are kept in ``failed``, not in ``calls``. ``times`` < 0: until ``heal()``."""
+        with self.cond:
+            self._fail[method] = (times, status, error)
+
+    def heal(self) -> None:
+        with self.cond:
+            self._fail.clear()
+
+    def _failing(self, method: str, params: dict[str, Any]) -> tuple[int, str] | None:
+        with self.cond:
+            left, status, error = self._fail.get(method, (0, 0, ""))
+            if left == 0:
+                return None
+            self._fail[method] = (left - 1, status, error)
+            self.failed.append(Call(method, params, {}))
+            self.cond.notify_all()
+            return status, error
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> FakeSlack:
