@@ -294,7 +294,30 @@ def _out(rp: Replay) -> None:
     assert (f.runbook, f.target) == ("osd-in", "osd.2") and "node3" in f.message
 
 
+def _fs(rp: Replay, code: str) -> None:
+    """A Swift device's filesystem that stopped taking writes or shut down: one finding
+    on its physical device naming the Swift device, honest about SMART, nothing else."""
+    inc = rp.outcome.incidents[0]
+    f = inc.root
+    assert f.code == code and f.evidence["swift_devices"] == ["d2"]
+    assert f.evidence["osds"] == [] and f.evidence["host"] == "node2"
+    assert f.evidence["smart_available"] is False and "SMART: unknown" in f.message
+    assert "swift-replace-drive" in (inc.manual or "")
+    codes = {x.code for x in rp.outcome.report.findings}
+    assert "SWIFT_DEVICE_NO_DIR" not in codes  # a shut-down XFS fails stat: not "no dir"
+    fs = next(p for p in rp.outcome.snapshot.hosts["node2"].fs_probes if p.name == "d2")
+    assert fs.mounted and fs.write_ok is False
+    if code == "FS_READONLY":
+        assert fs.readonly is True and fs.write_error == "Read-only file system"
+        assert "remount,rw" in (inc.manual or "")
+    else:
+        assert fs.write_error == "Input/output error" and f.since is not None
+        assert "User initiated shutdown" in f.evidence["kernel_line"]
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
+    "swift-device-readonly": lambda rp: _fs(rp, "FS_READONLY"),
+    "swift-device-shutdown": lambda rp: _fs(rp, "FS_SHUTDOWN"),
     "osd-killed": _killed,
     "osd-out": _out,
     "healthy": _healthy,
