@@ -118,6 +118,10 @@ CASES: tuple[Case, ...] = (
          "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}),
     Case("swift-device-shutdown", "swift-device-shutdown", {"device": "d2"}, "FS_SHUTDOWN",
          "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}),
+    # a disk that returns bad data (BlueStore's read error injection, repaired from a
+    # copy): Ceph's OSD_TOO_MANY_REPAIRS, explained; nothing on the host to see
+    Case("osd-read-errors", "osd-read-errors", {"osd": 1}, "CEPH_HEALTH",
+         "ceph OSD_TOO_MANY_REPAIRS", "", 1, heal_kwargs={"osd": 1}),
     # faults made by plain commands, not by the lab's scenarios
     Case("osd-killed", None, {}, "OSD_DAEMON_STOPPED", "osd.2", "stordoc fix osd-start osd.2",
          2, plain="kill -9 osd.2"),
