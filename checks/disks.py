@@ -138,6 +138,16 @@ def _where(p: FsProbe) -> str:
     return f"osd.{p.name}'s data dir" if p.kind == "osd" else f"Swift device {p.name}"
 
 
+def _drain(d: Disk) -> str:
+    """Move the data off while the disk still reads."""
+    ways = []
+    if d.osds:
+        ways.append(f"`ceph osd out {' '.join(str(i) for i in sorted(d.osds))}`")
+    if d.swift:
+        ways.append(f"weight 0 for {', '.join(sorted(d.swift))} in the rings")
+    return "first move the data off while the disk still reads: " + " and ".join(ways)
+
+
 def _replace(d: Disk) -> str:
     if d.osds and d.swift:
         return f"{OSD_REPLACE} / {SWIFT_REPLACE}"
@@ -200,16 +210,14 @@ def _judge(facts: HostFacts, d: Disk, now: float, window: float) -> list[Finding
         add("DEVICE_IO_ERRORS", Severity.CRIT,
             f"{len(errs)} kernel I/O error(s) on {on}; last: {errs[-1].line.strip()[:160]};"
             f" {sw}",
-            f"do not remount or restart on {d.device}: check the disk (SMART, cabling); "
-            f"{replace.rstrip('; ')}".rstrip(": "),
+            f"do not remount or restart anything on {d.device}: check the disk (SMART, "
+            f"cabling); {replace}{_drain(d)}", since=errs[0].when,
             lines=[e.line for e in errs[-5:]], count=len(errs))
     if smart is not None and smart.available:
         bad = {k: v for k, v in smart.attributes.items() if v}
         if smart.passed is False or bad:
             add("DEVICE_FAILING", Severity.CRIT if smart.passed is False else Severity.WARN,
-                f"{on}: {sw}",
-                f"{replace}take its OSDs out first (`ceph osd out`) so data moves while the "
-                "disk still reads", attributes=dict(smart.attributes))
+                f"{on}: {sw}", f"{replace}{_drain(d)}", attributes=dict(smart.attributes))
     shut = any(f.code == "FS_SHUTDOWN" for f in found)
     for p in d.probes:
         if shut:
@@ -232,7 +240,7 @@ def _judge(facts: HostFacts, d: Disk, now: float, window: float) -> list[Finding
             add("FS_WRITE_FAILED", Severity.CRIT,
                 f"a write to {_where(p)} on {d.host} ({p.source}) failed: "
                 f"{p.write_error}; {sw}",
-                f"read the kernel log on {d.host} (dmesg) and check the disk; {replace}"
-                .rstrip("; "), path=p.path)
+                f"read the kernel log on {d.host} (dmesg) and check the disk; "
+                + (replace.removesuffix("; ") or "replace it if it is failing"), path=p.path)
     return found
 

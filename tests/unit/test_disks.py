@@ -174,6 +174,9 @@ def test_failing_smart_and_io_errors_are_one_incident_with_cephs_disk_codes() ->
     failing = next(f for f in disk if f.code == "DEVICE_FAILING")
     assert failing.severity == Severity.CRIT and "SMART: FAILED" in failing.message
     assert "Reallocated_Sector_Ct 2984" in failing.message
+    assert "`ceph osd out 1` and weight 0 for d2 in the rings" in failing.evidence["manual"]
+    ioe = next(f for f in disk if f.code == "DEVICE_IO_ERRORS")
+    assert ioe.evidence["count"] == 1 and "dev sdb, sector 2048" in ioe.message
     assert s.ceph is not None
     ceph = [ceph_health_finding(hc, s.ceph, ctx) for hc in health]
     others = [Finding("OSD_DEVICE_IO_ERRORS", Severity.CRIT, "osd.1", "errors"),
