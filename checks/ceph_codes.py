@@ -202,6 +202,46 @@ def _osd_codes(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
                      {"daemons": ds, "hosts": _osd_hosts(st, ds)})
 
 
+# Ceph's failing-disk family: what each means and what to do (checks/disks.py judges the
+# disk itself from the host; the incident rule of scope ``disk`` folds these into it)
+_DISK_ADVICE: Mapping[str, tuple[str, str]] = {  # code -> (what it means, what to do)
+    "DEVICE_HEALTH": (
+        "Ceph's devicehealth expects the disk under {osds} to fail soon",
+        "mark {out} while the disk still reads, let the data move, then replace the disk "
+        "(osd-replace-disk)"),
+    "DEVICE_HEALTH_IN_USE": (
+        "disks expected to fail are marked out but still hold data under {osds}",
+        "wait until their PGs moved, then replace the disk (osd-replace-disk)"),
+    "DEVICE_HEALTH_TOOMANY": (
+        "more disks expected to fail than Ceph may mark out (mon_osd_min_in_ratio) under "
+        "{osds}", "add capacity or replace disks now (osd-replace-disk)"),
+    "OSD_TOO_MANY_REPAIRS": (
+        "the disk under {osds} returned bad data that Ceph repaired from other copies",
+        "read its SMART and the kernel log on {hosts}; replace the disk if it keeps "
+        "happening (osd-replace-disk); the count is kept until the OSD restarts"),
+    "BLUESTORE_SPURIOUS_READ_ERRORS": (
+        "BlueStore on {osds} had to retry reads that failed once (an early sign of a "
+        "failing disk)", "read SMART and the kernel log on {hosts}"),
+    "BLUESTORE_SLOW_OP_ALERT": (
+        "BlueStore on {osds} saw slow disk operations",
+        "read `ceph daemon {first} dump_historic_slow_ops` and the disk's latency "
+        "(iostat, SMART) on {hosts}"),
+}
+
+
+def _disk_family(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    ds = [d for d in daemons_named(hc) if d.startswith("osd.")]
+    hosts = _osd_hosts(st, ds)
+    where = sorted({h for h in hosts.values() if h})
+    words = {"osds": _where(st, ds) or "some OSDs", "first": ds[0] if ds else "osd.N",
+             "out": (f"`ceph osd out {' '.join(d[4:] for d in ds)}`" if ds else "them out"),
+             "hosts": ", ".join(where) or "their hosts"}
+    meaning, todo = (x.format(**words) for x in _DISK_ADVICE[hc.code])
+    return Explained(f"{hc.summary}: {meaning}",
+                     {"daemons": ds, "osds": [int(d[4:]) for d in ds], "hosts": hosts,
+                      "manual": todo})
+
+
 Explainer = Callable[[HealthCheck, CephState, CheckContext], Explained]
 EXPLAIN: Mapping[str, Explainer] = {
     "SLOW_OPS": _slow_ops,
@@ -215,6 +255,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "MGR_MODULE_DEPENDENCY": _mgr_module_dependency,
     "BLUEFS_SPILLOVER": _spillover,
     "OSD_DOWN": _osd_codes, "OSD_HOST_DOWN": _osd_codes, "OSD_FLAPPING": _osd_codes,
+    **{code: _disk_family for code in _DISK_ADVICE},
 }
 
 

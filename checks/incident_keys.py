@@ -97,6 +97,35 @@ def pools_named(f: Finding) -> set[str]:
     return set()
 
 
+def disks_by_member(todo: Sequence[Finding]) -> dict[object, set[str]]:
+    """OSD id / (ip, Swift device) -> the physical devices (``host:/dev/sdb``) that
+    ``checks.disks`` findings put them on."""
+    out: dict[object, set[str]] = {}
+    for f in todo:
+        key = f.evidence.get("disk_key")
+        if not key:
+            continue
+        for o in f.evidence.get("osds") or ():
+            out.setdefault(int(o), set()).add(str(key))
+        for ip, dev in f.evidence.get("swift_keys") or ():
+            out.setdefault((str(ip), str(dev)), set()).add(str(key))
+    return out
+
+
+def disk_keys(f: Finding, osds: frozenset[Key], dev: tuple[str, str] | None,
+              on_disk: dict[object, set[str]]) -> frozenset[Key]:
+    """The physical devices a finding is about: its own (a ``checks.disks`` finding), or
+    those under the OSDs and the Swift device it names."""
+    out: set[Key] = set()
+    if f.evidence.get("disk_key"):
+        out.add(str(f.evidence["disk_key"]))
+    for o in osds:
+        out |= on_disk.get(o, set())
+    if dev is not None:
+        out |= on_disk.get(dev, set())
+    return frozenset(out)
+
+
 # a key of one scope: an OSD id, a ring kind, (ip, device), (server kind, port), a pool,
 # an entity
 Key = int | str | tuple[str, str]
@@ -110,6 +139,7 @@ class FindingIndex:
         self.keys: list[dict[str, frozenset[Key]]] = []
         self.by: dict[tuple[str, Key], list[int]] = {}
         self.by_code: dict[str, list[int]] = {}
+        on_disk = disks_by_member(todo)
         for i, f in enumerate(todo):
             dev = swift_device_key(f)
             kind = swift_server_kind(f)
@@ -122,6 +152,7 @@ class FindingIndex:
                 "pool": frozenset(pools_named(f)),
                 "osdmap-flag": frozenset(flags_named(f)),
                 "entity": frozenset([f.entity])}
+            k["disk"] = disk_keys(f, k["osd"], dev, on_disk)
             self.keys.append(k)
             for scope, vals in k.items():
                 for v in vals:

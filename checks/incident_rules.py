@@ -23,6 +23,10 @@ CEPH_FULL_CODES = ("OSD_NEARFULL", "OSD_BACKFILLFULL", "OSD_FULL", "POOL_NEARFUL
 CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
                  "PG_BACKFILL_FULL", "PG_NOT_SCRUBBED", "PG_NOT_DEEP_SCRUBBED",
                  "OBJECT_MISPLACED", "OBJECT_UNFOUND", "SLOW_OPS")
+# Ceph's codes of a failing disk under an OSD (enriched in checks/ceph_codes.py)
+CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMANY",
+                   "OSD_TOO_MANY_REPAIRS", "BLUESTORE_SPURIOUS_READ_ERRORS",
+                   "BLUESTORE_SLOW_OP_ALERT")
 # Our cluster-wide PG findings.
 PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING")
 
@@ -60,6 +64,16 @@ SERVER_CODES = ("SWIFT_SERVER_DOWN", "SWIFT_SERVER_TIMEOUT", "SWIFT_SERVER_HTTP_
                 "SWIFT_REPLICATION_STALE", "SWIFT_REPLICATION_FAILURES")
 
 
+# checks/disks.py, worst cause first: one physical device is one incident
+DISK_CODES = ("FS_SHUTDOWN", "DEVICE_IO_ERRORS", "DEVICE_FAILING", "FS_READONLY",
+              "FS_WRITE_FAILED", "FS_FULL")
+# what a failing disk explains on the OSDs and Swift devices it holds
+ON_DISK_CODES = ("OSD_DEVICE_IO_ERRORS", "OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED",
+                 "OSD_FSTAB_DISABLED", "OSD_UNIT_FAILED", "OSD_IS_FULL", "OSD_NEAR_FULL",
+                 *OSD_DOWN_CODES, "SWIFT_DEVICE_IO_ERRORS", "SWIFT_DEVICE_UNMOUNTED",
+                 "SWIFT_DEVICE_NO_DIR", "SWIFT_FSTAB_DISABLED", "SWIFT_DEVICE_FULL")
+
+
 def _after(codes: tuple[str, ...], code: str) -> tuple[str, ...]:
     """The codes a root of ``code`` explains: those listed after it (worse ones first)."""
     return codes[codes.index(code) + 1:]
@@ -68,9 +82,14 @@ def _after(codes: tuple[str, ...], code: str) -> tuple[str, ...]:
 # Order is priority: a finding that is a consequence of an earlier rule's root is never a
 # root itself. The OSD layouts issue adds its OSD_NOT_ACTIVATED with one line here.
 RULES: tuple[Rule, ...] = (
+    # a disk that holds OSDs takes their PGs along; one that holds only Swift devices the
+    # replication failures towards them
+    *(Rule(c, "disk", (*_after(DISK_CODES, c), *ON_DISK_CODES), fold, when=("has_osds", w),
+           ceph=(*CEPH_OSD_CODES, *CEPH_DISK_CODES))
+      for c in DISK_CODES for w, fold in (("True", OSD_FOLD), ("False", SWIFT_REPL_FOLD))),
     Rule("OSD_DEVICE_IO_ERRORS", "osd",
          ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", "OSD_FSTAB_DISABLED",
-          *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+          *OSD_DOWN_CODES), OSD_FOLD, ceph=(*CEPH_OSD_CODES, *CEPH_DISK_CODES)),
     Rule("OSD_FSTAB_DISABLED", "osd",
          ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_NOT_ACTIVATED", "osd",

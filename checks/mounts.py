@@ -228,7 +228,7 @@ def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Fi
                 ev["fstab"] = active[0].raw
             if sd.unmounted_device:
                 ev["unmounted_device"] = sd.unmounted_device
-            if not exists:
+            if not exists and mount is None:  # a mounted dir that fails stat: disks.py
                 out.append(Finding(
                     "SWIFT_DEVICE_NO_DIR", Severity.CRIT, entity,
                     f"ring device {dev} has no directory {path} on {hname}: recon cannot "

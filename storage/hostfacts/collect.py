@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from storage.deploy import parse_lvs, parse_systemd
+from storage.hostfacts.disks import parse_fsprobe, parse_smart, parse_xfs_events
 from storage.hostfacts.identity import (
     candidates,
     identity_argv,
@@ -171,6 +172,15 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                       lvm_volumes=lvm, units=units,
                       ring_md5=parse_md5sums(sec.get("ringmd5", [])),
                       addresses=parse_addrs(sec.get("addrs", [])))
+    if "xfslog" in sec:  # filesystems and disks (checks/disks.py); older output has none
+        probes = tuple(parse_fsprobe("osd", str(i), d, sec.get(f"fsprobe osd {i}", []))
+                       for i, d, _ in plan.osds) + tuple(
+            parse_fsprobe("swift", n, d, sec.get(f"fsprobe swift {n}", []))
+            for n, d in plan.swift)
+        smart = {k[len("smart "):]: parse_smart(k[len("smart "):], v)
+                 for k, v in sec.items() if k.startswith("smart ")}
+        facts = replace(facts, fs_probes=probes, smart=smart, disks_collected=True,
+                        xfs_events=parse_xfs_events(sec.get("xfslog", [])))
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label
     labels = {d.dev.path: d.label for d in devs if d.label}
     return _Parsed(facts, cand, labels)

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 # Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
 # "ringdir DIR" (md5sum of each ring.gz there).
-# Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink, find.
+# Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink, find,
+# df, smartctl -H -A; the one write is fsprobe's: a new file (mktemp) removed at once.
 FACTS_SCRIPT = r"""
 fstab=$1; shift
 echo "@@now"; date +%s
@@ -42,6 +43,28 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     done
   fi
 fi
+echo "@@xfslog"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'XFS \([^)]*\): (Mounting|Unmounting|User initiated shutdown|.*[Ss]hutting down filesystem|Filesystem has been shut down|Corruption|metadata I/O error)' | tail -n 300
+disks=""
+# fsprobe KIND NAME DIR: is DIR a mount point (the mount table, not stat: a shut-down XFS
+# answers EIO to stat), ro, writable (a new file of our own: mktemp never opens an
+# existing name; removed at once), df; the whole disk under it goes to @@smart
+fsprobe() {
+  echo "@@fsprobe $1 $2"
+  src=$(awk -v t="$3" '$2 == t { s = $1 " " $3 " " $4 } END { if (s != "") print s }' /proc/self/mounts 2>/dev/null)
+  [ -n "$src" ] || { echo "mounted 0"; return; }
+  echo "mount $src"
+  f=$(LC_ALL=C timeout 10 mktemp -- "$3/.stordoc-probe.XXXXXX" 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && [ -f "$f" ]; then
+    if w=$(LC_ALL=C timeout 10 sh -c 'printf stordoc > "$1"' sh "$f" 2>&1); then echo "write ok"
+    else echo "write fail $(printf '%s' "$w" | tail -n 1)"; fi
+    rm -f -- "$f"
+  elif [ $rc -eq 124 ]; then echo "write fail timed out after 10 s"
+  else echo "write fail $(printf '%s' "$f" | tail -n 1)"; fi
+  echo "df $(LC_ALL=C timeout 10 df -B1 --output=size,avail,iavail -- "$3" 2>&1 | tail -n 1)"
+  dev=${src%% *}
+  case $dev in /dev/*) disks="$disks $dev";; esac
+}
 while [ $# -gt 0 ]; do
   case $1 in
     osd)
@@ -57,6 +80,8 @@ while [ $# -gt 0 ]; do
           echo "pid ${pid:-0} 0"
         fi
       fi
+      if [ -L "$3/block" ]; then b=$(readlink -f -- "$3/block"); case $b in /dev/*) disks="$disks $b";; esac; fi
+      fsprobe osd "$2" "$3"
       shift 4;;
     swift)
       echo "@@swift $2"
@@ -66,12 +91,22 @@ while [ $# -gt 0 ]; do
           echo "parts $k $(find "$3/$k" -mindepth 1 -maxdepth 1 -type d -name '[0-9]*' 2>/dev/null | wc -l)"
         fi
       done
+      fsprobe swift "$2" "$3"
       shift 3;;
     ringdir)
       echo "@@ringmd5"
       for f in "$2"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null
       shift 2;;
     *) shift;;
+  esac
+done
+# SMART of each whole disk under our dirs (read-only, -n standby: a sleeping disk is not
+# woken); loop, device-mapper and other virtual devices have none: not asked
+for d in $(for x in $disks; do p=$(lsblk -ndo PKNAME -- "$x" 2>/dev/null | head -n 1); if [ -n "$p" ]; then echo "/dev/$p"; else echo "$x"; fi; done | sort -u); do
+  echo "@@smart $d"
+  case $d in
+    /dev/loop*|/dev/dm-*|/dev/ram*|/dev/zram*|/dev/nbd*|/dev/rbd*|/dev/md*|/dev/mapper/*) echo "virtual";;
+    *) if command -v smartctl >/dev/null 2>&1; then LC_ALL=C timeout 20 smartctl -j -H -A -n standby -- "$d" 2>&1; else echo "no smartctl"; fi;;
   esac
 done
 echo "@@end"

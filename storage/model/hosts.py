@@ -127,6 +127,51 @@ class SwiftDeviceDir:
 
 
 @dataclass(frozen=True)
+class FsProbe:
+    """One OSD data dir or Swift device judged on its host (the facts script's
+    ``@@fsprobe KIND NAME`` section): mounted, read-only, a write probe (a file of
+    stordoc's own, ``mktemp``-created and removed), and ``df``. ``None``: not known."""
+
+    kind: str  # "osd" | "swift"
+    name: str  # "1" (osd.1) | "d2"
+    path: str
+    mounted: bool = False
+    source: str | None = None  # the mounted device, e.g. /dev/sdb1
+    fstype: str | None = None
+    readonly: bool | None = None  # the mount's options say ``ro``
+    write_ok: bool | None = None  # None: not probed (not a mount point)
+    write_error: str | None = None  # mktemp's or the write's message ("Read-only file system")
+    size: int | None = None  # bytes, from df
+    avail: int | None = None
+    inodes_free: int | None = None
+    df_error: str | None = None
+
+
+@dataclass(frozen=True)
+class XfsEvent:
+    """A kernel line about one XFS filesystem (``XFS (loop5): ...``): it was mounted, shut
+    down (``xfs_io -x -c shutdown``, a failing disk), or reported an error."""
+
+    device: str  # kernel name, "loop5", "sdb1"
+    kind: str  # "mount" | "unmount" | "shutdown" | "error"
+    line: str
+    when: float | None = None
+
+
+@dataclass(frozen=True)
+class SmartReport:
+    """``smartctl -j -H -A`` of one whole disk. ``available`` False: no SMART data
+    (loop/virtual device, smartctl missing, no permission): health unknown, not good."""
+
+    device: str  # /dev/sdb
+    available: bool
+    passed: bool | None = None  # the overall-health self-assessment
+    reason: str = ""  # why unavailable, or the failing attributes
+    attributes: Mapping[str, int] = field(default_factory=dict)  # name -> raw value
+    exit_status: int | None = None
+
+
+@dataclass(frozen=True)
 class HostRaw:
     """What one host's scripts printed, kept only when asked (a snapshot replays it
     through the same parser): the facts script's output, the identity script's (run only
@@ -161,6 +206,13 @@ class HostFacts:
     units: tuple[UnitState, ...] = ()  # OSD-related systemd units (when systemd runs)
     ring_md5: Mapping[str, str] = field(default_factory=dict)  # ring.gz path -> md5 (SSH)
     addresses: tuple[str, ...] = ()  # the host's interface addresses (``ip -o addr``); () unknown
+    # filesystems and disks (checks/disks.py): probes of each OSD dir / Swift device, XFS
+    # kernel events, SMART per whole disk; ``disks_collected`` False: an older script's
+    # output (a saved snapshot) that had none of these, so nothing is known
+    fs_probes: tuple[FsProbe, ...] = ()
+    xfs_events: tuple[XfsEvent, ...] = ()
+    smart: Mapping[str, SmartReport] = field(default_factory=dict)
+    disks_collected: bool = False
     collected_at: float = 0.0
     duration_s: float = 0.0
     raw: HostRaw | None = None  # only when collected with ``keep_raw`` (snapshots)

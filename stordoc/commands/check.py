@@ -198,7 +198,10 @@ def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False)
         pre = f"{n}. "
         ind = len(pre)
         _say(console, _finding_head(inc.root, _tags(out, inc.root, new), pre), hang=ind)
-        _say(console, inc.root.message, indent=ind, max_lines=None if verbose else CAUSE_ROWS)
+        cause = inc.root.message
+        if inc.root.code == "CEPH_HEALTH":  # the head line names `ceph CODE` already
+            cause = cause.removeprefix(f"Ceph {inc.root.entity.removeprefix('ceph ')}: ")
+        _say(console, cause, indent=ind, max_lines=None if verbose else CAUSE_ROWS)
         if inc.escalated:
             _say(console, f"impact ({inc.severity.label}): "
                           f"{_unsaid(inc.impact, inc.root.message)}", indent=ind,

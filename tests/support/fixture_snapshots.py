@@ -112,6 +112,16 @@ CASES: tuple[Case, ...] = (
     Case("swift-replication-lost", "swift-replication-lost", {"server": "object"},
          "SWIFT_REPLICATOR_IDLE", "object server 127.0.0.2:<object>", None, 1,
          prepare=("objects",)),
+    # a filesystem that stops accepting writes; one that shuts down (checks/disks.py):
+    # one incident per physical device, no runbook (remount by hand, or replace the drive)
+    Case("swift-device-readonly", "swift-device-readonly", {"device": "d2"}, "FS_READONLY",
+         "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}),
+    Case("swift-device-shutdown", "swift-device-shutdown", {"device": "d2"}, "FS_SHUTDOWN",
+         "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}),
+    # a disk that returns bad data (BlueStore's read error injection, repaired from a
+    # copy): Ceph's OSD_TOO_MANY_REPAIRS, explained; nothing on the host to see
+    Case("osd-read-errors", "osd-read-errors", {"osd": 1}, "CEPH_HEALTH",
+         "ceph OSD_TOO_MANY_REPAIRS", "", 1, heal_kwargs={"osd": 1}),
     # faults made by plain commands, not by the lab's scenarios
     Case("osd-killed", None, {}, "OSD_DAEMON_STOPPED", "osd.2", "stordoc fix osd-start osd.2",
          2, plain="kill -9 osd.2"),
@@ -135,6 +145,7 @@ def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
         return ":" + ports.get(int(m.group(1)), m.group(1))
 
     out = re.sub(r":(\d{2,5})\b", sub, text)
+    out = re.sub(r"/dev/loop\d+", "/dev/loop<N>", out)  # a disk's entity: the lab's loop
     return out.replace(base, "<lab>") if base else out
 
 

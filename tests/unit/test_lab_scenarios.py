@@ -20,7 +20,7 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS == tuple(scenarios.REGISTRY)
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
-    assert len(SCENARIOS) == 14
+    assert len(SCENARIOS) == 17  # + swift-device-readonly, swift-device-shutdown, osd-read-errors
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary
         for opt in (*s.options, *s.heal_options):

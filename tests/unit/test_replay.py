@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot import render as r
+from checks.incidents import Incident
 from checks.model import Severity
 from stordoc.cli import main
 from stordoc.service.snapshots import Replay, load
@@ -90,6 +91,13 @@ def test_diagnosis_names_the_cause_and_its_one_next_step(release: str, name: str
         assert top.manual, "no runbook: the incident says what to do by hand"
 
 
+def lead(inc: Incident) -> str:
+    """How the headline names an incident's root: code and entity, or Ceph's own code
+    once (``ceph OSD_TOO_MANY_REPAIRS: ...``, not ``CEPH_HEALTH ceph ...``)."""
+    r = inc.root
+    return r.entity if r.code == "CEPH_HEALTH" else f"{r.code} {r.entity}"
+
+
 @pytest.mark.parametrize("release,name", PAIRS)
 def test_cli_text_and_json(release: str, name: str) -> None:
     case, rp = BY_NAME[name], replay(release, name)
@@ -105,7 +113,7 @@ def test_cli_text_and_json(release: str, name: str) -> None:
         assert "no incidents" in lines[1] and nexts == []
     else:
         top = rp.outcome.incidents[0]
-        assert f"{case.root} {top.root.entity}" in lines[1]
+        assert lead(top) in lines[1]
         want = [f"next: {i.next_step.command}" for i in rp.outcome.incidents if i.next_step]
         # each incident's one next step, and the first again on the last line
         assert nexts[:-1] == want or not want, text
@@ -147,7 +155,7 @@ def test_slack_blocks_lead_with_the_cause_and_offer_one_fix(release: str, name: 
     if case.root is None:
         assert "no incidents" in first and fixes == []
         return
-    assert f"lab: {case.root} {out.incidents[0].root.entity}" in first.split("\n")[0]
+    assert f"lab: {lead(out.incidents[0])}" in first.split("\n")[0]
     assert len(fixes) == sum(1 for i in out.incidents if i.next_step)
     if case.next_step:
         assert "stordoc fix " + made[0] == case.next_step
@@ -294,7 +302,42 @@ def _out(rp: Replay) -> None:
     assert (f.runbook, f.target) == ("osd-in", "osd.2") and "node3" in f.message
 
 
+def _fs(rp: Replay, code: str) -> None:
+    """A Swift device's filesystem that stopped taking writes or shut down: one finding
+    on its physical device naming the Swift device, honest about SMART, nothing else."""
+    inc = rp.outcome.incidents[0]
+    f = inc.root
+    assert f.code == code and f.evidence["swift_devices"] == ["d2"]
+    assert f.evidence["osds"] == [] and f.evidence["host"] == "node2"
+    assert f.evidence["smart_available"] is False and "SMART: unknown" in f.message
+    assert "swift-replace-drive" in (inc.manual or "")
+    codes = {x.code for x in rp.outcome.report.findings}
+    assert "SWIFT_DEVICE_NO_DIR" not in codes  # a shut-down XFS fails stat: not "no dir"
+    fs = next(p for p in rp.outcome.snapshot.hosts["node2"].fs_probes if p.name == "d2")
+    assert fs.mounted and fs.write_ok is False
+    if code == "FS_READONLY":
+        assert fs.readonly is True and fs.write_error == "Read-only file system"
+        assert "remount,rw" in (inc.manual or "")
+    else:
+        assert fs.write_error == "Input/output error" and f.since is not None
+        assert "User initiated shutdown" in f.evidence["kernel_line"]
+
+
+def _read_errors(rp: Replay) -> None:
+    """BlueStore's injected read error, repaired from a copy: Ceph's code is explained
+    (which OSD, which host, what to do), not passed through bare."""
+    inc = rp.outcome.incidents[0]
+    f = inc.root
+    assert f.evidence["ceph_code"] == "OSD_TOO_MANY_REPAIRS" and f.evidence["osds"] == [1]
+    assert f.evidence["hosts"] == {"osd.1": "node2"}
+    assert "osd.1 (node2) returned bad data" in f.message
+    assert "osd-replace-disk" in (inc.manual or "") and "node2" in (inc.manual or "")
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
+    "osd-read-errors": _read_errors,
+    "swift-device-readonly": lambda rp: _fs(rp, "FS_READONLY"),
+    "swift-device-shutdown": lambda rp: _fs(rp, "FS_SHUTDOWN"),
     "osd-killed": _killed,
     "osd-out": _out,
     "healthy": _healthy,
