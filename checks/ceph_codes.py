@@ -202,8 +202,18 @@ def _osd_codes(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
                      {"daemons": ds, "hosts": _osd_hosts(st, ds)})
 
 
+def _mgrmon(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """The manager's and monitors' own codes: ``checks.mgrmon_codes`` (imported here, it
+    imports ``Explained`` from this module)."""
+    from checks import mgrmon_codes
+
+    return mgrmon_codes.explain(hc, st, ctx)
+
+
 Explainer = Callable[[HealthCheck, CephState, CheckContext], Explained]
 EXPLAIN: Mapping[str, Explainer] = {
+    "MGR_MODULE_ERROR": _mgrmon, "RECENT_MGR_MODULE_CRASH": _mgrmon,
+    "MON_DISK_LOW": _mgrmon, "MON_DISK_CRIT": _mgrmon, "MON_DISK_BIG": _mgrmon,
     "SLOW_OPS": _slow_ops,
     "RECENT_CRASH": _recent_crash,
     "PG_DAMAGED": _pg_damaged,
