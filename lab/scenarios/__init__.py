@@ -17,6 +17,7 @@ from lab.scenarios.ceph import (
     OsdUnmounted,
     PoolFewPgs,
 )
+from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
 from lab.scenarios.swift_devices import (
     SwiftDeviceFull,
     SwiftDeviceUnmounted,
@@ -35,6 +36,7 @@ _ALL: tuple[Scenario, ...] = (
     SwiftDeviceUnmounted(), SwiftRingBad(), SwiftServerStopped(), SwiftDeviceFull(),
     SwiftQuarantine(), SwiftAsyncPending(), SwiftReplicationStalled(), SwiftRingStale(),
     SwiftDispersionMissing(), SwiftReplicationLost(),
+    MgrStopped(), OsdCrushWeightZero(), MonDiskLow(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)
