@@ -83,7 +83,9 @@ def audited(env: Env, runbook: str, target: str) -> None:
 
 
 @pytest.mark.release
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=(pytest.mark.on_reef,) if c.on_reef
+                                                 else ()) for c in CASES],
+                         ids=[c.name for c in CASES])
 def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
         lab: Lab, journal_env: tuple[Env, Path], case: Case) -> None:
     env, cfg = journal_env
