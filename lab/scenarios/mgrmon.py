@@ -29,7 +29,8 @@ def mgr_active(lab: Lab, name: str) -> bool:
 
 def start_standby_mgr(lab: Lab, name: str = STANDBY_MGR) -> None:
     """A second ceph-mgr (``mgr.y``) beside the lab's ``mgr.x``; waits until the map lists
-    it as a standby. ``lab down`` stops it (``Lab.known_daemons``)."""
+    it as a standby. ``lab down`` stops it (``Lab.known_daemons``, while its pid file is
+    there); ``stop_standby_mgr`` stops it and removes its pid file."""
     cc = lab.ceph_cluster
     step = f"start standby mgr.{name}"
     d = lab.ceph_dir / "mgr" / f"ceph-{name}"
@@ -62,6 +63,8 @@ def stop_standby_mgr(lab: Lab, name: str = STANDBY_MGR) -> None:
         lab.ceph("mgr", "fail", name, step=step)
         wait(lambda: mgr_active(lab, "x"), 60, step, "mgr.x active")
     lab.stop(f"mgr.{name}")
+    # its pid file names it among the lab's daemons (``Lab.known_daemons``): gone with it
+    (lab.run_dir / f"ceph-mgr.{name}.pid").unlink(missing_ok=True)
 
 
 def wait_mgr_reports(lab: Lab, step: str) -> None:
