@@ -3,7 +3,7 @@ monitors still serve stale.
 
 The PG states, OSD usage and stuck PGs come from the active ceph-mgr. When it dies the
 monitors keep serving its last report (``status``'s pgmap: "65 active+clean") and Ceph
-says nothing for ``mgr_beacon_grace`` (30 s), then drops the manager from the map, and
+says nothing for ``mon_mgr_beacon_grace`` (30 s), then drops the manager from the map, and
 raises MGR_DOWN later still; meanwhile nothing manages PGs (no autoscaler, no balancer,
 no progress, no crash reports) and a check that believed the last report would call the
 PGs clean. Two facts tell it sooner: the manager map (``mgr dump``: no active manager
@@ -86,7 +86,7 @@ MGR_CODES = (
              "a manager that is gone, and nothing manages PGs (autoscaler, balancer)."),
     CodeInfo("MGR_NOT_ANSWERING", Severity.CRIT,
              "The manager map names an active ceph-mgr but it did not answer: it died or "
-             "hangs; Ceph drops it only after mgr_beacon_grace (30 s).", "mgr-failover"),
+             "hangs; Ceph drops it only after mon_mgr_beacon_grace (30 s).", "mgr-failover"),
     CodeInfo("PGS_STATS_STALE", Severity.WARN,
              "The PG states the monitors serve are the last report of a manager that is "
              "gone: not the cluster's, and never called clean."),
@@ -145,7 +145,7 @@ def _manager(snap: ClusterSnapshot, st: CephState, mgr: MgrState,
         yield Finding(
             "MGR_NOT_ANSWERING", Severity.CRIT, f"mgr.{mgr.active}",
             f"mgr.{mgr.active} is the active manager in the map but did not answer this "
-            f"check; Ceph drops it only after mgr_beacon_grace "
+            f"check; Ceph drops it only after mon_mgr_beacon_grace "
             f"(30 s) and says HEALTH_OK until then: {stale_txt}; {what}",
             {**ev, "manual": what}, runbook=runbook,
             target=f"mgr.{mgr.active}" if runbook else None,

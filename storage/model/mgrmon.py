@@ -23,7 +23,7 @@ class MgrState:
     """``mgr dump`` (a monitor command: answered with the manager gone) and what this
     collection saw of the manager itself.
 
-    ``available`` stays true for ``mgr_beacon_grace`` (30 s) after the active manager
+    ``available`` stays true for ``mon_mgr_beacon_grace`` (30 s) after the active manager
     died: the monitor drops it only then. ``answered`` tells what the map cannot: whether
     a manager command got an answer in this collection (None: none was sent).
     ``last_pg_report`` is the stamp of the manager's last ``pgmap vN`` line in the

@@ -56,7 +56,12 @@ def test_mgr_failover_refusals_then_a_dead_manager_before_the_grace(
     assert "$ ceph mgr fail x" in r.stdout
     assert mgr_stat(lab).get("active_name") == "y"
 
-    # the failed mgr.x comes back as a standby; then the active mgr.y dies
+    # the failed mgr.x comes back as a standby; then the active mgr.y dies. A check and a
+    # plan each wait out one manager timeout (10 s): the beacon grace is raised for the
+    # test so that Ceph does not fail over by itself first (the runbook's point is sooner)
+    request.addfinalizer(lambda: lab.ceph("config", "rm", "mon", "mon_mgr_beacon_grace",
+                                          check=False))
+    lab.ceph("config", "set", "mon", "mon_mgr_beacon_grace", "120")
     poll(lambda: "x" in standbys(lab), 90, "mgr.x back as a standby")
     pid = lab.pid("mgr.y")
     assert pid is not None
