@@ -240,10 +240,18 @@ def _disk_family(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained
     return Explained(f"{hc.summary}: {meaning}",
                      {"daemons": ds, "osds": [int(d[4:]) for d in ds], "hosts": hosts,
                       "manual": todo})
+def _mgrmon(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """The manager's and monitors' own codes: ``checks.mgrmon_codes`` (imported here, it
+    imports ``Explained`` from this module)."""
+    from checks import mgrmon_codes
+
+    return mgrmon_codes.explain(hc, st, ctx)
 
 
 Explainer = Callable[[HealthCheck, CephState, CheckContext], Explained]
 EXPLAIN: Mapping[str, Explainer] = {
+    "MGR_MODULE_ERROR": _mgrmon, "RECENT_MGR_MODULE_CRASH": _mgrmon,
+    "MON_DISK_LOW": _mgrmon, "MON_DISK_CRIT": _mgrmon, "MON_DISK_BIG": _mgrmon,
     "SLOW_OPS": _slow_ops,
     "RECENT_CRASH": _recent_crash,
     "PG_DAMAGED": _pg_damaged,

@@ -125,6 +125,9 @@ RULES: tuple[Rule, ...] = (
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
     # one osdmap flag is one incident: stordoc's finding explains Ceph's OSDMAP_FLAGS
     Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS",)),
+    # no manager (checks.managers): the PG statistics are stale, Ceph's MGR_DOWN says it late
+    *(Rule(c, "entity", (), ("PGS_STATS_STALE", "MGR_DOWN"))
+      for c in ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING")),
     # PGs settling after a change (checks.settle): INFO, Ceph's word on them folds in
     Rule("PGS_SETTLING", "entity", (), OSD_FOLD),
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one

@@ -256,6 +256,9 @@ class Lab:
         """Every daemon this lab may run, in the order ``down`` stops them."""
         names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
                  "swift-object", "rsyncd", "mgr.x"]
+        # a standby manager a test started (lab/scenarios/mgrmon.py), while its pid file is
+        if (self.run_dir / "ceph-mgr.y.pid").exists():
+            names.append("mgr.y")
         names += [f"swift-{k}-replicator" for k in SWIFT_SERVERS]
         # this layout's OSDs and any other OSD with a pid file here: a lab recreated with
         # a layout of fewer OSDs must still stop the ones the old layout started

@@ -23,11 +23,13 @@ HOST_RE = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252}[A-Za-z0-9])?\Z", re
 DEVICE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z", re.ASCII)
 RING_RE = re.compile(r"\A(?:object(?:-[0-9]{1,4})?|account|container)\Z", re.ASCII)
 
-KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "swift-server", "host")
+KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "swift-server", "host",
+         "mgr")
 # the kinds whose target names a host (``DEVICE@HOST``, ``SERVER@HOST``, ``HOST``), with
 # the bot grammar's short names for them
 HOST_QUALIFIED = ("swift-device", "device", "swift-server", "server")
 SERVER_KINDS = ("object", "container", "account")
+MGR_RE = re.compile(r"\A(?:mgr\.)?([A-Za-z0-9][A-Za-z0-9._-]{0,62})\Z", re.ASCII)
 
 
 def _ascii_printable(raw: str, what: str) -> str:
@@ -148,7 +150,17 @@ def canonical_ring(raw: str) -> str:
     return t.lower()
 
 
+def canonical_mgr(raw: str) -> str:
+    """``mgr.x`` or ``x`` -> ``mgr.x``; Ceph daemon names are case-sensitive."""
+    t = _ascii_printable(raw, "manager")
+    m = MGR_RE.match(t)
+    if not m:
+        raise InvalidRequest(f"{t!r} is not a manager name like mgr.x")
+    return f"mgr.{m.group(1)}"
+
+
 _BY_KIND = {
+    "mgr": canonical_mgr,
     "osd": canonical_osd, "pool": canonical_pool, "cache-pool": canonical_pool,
     "swift-device": canonical_device, "swift-ring": canonical_ring, "host": canonical_host,
     "swift-server": canonical_server,

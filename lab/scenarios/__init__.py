@@ -18,6 +18,7 @@ from lab.scenarios.ceph import (
     PoolFewPgs,
 )
 from lab.scenarios.disks import OsdReadErrors, SwiftDeviceReadonly, SwiftDeviceShutdown
+from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
 from lab.scenarios.swift_devices import (
     SwiftDeviceFull,
     SwiftDeviceUnmounted,
@@ -37,6 +38,7 @@ _ALL: tuple[Scenario, ...] = (
     SwiftQuarantine(), SwiftAsyncPending(), SwiftReplicationStalled(), SwiftRingStale(),
     SwiftDispersionMissing(), SwiftReplicationLost(),
     SwiftDeviceReadonly(), SwiftDeviceShutdown(), OsdReadErrors(),
+    MgrStopped(), OsdCrushWeightZero(), MonDiskLow(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)

@@ -126,8 +126,10 @@ class CephClient:
             _safe_shutdown(self._rados)
         self._rados = None
 
-    def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any]) -> tuple[bytes, str]:
-        """One command: (output buffer, status text); raises CephCommandError."""
+    def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
+              mon: str | None = None) -> tuple[bytes, str]:
+        """One command: (output buffer, status text); raises CephCommandError. ``mon``:
+        sent to that monitor by name (``ceph tell mon.a ...``), not to the quorum."""
         if self._rados is None:
             raise CephUnreachable("not connected")
         import rados
@@ -139,7 +141,10 @@ class CephClient:
         call = self._rados.mgr_command if to_mgr else self._rados.mon_command
 
         def run() -> tuple[int, bytes, str]:
-            rc, out, outs = call(cmd, b"", timeout=secs)
+            if mon is not None:
+                rc, out, outs = self._rados.mon_command(cmd, b"", timeout=secs, target=mon)
+            else:
+                rc, out, outs = call(cmd, b"", timeout=secs)
             return int(rc), out, outs
 
         try:
@@ -154,8 +159,9 @@ class CephClient:
         return (bytes(out) if isinstance(out, (bytes, bytearray)) else str(out).encode(),
                 status)
 
-    def _cmd(self, to_mgr: bool, prefix: str, args: Mapping[str, Any]) -> Any:
-        out, _ = self._call(to_mgr, prefix, args)
+    def _cmd(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
+             mon: str | None = None) -> Any:
+        out, _ = self._call(to_mgr, prefix, args, mon)
         text = out.decode(errors="replace")
         if not text.strip():
             return None
@@ -167,6 +173,10 @@ class CephClient:
     def mon(self, prefix: str, **args: Any) -> Any:
         """A monitor command; JSON in, parsed JSON out (None when Ceph printed nothing)."""
         return self._cmd(False, prefix, args)
+
+    def tell_mon(self, mon: str, prefix: str, **args: Any) -> Any:
+        """A command to one monitor by name (``ceph tell mon.a config get mon_data``)."""
+        return self._cmd(False, prefix, args, mon)
 
     def mgr(self, prefix: str, **args: Any) -> Any:
         """A manager command (``pg ...``, ``osd df``); same contract as :meth:`mon`."""

@@ -60,7 +60,17 @@ OPTIONAL: tuple[Command, ...] = (
     Command("osd df", "osd df", mgr=True),
     Command("crash ls-new", "crash ls-new", mgr=True),  # RECENT_CRASH explained
     Command("osd pool autoscale-status", "osd pool autoscale-status", mgr=True),
+    # the manager map and CRUSH rules are the monitors': answered with the manager gone
+    Command("mgr dump", "mgr dump"),
+    Command("osd crush rule dump", "osd crush rule dump"),
 )
+# ``log last``: read when no manager answered, for the manager's last ``pgmap`` line
+LOG_LAST = Command("log last", "log last",
+                   args={"num": 200, "level": "debug", "channel": "cluster"})
+MON_DISK_CODES = ("MON_DISK_LOW", "MON_DISK_CRIT", "MON_DISK_BIG")
+# what each monitor runs with (its ceph.conf and runtime overrides included), asked of it
+MON_DATA_KEYS = ("mon_data", "mon_data_avail_warn", "mon_data_avail_crit",
+                 "mon_data_size_warn")
 # ``config get mon KEY`` for each; defaults apply when one fails
 CONFIG_KEYS = ("mon_max_pg_per_osd", "mon_osd_down_out_interval",
                "osd_pool_default_pg_autoscale_mode")
@@ -122,6 +132,8 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
         if ok:
             raw[cmd.key] = value
     _settle(s, raw)
+    _mgr_gone(s, raw)
+    _mon_data(s, raw)
     shown = _config_show(s, as_map(raw["osd dump"]))
     if shown is not None:
         raw["config show"] = shown
@@ -174,6 +186,40 @@ def _settle(s: _Session, raw: dict[str, Any]) -> None:
         raw[OSDMAP_PGS] = read_osdmap_pgs(s.client, t.osdmaptool, t.timeout_s)
     except SettleUnavailable as e:
         s.errors[OSDMAP_PGS] = str(e)
+
+
+def _mgr_gone(s: _Session, raw: dict[str, Any]) -> None:
+    """No manager answered, or the map has none: the cluster log's last ``pgmap`` line
+    of a manager says since when the PG statistics are stale (``checks.managers``)."""
+    dump = as_map(raw.get("mgr dump"))
+    if not s.mgr_dead and (not dump or dump.get("available")):
+        return
+    ok, value = s.optional(LOG_LAST)
+    if ok:
+        raw[LOG_LAST.key] = value
+
+
+def _mon_data(s: _Session, raw: dict[str, Any]) -> None:
+    """Each monitor's data directory, asked of the monitor itself (its ceph.conf may say
+    what the configuration database does not), only when Ceph says its disk is low or
+    its store big."""
+    checks = as_map(as_map(raw.get("health detail")).get("checks"))
+    if not any(c in checks for c in MON_DISK_CODES):
+        return
+    names = [str(n) for n in as_list(as_map(raw.get("quorum_status")).get("quorum_names"))]
+    out: dict[str, Any] = {}
+    for mon in names[:9]:
+        got: dict[str, Any] = {}
+        for var in MON_DATA_KEYS:
+            try:
+                got.update(as_map(s.client.tell_mon(mon, "config get", var=var)))
+            except (CephCommandError, CephUnreachable) as e:
+                s.errors[f"mon data {mon}"] = str(e)
+                break
+        if got:
+            out[mon] = got
+    if out:
+        raw["mon data"] = out
 
 
 def _config_show(s: _Session, dump: Mapping[str, Any]) -> dict[str, Any] | None:

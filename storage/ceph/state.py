@@ -34,8 +34,10 @@ from storage.ceph.parse_daemons import (
     parse_time_sync,
     parse_versions,
 )
+from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
 from storage.ceph.settle import settle_from_raw
 from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
+from storage.model.mgrmon import MgrState
 
 DEFAULT_MON_MAX_PG_PER_OSD = 250
 
@@ -139,7 +141,27 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         osd_up_since=_osd_stamp(raw, "osd_up_since"),
         osd_in_since=_osd_stamp(raw, "osd_in_since"),
         errors=errors,
-        raw=dict(raw))
+        raw=dict(raw),
+        mgr=_mgr(raw, errors, release),
+        crush=parse_crush(raw.get("osd tree"), raw.get("osd crush rule dump"))
+        if raw.get("osd crush rule dump") is not None and raw.get("osd tree") else None,
+        mon_data=parse_mon_data(raw.get("mon data")))
+
+
+# the commands sent to the manager itself (``storage.ceph.collect``)
+_MGR_KEYS = ("pg stat", "osd df", "pg dump_stuck", "crash ls-new")
+
+
+def _mgr(raw: Mapping[str, Any], errors: Mapping[str, str], release: str) -> MgrState | None:
+    """``mgr dump`` and whether the manager answered this collection (None: not read)."""
+    if raw.get("mgr dump") is None:
+        return None
+    m = parse_mgr_dump(raw["mgr dump"], raw.get("log last"), release)
+    dead = next((errors[k] for k in _MGR_KEYS if "manager did not answer" in errors.get(k, "")),
+                None)
+    answered = False if dead else (True if any(raw.get(k) is not None for k in _MGR_KEYS)
+                                   else None)
+    return replace(m, answered=answered, error=dead)
 
 
 def _osd_stamp(raw: Mapping[str, Any], key: str) -> float | None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage.model.mgrmon import CrushPlacement, MgrState
+
 # Ceph's release names by major version; Ceph prints the name in ``ceph version ...``
 # and keeps it in the osdmap's ``require_osd_release``.
 RELEASES: Mapping[str, int] = {
@@ -354,6 +356,14 @@ class CephState:
     # command (``raw`` key) -> why it gave nothing; the others were read
     errors: Mapping[str, str] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
+    # the manager (``mgr dump``; None: not read) and CRUSH placement (``osd crush rule
+    # dump`` with ``osd tree``; None: not read): storage.model.mgrmon
+    mgr: MgrState | None = None
+    crush: CrushPlacement | None = None
+    # mon name -> what it runs with: mon_data (its data directory), mon_data_avail_warn,
+    # mon_data_avail_crit, mon_data_size_warn (``tell mon.X config get``), read only when
+    # Ceph raises MON_DISK_LOW/CRIT/BIG
+    mon_data: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:

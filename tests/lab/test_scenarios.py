@@ -82,13 +82,9 @@ def audited(env: Env, runbook: str, target: str) -> None:
     assert audit.locks("lab") == [] and not audit.leftovers("lab")
 
 
-# the kernel's side of a filesystem fault does not depend on the release: once, on Reef
-ON_REEF = frozenset({"swift-device-readonly", "swift-device-shutdown"})
-
-
 @pytest.mark.release
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.on_reef)
-                                  if c.name in ON_REEF else c for c in CASES],
+@pytest.mark.parametrize("case", [pytest.param(c, marks=(pytest.mark.on_reef,) if c.on_reef
+                                                 else ()) for c in CASES],
                          ids=[c.name for c in CASES])
 def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
         lab: Lab, journal_env: tuple[Env, Path], case: Case) -> None:

@@ -20,7 +20,8 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS == tuple(scenarios.REGISTRY)
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
-    assert len(SCENARIOS) == 17  # + swift-device-readonly, swift-device-shutdown, osd-read-errors
+    assert len(SCENARIOS) == 20  # + 3 disk and 3 manager/monitor/placement scenarios
+    assert SCENARIOS[-3:] == ("mgr-stopped", "osd-crush-weight-zero", "mon-disk-low")
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary
         for opt in (*s.options, *s.heal_options):

@@ -334,10 +334,44 @@ def _read_errors(rp: Replay) -> None:
     assert "osd-replace-disk" in (inc.manual or "") and "node2" in (inc.manual or "")
 
 
+def _mgr_stopped(rp: Replay) -> None:
+    """The only manager stopped: CRIT with Ceph's own HEALTH_WARN (or OK), the PG
+    statistics stale since the manager's last report, never called clean."""
+    fs = {f.key: f for f in rp.outcome.report.findings}
+    root = fs[("MGR_NO_ACTIVE", "cluster lab mgr")]
+    assert root.severity == Severity.CRIT and "no standby manager" in root.message
+    stale = fs[("PGS_STATS_STALE", "cluster lab pgs")]
+    ceph = rp.outcome.snapshot.ceph
+    assert ceph is not None and ceph.mgr is not None and ceph.mgr.last_pg_report
+    assert stale.since == ceph.mgr.last_pg_report and "the manager's last report" in \
+        stale.message and "active+clean" in stale.message
+    assert not {k for k in fs if k[0] in ("PGS_NOT_ACTIVE_CLEAN", "PGS_SETTLING")}
+    assert rp.outcome.incidents[0].manual and "start ceph-mgr" in rp.outcome.incidents[0].manual
+
+
+def _crush_zero(rp: Replay) -> None:
+    f = rp.outcome.incidents[0].root
+    assert f.evidence["crush_weight"] == 0 and f.evidence["pgs"] == 0
+    assert "ceph osd crush reweight osd.1 0.0098" in f.message
+    ceph = rp.outcome.snapshot.ceph
+    assert ceph is not None and ceph.health_status == "HEALTH_OK"  # Ceph says nothing
+
+
+def _mon_disk_low(rp: Replay) -> None:
+    f = rp.outcome.incidents[0].root
+    path = f.evidence["mons"]["a"]["path"]
+    assert str(path).endswith("/ceph/mon/ceph-a")
+    assert f"free on the filesystem of {path}" in f.message
+    assert "mon_data_avail_warn (99 %)" in f.message and "ceph tell mon.a compact" in f.message
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
     "osd-read-errors": _read_errors,
     "swift-device-readonly": lambda rp: _fs(rp, "FS_READONLY"),
     "swift-device-shutdown": lambda rp: _fs(rp, "FS_SHUTDOWN"),
+    "mgr-stopped": _mgr_stopped,
+    "osd-crush-weight-zero": _crush_zero,
+    "mon-disk-low": _mon_disk_low,
     "osd-killed": _killed,
     "osd-out": _out,
     "healthy": _healthy,
@@ -458,3 +492,27 @@ def test_a_stalled_replicator_is_stale_under_a_lower_threshold(release: str) -> 
     # the lowered threshold is stale as well, and said so
     assert sum(1 for e in stale if e.startswith("object server")) == 3, stale
     assert not [f for f in rp.outcome.report.findings if f.code == "SWIFT_REPLICATION_STALE"]
+
+
+# ------------------------------------------------------------------ the manager, before Ceph
+@pytest.mark.parametrize("release", [r for r in RELEASES
+                                     if (FIXTURES / r / "mgr-not-answering").is_dir()])
+def test_a_dead_manager_is_crit_before_ceph_notices(release: str) -> None:
+    """Saved seconds after the only ceph-mgr was killed (not a case: its steady state is
+    mgr-stopped's): the map still names mgr.x active and available, Ceph says HEALTH_OK,
+    the monitors still serve its last "active+clean"; stordoc exits 2 and never calls
+    the PGs clean."""
+    d = str(FIXTURES / release / "mgr-not-answering")
+    rp = load(d)
+    ceph = rp.outcome.snapshot.ceph
+    assert ceph is not None and ceph.mgr is not None
+    assert ceph.mgr.available and ceph.mgr.active == "x" and ceph.mgr.answered is False
+    assert ceph.health_status == "HEALTH_OK"
+    top = rp.outcome.incidents[0]
+    assert (top.root.code, top.root.entity) == ("MGR_NOT_ANSWERING", "mgr.x")
+    assert {f.code for f in top.consequences} == {"PGS_STATS_STALE"}
+    codes = {f.code for f in rp.outcome.report.findings}
+    assert not codes & {"PGS_NOT_ACTIVE_CLEAN", "PGS_SETTLING"}
+    rc, text, _ = cli("check", "--from", d)
+    assert rc == 2 and "MGR_NOT_ANSWERING mgr.x" in text.splitlines()[1]
+    assert "30 s" in text and "no standby" in text

@@ -1,0 +1,85 @@
+"""The manager failover on the real lab (runbooks/mgr.py, checks/managers.py): its bad
+input and its refusal without a standby change nothing; with a standby mgr.y started for
+the test it fails mgr.x over; then the active manager is stopped by its pid and `check`
+exits 2 before Ceph's 30 s beacon grace, naming it and the failover to its standby, which
+the `next:` runbook then does. (What the three new scenarios read is asserted on their
+snapshots: tests/unit/test_replay.py; their one live break each: test_scenarios.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab import Lab
+from lab.scenarios.mgrmon import mgr_stat, start_standby_mgr, stop_standby_mgr
+from storage.audit import Audit
+from stordoc.env import Env
+from stordoc.exitstatus import ExitStatus
+from tests.support.labtools import poll
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
+                          stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+
+
+def standbys(lab: Lab) -> list[str]:
+    d = lab.ceph("mgr", "dump", timeout=10, check=False)
+    return [s["name"] for s in d.get("standbys", [])] if isinstance(d, dict) else []
+
+
+@pytest.mark.on_reef
+def test_mgr_failover_refusals_then_a_dead_manager_before_the_grace(
+        lab: Lab, cfg: Path, env: Env, request: pytest.FixtureRequest) -> None:
+    r = cli(cfg, "fix", "mgr-failover", "mgr.nosuch", "--yes")
+    assert r.returncode == ExitStatus.USAGE, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "mgr.nosuch is not a manager" in r.stderr
+    r = cli(cfg, "fix", "mgr-failover", "mgr.x", "--yes")
+    assert r.returncode == ExitStatus.REFUSED and "no standby manager" in r.stderr
+    assert mgr_stat(lab).get("active_name") == "x"
+    assert not Audit(env.journal).runs(cluster="lab")  # nothing was run
+
+    request.addfinalizer(lambda: stop_standby_mgr(lab))
+    start_standby_mgr(lab)
+    r = cli(cfg, "fix", "mgr-failover", "mgr.x", "--yes")
+    assert r.returncode == 0 and "verified" in r.stdout, r.stdout[-2000:] + r.stderr
+    assert "$ ceph mgr fail x" in r.stdout
+    assert mgr_stat(lab).get("active_name") == "y"
+
+    # the failed mgr.x comes back as a standby; then the active mgr.y dies. A check and a
+    # plan each wait out one manager timeout (10 s): the beacon grace is raised for the
+    # test so that Ceph does not fail over by itself first (the runbook's point is sooner)
+    request.addfinalizer(lambda: lab.ceph("config", "rm", "mon", "mon_mgr_beacon_grace",
+                                          check=False))
+    lab.ceph("config", "set", "mon", "mon_mgr_beacon_grace", "120")
+    poll(lambda: "x" in standbys(lab), 90, "mgr.x back as a standby")
+    pid = lab.pid("mgr.y")
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    r = cli(cfg, "check", "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2, r.stdout[-2000:]
+    assert doc["incidents"][0]["root"]["code"] == "MGR_NOT_ANSWERING"
+    assert doc["incidents"][0]["next_step"]["command"] == "stordoc fix mgr-failover mgr.y"
+    # Ceph has not noticed yet: the map still names mgr.y active and available
+    stat = mgr_stat(lab)
+    assert stat.get("active_name") == "y" and stat.get("available") is True
+    codes = {f["code"] for f in doc["findings"]}
+    assert {"MGR_NOT_ANSWERING", "PGS_STATS_STALE"} <= codes
+    assert not codes & {"PGS_NOT_ACTIVE_CLEAN", "PGS_SETTLING"}
+    r = cli(cfg, "fix", "mgr-failover", "mgr.y", "--yes")
+    assert r.returncode == 0 and "verified" in r.stdout, r.stdout[-2000:] + r.stderr
+    assert mgr_stat(lab).get("active_name") == "x"
+    runs = Audit(env.journal).runs(cluster="lab")
+    assert [(x.runbook, x.target, x.outcome) for x in runs] == [
+        ("mgr-failover", "mgr.y", "success"), ("mgr-failover", "mgr.x", "success")]
