@@ -44,6 +44,15 @@ class HostTarget:
                                          "activate", "--no-systemd", "{id}", "{osd_fsid}")
     # cephadm: the unit's container activates and runs the OSD in one go
     osd_start_cephadm: tuple[str, ...] = ("systemctl", "start", "ceph-{fsid}@osd.{id}")
+    # disk replacement (runbook osd-replace-disk): stop a running OSD ({pid} is the pid the
+    # host reported), prepare a new device under a destroyed id, per deployment flavour
+    osd_stop: tuple[str, ...] = ("systemctl", "stop", "ceph-osd@{id}")
+    osd_prepare_raw: tuple[str, ...] = ("ceph-volume", "--cluster", "{cluster}", "raw",
+                                        "prepare", "--bluestore", "--data", "{device}",
+                                        "--osd-id", "{id}")
+    osd_create_lvm: tuple[str, ...] = ("ceph-volume", "--cluster", "{cluster}", "lvm",
+                                       "create", "--bluestore", "--data", "{device}",
+                                       "--osd-id", "{id}", "--no-systemd")
     swift_devices_dir: str | None = None  # "/srv/node"
     # argv template, formatted with {server} (object, container or account)
     swift_server_start: tuple[str, ...] = ("systemctl", "start", "swift-{server}")

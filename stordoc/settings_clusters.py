@@ -42,6 +42,8 @@ def check_template(template: str, fields: frozenset[str]) -> str:
 OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
 OSD_PATH_FIELDS = frozenset({"id", "cluster", "fsid"})
 OSD_ACTIVATE_FIELDS = frozenset({"id", "conf", "cluster", "device", "osd_fsid", "fsid"})
+OSD_STOP_FIELDS = frozenset({"id", "conf", "cluster", "pid"})
+OSD_PREPARE_FIELDS = frozenset({"id", "conf", "cluster", "device"})
 
 
 class Secret(StrictModel):
@@ -104,6 +106,12 @@ class HostSettings(StrictModel):
     osd_activate_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "activate",
                                    "--no-systemd", "{id}", "{osd_fsid}"]
     osd_start_cephadm: list[str] = ["systemctl", "start", "ceph-{fsid}@osd.{id}"]
+    osd_stop: list[str] = ["systemctl", "stop", "ceph-osd@{id}"]
+    osd_prepare_raw: list[str] = ["ceph-volume", "--cluster", "{cluster}", "raw", "prepare",
+                                  "--bluestore", "--data", "{device}", "--osd-id", "{id}"]
+    osd_create_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "create",
+                                 "--bluestore", "--data", "{device}", "--osd-id", "{id}",
+                                 "--no-systemd"]
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
@@ -133,6 +141,24 @@ class HostSettings(StrictModel):
             raise ValueError("an empty command")
         for part in v:
             check_template(part, OSD_ACTIVATE_FIELDS)
+        return v
+
+    @field_validator("osd_stop")
+    @classmethod
+    def _stop_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_STOP_FIELDS)
+        return v
+
+    @field_validator("osd_prepare_raw", "osd_create_lvm")
+    @classmethod
+    def _prepare_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_PREPARE_FIELDS)
         return v
 
     @field_validator("osd_data_dir", "osd_pid_file")
@@ -212,6 +238,8 @@ class ClusterSettings(StrictModel):
                     osd_activate_raw=tuple(h.osd_activate_raw),
                     osd_activate_lvm=tuple(h.osd_activate_lvm),
                     osd_start_cephadm=tuple(h.osd_start_cephadm),
+                    osd_stop=tuple(h.osd_stop), osd_prepare_raw=tuple(h.osd_prepare_raw),
+                    osd_create_lvm=tuple(h.osd_create_lvm),
                     swift_server_start=tuple(h.swift_server_start),
                     swift_replicator_start=tuple(h.swift_replicator_start),
                     fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),

@@ -1,0 +1,292 @@
+"""Replace an OSD's disk, keeping its id: out, wait until ``ceph osd safe-to-destroy``,
+stop, destroy (the id, CRUSH position and auth slot stay), prepare the new device under the
+same id with ceph-volume (raw or lvm, as the OSD was deployed), start, in, verify.
+
+Refused with one line, before anything is done: an OSD id that is not in the osdmap; a
+disk that is not failing (the OSD up and in, no disk evidence on its host) unless the
+replacement is planned (``-o planned=yes``, said in the plan); a new device the host did
+not report, or one in use (mounted, a filesystem or an OSD label on it, or the OSD's own
+device); a ceph-disk style XFS OSD (its replacement is deployed by hand). It moves data
+(the OSD's PGs go elsewhere and come back), so it is destructive: under a cluster's
+two-person rule a second person confirms it.
+
+Every host command is a configured argv template (``osd_stop``, ``osd_prepare_raw``,
+``osd_create_lvm``, ``osd_start``) filled with typed values: the OSD id (an int in the
+osdmap) and a device path the host itself reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from checks.hostdiag import Flavour, OsdDiagnosis
+from checks.model import Finding
+from runbooks.base import Draft, Runbook, fill_template, host_of, need_ceph, parse_osd, register
+from runbooks.model import InvalidRequest, Probe, PyOp, Refused, RunbookInfo, StepEnv
+from runbooks.osd import OSD_CODES, UP_POLL_S, _diagnose, _start_argv, osd_up_probe
+from storage.ceph import CephCommandError
+from storage.model import CephState, ClusterSnapshot, HostFacts, OsdState
+from storage.targets import HostTarget
+
+DEVICE_PATH_RE = re.compile(r"\A/dev/[A-Za-z0-9][A-Za-z0-9._/-]{0,127}\Z", re.ASCII)
+YES = ("yes", "true", "1", "y", "on")
+
+# the host-side disk findings (device health, filesystem shut down or read-only, kernel I/O
+# errors) that make an OSD's disk "failing": a finding of one of these codes on ``osd.N``
+# or on one of its devices lets the replacement go ahead without ``planned``. Codes not
+# registered (yet) simply never match.
+DISK_FINDING_CODES = ("DEVICE_FAILING", "DEVICE_IO_ERRORS", "FS_READONLY", "FS_SHUTDOWN",
+                      "OSD_DISK_IO_ERRORS")
+
+# the hook for other disk evidence: a function of the snapshot and the OSD that returns
+# findings saying its disk fails (by default: the checks of DISK_FINDING_CODES)
+DiskEvidence = Callable[[ClusterSnapshot, OsdState, tuple[str, ...]], list[Finding]]
+
+
+def disk_findings(snap: ClusterSnapshot, osd: OsdState,
+                  devices: tuple[str, ...]) -> list[Finding]:
+    """Disk findings of the checks on this OSD or one of its devices."""
+    from checks.engine import run_checks
+
+    report = run_checks(snap, only=DISK_FINDING_CODES, now=snap.taken_at or None)
+    names = {f"osd.{osd.id}", *devices}
+    return [f for f in report.findings
+            if f.entity in names or f.target in names
+            or any(f.entity.endswith(d) for d in devices)]
+
+
+def failing_evidence(snap: ClusterSnapshot, osd: OsdState, dg: OsdDiagnosis | None,
+                     extra: DiskEvidence = disk_findings) -> list[str]:
+    """Why this OSD's disk counts as failing (empty: it looks healthy)."""
+    why: list[str] = []
+    if osd.destroyed:
+        why.append("destroyed")
+    if not osd.up:
+        why.append("down")
+    if not osd.in_:
+        why.append("out")
+    if dg is not None:
+        why += [f"kernel I/O errors on {e.device}" for e in dg.io_errors[-1:]]
+        if dg.mount is None and not dg.populated:
+            why.append(f"{dg.data_dir} not mounted")
+    devices = dg.devices if dg is not None else ()
+    why += [f"{f.code} {f.entity}" for f in extra(snap, osd, devices)]
+    return why
+
+
+def safe_to_destroy_probe(osd_id: int) -> Probe:
+    """A WaitOp probe: ``ceph osd safe-to-destroy osd.N`` (a manager command; EBUSY or
+    EAGAIN while PGs still need this OSD's data)."""
+
+    def probe(env: StepEnv) -> tuple[bool, str]:
+        try:
+            res = env.ceph.mgr("osd safe-to-destroy", ids=[str(osd_id)])
+        except CephCommandError as e:
+            return False, f"not yet safe: {e.outs.strip() or e}"
+        if isinstance(res, dict):
+            safe = [int(x) for x in res.get("safe_to_destroy", [])]
+            if osd_id in safe:
+                return True, f"osd.{osd_id} is safe to destroy"
+            return False, (f"not yet safe: {len(res.get('stored_pgs', []))} PG(s) stored, "
+                           f"active {res.get('active', [])}")
+        return True, str(res or f"osd.{osd_id} is safe to destroy")
+
+    return probe
+
+
+def destroy_op(osd_id: int) -> Probe:
+    """``ceph osd destroy osd.N --yes-i-really-mean-it``: a manager command (the manager
+    checks safe-to-destroy, then sends the monitor ``osd destroy-actual``)."""
+
+    def op(env: StepEnv) -> tuple[bool, str]:
+        env.ceph.mgr("osd destroy", id=osd_id, yes_i_really_mean_it=True)
+        return True, f"destroyed osd.{osd_id}"
+
+    return op
+
+
+def osd_down_probe(osd_id: int) -> Probe:
+    def probe(env: StepEnv) -> tuple[bool, str]:
+        dump = env.ceph.mon("osd dump")
+        for o in (dump or {}).get("osds", []):
+            if int(o.get("osd", -1)) == osd_id:
+                return not o.get("up"), f"osd.{osd_id} up={int(bool(o.get('up')))}"
+        return False, f"osd.{osd_id} not in the osdmap"
+
+    return probe
+
+
+def unused_device_step(host: str, dev: str) -> Probe:
+    """A step's check on the host itself, for a device its facts did not list (stordoc
+    collects only the devices of its OSDs and Swift drives): ``lsblk`` and ``blkid -p``
+    must show an unmounted disk with no partitions, filesystem or label."""
+
+    def fn(env: StepEnv) -> tuple[bool, str]:
+        r = env.runner.run(host, ["lsblk", "-J", "-b", "-o", "PATH,TYPE,SIZE,MOUNTPOINT", dev],
+                           timeout_s=30)
+        if not r.ok:
+            return False, f"lsblk {dev} on {host}: {r.stderr.strip() or r.rc}"
+        try:
+            devs = json.loads(r.stdout).get("blockdevices", [])
+        except ValueError:
+            return False, f"lsblk {dev} on {host} printed no JSON"
+        if len(devs) != 1:
+            return False, f"{dev} on {host}: lsblk lists {len(devs)} devices"
+        d0 = devs[0]
+        if d0.get("children"):
+            return False, f"{dev} on {host} is in use: it has partitions or holders"
+        if d0.get("mountpoint"):
+            return False, f"{dev} on {host} is in use: mounted on {d0['mountpoint']}"
+        if not int(d0.get("size") or 0):
+            return False, f"{dev} on {host} has no size (no medium attached)"
+        b = env.runner.run(host, ["blkid", "-p", "-o", "export", dev], timeout_s=30)
+        if b.rc == 0 and b.stdout.strip():
+            sig = " ".join(ln for ln in b.stdout.split() if ln.startswith(("TYPE=", "LABEL=")))
+            return False, f"{dev} on {host} is in use: it carries {sig or 'a signature'}"
+        if b.rc not in (0, 2):
+            return False, f"blkid -p {dev} on {host}: {b.stderr.strip() or b.rc}"
+        return True, f"{dev} on {host}: {int(d0['size']) // 2**20} MiB, no partitions, " \
+            "filesystem or label"
+
+    return fn
+
+
+def _new_device(d: Draft, facts: HostFacts, ht: HostTarget, osd_id: int,
+                dg: OsdDiagnosis | None) -> tuple[str, bool]:
+    """The ``device`` option: (path, whether the host's facts listed it). A device the
+    facts list is refused here when in use; one they do not list is checked on the host
+    by the plan's first step (``unused_device_step``), before anything changes."""
+    raw = d.options.get("device")
+    if raw is None or not str(raw).strip():
+        raise InvalidRequest("osd-replace-disk needs the new device: -o device=/dev/sdX")
+    dev = str(raw).strip()
+    if not DEVICE_PATH_RE.match(dev) or ".." in dev.split("/"):
+        raise InvalidRequest(f"{dev!r} is not a device path like /dev/sdb")
+    own = set(dg.devices) if dg is not None else set()
+    if dev in own:
+        raise Refused(f"{dev} is the device osd.{osd_id} uses now: give the new disk")
+    mounted = next((m.target for m in facts.mounts if m.source == dev), None)
+    if mounted:
+        raise Refused(f"{dev} on {ht.name} is in use: mounted on {mounted}")
+    ident = next((i for i in facts.identities if i.device == dev), None)
+    if ident is not None and (ident.whoami is not None or ident.osd_fsid or ident.label):
+        who = f"osd.{ident.whoami}" if ident.whoami is not None else (ident.label or "?")
+        raise Refused(f"{dev} on {ht.name} is in use: it carries {ident.kind} data of {who}"
+                      f"{f' (cluster {ident.ceph_fsid})' if ident.ceph_fsid else ''}")
+    for other in facts.osd_data.values():
+        if other.block and other.block == dev:
+            raise Refused(f"{dev} on {ht.name} is in use: the block device of another OSD")
+    bd = next((b for b in facts.block_devices if b.path == dev), None)
+    if bd is None:
+        return dev, False
+    if bd.mountpoint:
+        raise Refused(f"{dev} on {ht.name} is in use: mounted on {bd.mountpoint}")
+    if bd.fstype:
+        raise Refused(f"{dev} on {ht.name} is in use: it holds {bd.fstype} (wipe it "
+                      "yourself if it is really spare)")
+    return dev, True
+
+
+@register
+class OsdReplaceDisk(Runbook):
+    option_keys = ("device", "planned")
+    info = RunbookInfo(
+        "osd-replace-disk",
+        "Replace an OSD's disk keeping its id: out, wait until safe-to-destroy, stop, "
+        "destroy, prepare the new device (ceph-volume raw/lvm) with the same id, start, in.",
+        (), destructive=True, target_kind="osd",
+        target_help="osd.N -o device=/dev/NEW [-o planned=yes]")
+    needs_host_facts = True
+
+    def lock_keys(self, target: str) -> list[str]:
+        return [target]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        ceph = need_ceph(snap)
+        osd_id = parse_osd(target, ceph)
+        osd = ceph.osd(osd_id)
+        assert osd is not None
+        ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd_id}")
+        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        flavour = dg.flavour
+        if flavour is Flavour.XFS:
+            raise Refused(f"osd.{osd_id} on {ht.name} is a ceph-disk style XFS OSD: "
+                          "osd-replace-disk prepares ceph-volume raw or lvm OSDs; redeploy "
+                          "it by hand")
+        if flavour not in (Flavour.RAW, Flavour.LVM):
+            raise Refused(f"osd.{osd_id} on {ht.name} is deployed as {flavour.value}: "
+                          "osd-replace-disk handles ceph-volume raw and lvm OSDs")
+        planned = str(d.options.get("planned", "")).strip().lower() in YES
+        why = failing_evidence(snap, osd, dg)
+        if not why and not planned:
+            raise Refused(f"osd.{osd_id} is up and in and its host shows no disk trouble: "
+                          "not replacing a healthy disk unless planned (-o planned=yes)")
+        device, listed = _new_device(d, facts, ht, osd_id, dg)
+        d.params.update(osd_id=osd_id, host=ht.name, device=device, old_devices=list(dg.devices),
+                        data_dir=dg.data_dir,
+                        reason="planned replacement of a healthy disk" if not why
+                        else "failing: " + ", ".join(why))
+        if planned and not why:
+            d.warnings.append(f"planned: osd.{osd_id} is healthy; its data moves off and "
+                              "back (PGs backfill twice)")
+        conf = d.ctx.target.ceph.conf if d.ctx.target.ceph else ""
+        values = {"id": osd_id, "conf": conf, "cluster": d.ctx.target.ceph_cluster_name,
+                  "device": device}
+        if flavour is Flavour.LVM:
+            prep = fill_template(ht.osd_create_lvm, values, f"host {ht.name} osd_create_lvm")
+        else:
+            prep = fill_template(ht.osd_prepare_raw, values, f"host {ht.name} osd_prepare_raw")
+        if not listed:
+            d.remote(f"check that {device} on {ht.name} is an unused disk", ht.name,
+                     f"lsblk -J -b -o PATH,TYPE,SIZE,MOUNTPOINT {device}; blkid -p {device}",
+                     unused_device_step(ht.name, device))
+        self._steps(d, ceph, osd, ht, dg, device, prep, flavour)
+
+    def _steps(self, d: Draft, ceph: CephState, osd: OsdState, ht: HostTarget,
+               dg: OsdDiagnosis, device: str, prep: list[str], flavour: Flavour) -> None:
+        i = osd.id
+        timeout = max(d.ctx.step_timeout_s, 600.0)  # data moves off the OSD
+        if osd.destroyed:
+            d.warnings.append(f"osd.{i} is already destroyed: going on with the new device")
+        else:
+            if osd.in_:
+                d.mon(f"mark osd.{i} out (its PGs move to other OSDs)", "osd out",
+                      {"ids": [str(i)]})
+            d.wait(f"wait until osd.{i} is safe to destroy",
+                   f"ceph osd safe-to-destroy osd.{i}: wait until no PG needs its data",
+                   safe_to_destroy_probe(i), timeout_s=timeout, interval_s=2.0)
+            if dg.running:
+                if dg.pid is None and "{pid}" in " ".join(ht.osd_stop):
+                    raise Refused(f"the ceph-osd of osd.{i} runs on {ht.name} but its pid is "
+                                  "unknown: stop it yourself, then plan again")
+                stop = fill_template(ht.osd_stop, {
+                    "id": i, "pid": dg.pid or "", "cluster": d.ctx.target.ceph_cluster_name,
+                    "conf": d.ctx.target.ceph.conf if d.ctx.target.ceph else ""},
+                    f"host {ht.name} osd_stop")
+                d.host(f"stop the osd.{i} daemon", ht.name, stop)
+            if osd.up:
+                d.wait(f"wait until osd.{i} is down", f"ceph osd dump: wait until osd.{i} "
+                       "is down", osd_down_probe(i), interval_s=UP_POLL_S)
+            d._add(f"destroy osd.{i} (keeps its id and CRUSH position)", "ceph",
+                   PyOp(f"ceph osd destroy osd.{i} --yes-i-really-mean-it", destroy_op(i)),
+                   None, None)
+        if dg.mount is not None:
+            d.host(f"unmount the old data dir {dg.data_dir}", ht.name, ["umount", dg.data_dir])
+        what = "create (prepare and activate)" if flavour is Flavour.LVM else "prepare"
+        d.host(f"{what} {device} as osd.{i} ({flavour.value})", ht.name, prep,
+               timeout_s=max(d.ctx.step_timeout_s, 300.0))
+        d.host(f"start the osd.{i} daemon", ht.name, _start_argv(d, ht, i))
+        d.wait(f"wait until osd.{i} is up", f"ceph osd dump: wait until osd.{i} is up",
+               osd_up_probe(i), interval_s=UP_POLL_S, timeout_s=max(d.ctx.step_timeout_s,
+                                                                    180.0))
+        d.mon(f"mark osd.{i} in", "osd in", {"ids": [str(i)]})
+        for old in dg.devices:
+            d.warnings.append(f"the old device {old} still carries osd.{i}'s old label: take "
+                              f"it out of {ht.name} (or zap it) once the new disk serves")
+        d.verify_codes = ("OSD_NOT_ACTIVATED", "OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED",
+                          *OSD_CODES)
+        d.verify_entities = (f"osd.{i}",)
+        d.verify_host_facts = True
+        d.before_after[f"osd.{i} device"] = (", ".join(dg.devices) or "-", device)
