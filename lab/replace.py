@@ -50,3 +50,33 @@ def drop_spare(lab: Lab, osd_id: int) -> None:
     if dev is not None:
         subprocess.run(["losetup", "-d", dev], capture_output=True, check=False, timeout=15)
     spare.unlink(missing_ok=True)
+
+
+def swift_spare_image(lab: Lab, device: str) -> Path:
+    return lab.images / f"swift-{device}.spare.xfs"
+
+
+def attach_swift_spare(lab: Lab, device: str) -> str:
+    """A new empty drive for Swift device ``device`` (no filesystem: the runbook makes it)."""
+    from lab.swift import SWIFT_DEVICE_BYTES
+
+    img = swift_spare_image(lab, device)
+    if not img.exists():
+        lab.mounts.make_image(img, SWIFT_DEVICE_BYTES)
+    return lab.mounts.attach(img, f"spare drive for {device}")
+
+
+def adopt_swift_spare(lab: Lab, device: str) -> None:
+    """After a replacement onto the spare: it becomes ``swift-DEV.xfs`` (the image the
+    lab's fstab and heals name); the old image goes."""
+    old = lab.images / f"swift-{device}.xfs"
+    old_dev = lab.mounts.loop_for(old)
+    if old_dev is not None and not any(
+            line.split()[0] == old_dev for line in open("/proc/self/mounts")):
+        subprocess.run(["losetup", "-d", old_dev], capture_output=True, check=False,
+                       timeout=15)
+    if old.exists():  # a lazily unmounted old drive may stay open: keep its name apart
+        gone = lab.images / f"swift-{device}.replaced.xfs"
+        old.rename(gone)
+        gone.unlink()
+    swift_spare_image(lab, device).rename(old)
