@@ -4,9 +4,11 @@ same id with ceph-volume (raw or lvm, as the OSD was deployed), start, in, verif
 
 Refused with one line, before anything is done: an OSD id that is not in the osdmap; a
 disk that is not failing (the OSD up and in, no disk evidence on its host) unless the
-replacement is planned (``-o planned=yes``, said in the plan); a new device the host did
-not report, or one in use (mounted, a filesystem or an OSD label on it, or the OSD's own
-device); a ceph-disk style XFS OSD (its replacement is deployed by hand). It moves data
+replacement is planned (``-o planned=yes``, said in the plan); a new device in use
+(mounted, a filesystem or an OSD label on it, or the OSD's own device; one the host facts
+do not list is checked on the host by the plan's first step, before anything changes); a
+ceph-disk style XFS OSD whose data dir is not where ceph-volume makes one (elsewhere it
+comes back as a ceph-volume raw OSD). It moves data
 (the OSD's PGs go elsewhere and come back), so it is destructive: under a cluster's
 two-person rule a second person confirms it.
 
@@ -212,10 +214,18 @@ class OsdReplaceDisk(Runbook):
         dg = _diagnose(d, snap, ceph, osd, ht, facts)
         flavour = dg.flavour
         if flavour is Flavour.XFS:
-            raise Refused(f"osd.{osd_id} on {ht.name} is a ceph-disk style XFS OSD: "
-                          "osd-replace-disk prepares ceph-volume raw or lvm OSDs; redeploy "
-                          "it by hand")
-        if flavour not in (Flavour.RAW, Flavour.LVM):
+            # ceph-disk is gone: its OSD comes back as a ceph-volume raw one, whose tmpfs
+            # data dir ceph-volume makes at /var/lib/ceph/osd/CLUSTER-ID
+            cv_dir = f"/var/lib/ceph/osd/{d.ctx.target.ceph_cluster_name}-{osd_id}"
+            if dg.data_dir.rstrip("/") != cv_dir:
+                raise Refused(f"osd.{osd_id} on {ht.name} is a ceph-disk style XFS OSD whose "
+                              f"data dir {dg.data_dir} is not where ceph-volume makes one "
+                              f"({cv_dir}): redeploy it by hand")
+            if dg.fstab_active:
+                d.warnings.append(f"the fstab line for {dg.data_dir} on {ht.name} mounts the "
+                                  "old XFS partition at boot: remove it (the new OSD is "
+                                  "ceph-volume raw, its tmpfs is made at activation)")
+        elif flavour not in (Flavour.RAW, Flavour.LVM):
             raise Refused(f"osd.{osd_id} on {ht.name} is deployed as {flavour.value}: "
                           "osd-replace-disk handles ceph-volume raw and lvm OSDs")
         planned = str(d.options.get("planned", "")).strip().lower() in YES
@@ -236,7 +246,7 @@ class OsdReplaceDisk(Runbook):
                   "device": device}
         if flavour is Flavour.LVM:
             prep = fill_template(ht.osd_create_lvm, values, f"host {ht.name} osd_create_lvm")
-        else:
+        else:  # raw, and a ceph-disk XFS OSD redeployed as raw
             prep = fill_template(ht.osd_prepare_raw, values, f"host {ht.name} osd_prepare_raw")
         if not listed:
             d.remote(f"check that {device} on {ht.name} is an unused disk", ht.name,
@@ -275,7 +285,8 @@ class OsdReplaceDisk(Runbook):
         if dg.mount is not None:
             d.host(f"unmount the old data dir {dg.data_dir}", ht.name, ["umount", dg.data_dir])
         what = "create (prepare and activate)" if flavour is Flavour.LVM else "prepare"
-        d.host(f"{what} {device} as osd.{i} ({flavour.value})", ht.name, prep,
+        kind = Flavour.LVM.value if flavour is Flavour.LVM else Flavour.RAW.value
+        d.host(f"{what} {device} as osd.{i} ({kind})", ht.name, prep,
                timeout_s=max(d.ctx.step_timeout_s, 300.0))
         d.host(f"start the osd.{i} daemon", ht.name, _start_argv(d, ht, i))
         d.wait(f"wait until osd.{i} is up", f"ceph osd dump: wait until osd.{i} is up",

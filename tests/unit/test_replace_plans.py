@@ -64,9 +64,36 @@ def test_osd_replace_refusals(release: str) -> None:
     for target, options, why in (
             ("osd.9", {"device": NEW}, "osd.9 does not exist in the osdmap"),
             ("osd.3", {"device": own, "planned": "yes"}, "the device osd.3 uses now"),
-            ("osd.0", {"device": NEW, "planned": "yes"}, "ceph-disk style XFS OSD")):
+            ("osd.0", {"device": NEW, "planned": "yes"}, "ceph-disk style XFS OSD whose data dir")):
         with pytest.raises(Refused, match=why):
             plan_on(release, "healthy", "osd-replace-disk", target, options)
+
+
+def test_osd_replace_of_a_ceph_disk_xfs_osd_at_the_standard_path(release: str) -> None:
+    """Where ceph-volume makes its data dir (/var/lib/ceph/osd/ceph-N), a ceph-disk XFS
+    OSD comes back as a ceph-volume raw one: unmount the XFS partition, prepare raw, and
+    say that its fstab line must go. (The lab keeps its XFS OSDs elsewhere: refused.)"""
+    snap = replay(release, "healthy").outcome.snapshot
+    n1 = snap.hosts["node1"]
+    old = n1.osd_data[0].path
+    std = "/var/lib/ceph/osd/ceph-0"
+
+    def moved(p: str) -> str:
+        return std if p == old else p
+
+    n1 = dataclasses.replace(
+        n1, osd_data={**n1.osd_data, 0: dataclasses.replace(n1.osd_data[0], path=std)},
+        mounts=tuple(dataclasses.replace(m, target=moved(m.target)) for m in n1.mounts),
+        fstab=tuple(dataclasses.replace(f, mountpoint=moved(f.mountpoint))
+                    for f in n1.fstab))
+    snap = dataclasses.replace(snap, hosts={**snap.hosts, "node1": n1})
+    p = plan_on(release, "healthy", "osd-replace-disk", "osd.0",
+                {"device": NEW, "planned": "yes"}, snap=snap)
+    cmds = [s.command for s in p.steps]
+    umount = cmds.index(f"umount {std}")
+    prep = next(i for i, c in enumerate(cmds) if "raw prepare" in c and "--osd-id 0" in c)
+    assert cmds.index("ceph osd destroy osd.0 --yes-i-really-mean-it") < umount < prep
+    assert any(f"the fstab line for {std}" in w for w in p.warnings)
 
 
 def test_osd_replace_device_in_use_and_malformed(release: str) -> None:
