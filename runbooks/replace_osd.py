@@ -155,17 +155,23 @@ def unused_device_step(host: str, dev: str) -> Probe:
     return fn
 
 
+def device_option(d: Draft, runbook: str) -> str:
+    """The ``device`` option, spelled as a device path (a usage error otherwise)."""
+    raw = d.options.get("device")
+    if raw is None or not str(raw).strip():
+        raise InvalidRequest(f"{runbook} needs the new device: -o device=/dev/sdX")
+    dev = str(raw).strip()
+    if not DEVICE_PATH_RE.match(dev) or ".." in dev.split("/"):
+        raise InvalidRequest(f"{dev!r} is not a device path like /dev/sdb")
+    return dev
+
+
 def _new_device(d: Draft, facts: HostFacts, ht: HostTarget, osd_id: int,
                 dg: OsdDiagnosis | None) -> tuple[str, bool]:
     """The ``device`` option: (path, whether the host's facts listed it). A device the
     facts list is refused here when in use; one they do not list is checked on the host
     by the plan's first step (``unused_device_step``), before anything changes."""
-    raw = d.options.get("device")
-    if raw is None or not str(raw).strip():
-        raise InvalidRequest("osd-replace-disk needs the new device: -o device=/dev/sdX")
-    dev = str(raw).strip()
-    if not DEVICE_PATH_RE.match(dev) or ".." in dev.split("/"):
-        raise InvalidRequest(f"{dev!r} is not a device path like /dev/sdb")
+    dev = device_option(d, "osd-replace-disk")
     own = set(dg.devices) if dg is not None else set()
     if dev in own:
         raise Refused(f"{dev} is the device osd.{osd_id} uses now: give the new disk")
@@ -206,6 +212,7 @@ class OsdReplaceDisk(Runbook):
         return [target]
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        device_option(d, self.info.name)  # a malformed request is refused first
         ceph = need_ceph(snap)
         osd_id = parse_osd(target, ceph)
         osd = ceph.osd(osd_id)

@@ -35,7 +35,7 @@ from runbooks.base import (
     register,
 )
 from runbooks.model import InvalidRequest, Probe, Refused, RunbookInfo, StepEnv
-from runbooks.replace_osd import DEVICE_PATH_RE, YES, unused_device_step
+from runbooks.replace_osd import YES, device_option, unused_device_step
 from runbooks.swift.common import configured_host, need_swift
 from runbooks.swift.device import DEVICE_TARGET_RE
 from runbooks.swift.dispersion import DISPERSION_CODES
@@ -150,12 +150,7 @@ def dispersion_probe(d: Draft) -> Probe:
 
 
 def _new_drive(d: Draft, facts: HostFacts, host: str, mountpoint: str) -> tuple[str, bool]:
-    raw = d.options.get("device")
-    if raw is None or not str(raw).strip():
-        raise InvalidRequest("swift-replace-drive needs the new drive: -o device=/dev/sdX")
-    dev = str(raw).strip()
-    if not DEVICE_PATH_RE.match(dev) or ".." in dev.split("/"):
-        raise InvalidRequest(f"{dev!r} is not a device path like /dev/sdb")
+    dev = device_option(d, "swift-replace-drive")
     m = facts.mount_at(mountpoint)
     if m is not None and m.source == dev:
         raise Refused(f"{dev} is the drive mounted on {mountpoint} now: give the new drive")
@@ -194,6 +189,7 @@ class SwiftReplaceDrive(Runbook):
         if not m or m.group(1) in (".", ".."):
             raise Refused(f"{target!r} is not a Swift device target like d2@node2")
         name, host = m.group(1), m.group(2)
+        device_option(d, self.info.name)  # a malformed request is refused first
         swift = need_swift(snap)
         ht = configured_host(d, host)
         rings = [(r, rd) for r in swift.rings for rd in r.devices

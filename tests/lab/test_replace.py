@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,7 +46,8 @@ def _osd(lab: Lab, i: int) -> dict[str, Any]:
 
 
 @pytest.mark.on_reef
-def test_osd_disk_replaced_keeping_its_id_and_every_object(lab: Lab, ctx: RunContext) -> None:
+def test_osd_disk_replaced_keeping_its_id_and_every_object(lab: Lab, ctx: RunContext,
+                                                           cfg: Path) -> None:
     import rados
 
     i = 3
@@ -65,6 +69,14 @@ def test_osd_disk_replaced_keeping_its_id_and_every_object(lab: Lab, ctx: RunCon
             with pytest.raises(Refused, match=f"the device osd.{i} uses now"):
                 plan(ctx, "osd-replace-disk", f"osd.{i}", {"device": old_block,
                                                             "planned": "yes"})
+            # the command line: one line on stderr, exit 4 (refused), nothing done (a
+            # malformed device is InvalidRequest, exit 64: tests/unit/test_replace_plans.py)
+            r = subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), "fix",
+                                "osd-replace-disk", f"osd.{i}", "-o", f"device={spare}",
+                                "--yes"], capture_output=True, text=True, timeout=120,
+                               check=False)
+            assert r.returncode == 4 and len(r.stderr.strip().splitlines()) == 1, r
+            assert "Traceback" not in r.stderr + r.stdout
             assert (_osd(lab, i)["up"], _osd(lab, i)["in"]) == (1, 1)
             p = plan(ctx, "osd-replace-disk", f"osd.{i}", {"device": spare, "planned": "yes"})
             assert p.needs_second_person
