@@ -203,3 +203,25 @@ def test_swift_replace_inside_min_part_hours(release: str, tmp_path: Path) -> No
     p = plan_on(release, "swift-device-unmounted", "swift-replace-drive", "d2@node2",
                 {"device": NEW, "ignore_min_part_hours": "yes"}, snap=snap)
     assert any("min_part_hours ignored" in w for w in p.warnings)
+
+
+def test_a_disk_finding_makes_a_healthy_looking_osd_failing(release: str) -> None:
+    """The hook for device-health findings (DEVICE_FAILING, FS_SHUTDOWN, ...): a finding
+    on the OSD counts as failing evidence, so no ``planned`` is needed."""
+    from types import SimpleNamespace
+
+    from checks.hostdiag import diagnose_osd
+    from runbooks.replace_osd import DISK_FINDING_CODES, failing_evidence
+
+    snap = replay(release, "healthy").outcome.snapshot
+    assert snap.ceph is not None
+    osd = snap.ceph.osd(3)
+    assert osd is not None
+    dg = diagnose_osd(snap.hosts["node4"], osd, snap.ceph.fsid, snap.taken_at)
+    assert failing_evidence(snap, osd, dg) == []
+    assert "DEVICE_FAILING" in DISK_FINDING_CODES
+
+    def smart_says_failing(*_: object) -> list[SimpleNamespace]:
+        return [SimpleNamespace(code="DEVICE_FAILING", entity="osd.3")]
+
+    assert failing_evidence(snap, osd, dg, smart_says_failing) == ["DEVICE_FAILING osd.3"]
