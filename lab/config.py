@@ -29,6 +29,7 @@ def _hosts(lab: Lab) -> str:
             "raw", "activate", "--device", "{device}", "--no-systemd")
         prepare = lab.ceph_cluster.ceph_volume_argv(
             "raw", "prepare", "--bluestore", "--data", "{device}", "--osd-id", "{id}")
+        xfs_osd = lab.ceph_cluster.replace_xfs_templates()
         hosts += f"""
 [[clusters.lab.hosts]]
 name = "node{n}"
@@ -44,7 +45,7 @@ osd_pid_file = "{lab.run_dir}/ceph-osd.{{id}}.pid"
 osd_activate_raw = {json.dumps(activate)}
 osd_prepare_raw = {json.dumps(prepare)}
 osd_stop = ["kill", "{{pid}}"]
-{swift}swift_server_start = {json.dumps([str(lab.swift_start_script), "{server}"])}
+{xfs_osd}{swift}swift_server_start = {json.dumps([str(lab.swift_start_script), "{server}"])}
 swift_replicator_start = {json.dumps([str(lab.replicator_start_script), "{server}"])}
 fstab_path = "{lab.base / 'hosts' / f'node{n}.fstab'}"
 """

@@ -80,3 +80,18 @@ def adopt_swift_spare(lab: Lab, device: str) -> None:
         old.rename(gone)
         gone.unlink()
     swift_spare_image(lab, device).rename(old)
+
+
+def adopt_xfs_spare(lab: Lab, osd_id: int, osd_uuid: str) -> None:
+    """After an xfs OSD was rebuilt on the spare (an XFS with BlueStore's block as a file
+    inside): the spare becomes ``osd-N.xfs`` (the image the lab's fstab and heals name);
+    the old data image and the old block disk go; the lab's state gets the new uuid."""
+    spare = spare_image(lab, osd_id)
+    for old in (lab.images / f"osd-{osd_id}.xfs", lab.images / f"osd-{osd_id}.block"):
+        dev = lab.mounts.loop_for(old)
+        if dev is not None:
+            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False,
+                           timeout=15)
+        old.unlink(missing_ok=True)
+    spare.rename(lab.images / f"osd-{osd_id}.xfs")
+    lab.write_state(**{f"osd{osd_id}_uuid": osd_uuid})

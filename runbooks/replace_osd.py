@@ -6,14 +6,16 @@ Refused with one line, before anything is done: an OSD id that is not in the osd
 disk that is not failing (the OSD up and in, no disk evidence on its host) unless the
 replacement is planned (``-o planned=yes``, said in the plan); a new device in use
 (mounted, a filesystem or an OSD label on it, or the OSD's own device; one the host facts
-do not list is checked on the host by the plan's first step, before anything changes); a
-ceph-disk style XFS OSD whose data dir is not where ceph-volume makes one (elsewhere it
-comes back as a ceph-volume raw OSD). It moves data
+do not list is checked on the host by the plan's first step, before anything changes). A
+ceph-disk style XFS OSD comes back as one, at the same data dir: mkfs.xfs (never forced)
+with a new filesystem UUID, mount, a new key, ``osd new`` under the same id, ``ceph-osd
+--mkfs``; the plan gives the exact fstab line to change (stordoc edits no fstab). It moves data
 (the OSD's PGs go elsewhere and come back), so it is destructive: under a cluster's
 two-person rule a second person confirms it.
 
 Every host command is a configured argv template (``osd_stop``, ``osd_prepare_raw``,
-``osd_create_lvm``, ``osd_start``) filled with typed values: the OSD id (an int in the
+``osd_create_lvm``, ``osd_mkfs_xfs``, ``osd_mount_xfs``, ``osd_keyring_new``,
+``osd_keyring_print``, ``osd_mkfs``, ``osd_chown``, ``osd_start``) filled with typed values: the OSD id (an int in the
 osdmap) and a device path the host itself reported.
 """
 
@@ -21,7 +23,10 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from checks.hostdiag import Flavour, OsdDiagnosis
 from checks.model import Finding
@@ -34,6 +39,7 @@ from storage.targets import HostTarget
 
 DEVICE_PATH_RE = re.compile(r"\A/dev/[A-Za-z0-9][A-Za-z0-9._/-]{0,127}\Z", re.ASCII)
 YES = ("yes", "true", "1", "y", "on")
+KEY_RE = re.compile(r"\A[A-Za-z0-9+/]{20,200}={0,2}\Z")
 
 # the host-side disk findings (device health, filesystem shut down or read-only, kernel I/O
 # errors) that make an OSD's disk "failing": a finding of one of these codes on ``osd.N``
@@ -197,13 +203,108 @@ def _new_device(d: Draft, facts: HostFacts, ht: HostTarget, osd_id: int,
     return dev, True
 
 
+@dataclass(frozen=True)
+class XfsRebuild:
+    """A ceph-disk style XFS OSD rebuilt on a new disk, as it was: an XFS filesystem (a
+    new UUID chosen here) mounted at the same data dir, the OSD's key made on the host,
+    ``osd new`` under the same id with that key, ``ceph-osd --mkfs`` (BlueStore, its block
+    a file inside the XFS), the data dir handed to the daemon's user."""
+
+    fs_uuid: str
+    osd_uuid: str
+    mkfs_xfs: list[str]
+    mount: list[str]
+    keyring_new: list[str]
+    keyring_print: list[str]
+    mkfs: list[str]
+    chown: list[str]
+
+    def add_steps(self, d: Draft, host: str, i: int, device: str, data_dir: str) -> None:
+        long = max(d.ctx.step_timeout_s, 300.0)
+        d.host(f"make an XFS filesystem (UUID {self.fs_uuid}) on {device}", host,
+               self.mkfs_xfs, timeout_s=long)
+        d.host(f"mount {device} at {data_dir}", host, self.mount)
+        d.host(f"make osd.{i}'s new key in {data_dir}/keyring", host, self.keyring_new)
+        d.remote(f"register osd.{i} again under its id (osd new {self.osd_uuid} {i})", host,
+                 f"{shlex.join(self.keyring_print)}; ceph osd new {self.osd_uuid} {i} "
+                 "-i <the key as cephx_secret>",
+                 osd_new_step(host, i, self.osd_uuid, self.keyring_print))
+        d.host(f"make osd.{i}'s BlueStore in {data_dir} (ceph-osd --mkfs)", host, self.mkfs,
+               timeout_s=long)
+        d.host(f"give {data_dir} to the OSD daemon's user", host, self.chown)
+
+
+def osd_new_step(host: str, osd_id: int, osd_uuid: str, print_key: list[str]) -> Probe:
+    """Read the key the host just made (it never leaves this step: not in the message,
+    not in the audit) and ``osd new UUID ID`` with it as the cephx secret: the destroyed
+    id comes back with a new uuid and that key."""
+
+    def fn(env: StepEnv) -> tuple[bool, str]:
+        r = env.runner.run(host, print_key, timeout_s=30)
+        key = r.stdout.strip()
+        if not r.ok or not KEY_RE.match(key):
+            return False, f"reading osd.{osd_id}'s new key on {host} failed: " \
+                f"{r.stderr.strip() or r.rc}"
+        got = env.ceph.mon_input("osd new", json.dumps({"cephx_secret": key}).encode(),
+                                 uuid=osd_uuid, id=osd_id)
+        new_id = got.get("osdid") if isinstance(got, dict) else got
+        if str(new_id).strip() != str(osd_id):
+            return False, f"osd new gave id {new_id}, expected {osd_id}"
+        return True, f"osd.{osd_id} registered with uuid {osd_uuid} and its new key"
+
+    return fn
+
+
+def fstab_change(dg: OsdDiagnosis, fstab_path: str, host: str, fs_uuid: str) -> list[str]:
+    """What the plan says about the fstab line(s) for the data dir: the line names the old
+    filesystem (by device, UUID or LABEL), so it must name the new UUID. stordoc did not
+    write that line and does not edit it: the operator gets the exact line to put there."""
+    out = []
+    for ln in dg.fstab_active:
+        old = (ln.raw or f"{ln.device} {ln.mountpoint} {ln.fstype} {ln.options}").strip()
+        fields = old.split()
+        if len(fields) > 3:  # a loop image's line: the new disk is a block device
+            opts = [o for o in fields[3].split(",") if o != "loop"] or ["defaults"]
+            fields[3] = ",".join(opts)
+        new = " ".join([f"UUID={fs_uuid}", *fields[1:]])
+        out.append(f"the fstab line for {dg.data_dir} in {fstab_path} on {host} names the old "
+                   f"disk: change `{old}` to `{new}` (stordoc does not edit a file it did not "
+                   "write; until then a reboot mounts the old disk or nothing)")
+    return out
+
+
+def xfs_rebuild(d: Draft, ht: HostTarget, osd: OsdState, fsid: str, device: str,
+                dg: OsdDiagnosis, values: dict[str, object]) -> XfsRebuild:
+    # the same plan made again (as ``execute`` does, to see nothing changed) must name the
+    # same UUIDs: derived from the cluster, the OSD's old uuid and the new device (the old
+    # uuid changes with the replacement, so a next replacement gets new ones)
+    seed = f"{fsid}/osd.{osd.id}/{osd.uuid}/{device}"
+    fs_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"stordoc:xfs:{seed}"))
+    osd_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"stordoc:osd:{seed}"))
+    v = {**values, "data_dir": dg.data_dir, "fs_uuid": fs_uuid, "osd_uuid": osd_uuid}
+
+    def fill(name: str) -> list[str]:
+        return fill_template(getattr(ht, name), v, f"host {ht.name} {name}")
+
+    mkfs_xfs = fill("osd_mkfs_xfs")
+    if any(a in ("-f", "--force") for a in mkfs_xfs):
+        raise Refused(f"host {ht.name} osd_mkfs_xfs forces mkfs.xfs (-f): it could overwrite "
+                      "a filesystem; leave -f out")
+    d.warnings += fstab_change(dg, ht.fstab_path, ht.name, fs_uuid)
+    d.params.update(fs_uuid=fs_uuid, osd_uuid=osd_uuid, layout="xfs")
+    return XfsRebuild(fs_uuid, osd_uuid, mkfs_xfs, fill("osd_mount_xfs"),
+                      fill("osd_keyring_new"), fill("osd_keyring_print"), fill("osd_mkfs"),
+                      fill("osd_chown"))
+
+
 @register
 class OsdReplaceDisk(Runbook):
     option_keys = ("device", "planned")
     info = RunbookInfo(
         "osd-replace-disk",
         "Replace an OSD's disk keeping its id: out, wait until safe-to-destroy, stop, "
-        "destroy, prepare the new device (ceph-volume raw/lvm) with the same id, start, in.",
+        "destroy, prepare the new device with the same id (ceph-volume raw/lvm, or XFS + "
+        "ceph-osd --mkfs for a ceph-disk style OSD), start, in.",
         (), destructive=True, target_kind="osd",
         target_help="osd.N -o device=/dev/NEW [-o planned=yes]")
     needs_host_facts = True
@@ -220,21 +321,10 @@ class OsdReplaceDisk(Runbook):
         ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd_id}")
         dg = _diagnose(d, snap, ceph, osd, ht, facts)
         flavour = dg.flavour
-        if flavour is Flavour.XFS:
-            # ceph-disk is gone: its OSD comes back as a ceph-volume raw one, whose tmpfs
-            # data dir ceph-volume makes at /var/lib/ceph/osd/CLUSTER-ID
-            cv_dir = f"/var/lib/ceph/osd/{d.ctx.target.ceph_cluster_name}-{osd_id}"
-            if dg.data_dir.rstrip("/") != cv_dir:
-                raise Refused(f"osd.{osd_id} on {ht.name} is a ceph-disk style XFS OSD whose "
-                              f"data dir {dg.data_dir} is not where ceph-volume makes one "
-                              f"({cv_dir}): redeploy it by hand")
-            if dg.fstab_active:
-                d.warnings.append(f"the fstab line for {dg.data_dir} on {ht.name} mounts the "
-                                  "old XFS partition at boot: remove it (the new OSD is "
-                                  "ceph-volume raw, its tmpfs is made at activation)")
-        elif flavour not in (Flavour.RAW, Flavour.LVM):
+        if flavour not in (Flavour.RAW, Flavour.LVM, Flavour.XFS):
             raise Refused(f"osd.{osd_id} on {ht.name} is deployed as {flavour.value}: "
-                          "osd-replace-disk handles ceph-volume raw and lvm OSDs")
+                          "osd-replace-disk handles ceph-volume raw and lvm OSDs and "
+                          "ceph-disk style XFS OSDs")
         planned = str(d.options.get("planned", "")).strip().lower() in YES
         why = failing_evidence(snap, osd, dg)
         if not why and not planned:
@@ -251,18 +341,23 @@ class OsdReplaceDisk(Runbook):
         conf = d.ctx.target.ceph.conf if d.ctx.target.ceph else ""
         values = {"id": osd_id, "conf": conf, "cluster": d.ctx.target.ceph_cluster_name,
                   "device": device}
-        if flavour is Flavour.LVM:
+        xfs: XfsRebuild | None = None
+        if flavour is Flavour.XFS:
+            xfs = xfs_rebuild(d, ht, osd, ceph.fsid, device, dg, values)
+            prep: list[str] = []
+        elif flavour is Flavour.LVM:
             prep = fill_template(ht.osd_create_lvm, values, f"host {ht.name} osd_create_lvm")
-        else:  # raw, and a ceph-disk XFS OSD redeployed as raw
+        else:
             prep = fill_template(ht.osd_prepare_raw, values, f"host {ht.name} osd_prepare_raw")
         if not listed:
             d.remote(f"check that {device} on {ht.name} is an unused disk", ht.name,
                      f"lsblk -J -b -o PATH,TYPE,SIZE,MOUNTPOINT {device}; blkid -p {device}",
                      unused_device_step(ht.name, device))
-        self._steps(d, ceph, osd, ht, dg, device, prep, flavour)
+        self._steps(d, ceph, osd, ht, dg, device, prep, flavour, xfs)
 
     def _steps(self, d: Draft, ceph: CephState, osd: OsdState, ht: HostTarget,
-               dg: OsdDiagnosis, device: str, prep: list[str], flavour: Flavour) -> None:
+               dg: OsdDiagnosis, device: str, prep: list[str], flavour: Flavour,
+               xfs: XfsRebuild | None = None) -> None:
         i = osd.id
         timeout = max(d.ctx.step_timeout_s, 600.0)  # data moves off the OSD
         if osd.destroyed:
@@ -291,10 +386,12 @@ class OsdReplaceDisk(Runbook):
                    None, None)
         if dg.mount is not None:
             d.host(f"unmount the old data dir {dg.data_dir}", ht.name, ["umount", dg.data_dir])
-        what = "create (prepare and activate)" if flavour is Flavour.LVM else "prepare"
-        kind = Flavour.LVM.value if flavour is Flavour.LVM else Flavour.RAW.value
-        d.host(f"{what} {device} as osd.{i} ({kind})", ht.name, prep,
-               timeout_s=max(d.ctx.step_timeout_s, 300.0))
+        if xfs is not None:
+            xfs.add_steps(d, ht.name, i, device, dg.data_dir)
+        else:
+            what = "create (prepare and activate)" if flavour is Flavour.LVM else "prepare"
+            d.host(f"{what} {device} as osd.{i} ({flavour.value})", ht.name, prep,
+                   timeout_s=max(d.ctx.step_timeout_s, 300.0))
         d.host(f"start the osd.{i} daemon", ht.name, _start_argv(d, ht, i))
         d.wait(f"wait until osd.{i} is up", f"ceph osd dump: wait until osd.{i} is up",
                osd_up_probe(i), interval_s=UP_POLL_S, timeout_s=max(d.ctx.step_timeout_s,

@@ -126,7 +126,8 @@ class CephClient:
             _safe_shutdown(self._rados)
         self._rados = None
 
-    def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any]) -> tuple[bytes, str]:
+    def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
+              inbuf: bytes = b"") -> tuple[bytes, str]:
         """One command: (output buffer, status text); raises CephCommandError."""
         if self._rados is None:
             raise CephUnreachable("not connected")
@@ -139,7 +140,7 @@ class CephClient:
         call = self._rados.mgr_command if to_mgr else self._rados.mon_command
 
         def run() -> tuple[int, bytes, str]:
-            rc, out, outs = call(cmd, b"", timeout=secs)
+            rc, out, outs = call(cmd, inbuf, timeout=secs)
             return int(rc), out, outs
 
         try:
@@ -171,6 +172,18 @@ class CephClient:
     def mgr(self, prefix: str, **args: Any) -> Any:
         """A manager command (``pg ...``, ``osd df``); same contract as :meth:`mon`."""
         return self._cmd(True, prefix, args)
+
+    def mon_input(self, prefix: str, inbuf: bytes, **args: Any) -> Any:
+        """A monitor command that reads an input buffer (``osd new`` with its secrets, the
+        ``-i FILE`` of the ceph CLI); same contract as :meth:`mon`."""
+        out, _ = self._call(False, prefix, args, inbuf)
+        text = out.decode(errors="replace")
+        if not text.strip():
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text.strip()
 
     def mon_bytes(self, prefix: str, **args: Any) -> tuple[bytes, str]:
         """A monitor command whose answer is binary (``osd getmap``): the output buffer

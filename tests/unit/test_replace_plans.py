@@ -63,37 +63,101 @@ def test_osd_replace_refusals(release: str) -> None:
     own = replay(release, "healthy").outcome.snapshot.hosts["node4"].osd_data[3].block
     for target, options, why in (
             ("osd.9", {"device": NEW}, "osd.9 does not exist in the osdmap"),
-            ("osd.3", {"device": own, "planned": "yes"}, "the device osd.3 uses now"),
-            ("osd.0", {"device": NEW, "planned": "yes"}, "ceph-disk style XFS OSD whose data dir")):
+            ("osd.3", {"device": own, "planned": "yes"}, "the device osd.3 uses now")):
         with pytest.raises(Refused, match=why):
             plan_on(release, "healthy", "osd-replace-disk", target, options)
 
 
-def test_osd_replace_of_a_ceph_disk_xfs_osd_at_the_standard_path(release: str) -> None:
-    """Where ceph-volume makes its data dir (/var/lib/ceph/osd/ceph-N), a ceph-disk XFS
-    OSD comes back as a ceph-volume raw one: unmount the XFS partition, prepare raw, and
-    say that its fstab line must go. (The lab keeps its XFS OSDs elsewhere: refused.)"""
+def test_osd_replace_of_a_ceph_disk_xfs_osd_stays_xfs(release: str) -> None:
+    """osd.0 (the lab's xfs layout): rebuilt as an XFS OSD at the same data dir, keeping
+    its id: mkfs.xfs never forced, with the plan's UUID; mount; a new key; osd new under
+    the same id; ceph-osd --mkfs; the exact fstab line to change said, not edited."""
     snap = replay(release, "healthy").outcome.snapshot
-    n1 = snap.hosts["node1"]
-    old = n1.osd_data[0].path
-    std = "/var/lib/ceph/osd/ceph-0"
-
-    def moved(p: str) -> str:
-        return std if p == old else p
-
-    n1 = dataclasses.replace(
-        n1, osd_data={**n1.osd_data, 0: dataclasses.replace(n1.osd_data[0], path=std)},
-        mounts=tuple(dataclasses.replace(m, target=moved(m.target)) for m in n1.mounts),
-        fstab=tuple(dataclasses.replace(f, mountpoint=moved(f.mountpoint))
-                    for f in n1.fstab))
-    snap = dataclasses.replace(snap, hosts={**snap.hosts, "node1": n1})
+    data_dir = snap.hosts["node1"].osd_data[0].path
     p = plan_on(release, "healthy", "osd-replace-disk", "osd.0",
-                {"device": NEW, "planned": "yes"}, snap=snap)
+                {"device": NEW, "planned": "yes"})
+    fs_uuid, osd_uuid = p.params["fs_uuid"], p.params["osd_uuid"]
+    assert p.params["layout"] == "xfs" and fs_uuid != osd_uuid
     cmds = [s.command for s in p.steps]
-    umount = cmds.index(f"umount {std}")
-    prep = next(i for i, c in enumerate(cmds) if "raw prepare" in c and "--osd-id 0" in c)
-    assert cmds.index("ceph osd destroy osd.0 --yes-i-really-mean-it") < umount < prep
-    assert any(f"the fstab line for {std}" in w for w in p.warnings)
+    order = [cmds.index("ceph osd destroy osd.0 --yes-i-really-mean-it"),
+             cmds.index(f"umount {data_dir}"),
+             cmds.index(f"mkfs.xfs -q -m uuid={fs_uuid} {NEW}"),
+             cmds.index(f"mount -t xfs -o noatime {NEW} {data_dir}"),
+             next(i for i, c in enumerate(cmds) if c.startswith("ceph-authtool --create-keyring "
+                                                               f"{data_dir}/keyring --gen-key")),
+             next(i for i, c in enumerate(cmds) if f"ceph osd new {osd_uuid} 0" in c),
+             next(i for i, c in enumerate(cmds) if "--mkfs --osd-uuid " + str(osd_uuid) in c
+                  and " -i 0 " in c),
+             cmds.index(f"chown -R ceph:ceph {data_dir}"),
+             next(i for i, s in enumerate(p.steps) if s.title == "start the osd.0 daemon"),
+             cmds.index("ceph osd in 0")]
+    assert order == sorted(order)
+    assert not any("-f" in c.split() for c in cmds if c.startswith("mkfs"))
+    assert not any("raw prepare" in c or "lvm create" in c for c in cmds)
+    fstab = [w for w in p.warnings if w.startswith(f"the fstab line for {data_dir}")]
+    assert len(fstab) == 1 and f"`UUID={fs_uuid} {data_dir} xfs noatime 0 0`" in fstab[0]
+    # the same plan made again (execute does) names the same UUIDs
+    again = plan_on(release, "healthy", "osd-replace-disk", "osd.0",
+                    {"device": NEW, "planned": "yes"})
+    assert [s.command for s in again.steps] == cmds
+
+
+def test_osd_replace_xfs_refuses_a_device_with_a_filesystem(release: str) -> None:
+    """No mkfs.xfs -f: a new device that holds a filesystem is in use, and a host template
+    that forces mkfs.xfs is refused by the settings and by the plan."""
+    from storage.model import BlockDevice
+    from stordoc.settings_clusters import HostSettings
+
+    rp = replay(release, "healthy")
+    snap = rp.outcome.snapshot
+    n1 = snap.hosts["node1"]
+    dev = BlockDevice(path=NEW, type="disk", size=10 * 2**30, fstype="xfs", uuid="u",
+                      mountpoint=None)
+    used = dataclasses.replace(snap, hosts={**snap.hosts, "node1": dataclasses.replace(
+        n1, block_devices=(*n1.block_devices, dev))})
+    with pytest.raises(Refused, match=f"{NEW} on node1 is in use: it holds xfs"):
+        plan_on(release, "healthy", "osd-replace-disk", "osd.0",
+                {"device": NEW, "planned": "yes"}, snap=used)
+    with pytest.raises(ValueError, match="-f would overwrite"):
+        HostSettings(name="n", address="127.0.0.2",
+                     osd_mkfs_xfs=["mkfs.xfs", "-f", "{device}"])
+    forced = dataclasses.replace(rp.target, hosts=tuple(
+        dataclasses.replace(h, osd_mkfs_xfs=("mkfs.xfs", "-f", "{device}"))
+        for h in rp.target.hosts))
+    ctx = RunContext("lab", forced, Journal(":memory:"), rp.thresholds, user="tester")
+    with pytest.raises(Refused, match="forces mkfs.xfs"):
+        plan_from_snapshot(ctx, snap, "osd-replace-disk", "osd.0",
+                           {"device": NEW, "planned": "yes"})
+
+
+def test_osd_replace_of_an_lvm_osd(release: str) -> None:
+    """ceph-volume lvm cannot run on the lab's kernel (no device-mapper): its plan is
+    tested here only. osd.3 made to look like an LVM OSD (its block an LV with the
+    ceph.osd_id tag): ``ceph-volume lvm create --osd-id 3`` after destroy, before start."""
+    from storage.model import LvmVolume
+
+    snap = replay(release, "healthy").outcome.snapshot
+    n4 = snap.hosts["node4"]
+    lv = "/dev/ceph-0b1c/osd-block-3"
+    assert snap.ceph is not None
+    osd3 = snap.ceph.osd(3)
+    assert osd3 is not None
+    vol = LvmVolume(lv_path=lv, vg_name="ceph-0b1c", lv_name="osd-block-3", osd_id=3,
+                    osd_fsid=osd3.uuid, cluster_fsid=snap.ceph.fsid, devices=("/dev/sdc",))
+    n4 = dataclasses.replace(
+        n4, osd_data={**n4.osd_data, 3: dataclasses.replace(n4.osd_data[3], block=lv)},
+        lvm_volumes=(*n4.lvm_volumes, vol))
+    lvm = dataclasses.replace(snap, hosts={**snap.hosts, "node4": n4})
+    p = plan_on(release, "healthy", "osd-replace-disk", "osd.3",
+                {"device": NEW, "planned": "yes"}, snap=lvm)
+    cmds = [s.command for s in p.steps]
+    create = cmds.index(f"ceph-volume --cluster ceph lvm create --bluestore --data {NEW} "
+                        "--osd-id 3 --no-systemd")
+    assert p.steps[create].title == f"create (prepare and activate) {NEW} as osd.3 " \
+        "(ceph-volume lvm)"
+    start = next(i for i, s in enumerate(p.steps) if s.title == "start the osd.3 daemon")
+    assert cmds.index("ceph osd destroy osd.3 --yes-i-really-mean-it") < create < start
+    assert not any("raw prepare" in c or c.startswith("mkfs") for c in cmds)
 
 
 def test_osd_replace_device_in_use_and_malformed(release: str) -> None:
