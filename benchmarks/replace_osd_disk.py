@@ -1,8 +1,10 @@
 """Goal (issue #28): a lab OSD disk replaced end to end in at most 3 minutes, with every
 object written before still readable afterwards (read back and compared).
 
-One cycle on a running lab (the ``mixed`` or ``raw`` layout: an OSD deployed by
-ceph-volume raw):
+One cycle per layout on a running lab: ``--layout raw`` replaces an OSD deployed by
+ceph-volume raw (default osd.3 of the ``mixed`` layout), ``--layout xfs`` a ceph-disk style
+XFS OSD (default osd.0: rebuilt as XFS at the same data dir), ``--layout both`` one of
+each, one after the other, and prints both figures:
   1. write ``--objects`` objects of ``--size`` bytes of random data to pool ``rbd``
      (names ``replace-bench-N``), keep their SHA-256 (not timed);
   2. attach a spare disk beside the OSD (``lab.replace.attach_spare``, not timed);
@@ -10,11 +12,13 @@ ceph-volume raw):
      (out, safe-to-destroy, stop, destroy, prepare, start, in, verify): timed, per step;
   4. wait until the PGs are active+clean on the current map (timed: "until clean");
   5. read every object back and compare its SHA-256; the objects are then removed and
-     the lab adopts the spare as the OSD's disk (``lab.replace.adopt_spare``).
+     the lab adopts the spare as the OSD's disk (``lab.replace.adopt_spare`` or
+     ``adopt_xfs_spare``).
 Prints one line per step, the total, and ``objects intact: K/N``.
 
 Usage: /work/main/.venv/bin/python benchmarks/replace_osd_disk.py \
-           --dir /var/tmp/stordoc-lab-replace --osd 3 [--objects 200 --size 65536]
+           --dir /var/tmp/stordoc-lab-replace [--layout raw|xfs|both] [--osd N]
+           [--objects 200 --size 65536]
 
 Measured (2026-11-27, Pacific lab, mixed layout, osd.3 raw, 200 objects of 64 KiB, 2 cores
 shared with other helpers' labs): runbook 17.0 s (safe-to-destroy 4.0, prepare 3.9, start
@@ -34,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import Lab  # noqa: E402
-from lab.replace import adopt_spare, attach_spare  # noqa: E402
+from lab.replace import adopt_spare, adopt_xfs_spare, attach_spare  # noqa: E402
 from runbooks.api import RunEvent, execute, plan  # noqa: E402
 from stordoc.env import Env  # noqa: E402
 from stordoc.settings import load_settings  # noqa: E402
@@ -71,23 +75,16 @@ def read_back(lab: Lab, sums: dict[str, str], size: int, remove: bool) -> int:
     return ok
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--port-base", type=int, default=None)
-    ap.add_argument("--osd", type=int, default=3)
-    ap.add_argument("--objects", type=int, default=200)
-    ap.add_argument("--size", type=int, default=65536)
-    args = ap.parse_args()
-    lab = Lab(args.dir, args.port_base) if args.port_base else Lab(args.dir)
-    env = Env(load_settings(str(lab.config_path)))
-    sums = write_objects(lab, args.objects, args.size)
-    spare = attach_spare(lab, args.osd)
+def cycle(lab: Lab, env: Env, osd: int, objects: int, size: int) -> tuple[float, bool]:
+    """One replacement of ``osd``'s disk: prints its figures; (total seconds, intact)."""
+    kind = lab.kinds[osd]
+    print(f"== osd.{osd} ({kind} layout)")
+    sums = write_objects(lab, objects, size)
+    spare = attach_spare(lab, osd)
     ctx = env.run_context("lab", source="bench")
     ctx.verify_timeout_s = 180
     t0 = time.monotonic()
-    p = plan(ctx, "osd-replace-disk", f"osd.{args.osd}",
-             {"device": spare, "planned": "yes"})
+    p = plan(ctx, "osd-replace-disk", f"osd.{osd}", {"device": spare, "planned": "yes"})
     t_plan = time.monotonic()
     marks: list[tuple[str, float]] = []
 
@@ -99,13 +96,16 @@ def main() -> int:
     t_run = time.monotonic()
     if res.outcome != "success":
         print(f"replacement failed: {res.message}")
-        return 1
+        return t_run - t0, False
     deadline = time.monotonic() + 600
     while not lab.ceph_cluster.pgs_settled() and time.monotonic() < deadline:
         time.sleep(1)
     t_clean = time.monotonic()
-    intact = read_back(lab, sums, args.size, remove=True)
-    adopt_spare(lab, args.osd)
+    intact = read_back(lab, sums, size, remove=True)
+    if kind == "xfs":
+        adopt_xfs_spare(lab, osd, str(p.params["osd_uuid"]))
+    else:
+        adopt_spare(lab, osd)
     print(f"plan: {t_plan - t0:.1f} s")
     last = t_plan
     for title, t in marks:
@@ -116,7 +116,38 @@ def main() -> int:
     total = t_clean - t0
     print(f"total end to end: {total:.1f} s (goal <= 180 s: {'met' if total <= 180 else 'MISSED'})")
     print(f"objects intact: {intact}/{len(sums)}")
-    return 0 if intact == len(sums) else 1
+    return total, intact == len(sums)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--port-base", type=int, default=None)
+    ap.add_argument("--layout", choices=("raw", "xfs", "both"), default="raw")
+    ap.add_argument("--osd", type=int, default=None,
+                    help="the OSD to replace (default: the lab's first OSD of the layout)")
+    ap.add_argument("--objects", type=int, default=200)
+    ap.add_argument("--size", type=int, default=65536)
+    args = ap.parse_args()
+    lab = Lab(args.dir, args.port_base) if args.port_base else Lab(args.dir)
+    env = Env(load_settings(str(lab.config_path)))
+    layouts = ("raw", "xfs") if args.layout == "both" else (args.layout,)
+    figures: list[tuple[str, int, float, bool]] = []
+    for layout in layouts:
+        osd = args.osd if args.osd is not None and args.layout != "both" else next(
+            (i for i, k in enumerate(lab.kinds) if k == layout), None)
+        if osd is None or lab.kinds[osd] != layout:
+            print(f"this lab has no {layout} OSD{'' if osd is None else f' osd.{osd}'} "
+                  f"(layouts: {', '.join(lab.kinds)})", file=sys.stderr)
+            return 64
+        total, ok = cycle(lab, env, osd, args.objects, args.size)
+        figures.append((layout, osd, total, ok))
+    if len(figures) > 1:
+        print("== both")
+        for layout, osd, total, ok in figures:
+            print(f"{layout:4} osd.{osd}: {total:.1f} s end to end, objects "
+                  f"{'intact' if ok else 'NOT intact'}")
+    return 0 if all(ok for *_, ok in figures) else 1
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,6 +114,25 @@ def destroy_op(osd_id: int) -> Probe:
         return True, f"destroyed osd.{osd_id}"
 
     return op
+
+
+def process_gone_step(host: str, pid: int, wait_s: float = 90.0) -> Probe:
+    """A stopped ceph-osd is marked down before it has closed its files: its data dir
+    cannot be unmounted ("target is busy") until the process has exited."""
+
+    def fn(env: StepEnv) -> tuple[bool, str]:
+        deadline = time.monotonic() + wait_s
+        while True:
+            r = env.runner.run(host, ["ps", "-o", "pid=", "-p", str(pid)], timeout_s=30)
+            if r.rc == 1 and not r.stdout.strip():
+                return True, f"process {pid} on {host} has exited"
+            if r.rc not in (0, 1):
+                return False, f"ps -p {pid} on {host}: {r.stderr.strip() or r.rc}"
+            if time.monotonic() > deadline:
+                return False, f"process {pid} on {host} still runs after {wait_s:.0f} s"
+            time.sleep(0.5)
+
+    return fn
 
 
 def osd_down_probe(osd_id: int) -> Probe:
@@ -378,6 +398,10 @@ class OsdReplaceDisk(Runbook):
                     "conf": d.ctx.target.ceph.conf if d.ctx.target.ceph else ""},
                     f"host {ht.name} osd_stop")
                 d.host(f"stop the osd.{i} daemon", ht.name, stop)
+                if dg.pid is not None:
+                    d.remote(f"wait until the osd.{i} process ({dg.pid}) has exited", ht.name,
+                             f"ps -o pid= -p {dg.pid}: until it lists nothing",
+                             process_gone_step(ht.name, dg.pid), timeout_s=120.0)
             if osd.up:
                 d.wait(f"wait until osd.{i} is down", f"ceph osd dump: wait until osd.{i} "
                        "is down", osd_down_probe(i), interval_s=UP_POLL_S)

@@ -93,6 +93,10 @@ def test_osd_replace_of_a_ceph_disk_xfs_osd_stays_xfs(release: str) -> None:
              cmds.index("ceph osd in 0")]
     assert order == sorted(order)
     assert not any("-f" in c.split() for c in cmds if c.startswith("mkfs"))
+    # a killed ceph-osd is marked down before it closes its files: unmount after it exited
+    titles = [s.title for s in p.steps]
+    gone = next(i for i, t in enumerate(titles) if t.startswith("wait until the osd.0 process"))
+    assert titles.index("stop the osd.0 daemon") < gone < cmds.index(f"umount {data_dir}")
     assert not any("raw prepare" in c or "lvm create" in c for c in cmds)
     fstab = [w for w in p.warnings if w.startswith(f"the fstab line for {data_dir}")]
     assert len(fstab) == 1 and f"`UUID={fs_uuid} {data_dir} xfs noatime 0 0`" in fstab[0]
@@ -289,3 +293,25 @@ def test_a_disk_finding_makes_a_healthy_looking_osd_failing(release: str) -> Non
         return [SimpleNamespace(code="DEVICE_FAILING", entity="osd.3")]
 
     assert failing_evidence(snap, osd, dg, smart_says_failing) == ["DEVICE_FAILING osd.3"]
+
+
+def test_process_gone_step_polls_until_the_pid_is_gone(release: str) -> None:
+    from types import SimpleNamespace
+
+    from runbooks.replace_osd import process_gone_step
+
+    answers = [(0, "  4242\n"), (0, "  4242\n"), (1, "")]
+    calls: list[list[str]] = []
+
+    def run(host: str, argv: list[str], timeout_s: float) -> SimpleNamespace:
+        calls.append(argv)
+        rc, out = answers.pop(0)
+        return SimpleNamespace(rc=rc, stdout=out, stderr="")
+
+    env = SimpleNamespace(runner=SimpleNamespace(run=run))
+    ok, msg = process_gone_step("node1", 4242)(env)  # type: ignore[arg-type]
+    assert ok and msg == "process 4242 on node1 has exited" and len(calls) == 3
+    assert calls[0] == ["ps", "-o", "pid=", "-p", "4242"]
+    answers[:] = [(0, " 4242\n")] * 5
+    ok, msg = process_gone_step("node1", 4242, wait_s=0.0)(env)  # type: ignore[arg-type]
+    assert not ok and "still runs" in msg
