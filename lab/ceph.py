@@ -242,6 +242,21 @@ keyring = {p(lab.admin_keyring)}
         lab.write_state(**{f"osd{i}_uuid": osd_uuid})
         self.start_osd(i)
 
+    def replace_xfs_templates(self) -> str:
+        """The host templates (TOML lines) that rebuild an xfs OSD on a new disk as
+        ``_create_osd`` built it (runbook osd-replace-disk): the lab's programs and
+        ceph.conf; BlueStore's block a file inside the XFS (the spare disk is
+        OSD_BLOCK_BYTES: the file leaves room for XFS itself)."""
+        conf = self._p(self.lab.conf)
+        t = {"osd_keyring_new": self._argv("ceph-authtool", "--create-keyring",
+                                           "{data_dir}/keyring", "--gen-key", "-n", "osd.{id}"),
+             "osd_keyring_print": self._argv("ceph-authtool", "{data_dir}/keyring", "-p", "-n",
+                                             "osd.{id}"),
+             "osd_mkfs": self._argv("ceph-osd", "-c", conf, "-i", "{id}", "--mkfs",
+                                    "--osd-uuid", "{osd_uuid}", "--bluestore-block-size",
+                                    str(OSD_BLOCK_BYTES - 1024**3))}
+        return "".join(f"{k} = {json.dumps(v)}\n" for k, v in t.items())
+
     def ceph_volume_argv(self, *args: str) -> list[str]:
         """``ceph-volume`` on this lab: its config by ``CEPH_CONF``, its own cluster name."""
         return self._argv("env", f"CEPH_CONF={self._p(self.lab.conf)}", "ceph-volume",

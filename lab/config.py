@@ -28,6 +28,9 @@ def _hosts(lab: Lab) -> str:
                  f"swift_ring_dirs = {ring_dirs}\n") if n <= 3 else ""
         activate = lab.ceph_cluster.ceph_volume_argv(
             "raw", "activate", "--device", "{device}", "--no-systemd")
+        prepare = lab.ceph_cluster.ceph_volume_argv(
+            "raw", "prepare", "--bluestore", "--data", "{device}", "--osd-id", "{id}")
+        xfs_osd = lab.ceph_cluster.replace_xfs_templates()
         hosts += f"""
 [[clusters.lab.hosts]]
 name = "node{n}"
@@ -41,7 +44,9 @@ osd_start = {json.dumps(lab.ceph_cluster.osd_start_argv())}
 osd_data_dir = "{data_dir}"
 osd_pid_file = "{lab.run_dir}/ceph-osd.{{id}}.pid"
 osd_activate_raw = {json.dumps(activate)}
-{swift}swift_server_start = {json.dumps([str(lab.swift_start_script), "{server}"])}
+osd_prepare_raw = {json.dumps(prepare)}
+osd_stop = ["kill", "{{pid}}"]
+{xfs_osd}{swift}swift_server_start = {json.dumps([str(lab.swift_start_script), "{server}"])}
 swift_replicator_start = {json.dumps([str(lab.replicator_start_script), "{server}"])}
 fstab_path = "{lab.base / 'hosts' / f'node{n}.fstab'}"
 """

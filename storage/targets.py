@@ -45,6 +45,28 @@ class HostTarget:
                                          "activate", "--no-systemd", "{id}", "{osd_fsid}")
     # cephadm: the unit's container activates and runs the OSD in one go
     osd_start_cephadm: tuple[str, ...] = ("systemctl", "start", "ceph-{fsid}@osd.{id}")
+    # disk replacement (runbook osd-replace-disk): stop a running OSD ({pid} is the pid the
+    # host reported), prepare a new device under a destroyed id, per deployment flavour
+    osd_stop: tuple[str, ...] = ("systemctl", "stop", "ceph-osd@{id}")
+    osd_prepare_raw: tuple[str, ...] = ("ceph-volume", "--cluster", "{cluster}", "raw",
+                                        "prepare", "--bluestore", "--data", "{device}",
+                                        "--osd-id", "{id}")
+    osd_create_lvm: tuple[str, ...] = ("ceph-volume", "--cluster", "{cluster}", "lvm",
+                                       "create", "--bluestore", "--data", "{device}",
+                                       "--osd-id", "{id}", "--no-systemd")
+    # a ceph-disk style XFS OSD rebuilt on a new disk (same id, same data dir): formatted
+    # with {id}, {conf}, {cluster}, {device}, {data_dir}, {fs_uuid}, {osd_uuid}. No -f:
+    # mkfs.xfs itself refuses a device that holds a filesystem
+    osd_mkfs_xfs: tuple[str, ...] = ("mkfs.xfs", "-q", "-m", "uuid={fs_uuid}", "{device}")
+    osd_mount_xfs: tuple[str, ...] = ("mount", "-t", "xfs", "-o", "noatime", "{device}",
+                                      "{data_dir}")
+    osd_keyring_new: tuple[str, ...] = ("ceph-authtool", "--create-keyring",
+                                        "{data_dir}/keyring", "--gen-key", "-n", "osd.{id}")
+    osd_keyring_print: tuple[str, ...] = ("ceph-authtool", "{data_dir}/keyring", "-p", "-n",
+                                          "osd.{id}")
+    osd_mkfs: tuple[str, ...] = ("ceph-osd", "--cluster", "{cluster}", "-i", "{id}", "--mkfs",
+                                 "--osd-uuid", "{osd_uuid}")
+    osd_chown: tuple[str, ...] = ("chown", "-R", "ceph:ceph", "{data_dir}")
     swift_devices_dir: str | None = None  # "/srv/node"
     # argv template, formatted with {server} (object, container or account)
     swift_server_start: tuple[str, ...] = ("systemctl", "start", "swift-{server}")

@@ -45,6 +45,10 @@ def check_template(template: str, fields: frozenset[str]) -> str:
 OSD_START_FIELDS = frozenset({"id", "conf", "cluster"})
 OSD_PATH_FIELDS = frozenset({"id", "cluster", "fsid"})
 OSD_ACTIVATE_FIELDS = frozenset({"id", "conf", "cluster", "device", "osd_fsid", "fsid"})
+OSD_STOP_FIELDS = frozenset({"id", "conf", "cluster", "pid"})
+OSD_PREPARE_FIELDS = frozenset({"id", "conf", "cluster", "device"})
+OSD_XFS_FIELDS = frozenset({"id", "conf", "cluster", "device", "data_dir", "fs_uuid",
+                            "osd_uuid"})
 
 
 class Secret(StrictModel):
@@ -111,6 +115,22 @@ class HostSettings(StrictModel):
     osd_activate_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "activate",
                                    "--no-systemd", "{id}", "{osd_fsid}"]
     osd_start_cephadm: list[str] = ["systemctl", "start", "ceph-{fsid}@osd.{id}"]
+    osd_stop: list[str] = ["systemctl", "stop", "ceph-osd@{id}"]
+    osd_prepare_raw: list[str] = ["ceph-volume", "--cluster", "{cluster}", "raw", "prepare",
+                                  "--bluestore", "--data", "{device}", "--osd-id", "{id}"]
+    osd_create_lvm: list[str] = ["ceph-volume", "--cluster", "{cluster}", "lvm", "create",
+                                 "--bluestore", "--data", "{device}", "--osd-id", "{id}",
+                                 "--no-systemd"]
+    osd_mkfs_xfs: list[str] = ["mkfs.xfs", "-q", "-m", "uuid={fs_uuid}", "{device}"]
+    osd_mount_xfs: list[str] = ["mount", "-t", "xfs", "-o", "noatime", "{device}",
+                                "{data_dir}"]
+    osd_keyring_new: list[str] = ["ceph-authtool", "--create-keyring", "{data_dir}/keyring",
+                                  "--gen-key", "-n", "osd.{id}"]
+    osd_keyring_print: list[str] = ["ceph-authtool", "{data_dir}/keyring", "-p", "-n",
+                                    "osd.{id}"]
+    osd_mkfs: list[str] = ["ceph-osd", "--cluster", "{cluster}", "-i", "{id}", "--mkfs",
+                           "--osd-uuid", "{osd_uuid}"]
+    osd_chown: list[str] = ["chown", "-R", "ceph:ceph", "{data_dir}"]
     swift_devices_dir: str | None = None
     swift_server_start: list[str] = ["systemctl", "start", "swift-{server}"]
     swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
@@ -140,6 +160,36 @@ class HostSettings(StrictModel):
             raise ValueError("an empty command")
         for part in v:
             check_template(part, OSD_ACTIVATE_FIELDS)
+        return v
+
+    @field_validator("osd_stop")
+    @classmethod
+    def _stop_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_STOP_FIELDS)
+        return v
+
+    @field_validator("osd_prepare_raw", "osd_create_lvm")
+    @classmethod
+    def _prepare_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_PREPARE_FIELDS)
+        return v
+
+    @field_validator("osd_mkfs_xfs", "osd_mount_xfs", "osd_keyring_new", "osd_keyring_print",
+                     "osd_mkfs", "osd_chown")
+    @classmethod
+    def _xfs_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("an empty command")
+        for part in v:
+            check_template(part, OSD_XFS_FIELDS)
+        if v[0] == "mkfs.xfs" and any(a in ("-f", "--force") for a in v):
+            raise ValueError("mkfs.xfs with -f would overwrite a filesystem: leave it out")
         return v
 
     @field_validator("osd_data_dir", "osd_pid_file")
@@ -219,6 +269,12 @@ class ClusterSettings(StrictModel):
                     osd_activate_raw=tuple(h.osd_activate_raw),
                     osd_activate_lvm=tuple(h.osd_activate_lvm),
                     osd_start_cephadm=tuple(h.osd_start_cephadm),
+                    osd_stop=tuple(h.osd_stop), osd_prepare_raw=tuple(h.osd_prepare_raw),
+                    osd_create_lvm=tuple(h.osd_create_lvm),
+                    osd_mkfs_xfs=tuple(h.osd_mkfs_xfs), osd_mount_xfs=tuple(h.osd_mount_xfs),
+                    osd_keyring_new=tuple(h.osd_keyring_new),
+                    osd_keyring_print=tuple(h.osd_keyring_print), osd_mkfs=tuple(h.osd_mkfs),
+                    osd_chown=tuple(h.osd_chown),
                     swift_server_start=tuple(h.swift_server_start),
                     swift_replicator_start=tuple(h.swift_replicator_start),
                     fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),

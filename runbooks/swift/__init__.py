@@ -13,4 +13,5 @@ from runbooks.swift import servers  # noqa: F401  swift-server-start
 from runbooks.swift import rings  # noqa: F401  swift-ring-rebalance, swift-ring-push
 from runbooks.swift import dispersion  # noqa: F401  swift-dispersion-populate
 from runbooks.swift import replicator  # noqa: F401  swift-replicator-start
+from runbooks.swift import replace  # noqa: F401  swift-replace-drive
 # isort: on

@@ -127,7 +127,7 @@ class CephClient:
         self._rados = None
 
     def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
-              mon: str | None = None) -> tuple[bytes, str]:
+              mon: str | None = None, inbuf: bytes = b"") -> tuple[bytes, str]:
         """One command: (output buffer, status text); raises CephCommandError. ``mon``:
         sent to that monitor by name (``ceph tell mon.a ...``), not to the quorum."""
         if self._rados is None:
@@ -142,9 +142,9 @@ class CephClient:
 
         def run() -> tuple[int, bytes, str]:
             if mon is not None:
-                rc, out, outs = self._rados.mon_command(cmd, b"", timeout=secs, target=mon)
+                rc, out, outs = self._rados.mon_command(cmd, inbuf, timeout=secs, target=mon)
             else:
-                rc, out, outs = call(cmd, b"", timeout=secs)
+                rc, out, outs = call(cmd, inbuf, timeout=secs)
             return int(rc), out, outs
 
         try:
@@ -160,8 +160,8 @@ class CephClient:
                 status)
 
     def _cmd(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
-             mon: str | None = None) -> Any:
-        out, _ = self._call(to_mgr, prefix, args, mon)
+             mon: str | None = None, inbuf: bytes = b"") -> Any:
+        out, _ = self._call(to_mgr, prefix, args, mon, inbuf)
         text = out.decode(errors="replace")
         if not text.strip():
             return None
@@ -181,6 +181,11 @@ class CephClient:
     def mgr(self, prefix: str, **args: Any) -> Any:
         """A manager command (``pg ...``, ``osd df``); same contract as :meth:`mon`."""
         return self._cmd(True, prefix, args)
+
+    def mon_input(self, prefix: str, inbuf: bytes, **args: Any) -> Any:
+        """A monitor command that reads an input buffer (``osd new`` with its secrets, the
+        ``-i FILE`` of the ceph CLI); same contract as :meth:`mon`."""
+        return self._cmd(False, prefix, args, inbuf=inbuf)
 
     def mon_bytes(self, prefix: str, **args: Any) -> tuple[bytes, str]:
         """A monitor command whose answer is binary (``osd getmap``): the output buffer

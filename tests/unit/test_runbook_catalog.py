@@ -9,7 +9,7 @@ from runbooks.api import list_runbooks, runbook_for_code
 ORDER = ["crash-archive", "mgr-failover", "osd-remount", "osd-activate", "osd-start", "osd-in",
          "cache-tier-tune", "pool-pg-num", "swift-device-remount", "swift-server-start",
          "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
-         "swift-replicator-start"]
+         "swift-replicator-start", "osd-replace-disk", "swift-replace-drive"]
 
 
 def test_the_catalog_lists_every_runbook_in_its_order() -> None:

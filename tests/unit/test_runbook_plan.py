@@ -101,7 +101,8 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert names == {"osd-remount", "osd-activate", "osd-start", "osd-in", "cache-tier-tune",
                      "pool-pg-num", "swift-device-remount", "swift-ring-rebalance",
                      "swift-server-start", "swift-ring-push", "swift-dispersion-populate",
-                     "crash-archive", "swift-replicator-start", "mgr-failover"}
+                     "crash-archive", "swift-replicator-start", "mgr-failover", "osd-replace-disk",
+                     "swift-replace-drive"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
