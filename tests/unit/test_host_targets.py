@@ -21,6 +21,7 @@ from runbooks.model import InvalidRequest, Refused
 from runbooks.targets import HOST_QUALIFIED, canonical_target_on, resolve_host
 from storage.journal import Journal
 from storage.targets import ClusterTarget, HostTarget
+from tests.unit.test_replace_plans import NEW, with_builders
 from tests.unit.test_replay import replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,8 @@ def test_device_names_keep_their_case_and_stay_ascii() -> None:
 # every runbook whose target names a host, with a saved fault it plans on
 CASES = {"swift-device-remount": ("swift-device-unmounted", "d2", "node2"),
          "swift-server-start": ("swift-object-server-stopped", "object", "node1"),
-         "swift-replicator-start": ("swift-replication-stalled", "object", "node1")}
+         "swift-replicator-start": ("swift-replication-stalled", "object", "node1"),
+         "swift-replace-drive": ("swift-device-unmounted", "d2", "node2")}
 
 
 def test_every_host_qualified_runbook_is_covered() -> None:
@@ -128,23 +130,26 @@ def test_every_host_qualified_runbook_is_covered() -> None:
 
 @pytest.mark.parametrize("runbook", sorted(CASES))
 def test_every_host_qualified_runbook_plans_locks_and_audits_the_configured_name(
-        runbook: str) -> None:
+        runbook: str, tmp_path: Path) -> None:
     case, left, host = CASES[runbook]
     rp = replay("reef", case)
     ctx = RunContext("lab", rp.target, Journal(":memory:"), rp.thresholds, user="tester")
     ht = rp.target.host(host)
     assert ht is not None
-    base = plan_from_snapshot(ctx, rp.outcome.snapshot, runbook, f"{left}@{host}")
+    snap, opts = rp.outcome.snapshot, None
+    if runbook == "swift-replace-drive":  # builders of its own, and the new drive
+        snap, opts = with_builders(snap, tmp_path, 3), {"device": NEW}
+    base = plan_from_snapshot(ctx, snap, runbook, f"{left}@{host}", opts)
     for spelt in (ht.address, host.upper(), host + ".", f"::ffff:{ht.address}"):
-        p = plan_from_snapshot(ctx, rp.outcome.snapshot, runbook, f"{left}@{spelt}")
+        p = plan_from_snapshot(ctx, snap, runbook, f"{left}@{spelt}", opts)
         assert (p.target, p.locks) == (base.target, base.locks) == (
             f"{left}@{host}", base.locks)
         assert f"{left}@{host}" in p.locks
         assert p.lines() == base.lines() and p.params == base.params  # what is shown
         assert p.params.get("host") == host
     with pytest.raises(InvalidRequest, match=f"did you mean {host}"):
-        plan_from_snapshot(ctx, rp.outcome.snapshot, runbook,
-                           f"{left}@{host.replace('o', chr(0x43e))}")
+        plan_from_snapshot(ctx, snap, runbook, f"{left}@{host.replace('o', chr(0x43e))}",
+                           opts)
 
 
 def test_bot_grammar_keeps_syntax_and_refuses_look_alikes() -> None:
