@@ -20,10 +20,13 @@ Usage: /work/main/.venv/bin/python benchmarks/replace_osd_disk.py \
            --dir /var/tmp/stordoc-lab-replace [--layout raw|xfs|both] [--osd N]
            [--objects 200 --size 65536]
 
-Measured (2026-11-27, Pacific lab, mixed layout, osd.3 raw, 200 objects of 64 KiB, 2 cores
-shared with other helpers' labs): runbook 17.0 s (safe-to-destroy 4.0, prepare 3.9, start
-2.0, up 1.0, verify 1.1), PGs active+clean 4.6 s later: 21.6 s end to end (goal <= 180 s:
-met); objects intact 200/200.
+Measured (2026-11-27, Pacific lab, mixed layout, 200 objects of 64 KiB, 2 cores shared
+with other helpers' labs), ``--layout both``:
+  raw osd.3: runbook 16.5 s (safe-to-destroy 4.0, process exit 2.2, prepare 3.7, start 2.1,
+    up 1.0, verify 0.6), PGs active+clean 4.2 s later: 20.7 s end to end; 200/200 intact;
+  xfs osd.0: runbook 14.8 s (safe-to-destroy 4.0, process exit 2.1, mkfs.xfs+mount+key+
+    osd new 0.4, ceph-osd --mkfs 2.3, start 2.1, up 1.0, verify 0.5), PGs active+clean
+    4.2 s later: 19.0 s end to end; 200/200 intact (goal <= 180 s: met for both).
 """
 
 from __future__ import annotations
