@@ -47,7 +47,11 @@ KEY_RE = re.compile(r"\A[A-Za-z0-9+/]{20,200}={0,2}\Z")
 # or on one of its devices lets the replacement go ahead without ``planned``. Codes not
 # registered (yet) simply never match.
 DISK_FINDING_CODES = ("DEVICE_FAILING", "DEVICE_IO_ERRORS", "FS_READONLY", "FS_SHUTDOWN",
-                      "OSD_DISK_IO_ERRORS")
+                      "FS_WRITE_FAILED", "OSD_DEVICE_IO_ERRORS", "SWIFT_DEVICE_IO_ERRORS")
+
+# Ceph's health codes that say an OSD's disk fails (checks/ceph_codes.py explains them)
+CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMANY",
+                   "OSD_TOO_MANY_REPAIRS", "BLUESTORE_SPURIOUS_READ_ERRORS")
 
 # the hook for other disk evidence: a function of the snapshot and the OSD that returns
 # findings saying its disk fails (by default: the checks of DISK_FINDING_CODES)
@@ -59,11 +63,18 @@ def disk_findings(snap: ClusterSnapshot, osd: OsdState,
     """Disk findings of the checks on this OSD or one of its devices."""
     from checks.engine import run_checks
 
-    report = run_checks(snap, only=DISK_FINDING_CODES, now=snap.taken_at or None)
+    report = run_checks(snap, only=(*DISK_FINDING_CODES, "CEPH_HEALTH"),
+                        now=snap.taken_at or None)
     names = {f"osd.{osd.id}", *devices}
-    return [f for f in report.findings
-            if f.entity in names or f.target in names
-            or any(f.entity.endswith(d) for d in devices)]
+    # Ceph's own word on the disk (OSD_TOO_MANY_REPAIRS, DEVICE_HEALTH...) names the OSDs
+    ceph_says = [f for f in report.findings if f.code == "CEPH_HEALTH"
+                 and f.evidence.get("ceph_code") in CEPH_DISK_CODES
+                 and osd.id in f.evidence.get("osds", ())]
+    # checks/disks.py names the physical disk (``disk /dev/sdb@node2``) and lists the
+    # OSDs on it in its evidence
+    return [f for f in report.findings if f.code != "CEPH_HEALTH" and (
+            f.entity in names or f.target in names or osd.id in f.evidence.get("osds", ())
+            or any(f.entity.endswith(d) for d in devices))] + ceph_says
 
 
 def failing_evidence(snap: ClusterSnapshot, osd: OsdState, dg: OsdDiagnosis | None,

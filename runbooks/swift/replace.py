@@ -236,7 +236,11 @@ class SwiftReplaceDrive(Runbook):
         from runbooks.replace_osd import DISK_FINDING_CODES
 
         report = run_checks(snap, only=DISK_FINDING_CODES, now=snap.taken_at or None)
-        return [f for f in report.findings if target in (f.entity, f.target)]
+        device, _, host = target.partition("@")
+        # checks/disks.py names the physical disk and lists the Swift devices on it
+        return [f for f in report.findings if target in (f.entity, f.target)
+                or (f.evidence.get("host") == host
+                    and device in f.evidence.get("swift_devices", ()))]
 
     def _ring(self, d: Draft, r: RingState, dev_id: int, swift: Any, ignore_mph: bool,
               drainable: bool) -> RingDev:

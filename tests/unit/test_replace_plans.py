@@ -315,3 +315,31 @@ def test_process_gone_step_polls_until_the_pid_is_gone(release: str) -> None:
     answers[:] = [(0, " 4242\n")] * 5
     ok, msg = process_gone_step("node1", 4242, wait_s=0.0)(env)  # type: ignore[arg-type]
     assert not ok and "still runs" in msg
+
+
+def test_the_disk_checks_findings_count_as_failing(release: str, tmp_path: Path) -> None:
+    """The findings checks/disks.py and Ceph's explained codes make, on the lab's real
+    faults, let a replacement go ahead without ``planned``: a shut-down XFS under d2 (the
+    finding names the physical disk and lists d2) and Ceph's OSD_TOO_MANY_REPAIRS on osd.1
+    (after BlueStore's injected read errors)."""
+    from checks.hostdiag import diagnose_osd
+    from runbooks.replace_osd import failing_evidence
+
+    snap = with_builders(replay(release, "swift-device-shutdown").outcome.snapshot,
+                         tmp_path, 3)
+    p = plan_on(release, "swift-device-shutdown", "swift-replace-drive", "d2@node2",
+                {"device": NEW}, snap=snap)
+    assert "FS_SHUTDOWN disk /dev/loop" in str(p.params.get("reason")), p.params
+    with pytest.raises(Refused, match="healthy"):  # the other drive on that host is fine
+        plan_on(release, "swift-device-shutdown", "swift-replace-drive", "d1@node1",
+                {"device": NEW}, snap=snap)
+
+    snap = replay(release, "osd-read-errors").outcome.snapshot
+    assert snap.ceph is not None
+    osd1, osd2 = snap.ceph.osd(1), snap.ceph.osd(2)
+    assert osd1 is not None and osd2 is not None
+    why = failing_evidence(snap, osd1, diagnose_osd(snap.hosts["node2"], osd1,
+                                                   snap.ceph.fsid, snap.taken_at))
+    assert why == ["CEPH_HEALTH ceph OSD_TOO_MANY_REPAIRS"], why
+    assert failing_evidence(snap, osd2, diagnose_osd(snap.hosts["node3"], osd2,
+                                                    snap.ceph.fsid, snap.taken_at)) == []
