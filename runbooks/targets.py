@@ -86,7 +86,32 @@ def canonical_ring(raw: str) -> str:
     return t.lower()
 
 
+_DAEMON_ID_RE = re.compile(r"\A(mon|mgr)\.([A-Za-z0-9][A-Za-z0-9_-]{0,63})\Z", re.ASCII)
+
+
+def canonical_daemon(raw: str) -> str:
+    """``osd.2``, ``mon.a``, ``mgr.x`` (unique in the cluster) or ``NAME@HOST`` for the
+    rest (``swift-object-server@node1``, ``memcached@node1``)."""
+    from storage.model.daemons import daemon_kind
+
+    t = _ascii_printable(raw, "daemon")
+    if t.lower().startswith("osd."):
+        return canonical_osd(t)
+    if _DAEMON_ID_RE.match(t):
+        return t
+    name, sep, host = t.partition("@")
+    try:
+        kind = daemon_kind(name)
+    except ValueError as e:
+        raise InvalidRequest(str(e)) from None
+    if kind in ("mon", "mgr", "osd") or not sep or not HOST_RE.match(host):
+        raise InvalidRequest(f"{t!r} is not a daemon target like osd.2, mon.a or "
+                             "swift-object-server@node1")
+    return f"{name}@{host}"
+
+
 _BY_KIND = {
+    "daemon": canonical_daemon,
     "osd": canonical_osd, "pool": canonical_pool, "cache-pool": canonical_pool,
     "swift-device": canonical_device, "swift-ring": canonical_ring, "host": canonical_host,
     # the bot grammar's short names for the same kinds

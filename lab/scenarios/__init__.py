@@ -17,6 +17,7 @@ from lab.scenarios.ceph import (
     OsdUnmounted,
     PoolFewPgs,
 )
+from lab.scenarios.daemons import OsdCrash, OsdHung
 from lab.scenarios.swift_devices import (
     SwiftDeviceFull,
     SwiftDeviceUnmounted,
@@ -34,7 +35,7 @@ _ALL: tuple[Scenario, ...] = (
     OsdUnmounted(), OsdNotActivated(), CacheTierMisconfigured(), PoolFewPgs(),
     SwiftDeviceUnmounted(), SwiftRingBad(), SwiftServerStopped(), SwiftDeviceFull(),
     SwiftQuarantine(), SwiftAsyncPending(), SwiftReplicationStalled(), SwiftRingStale(),
-    SwiftDispersionMissing(), SwiftReplicationLost(),
+    SwiftDispersionMissing(), SwiftReplicationLost(), OsdCrash(), OsdHung(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)
