@@ -25,7 +25,8 @@ from storage.model import ClusterSnapshot, DaemonFacts, DaemonLife, DaemonStatus
 # StartLimitBurst is 5 in 10 s; Ceph's units allow 3 in 30 min)
 LOOP_STARTS = 3
 LOOP_WINDOW_S = 1800.0
-FRESH_S = 60.0  # a daemon that started less than this ago has not proved it stays up
+FRESH_S = 60.0
+LOOP_LIFE_S = 30.0  # a life that failed sooner than this after its start is part of a loop  # a daemon that started less than this ago has not proved it stays up
 
 _SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
             "Illegal instruction": "SIGILL", "Floating point exception": "SIGFPE"}
@@ -60,18 +61,24 @@ _FAILED_RE = re.compile(r"Caught signal|ceph_assert|FAILED assert|terminate call
 
 
 def _failed_lives(starts: tuple[float, ...], fatal: tuple[str, ...], window_s: float,
-                  now: float) -> int:
-    """How many lives (from one start to the next) within the window ended in a crash or
-    a failed start, by the times of the log's fatal lines."""
-    times = [t for t in (_line_time(ln) for ln in fatal if _FAILED_RE.search(ln))
-             if t is not None]
+                  now: float, life_s: float = LOOP_LIFE_S) -> int:
+    """How many of the latest lives in a row (from one start to the next, the newest
+    first) ended in a crash or a failed start within ``life_s`` of starting: a loop. A
+    life that ran a while, or ended without a failure, ends the count."""
+    times = sorted(t for t in (_line_time(ln) for ln in fatal if _FAILED_RE.search(ln))
+                   if t is not None)
     n = 0
-    for i, t0 in enumerate(starts):
+    for i in range(len(starts) - 1, -1, -1):
+        t0 = starts[i]
         if now and now - t0 > window_s:
-            continue
+            break
         t1 = starts[i + 1] if i + 1 < len(starts) else float("inf")
-        if any(t0 <= t < t1 for t in times):
-            n += 1
+        if not any(t0 <= t < min(t1, t0 + life_s) for t in times):
+            if i == len(starts) - 1 and not any(t0 <= t for t in times) and n == 0 \
+                    and (not now or now - t0 < life_s):
+                continue  # the current life is young and has not failed (yet)
+            break
+        n += 1
     return n
 
 

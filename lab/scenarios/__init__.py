@@ -17,7 +17,7 @@ from lab.scenarios.ceph import (
     OsdUnmounted,
     PoolFewPgs,
 )
-from lab.scenarios.daemons import OsdCrash, OsdHung
+from lab.scenarios.daemons import OsdCrash, OsdHung, OsdRestartLoop
 from lab.scenarios.swift_devices import (
     SwiftDeviceFull,
     SwiftDeviceUnmounted,
@@ -36,6 +36,7 @@ _ALL: tuple[Scenario, ...] = (
     SwiftDeviceUnmounted(), SwiftRingBad(), SwiftServerStopped(), SwiftDeviceFull(),
     SwiftQuarantine(), SwiftAsyncPending(), SwiftReplicationStalled(), SwiftRingStale(),
     SwiftDispersionMissing(), SwiftReplicationLost(), OsdCrash(), OsdHung(),
+    OsdRestartLoop(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)

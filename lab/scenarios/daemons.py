@@ -114,3 +114,70 @@ class OsdHung(Scenario):
              str(lab.log_dir / f"ceph-osd.{osd}.log"))
         lab.wait_pgs_clean(300, step)
         return f"osd.{osd} running and up"
+
+
+# a restart loop needs a supervisor that restarts the daemon when it exits: systemd's
+# Restart=on-failure in production; the lab has no systemd, so a shell loop of its own
+# (``osd-N-loop``, pid in the lab's pids dir) restarts ceph-osd in the foreground with
+# systemd's RestartSec, and the OSD fails at every start: its ``block`` symlink is moved
+# aside, so BlueStore cannot open its device ("osd init failed"). What tells the loop is
+# what tells it without systemd too: the lives in the OSD's log, each ended by a failure.
+LOOP_SCRIPT = r"""
+stop=$1; shift
+while [ ! -e "$stop" ]; do
+  "$@" -f >/dev/null 2>&1
+  sleep 1
+done
+"""
+BLOCK_ASIDE = "block.stordoc-lab-loop"
+
+
+class OsdRestartLoop(Scenario):
+    name = "osd-restart-loop"
+    summary = ("an xfs OSD restarted again and again by a supervisor, failing at each start "
+               "(its block symlink moved aside)")
+    options = (OSD_ANY,)
+    heal_options = (OSD_ANY,)
+
+    @staticmethod
+    def _stopfile(lab: Lab, osd: int) -> Path:
+        return lab.pids / f"osd-{osd}-loop.stop"
+
+    def break_(self, lab: Lab, args: FaultArgs) -> str:
+        osd = args.osd
+        step = f"break osd-restart-loop osd.{osd}"
+        if lab.kinds[osd] != "xfs":
+            raise LabError(step, f"osd.{osd} is a {lab.kinds[osd]} OSD; the loop moves an "
+                           "xfs OSD's block symlink")
+        d = lab.osd_dir(osd)
+        lab.stop(f"osd.{osd}")
+        os.rename(d / "block", d / BLOCK_ASIDE)
+        self._stopfile(lab, osd).unlink(missing_ok=True)
+        log = lab.log_dir / f"ceph-osd.{osd}.log"
+        before = log.read_text(errors="replace").count("osd init failed") \
+            if log.exists() else 0
+        lab.procs.spawn(f"osd-{osd}-loop",
+                        ["sh", "-c", LOOP_SCRIPT, "stordoc-lab-loop",
+                         str(self._stopfile(lab, osd)), *lab.ceph_cluster.osd_start_argv(osd)],
+                        step)
+        wait(lambda: log.read_text(errors="replace").count("osd init failed") >= before + 3,
+             90, step, f"osd.{osd} failing three starts in a row", str(log))
+        wait(lambda: lab.osd_up(osd) is False, 60, step, f"osd.{osd} down")
+        return (f"osd.{osd} restart-looping: a supervisor restarts it every second and each "
+                f"start fails (block symlink moved to {BLOCK_ASIDE})")
+
+    def heal(self, lab: Lab, args: FaultArgs) -> str:
+        osd = args.osd
+        step = f"heal osd-restart-loop osd.{osd}"
+        self._stopfile(lab, osd).touch()
+        lab.stop(f"osd-{osd}-loop")
+        self._stopfile(lab, osd).unlink(missing_ok=True)
+        d = lab.osd_dir(osd)
+        if (d / BLOCK_ASIDE).is_symlink():
+            os.rename(d / BLOCK_ASIDE, d / "block")
+        if lab.pid(f"osd.{osd}") is None:
+            lab.start_osd(osd)
+        wait(lambda: lab.osd_up(osd) is True, 60, step, f"osd.{osd} up",
+             str(lab.log_dir / f"ceph-osd.{osd}.log"))
+        lab.wait_pgs_clean(300, step)
+        return f"osd.{osd} supervisor stopped, block symlink back, started and up"

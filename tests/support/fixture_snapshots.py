@@ -113,8 +113,16 @@ CASES: tuple[Case, ...] = (
          "SWIFT_REPLICATOR_IDLE", "object server 127.0.0.2:<object>", None, 1,
          prepare=("objects",)),
     # faults made by plain commands, not by the lab's scenarios
-    Case("osd-killed", None, {}, "OSD_DAEMON_STOPPED", "osd.2", "stordoc fix osd-start osd.2",
-         2, plain="kill -9 osd.2"),
+    # a daemon's life (checks/daemons.py): killed, crashed with a crash report, hung
+    Case("osd-killed", None, {}, "OSD_DAEMON_CRASHED", "osd.2",
+         "stordoc fix daemon-restart osd.2", 2, plain="kill -9 osd.2"),
+    Case("osd-crash", "osd-crash", {"osd": 2}, "OSD_DAEMON_CRASHED", "osd.2",
+         "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}),
+    Case("osd-hung", "osd-hung", {"osd": 2}, "OSD_DAEMON_HUNG", "osd.2",
+         "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}),
+    # refused by daemon-restart (one more restart will not help): no next step
+    Case("osd-restart-loop", "osd-restart-loop", {"osd": 2}, "OSD_DAEMON_RESTART_LOOP",
+         "osd.2", "", 2, heal_kwargs={"osd": 2}),
     Case("osd-out", None, {}, "OSD_UP_OUT", "osd.2", "stordoc fix osd-in osd.2", 1,
          plain="ceph osd out 2"),
 )

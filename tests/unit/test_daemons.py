@@ -16,6 +16,7 @@ NOW = 1795743000.0  # 2026-11-27T01:30:00Z
 START = ("2026-11-27T01:21:24.494+0000 7f3662e1f1c0  0 ceph version 16.2.15 (618f) "
          "pacific (stable), process ceph-osd, pid {pid}")
 T = "2026-11-27T01:{m:02d}:10.218+0000 7f2c33a461c0 -1 "
+SOON = "2026-11-27T01:{m:02d}:30.000+0000 7f2c33a461c0 -1 "  # 6 s after start(m)
 
 
 def section(*lines: str, probes: str = "", oom: str = "", now: float = NOW):
@@ -87,13 +88,19 @@ def test_hung_is_state_t_or_a_silent_socket(state: str, probe: str, life: Daemon
 
 def test_failed_lives_in_a_row_are_a_loop_and_deploy_starts_are_not() -> None:
     lines = ["pidfile 0", "log 1"]
-    for i, m in enumerate((20, 22, 24)):
-        lines += [start(m, 20 + i),
-                  "fatal " + T.format(m=m + 1) + "** ERROR: osd init failed: (2) No such file"]
+    for i, m in enumerate((20, 22, 24)):  # each fails 6 s after its start
+        lines += [start(m, 20 + i), "fatal " + SOON.format(m=m)
+                  + "** ERROR: osd init failed: (2) No such file"]
     st = judge(section(*lines), "node3")
     assert st.life is DaemonLife.LOOPING
     assert "3 of its last lives ended in a failure" in st.summary
     assert "osd init failed" in st.summary
+    # three crashes, each after a life of a minute or more: no loop, a crash
+    lines = ["pidfile 0", "log 1"]
+    for i, m in enumerate((20, 22, 24)):
+        lines += [start(m, 20 + i),
+                  "fatal " + T.format(m=m + 1) + "*** Caught signal (Aborted) **"]
+    assert judge(section(*lines), "node3").life is DaemonLife.CRASHED
     # three plain starts (mkfs, start, restart) are no loop
     calm = section("pidfile 0", "log 1", start(20, 1), start(21, 2), start(22, 3),
                    "fatal " + T.format(m=23) + "received  signal: Terminated from kill")

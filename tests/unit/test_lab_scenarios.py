@@ -20,7 +20,8 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS == tuple(scenarios.REGISTRY)
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
-    assert len(SCENARIOS) == 14
+    assert len(SCENARIOS) == 17
+    assert SCENARIOS[-3:] == ("osd-crash", "osd-hung", "osd-restart-loop")
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary
         for opt in (*s.options, *s.heal_options):
