@@ -272,8 +272,8 @@ def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 code = _OSD_CODE.get(st.life)
                 if code is None or o is None:
                     continue  # stopped/missing OSDs: checks/mounts.py says why
-                if st.life is not DaemonLife.HUNG and o.up:
-                    continue  # up again: nothing to do for this daemon now
+                # still up in the map is no reason to wait: the monitor marks a crashed
+                # OSD down a moment later, a hung one after its peers' grace (20 s)
                 sev = Severity.CRIT if o.in_ else Severity.WARN
                 since = o.down_since
             else:

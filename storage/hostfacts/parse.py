@@ -347,6 +347,7 @@ def parse_oom(lines: Iterable[str]) -> dict[int, str]:
     return out
 
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ceph colours "** ERROR: ..." on a tty
 _UNIT_KEYS = {"Id": "unit", "NRestarts": "restarts", "Result": "result",
               "ExecMainStatus": "status"}
 _START_PID_RE = re.compile(r"process [\w-]+, pid (\d+)|\[(\d+)\] rsyncd version")
@@ -368,7 +369,7 @@ def parse_daemon_section(name: str, kind: str, lines: Sequence[str],
     posted: list[str] = []
     unit: dict[str, str] = {}
     for ln in lines:
-        key, _, rest = ln.partition(" ")
+        key, _, rest = _ANSI_RE.sub("", ln).partition(" ")
         if key == "pidfile":
             f = rest.split()
             present = bool(f) and f[0] == "1"

@@ -28,40 +28,47 @@ class DaemonProbe:
 
 # Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
 # "ringdir DIR" (md5sum of each ring.gz there) / "daemon NAME PIDFILE PROBE LOG CRASHDIR
-# UNIT" (a daemon's life: its probes run in parallel, each bounded by ``timeout``; their
-# answers come after every other section, in ``@@probes``; a temporary directory holds
-# them meanwhile).
+# UNIT" (a daemon's life: the probes of live daemons run at the end, in one python3 with
+# a thread each, 3 s each at most, answers in ``@@probes``).
 # Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink, find.
 FACTS_SCRIPT = r"""
 PROBE_PY='
-import socket, sys
-kind, _, where = sys.argv[1].partition(":")
-try:
-    if kind == "asok":
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(3)
-        s.connect(where)
-        s.sendall(b"{\"prefix\": \"version\"}\0")
-    else:
-        host, _, port = where.rpartition(":")
-        s = socket.create_connection((host, int(port)), timeout=3)
-        s.settimeout(3)
-        if kind == "http":
-            s.sendall(b"GET /healthcheck HTTP/1.0\r\n\r\n")
-        elif kind == "memcached":
-            s.sendall(b"version\r\n")
-    print("ok" if s.recv(4) else "closed")
-except socket.timeout:
-    print("timeout")
-except ConnectionRefusedError:
-    print("refused")
-except OSError as e:
-    print("error", e.__class__.__name__)
+import socket, sys, threading
+def probe(name, target):
+    kind, _, where = target.partition(":")
+    try:
+        if kind == "asok":
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(where)
+            s.sendall(b"{\"prefix\": \"version\"}\0")
+        else:
+            host, _, port = where.rpartition(":")
+            s = socket.create_connection((host, int(port)), timeout=3)
+            s.settimeout(3)
+            if kind == "http":
+                s.sendall(b"GET /healthcheck HTTP/1.0\r\n\r\n")
+            elif kind == "memcached":
+                s.sendall(b"version\r\n")
+        r = "ok" if s.recv(4) else "closed"
+    except socket.timeout:
+        r = "timeout"
+    except ConnectionRefusedError:
+        r = "refused"
+    except (OSError, ValueError) as e:
+        r = "error " + e.__class__.__name__
+    with lock:
+        sys.stdout.write(name + " " + r + "\n")
+        sys.stdout.flush()
+lock = threading.Lock()
+ts = [threading.Thread(target=probe, args=ln.split(None, 1)) for ln in sys.stdin.read().splitlines() if len(ln.split(None, 1)) == 2]
+[t.start() for t in ts]
+[t.join() for t in ts]
 '
 FATAL_RE='Caught signal|ceph_assert|FAILED assert|terminate called|received  ?signal|Got [Ss]ignal|Immediate shutdown|starting shutdown|shutdown complete|osd init failed|unable to mount|SIGTERM|Segmentation fault|Traceback|exiting'
 START_RE='ceph version .*process ceph-|rsyncd version .* starting|Started child|Starting object'
 fstab=$1; shift
-dprobes=$(mktemp -d 2>/dev/null) || dprobes=""
+dprobes=""
 echo "@@now"; date +%s
 echo "@@findmnt"; findmnt -J -l -o SOURCE,TARGET,FSTYPE,OPTIONS 2>/dev/null || { echo "@@procmounts"; cat /proc/mounts; }
 echo "@@lsblk"; lsblk -J -b -o NAME,PATH,TYPE,SIZE,FSTYPE,UUID,LABEL,MOUNTPOINT 2>/dev/null
@@ -122,10 +129,8 @@ while [ $# -gt 0 ]; do
           echo "pidfile 1 ${pid:-0}"
           if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
             echo "proc $(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1) $(tr '\000' ' ' < "/proc/$pid/cmdline" | head -c 300)"
-            if [ -n "$4" ] && [ -n "$dprobes" ]; then
-              ( r=$(timeout 5 python3 -c "$PROBE_PY" "$4" 2>/dev/null) || r="${r:-error}"
-                echo "$2 $r" > "$dprobes/$$.$pid" ) &
-            fi
+            if [ -n "$4" ]; then dprobes="$dprobes$2 $4
+"; fi
           fi
         else
           echo "pidfile 0"
@@ -140,7 +145,7 @@ while [ $# -gt 0 ]; do
         echo "log 0"
       fi
       if [ -n "$6" ] && [ -d "$6" ]; then
-        grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | sed 's/^/crash /'
+        grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10 | sed 's/^/crash /'
       fi
       if [ -n "$7" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
         systemctl show --no-pager -p Id,NRestarts,Result,ExecMainStatus,ExecMainCode -- "$7" 2>/dev/null | sed 's/^/unit /'
@@ -153,9 +158,8 @@ while [ $# -gt 0 ]; do
     *) shift;;
   esac
 done
-wait
 echo "@@probes"
-if [ -n "$dprobes" ]; then cat "$dprobes"/* 2>/dev/null; rm -rf -- "$dprobes"; fi
+if [ -n "$dprobes" ]; then printf '%s' "$dprobes" | timeout 6 python3 -S -c "$PROBE_PY" 2>/dev/null; fi
 echo "@@oom"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'Killed process [0-9]+ ' | tail -n 20
 echo "@@end"
 """

@@ -64,7 +64,7 @@ def test_daemon_restart_saves_evidence_archives_and_refuses_a_loop(release: str)
     assert "stordoc-kill" in hung.steps[1].command and "ceph-osd" in hung.steps[1].command
     refused(release, "osd-restart-loop", "daemon-restart", "osd.2",
             "restart-looping.*one more restart will not help")
-    refused(release, "healthy", "daemon-restart", "osd.2", "running")
+    refused(release, "osd-crash", "daemon-restart", "osd.1", "running")
 
 
 def test_unknown_and_hostile_targets_are_refused(release: str) -> None:
