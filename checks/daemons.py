@@ -20,6 +20,7 @@ from datetime import datetime
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import ClusterSnapshot, DaemonFacts, DaemonLife, DaemonStatus, HostFacts
+from storage.model.daemons import CEPH_KINDS
 
 # a daemon that started this many times within the window loops (systemd's default
 # StartLimitBurst is 5 in 10 s; Ceph's units allow 3 in 30 min)
@@ -174,12 +175,17 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
                       fatal=clean[:3])
     if crash:
         return status(DaemonLife.CRASHED, f"crashed: crash report {crash}", None, since[-3:])
-    if f.pid_file_present:
+    if f.pid_file_present and f.kind in CEPH_KINDS:
+        # Ceph's own handler logs every fatal signal it can catch: silence is SIGKILL
         told = "no crash report, no fatal or shutdown line in its log" if f.log_read else \
             "its log was not read"
         return status(DaemonLife.CRASHED, f"killed: pid {f.pid} is gone without a clean "
                       f"shutdown ({told}; SIGKILL or the OOM killer leave no trace); its pid "
                       "file is left behind", "SIGKILL?")
+    if f.pid_file_present:
+        return status(DaemonLife.CRASHED, f"died: pid {f.pid} is gone and its pid file is "
+                      "left behind (a clean stop removes it); nothing in its log says why "
+                      "(a signal: SIGKILL, SIGSEGV, the OOM killer)")
     if not f.log_read and not f.start_lines and not f.crash_ids:
         return status(DaemonLife.MISSING, "missing: no process, no pid file, no log")
     return status(DaemonLife.STOPPED, "stopped: no process, and its pid file was removed as "

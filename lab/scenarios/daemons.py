@@ -46,7 +46,8 @@ def post_crashes(lab: Lab, entity: str, step: str) -> list[str]:
     posted.mkdir(exist_ok=True)
     done = []
     for d in crash_reports(lab, entity):
-        wait(lambda d=d: (d / "done").exists(), 30, step, f"{d.name} written")
+        done_file = d / "done"
+        wait(done_file.exists, 30, step, f"{d.name} written")
         lab.ceph("crash", "post", "-i", lab.system.daemon_path(d / "meta"), step=step)
         os.rename(d, posted / d.name)
         done.append(d.name)

@@ -143,7 +143,11 @@ def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
         return ":" + ports.get(int(m.group(1)), m.group(1))
 
     out = re.sub(r":(\d{2,5})\b", sub, text)
+    out = _CRASH_ID.sub("<crash>", out)  # a crash report's id is new with every crash
     return out.replace(base, "<lab>") if base else out
+
+
+_CRASH_ID = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z_[0-9a-f-]{36}")
 
 
 # Which PGs of a down OSD are "degraded" besides "undersized" depends on whether they hold
