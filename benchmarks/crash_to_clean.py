@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from checks.daemons import LOOP_LIFE_S  # noqa: E402
 from lab import Lab  # noqa: E402
 from lab.scenarios.daemons import post_crashes  # noqa: E402
 from storage.procs import pid_alive  # noqa: E402
@@ -71,6 +72,11 @@ def cycle(lab: Lab, osd: int) -> dict[str, float]:
     cfg = lab.config_path
     pid = lab.pid(f"osd.{osd}")
     assert pid is not None, f"osd.{osd} is not running"
+    # a crash sooner than LOOP_LIFE_S after a start is the third life of a restart loop
+    # (checks/daemons.py): let the OSD live longer than that, as a real one would
+    while int(subprocess.run(["ps", "-o", "etimes=", "-p", str(pid)], capture_output=True,
+                             text=True, check=False).stdout.strip() or 0) < LOOP_LIFE_S + 5:
+        time.sleep(1)
     t0 = time.monotonic()
     os.kill(pid, signal.SIGSEGV)
     while pid_alive(pid):

@@ -4,6 +4,8 @@ lab snapshots of a crash (SIGSEGV), a kill (SIGKILL) and a hang (SIGSTOP)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from checks.daemons import judge
@@ -142,3 +144,49 @@ def test_daemon_targets(raw: str, want: str) -> None:
 def test_bad_daemon_targets(raw: str) -> None:
     with pytest.raises(InvalidRequest):
         canonical_daemon(raw)
+
+
+def test_the_facts_script_reads_a_daemon_for_real(tmp_path: Path) -> None:
+    """The real ``sh`` script on this machine: our own process as the daemon (its pid
+    file), a log with a start and a fatal line, a crash report naming it, and an admin
+    socket that answers (a listening UNIX socket that writes back)."""
+    import os
+    import socket
+    import subprocess
+    import threading
+
+    from storage.hostfacts.parse import split_sections
+    from storage.hostfacts.scripts import DaemonProbe, facts_argv
+
+    pidf = tmp_path / "osd.2.pid"
+    pidf.write_text(f"{os.getpid()}\n")
+    log = tmp_path / "osd.2.log"
+    log.write_text(START.format(pid=1) + "\n" + T.format(m=22)
+                   + "*** Caught signal (Aborted) **\n" + "   -5> 2026 noise shutdown\n")
+    crash = tmp_path / "crash" / "2026-11-27T01:22:10.2Z_abc"
+    crash.mkdir(parents=True)
+    (crash / "meta").write_text('{\n    "entity_name": "osd.2",\n}\n')
+    asok = tmp_path / "osd.2.asok"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(asok))
+    srv.listen(1)
+
+    def answer() -> None:
+        c, _ = srv.accept()
+        c.recv(64)
+        c.sendall(b"\0\0\0\2{}")
+        c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    argv = facts_argv(str(tmp_path / "fstab"), [], [], [], [DaemonProbe(
+        "osd.2", str(pidf), f"asok:{asok}", str(log), str(tmp_path / "crash"))])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+    srv.close()
+    sec = split_sections(out)
+    f = parse_daemon_section("osd.2", "osd", sec["daemon osd.2"],
+                             parse_probes(sec.get("probes", [])), {}, NOW, str(pidf), str(log),
+                             "asok")
+    assert f.alive and f.pid == os.getpid() and f.proc_state in ("R", "S")
+    assert f.probe == "ok" and f.crash_ids == ("2026-11-27T01:22:10.2Z_abc",)
+    assert [ln.split(" -1 ")[-1] for ln in f.fatal_lines] == ["*** Caught signal (Aborted) **"]
+    assert len(f.start_lines) == 1 and "@@end" in out
