@@ -305,6 +305,8 @@ def _crashed(rp: Replay) -> None:
     assert any("Caught signal (Segmentation fault)" in ln for ln in f.evidence["log_tail"])
     assert ("CEPH_HEALTH", "ceph RECENT_CRASH") in {x.key for x in inc.findings}
     assert (f.runbook, f.target) == ("daemon-restart", "osd.2")
+    row = next(x for x in views.osd_rows(rp.outcome.snapshot, rp.target) if x.key == "osd.2")
+    assert row.cells[8] == "crashed (SIGSEGV)"  # the TUI's OSD screen says it too
 
 
 def _hung(rp: Replay) -> None:
@@ -312,6 +314,8 @@ def _hung(rp: Replay) -> None:
     f = rp.outcome.incidents[0].root
     assert f.code == "OSD_DAEMON_HUNG" and f.evidence["life"] == "hung"
     assert "state T" in f.message and "asok timeout" in f.message
+    row = next(x for x in views.osd_rows(rp.outcome.snapshot, rp.target) if x.key == "osd.2")
+    assert row.cells[8] == "hung"
     assert ("OSD_DOWN_IN", "osd.2") in {x.key for x in rp.outcome.incidents[0].findings}
 
 

@@ -101,7 +101,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert names == {"osd-remount", "osd-activate", "osd-start", "osd-in", "cache-tier-tune",
                      "pool-pg-num", "swift-device-remount", "swift-ring-rebalance",
                      "swift-server-start", "swift-ring-push", "swift-dispersion-populate",
-                     "crash-archive", "swift-replicator-start"}
+                     "crash-archive", "swift-replicator-start", "daemon-restart"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
@@ -116,6 +116,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert runbook_for_code("osd_up_out") == "osd-in"
     assert runbook_for_code("CEPH_HEALTH") is None
     assert runbook_for_code("SWIFT_SERVER_DOWN") == "swift-server-start"
+    assert runbook_for_code("OSD_DAEMON_CRASHED") == "daemon-restart"
 
 
 # ------------------------------------------------------------------ osd-remount
