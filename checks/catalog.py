@@ -6,6 +6,7 @@ from checks import (  # noqa: F401
     ceph_config,
     ceph_release,
     cluster,
+    daemons,
     disks,
     managers,
     mounts,

@@ -95,6 +95,12 @@ RULES: tuple[Rule, ...] = (
     Rule("OSD_NOT_ACTIVATED", "osd",
          ("OSD_DATA_UNMOUNTED", "OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DATA_UNMOUNTED", "osd", ("OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    # a daemon's life (checks/daemons.py): crashed, looping or hung explains the OSD down
+    Rule("OSD_DAEMON_RESTART_LOOP", "osd", ("OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD,
+         ceph=CEPH_OSD_CODES),
+    Rule("OSD_DAEMON_CRASHED", "osd", ("OSD_DAEMON_STOPPED", *OSD_DOWN_CODES), OSD_FOLD,
+         ceph=CEPH_OSD_CODES),
+    Rule("OSD_DAEMON_HUNG", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DAEMON_STOPPED", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_HOST_DOWN", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DOWN_IN", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from checks.daemons import status_on as daemon_status
 from checks.hostdiag import OsdHostState, diagnose_osd, diagnose_swift_device
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.swift_names import device_name
-from storage.model import ClusterSnapshot, HostFacts, OsdState, RingDevice
+from storage.model import ClusterSnapshot, DaemonLife, HostFacts, OsdState, RingDevice
 
 OSD_CODES = (
     CodeInfo("OSD_DATA_UNMOUNTED", Severity.CRIT,
@@ -135,11 +136,18 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 mount = dg.mount
                 src = mount.source if mount and mount.fstype != "tmpfs" else None
                 ev = dict(base_ev, device=src, pid=dg.pid)
-                out.append(Finding(
-                    "OSD_DAEMON_STOPPED", sev, o.name,
-                    f"{o.name} data is in place on {hname} "
-                    f"({src or d}) but ceph-osd is not running", ev, runbook="osd-start",
-                    target=o.name, since=o.down_since))
+                life = daemon_status(facts, o.name)
+                if life is not None and life.life in (DaemonLife.CRASHED, DaemonLife.LOOPING):
+                    pass  # crashed or looping: checks/daemons.py says so, with its evidence
+                else:
+                    how = f": {life.summary}" if life is not None else ""
+                    if life is not None:
+                        ev.update(life=life.life.value, life_facts=list(life.evidence))
+                    out.append(Finding(
+                        "OSD_DAEMON_STOPPED", sev, o.name,
+                        f"{o.name} data is in place on {hname} "
+                        f"({src or d}) but ceph-osd is not running{how}", ev,
+                        runbook="osd-start", target=o.name, since=o.down_since))
             for lv in (v for v in facts.lvm_volumes if v.osd_id == o.id and not v.active
                        and v.cluster_fsid == ceph.fsid):
                 out.append(Finding(

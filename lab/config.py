@@ -5,10 +5,12 @@ start commands, rings, start scripts, fstab), and ``[alerts]`` with the alert ch
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.alerts import AlertChain
 from lab.layout import SWIFT_KEY, SWIFT_SERVERS, SWIFT_USER
+from lab.swift_conf import SWIFT_REPLICATION_IP
 from storage.private import write_private
 
 if TYPE_CHECKING:
@@ -49,8 +51,53 @@ osd_stop = ["kill", "{{pid}}"]
 {xfs_osd}{swift}swift_server_start = {json.dumps([str(lab.swift_start_script), "{server}"])}
 swift_replicator_start = {json.dumps([str(lab.replicator_start_script), "{server}"])}
 fstab_path = "{lab.base / 'hosts' / f'node{n}.fstab'}"
-"""
+osd_log_file = "{lab.log_dir}/ceph-osd.{{id}}.log"
+osd_admin_socket = "{lab.run_dir}/ceph-osd.{{id}}.asok"
+ceph_crash_dir = "{lab.ceph_dir / 'crash'}"
+evidence_dir = "{lab.base / 'evidence'}"
+{_daemons(lab) if n == 1 else ""}"""
     return hosts
+
+
+def _daemons(lab: Lab) -> str:
+    """node1 carries the lab's one monitor, manager, and every Swift daemon (one process
+    of each serves all lab hosts): their pid files, logs, sockets/ports, start commands."""
+    cc = lab.ceph_cluster
+    out = ""
+
+    def add(name: str, pid: Path, log: Path | None, start: list[str],
+            asok: str = "", port: int | None = None, address: str = "") -> None:
+        nonlocal out
+        out += f"""
+[[clusters.lab.hosts.daemons]]
+name = "{name}"
+pid_file = "{pid}"
+log_file = "{log or ''}"
+admin_socket = "{asok}"
+{f"port = {port}" if port else ""}
+address = "{address}"
+start = {json.dumps(start)}
+"""
+    add("mon.a", lab.run_dir / "ceph-mon.a.pid", lab.log_dir / "ceph-mon.a.log",
+        cc._argv("ceph-mon", "-c", cc._p(lab.conf), "-i", "a"),
+        asok=str(lab.run_dir / "ceph-mon.a.asok"))
+    env = lab.system.mgr_env
+    add("mgr.x", lab.run_dir / "ceph-mgr.x.pid", lab.log_dir / "ceph-mgr.x.log",
+        cc._argv(*(("env", *env) if env else ()), "ceph-mgr", "-c", cc._p(lab.conf), "-i",
+                 "x"), asok=str(lab.run_dir / "ceph-mgr.x.asok"))
+    for k in SWIFT_SERVERS:
+        add(f"swift-{k}-server", lab.pids / f"swift-{k}.pid", lab.log_dir / f"swift-{k}.log",
+            [str(lab.swift_start_script), k], port=getattr(lab.ports, k),
+            address="127.0.0.1")
+        add(f"swift-{k}-replicator", lab.pids / f"swift-{k}-replicator.pid",
+            lab.log_dir / f"swift-{k}-replicator.log", [str(lab.replicator_start_script), k])
+    add("swift-proxy-server", lab.pids / "swift-proxy.pid", lab.log_dir / "swift-proxy.log",
+        [], port=lab.ports.proxy, address="127.0.0.1")
+    add("memcached", lab.pids / "memcached.pid", None, [], port=lab.ports.memcached,
+        address="127.0.0.1")
+    add("rsyncd", lab.pids / "rsyncd.pid", lab.log_dir / "rsyncd.log", [],
+        port=lab.ports.rsync, address=SWIFT_REPLICATION_IP)
+    return out
 
 
 def _alerts(lab: Lab) -> str:

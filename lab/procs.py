@@ -108,6 +108,10 @@ class Procs:
                 pass
             while pid_alive(pid):
                 time.sleep(0.05)
+        if not name.startswith(("mon.", "mgr.", "osd.")):
+            # as swift-init does after a stop: a pid file left behind means the daemon
+            # died on its own (checks/daemons.py), not that someone stopped it
+            self.pidfile(name).unlink(missing_ok=True)
         return True
 
     def spawn(self, name: str, argv: list[str], step: str) -> int:

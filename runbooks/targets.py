@@ -27,7 +27,7 @@ KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "swift-serve
          "mgr")
 # the kinds whose target names a host (``DEVICE@HOST``, ``SERVER@HOST``, ``HOST``), with
 # the bot grammar's short names for them
-HOST_QUALIFIED = ("swift-device", "device", "swift-server", "server")
+HOST_QUALIFIED = ("swift-device", "device", "swift-server", "server", "daemon")
 SERVER_KINDS = ("object", "container", "account")
 MGR_RE = re.compile(r"\A(?:mgr\.)?([A-Za-z0-9][A-Za-z0-9._-]{0,62})\Z", re.ASCII)
 
@@ -159,8 +159,32 @@ def canonical_mgr(raw: str) -> str:
     return f"mgr.{m.group(1)}"
 
 
+_DAEMON_ID_RE = re.compile(r"\A(mon|mgr)\.([A-Za-z0-9][A-Za-z0-9_-]{0,63})\Z", re.ASCII)
+
+
+def canonical_daemon(raw: str) -> str:
+    """``osd.2``, ``mon.a``, ``mgr.x`` (unique in the cluster) or ``NAME@HOST`` for the
+    rest (``swift-object-server@node1``, ``memcached@node1``)."""
+    from storage.model.daemons import daemon_kind
+
+    t = _ascii_printable(raw, "daemon")
+    if t.lower().startswith("osd."):
+        return canonical_osd(t)
+    if _DAEMON_ID_RE.match(t):
+        return t
+    name, sep, host = t.partition("@")
+    try:
+        kind = daemon_kind(name)
+    except ValueError as e:
+        raise InvalidRequest(str(e)) from None
+    if kind in ("mon", "mgr", "osd") or not sep or not HOST_RE.match(host):
+        raise InvalidRequest(f"{t!r} is not a daemon target like osd.2, mon.a or "
+                             "swift-object-server@node1")
+    return f"{name}@{host}"
+
+
 _BY_KIND = {
-    "mgr": canonical_mgr,
+    "daemon": canonical_daemon, "mgr": canonical_mgr,
     "osd": canonical_osd, "pool": canonical_pool, "cache-pool": canonical_pool,
     "swift-device": canonical_device, "swift-ring": canonical_ring, "host": canonical_host,
     "swift-server": canonical_server,

@@ -23,6 +23,23 @@ class CephTarget:
 
 
 @dataclass(frozen=True)
+class DaemonTarget:
+    """A daemon stordoc watches on a host besides its OSDs (those come from the osdmap):
+    ``mon.a``, ``mgr.x``, ``swift-object-server``, ``memcached``, ``rsyncd``... Its pid
+    file, log, how to ask it whether it answers (a Ceph admin socket or a TCP port), its
+    systemd unit, and the argv that starts it (runbook daemon-restart)."""
+
+    name: str
+    pid_file: str = ""
+    log_file: str = ""
+    admin_socket: str = ""
+    port: int | None = None
+    address: str = ""  # where the port listens; "" = the host's address
+    unit: str = ""
+    start: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class HostTarget:
     """One host reachable over SSH. Command templates are argv templates (no shell)."""
 
@@ -75,6 +92,15 @@ class HostTarget:
     fstab_path: str = "/etc/fstab"
     # where this host's Swift servers read their rings (md5 of each *.ring.gz over SSH)
     swift_ring_dirs: tuple[str, ...] = ()
+    # a daemon's life (checks/daemons.py): the OSDs' logs, admin sockets and units
+    # ({id}, {cluster}), Ceph's crash dir, the other daemons of this host, and where the
+    # restart runbook keeps a daemon's evidence before it restarts it
+    osd_log_file: str | None = "/var/log/ceph/{cluster}-osd.{id}.log"
+    osd_admin_socket: str | None = "/var/run/ceph/{cluster}-osd.{id}.asok"
+    osd_unit: str | None = "ceph-osd@{id}.service"
+    ceph_crash_dir: str | None = "/var/lib/ceph/crash"
+    daemons: tuple[DaemonTarget, ...] = ()
+    evidence_dir: str = "/var/lib/stordoc/evidence"
 
 
 @dataclass(frozen=True)

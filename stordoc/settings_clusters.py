@@ -13,8 +13,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from checks.model import Thresholds
+from storage.model.daemons import daemon_kind
 from storage.safefile import FileRefused, read_text
-from storage.targets import CephTarget, ClusterTarget, HostTarget, SwiftTarget
+from storage.targets import CephTarget, ClusterTarget, DaemonTarget, HostTarget, SwiftTarget
 
 MAX_SECRET_BYTES = 64 * 1024  # a token, a key, a keyring: far smaller
 
@@ -99,6 +100,37 @@ class SwiftSettings(StrictModel):
     recon_timeout: float = Field(5.0, gt=0, le=120, allow_inf_nan=False)
 
 
+class DaemonSettings(StrictModel):
+    """One daemon of a host besides its OSDs: ``mon.a``, ``mgr.x``, ``swift-object-server``,
+    ``swift-object-replicator``, ``memcached``, ``rsyncd``... (checks/daemons.py)."""
+
+    name: str
+    pid_file: str = ""
+    log_file: str = ""
+    admin_socket: str = ""
+    port: int | None = Field(None, ge=1, le=65535)
+    address: str = ""
+    unit: str = ""
+    start: list[str] = []
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        daemon_kind(v)  # ValueError names the kinds
+        return v
+
+    @field_validator("start")
+    @classmethod
+    def _no_fields(cls, v: list[str]) -> list[str]:
+        for part in v:
+            check_template(part, frozenset())
+        return v
+
+    def target(self) -> DaemonTarget:
+        return DaemonTarget(self.name, self.pid_file, self.log_file, self.admin_socket,
+                            self.port, self.address, self.unit, tuple(self.start))
+
+
 class HostSettings(StrictModel):
     name: str
     address: str
@@ -136,6 +168,17 @@ class HostSettings(StrictModel):
     swift_replicator_start: list[str] = ["systemctl", "start", "swift-{server}-replicator"]
     fstab_path: str = "/etc/fstab"
     swift_ring_dirs: list[str] = Field(default_factory=list, max_length=32)
+    osd_log_file: str | None = "/var/log/ceph/{cluster}-osd.{id}.log"
+    osd_admin_socket: str | None = "/var/run/ceph/{cluster}-osd.{id}.asok"
+    osd_unit: str | None = "ceph-osd@{id}.service"
+    ceph_crash_dir: str | None = "/var/lib/ceph/crash"
+    daemons: list[DaemonSettings] = Field(default_factory=list, max_length=256)
+    evidence_dir: str = "/var/lib/stordoc/evidence"
+
+    @field_validator("osd_log_file", "osd_admin_socket", "osd_unit")
+    @classmethod
+    def _osd_templates(cls, v: str | None) -> str | None:
+        return None if v is None else check_template(v, OSD_PATH_FIELDS)
 
     @field_validator("name")
     @classmethod
@@ -278,6 +321,10 @@ class ClusterSettings(StrictModel):
                     swift_server_start=tuple(h.swift_server_start),
                     swift_replicator_start=tuple(h.swift_replicator_start),
                     fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
+                    osd_log_file=h.osd_log_file, osd_admin_socket=h.osd_admin_socket,
+                    osd_unit=h.osd_unit, ceph_crash_dir=h.ceph_crash_dir,
+                    daemons=tuple(d.target() for d in h.daemons),
+                    evidence_dir=h.evidence_dir,
                 ) for h in self.hosts
             ),
             ceph_cluster_name=cluster_name,

@@ -17,6 +17,7 @@ from lab.scenarios.ceph import (
     OsdUnmounted,
     PoolFewPgs,
 )
+from lab.scenarios.daemons import OsdCrash, OsdHung, OsdRestartLoop
 from lab.scenarios.disks import OsdReadErrors, SwiftDeviceReadonly, SwiftDeviceShutdown
 from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
 from lab.scenarios.swift_devices import (
@@ -39,6 +40,7 @@ _ALL: tuple[Scenario, ...] = (
     SwiftDispersionMissing(), SwiftReplicationLost(),
     SwiftDeviceReadonly(), SwiftDeviceShutdown(), OsdReadErrors(),
     MgrStopped(), OsdCrushWeightZero(), MonDiskLow(),
+    OsdCrash(), OsdHung(), OsdRestartLoop(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)

@@ -25,6 +25,7 @@ from storage.hostfacts.identity import (
 )
 from storage.hostfacts.parse import (
     parse_addrs,
+    parse_daemon_section,
     parse_findmnt,
     parse_fstab,
     parse_io_errors,
@@ -32,14 +33,16 @@ from storage.hostfacts.parse import (
     parse_losetup,
     parse_lsblk,
     parse_md5sums,
+    parse_oom,
     parse_osd_section,
+    parse_probes,
     parse_proc_mounts,
     parse_ps_osds,
     parse_ps_swift,
     parse_swift_section,
     split_sections,
 )
-from storage.hostfacts.scripts import facts_argv
+from storage.hostfacts.scripts import DaemonProbe, facts_argv
 from storage.model import (
     CephState,
     Daemon,
@@ -49,6 +52,7 @@ from storage.model import (
     OsdDataDir,
     SwiftDeviceDir,
     SwiftState,
+    daemon_kind,
 )
 from storage.runner import HostUnreachable, Runner
 from storage.ssh import FabricRunner
@@ -63,6 +67,7 @@ class HostPlan:
     osds: tuple[tuple[int, str, str | None], ...] = ()  # (id, data dir, pid file)
     swift: tuple[tuple[str, str], ...] = ()  # (device name, dir)
     cluster_name: str = "ceph"
+    daemons: tuple[DaemonProbe, ...] = ()  # whose life to read (its OSDs, its daemons)
 
 
 def osd_data_dir(t: HostTarget, cluster: str, osd_id: int, fsid: str = "") -> str:
@@ -87,7 +92,35 @@ def plan_for(target: ClusterTarget, host: HostTarget, ceph: CephState | None,
                 if d.ip == host.address and d.device not in seen:
                     seen.add(d.device)
                     devs.append((d.device, os.path.join(host.swift_devices_dir, d.device)))
-    return HostPlan(host, tuple(osds), tuple(sorted(devs)), cl)
+    return HostPlan(host, tuple(osds), tuple(sorted(devs)), cl,
+                    daemon_probes(host, cl, [(i, pidf) for i, _, pidf in osds],
+                                  ceph.fsid if ceph is not None else ""))
+
+
+def daemon_probes(host: HostTarget, cluster: str, osds: list[tuple[int, str | None]],
+                  fsid: str = "") -> tuple[DaemonProbe, ...]:
+    """What the facts script reads of each daemon of this host: its OSDs (paths from the
+    host's templates) and the daemons its settings list."""
+    crash = host.ceph_crash_dir or ""
+    out: list[DaemonProbe] = []
+    for osd_id, pidf in osds:
+        def fill(t: str | None, osd_id: int = osd_id) -> str:
+            return t.format(id=osd_id, cluster=cluster, fsid=fsid) if t else ""
+        asok = fill(host.osd_admin_socket)
+        out.append(DaemonProbe(f"osd.{osd_id}", pidf or "", f"asok:{asok}" if asok else "",
+                               fill(host.osd_log_file), crash, fill(host.osd_unit)))
+    for d in host.daemons:
+        kind = daemon_kind(d.name)
+        if d.admin_socket:
+            probe = f"asok:{d.admin_socket}"
+        elif d.port:
+            how = {"memcached": "memcached", "rsyncd": "tcp"}.get(kind, "http")
+            probe = f"{how}:{d.address or host.address}:{d.port}"
+        else:
+            probe = ""
+        out.append(DaemonProbe(d.name, d.pid_file, probe, d.log_file,
+                               crash if kind in ("mon", "mgr") else "", d.unit))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -164,6 +197,13 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
     journals = {k[len("journal "):]: v for k, v in sec.items() if k.startswith("journal ")}
     units = tuple(u for u in parse_systemd(sec.get("systemd", []), journals)
                   if u.osd_id in mine)
+    probes = parse_probes(sec.get("probes", []))
+    oom = parse_oom(sec.get("oom", []))
+    daemon_facts = tuple(
+        parse_daemon_section(dp.name, daemon_kind(dp.name), sec.get(f"daemon {dp.name}", []),
+                             probes, oom, remote_now, dp.pid_file, dp.log_file,
+                             dp.probe.split(":", 1)[0] if dp.probe else "")
+        for dp in plan.daemons if f"daemon {dp.name}" in sec)
     facts = HostFacts(name=t.name, address=t.address, mounts=mounts, block_devices=bdevs,
                       fstab=fstab, daemons=tuple(daemons), listeners=listeners,
                       swift_processes=tuple(parse_ps_swift(sec.get("swiftps", []))),
@@ -171,15 +211,16 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                       collected_at=time.time(), duration_s=time.monotonic() - t_start,
                       lvm_volumes=lvm, units=units,
                       ring_md5=parse_md5sums(sec.get("ringmd5", [])),
-                      addresses=parse_addrs(sec.get("addrs", [])))
+                      addresses=parse_addrs(sec.get("addrs", [])),
+                      daemon_facts=daemon_facts)
     if "xfslog" in sec:  # filesystems and disks (checks/disks.py); older output has none
-        probes = tuple(parse_fsprobe("osd", str(i), d, sec.get(f"fsprobe osd {i}", []))
+        fs_probes = tuple(parse_fsprobe("osd", str(i), d, sec.get(f"fsprobe osd {i}", []))
                        for i, d, _ in plan.osds) + tuple(
             parse_fsprobe("swift", n, d, sec.get(f"fsprobe swift {n}", []))
             for n, d in plan.swift)
         smart = {k[len("smart "):]: parse_smart(k[len("smart "):], v)
                  for k, v in sec.items() if k.startswith("smart ")}
-        facts = replace(facts, fs_probes=probes, smart=smart, disks_collected=True,
+        facts = replace(facts, fs_probes=fs_probes, smart=smart, disks_collected=True,
                         xfs_events=parse_xfs_events(sec.get("xfslog", [])))
     # Swift: the dir name an unmounted device would be mounted as (fstab), else its label
     labels = {d.dev.path: d.label for d in devs if d.label}
@@ -194,7 +235,8 @@ def collect_one(plan: HostPlan, runner: Runner, window_s: float = 86400.0,
     t0 = time.monotonic()
     started = time.time()
     try:
-        r = runner.run(t.name, facts_argv(t.fstab_path, plan.osds, plan.swift, t.swift_ring_dirs),
+        r = runner.run(t.name, facts_argv(t.fstab_path, plan.osds, plan.swift,
+                                          t.swift_ring_dirs, plan.daemons),
                        timeout_s=t.timeout_s)
     except HostUnreachable as e:
         return HostFacts(name=t.name, address=t.address, error=e.reason,

@@ -16,6 +16,7 @@ from typing import Any
 from storage.model import (
     BlockDevice,
     Daemon,
+    DaemonFacts,
     FstabLine,
     IoError,
     Mount,
@@ -297,3 +298,123 @@ def parse_swift_section(device: str, path: str, lines: Sequence[str]) -> SwiftDe
     """``dir 1`` / ``parts objects 57`` lines of one ``@@swift NAME`` section."""
     return SwiftDeviceDir(device, path, exists="dir 1" in lines,
                           partitions=parse_swift_parts(lines))
+
+
+# --------------------------------------------------------------------------- daemons
+_TS_ANY_RE = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?"
+                        r"([+-]\d\d:?\d\d|Z)?")
+
+
+def log_time(line: str) -> float | None:
+    """The time a log line starts with: Ceph's ``2026-11-27T01:21:24.494+0000``, rsync's
+    ``2026/11/27 01:21:40`` (no zone: read as UTC), ISO with a zone."""
+    m = _TS_ANY_RE.match(line.strip())
+    if not m:
+        return None
+    tz = m.group(5) or "+00:00"
+    if tz == "Z":
+        tz = "+00:00"
+    elif ":" not in tz:
+        tz = tz[:3] + ":" + tz[3:]
+    try:
+        return datetime.fromisoformat(
+            f"{m.group(1)}-{m.group(2)}-{m.group(3)}T{m.group(4)}{tz}").timestamp()
+    except ValueError:
+        return None
+
+
+def parse_probes(lines: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``@@probes``: ``NAME ok`` / ``NAME timeout`` / ``NAME error ConnectionResetError``
+    -> name -> (result, detail)."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in lines:
+        p = line.split()
+        if len(p) >= 2:
+            out[p[0]] = (p[1], " ".join(p[2:]))
+    return out
+
+
+_OOM_RE = re.compile(r"Killed process (\d+) \(([^)]*)\)")
+
+
+def parse_oom(lines: Iterable[str]) -> dict[int, str]:
+    """``@@oom``: the kernel's OOM-killer lines by the pid they killed."""
+    out: dict[int, str] = {}
+    for line in lines:
+        m = _OOM_RE.search(line)
+        if m:
+            out[int(m.group(1))] = line.strip()
+    return out
+
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ceph colours "** ERROR: ..." on a tty
+_UNIT_KEYS = {"Id": "unit", "NRestarts": "restarts", "Result": "result",
+              "ExecMainStatus": "status"}
+_START_PID_RE = re.compile(r"process [\w-]+, pid (\d+)|\[(\d+)\] rsyncd version")
+
+
+def parse_daemon_section(name: str, kind: str, lines: Sequence[str],
+                         probes: Mapping[str, tuple[str, str]], oom: Mapping[int, str],
+                         now: float, pid_file: str = "", log_file: str = "",
+                         probe_what: str = "") -> DaemonFacts:
+    """One ``@@daemon NAME`` section (``pidfile 1 PID`` / ``proc STATE CMDLINE`` /
+    ``log 1`` / ``fatal LINE`` / ``start LINE`` / ``last LINE`` / ``crash META`` /
+    ``unit K=V``) with its probe's answer and the OOM killer's lines."""
+    pid: int | None = None
+    present = alive = log_read = False
+    state = cmd = last = ""
+    fatal: list[str] = []
+    starts: list[str] = []
+    crashes: list[str] = []
+    posted: list[str] = []
+    unit: dict[str, str] = {}
+    for ln in lines:
+        key, _, rest = _ANSI_RE.sub("", ln).partition(" ")
+        if key == "pidfile":
+            f = rest.split()
+            present = bool(f) and f[0] == "1"
+            if len(f) > 1 and f[1].isdigit() and f[1] != "0":
+                pid = int(f[1])
+        elif key == "proc":
+            state, _, cmd = rest.partition(" ")
+            alive = state != "Z"
+        elif key == "log":
+            log_read = rest.strip() == "1"
+        elif key == "fatal":
+            fatal.append(rest.rstrip())
+        elif key == "start":
+            starts.append(rest.rstrip())
+        elif key == "last":
+            last = rest.rstrip()
+        elif key == "crash":
+            meta = rest.strip()
+            crash_id = os.path.basename(os.path.dirname(meta))
+            if crash_id:
+                crashes.append(crash_id)
+                if os.path.basename(os.path.dirname(os.path.dirname(meta))) == "posted":
+                    posted.append(crash_id)
+        elif key == "unit":
+            k, _, v = rest.partition("=")
+            if k in _UNIT_KEYS:
+                unit[_UNIT_KEYS[k]] = v.strip()
+    times = tuple(t for t in (log_time(s) for s in starts) if t is not None)
+    probe, detail = probes.get(name, ("none", ""))
+    if not alive:
+        probe, detail = "none", ""
+    pids = {pid} if pid else set()
+    for s in starts:
+        m = _START_PID_RE.search(s)
+        if m:
+            pids.add(int(m.group(1) or m.group(2)))
+    restarts = unit.get("restarts", "")
+    crashes.sort()  # crash ids begin with their time
+    return DaemonFacts(
+        name=name, kind=kind, pid_file=pid_file, pid_file_present=present, pid=pid,
+        alive=alive, proc_state=state, cmdline=cmd.strip(), probe=probe,
+        probe_detail=(f"{probe_what} {detail}".strip()), log_file=log_file,
+        log_read=log_read, log_last=last, fatal_lines=tuple(fatal),
+        start_lines=tuple(starts), start_times=times, crash_ids=tuple(crashes),
+        crash_posted=tuple(posted), oom_lines=tuple(oom[p] for p in sorted(pids) if p in oom),
+        unit=unit.get("unit", ""),
+        unit_restarts=int(restarts) if restarts.isdigit() else None,
+        unit_result=unit.get("result", ""), unit_status=unit.get("status", ""), now=now)

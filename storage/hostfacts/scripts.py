@@ -10,13 +10,66 @@ as positional arguments, never spliced into the script text. Its output is a seq
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DaemonProbe:
+    """What the facts script reads about one daemon (``@@daemon NAME``): its pid file, how
+    to ask it (``asok:PATH``, ``http:HOST:PORT``, ``memcached:HOST:PORT``,
+    ``tcp:HOST:PORT``; "" for none), its log, Ceph's crash dir, its systemd unit."""
+
+    name: str
+    pid_file: str = ""
+    probe: str = ""
+    log_file: str = ""
+    crash_dir: str = ""
+    unit: str = ""
 
 # Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
-# "ringdir DIR" (md5sum of each ring.gz there).
+# "ringdir DIR" (md5sum of each ring.gz there) / "daemon NAME PIDFILE PROBE LOG CRASHDIR
+# UNIT" (a daemon's life: the probes of live daemons run at the end, in one python3 with
+# a thread each, 3 s each at most, answers in ``@@probes``).
 # Read-only: findmnt, lsblk, losetup, cat, dmesg/journalctl, ps, test, readlink, find,
 # df, smartctl -H -A; the one write is fsprobe's: a new file (mktemp) removed at once.
 FACTS_SCRIPT = r"""
+PROBE_PY='
+import socket, sys, threading
+def probe(name, target):
+    kind, _, where = target.partition(":")
+    try:
+        if kind == "asok":
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(where)
+            s.sendall(b"{\"prefix\": \"version\"}\0")
+        else:
+            host, _, port = where.rpartition(":")
+            s = socket.create_connection((host, int(port)), timeout=3)
+            s.settimeout(3)
+            if kind == "http":
+                s.sendall(b"GET /healthcheck HTTP/1.0\r\n\r\n")
+            elif kind == "memcached":
+                s.sendall(b"version\r\n")
+        r = "ok" if s.recv(4) else "closed"
+    except socket.timeout:
+        r = "timeout"
+    except ConnectionRefusedError:
+        r = "refused"
+    except (OSError, ValueError) as e:
+        r = "error " + e.__class__.__name__
+    with lock:
+        sys.stdout.write(name + " " + r + "\n")
+        sys.stdout.flush()
+lock = threading.Lock()
+ts = [threading.Thread(target=probe, args=ln.split(None, 1)) for ln in sys.stdin.read().splitlines() if len(ln.split(None, 1)) == 2]
+[t.start() for t in ts]
+[t.join() for t in ts]
+'
+FATAL_RE='Caught signal|ceph_assert|FAILED assert|terminate called|received  ?signal|Got [Ss]ignal|Immediate shutdown|starting shutdown|shutdown complete|osd init failed|unable to mount|SIGTERM|Segmentation fault|Traceback|exiting'
+START_RE='ceph version .*process ceph-|rsyncd version .* starting|Started child|Starting object'
 fstab=$1; shift
+dprobes=""
 echo "@@now"; date +%s
 echo "@@findmnt"; findmnt -J -l -o SOURCE,TARGET,FSTYPE,OPTIONS 2>/dev/null || { echo "@@procmounts"; cat /proc/mounts; }
 echo "@@lsblk"; lsblk -J -b -o NAME,PATH,TYPE,SIZE,FSTYPE,UUID,LABEL,MOUNTPOINT 2>/dev/null
@@ -93,6 +146,37 @@ while [ $# -gt 0 ]; do
       done
       fsprobe swift "$2" "$3"
       shift 3;;
+    daemon)
+      # NAME PIDFILE LOGFILE PROBE CRASHDIR UNIT (checks/daemons.py judges it)
+      echo "@@daemon $2"
+      if [ -n "$3" ]; then
+        if [ -r "$3" ]; then
+          pid=$(head -c 32 -- "$3" | tr -dc 0-9)
+          echo "pidfile 1 ${pid:-0}"
+          if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
+            echo "proc $(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1) $(tr '\000' ' ' < "/proc/$pid/cmdline" | head -c 300)"
+            if [ -n "$4" ]; then dprobes="$dprobes$2 $4
+"; fi
+          fi
+        else
+          echo "pidfile 0"
+        fi
+      fi
+      if [ -n "$5" ] && [ -r "$5" ]; then
+        echo "log 1"
+        tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$FATAL_RE" | grep -avE '^ *-?[0-9]+> ' | tail -n 8 | cut -c1-400 | sed 's/^/fatal /'
+        tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$START_RE" | grep -avE '^ *-?[0-9]+> ' | tail -n 8 | cut -c1-300 | sed 's/^/start /'
+        echo "last $(tail -n 1 -- "$5" | cut -c1-400)"
+      elif [ -n "$5" ]; then
+        echo "log 0"
+      fi
+      if [ -n "$6" ] && [ -d "$6" ]; then
+        grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10 | sed 's/^/crash /'
+      fi
+      if [ -n "$7" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+        systemctl show --no-pager -p Id,NRestarts,Result,ExecMainStatus,ExecMainCode -- "$7" 2>/dev/null | sed 's/^/unit /'
+      fi
+      shift 7;;
     ringdir)
       echo "@@ringmd5"
       for f in "$2"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null
@@ -109,14 +193,20 @@ for d in $(for x in $disks; do p=$(lsblk -ndo PKNAME -- "$x" 2>/dev/null | head 
     *) if command -v smartctl >/dev/null 2>&1; then LC_ALL=C timeout 20 smartctl -j -H -A -n standby -- "$d" 2>&1; else echo "no smartctl"; fi;;
   esac
 done
+echo "@@probes"
+if [ -n "$dprobes" ]; then printf '%s' "$dprobes" | timeout 6 python3 -S -c "$PROBE_PY" 2>/dev/null; fi
+echo "@@oom"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'Killed process [0-9]+ ' | tail -n 20
 echo "@@end"
 """
 
 
 def facts_argv(fstab: str, osds: Sequence[tuple[int, str, str | None]],
-               swift: Sequence[tuple[str, str]], ring_dirs: Sequence[str] = ()) -> list[str]:
+               swift: Sequence[tuple[str, str]], ring_dirs: Sequence[str] = (),
+               daemons: Sequence[DaemonProbe] = ()) -> list[str]:
     """The one command that gathers a host's facts (constant script, typed arguments)."""
     argv = ["sh", "-c", FACTS_SCRIPT, "stordoc-facts", fstab]
+    for dm in daemons:
+        argv += ["daemon", dm.name, dm.pid_file, dm.probe, dm.log_file, dm.crash_dir, dm.unit]
     for osd_id, d, pidf in osds:
         argv += ["osd", str(int(osd_id)), d, pidf or ""]
     for name, d in swift:

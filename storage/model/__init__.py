@@ -36,6 +36,7 @@ from storage.model.ceph import (
     release_name,
     version_key,
 )
+from storage.model.daemons import DaemonFacts, DaemonLife, DaemonStatus, daemon_kind
 from storage.model.hosts import (
     BlockDevice,
     Daemon,
@@ -121,6 +122,10 @@ __all__ = [
     "BlockDevice",
     "CephState",
     "CephVersions",
+    "DaemonFacts",
+    "DaemonLife",
+    "DaemonStatus",
+    "daemon_kind",
     "ClusterSnapshot",
     "ConfigSetting",
     "Copy",

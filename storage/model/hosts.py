@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from storage.model.daemons import DaemonFacts
+
 
 @dataclass(frozen=True)
 class Mount:
@@ -216,6 +218,9 @@ class HostFacts:
     collected_at: float = 0.0
     duration_s: float = 0.0
     raw: HostRaw | None = None  # only when collected with ``keep_raw`` (snapshots)
+    # every watched daemon of this host (its OSDs and its configured daemons): the facts
+    # of its life, judged by checks/daemons.py
+    daemon_facts: tuple[DaemonFacts, ...] = ()
 
     @property
     def reachable(self) -> bool:

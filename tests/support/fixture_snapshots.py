@@ -126,8 +126,16 @@ CASES: tuple[Case, ...] = (
     Case("osd-read-errors", "osd-read-errors", {"osd": 1}, "CEPH_HEALTH",
          "ceph OSD_TOO_MANY_REPAIRS", "", 1, heal_kwargs={"osd": 1}),
     # faults made by plain commands, not by the lab's scenarios
-    Case("osd-killed", None, {}, "OSD_DAEMON_STOPPED", "osd.2", "stordoc fix osd-start osd.2",
-         2, plain="kill -9 osd.2"),
+    # a daemon's life (checks/daemons.py): killed, crashed with a crash report, hung
+    Case("osd-killed", None, {}, "OSD_DAEMON_CRASHED", "osd.2",
+         "stordoc fix daemon-restart osd.2", 2, plain="kill -9 osd.2"),
+    Case("osd-crash", "osd-crash", {"osd": 2}, "OSD_DAEMON_CRASHED", "osd.2",
+         "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}),
+    Case("osd-hung", "osd-hung", {"osd": 2}, "OSD_DAEMON_HUNG", "osd.2",
+         "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}),
+    # refused by daemon-restart (one more restart will not help): no next step
+    Case("osd-restart-loop", "osd-restart-loop", {"osd": 2}, "OSD_DAEMON_RESTART_LOOP",
+         "osd.2", "", 2, heal_kwargs={"osd": 2}),
     Case("osd-out", None, {}, "OSD_UP_OUT", "osd.2", "stordoc fix osd-in osd.2", 1,
          plain="ceph osd out 2"),
     # manager, monitors, placement (lab/scenarios/mgrmon.py): no runbook, said by hand
@@ -156,7 +164,11 @@ def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
 
     out = re.sub(r":(\d{2,5})\b", sub, text)
     out = re.sub(r"/dev/loop\d+", "/dev/loop<N>", out)  # a disk's entity: the lab's loop
+    out = _CRASH_ID.sub("<crash>", out)  # a crash report's id is new with every crash
     return out.replace(base, "<lab>") if base else out
+
+
+_CRASH_ID = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z_[0-9a-f-]{36}")
 
 
 # Which PGs of a down OSD are "degraded" besides "undersized" depends on whether they hold

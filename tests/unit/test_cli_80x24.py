@@ -216,7 +216,7 @@ def test_live_check_and_all_use_the_same_renderer(monkeypatch: pytest.MonkeyPatc
     assert len(rows) > len(starts)  # the cache tier's long verdict wraps, indented
     rc, every_v = run("--all", "-v")
     assert rc == 2 and "explains: " in every_v and "WARN (5) ─" in every_v
-    assert every_v.splitlines()[-1] == "next: stordoc fix osd-start osd.2"
+    assert every_v.splitlines()[-1] == "next: stordoc fix daemon-restart osd.2"
 
 
 def test_many_loose_findings_and_a_long_cause_stay_within_the_screen() -> None:

@@ -20,8 +20,8 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS == tuple(scenarios.REGISTRY)
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
-    assert len(SCENARIOS) == 20  # + 3 disk and 3 manager/monitor/placement scenarios
-    assert SCENARIOS[-3:] == ("mgr-stopped", "osd-crush-weight-zero", "mon-disk-low")
+    assert len(SCENARIOS) == 23  # + 3 disk, 3 manager/monitor/placement, 3 daemon scenarios
+    assert SCENARIOS[-3:] == ("osd-crash", "osd-hung", "osd-restart-loop")
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary
         for opt in (*s.options, *s.heal_options):

@@ -290,11 +290,50 @@ def _healthy(rp: Replay) -> None:
 
 
 def _killed(rp: Replay) -> None:
-    """kill -9 of a running OSD: four lines for one problem become one incident."""
+    """kill -9 of a running OSD: four lines for one problem become one incident, and its
+    root says killed (not "stopped"): no crash report, no word in the log, pid file left."""
     inc = rp.outcome.incidents[0]
     keys = {f.key for f in inc.findings}
     assert ("OSD_DOWN_IN", "osd.2") in keys and ("CEPH_HEALTH", "ceph OSD_DOWN") in keys
     assert inc.severity == Severity.CRIT  # still in: its PGs are degraded
+    f = inc.root
+    assert f.code == "OSD_DAEMON_CRASHED" and f.evidence["signal"] == "SIGKILL?"
+    assert "killed: pid" in f.message and "pid file is left behind" in f.message
+    assert "OSD_DAEMON_STOPPED" not in {x.code for x in rp.outcome.report.findings}
+
+
+def _crashed(rp: Replay) -> None:
+    """kill -SEGV: the signal, Ceph's crash report (posted: RECENT_CRASH folds in) and
+    the log's fatal line, in the finding and its evidence."""
+    inc = rp.outcome.incidents[0]
+    f = inc.root
+    assert f.code == "OSD_DAEMON_CRASHED" and f.evidence["signal"] == "SIGSEGV"
+    crash = str(f.evidence["crash_id"])
+    assert f.evidence["crash_posted"] is True and crash in f.message
+    assert any("Caught signal (Segmentation fault)" in ln for ln in f.evidence["log_tail"])
+    assert ("CEPH_HEALTH", "ceph RECENT_CRASH") in {x.key for x in inc.findings}
+    assert (f.runbook, f.target) == ("daemon-restart", "osd.2")
+    row = next(x for x in views.osd_rows(rp.outcome.snapshot, rp.target) if x.key == "osd.2")
+    assert row.cells[8] == "crashed (SIGSEGV)"  # the TUI's OSD screen says it too
+
+
+def _hung(rp: Replay) -> None:
+    """kill -STOP: alive in state T, its admin socket silent; down in the osdmap."""
+    f = rp.outcome.incidents[0].root
+    assert f.code == "OSD_DAEMON_HUNG" and f.evidence["life"] == "hung"
+    assert "state T" in f.message and "asok timeout" in f.message
+    row = next(x for x in views.osd_rows(rp.outcome.snapshot, rp.target) if x.key == "osd.2")
+    assert row.cells[8] == "hung"
+    assert ("OSD_DOWN_IN", "osd.2") in {x.key for x in rp.outcome.incidents[0].findings}
+
+
+def _looping(rp: Replay) -> None:
+    """A supervisor restarting an OSD that fails at each start: the loop and its cause,
+    no runbook (daemon-restart refuses it)."""
+    f = rp.outcome.incidents[0].root
+    assert f.code == "OSD_DAEMON_RESTART_LOOP" and f.runbook is None
+    assert f.evidence["life"] == "restart-looping"
+    assert "lives ended in a failure" in f.message and "osd init failed" in f.message
 
 
 def _out(rp: Replay) -> None:
@@ -373,6 +412,9 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "osd-crush-weight-zero": _crush_zero,
     "mon-disk-low": _mon_disk_low,
     "osd-killed": _killed,
+    "osd-crash": _crashed,
+    "osd-hung": _hung,
+    "osd-restart-loop": _looping,
     "osd-out": _out,
     "healthy": _healthy,
     "osd-unmounted-out": lambda rp: _osd_unmounted(rp, 1, "node2", True),

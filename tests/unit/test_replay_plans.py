@@ -52,6 +52,21 @@ def test_osd_start_of_a_killed_daemon_and_osd_in(release: str) -> None:
     assert [s.command for s in p.steps] == ["ceph osd in 2"]
 
 
+def test_daemon_restart_saves_evidence_archives_and_refuses_a_loop(release: str) -> None:
+    p = plan_of(release, "osd-crash", "daemon-restart", "osd.2")
+    cmds = [s.command for s in p.steps]
+    assert "stordoc-evidence" in cmds[0] and str(p.params["crash_id"]) in cmds[0]
+    assert cmds[1] == f"ceph crash archive {p.params['crash_id']}"
+    assert "ceph-osd" in cmds[2] and p.params["signal"] == "SIGSEGV"
+    hung = plan_of(release, "osd-hung", "daemon-restart", "osd.2")
+    titles = [s.title for s in hung.steps]
+    assert titles[1].startswith("kill the hung osd.2 (pid ")
+    assert "stordoc-kill" in hung.steps[1].command and "ceph-osd" in hung.steps[1].command
+    refused(release, "osd-restart-loop", "daemon-restart", "osd.2",
+            "restart-looping.*one more restart will not help")
+    refused(release, "osd-crash", "daemon-restart", "osd.1", "running")
+
+
 def test_unknown_and_hostile_targets_are_refused(release: str) -> None:
     refused(release, "osd-unmounted-out", "osd-remount", "osd.9",
             "osd.9 does not exist in the osdmap")

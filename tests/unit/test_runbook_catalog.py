@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from runbooks.api import list_runbooks, runbook_for_code
 
-ORDER = ["crash-archive", "mgr-failover", "osd-remount", "osd-activate", "osd-start", "osd-in",
-         "cache-tier-tune", "pool-pg-num", "swift-device-remount", "swift-server-start",
+ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
+         "daemon-restart", "mgr-failover", "cache-tier-tune", "pool-pg-num",
+         "swift-device-remount", "swift-server-start",
          "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
          "swift-replicator-start", "osd-replace-disk", "swift-replace-drive"]
 

@@ -102,7 +102,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
                      "pool-pg-num", "swift-device-remount", "swift-ring-rebalance",
                      "swift-server-start", "swift-ring-push", "swift-dispersion-populate",
                      "crash-archive", "swift-replicator-start", "mgr-failover", "osd-replace-disk",
-                     "swift-replace-drive"}
+                     "swift-replace-drive", "daemon-restart"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
@@ -118,6 +118,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert runbook_for_code("CEPH_HEALTH") is None
     assert runbook_for_code("SWIFT_SERVER_DOWN") == "swift-server-start"
     assert runbook_for_code("MGR_NOT_ANSWERING") == "mgr-failover"
+    assert runbook_for_code("OSD_DAEMON_CRASHED") == "daemon-restart"
 
 
 # ------------------------------------------------------------------ osd-remount

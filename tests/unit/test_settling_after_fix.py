@@ -234,17 +234,17 @@ def test_what_stays_wrong_after_a_run_ended_is_new() -> None:
     assert [run_of(i, out.snapshot.runs) for i in out.incidents] == [None]
     seen = Seen(first=False)
     assert [ln.split(" ", 2)[2].split(":")[0] for ln in changes(seen, out)] == [
-        "NEW crit OSD_DAEMON_STOPPED osd.2"]
+        "NEW crit OSD_DAEMON_CRASHED osd.2"]
 
 
 def test_a_fault_whose_cause_changes_is_one_changed_line_not_new_and_resolved() -> None:
-    """`lab break osd-unmounted` stops the daemon, then unmounts: a watch in between sees
-    osd.2 stopped, then unmounted: one thing, one CHANGED line."""
+    """An OSD killed, then found unmounted: a watch in between sees osd.2 crashed
+    (killed), then unmounted: one thing, one CHANGED line."""
     seen = Seen()
     lines: list[str] = []
     for name in ("healthy", "osd-killed", "osd-unmounted-in", "healthy"):
         lines += changes(seen, outcome(_replay(name).outcome.snapshot))
     body = [ln.split(" ", 2)[2].split(":")[0] for ln in lines]
-    assert body == ["watching, 0 incidents open", "NEW crit OSD_DAEMON_STOPPED osd.2",
-                    "CHANGED OSD_DAEMON_STOPPED -> crit OSD_DATA_UNMOUNTED osd.2",
+    assert body == ["watching, 0 incidents open", "NEW crit OSD_DAEMON_CRASHED osd.2",
+                    "CHANGED OSD_DAEMON_CRASHED -> crit OSD_DATA_UNMOUNTED osd.2",
                     "RESOLVED OSD_DATA_UNMOUNTED osd.2"]

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checks import hostdiag
+from checks import daemons, hostdiag
 from checks.model import Finding
-from storage.model import ClusterSnapshot, HostFacts, OsdState
+from storage.model import ClusterSnapshot, DaemonLife, HostFacts, OsdState
 from storage.targets import ClusterTarget
 from tui.views.common import SEV_STYLE, Row, human_bytes
 from tui.views.findings import findings_for
@@ -82,6 +82,9 @@ def osd_host_view(snap: ClusterSnapshot, target: ClusterTarget | None,
                    and d.ident == str(osd.id)), None)
     dstate = "unknown" if daemon is None else (
         f"running (pid {daemon.pid})" if daemon.running else "stopped")
+    life = daemons.status_on(facts, osd.name)  # the check's judgement of its life
+    if life is not None and life.life is not DaemonLife.RUNNING:
+        dstate = life.life.value + (f" ({life.signal})" if life.signal else "")
     devs = set(dg.devices) if dg else ({mount.source} if mount else set())
     io = tuple(e.line for e in dg.io_errors) if dg else ()
     fst = next((f for f in facts.fstab if ddir and f.mountpoint.rstrip("/") ==

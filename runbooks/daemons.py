@@ -1,0 +1,151 @@
+"""Restart a crashed or hung daemon (``daemon-restart``): mon, mgr, osd, and each Swift
+daemon the host's settings list. Its evidence is saved on its host first (the log's tail,
+Ceph's crash report, the hung process's /proc state), the crash report it read is archived
+(``ceph crash archive``), a hung process is killed, then the daemon is started with the
+host's own start command. A restart-looping daemon is refused with what the loop shows:
+one more restart will not help.
+
+The judgement is ``checks.daemons.judge``, the same one the check reports.
+"""
+
+from __future__ import annotations
+
+from checks.daemons import status_of
+from checks.hostdiag import diagnose_osd
+from runbooks.base import Draft, Runbook, host_of, register
+from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
+from runbooks.osd import UP_POLL_S, _start_argv, osd_up_probe
+from storage.model import ClusterSnapshot, DaemonLife, DaemonStatus
+
+# what is saved before anything changes: constant script, typed arguments
+# $1 evidence dir, $2 log file, $3 crash report dir, $4 pid (a hung process)
+EVIDENCE_SCRIPT = r"""
+set -e
+umask 077
+mkdir -p -- "$1"
+if [ -n "$2" ] && [ -r "$2" ]; then tail -n 2000 -- "$2" > "$1/log-tail"; fi
+if [ -n "$3" ] && [ -d "$3" ]; then cp -a -- "$3" "$1/"; fi
+if [ -n "$4" ] && [ -d "/proc/$4" ]; then
+  { cat "/proc/$4/status"; echo; echo "wchan: $(cat "/proc/$4/wchan" 2>/dev/null)";
+    cat "/proc/$4/stack" 2>/dev/null || true; } > "$1/proc" 2>/dev/null || true
+fi
+ls -- "$1"
+"""
+# $1 pid, $2 what its command line must name (the pid is still that daemon)
+KILL_SCRIPT = r"""
+tr '\000' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2" || { echo "pid $1 is no longer $2: nothing killed" >&2; exit 1; }
+kill -KILL "$1"
+i=0
+while [ -e "/proc/$1" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+[ ! -e "/proc/$1" ]
+"""
+_PROGRAM = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "memcached": "memcached",
+            "rsyncd": "rsync"}
+
+
+def _alive_probe(host: str, pid_file: str) -> Probe:
+    """A WaitOp probe: the pid file names a live process again."""
+
+    def probe(env: StepEnv) -> tuple[bool, str]:
+        r = env.runner.run(host, ["sh", "-c", 'p=$(cat -- "$1" 2>/dev/null) && '
+                                  '[ -n "$p" ] && kill -0 "$p" && echo "$p"',
+                                  "stordoc-alive", pid_file], timeout_s=10)
+        pid = r.stdout.strip()
+        return (r.rc == 0 and pid.isdigit()), f"{pid_file}: {pid or 'no live process'}"
+
+    return probe
+
+
+def _status(snap: ClusterSnapshot, target: str) -> DaemonStatus:
+    name, _, host = target.partition("@")
+    st = status_of(snap, name, host or None)
+    if st is None:
+        where = f" on {host}" if host else ""
+        raise Refused(f"no host reported {name}{where} (is it in the host's settings, and "
+                      "were host facts collected?)")
+    return st
+
+
+@register
+class DaemonRestart(Runbook):
+    info = RunbookInfo(
+        "daemon-restart",
+        "Restart a crashed or hung daemon (mon, mgr, osd, Swift): save its evidence (log "
+        "tail, crash report, /proc of a hung process) on its host, archive the crash report "
+        "it read, kill a hung process, start it, wait until it answers. A restart-looping "
+        "daemon is refused.",
+        ("OSD_DAEMON_CRASHED", "OSD_DAEMON_HUNG", "DAEMON_CRASHED", "DAEMON_HUNG"),
+        destructive=False, target_kind="daemon",
+        target_help="osd.N, mon.ID, mgr.ID or NAME@HOST (swift-object-server@node1)")
+    needs_host_facts = True
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        st = _status(snap, target)
+        where = f"{st.name} on {st.host}"
+        if st.life is DaemonLife.LOOPING:
+            raise Refused(f"{where} is {st.summary}: one more restart will not help; read "
+                          f"{st.log_file or 'its log'} and fix the cause first")
+        if st.life not in (DaemonLife.CRASHED, DaemonLife.HUNG):
+            raise Refused(f"{where} is {st.life.value} ({st.summary}): daemon-restart "
+                          "restarts only a crashed or hung daemon")
+        ht, facts = host_of(d.ctx, snap, st.host, st.name)
+        if st.kind == "osd":
+            osd_id = int(st.name.split(".", 1)[1])
+            osd = snap.ceph.osd(osd_id) if snap.ceph is not None else None
+            if osd is None:
+                raise Refused(f"{st.name} is not in the osdmap")
+            dg = diagnose_osd(facts, osd, snap.ceph.fsid if snap.ceph else "", snap.taken_at)
+            if dg is not None and dg.io_errors:
+                e = dg.io_errors[-1]
+                raise Refused(f"{e.device} on {ht.name} shows kernel I/O errors, restarting "
+                              f"{st.name} is unsafe: {e.line.strip()}")
+            if dg is not None and dg.mount is None and not dg.populated:
+                raise Refused(f"{dg.data_dir} is not in place on {ht.name}: use "
+                              f"{dg.runbook() or 'osd-remount'}")
+            start = _start_argv(d, ht, osd_id)
+        else:
+            conf = next((x for x in ht.daemons if x.name == st.name), None)
+            if conf is None or not conf.start:
+                raise Refused(f"no start command for {st.name} in host {ht.name}'s settings "
+                              f"(start = [...] under [[clusters.{d.ctx.cluster}.hosts."
+                              "daemons]])")
+            start = list(conf.start)
+        # named by what died (stable between the plan and its re-plan before running)
+        which = f"pid{st.pid}" if st.pid else (st.crash_id or "last")
+        evidence_dir = f"{ht.evidence_dir.rstrip('/')}/{st.name}-{which}"
+        crash_dir = ""
+        if st.crash_id and ht.ceph_crash_dir:
+            sub = "posted/" if st.crash_posted else ""
+            crash_dir = f"{ht.ceph_crash_dir.rstrip('/')}/{sub}{st.crash_id}"
+        hung = st.life is DaemonLife.HUNG
+        d.params.update(daemon=st.name, host=ht.name, life=st.life.value, why=st.summary,
+                        evidence_dir=evidence_dir, crash_id=st.crash_id, signal=st.signal)
+        d.host(f"save the evidence of {st.name} in {evidence_dir}", ht.name,
+               ["sh", "-c", EVIDENCE_SCRIPT, "stordoc-evidence", evidence_dir, st.log_file,
+                crash_dir, str(st.pid) if hung and st.pid else ""])
+        new = {c.crash_id for c in (snap.ceph.crashes or ())} if snap.ceph else set()
+        if st.crash_id and st.crash_id in new:
+            d.mon(f"archive crash report {st.crash_id} (saved with the evidence)",
+                  "crash archive", {"id": st.crash_id})
+        elif st.crash_id:
+            d.warnings.append(f"crash report {st.crash_id} is not posted to the cluster yet "
+                              "(ceph-crash posts it later): it is kept in the evidence")
+        if hung:
+            if not st.pid:
+                raise Refused(f"{where} is hung but its pid is unknown")
+            d.warnings.append(f"{where}: {st.summary}; the process is killed (SIGKILL) after "
+                              "its evidence is saved")
+            d.host(f"kill the hung {st.name} (pid {st.pid})", ht.name,
+                   ["sh", "-c", KILL_SCRIPT, "stordoc-kill", str(st.pid),
+                    _PROGRAM.get(st.kind, st.name)])
+        d.host(f"start {st.name} on {ht.name}", ht.name, start)
+        if st.kind == "osd":
+            osd_id = int(st.name.split(".", 1)[1])
+            d.wait(f"wait until {st.name} is up", f"ceph osd dump: wait until {st.name} is up",
+                   osd_up_probe(osd_id), interval_s=UP_POLL_S)
+        elif st.pid_file:
+            d.wait(f"wait until {st.name} runs", f"{st.pid_file} names a live process",
+                   _alive_probe(ht.name, st.pid_file), interval_s=0.5, where=ht.name)
+        d.verify_codes = (*self.info.fixes, "OSD_DAEMON_STOPPED", "DAEMON_STOPPED")
+        d.verify_entities = (st.entity,)
+        d.verify_host_facts = True
