@@ -10,6 +10,8 @@ The judgement is ``checks.daemons.judge``, the same one the check reports.
 
 from __future__ import annotations
 
+import re
+
 from checks.daemons import status_of
 from checks.hostdiag import diagnose_osd
 from runbooks.base import Draft, Runbook, host_of, register
@@ -41,6 +43,9 @@ while [ -e "/proc/$1" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 """
 _PROGRAM = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "memcached": "memcached",
             "rsyncd": "rsync"}
+
+
+_SWIFT_DAEMON = re.compile(r"\Aswift-(account|container|object)-[a-z-]+@(.+)\Z")
 
 
 def _alive_probe(host: str, pid_file: str) -> Probe:
@@ -78,6 +83,12 @@ class DaemonRestart(Runbook):
         destructive=False, target_kind="daemon",
         target_help="osd.N, mon.ID, mgr.ID or NAME@HOST (swift-object-server@node1)")
     needs_host_facts = True
+
+    def lock_keys(self, target: str) -> list[str]:
+        """A Swift daemon also takes the lock of the runbooks that start its server or
+        replicator (``object@node1``): two runbooks never act on one daemon at once."""
+        m = _SWIFT_DAEMON.match(target)
+        return [target, f"{m.group(1)}@{m.group(2)}"] if m else [target]
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         st = _status(snap, target)

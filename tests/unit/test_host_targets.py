@@ -5,6 +5,7 @@ the Kelvin sign) is refused in one line with the closest configured name."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from runbooks.base import registry
 from runbooks.model import InvalidRequest, Refused
 from runbooks.targets import HOST_QUALIFIED, canonical_target_on, resolve_host
 from storage.journal import Journal
+from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget, HostTarget
 from tests.unit.test_replace_plans import NEW, with_builders
 from tests.unit.test_replay import replay
@@ -120,7 +122,18 @@ def test_device_names_keep_their_case_and_stay_ascii() -> None:
 CASES = {"swift-device-remount": ("swift-device-unmounted", "d2", "node2"),
          "swift-server-start": ("swift-object-server-stopped", "object", "node1"),
          "swift-replicator-start": ("swift-replication-stalled", "object", "node1"),
-         "swift-replace-drive": ("swift-device-unmounted", "d2", "node2")}
+         "swift-replace-drive": ("swift-device-unmounted", "d2", "node2"),
+         "daemon-restart": ("osd-crash", "swift-object-server", "node1")}
+
+
+def _object_server_killed(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """The osd-crash snapshot with node1's object server gone (pid file left): a daemon
+    daemon-restart restarts."""
+    hf = snap.hosts["node1"]
+    dfs = tuple(dataclasses.replace(d, alive=False, proc_state="", probe="")
+                if d.name == "swift-object-server" else d for d in hf.daemon_facts)
+    return dataclasses.replace(snap, hosts={**snap.hosts,
+                                            "node1": dataclasses.replace(hf, daemon_facts=dfs)})
 
 
 def test_every_host_qualified_runbook_is_covered() -> None:
@@ -139,6 +152,8 @@ def test_every_host_qualified_runbook_plans_locks_and_audits_the_configured_name
     snap, opts = rp.outcome.snapshot, None
     if runbook == "swift-replace-drive":  # builders of its own, and the new drive
         snap, opts = with_builders(snap, tmp_path, 3), {"device": NEW}
+    if runbook == "daemon-restart":
+        snap = _object_server_killed(snap)
     base = plan_from_snapshot(ctx, snap, runbook, f"{left}@{host}", opts)
     for spelt in (ht.address, host.upper(), host + ".", f"::ffff:{ht.address}"):
         p = plan_from_snapshot(ctx, snap, runbook, f"{left}@{spelt}", opts)
@@ -228,3 +243,13 @@ def test_a_lock_is_named_by_any_spelling_of_its_host(tmp_path: Path) -> None:
             locks.lock_named("lab", "d1@n\u043ede1")
     finally:
         e.close()
+
+
+def test_a_swift_daemon_restart_takes_its_servers_lock() -> None:
+    """daemon-restart of swift-object-server@node1 and swift-server-start object@node1 act
+    on one daemon: they share a lock key, however the host is spelt."""
+    rp = replay("reef", "osd-crash")
+    ctx = RunContext("lab", rp.target, Journal(":memory:"), rp.thresholds, user="tester")
+    p = plan_from_snapshot(ctx, _object_server_killed(rp.outcome.snapshot), "daemon-restart",
+                           "swift-object-server@127.0.0.2")
+    assert p.locks == ("swift-object-server@node1", "object@node1")
