@@ -247,7 +247,8 @@ _OSD_CODE = {DaemonLife.CRASHED: "OSD_DAEMON_CRASHED", DaemonLife.HUNG: "OSD_DAE
 
 
 def evidence(st: DaemonStatus) -> dict[str, object]:
-    ev: dict[str, object] = {"host": st.host, "daemon": st.name, "life": st.life.value,
+    ev: dict[str, object] = {"host": st.host, "daemon": st.name, "kind": st.kind,
+                             "life": st.life.value,
                              "pid": st.pid, "facts": list(st.evidence)}
     if st.signal:
         ev["signal"] = st.signal

@@ -27,6 +27,8 @@ CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
 CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMANY",
                    "OSD_TOO_MANY_REPAIRS", "BLUESTORE_SPURIOUS_READ_ERRORS",
                    "BLUESTORE_SLOW_OP_ALERT")
+# No manager answers (checks.managers), and Ceph's late word on it.
+MGR_FOLD = ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "PGS_STATS_STALE", "MGR_DOWN")
 # Our cluster-wide PG findings.
 PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING")
 
@@ -131,6 +133,10 @@ RULES: tuple[Rule, ...] = (
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
     # one osdmap flag is one incident: stordoc's finding explains Ceph's OSDMAP_FLAGS
     Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS",)),
+    # a manager daemon that crashed, hangs, loops or was stopped (checks.daemons) is why no
+    # manager answers: the manager findings and the stale PG statistics fold into it
+    *(Rule(c, "entity", (), MGR_FOLD, when=("kind", "mgr"))
+      for c in ("DAEMON_CRASHED", "DAEMON_HUNG", "DAEMON_RESTART_LOOP", "DAEMON_STOPPED")),
     # no manager (checks.managers): the PG statistics are stale, Ceph's MGR_DOWN says it late
     *(Rule(c, "entity", (), ("PGS_STATS_STALE", "MGR_DOWN"))
       for c in ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING")),
