@@ -7,7 +7,9 @@ the body is bounded (``MAX_BODY``; larger is 413 unread), the timestamp must be 
 integer at most five minutes old (else 400/401), the signature (HMAC-SHA256 of
 ``v0:timestamp:body``) must match (else 401), and only then is the body parsed (not a
 Slack payload: 400) and handed to bolt. A refused request costs one bounded log line,
-never the body or a traceback. Socket Mode uses bolt's built-in client with
+never the body or a traceback. Reading a request (headers and body together) has a
+total deadline (``REQUEST_DEADLINE_S``) on top of the per-read timeout, so a client that
+dribbles a byte now and then cannot hold a worker: it gets 408. Socket Mode uses bolt's built-in client with
 the app-level token; no port is opened.
 """
 
@@ -19,6 +21,7 @@ import io
 import ipaddress
 import logging
 import re
+import socket
 import sys
 import threading
 import time
@@ -192,7 +195,7 @@ class Router:
     """Slack's signed requests to ``SignedGate``; ``/alertmanager`` to the alert gate.
 
     The last line of defence: a client that stalls mid-body (the socket's read timeout)
-    gets 408, and anything a gate did not expect is one log line and a 500, never a
+    or is still sending it at the request deadline gets 408, and anything a gate did not expect is one log line and a 500, never a
     traceback on stderr."""
 
     def __init__(self, slack: WsgiApp, alerts: WsgiApp | None) -> None:
@@ -205,6 +208,10 @@ class Router:
                               and environ.get("PATH_INFO") == al.PATH) else self.slack
         try:
             return list(app(environ, start_response))
+        except RequestDeadline as e:
+            code, reason = 408, "Request Timeout"
+            log.warning("http: refused 408: %s (from %s)", e,
+                        str(environ.get("REMOTE_ADDR", "?"))[:64])
         except TimeoutError:
             code, reason = 408, "Request Timeout"
             log.warning("http: refused 408: the client stalled sending its request "
@@ -229,6 +236,47 @@ def one_line(text: str) -> str:
 READ_TIMEOUT_S = 15.0  # a client silent this long mid-request is dropped (408 or closed)
 MAX_WORKERS = 32  # requests handled at once; more wait in the listen backlog
 QUEUE_WAIT_S = 10.0  # a connection that finds no free worker this long is answered 503
+REQUEST_DEADLINE_S = 30.0  # headers and body must have arrived this long after pick-up
+
+
+class RequestDeadline(TimeoutError):
+    """The request (headers and body) was not complete within its total deadline."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's read side with a total deadline over all reads: each read waits
+    at most the per-read timeout and never past ``deadline`` (``time.monotonic``); a read
+    cut short by the deadline, or started after it, raises ``RequestDeadline``. Writes
+    (the answer) keep the socket's own timeout."""
+
+    def __init__(self, sock: socket.socket, read_timeout_s: float | None, deadline: float,
+                 deadline_s: float) -> None:
+        super().__init__()
+        self.sock = sock
+        self.read_timeout_s = read_timeout_s
+        self.deadline = deadline
+        self.deadline_s = deadline_s
+
+    def readable(self) -> bool:
+        return True
+
+    def _late(self) -> RequestDeadline:
+        return RequestDeadline(f"the request was not complete within {self.deadline_s:g} s")
+
+    def readinto(self, b: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._late()
+        cut = self.read_timeout_s is None or left < self.read_timeout_s
+        self.sock.settimeout(left if cut else self.read_timeout_s)
+        try:
+            return self.sock.recv_into(b)
+        except TimeoutError:
+            if cut:
+                raise self._late() from None
+            raise
+        finally:
+            self.sock.settimeout(self.read_timeout_s)
 
 
 class _Server(WSGIServer):
@@ -236,8 +284,9 @@ class _Server(WSGIServer):
 
     The accept loop takes a connection only when a worker is free (the kernel's listen
     backlog holds the rest); one that finds no worker within ``queue_wait_s`` gets a 503.
-    Each worker's socket has a read timeout (``_Quiet.timeout``), so a stalled client
-    frees its worker."""
+    Each worker's socket has a read timeout (``_Quiet.timeout``) and reading the whole
+    request a deadline (``_Quiet.deadline_s``), so a stalled or dribbling client frees
+    its worker."""
 
     allow_reuse_address = True
     request_queue_size = 128  # the default 5 drops SYNs under bursts: 1 s retransmits
@@ -278,7 +327,15 @@ class _Server(WSGIServer):
                      e: BaseException | None = None) -> None:
         """One log line instead of socketserver's traceback on stderr."""
         e = e or sys.exc_info()[1]
-        if isinstance(e, TimeoutError):
+        if isinstance(e, RequestDeadline):  # still in the headers: 408, then close
+            log.warning("http: refused 408: %s (from %s)", e, str(client_address[0])[:64])
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.0 408 Request Timeout\r\nContent-Length: 0"
+                                b"\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+        elif isinstance(e, TimeoutError):
             log.info("http: dropped a connection from %s: it stalled (read timeout)",
                      str(client_address[0])[:64])
         else:
@@ -288,7 +345,16 @@ class _Server(WSGIServer):
 
 
 class _Quiet(WSGIRequestHandler):
-    timeout = READ_TIMEOUT_S  # StreamRequestHandler.setup: settimeout on the connection
+    timeout = READ_TIMEOUT_S  # StreamRequestHandler.setup: settimeout
+    deadline_s = REQUEST_DEADLINE_S
+
+    def setup(self) -> None:
+        """The deadline runs from the moment a worker takes the connection."""
+        deadline = time.monotonic() + self.deadline_s
+        super().setup()
+        self.rfile.close()  # socket.makefile's reader: replaced, the socket stays open
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.timeout,
+                                                       deadline, self.deadline_s))
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http: " + format, *args)
@@ -325,13 +391,15 @@ class HttpServer:
     def __init__(self, bot: StordocBot, host: str = "127.0.0.1", port: int = 3000,
                  alerts: al.AlertGate | None = None, *,
                  read_timeout_s: float = READ_TIMEOUT_S, max_workers: int = MAX_WORKERS,
-                 queue_wait_s: float = QUEUE_WAIT_S) -> None:
+                 queue_wait_s: float = QUEUE_WAIT_S,
+                 request_deadline_s: float = REQUEST_DEADLINE_S) -> None:
         check_loopback(host)
         self.bot = bot
         gate = SignedGate(SlackRequestHandler(bot.app, PATH), bot.signing_secret, PATH)
         server = type("_BoundedServer", (_Server,), {"max_workers": max_workers,
                                                      "queue_wait_s": queue_wait_s})
-        handler = type("_TimedHandler", (_Quiet,), {"timeout": read_timeout_s})
+        handler = type("_TimedHandler", (_Quiet,), {"timeout": read_timeout_s,
+                                                    "deadline_s": request_deadline_s})
         self.httpd: _Server = make_server(host, port, Router(gate, alerts),
                                           server_class=server, handler_class=handler)
         self.port: int = self.httpd.server_address[1]

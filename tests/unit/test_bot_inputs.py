@@ -1,12 +1,13 @@
 """Issue 26.5 on the bot, over real HTTP (the real bolt App and the real WSGI server):
 deeply nested JSON is a one-line 400, never a RecursionError traceback and a 500; a
-stalled client is dropped by a read timeout and the server never runs more than its
-bounded number of worker threads."""
+stalled client is dropped by a read timeout, a dribbling one by the request deadline, and
+the server never runs more than its bounded number of worker threads."""
 
 from __future__ import annotations
 
 import json
 import logging
+import select
 import socket
 import threading
 import time
@@ -23,7 +24,7 @@ from bot.alert_payload import Refused, parse_payload
 from bot.server import HttpServer, malformed
 from bot.wsgi import MAX_DEPTH, depth
 from stordoc.settings import AlertSettings, Secret, parse_settings
-from tests.support.fake_slack import SIGNING_SECRET, BotHarness, sign
+from tests.support.fake_slack import SIGNING_SECRET, BotHarness, SlackSender, sign
 from tests.unit.test_bot_hardening import FORM, raw_post
 
 VIEWER = "UVIEWER01"
@@ -184,3 +185,61 @@ def test_busy_server_answers_503_instead_of_queueing_forever(h: BotHarness) -> N
         hog.close()
     finally:
         srv.stop()
+
+
+def _dribble(port: int, head: bytes, tail: bytes) -> bytes:
+    """Send ``head`` at once, then ``tail`` one byte every 0.3 s (slowloris) until the
+    server answers or hangs up; what it sent back. ``tail`` is long enough to outlast any
+    deadline under test: the loop ends with it only if the server never cut the client."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        s.sendall(head)
+        for i in range(len(tail)):
+            readable, _, _ = select.select([s], [], [], 0.3)
+            if readable:
+                break
+            try:
+                s.sendall(tail[i:i + 1])
+            except OSError:  # the server closed first: its answer is in the buffer
+                break
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+        return data
+    finally:
+        s.close()
+
+
+def test_a_dribbling_client_is_cut_off_by_the_request_deadline(
+        h: BotHarness, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """Slowloris: each byte comes well within the per-read timeout (30 s), so only the
+    total deadline (1 s) can free the one worker; then a normal request is answered."""
+    caplog.set_level(logging.DEBUG)
+    srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=30, max_workers=1,
+                     queue_wait_s=60, request_deadline_s=1).start()
+    try:
+        sender = SlackSender(srv.url, command=h.slack.command)
+        body = sender.command_body("help", VIEWER)
+        headers = "".join(f"{k}: {v}\r\n" for k, v in
+                          {"Host": "x", "Content-Type": FORM,
+                           "Content-Length": str(len(body)),
+                           **sign(SIGNING_SECRET, body)}.items()).encode()
+        line = b"POST /slack/events HTTP/1.1\r\n"
+        # dribbling the headers, then dribbling a (valid, signed) body
+        in_headers = _dribble(srv.port, line, headers * 20)
+        in_body = _dribble(srv.port, line + headers + b"\r\n", body * 20)
+        for answer in (in_headers, in_body):
+            assert answer.startswith(b"HTTP/1.0 408 "), answer
+        # the worker is free again: a normal request on the same server is answered
+        assert sender.slash("help", VIEWER).status == 200
+        assert srv.httpd.busy_refusals == 0
+    finally:
+        srv.stop()
+    cut = [r.getMessage() for r in caplog.records
+           if "refused 408: the request was not complete within 1 s" in r.getMessage()]
+    assert len(cut) == 2, cut  # one line per dribbler
+    for r in caplog.records:  # the help answer logs slack_sdk's long debug lines: ours only
+        if r.name.startswith("stordoc"):
+            assert r.exc_info is None and "\n" not in r.getMessage()
+    assert "Traceback" not in capfd.readouterr().err
