@@ -7,6 +7,7 @@ from checks import (  # noqa: F401
     ceph_release,
     cluster,
     daemons,
+    device_health,
     disks,
     managers,
     mounts,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from checks.device_health import Prediction, predictions, smart_failing
 from checks.hostdiag import io_errors_for, kernel_name, parent_name
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import ClusterSnapshot, FsProbe, HostFacts, SmartReport, XfsEvent
@@ -160,15 +161,18 @@ def check_disks(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     read-only, unwritable, full."""
     out: list[Finding] = []
     window = ctx.thresholds.io_error_window_s
+    # Ceph's own prediction (checks.device_health): said here too when SMART fails
+    preds = predictions(snap.ceph, snap.hosts, ctx.thresholds, ctx.now)
     for _, facts in sorted(snap.hosts.items()):
         if not facts.reachable or not facts.disks_collected:
             continue
         for _, d in sorted(disks_of(facts).items()):
-            out.extend(_judge(facts, d, ctx.now, window))
+            out.extend(_judge(facts, d, ctx.now, window, preds.get((d.host, d.device))))
     return out
 
 
-def _judge(facts: HostFacts, d: Disk, now: float, window: float) -> list[Finding]:
+def _judge(facts: HostFacts, d: Disk, now: float, window: float,
+           pred: Prediction | None = None) -> list[Finding]:
     smart = facts.smart.get(d.device)
     sw = smart_words(smart)
     ev: dict[str, object] = {
@@ -213,11 +217,12 @@ def _judge(facts: HostFacts, d: Disk, now: float, window: float) -> list[Finding
             f"do not remount or restart anything on {d.device}: check the disk (SMART, "
             f"cabling); {replace}{_drain(d)}", since=errs[0].when,
             lines=[e.line for e in errs[-5:]], count=len(errs))
-    if smart is not None and smart.available:
-        bad = {k: v for k, v in smart.attributes.items() if v}
-        if smart.passed is False or bad:
-            add("DEVICE_FAILING", Severity.CRIT if smart.passed is False else Severity.WARN,
-                f"{on}: {sw}", f"{replace}{_drain(d)}", attributes=dict(smart.attributes))
+    if smart is not None and smart_failing(smart):
+        sev = Severity.CRIT if smart.passed is False else Severity.WARN
+        add("DEVICE_FAILING", max(sev, pred.severity) if pred else sev,
+            f"{on}: {sw}" + (f"; {pred.words}" if pred else ""), f"{replace}{_drain(d)}",
+            attributes=dict(smart.attributes),
+            ceph_prediction=dict(pred.evidence) if pred else None)
     shut = any(f.code == "FS_SHUTDOWN" for f in found)
     for p in d.probes:
         if shut:

@@ -124,6 +124,11 @@ class Thresholds:
     osd_nearfull_ratio_default: float = 0.85
     clock_skew_max_s: float = 0.05
     io_error_window_s: float = 86400.0
+    # Ceph's devicehealth prediction (checks/device_health.py): its own defaults,
+    # mgr/devicehealth warn_threshold (6 weeks) and mark_out_threshold (4 weeks)
+    device_health_warn_s: float = 6 * 7 * 86400.0
+    device_health_crit_s: float = 4 * 7 * 86400.0
+    device_wear_warn: float = 0.9
     # PGs peering/activating this long after a stordoc run or an OSD change are
     # "settling after" it (INFO), not a CRIT incident (checks.settle.settle_cause)
     pg_settle_window_s: float = 120.0

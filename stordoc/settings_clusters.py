@@ -271,6 +271,9 @@ class ThresholdSettings(StrictModel):
     clock_skew_max_s: float | None = None
     io_error_window_s: float | None = None
     pg_settle_window_s: float | None = Field(None, ge=0)
+    device_health_warn_s: float | None = Field(None, ge=0)
+    device_health_crit_s: float | None = Field(None, ge=0)
+    device_wear_warn: float | None = Field(None, gt=0, le=1)
 
     @field_validator("*")
     @classmethod

@@ -60,6 +60,8 @@ OPTIONAL: tuple[Command, ...] = (
     Command("osd df", "osd df", mgr=True),
     Command("crash ls-new", "crash ls-new", mgr=True),  # RECENT_CRASH explained
     Command("osd pool autoscale-status", "osd pool autoscale-status", mgr=True),
+    # the manager's device table with devicehealth's predictions (DEVICE_FAILING)
+    Command("device ls", "device ls", mgr=True),
     # the manager map and CRUSH rules are the monitors': answered with the manager gone
     Command("mgr dump", "mgr dump"),
     Command("osd crush rule dump", "osd crush rule dump"),

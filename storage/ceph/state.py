@@ -34,6 +34,7 @@ from storage.ceph.parse_daemons import (
     parse_time_sync,
     parse_versions,
 )
+from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
 from storage.ceph.settle import settle_from_raw
 from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
@@ -145,7 +146,8 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         mgr=_mgr(raw, errors, release),
         crush=parse_crush(raw.get("osd tree"), raw.get("osd crush rule dump"))
         if raw.get("osd crush rule dump") is not None and raw.get("osd tree") else None,
-        mon_data=parse_mon_data(raw.get("mon data")))
+        mon_data=parse_mon_data(raw.get("mon data")),
+        devices=parse_device_ls(raw.get("device ls")))
 
 
 # the commands sent to the manager itself (``storage.ceph.collect``)

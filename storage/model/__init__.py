@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from storage.model.ceph import (
     RELEASES,
+    CephDevice,
     CephState,
     CephVersions,
     ConfigSetting,
@@ -120,6 +121,7 @@ class ClusterSnapshot:
 
 __all__ = [
     "BlockDevice",
+    "CephDevice",
     "CephState",
     "CephVersions",
     "DaemonFacts",

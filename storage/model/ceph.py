@@ -310,6 +310,20 @@ class RunningConfig:
 
 
 @dataclass(frozen=True)
+class CephDevice:
+    """One device of ``ceph device ls`` (the manager's device table; the devicehealth
+    module's prediction when it made one). Stamps are epoch seconds; None: not said."""
+
+    devid: str
+    location: tuple[tuple[str, str], ...] = ()  # (host, dev) e.g. ("node1", "sdb")
+    daemons: tuple[str, ...] = ()  # "osd.1", "mon.a"
+    life_expectancy_min: float | None = None
+    life_expectancy_max: float | None = None
+    life_expectancy_stamp: float | None = None
+    wear_level: float | None = None  # 0..1, 1 = worn out
+
+
+@dataclass(frozen=True)
 class CephState:
     """What the monitors and the manager said, every fact in a typed field.
 
@@ -364,6 +378,8 @@ class CephState:
     # mon_data_avail_crit, mon_data_size_warn (``tell mon.X config get``), read only when
     # Ceph raises MON_DISK_LOW/CRIT/BIG
     mon_data: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # ``device ls`` (a manager command; empty: not read, or a snapshot from before)
+    devices: tuple[CephDevice, ...] = ()
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:
