@@ -1,6 +1,6 @@
 """Ceph's own codes on the real lab: RECENT_CRASH from an OSD killed with SIGABRT (its
 crash report posted as ceph-crash would, which the lab does not run), folded into the
-OSD's incident, then archived by the crash-archive runbook; OSD_NEARFULL by ratio,
+OSD's crash incident, restarted by daemon-restart, which archives the report; OSD_NEARFULL by ratio,
 explained and folded, then muted in Ceph and shown as muted; MGR_DOWN; and a stordoc
 mute with expiry from the CLI on a real finding."""
 
@@ -69,29 +69,27 @@ def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) ->
             time.sleep(0.5)
         assert new, "ceph-osd wrote no crash report"
         ceph(lab, "crash", "post", "-i", new.pop())  # what ceph-crash does
-        # until Ceph marks osd.2 down, osd-start refuses ("osd.2 is up"): no next step yet
+        # a crash, not a stop: the signal and the crash report are the incident's root
+        # cause, Ceph's RECENT_CRASH folds into it, and its one next step restarts it
         out = until(env, lambda o: ceph_finding(o, "RECENT_CRASH") is not None and any(
-            i.root.code == "OSD_DAEMON_STOPPED" and i.next_step is not None
+            i.root.code == "OSD_DAEMON_CRASHED" and i.next_step is not None
             for i in o.incidents), 90, "crash")
         inc = out.incidents[0]
-        assert (inc.root.code, inc.root.entity) == ("OSD_DAEMON_STOPPED", "osd.2")
+        assert (inc.root.code, inc.root.entity) == ("OSD_DAEMON_CRASHED", "osd.2")
+        assert "SIGABRT" in inc.root.message, inc.root.message
         crash = ceph_finding(out, "RECENT_CRASH")
         assert crash is not None and crash in inc.consequences
         assert "osd.2 (node3)" in crash.message and crash.runbook == "crash-archive"
         assert crash.since is not None
         crash_id = crash.target
+        assert inc.root.evidence.get("crash_id") == crash_id, inc.root.evidence
         assert inc.next_step is not None and inc.next_step.command == \
-            "stordoc fix osd-start osd.2"
-        r = cli(lab, env, "fix", "osd-start", "osd.2", "--yes")
+            "stordoc fix daemon-restart osd.2"
+        r = cli(lab, env, "fix", "daemon-restart", "osd.2", "--yes")
         assert r.returncode == 0, r.stdout + r.stderr
-        # the crash stays: now its own incident, whose one next step archives it
-        out = until(env, lambda o: bool(o.incidents) and o.incidents[0].root.entity ==
-                    "ceph RECENT_CRASH" and len(o.incidents) == 1, 120, "crash alone")
-        step = out.incidents[0].next_step
-        assert step is not None and step.command == f"stordoc fix crash-archive {crash_id}"
-        r = cli(lab, env, "fix", "crash-archive", str(crash_id), "--yes")
-        assert r.returncode == 0, r.stdout + r.stderr
-        until(env, lambda o: ceph_finding(o, "RECENT_CRASH") is None, 60, "archived")
+        # the restart saved the evidence and archived the crash report it read: clean
+        until(env, lambda o: ceph_finding(o, "RECENT_CRASH") is None and not o.incidents,
+              120, "restarted and archived")
         assert crash_id in ceph(lab, "crash", "ls")  # archived, not deleted
     finally:
         if lab.pid("osd.2") is None:
