@@ -82,10 +82,16 @@ def audited(env: Env, runbook: str, target: str) -> None:
     assert audit.locks("lab") == [] and not audit.leftovers("lab")
 
 
+# mgr-stopped is replayed, not broken live here: how the stopped manager's own process
+# reads (a clean shutdown logged or not) differs between runs and releases, and a live
+# manager outage is tested by tests/lab/test_mgrmon_lab.py (failover, then no manager)
+LIVE = [c for c in CASES if c.name != "mgr-stopped"]
+
+
 @pytest.mark.release
 @pytest.mark.parametrize("case", [pytest.param(c, marks=(pytest.mark.on_reef,) if c.on_reef
-                                                 else ()) for c in CASES],
-                         ids=[c.name for c in CASES])
+                                                 else ()) for c in LIVE],
+                         ids=[c.name for c in LIVE])
 def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
         lab: Lab, journal_env: tuple[Env, Path], case: Case) -> None:
     env, cfg = journal_env
