@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from checks import incident_rules
 from checks.hostdiag import Flavour, OsdDiagnosis
 from checks.model import Finding
 from runbooks.base import Draft, Runbook, fill_template, host_of, need_ceph, parse_osd, register
@@ -50,8 +51,9 @@ DISK_FINDING_CODES = ("DEVICE_FAILING", "DEVICE_IO_ERRORS", "FS_READONLY", "FS_S
                       "FS_WRITE_FAILED", "OSD_DEVICE_IO_ERRORS", "SWIFT_DEVICE_IO_ERRORS")
 
 # Ceph's health codes that say an OSD's disk fails (checks/ceph_codes.py explains them)
-CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMANY",
-                   "OSD_TOO_MANY_REPAIRS", "BLUESTORE_SPURIOUS_READ_ERRORS")
+# (the incident rules' list less slow operations, which are no failing disk by themselves)
+CEPH_DISK_CODES = tuple(c for c in incident_rules.CEPH_DISK_CODES
+                        if c != "BLUESTORE_SLOW_OP_ALERT")
 
 # the hook for other disk evidence: a function of the snapshot and the OSD that returns
 # findings saying its disk fails (by default: the checks of DISK_FINDING_CODES)
