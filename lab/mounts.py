@@ -38,6 +38,45 @@ def mounts_under(path: Path | str, *prefixes: str) -> list[str]:
     return sorted(out, key=lambda t: -t.count("/"))
 
 
+def holders(*views: Path | str) -> dict[int, str]:
+    """The processes holding a path at or under one of ``views`` (open file, working
+    directory or root; a mapped file): what ``fuser -m`` would name. Several views for one
+    filesystem: the Reef lab's daemons see it through their chroot's bind of the base."""
+    roots = [str(v).rstrip("/") for v in views]
+
+    def under(link: str) -> bool:
+        link = link.removesuffix(" (deleted)")
+        return any(link == r or link.startswith(r + "/") for r in roots)
+
+    out: dict[int, str] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        proc = Path("/proc") / d
+        links: list[str] = []
+        for name in ("cwd", "root"):
+            try:
+                links.append(os.readlink(proc / name))
+            except OSError:
+                pass
+        try:
+            for fd in os.listdir(proc / "fd"):
+                try:
+                    links.append(os.readlink(proc / "fd" / fd))
+                except OSError:
+                    pass
+        except OSError:
+            continue
+        if any(under(x) for x in links):
+            try:
+                cl = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                    errors="replace").strip()
+            except OSError:
+                cl = ""
+            out[int(d)] = cl[:160]
+    return out
+
+
 class Mounts:
     """Loop devices and mounts of one lab."""
 
@@ -83,6 +122,14 @@ class Mounts:
     def mount_image(self, image: Path, target: Path, step: str) -> None:
         """Attach ``image`` (if it is not) and mount it on ``target`` (if nothing is)."""
         self.mount(self.attach(image, step), target, step)
+
+    def views(self, target: Path) -> list[Path]:
+        """``target`` and, on a chrooted release, the same mount as its daemons see it."""
+        out = [target]
+        root = getattr(self.lab.system, "root", None)
+        if isinstance(root, Path):
+            out.append(root / str(target).lstrip("/"))
+        return out
 
     def umount(self, target: Path | str, step: str) -> None:
         # the mount table, not os.path.ismount: a bind of a directory of the same

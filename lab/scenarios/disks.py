@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.procs import LabError, run, wait
@@ -17,6 +18,81 @@ if TYPE_CHECKING:
     from lab.core import Lab
 
 UMOUNT_S = 60.0  # a Swift daemon walking the device holds it for a moment at most
+PATIENCE_S = 10.0  # then the lab's own daemons holding it are stopped (and started again)
+
+
+def _ppid(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+STOPPABLE = ("swift-", "rsyncd")  # the daemons that may hold a Swift device
+
+
+def _lab_daemons_holding(lab: Lab, target: Path) -> tuple[list[str], dict[int, str]]:
+    """The lab's Swift daemons (by name) whose process or a child of it holds ``target``,
+    and the other holders (named in an error, never stopped)."""
+    from lab.mounts import holders
+
+    held = holders(*lab.mounts.views(target))
+    pids = {pid: name for name in lab.known_daemons() if name.startswith(STOPPABLE)
+            and (pid := lab.pid(name)) is not None}
+    names: list[str] = []
+    other: dict[int, str] = {}
+    for h, cl in held.items():
+        p, hops = h, 0
+        while p > 1 and p not in pids and hops < 32:
+            p, hops = _ppid(p), hops + 1
+        if p in pids:
+            if pids[p] not in names:
+                names.append(pids[p])
+        else:
+            other[h] = cl
+    return names, other
+
+
+def _restart(lab: Lab, names: list[str], step: str) -> None:
+    """Start again the daemons ``_retry_busy`` stopped."""
+    for name in names:
+        kind = name.removeprefix("swift-").removesuffix("-replicator")
+        if name == "rsyncd":
+            lab.procs.spawn("rsyncd", ["rsync", "--daemon", "--no-detach",
+                                       f"--config={lab.swift_etc / 'rsyncd.conf'}"], step)
+        elif name.endswith("-replicator"):
+            lab.swift_cluster.start_replicator(kind)
+        else:
+            lab.swift_cluster.start_server(kind)
+
+
+def _retry_busy(lab: Lab, target: Path, argv: list[str], step: str) -> list[str]:
+    """Run a mount command that a held filesystem refuses ("busy"), as an admin would: retry
+    for a while, then stop the lab's own Swift daemons holding it (``fuser -m``), and retry
+    until ``UMOUNT_S``. Returns the daemons stopped, for the caller to start again once the
+    filesystem is as it wants it; another holder is waited for, then named in the error."""
+    t0 = time.monotonic()
+    stopped: list[str] = []
+    while True:
+        p = run(argv, step, check=False)
+        if p.returncode == 0:
+            return stopped
+        if "busy" not in p.stderr:
+            break
+        if time.monotonic() - t0 > PATIENCE_S:
+            names, _ = _lab_daemons_holding(lab, target)
+            for name in names:
+                if name not in stopped:
+                    lab.procs.stop(name)
+                    stopped.append(name)
+        if time.monotonic() - t0 > UMOUNT_S:
+            break
+        time.sleep(0.5)
+    names, other = _lab_daemons_holding(lab, target)
+    _restart(lab, stopped, step)
+    raise LabError(step, f"{' '.join(argv)}: {p.stderr.strip()} (after {UMOUNT_S:.0f} s; "
+                   f"stopped {stopped}; still held by {names} {other})")
 
 
 class SwiftDeviceReadonly(Scenario):
@@ -30,7 +106,8 @@ class SwiftDeviceReadonly(Scenario):
         step = f"break swift-device-readonly {args.device}"
         if not os.path.ismount(target):
             raise LabError(step, f"{target} is not mounted")
-        run(["mount", "-o", "remount,ro", str(target)], step)
+        _restart(lab, _retry_busy(lab, target, ["mount", "-o", "remount,ro", str(target)],
+                                  step), step)
         return f"Swift device {args.device} remounted read-only ({target})"
 
     def heal(self, lab: Lab, args: FaultArgs) -> str:
@@ -64,16 +141,10 @@ class SwiftDeviceShutdown(Scenario):
         device = args.device
         target = lab.swift_node / device
         step = f"heal swift-device-shutdown {device}"
-        deadline = time.monotonic() + UMOUNT_S
-        while is_mounted(target):
-            p = run(["umount", str(target)], step, check=False)
-            if p.returncode == 0:
-                break
-            if time.monotonic() > deadline:
-                raise LabError(step, f"{target} stayed busy for {UMOUNT_S:.0f} s: "
-                               f"{p.stderr.strip()}")
-            time.sleep(0.5)
+        stopped = _retry_busy(lab, target, ["umount", str(target)], step) \
+            if is_mounted(target) else []
         lab.mounts.mount_image(lab.images / f"swift-{device}.xfs", target, step)
+        _restart(lab, stopped, step)
         lab.swift_cluster.settle_replication(step)
         return f"Swift device {device}: unmounted and mounted again"
 

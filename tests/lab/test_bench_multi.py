@@ -97,9 +97,14 @@ def _pools(ctx: Any) -> list[str]:
         return sorted(io.cluster.list_pools())
 
 
-def _cmdlines() -> dict[int, str]:
+def _cmdlines(lab: Lab | None = None) -> dict[int, str]:
+    """Command lines of every process, or with ``lab`` only of those below its sshd: the
+    other release's lab runs its own benchmarks beside this one in CI."""
+    mine = _descendants(lab.pid("sshd") or -1) if lab is not None else None
     out = {}
     for d in os.listdir("/proc"):
+        if mine is not None and (not d.isdigit() or int(d) not in mine):
+            continue
         if d.isdigit():
             try:
                 out[int(d)] = Path(f"/proc/{d}/cmdline").read_bytes().replace(
@@ -107,6 +112,15 @@ def _cmdlines() -> dict[int, str]:
             except OSError:
                 pass
     return out
+
+
+def _stages_left(ctx: Any) -> list[str]:
+    """The private directories this test's benchmark runs made that still exist (the
+    journal is this test's own; another lab's runs stage beside it in /tmp)."""
+    dirs = [d for r in Audit(ctx.journal).runs(50) if r.runbook.startswith("bench-")
+            for d in _stage_dirs(ctx.journal, r.id)]
+    assert dirs and all(STAGE_RE.match(d) for d in dirs), dirs
+    return [d for d in dirs if os.path.exists(d)]
 
 
 def _stage_dirs(journal: Any, run_id: int) -> list[str]:
@@ -170,8 +184,7 @@ def test_rados_from_three_clients_sums_what_each_rados_bench_printed(lab: Lab, c
             cleanup_objects(s, ctx.target.ceph, POOL, c["run_name"], c["object_prefix"],
                             "test cleanup")
     assert _objects(ctx) == []
-    assert not [d for d in os.listdir("/tmp") if d.startswith("stordoc-bench.")
-                and STAGE_RE.match("/tmp/" + d)]
+    assert _stages_left(ctx) == []
 
 
 def test_rados_read_of_corrupted_object_fails_the_run(lab: Lab, ctx: Any) -> None:
@@ -229,8 +242,8 @@ def _images(ctx: Any) -> list[str]:
             ioctx.close()
 
 
-def _fio_servers() -> list[int]:
-    return [pid for pid, c in _cmdlines().items()
+def _fio_servers(lab: Lab) -> list[int]:
+    return [pid for pid, c in _cmdlines(lab).items()
             if "fio --server=" in c and "/tmp/stordoc-bench." in c]
 
 
@@ -262,9 +275,8 @@ def test_rbd_from_three_clients_through_fio_client_server(lab: Lab, ctx: Any) ->
     assert rd.extra["osd_latency"]["osds"]
     # everything this run made is gone: images, fio servers, private directories
     assert _images(ctx) == []
-    assert _fio_servers() == []
-    assert not [d for d in os.listdir("/tmp") if d.startswith("stordoc-bench.")
-                and STAGE_RE.match("/tmp/" + d)]
+    assert _fio_servers(lab) == []
+    assert _stages_left(ctx) == []
     rep2 = api.run_bench(ctx, "rbd", o.with_(modes=("randread",), steady=False))
     assert rep2.status == "ok", rep2.message
     comps = api.compare(ctx, rep2)
@@ -304,7 +316,7 @@ def test_rbd_read_of_corrupted_block_fails_the_run(lab: Lab, ctx: Any) -> None:
     bad = [c for c in rd.extra["clients"] if c["verify"]["mismatches"]]
     assert [c["image"] for c in bad] == done
     assert any("DATA VERIFICATION FAILED" in x for x in api.detail_lines(rd))
-    assert _images(ctx) == [] and _fio_servers() == []
+    assert _images(ctx) == [] and _fio_servers(lab) == []
 
 
 @pytest.mark.parametrize("kind,extra", [("rados", ["-b", "4k"]),
@@ -312,7 +324,7 @@ def test_rbd_read_of_corrupted_block_fails_the_run(lab: Lab, ctx: Any) -> None:
                                         ("swift", ["-s", "4k", "-c", "4"])])
 def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: str,
                                           extra: list[str]) -> None:
-    before = set(_cmdlines())
+    before = set(_cmdlines(lab))
     pools_before = _pools(ctx)
     # the CLI on the lab's settings names no pool: rados and rbd make their own
     p = _cli(lab, cfg, kind, "--clients", ",".join(CLIENTS), "--duration", "60", *extra)
@@ -320,7 +332,7 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
                "swift": r"python3 .*swift_mix\.py r1"}[kind]
 
     def engines() -> list[int]:
-        return [pid for pid, c in _cmdlines().items()
+        return [pid for pid, c in _cmdlines(lab).items()
                 if pid not in before and re.search(pattern, c) and "/tmp/stordoc-bench." in c]
 
     try:
@@ -336,7 +348,7 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
             p.kill()
     assert p.returncode == 130, (out, err)
     assert "cancelled" in out
-    live = _cmdlines()
+    live = _cmdlines(lab)
     assert not [pid for pid in running if pid in live and "/tmp/stordoc-bench." in live[pid]]
     assert not [c for c in live.values() if "/tmp/stordoc-bench." in c]
     assert _objects(ctx) == [] and _images(ctx) == []
@@ -426,9 +438,8 @@ def test_swift_from_three_clients_sums_the_agents_and_cleans_up(lab: Lab, ctx: A
     assert r.extra["slowest_client"]["client"] in CLIENTS
     # the run's container and every object it wrote are gone; no agent, no private dir
     assert _bench_containers(conn) == []
-    assert not [c for c in _cmdlines().values() if "/tmp/stordoc-bench." in c]
-    assert not [d for d in os.listdir("/tmp") if d.startswith("stordoc-bench.")
-                and STAGE_RE.match("/tmp/" + d)]
+    assert not [c for c in _cmdlines(lab).values() if "/tmp/stordoc-bench." in c]
+    assert _stages_left(ctx) == []
     rep2 = api.run_bench(ctx, "swift", o.with_(steady=False))
     assert rep2.status == "ok", rep2.message
     comps = api.compare(ctx, rep2)
@@ -663,7 +674,7 @@ def test_rbd_fio_servers_run_no_foreign_job(lab: Lab, ctx: Any, cfg: Path, open_
     assert rd.ops == sum(c["engine"]["total_ios"] for c in cl) > 0
     assert rd.ops == rd.extra["fio_all_clients"]["ops"]  # no foreign client in fio's sum
     assert rd.extra["verify"]["checked"] and rd.extra["verify"]["mismatches"] == 0
-    assert _images(ctx) == [] and _fio_servers() == []
+    assert _images(ctx) == [] and _fio_servers(lab) == []
     # control: the same attack on exposed fio servers runs the job
     (open_dir / "ctl").mkdir(mode=0o755)
     ctl = [subprocess.Popen(["fio", f"--server=ip:127.0.0.2,{port}"],

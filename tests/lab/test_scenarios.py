@@ -1,4 +1,5 @@
-"""Every scenario broken for real, once per release: the live findings reach the saved
+"""Every scenario broken for real, once (half of them on each release's lab, Case.live_on;
+both releases' snapshots are saved from real labs and replayed): the live findings reach the saved
 snapshot's (tests/fixtures/snapshots/<release>/<case>/: so the replay tests' fixtures
 cannot rot), and where the diagnosis offers a next step, that very `next:` command run
 through the CLI repairs the fault and a fresh check is clean again. Faults with no runbook
@@ -94,9 +95,10 @@ def audited(env: Env, runbook: str, target: str) -> None:
 LIVE = [c for c in CASES if c.name != "mgr-stopped"]
 
 
-@pytest.mark.release
-@pytest.mark.parametrize("case", [pytest.param(c, marks=(pytest.mark.on_reef,) if c.on_reef
-                                                 else ()) for c in LIVE],
+MARKS = {"both": (pytest.mark.release,), "reef": (pytest.mark.on_reef,), "pacific": ()}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=MARKS[c.live_on]) for c in LIVE],
                          ids=[c.name for c in LIVE])
 def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
         lab: Lab, journal_env: tuple[Env, Path], case: Case) -> None:

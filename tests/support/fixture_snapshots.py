@@ -60,30 +60,33 @@ class Case:
     # that line (then the named test repairs it, with what it needs)
     repaired_by: str | None = None
     incidents: int = 1  # a scenario may make a second problem of its own (said in its case)
-    # its live break does not depend on the release: run once, on the Reef lab (both
-    # releases' snapshots are still saved from real labs and replayed)
-    on_reef: bool = False
+    # the one release whose lab breaks it live in the tests (one live break per scenario;
+    # half on each release, to share the time: "both" for the healthy baseline). Both
+    # releases' snapshots are saved from real labs (scripts/snapshots) and replayed.
+    live_on: str = "pacific"
 
 
 CASES: tuple[Case, ...] = (
-    Case("healthy", None),
+    Case("healthy", None, live_on="both"),
     Case("osd-unmounted-out", "osd-unmounted", {"osd": 1, "out": True},
          "OSD_DATA_UNMOUNTED", "osd.1", "stordoc fix osd-remount osd.1", 1,
          heal_kwargs={"osd": 1}),
     Case("osd-unmounted-in", "osd-unmounted", {"osd": 2}, "OSD_DATA_UNMOUNTED", "osd.2",
-         "stordoc fix osd-remount osd.2", 2, heal_kwargs={"osd": 2}),
+         "stordoc fix osd-remount osd.2", 2, heal_kwargs={"osd": 2}, live_on="reef"),
     # down and in (the seed fault's tmpfs form out as well: benchmarks/time_to_repair.py)
     Case("osd-not-activated", "osd-not-activated", {"osd": 3},
          "OSD_NOT_ACTIVATED", "osd.3", "stordoc fix osd-activate osd.3", 2,
          heal_kwargs={"osd": 3}),
     # the scenario's base pool has 8 PGs: POOL_PG_NUM_LOW lab-base, a second, real problem
     Case("cache-tier-misconfigured", "cache-tier-misconfigured", {}, "CACHE_NO_TARGET",
-         "pool lab-cache", "stordoc fix cache-tier-tune lab-cache", 1, incidents=2),
+         "pool lab-cache", "stordoc fix cache-tier-tune lab-cache", 1, incidents=2,
+         live_on="reef"),
     Case("pool-few-pgs", "pool-few-pgs", {}, "POOL_PG_NUM_LOW", "pool lab-fewpg",
          "stordoc fix pool-pg-num lab-fewpg", 1),
     Case("swift-device-unmounted", "swift-device-unmounted", {"device": "d2"},
          "SWIFT_DEVICE_UNMOUNTED", "d2@node2",
-         "stordoc fix swift-device-remount d2@node2", 2, heal_kwargs={"device": "d2"}),
+         "stordoc fix swift-device-remount d2@node2", 2, heal_kwargs={"device": "d2"},
+         live_on="reef"),
     # a saved snapshot never plans the rebalance (its plan loads the builder file, a
     # pickle): the incident says to plan it live, which test_runbooks.py does
     Case("swift-ring-drift", "swift-ring-bad", {"mode": "drift"},
@@ -91,60 +94,60 @@ CASES: tuple[Case, ...] = (
          repaired_by="test_runbooks.py::test_swift_ring_rebalance (plan-only until "
                      "-o apply=true, min_part_hours)"),
     Case("swift-ring-replicas", "swift-ring-bad", {"mode": "replicas"},
-         "SWIFT_REPLICAS_EXCEED_DEVICES", "object ring", "", 2),
+         "SWIFT_REPLICAS_EXCEED_DEVICES", "object ring", "", 2, live_on="reef"),
     Case("swift-object-server-stopped", "swift-server-stopped", {"server": "object"},
          "SWIFT_SERVER_DOWN", "object server 127.0.0.2:<object>",
          "stordoc fix swift-server-start object@node1", 2, heal_kwargs={"server": "object"}),
     Case("swift-device-full", "swift-device-full", {"device": "d2"}, "SWIFT_DEVICE_FULL",
-         "d2@node2", "", 1, heal_kwargs={"device": "d2"}),
+         "d2@node2", "", 1, heal_kwargs={"device": "d2"}, live_on="reef"),
     Case("swift-quarantine", "swift-quarantine", {}, "SWIFT_QUARANTINE_GROWTH",
          "object server 127.0.0.2:<object>", "", 1, prepare=("journal-baseline",)),
     Case("swift-async-pending", "swift-async-pending", {}, "SWIFT_SERVER_DOWN",
          "container server 127.0.0.2:<container>",
-         "stordoc fix swift-server-start container@node1", 2),
+         "stordoc fix swift-server-start container@node1", 2, live_on="reef"),
     Case("swift-replication-stalled", "swift-replication-stalled", {"server": "object"},
          "SWIFT_REPLICATOR_NOT_RUNNING", "object server 127.0.0.2:<object>",
          "stordoc fix swift-replicator-start object@node1", 1,
          heal_kwargs={"server": "object"}),
     Case("swift-ring-stale", "swift-ring-stale", {"server": "object"},
          "SWIFT_RING_MD5_MISMATCH", "object ring 127.0.0.2:<object>",
-         "stordoc fix swift-ring-push object", 2),
+         "stordoc fix swift-ring-push object", 2, live_on="reef"),
     Case("swift-dispersion-missing", "swift-dispersion-missing", {"device": "d2"},
          "SWIFT_DISPERSION_OBJECT_COPIES", None, None, 1, prepare=("dispersion",),
          heal_kwargs={"device": "d2"}),
     Case("swift-replication-lost", "swift-replication-lost", {"server": "object"},
          "SWIFT_REPLICATOR_IDLE", "object server 127.0.0.2:<object>", None, 1,
-         prepare=("objects",)),
+         prepare=("objects",), live_on="reef"),
     # a filesystem that stops accepting writes; one that shuts down (checks/disks.py):
     # one incident per physical device, no runbook (remount by hand, or replace the drive)
     Case("swift-device-readonly", "swift-device-readonly", {"device": "d2"}, "FS_READONLY",
-         "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}, on_reef=True),
+         "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}, live_on="reef"),
     Case("swift-device-shutdown", "swift-device-shutdown", {"device": "d2"}, "FS_SHUTDOWN",
-         "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}, on_reef=True),
+         "disk /dev/loop<N>@node2", "", 2, heal_kwargs={"device": "d2"}, live_on="reef"),
     # a disk that returns bad data (BlueStore's read error injection, repaired from a
     # copy): Ceph's OSD_TOO_MANY_REPAIRS, explained; nothing on the host to see
     Case("osd-read-errors", "osd-read-errors", {"osd": 1}, "CEPH_HEALTH",
-         "ceph OSD_TOO_MANY_REPAIRS", "", 1, heal_kwargs={"osd": 1}),
+         "ceph OSD_TOO_MANY_REPAIRS", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
     # faults made by plain commands, not by the lab's scenarios
     # a daemon's life (checks/daemons.py): killed, crashed with a crash report, hung
     Case("osd-killed", None, {}, "OSD_DAEMON_CRASHED", "osd.2",
          "stordoc fix daemon-restart osd.2", 2, plain="kill -9 osd.2"),
     Case("osd-crash", "osd-crash", {"osd": 2}, "OSD_DAEMON_CRASHED", "osd.2",
-         "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}),
+         "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}, live_on="reef"),
     Case("osd-hung", "osd-hung", {"osd": 2}, "OSD_DAEMON_HUNG", "osd.2",
          "stordoc fix daemon-restart osd.2", 2, heal_kwargs={"osd": 2}),
     # refused by daemon-restart (one more restart will not help): no next step
     Case("osd-restart-loop", "osd-restart-loop", {"osd": 2}, "OSD_DAEMON_RESTART_LOOP",
-         "osd.2", "", 2, heal_kwargs={"osd": 2}),
+         "osd.2", "", 2, heal_kwargs={"osd": 2}, live_on="reef"),
     Case("osd-out", None, {}, "OSD_UP_OUT", "osd.2", "stordoc fix osd-in osd.2", 1,
          plain="ceph osd out 2"),
     # manager, monitors, placement (lab/scenarios/mgrmon.py): no runbook, said by hand
     # (the manager's failover runbook needs a standby: test_mgrmon_lab.py)
     Case("mgr-stopped", "mgr-stopped", {}, "MGR_NO_ACTIVE", "cluster lab mgr", "", 2),
     Case("osd-crush-weight-zero", "osd-crush-weight-zero", {"osd": 1}, "OSD_NO_DATA",
-         "osd.1", "", 1, heal_kwargs={"osd": 1}, on_reef=True),
+         "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
     Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
-         on_reef=True),
+         live_on="reef"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
