@@ -164,7 +164,10 @@ while [ $# -gt 0 ]; do
       fi
       if [ -n "$5" ] && [ -r "$5" ]; then
         echo "log 1"
-        tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$FATAL_RE" | grep -avE '^ *-?[0-9]+> ' | tail -n 8 | cut -c1-400 | sed 's/^/fatal /'
+        # an abort dumps up to 10000 recent events ("  -9999> ..."): older lines, left out;
+        # the dump's last one ("     0> ... Caught signal") is the fatal line itself, kept
+        # for when the dump pushed the first copy out of the tail
+        tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$FATAL_RE" | grep -avE '^ *-[0-9]+> ' | sed -E 's/^ *0> //' | tail -n 8 | cut -c1-400 | sed 's/^/fatal /'
         tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$START_RE" | grep -avE '^ *-?[0-9]+> ' | tail -n 8 | cut -c1-300 | sed 's/^/start /'
         echo "last $(tail -n 1 -- "$5" | cut -c1-400)"
       elif [ -n "$5" ]; then

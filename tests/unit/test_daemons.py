@@ -190,3 +190,30 @@ def test_the_facts_script_reads_a_daemon_for_real(tmp_path: Path) -> None:
     assert f.probe == "ok" and f.crash_ids == ("2026-11-27T01:22:10.2Z_abc",)
     assert [ln.split(" -1 ")[-1] for ln in f.fatal_lines] == ["*** Caught signal (Aborted) **"]
     assert len(f.start_lines) == 1 and "@@end" in out
+
+
+def test_the_facts_script_keeps_the_fatal_line_of_a_dump_longer_than_its_tail(
+        tmp_path: Path) -> None:
+    """An abort under load dumps up to 10000 recent events after the ``Caught signal`` line:
+    the tail read no longer reaches the first copy, the dump's ``0>`` entry is that line
+    (CI met the crash read as "crash report" with no signal)."""
+    import subprocess
+
+    from storage.hostfacts.parse import split_sections
+    from storage.hostfacts.scripts import DaemonProbe, facts_argv
+
+    log = tmp_path / "osd.2.log"
+    dump = "".join(f"  -{i}> " + T.format(m=22) + "noise shutdown\n" for i in range(6000, 0, -1))
+    log.write_text(START.format(pid=1) + "\n" + T.format(m=22)
+                   + "*** Caught signal (Aborted) **\n --- begin dump of recent events ---\n"
+                   + dump + "     0> " + T.format(m=22) + "*** Caught signal (Aborted) **\n"
+                   + "--- end dump of recent events ---\n")
+    argv = facts_argv(str(tmp_path / "fstab"), [], [], [], [DaemonProbe(
+        "osd.2", str(tmp_path / "osd.2.pid"), "", str(log), str(tmp_path / "crash"))])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+    sec = split_sections(out)
+    f = parse_daemon_section("osd.2", "osd", sec["daemon osd.2"],
+                             parse_probes(sec.get("probes", [])), {}, NOW,
+                             str(tmp_path / "osd.2.pid"), str(log), "")
+    assert [ln.split(" -1 ")[-1] for ln in f.fatal_lines] == ["*** Caught signal (Aborted) **"]
+    assert judge(f, "node3").signal == "SIGABRT"
