@@ -149,7 +149,8 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
                             "in_flight": o.in_flight} for o in
                            (*ops.in_flight, *ops.historic)][:10])
         if others:
-            parts.append(f"; {', '.join(others)} wait on it")
+            parts.append(f"; {', '.join(others)} wait{'s' if len(others) == 1 else ''} "
+                         "on it")
         lat = (f"commit/apply latency {perf[0]:g}/{perf[1]:g} ms" if perf
                else "commit latency unknown")
         disk = f"disk {dev[1]}@{dev[0]}" if dev else "its disk"
