@@ -59,9 +59,10 @@ class OsdOps:
         return out
 
     def waits(self) -> dict[str, int]:
-        """Where they wait (``flag_point``) -> count."""
+        """Where the ops in flight wait (``flag_point``) -> count; with none in flight,
+        where the historic slow ops were last."""
         out: dict[str, int] = {}
-        for o in (*self.in_flight, *self.historic):
+        for o in self.in_flight or self.historic:
             if o.flag_point:
                 out[o.flag_point] = out.get(o.flag_point, 0) + 1
         return out
