@@ -221,3 +221,19 @@ def test_laggy_and_wait_are_not_clean() -> None:
     (lag,) = [f for f in found if f.code == "PGS_LAGGY"]
     assert lag.severity is Severity.WARN and lag.evidence["pgids"]
     assert not [f for f in found if f.code in ("PGS_NOT_ACTIVE_CLEAN", "PGS_SETTLING")]
+
+
+def test_ceph_codes_explained_with_what_the_osds_said() -> None:
+    from checks.ceph_codes import ceph_health_finding
+
+    snap = snap_of("reef")
+    assert snap.ceph is not None
+    by = {hc.code: ceph_health_finding(hc, snap.ceph, ctx_of(snap))
+          for hc in snap.ceph.health_checks}
+    slow = by["SLOW_OPS"]
+    assert "osd.1: " in slow.message and "in flight" in slow.message
+    assert slow.evidence["ops_read"]
+    for code in ("OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT"):
+        f = by[code]
+        assert "osd.1" in f.message and " ms" in f.message and f.evidence["pairs"]
+        assert ("cluster (back)" if code.endswith("BACK") else "public (front)") in f.message
