@@ -70,11 +70,49 @@ def _slow_ops(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     read = (f"read `ceph daemon {first} dump_ops_in_flight` / `dump_historic_slow_ops` on "
             f"its host, and `ceph osd perf` for a slow disk" if first else
             "read `ceph daemon DAEMON dump_ops_in_flight` on the daemon's host")
+    ev: dict[str, Any] = {"daemons": ds, "hosts": _osd_hosts(st, ds),
+                          "oldest_blocked_s": blocked}
+    read_ops = {f"osd.{o.osd}": o for o in st.slow.ops}
+    if read_ops:
+        # what each OSD said of its ops (storage.model.slowops; OSD_SLOW_OPS judges them)
+        said = []
+        for d in ds:
+            o = read_ops.get(d)
+            if o is None:
+                continue
+            if o.error:
+                said.append(f"{d}: not read")
+                continue
+            waits = sorted(o.waits().items(), key=lambda kv: -kv[1])
+            said.append(f"{d}: {o.in_flight_total} in flight"
+                        + (f", waiting at {waits[0][0]}" if waits else ""))
+        ev["ops_read"] = said
+        read = "; ".join(said) + " (OSD_SLOW_OPS says where they wait)"
     return Explained(
         f"slow ops on {_where(st, ds) or 'unnamed daemons'}"
         + (f", oldest blocked {blocked} s" if blocked is not None else "") + f": {read}",
-        {"daemons": ds, "hosts": _osd_hosts(st, ds), "oldest_blocked_s": blocked},
-        since=(ctx.now - blocked) if blocked is not None and ctx.now else None)
+        ev, since=(ctx.now - blocked) if blocked is not None and ctx.now else None)
+
+
+def _slow_ping(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """OSD_SLOW_PING_TIME_BACK/FRONT: heartbeats between OSD pairs slower than
+    ``mon_warn_on_slow_ping_time`` (or a share of ``osd_heartbeat_grace``), Ceph's 1 min
+    average; back is the cluster network, front the public one."""
+    from storage.ceph.parse_ops import parse_ping_lines
+
+    pings = sorted(parse_ping_lines(hc.detail), key=lambda p: -p.ms)
+    net = "cluster (back)" if hc.code.endswith("BACK") else "public (front)"
+    pairs = [f"osd.{p.osd}->osd.{p.peer} {p.ms:g} ms" for p in pings]
+    hosts = {o.id: o.host for o in st.osds}
+    worst = pings[0] if pings else None
+    where = (f"; slowest osd.{worst.osd} ({hosts.get(worst.osd) or '?'}) to osd.{worst.peer}"
+             f" ({hosts.get(worst.peer) or '?'})" if worst else "")
+    return Explained(
+        f"slow heartbeats on the {net} network between {len(pings)} OSD pair(s): "
+        f"{', '.join(pairs[:4]) or hc.summary}{' ...' if len(pairs) > 4 else ''}{where}; "
+        "OSD_SLOW_PING names the OSD or link to look at",
+        {"pairs": [{"from": p.osd, "to": p.peer, "ms": p.ms} for p in pings[:20]],
+         "network": net})
 
 
 def _recent_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
@@ -253,6 +291,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "MGR_MODULE_ERROR": _mgrmon, "RECENT_MGR_MODULE_CRASH": _mgrmon,
     "MON_DISK_LOW": _mgrmon, "MON_DISK_CRIT": _mgrmon, "MON_DISK_BIG": _mgrmon,
     "SLOW_OPS": _slow_ops,
+    "OSD_SLOW_PING_TIME_BACK": _slow_ping, "OSD_SLOW_PING_TIME_FRONT": _slow_ping,
     "RECENT_CRASH": _recent_crash,
     "PG_DAMAGED": _pg_damaged,
     "OSD_SCRUB_ERRORS": _scrub_errors,

@@ -29,6 +29,8 @@ CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMA
                    "BLUESTORE_SLOW_OP_ALERT")
 # No manager answers (checks.managers), and Ceph's late word on it.
 MGR_FOLD = ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "PGS_STATS_STALE", "MGR_DOWN")
+# Ceph's codes of slow requests and heartbeats (checks.slow_ops explains them per OSD)
+SLOW_CEPH_CODES = ("SLOW_OPS", "OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT")
 # Our cluster-wide PG findings.
 PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING")
 
@@ -140,6 +142,10 @@ RULES: tuple[Rule, ...] = (
     # no manager (checks.managers): the PG statistics are stale, Ceph's MGR_DOWN says it late
     *(Rule(c, "entity", (), ("PGS_STATS_STALE", "MGR_DOWN"))
       for c in ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING")),
+    # slow requests (checks.slow_ops): the OSD where ops wait takes Ceph's SLOW_OPS and
+    # slow heartbeats naming it, and the laggy PGs waiting on it
+    Rule("OSD_SLOW_OPS", "osd", ("OSD_SLOW_PING",), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
+    Rule("OSD_SLOW_PING", "osd", (), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
     # PGs settling after a change (checks.settle): INFO, Ceph's word on them folds in
     Rule("PGS_SETTLING", "entity", (), OSD_FOLD),
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one

@@ -71,8 +71,11 @@ def _down_for(o: OsdState, now: float) -> str:
 # Parts of a PG state that mean "not fully clean" even next to active+clean. "remapped":
 # acting is a pg_temp, not the up set; the PG re-peers onto its up set when the monitor
 # drops it (seen on the lab after backfill: active+clean+remapped, then peering).
+# laggy/wait (Octopus+): the PG's read lease lapsed or is not yet held, so it does not
+# serve I/O though it reads active+clean (checks.pgs: PGS_LAGGY)
+LAGGY_PARTS = frozenset({"laggy", "wait"})
 UNCLEAN_PARTS = frozenset({"inconsistent", "degraded", "undersized", "stale", "down",
-                           "incomplete", "peering", "remapped"})
+                           "incomplete", "peering", "remapped", *LAGGY_PARTS})
 
 
 def pg_state_is_clean(state: str) -> bool:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from checks.osd import cluster_entity, pg_state_is_clean
+from checks.osd import LAGGY_PARTS, cluster_entity, pg_state_is_clean
 from checks.settle import SettleCause, judge_state, pgs_settling
 from storage.ceph import SYSTEM_POOLS
 from storage.model import CephState, ClusterSnapshot, PoolState
@@ -99,6 +99,10 @@ PG_CODES = (
     CodeInfo("PGS_STUCK", Severity.WARN,
              "Some PGs have been stuck inactive, unclean, stale, undersized or degraded "
              "for longer than mon_pg_stuck_threshold."),
+    CodeInfo("PGS_LAGGY", Severity.WARN,
+             "Some PGs read active+clean but are laggy or wait (their read lease lapsed, "
+             "usually because an OSD of theirs answers slowly): they do not serve I/O "
+             "until it comes back; not clean."),
     CodeInfo("PGS_SETTLING", Severity.INFO,
              "PGs settle after a change: some peer, activate or recover right after a "
              "stordoc run or an OSD change (within pg_settle_window_s, every OSD up), or "
@@ -220,10 +224,14 @@ def _pg_states(snap: ClusterSnapshot, st: CephState, ctx: CheckContext
     cause = pgs_settling(snap, ctx.now, ctx.thresholds.pg_settle_window_s)
     bad: dict[str, int] = {}
     blocking = 0
+    laggy: dict[str, int] = {}
     for state, n in st.pgs.by_state.items():
         if pg_state_is_clean(state):
             continue
         parts = _state_parts(state)
+        if parts & LAGGY_PARTS and pg_state_is_clean("+".join(parts - LAGGY_PARTS)):
+            laggy[state] = n  # clean but for the lease: PGS_LAGGY, not "not active+clean"
+            continue
         bad[state] = n
         if "active" not in parts or parts & BLOCKING_STATES:
             blocking += n
@@ -239,6 +247,8 @@ def _pg_states(snap: ClusterSnapshot, st: CephState, ctx: CheckContext
                       f"{total} of {st.pgs.num_pgs} PGs are not active+clean: {listing}{extra}",
                       {"by_state": dict(st.pgs.by_state), "not_clean": bad,
                        "blocking": blocking, "num_pgs": st.pgs.num_pgs})
+    if laggy:
+        yield _laggy(snap, st, laggy)
     for kind, pgids in sorted(st.pgs.stuck.items()):
         if not pgids:
             continue
@@ -252,6 +262,22 @@ def _pg_states(snap: ClusterSnapshot, st: CephState, ctx: CheckContext
             sev, msg = Severity.INFO, f"{cause.line}: {msg}"
             ev["settling_after"] = cause.what
         yield Finding("PGS_STUCK", sev, f"{cluster_entity(snap)} pgs stuck {kind}", msg, ev)
+
+
+def _laggy(snap: ClusterSnapshot, st: CephState, laggy: dict[str, int]) -> Finding:
+    """PGs active+clean but laggy/wait: they hold client I/O until their read lease is
+    renewed, which waits for the slowest OSD of their acting set (checks.slow_ops)."""
+    total = sum(laggy.values())
+    pgs = [p for p, _ in st.slow.laggy_pgs]
+    named = (": " + ", ".join(pgs[:10]) + (" ..." if len(pgs) > 10 else "")) if pgs else ""
+    listing = ", ".join(f"{n} {s}" for s, n in sorted(laggy.items(), key=lambda kv: -kv[1]))
+    return Finding(
+        "PGS_LAGGY", Severity.WARN, f"{cluster_entity(snap)} pgs laggy",
+        f"{total} of {st.pgs.num_pgs} PGs are laggy or wait{named} ({listing}): they read "
+        f"active+clean but hold client I/O until their read lease is renewed, which waits "
+        f"for the slowest OSD of each; not clean (see OSD_SLOW_OPS / OSD_SLOW_PING)",
+        {"laggy": laggy, "pgids": pgs, "num_pgs": st.pgs.num_pgs,
+         "by_state": dict(st.pgs.by_state)})
 
 
 def _settling_after(snap: ClusterSnapshot, st: CephState, cause: SettleCause,

@@ -344,8 +344,10 @@ keyring = {p(lab.admin_keyring)}
         by = summ.get("num_pg_by_state", [])
         total = summ.get("num_pgs", 0)
         # active+clean+scrubbing(+deep), +snaptrim...: clean too (a deep scrub is no fault)
+        # laggy/wait read active+clean but do not serve I/O: not clean (checks.osd)
         clean = sum(x["num"] for x in by
-                    if {"active", "clean"} <= set(str(x["name"]).split("+")))
+                    if {"active", "clean"} <= set(str(x["name"]).split("+"))
+                    and not {"laggy", "wait"} & set(str(x["name"]).split("+")))
         return total > 0 and clean == total
 
     def target(self) -> CephTarget:

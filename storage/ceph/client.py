@@ -127,9 +127,11 @@ class CephClient:
         self._rados = None
 
     def _call(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
-              mon: str | None = None, inbuf: bytes = b"") -> tuple[bytes, str]:
+              mon: str | None = None, inbuf: bytes = b"",
+              osd: int | None = None) -> tuple[bytes, str]:
         """One command: (output buffer, status text); raises CephCommandError. ``mon``:
-        sent to that monitor by name (``ceph tell mon.a ...``), not to the quorum."""
+        sent to that monitor by name (``ceph tell mon.a ...``), not to the quorum;
+        ``osd``: to that OSD (``ceph tell osd.N ...``)."""
         if self._rados is None:
             raise CephUnreachable("not connected")
         import rados
@@ -141,7 +143,9 @@ class CephClient:
         call = self._rados.mgr_command if to_mgr else self._rados.mon_command
 
         def run() -> tuple[int, bytes, str]:
-            if mon is not None:
+            if osd is not None:
+                rc, out, outs = self._rados.osd_command(osd, cmd, inbuf, timeout=secs)
+            elif mon is not None:
                 rc, out, outs = self._rados.mon_command(cmd, inbuf, timeout=secs, target=mon)
             else:
                 rc, out, outs = call(cmd, inbuf, timeout=secs)
@@ -160,8 +164,8 @@ class CephClient:
                 status)
 
     def _cmd(self, to_mgr: bool, prefix: str, args: Mapping[str, Any],
-             mon: str | None = None, inbuf: bytes = b"") -> Any:
-        out, _ = self._call(to_mgr, prefix, args, mon, inbuf)
+             mon: str | None = None, inbuf: bytes = b"", osd: int | None = None) -> Any:
+        out, _ = self._call(to_mgr, prefix, args, mon, inbuf, osd)
         text = out.decode(errors="replace")
         if not text.strip():
             return None
@@ -177,6 +181,10 @@ class CephClient:
     def tell_mon(self, mon: str, prefix: str, **args: Any) -> Any:
         """A command to one monitor by name (``ceph tell mon.a config get mon_data``)."""
         return self._cmd(False, prefix, args, mon)
+
+    def tell_osd(self, osd: int, prefix: str, **args: Any) -> Any:
+        """A command to one OSD (``ceph tell osd.2 dump_historic_slow_ops``)."""
+        return self._cmd(False, prefix, args, osd=osd)
 
     def mgr(self, prefix: str, **args: Any) -> Any:
         """A manager command (``pg ...``, ``osd df``); same contract as :meth:`mon`."""

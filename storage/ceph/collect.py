@@ -12,6 +12,7 @@ have reported on the current osdmap when every PG reads active+clean (``_settle`
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -84,6 +85,13 @@ MAX_OSDS_FOR_METADATA = 1000
 # map (``pg dump pgs_brief`` is ~100 bytes a PG and osdmaptool maps them all): the stamp
 # fallback then, said so. 50,000 PGs is ~5 MB and well under a second.
 MAX_PGS_FOR_SETTLE = 50_000
+# Ceph's codes of slow OSDs: ``osd perf`` and the named OSDs' ops are read only then
+SLOW_CODES = ("SLOW_OPS", "OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT",
+              "BLUESTORE_SLOW_OP_ALERT")
+# the OSDs whose ops are asked (``ceph tell osd.N``), and the total time for them
+MAX_SLOW_OSDS = 6
+SLOW_BUDGET_TIMEOUTS = 2
+_SLOW_OSD_RE = re.compile(r"\bosd\.(\d+)\b")
 
 
 class _Session:
@@ -136,6 +144,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
     _settle(s, raw)
     _mgr_gone(s, raw)
     _mon_data(s, raw)
+    _slow_ops(s, raw)
     shown = _config_show(s, as_map(raw["osd dump"]))
     if shown is not None:
         raw["config show"] = shown
@@ -222,6 +231,44 @@ def _mon_data(s: _Session, raw: dict[str, Any]) -> None:
             out[mon] = got
     if out:
         raw["mon data"] = out
+
+
+def _slow_ops(s: _Session, raw: dict[str, Any]) -> None:
+    """Only when Ceph says some OSD is slow (``SLOW_OPS``, ``OSD_SLOW_PING_TIME_*``,
+    ``BLUESTORE_SLOW_OP_ALERT``): ``osd perf`` (commit/apply latency per OSD), and of each
+    OSD ``SLOW_OPS`` names (at most ``MAX_SLOW_OSDS``) its ops in flight and its historic
+    slow ops (``ceph tell osd.N``), each call bounded by the target's timeout and all of
+    them by ``SLOW_BUDGET_TIMEOUTS`` timeouts; an OSD that does not answer is said in
+    its entry's ``error`` (``storage.ceph.parse_ops``)."""
+    checks = as_map(as_map(raw.get("health detail")).get("checks"))
+    if not any(c in checks for c in SLOW_CODES):
+        return
+    ok, perf = s.optional(Command("osd perf", "osd perf", mgr=True))
+    if ok:
+        raw["osd perf"] = perf
+    summary = as_map(as_map(checks.get("SLOW_OPS")).get("summary")).get("message", "")
+    osds = list(dict.fromkeys(int(x) for x in _SLOW_OSD_RE.findall(str(summary))))
+    if not osds:
+        return
+    deadline = time.monotonic() + SLOW_BUDGET_TIMEOUTS * max(1.0, s.client.target.timeout_s)
+    out: dict[str, Any] = {}
+    for osd in osds[:MAX_SLOW_OSDS]:
+        entry: dict[str, Any] = {}
+        for key, prefix in (("in_flight", "dump_ops_in_flight"),
+                            ("historic", "dump_historic_slow_ops")):
+            if time.monotonic() > deadline:
+                entry["error"] = "not asked: the time for reading slow ops ran out"
+                break
+            try:
+                entry[key] = s.client.tell_osd(osd, prefix)
+            except (CephCommandError, CephUnreachable) as e:
+                entry["error"] = f"ceph tell osd.{osd} {prefix}: {e}"
+                break
+        out[f"osd.{osd}"] = entry
+    if len(osds) > MAX_SLOW_OSDS:
+        s.errors["osd slow ops"] = (f"read {MAX_SLOW_OSDS} of the {len(osds)} OSDs with "
+                                    "slow ops")
+    raw["osd slow ops"] = out
 
 
 def _config_show(s: _Session, dump: Mapping[str, Any]) -> dict[str, Any] | None:

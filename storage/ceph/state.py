@@ -30,15 +30,25 @@ from storage.ceph.parse_daemons import (
     parse_crashes,
     parse_health,
     parse_metadata,
+    parse_osd_perf,
     parse_status,
     parse_time_sync,
     parse_versions,
 )
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
-from storage.ceph.settle import settle_from_raw
-from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
+from storage.ceph.parse_ops import PING_CODES, parse_laggy, parse_slow
+from storage.ceph.settle import PGS_BRIEF, settle_from_raw
+from storage.model import (
+    CephState,
+    CephVersions,
+    HealthCheck,
+    OsdState,
+    PgSummary,
+    RunningConfig,
+)
 from storage.model.mgrmon import MgrState
+from storage.model.slowops import SlowState
 
 DEFAULT_MON_MAX_PG_PER_OSD = 250
 
@@ -147,7 +157,16 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         crush=parse_crush(raw.get("osd tree"), raw.get("osd crush rule dump"))
         if raw.get("osd crush rule dump") is not None and raw.get("osd tree") else None,
         mon_data=parse_mon_data(raw.get("mon data")),
-        devices=parse_device_ls(raw.get("device ls")))
+        devices=parse_device_ls(raw.get("device ls")),
+        slow=_slow(raw, checks))
+
+
+def _slow(raw: Mapping[str, Any], checks: tuple[HealthCheck, ...]) -> SlowState:
+    """Slow ops of the OSDs Ceph names, ``osd perf``, the slow heartbeats, and the PGs
+    Ceph calls laggy or wait (``storage.ceph.parse_ops``)."""
+    lines = [d for hc in checks if hc.code in PING_CODES for d in hc.detail]
+    return parse_slow(raw.get("osd slow ops"), parse_osd_perf(raw.get("osd perf")), lines,
+                      laggy=parse_laggy(raw.get(PGS_BRIEF)))
 
 
 # the commands sent to the manager itself (``storage.ceph.collect``)

@@ -153,6 +153,10 @@ CASES: tuple[Case, ...] = (
          "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
     Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
          live_on="reef"),
+    # slow requests (lab/scenarios/slow.py): Ceph's dispatch delay on osd.1 under writes;
+    # no runbook: the next step removes the debug option by hand
+    Case("osd-slow-ops", "osd-slow-ops", {"osd": 1}, "OSD_SLOW_OPS", "osd.1", "", 1,
+         heal_kwargs={"osd": 1}, live_on="reef"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)

@@ -20,8 +20,10 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS == tuple(scenarios.REGISTRY)
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
-    assert len(SCENARIOS) == 23  # + 3 disk, 3 manager/monitor/placement, 3 daemon scenarios
-    assert SCENARIOS[-3:] == ("osd-crash", "osd-hung", "osd-restart-loop")
+    # + 3 disk, 3 manager/monitor/placement, 3 daemon scenarios, osd-slow-ops
+    assert len(SCENARIOS) == 24
+    assert SCENARIOS[20:23] == ("osd-crash", "osd-hung", "osd-restart-loop")
+    assert "osd-slow-ops" in SCENARIOS
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary
         for opt in (*s.options, *s.heal_options):
@@ -42,6 +44,7 @@ def test_registry_is_explicit_and_complete() -> None:
      r"the lab's Swift servers are object, container, account"),
     (lambda lab: lab.break_("swift-ring-bad", mode="bogus"), r"--mode must be one of"),
     (lambda lab: lab.break_("nope"), r"unknown scenario 'nope'; known: osd-unmounted"),
+    (lambda lab: lab.break_("osd-slow-ops", osd=7), r"the lab has osd.0-osd.3, not osd.7"),
 ])
 def test_bad_option_is_a_value_error_and_touches_nothing(tmp_path: Path, call: object,
                                                          message: str) -> None:

@@ -404,6 +404,28 @@ def _mon_disk_low(rp: Replay) -> None:
     assert "mon_data_avail_warn (99 %)" in f.message and "ceph tell mon.a compact" in f.message
 
 
+def _slow_ops(rp: Replay) -> None:
+    """The delayed OSD is the one incident: Ceph's SLOW_OPS and slow heartbeats, our
+    heartbeat finding and the laggy PGs fold into it; the next step removes the debug
+    option by hand; Slack and the TUI say the same."""
+    inc = rp.outcome.incidents[0]
+    assert inc.root.entity == "osd.1" and "osd.1 (node2) has slow requests" in \
+        inc.root.message
+    folded = {f.code if f.code != "CEPH_HEALTH" else f.entity for f in inc.consequences}
+    assert {"ceph SLOW_OPS", "OSD_SLOW_PING", "PGS_LAGGY"} <= folded, folded
+    assert inc.manual and "ceph config rm osd.1 osd_debug_inject_dispatch_delay" in \
+        inc.manual
+    assert "commit/apply latency" in inc.root.message and "/dev/loop" in inc.root.message
+    ceph = rp.outcome.snapshot.ceph
+    reply = r.health_reply("lab", rp.outcome.report.verdict, rp.outcome.incidents,
+                           rp.outcome.report.findings, lambda i: None,
+                           ceph.health_status if ceph else None)
+    text = json.dumps([b for m in reply.messages for b in m.blocks])
+    assert "OSD_SLOW_OPS osd.1" in text and "ceph config rm osd.1" in text
+    rows = views.incident_rows(rp.outcome.incidents)
+    assert rows[0].cells[1:4] == ("OSD_SLOW_OPS", "osd.1", "by hand")
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
     "osd-read-errors": _read_errors,
     "swift-device-readonly": lambda rp: _fs(rp, "FS_READONLY"),
@@ -431,6 +453,7 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "swift-replication-stalled": _stalled,
     "swift-replication-lost": _lost,
     "swift-dispersion-missing": _dispersion,
+    "osd-slow-ops": _slow_ops,
 }
 
 
