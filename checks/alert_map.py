@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from checks.alert_rules import BY_NAME, RULES
 from checks.incidents import Incident
-from checks.model import Finding
+from checks.model import Finding, Severity
 
 LabelKind = Literal["", "osd", "daemon", "pool", "host"]
 
@@ -310,9 +310,9 @@ def select_one(name: str, labels: Mapping[str, str], incidents: Sequence[Inciden
     labels name; with no code match, those naming its entity; else none."""
     m = MAP.get(name)
     ents = label_entities(name, labels) | set(extra_entities)
-    if m is not None and m.any_incident:
-        worst = max((i.severity for i in incidents), default=None)
-        return Selection(tuple(i for i in incidents if i.severity == worst), "all")
+    if m is not None and m.any_incident:  # what Ceph warns of: stordoc's problems, not INFO
+        bad = tuple(i for i in incidents if i.severity >= Severity.WARN)
+        return Selection(bad or tuple(incidents), "all")
     coded = [i for i in incidents if m is not None and explains(m, i)]
     if coded and ents:
         hit = [i for i in coded if incident_names(i) & ents]
