@@ -194,7 +194,7 @@ MAP: Mapping[str, AlertMapping] = {
                                          ("CEPH_VERSIONS_MIXED",), "", "daemon"),
     "CephadmDaemonFailed": AlertMapping(("CEPHADM_FAILED_DAEMON",),
                                         (*_OSD_DOWN_ROOTS, *_MGR, "MON_OUT_OF_QUORUM"), "",
-                                        "daemon", ("daemon-restart", "osd-start")),
+                                        "daemon", (*_OSD_DOWN_FIX, "mgr-failover")),
     "CephadmPaused": AlertMapping(("CEPHADM_PAUSED",), no_data=(
         "the cephadm orchestrator was paused by hand (`ceph orch resume`); this deployment "
         "runs no cephadm")),

@@ -143,6 +143,15 @@ def test_codes_and_runbooks_exist_or_are_pending() -> None:
         assert set(m.runbooks) <= runbooks, (name, set(m.runbooks) - runbooks)
 
 
+def test_every_runbook_that_fixes_a_mapped_code_is_named() -> None:
+    """The Fix count is honest both ways: a runbook whose ``fixes`` holds a code an alert
+    maps to is among that alert's runbooks."""
+    for name, m in am.MAP.items():
+        missing = [rb for rb, r in registry().items()
+                   if set(r.info.fixes) & set(m.codes) and rb not in m.runbooks]
+        assert missing == [], (name, missing)
+
+
 def test_pending_names_are_still_missing() -> None:
     """The merge's check: a pending code or runbook that now exists leaves the list."""
     merged = set(am.PENDING_CODES) & set(finding_codes())
