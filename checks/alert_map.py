@@ -304,26 +304,36 @@ class Selection:
     how: str  # "code+entity", "code", "entity", "all", "none"
 
 
+def _narrow(incidents: Sequence[Incident], tiers: Sequence[set[str]]) -> list[Incident]:
+    """Those naming the first tier's entities that any names (the OSD before its host)."""
+    for ents in tiers:
+        hit = [i for i in incidents if ents and incident_names(i) & ents]
+        if hit:
+            return hit
+    return []
+
+
 def select_one(name: str, labels: Mapping[str, str], incidents: Sequence[Incident],
                extra_entities: Iterable[str] = ()) -> Selection:
     """The incidents that explain one alert: by its mapping's codes, then the entity its
-    labels name; with no code match, those naming its entity; else none."""
+    labels name (the OSD or pool before the host); with no code match, those naming its
+    entity; else none."""
     m = MAP.get(name)
-    ents = label_entities(name, labels) | set(extra_entities)
+    named = label_entities(name, labels)
+    tiers = [{e for e in named if not e.startswith("host ")},
+             {e for e in named if e.startswith("host ")}, set(extra_entities)]
     if m is not None and m.any_incident:  # what Ceph warns of: stordoc's problems, not INFO
         bad = tuple(i for i in incidents if i.severity >= Severity.WARN)
         return Selection(bad or tuple(incidents), "all")
     coded = [i for i in incidents if m is not None and explains(m, i)]
-    if coded and ents:
-        hit = [i for i in coded if incident_names(i) & ents]
-        if hit:
-            return Selection(tuple(hit), "code+entity")
+    hit = _narrow(coded, tiers)
+    if hit:
+        return Selection(tuple(hit), "code+entity")
     if coded:
         return Selection(tuple(coded), "code")
-    if ents:
-        hit = [i for i in incidents if incident_names(i) & ents]
-        if hit:
-            return Selection(tuple(hit), "entity")
+    hit = _narrow(incidents, tiers)
+    if hit:
+        return Selection(tuple(hit), "entity")
     return Selection((), "none")
 
 

@@ -246,6 +246,13 @@ def test_an_alert_picks_its_own_incident_among_others(release: str) -> None:
     # a flapping OSD's alert names it: that OSD's incident, not the others
     assert ids(alert("CephOSDFlapping", ceph_daemon="osd.2", hostname="nowhere")) == \
         ["OSD_DATA_UNMOUNTED osd.2"]
+    # the OSD before its host: a host label naming the read errors' host as well still
+    # picks osd.2's incident alone
+    other = next(e for e in am.incident_names(incs[2]) if e.startswith("host "))
+    assert ids(alert("CephOSDFlapping", ceph_daemon="osd.2", hostname=other[5:])) == \
+        ["OSD_DATA_UNMOUNTED osd.2"]
+    assert ids(alert("CephNodeNetworkPacketDrops", instance=f"{other[5:]}:9100",
+                     device="eth0")) == [incs[2].id]
     # an alert stordoc cannot explain here falls back to what it did before: all of them
     assert len(ids(alert("CephFilesystemDegraded"))) == 3
 
