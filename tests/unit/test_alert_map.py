@@ -253,8 +253,12 @@ def test_an_alert_picks_its_own_incident_among_others(release: str) -> None:
         ["OSD_DATA_UNMOUNTED osd.2"]
     assert ids(alert("CephNodeNetworkPacketDrops", instance=f"{other[5:]}:9100",
                      device="eth0")) == [incs[2].id]
-    # an alert stordoc cannot explain here falls back to what it did before: all of them
-    assert len(ids(alert("CephFilesystemDegraded"))) == 3
+    # an alert stordoc has no data for here blames none of them (the lab's chain fires
+    # PrometheusJobMissing before its first scrape: it was posted with osd.1's incident)
+    assert ids(alert("PrometheusJobMissing")) == []
+    assert ids(alert("CephFilesystemDegraded")) == []
+    # one it maps but whose cause stordoc does not see falls back as before: all of them
+    assert len(ids(alert("CephMonClockSkew"))) == 3
 
 
 def test_the_webhook_posts_the_selected_incident_with_its_fix(tmp_path: Path) -> None:
@@ -283,6 +287,31 @@ def test_the_webhook_posts_the_selected_incident_with_its_fix(tmp_path: Path) ->
         assert len(fix) == 1
         b = h.bot.store.button(fix[0]["value"])
         assert b is not None and (b.runbook, b.target) == ("osd-remount", "osd.2")
+    finally:
+        h.close()
+
+
+def test_an_alert_without_data_here_says_why_and_blames_nothing(tmp_path: Path) -> None:
+    from stordoc.settings import parse_settings
+
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
+    s = parse_settings({"journal": str(tmp_path / "j.db"),
+                        "clusters": {"lab": {"ceph": {"conf": str(conf), "timeout": 2}}}})
+    h = BotHarness(s, {"lab": {"operators": ["UOPS000001"]}}, str(tmp_path / "bot.db"),
+                   throttle_s=0.0, channels={"CLAB000001": "lab"})
+    try:
+        out = dataclasses.replace(replay("pacific", "osd-unmounted-in").outcome,
+                                  incidents=tuple(_mixed("pacific")))
+        h.bot.backend.check = lambda *a, **k: out  # type: ignore[method-assign]
+        h.bot.desk.handle(payload(alert("PrometheusJobMissing")), "lab", time.monotonic())
+        posts = [c for c in h.posts() if c.params.get("channel") == "CLAB000001"]
+        assert len(posts) == 1
+        text = all_text(posts[0])
+        assert "PrometheusJobMissing firing" in text and "OSD_DATA_UNMOUNTED" not in text
+        assert "3 incidents, none about this alert" in text
+        assert "No data for it here: Prometheus has no scrape job" in text
+        assert buttons(posts[0], "fix") == []
     finally:
         h.close()
 
