@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.wsgi import TooDeep, load_json
+from checks import alert_map
 
 if TYPE_CHECKING:
     from checks.incidents import Incident
@@ -165,13 +166,33 @@ def incident_entities(inc: Incident) -> set[str]:
 
 
 def related(incidents: Sequence[Incident], alerts: Sequence[AmAlert]) -> list[Incident]:
-    """The incidents an alert group is about: those sharing an entity with its alerts, or
-    all of them when the alerts name no entity (``CephHealthWarning``, ``CephPGsUnclean``)."""
+    """The incidents an alert group is about. An alert of Ceph's own rules selects those
+    its mapping (``checks.alert_map``) names by code, then by the entity its labels name
+    (``CephOSDDown``: the incident that folded ``ceph OSD_DOWN`` in; ``CephOSDFlapping`` of
+    ``osd.3``: osd.3's); none when the map says stordoc has no data for them here
+    (``PrometheusJobMissing`` is not about an OSD that happens to be down). Otherwise, or
+    when nothing the mapping names is found: those sharing an entity with its alerts, or
+    all of them when the alerts name no entity."""
+    if any(a.name in alert_map.MAP for a in alerts):
+        ids = {i.id for a in alerts for i in alert_map.select_one(
+            a.name, a.labels, incidents, entities_of(a)).incidents}
+        hit = [i for i in incidents if i.id in ids]
+        if hit or no_data_of(alerts):  # nothing here explains it: say so, blame nothing
+            return hit
     named: set[str] = set().union(*(entities_of(a) for a in alerts))
     if not named:
         return list(incidents)
     hit = [i for i in incidents if incident_entities(i) & named]
     return hit or list(incidents)
+
+
+def no_data_of(alerts: Sequence[AmAlert]) -> str:
+    """Why stordoc has no data for these alerts (``checks.alert_map``), when none of them
+    has any: ``PrometheusJobMissing``, CephFS or NVMe-oF rules on a cluster without."""
+    maps = [alert_map.MAP.get(a.name) for a in alerts]
+    if maps and all(m is not None and m.no_data for m in maps):
+        return "; ".join(dict.fromkeys(m.no_data for m in maps if m is not None))
+    return ""
 
 
 def alertname_of(group_key: str) -> str | None:

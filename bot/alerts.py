@@ -34,6 +34,7 @@ from bot.alert_payload import (
     cluster_of,
     entities_of,
     incident_entities,
+    no_data_of,
     parse_payload,
     related,
 )
@@ -193,7 +194,7 @@ class AlertDesk:
             th = self.threads.get(key)
             if th is None:
                 self.open_thread(key, cluster, "(none)", f"{p.name} firing on {cluster}",
-                                 alert_quiet_blocks(p, cluster, out)
+                                 alert_quiet_blocks(p, cluster, out, no_data_of(p.alerts))
                                  + self._silence_actions(cluster, p.name), p.groupKey)
             else:
                 self.reply(th, f"{note} again; stordoc still finds no problem.")

@@ -49,16 +49,22 @@ def alert_incident_blocks(cluster: str, inc: Incident, why: str,
     return blocks
 
 
-def alert_quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome) -> list[Block]:
-    """An alert stordoc's check explains with no incident: say what the check saw."""
+def alert_quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome,
+                       no_data: str = "") -> list[Block]:
+    """An alert stordoc's check explains with no incident: say what the check saw (and,
+    for an alert stordoc has no data for here, why: ``checks.alert_map``)."""
     worst = max((f.severity for f in out.report.findings), default=None)
+    n = len(out.incidents)
     seen = ("no finding" if worst is None else
+            f"{n} incident{'s' if n != 1 else ''}, none about this alert" if n else
             f"{len(out.report.findings)} findings, none grouped as an incident")
     summary = p.commonAnnotations.get("summary") or p.alerts[0].annotations.get("summary", "")
     blocks: list[Block] = [header(f"{p.name} firing on {cluster}")]
     txt = f"stordoc's check finds {seen} (at {time.strftime('%H:%M:%S')})."
     if summary:
         txt = f"_{esc(clip(summary, 300))}_\n" + txt
+    if no_data:
+        txt += f"\nNo data for it here: {esc(clip(no_data, 300))}."
     if worst is not None and worst >= Severity.WARN:
         txt += f"\nRun `health {cluster}` for the findings."
     blocks.append(section(txt))

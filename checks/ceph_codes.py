@@ -302,6 +302,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "MGR_MODULE_DEPENDENCY": _mgr_module_dependency,
     "BLUEFS_SPILLOVER": _spillover,
     "OSD_DOWN": _osd_codes, "OSD_HOST_DOWN": _osd_codes, "OSD_FLAPPING": _osd_codes,
+    "BLUESTORE_DISK_SIZE_MISMATCH": _osd_codes,  # CephOSDInternalDiskSizeMismatch: which OSDs
     **{code: _disk_family for code in _DISK_ADVICE},
 }
 

@@ -93,6 +93,11 @@ def test_alert_to_diagnosis_fix_and_resolved(h: BotHarness, lab: Lab,
         from lab.alerts import CEPH_RULES
         names = set(re.findall(r'alert: "(\w+)"', CEPH_RULES.read_text()))
         assert any(f"{n} firing" in text for n in names), text[:300]
+        # each alert firing is one the map knows, and the one posted names this cause's fix
+        from checks.alert_map import MAP
+        assert set(chain.firing()) <= set(MAP), set(chain.firing()) - set(MAP)
+        posted = next(n for n in names if f"{n} firing" in text)
+        assert MAP[posted].any_incident or "osd-remount" in MAP[posted].runbooks, posted
         fix = buttons(msg, "fix")
         assert len(fix) == 1, "one next step, one Fix button"
         b = h.bot.store.button(fix[0]["value"])
