@@ -36,7 +36,7 @@ LabelKind = Literal["", "osd", "daemon", "pool", "host"]
 # codes and runbooks other work of issue #29 adds (slow requests, scrub errors, filling
 # up, flapping and stuck PGs): named here already; a test checks each exists once merged
 PENDING_CODES: tuple[str, ...] = (
-    "OSD_SLOW_OPS", "OSD_SLOW_PING", "PGS_LAGGY", "PG_INCONSISTENT", "PGS_SCRUB_OVERDUE",
+    "PG_INCONSISTENT", "PGS_SCRUB_OVERDUE",
     "OSD_FILL_SPREAD", "CLUSTER_DAYS_TO_FULL", "OSD_FLAPPING", "PG_STUCK")
 PENDING_RUNBOOKS: tuple[str, ...] = (
     "pg-repair", "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
