@@ -14,6 +14,7 @@ from checks import (  # noqa: F401
     osd,
     pgs,
     placement,
+    scrub,
     swift_dispersion,
     swift_recon,
     swift_rings,

@@ -140,6 +140,10 @@ RULES: tuple[Rule, ...] = (
     # no manager (checks.managers): the PG statistics are stale, Ceph's MGR_DOWN says it late
     *(Rule(c, "entity", (), ("PGS_STATS_STALE", "MGR_DOWN"))
       for c in ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING")),
+    # an inconsistent PG (checks/scrub.py): Ceph's PG_DAMAGED and OSD_SCRUB_ERRORS say it
+    # (and the PGs read unclean: +inconsistent is not active+clean)
+    Rule("PG_INCONSISTENT", "entity", (), ("PG_DAMAGED", "OSD_SCRUB_ERRORS",
+                                           "PGS_NOT_ACTIVE_CLEAN")),
     # PGs settling after a change (checks.settle): INFO, Ceph's word on them folds in
     Rule("PGS_SETTLING", "entity", (), OSD_FOLD),
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one

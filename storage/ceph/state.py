@@ -36,6 +36,7 @@ from storage.ceph.parse_daemons import (
 )
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
+from storage.ceph.parse_scrub import SCRUB_KEY, parse_scrub
 from storage.ceph.settle import settle_from_raw
 from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
 from storage.model.mgrmon import MgrState
@@ -147,7 +148,8 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         crush=parse_crush(raw.get("osd tree"), raw.get("osd crush rule dump"))
         if raw.get("osd crush rule dump") is not None and raw.get("osd tree") else None,
         mon_data=parse_mon_data(raw.get("mon data")),
-        devices=parse_device_ls(raw.get("device ls")))
+        devices=parse_device_ls(raw.get("device ls")),
+        scrub=parse_scrub(raw.get(SCRUB_KEY)))
 
 
 # the commands sent to the manager itself (``storage.ceph.collect``)

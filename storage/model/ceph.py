@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.model.mgrmon import CrushPlacement, MgrState
+from storage.model.scrub import ScrubState
 
 # Ceph's release names by major version; Ceph prints the name in ``ceph version ...``
 # and keeps it in the osdmap's ``require_osd_release``.
@@ -380,6 +381,9 @@ class CephState:
     mon_data: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # ``device ls`` (a manager command; empty: not read, or a snapshot from before)
     devices: tuple[CephDevice, ...] = ()
+    # inconsistent PGs and their bad copies (``storage.model.scrub``), read only when Ceph
+    # reports scrub errors (None: not read)
+    scrub: ScrubState | None = None
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:
