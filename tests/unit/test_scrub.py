@@ -169,3 +169,29 @@ def test_overdue_scrubs_and_large_omap_say_what_to_run() -> None:
     assert ex.evidence["pools"] == ["default.rgw.buckets.index"]
     assert "radosgw-admin bucket limit check" in ex.message
     assert "Large omap object found" in ex.message
+
+
+@pytest.mark.parametrize("pgid", ["2.zz", "1e20", "٢.5", "2.5\n"])
+def test_cli_refuses_a_malformed_pgid_in_one_line_with_64(tmp_path: Path, pgid: str) -> None:
+    """Refused before anything is read or locked: no cluster is reached (its conf is
+    /dev/null), no run is audited."""
+    import io
+
+    from stordoc.cli import main
+    from stordoc.terminal import Terminal
+
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
+                   '[clusters.lab.ceph]\nconf = "/dev/null"\n')
+    for verb in (["plan"], ["fix", "--yes"]):
+        term = Terminal.capture(width=200)
+        rc = main(["--config", str(cfg), verb[0], "pg-repair", pgid, *verb[1:]], term)
+        assert isinstance(term.stderr, io.StringIO) and isinstance(term.stdout, io.StringIO)
+        err = term.stderr.getvalue()
+        assert rc == 64, (verb, err, term.stdout.getvalue())
+        assert err.count("\n") == 1 and "Traceback" not in err
+    from storage.audit import Audit
+    from storage.journal import Journal
+
+    j = Journal(str(tmp_path / "j.db"))
+    assert Audit(j).runs() == []
