@@ -204,8 +204,9 @@ def check_scrub(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
             msg = f"{head}; not repaired automatically: {v.reason}"
         disk = {o: suspects[o] for o in v.bad_osds if o in suspects}
         for o, why in disk.items():
+            host = hosts.get(o)
             msg += (f"; osd.{o} is {' and '.join(why)}: suspect its disk (SMART, kernel log"
-                    f"{' on ' + hosts[o] if hosts.get(o) else ''}; osd-replace-disk)")
+                    f"{' on ' + host if host else ''}; osd-replace-disk)")
         out.append(Finding(
             "PG_INCONSISTENT", Severity.CRIT, f"pg {pg.pgid}", msg,
             {"pgid": pg.pgid, "state": pg.state, "acting": list(pg.acting),

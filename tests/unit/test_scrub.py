@@ -20,11 +20,11 @@ from runbooks.api import plan_from_snapshot
 from runbooks.model import InvalidRequest, Refused
 from runbooks.nextstep import planning_context
 from runbooks.targets import canonical_pg
-from stordoc.service.snapshots import load
 from storage.ceph.parse_scrub import parse_inconsistent_obj, parse_pg_ls, parse_scrub
 from storage.model import ClusterSnapshot
 from storage.model.scrub import PgScrub
 from storage.targets import CephTarget, ClusterTarget
+from stordoc.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "scrub"
@@ -195,3 +195,24 @@ def test_cli_refuses_a_malformed_pgid_in_one_line_with_64(tmp_path: Path, pgid: 
 
     j = Journal(str(tmp_path / "j.db"))
     assert Audit(j).runs() == []
+
+
+def test_the_gate_refuses_two_bad_copies_before_anything_runs() -> None:
+    """The safety gate's refusal (exit 4), not bad input: the evidence forbids a repair."""
+    from dataclasses import replace
+
+    snap = saved("pacific")
+    ceph = snap.ceph
+    assert ceph is not None
+    raw = copy.deepcopy(dict(ceph.raw["scrub"]))
+    raw["objects"]["2.1"] = doc("two-bad")
+    snap2 = replace(snap, ceph=replace(ceph, scrub=parse_scrub(raw)))
+    ctx = planning_context("lab", ClusterTarget(name="lab", ceph=CephTarget(conf="/dev/null")))
+    with pytest.raises(Refused) as e:
+        plan_from_snapshot(ctx, snap2, "pg-repair", "2.1")
+    assert not isinstance(e.value, InvalidRequest)
+    assert str(e.value) == ("pg 2.1 not repaired: 2 copies bad (osd.1, osd.2), only 1 good: "
+                            "no two agreeing good copies")
+    (f,) = [f for f in run_checks(snap2, now=snap.taken_at).findings
+            if f.code == "PG_INCONSISTENT"]
+    assert f.runbook is None and "not repaired automatically: 2 copies bad" in f.message
