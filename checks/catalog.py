@@ -14,6 +14,7 @@ from checks import (  # noqa: F401
     osd,
     pgs,
     placement,
+    scrub,
     slow_ops,
     swift_dispersion,
     swift_recon,

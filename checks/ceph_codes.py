@@ -3,8 +3,8 @@
 Each ``health detail`` check becomes one ``CEPH_HEALTH`` finding (entity ``ceph CODE``,
 Ceph's code and severity kept). For the codes an on-call engineer meets most, an
 explainer adds which OSDs and hosts, since when, what to read next, and a runbook where
-a safe one exists (archive a reviewed crash); ``pg repair`` stays manual with the command
-shown. A code muted in Ceph (``ceph health mute``) is an info finding that says so, not
+a safe one exists (archive a reviewed crash); inconsistent PGs point to PG_INCONSISTENT
+(checks/scrub.py) and its ``pg-repair``. A code muted in Ceph (``ceph health mute``) is an info finding that says so, not
 dropped. The explainers are pure functions of the snapshot, in one table (``EXPLAIN``).
 
 Ceph's message formats (Pacific): ``SLOW_OPS`` lists its daemons only in the summary
@@ -148,9 +148,9 @@ def _pg_damaged(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
                     osds[int(x)] = None
     names = [f"osd.{i}" for i in osds]
     first = pgs[0]["pgid"] if pgs else "PGID"
-    manual = (f"by hand, after reading `rados list-inconsistent-obj {first} "
-              f"--format=json-pretty` and the OSDs' logs for disk errors: "
-              f"`ceph pg repair {first}`")
+    manual = (f"PG_INCONSISTENT names each PG's bad copy (from `rados list-inconsistent-obj "
+              f"{first}`); `stordoc fix pg-repair {first}` repairs it where one copy is bad "
+              "and the others agree")
     return Explained(
         f"{len(pgs)} damaged PG(s) on {_where(st, names) or 'unknown OSDs'}: {manual}",
         {"pgs": pgs[:50], "osds": sorted(osds), "hosts": _osd_hosts(st, names),
@@ -158,9 +158,64 @@ def _pg_damaged(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 
 def _scrub_errors(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
-    manual = ("`ceph health detail` names the inconsistent PGs (PG_DAMAGED); read "
-              "`rados list-inconsistent-obj PGID`, then `ceph pg repair PGID` by hand")
-    return Explained(f"{hc.summary}: {manual}", {"manual": manual})
+    pgs = [p.pgid for p in st.scrub.pgs] if st.scrub is not None else []
+    manual = (f"the inconsistent PG(s) {', '.join(pgs[:8])}: see PG_INCONSISTENT for the bad "
+              f"copy, then `stordoc fix pg-repair {pgs[0]}`" if pgs else
+              "`ceph health detail` names the inconsistent PGs (PG_DAMAGED); read "
+              "`rados list-inconsistent-obj PGID`, then `stordoc fix pg-repair PGID`")
+    return Explained(f"{hc.summary}: {manual}", {"manual": manual, "pgs": pgs[:50]})
+
+
+_OVERDUE_RE = re.compile(r"\bpg (\d+)\.([0-9a-f]+) not (deep-)?scrubbed since (\S+)")
+
+
+def _overdue_scrubs(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """PG_NOT_SCRUBBED / PG_NOT_DEEP_SCRUBBED: which PGs of which pools, since when, what
+    stops the scrubs (the noscrub flags), and the command that scrubs them now."""
+    deep = hc.code == "PG_NOT_DEEP_SCRUBBED"
+    kind = "deep-scrub" if deep else "scrub"
+    names = {str(p.id): p.name for p in st.pools}
+    pgs: list[str] = []
+    by_pool: dict[str, int] = {}
+    oldest: str | None = None
+    for line in hc.detail:
+        m = _OVERDUE_RE.search(line)
+        if m:
+            pgs.append(f"{m.group(1)}.{m.group(2)}")
+            pool = names.get(m.group(1), f"pool {m.group(1)}")
+            by_pool[pool] = by_pool.get(pool, 0) + 1
+            oldest = m.group(4) if oldest is None or m.group(4) < oldest else oldest
+    flags = [f for f in st.flags if f in ("noscrub", "nodeep-scrub")]
+    why = (f"the cluster has {'/'.join(flags)} set: `ceph osd unset {flags[0]}`" if flags
+           else "usually too few scrub slots for the PGs (osd_max_scrubs), a narrow "
+           "osd_scrub_begin_hour/end_hour window or a busy cluster "
+           "(osd_scrub_load_threshold)")
+    pools = ", ".join(f"{p} ({n})" for p, n in sorted(by_pool.items()))
+    cmd = (f"`ceph pg {kind} {pgs[0]}` for each PG" if pgs else f"`ceph pg {kind} PGID`")
+    if len(by_pool) == 1:
+        cmd += f", or `ceph osd pool {kind} {next(iter(by_pool))}` for the whole pool"
+    return Explained(
+        f"{hc.summary}" + (f" in {pools}" if pools else "")
+        + (f", oldest since {oldest}" if oldest else "") + f": {why}; to catch up: {cmd}",
+        {"pgs": pgs[:50], "pools": by_pool, "oldest": oldest, "flags": flags,
+         "manual": cmd})
+
+
+def _large_omap(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """LARGE_OMAP_OBJECTS: which pools; the objects are named only in the cluster log."""
+    pools = sorted({p for line in hc.detail for p in re.findall(r"pool '([^']+)'", line)})
+    index = [p for p in pools if p.endswith(".index") or "buckets.index" in p]
+    todo = ("find the objects: `ceph log last 10000 cluster | grep 'Large omap object "
+            "found'` (the OSD logs of the PGs' primaries keep them too)")
+    if index:
+        todo += ("; RGW bucket index: `radosgw-admin bucket limit check`, then reshard the "
+                 "full buckets (`radosgw-admin bucket reshard --bucket B --num-shards N`)")
+    else:
+        todo += ("; shrink or split them in the application that writes them, or raise "
+                 "osd_deep_scrub_large_omap_object_key_threshold (200000 keys) knowingly")
+    todo += "; the warning clears at the next deep scrub of the PGs that hold them"
+    return Explained(f"{hc.summary}" + (f" in pool(s) {', '.join(pools)}" if pools else "")
+                     + f": {todo}", {"pools": pools, "manual": todo})
 
 
 def _mgr_down(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
@@ -295,6 +350,8 @@ EXPLAIN: Mapping[str, Explainer] = {
     "RECENT_CRASH": _recent_crash,
     "PG_DAMAGED": _pg_damaged,
     "OSD_SCRUB_ERRORS": _scrub_errors,
+    "PG_NOT_SCRUBBED": _overdue_scrubs, "PG_NOT_DEEP_SCRUBBED": _overdue_scrubs,
+    "LARGE_OMAP_OBJECTS": _large_omap,
     "MGR_DOWN": _mgr_down,
     "OSD_NEARFULL": _full, "OSD_BACKFILLFULL": _full, "OSD_FULL": _full,
     "POOL_NEARFULL": _full, "POOL_FULL": _full, "POOL_BACKFILLFULL": _full,

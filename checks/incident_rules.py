@@ -146,6 +146,10 @@ RULES: tuple[Rule, ...] = (
     # slow heartbeats naming it, and the laggy PGs waiting on it
     Rule("OSD_SLOW_OPS", "osd", ("OSD_SLOW_PING",), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
     Rule("OSD_SLOW_PING", "osd", (), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
+    # an inconsistent PG (checks/scrub.py): Ceph's PG_DAMAGED and OSD_SCRUB_ERRORS say it
+    # (and the PGs read unclean: +inconsistent is not active+clean)
+    Rule("PG_INCONSISTENT", "entity", (), ("PG_DAMAGED", "OSD_SCRUB_ERRORS",
+                                           "PGS_NOT_ACTIVE_CLEAN")),
     # PGs settling after a change (checks.settle): INFO, Ceph's word on them folds in
     Rule("PGS_SETTLING", "entity", (), OSD_FOLD),
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one

@@ -110,10 +110,23 @@ def _settling_impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, 
     return sev, f"settling after {ev.get('settling_after')}: {what}"
 
 
+def _scrub_impact(root: Finding) -> str:
+    """An inconsistent PG serves I/O; what is at stake is the bad copy (checks/scrub.py)."""
+    ev = root.evidence
+    n = len(ev.get("objects") or ())
+    bad = [int(o) for o in ev.get("bad_osds") or ()]
+    if ev.get("primary") in bad:
+        return f"clients read the bad copy: it is on the primary osd.{ev.get('primary')}"
+    return (f"{n} object(s) one copy short (bad on "
+            f"{', '.join(f'osd.{o}' for o in bad) or 'an unnamed OSD'}); I/O served")
+
+
 def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
     if root.code == "PGS_SETTLING" and settling(root):
         return _settling_impact(root, cons)
     sev = max([root.severity, *(c.severity for c in cons)])
+    if root.code == "PG_INCONSISTENT":
+        return sev, _scrub_impact(root)
     blocking, unclean = pg_impact([root, *cons])
     if blocking:
         return Severity.CRIT, f"{blocking} PGs inactive: client I/O blocked"

@@ -134,6 +134,7 @@ keyring = "{lab.admin_keyring}"
 client = "client.admin"
 timeout = 10
 osdmaptool = {json.dumps(osdmaptool_argv(lab))}
+rados = {json.dumps(lab.system.argv(["rados"]))}
 
 [clusters.lab.swift]
 swift_dir = "{lab.swift_etc}"

@@ -24,7 +24,7 @@ DEVICE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z", re.ASCII)
 RING_RE = re.compile(r"\A(?:object(?:-[0-9]{1,4})?|account|container)\Z", re.ASCII)
 
 KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "swift-server", "host",
-         "mgr")
+         "mgr", "pg")
 # the kinds whose target names a host (``DEVICE@HOST``, ``SERVER@HOST``, ``HOST``), with
 # the bot grammar's short names for them
 HOST_QUALIFIED = ("swift-device", "device", "swift-server", "server", "daemon")
@@ -159,6 +159,19 @@ def canonical_mgr(raw: str) -> str:
     return f"mgr.{m.group(1)}"
 
 
+PG_RE = re.compile(r"\A([0-9]{1,10})\.([0-9a-f]{1,8})\Z", re.ASCII)
+
+
+def canonical_pg(raw: str) -> str:
+    """A placement group id, ``POOL.PS`` with PS in hex as Ceph prints it: ``2.05`` and
+    ``2.A`` are ``2.5`` and ``2.a``; ``2.zz``, ``1e20``, ``２.5`` refused."""
+    t = _ascii_printable(raw, "PG")
+    m = PG_RE.match(t.lower())
+    if not m:
+        raise InvalidRequest(f"{t!r} is not a PG id like 2.1f (pool id, dot, hex)")
+    return f"{int(m.group(1))}.{int(m.group(2), 16):x}"
+
+
 _DAEMON_ID_RE = re.compile(r"\A(mon|mgr)\.([A-Za-z0-9][A-Za-z0-9_-]{0,63})\Z", re.ASCII)
 
 
@@ -185,7 +198,7 @@ def canonical_daemon(raw: str) -> str:
 
 _BY_KIND = {
     "daemon": canonical_daemon, "mgr": canonical_mgr,
-    "osd": canonical_osd, "pool": canonical_pool, "cache-pool": canonical_pool,
+    "osd": canonical_osd, "pool": canonical_pool, "pg": canonical_pg, "cache-pool": canonical_pool,
     "swift-device": canonical_device, "swift-ring": canonical_ring, "host": canonical_host,
     "swift-server": canonical_server,
     # the bot grammar's short names for the same kinds

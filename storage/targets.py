@@ -20,6 +20,9 @@ class CephTarget:
     # PG has reported on the current osdmap (``storage.ceph.settle``); () = do not use it
     # (the stamp fallback, said so). It must not be older than the monitors' release.
     osdmaptool: tuple[str, ...] = ("osdmaptool",)
+    # the argv that runs the rados CLI (``rados list-inconsistent-obj``: an OSD operation
+    # python-rados does not offer), given -c/--keyring/-n of this target
+    rados: tuple[str, ...] = ("rados",)
 
 
 @dataclass(frozen=True)

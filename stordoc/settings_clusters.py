@@ -82,8 +82,11 @@ class CephSettings(StrictModel):
     # the argv of an osdmaptool of the cluster's release or newer (the map is given as
     # /dev/stdin; a chroot prefix works); [] = the 10 s stamp rule instead (said so)
     osdmaptool: list[str] = Field(default_factory=lambda: ["osdmaptool"], max_length=16)
+    # the argv of the rados CLI (``rados list-inconsistent-obj`` for inconsistent PGs;
+    # a chroot prefix works); [] = not used (the PGs are named, their copies not)
+    rados: list[str] = Field(default_factory=lambda: ["rados"], max_length=16)
 
-    @field_validator("osdmaptool")
+    @field_validator("osdmaptool", "rados")
     @classmethod
     def _tool_ok(cls, v: list[str]) -> list[str]:
         if any(not part or "\x00" in part for part in v):
@@ -299,7 +302,8 @@ class ClusterSettings(StrictModel):
         return ClusterTarget(
             name=name,
             ceph=CephTarget(self.ceph.conf, self.ceph.keyring, self.ceph.client,
-                            self.ceph.timeout, tuple(self.ceph.osdmaptool))
+                            self.ceph.timeout, tuple(self.ceph.osdmaptool),
+                            tuple(self.ceph.rados))
             if self.ceph else None,
             swift=SwiftTarget(
                 proxy_url=self.swift.proxy_url, auth_url=self.swift.auth_url,

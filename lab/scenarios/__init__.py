@@ -20,6 +20,7 @@ from lab.scenarios.ceph import (
 from lab.scenarios.daemons import OsdCrash, OsdHung, OsdRestartLoop
 from lab.scenarios.disks import OsdReadErrors, SwiftDeviceReadonly, SwiftDeviceShutdown
 from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
+from lab.scenarios.scrub import PgInconsistent
 from lab.scenarios.slow import OsdSlowOps
 from lab.scenarios.swift_devices import (
     SwiftDeviceFull,
@@ -43,6 +44,7 @@ _ALL: tuple[Scenario, ...] = (
     MgrStopped(), OsdCrushWeightZero(), MonDiskLow(),
     OsdCrash(), OsdHung(), OsdRestartLoop(),
     OsdSlowOps(),
+    PgInconsistent(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)

@@ -12,7 +12,10 @@ have reported on the current osdmap when every PG reads active+clean (``_settle`
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
+import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +24,7 @@ from typing import Any
 from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
 from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs, parse_pg_stat
 from storage.ceph.parse_daemons import parse_versions
+from storage.ceph.parse_scrub import SCRUB_KEY, parse_pg_ls
 from storage.ceph.settle import (
     OSDMAP_PGS,
     PGS_BRIEF,
@@ -142,6 +146,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
         if ok:
             raw[cmd.key] = value
     _settle(s, raw)
+    _scrub(s, raw)
     _mgr_gone(s, raw)
     _mon_data(s, raw)
     _slow_ops(s, raw)
@@ -197,6 +202,55 @@ def _settle(s: _Session, raw: dict[str, Any]) -> None:
         raw[OSDMAP_PGS] = read_osdmap_pgs(s.client, t.osdmaptool, t.timeout_s)
     except SettleUnavailable as e:
         s.errors[OSDMAP_PGS] = str(e)
+
+
+SCRUB_CODES = ("PG_DAMAGED", "OSD_SCRUB_ERRORS")
+# at most this many inconsistent PGs are listed object by object (one rados CLI each)
+MAX_SCRUB_PGS = 16
+
+
+def _scrub(s: _Session, raw: dict[str, Any]) -> None:
+    """Which PGs are inconsistent (``pg ls inconsistent``) and, for each, which copy is
+    bad and why (``rados list-inconsistent-obj``), asked only when Ceph reports scrub
+    errors (PG_DAMAGED, OSD_SCRUB_ERRORS): a healthy check pays nothing."""
+    checks = as_map(as_map(raw.get("health detail")).get("checks"))
+    if not any(c in checks for c in SCRUB_CODES):
+        return
+    ok, pgs = s.optional(Command("pg ls inconsistent", "pg ls", mgr=True,
+                                 args={"states": ["inconsistent"]}))
+    if not ok:
+        raw[SCRUB_KEY] = {"error": s.errors.get("pg ls inconsistent", "not read")}
+        return
+    objects: dict[str, Any] = {}
+    t = s.client.target
+    for pg in parse_pg_ls(pgs)[:MAX_SCRUB_PGS]:
+        if not t.rados:
+            break
+        objects[pg.pgid] = list_inconsistent_obj(t, pg.pgid)
+    raw[SCRUB_KEY] = {"pgs": pgs, "objects": objects}
+
+
+def list_inconsistent_obj(t: CephTarget, pgid: str) -> Any:
+    """``rados list-inconsistent-obj PGID --format=json`` through the target's rados argv
+    (bounded by the target's timeout: the CLI waits for a PG of an unknown pool forever);
+    ``{"error": ...}`` when it fails."""
+    argv = [*t.rados, "-c", t.conf, "-n", t.client]
+    if t.keyring:
+        argv += ["--keyring", t.keyring]
+    argv += ["list-inconsistent-obj", pgid, "--format=json"]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=t.timeout_s,
+                           check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"{shlex.join(argv[:2])}: {e}"}
+    if r.returncode != 0:
+        lines = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
+        said = next((ln for ln in lines if "No scrub information" in ln), None)
+        return {"error": said or (lines or [f"rc={r.returncode}"])[-1]}
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {"error": f"not JSON: {r.stdout[:200]!r}"}
 
 
 def _mgr_gone(s: _Session, raw: dict[str, Any]) -> None:

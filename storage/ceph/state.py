@@ -38,6 +38,7 @@ from storage.ceph.parse_daemons import (
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
 from storage.ceph.parse_ops import PING_CODES, parse_laggy, parse_slow
+from storage.ceph.parse_scrub import SCRUB_KEY, parse_scrub
 from storage.ceph.settle import PGS_BRIEF, settle_from_raw
 from storage.model import (
     CephState,
@@ -158,7 +159,8 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         if raw.get("osd crush rule dump") is not None and raw.get("osd tree") else None,
         mon_data=parse_mon_data(raw.get("mon data")),
         devices=parse_device_ls(raw.get("device ls")),
-        slow=_slow(raw, checks))
+        slow=_slow(raw, checks),
+        scrub=parse_scrub(raw.get(SCRUB_KEY)))
 
 
 def _slow(raw: Mapping[str, Any], checks: tuple[HealthCheck, ...]) -> SlowState:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.model.mgrmon import CrushPlacement, MgrState
+from storage.model.scrub import ScrubState
 from storage.model.slowops import SlowState
 
 # Ceph's release names by major version; Ceph prints the name in ``ceph version ...``
@@ -383,6 +384,9 @@ class CephState:
     devices: tuple[CephDevice, ...] = ()
     # slow requests (``storage.model.slowops``): read only when Ceph names slow OSDs
     slow: SlowState = field(default_factory=SlowState)
+    # inconsistent PGs and their bad copies (``storage.model.scrub``), read only when Ceph
+    # reports scrub errors (None: not read)
+    scrub: ScrubState | None = None
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:

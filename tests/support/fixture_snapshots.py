@@ -157,6 +157,10 @@ CASES: tuple[Case, ...] = (
     # no runbook: the next step removes the debug option by hand
     Case("osd-slow-ops", "osd-slow-ops", {"osd": 1}, "OSD_SLOW_OPS", "osd.1", "", 1,
          heal_kwargs={"osd": 1}, live_on="reef"),
+    # one replica's object corrupted on disk, then a deep scrub (lab/scenarios/scrub.py):
+    # the bad copy named, repaired by its runbook and proven by a deep scrub
+    Case("pg-inconsistent", "pg-inconsistent", {}, "PG_INCONSISTENT", "pg 2.1",
+         "stordoc fix pg-repair 2.1", 2),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)

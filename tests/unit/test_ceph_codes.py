@@ -49,14 +49,15 @@ def test_slow_ops_names_osds_hosts_and_what_to_read() -> None:
     assert f.since == NOW - 174
 
 
-def test_pg_damaged_repair_stays_manual_with_the_command_shown() -> None:
+def test_pg_damaged_points_to_the_bad_copy_and_pg_repair() -> None:
     f = rare()["ceph PG_DAMAGED"]
     assert f.severity == Severity.CRIT and f.runbook is None
     assert f.evidence["pgs"] == [{"pgid": "2.1b", "state": "active+clean+inconsistent"}]
     assert f.evidence["osds"] == [0, 1, 2]
-    assert "`ceph pg repair 2.1b`" in f.message and "list-inconsistent-obj 2.1b" in f.message
+    assert "`stordoc fix pg-repair 2.1b`" in f.message
+    assert "list-inconsistent-obj 2.1b" in f.message and "PG_INCONSISTENT" in f.message
     s = rare()["ceph OSD_SCRUB_ERRORS"]
-    assert "pg repair" in s.message
+    assert "pg-repair" in s.message
 
 
 def test_old_version_spillover_and_flapping_name_their_osds() -> None:

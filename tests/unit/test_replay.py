@@ -424,9 +424,20 @@ def _slow_ops(rp: Replay) -> None:
     assert "OSD_SLOW_OPS osd.1" in text and "ceph config rm osd.1" in text
     rows = views.incident_rows(rp.outcome.incidents)
     assert rows[0].cells[1:4] == ("OSD_SLOW_OPS", "osd.1", "by hand")
+def _pg_inconsistent(rp: Replay) -> None:
+    """One replica overwritten on disk, then a deep scrub: the bad copy is named with its
+    OSD, host and error, Ceph's two codes fold in, and the impact is that copy."""
+    inc = rp.outcome.incidents[0]
+    f = inc.root
+    assert f.evidence["bad_osds"] == [0] and f.evidence["acting"] == [3, 0, 2]
+    assert f.evidence["objects"][0]["bad"] == {"osd.0": ["data_digest_mismatch_info"]}
+    assert "bad copy on osd.0 (node1)" in f.message
+    assert {c.entity for c in inc.consequences} >= {"ceph PG_DAMAGED", "ceph OSD_SCRUB_ERRORS"}
+    assert inc.impact == "1 object(s) one copy short (bad on osd.0); I/O served"
 
 
 DETAILS: dict[str, Callable[[Replay], None]] = {
+    "pg-inconsistent": _pg_inconsistent,
     "osd-read-errors": _read_errors,
     "swift-device-readonly": lambda rp: _fs(rp, "FS_READONLY"),
     "swift-device-shutdown": lambda rp: _fs(rp, "FS_SHUTDOWN"),
