@@ -30,7 +30,7 @@ CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMA
 # No manager answers (checks.managers), and Ceph's late word on it.
 MGR_FOLD = ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "PGS_STATS_STALE", "MGR_DOWN")
 # Our cluster-wide PG findings.
-PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING")
+PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING", "PG_STUCK")
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,8 @@ RULES: tuple[Rule, ...] = (
          ceph=CEPH_OSD_CODES),
     Rule("OSD_DAEMON_HUNG", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DAEMON_STOPPED", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
+    # marked down while it ran, again and again (checks/pgblocks.py)
+    Rule("OSD_FLAPPING", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_HOST_DOWN", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DOWN_IN", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
@@ -145,4 +147,6 @@ RULES: tuple[Rule, ...] = (
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
     Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
     Rule("PGS_STUCK", "entity", (), OSD_FOLD),
+    # one stuck PG whose blocking OSD has no cause of its own found (checks/pgblocks.py)
+    Rule("PG_STUCK", "entity", (), OSD_FOLD),
 )

@@ -20,6 +20,8 @@ from typing import Any
 from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
 from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs, parse_pg_stat
 from storage.ceph.parse_daemons import parse_versions
+from storage.ceph.parse_osdlog import LOG_FLAPS, LOG_LINES
+from storage.ceph.parse_pgquery import MAX_PG_QUERIES, blocked_candidates
 from storage.ceph.settle import (
     OSDMAP_PGS,
     PGS_BRIEF,
@@ -69,6 +71,11 @@ OPTIONAL: tuple[Command, ...] = (
 # ``log last``: read when no manager answered, for the manager's last ``pgmap`` line
 LOG_LAST = Command("log last", "log last",
                    args={"num": 200, "level": "debug", "channel": "cluster"})
+# ``log last`` for OSD flaps (``storage.ceph.parse_osdlog``): info level, bounded
+FLAP_LOG = Command(LOG_FLAPS, "log last",
+                   args={"num": LOG_LINES, "level": "info", "channel": "cluster"})
+# a ``pg query`` waits at most this long (a PG whose OSDs are all down never answers)
+PG_QUERY_TIMEOUT_S = 5.0
 MON_DISK_CODES = ("MON_DISK_LOW", "MON_DISK_CRIT", "MON_DISK_BIG")
 # what each monitor runs with (its ceph.conf and runtime overrides included), asked of it
 MON_DATA_KEYS = ("mon_data", "mon_data_avail_warn", "mon_data_avail_crit",
@@ -135,6 +142,10 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
             raw[cmd.key] = value
     _settle(s, raw)
     _mgr_gone(s, raw)
+    _pg_queries(s, raw)
+    ok, value = s.optional(FLAP_LOG)
+    if ok:
+        raw[LOG_FLAPS] = value
     _mon_data(s, raw)
     shown = _config_show(s, as_map(raw["osd dump"]))
     if shown is not None:
@@ -188,6 +199,22 @@ def _settle(s: _Session, raw: dict[str, Any]) -> None:
         raw[OSDMAP_PGS] = read_osdmap_pgs(s.client, t.osdmaptool, t.timeout_s)
     except SettleUnavailable as e:
         s.errors[OSDMAP_PGS] = str(e)
+
+
+def _pg_queries(s: _Session, raw: dict[str, Any]) -> None:
+    """``pg query`` of at most MAX_PG_QUERIES stuck PGs (down, incomplete, stale, inactive,
+    with unfound objects; ``storage.ceph.parse_pgquery``), each within PG_QUERY_TIMEOUT_S:
+    what blocks them. A query that fails is kept as its error."""
+    pgids = blocked_candidates(raw.get("pg dump_stuck"), MAX_PG_QUERIES)
+    if not pgids:
+        return
+    out: dict[str, Any] = {}
+    for pgid in pgids:
+        try:
+            out[pgid] = s.client.pg(pgid, "query", timeout=PG_QUERY_TIMEOUT_S)
+        except (CephCommandError, CephUnreachable) as e:
+            out[pgid] = {"error": str(e)}
+    raw["pg query"] = out
 
 
 def _mgr_gone(s: _Session, raw: dict[str, Any]) -> None:

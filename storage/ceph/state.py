@@ -36,6 +36,8 @@ from storage.ceph.parse_daemons import (
 )
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
+from storage.ceph.parse_osdlog import LOG_FLAPS, parse_flaps
+from storage.ceph.parse_pgquery import parse_pg_blocks
 from storage.ceph.settle import settle_from_raw
 from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
 from storage.model.mgrmon import MgrState
@@ -147,7 +149,23 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         crush=parse_crush(raw.get("osd tree"), raw.get("osd crush rule dump"))
         if raw.get("osd crush rule dump") is not None and raw.get("osd tree") else None,
         mon_data=parse_mon_data(raw.get("mon data")),
-        devices=parse_device_ls(raw.get("device ls")))
+        devices=parse_device_ls(raw.get("device ls")),
+        pg_blocks=parse_pg_blocks(raw.get("pg query"), raw.get("pg dump_stuck")),
+        **_flaps(raw, collected_at))
+
+
+def _flaps(raw: Mapping[str, Any], collected_at: float | None) -> dict[str, Any]:
+    """``osd_flaps`` and ``log_window_s`` from the cluster log read for them."""
+    log = raw.get(LOG_FLAPS)
+    if log is None:
+        return {}
+    now = collected_at if collected_at is not None else time.time()
+    flaps = parse_flaps(log, now)
+    stamps = [t for t in (parse_stamp(as_map(e).get("stamp")) for e in log
+                          if isinstance(e, Mapping)) if t is not None] \
+        if isinstance(log, list) else []
+    return {"osd_flaps": flaps,
+            "log_window_s": max(0.0, now - min(stamps)) if stamps else 0.0}
 
 
 # the commands sent to the manager itself (``storage.ceph.collect``)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.model.mgrmon import CrushPlacement, MgrState
+from storage.model.pgquery import OsdFlaps, PgBlock
 
 # Ceph's release names by major version; Ceph prints the name in ``ceph version ...``
 # and keeps it in the osdmap's ``require_osd_release``.
@@ -380,6 +381,11 @@ class CephState:
     mon_data: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # ``device ls`` (a manager command; empty: not read, or a snapshot from before)
     devices: tuple[CephDevice, ...] = ()
+    # stuck PGs summarised from ``pg query`` (at most a few) and OSD flaps from the
+    # cluster log (storage.model.pgquery; empty: none, not read, or an older snapshot)
+    pg_blocks: tuple[PgBlock, ...] = ()
+    osd_flaps: tuple[OsdFlaps, ...] = ()
+    log_window_s: float | None = None  # how far back the cluster log read reaches
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:

@@ -148,6 +148,13 @@ CASES: tuple[Case, ...] = (
          "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
     Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
          live_on="reef"),
+    # flapping and stuck PGs (lab/scenarios/flap.py, checks/pgblocks.py): a running OSD
+    # marked down again and again (no runbook: the host or link); a PG down, blocked by
+    # the stopped OSD that alone has its newest writes (its pool of 1 PG is POOL_PG_NUM_LOW)
+    Case("osd-flapping", "osd-flapping", {"osd": 0}, "OSD_FLAPPING", "osd.0", "", 1,
+         heal_kwargs={"osd": 0}, live_on="reef"),
+    Case("pg-stuck", "pg-stuck", {}, "OSD_DAEMON_STOPPED", "osd.2",
+         "stordoc fix osd-start osd.2", 2, incidents=2),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
