@@ -173,7 +173,8 @@ def explain_unfound(hc: HealthCheck, st: CephState) -> Explained:
     down = sorted({m.osd for b in pgs for m in b.might_have_unfound
                    if m.status == "osd is down"})
     wait = (f"start {', '.join(f'osd.{i}' for i in down)} (costs nothing but time: the "
-            f"objects come back)" if down else "no OSD left to wait for")
+            f"objects come back; Ceph will not mark them lost before that OSD is started or "
+            f"marked lost with `ceph osd lost N`)" if down else "no OSD left to wait for")
     options = (f"options: {wait}; `ceph pg P mark_unfound_lost revert` (each object rolls "
                f"back to its previous version, newer writes are lost; a new object is "
                f"forgotten) or `... delete` (the objects are gone); both need two people "
@@ -183,7 +184,9 @@ def explain_unfound(hc: HealthCheck, st: CephState) -> Explained:
          "might_have_unfound": [{"osd": m.osd, "status": m.status}
                                 for m in b.might_have_unfound]} for b in pgs],
         "osds_down_might_have": down}
-    ready = [b for b in pgs if b.all_probed]
+    ready = [b for b in pgs if b.all_probed and all(
+        (o := st.osd(m.osd)) is not None and o.lost_at
+        for m in b.might_have_unfound if m.status == "osd is down")]
     one = ready[0].pgid if len(pgs) == 1 and ready else None
     return Explained(f"{hc.summary}: {'; '.join(lines)}; {options}", ev,
                      runbook=UNFOUND_RUNBOOK if one else None, target=one)

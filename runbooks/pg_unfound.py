@@ -7,7 +7,9 @@ version (or forgets a new one), ``delete`` forgets them: both lose data for good
 
 - the PG must have unfound objects now, and every OSD that might hold them must have
   been asked or be down (``might_have_unfound`` all "already probed" / "osd is down");
-  otherwise Ceph may still find them and the runbook refuses;
+  otherwise Ceph may still find them and the runbook refuses; a down OSD must also be
+  marked lost (``ceph osd lost N``): Ceph itself refuses ("we haven't probed all
+  sources") while it could come back, so the runbook says so before, not after;
 - two people: the one who plans and confirms it, and a second, different authorized
   person who approves that exact plan. In Slack the Confirm button refuses the requester
   (``bot.actions``) whatever the cluster's two_person setting; in the CLI the runner
@@ -81,7 +83,21 @@ class PgMarkUnfoundLost(Runbook):
                                 if m.status not in ("already probed", "osd is down"))
             raise Refused(f"pg {pgid}: not every OSD that might hold its unfound objects was "
                           f"asked ({waiting}): Ceph may still find them; wait")
+        stalled = [f for f in ("norecover", "pause") if f in ceph.flags]
+        if stalled:
+            raise Refused(f"the {stalled[0]} flag is set: Ceph accepts mark_unfound_lost but "
+                          f"reverts/deletes the objects only through recovery (seen on the "
+                          f"lab); `ceph osd unset {stalled[0]}` first")
+        # Ceph refuses while an OSD that might have them could come back ("we haven't
+        # probed all sources", seen on the lab): it must be started, or marked lost
         down = [m.osd for m in block.might_have_unfound if m.status == "osd is down"]
+        alive = [i for i in down if (o := ceph.osd(i)) is None or not o.lost_at]
+        if alive:
+            names = ", ".join(f"osd.{i}" for i in alive)
+            raise Refused(f"pg {pgid}: {names} might hold its unfound objects and is down, "
+                          f"not lost: start it (the objects come back, nothing lost); only "
+                          f"if its disk is gone for good, `ceph osd lost {alive[0]} "
+                          f"--yes-i-really-mean-it` first (Ceph refuses otherwise)")
         d.params.update(pgid=pgid, mode=mode, num_unfound=block.num_unfound,
                         might_have_unfound=[f"osd.{m.osd} {m.status}"
                                             for m in block.might_have_unfound],
@@ -94,8 +110,8 @@ class PgMarkUnfoundLost(Runbook):
                "forgotten)" if mode == "revert" else "deleted for good"))
         if down:
             d.warnings.append(
-                f"{', '.join(f'osd.{i}' for i in down)} might have them and is down: "
-                f"starting it instead costs nothing but time")
+                f"{', '.join(f'osd.{i}' for i in down)} might have had them and is marked "
+                f"lost: if it can still start, starting it instead costs nothing but time")
         d.warnings.append(
             f"two people: approval code of {d.ctx.user} for this plan: {code} (the one "
             f"who runs it gives --approved-by {d.ctx.user} --approval {code})")

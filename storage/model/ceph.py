@@ -68,6 +68,7 @@ class OsdState:
     up_from: int = 0
     up_thru: int = 0
     down_at: int = 0
+    lost_at: int = 0  # the epoch `ceph osd lost N` marked it lost (0: never)
     down_since: float | None = None
     public_addr: str | None = None
     destroyed: bool = False
