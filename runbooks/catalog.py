@@ -1,6 +1,9 @@
 """The explicit list of runbook modules: importing one registers its runbooks."""
 
-from runbooks import crash, daemons, mgr, osd, pg_unfound, pools, swift  # noqa: F401
+from runbooks import crash, daemons, mgr, osd, pools, swift  # noqa: F401
 
 # isort: split
 from runbooks import replace_osd  # noqa: F401  osd-replace-disk (listed after the others)
+
+# isort: split
+from runbooks import pg_unfound  # noqa: F401  pg-mark-unfound-lost (two people; listed last)

@@ -56,8 +56,8 @@ class PgMarkUnfoundLost(Runbook):
         NAME,
         "Give up on a PG's unfound objects (ceph pg P mark_unfound_lost revert|delete): "
         "only when every OSD that might hold them was asked; two people.",
-        ("OBJECT_UNFOUND",), destructive=True, target_kind="pg", target_help="PGID",
-        two_people=True)
+        (), destructive=True, target_kind="pg", target_help="PGID",
+        two_people=True)  # Ceph's OBJECT_UNFOUND (a CEPH_HEALTH finding names the PG)
 
     def lock_keys(self, target: str) -> list[str]:
         return [f"pg {target}"]

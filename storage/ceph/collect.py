@@ -20,7 +20,15 @@ from typing import Any
 from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
 from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs, parse_pg_stat
 from storage.ceph.parse_daemons import parse_versions
-from storage.ceph.parse_osdlog import LOG_FLAPS, LOG_LINES
+from storage.ceph.parse_osdlog import (
+    LOG_FLAPS,
+    LOG_LINES,
+    MAP_FLAPS,
+    MAX_MAP_LOOKUPS,
+    flap_suspects,
+    osd_brief,
+    walk_boots,
+)
 from storage.ceph.parse_pgquery import MAX_PG_QUERIES, blocked_candidates
 from storage.ceph.settle import (
     OSDMAP_PGS,
@@ -146,6 +154,7 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
     ok, value = s.optional(FLAP_LOG)
     if ok:
         raw[LOG_FLAPS] = value
+    _map_flaps(s, raw)
     _mon_data(s, raw)
     shown = _config_show(s, as_map(raw["osd dump"]))
     if shown is not None:
@@ -215,6 +224,36 @@ def _pg_queries(s: _Session, raw: dict[str, Any]) -> None:
         except (CephCommandError, CephUnreachable) as e:
             out[pgid] = {"error": str(e)}
     raw["pg query"] = out
+
+
+def _map_flaps(s: _Session, raw: dict[str, Any]) -> None:
+    """The boots of OSDs Ceph remembers as laggy, walked back through old osdmaps
+    (``storage.ceph.parse_osdlog.walk_boots``), at most MAX_MAP_LOOKUPS ``osd dump``s."""
+    dump = as_map(raw["osd dump"])
+    suspects = flap_suspects(dump)
+    if not suspects:
+        return
+    cache: dict[int, Any] = {}
+
+    def fetch(epoch: int) -> Any:
+        if epoch not in cache:
+            ok, old = s.optional(Command(f"osd dump {epoch}", "osd dump",
+                                         args={"epoch": epoch}))
+            cache[epoch] = osd_brief(old) if ok and isinstance(old, Mapping) else None
+            s.errors.pop(f"osd dump {epoch}", None)  # trimmed from the store: the walk stops
+        return cache[epoch]
+
+    out: dict[str, Any] = {}
+    budget = MAX_MAP_LOOKUPS
+    for osd in suspects:
+        rec = next((o for o in as_list(dump.get("osds"))
+                    if isinstance(o, Mapping) and as_int(o.get("osd"), -1) == osd), None)
+        if rec is None or not as_int(rec.get("up")):
+            continue
+        before = len(cache)
+        out[str(osd)] = walk_boots(osd, as_int(rec.get("up_from")), fetch, budget)
+        budget -= len(cache) - before
+    raw[MAP_FLAPS] = out
 
 
 def _mgr_gone(s: _Session, raw: dict[str, Any]) -> None:

@@ -11,11 +11,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from storage.ceph.parse import as_list, parse_stamp
+from storage.ceph.parse import as_int, as_list, as_map, parse_stamp
 from storage.model.pgquery import OsdFlaps
 
 LOG_LINES = 500
 LOG_FLAPS = "log last flaps"  # its raw key (file log_last_flaps.json)
+MAP_FLAPS = "osdmap flaps"  # OSD id -> its boots walked back (file osdmap_flaps.json)
 _FAILED_RE = re.compile(r"^osd\.(\d+) failed \(")
 _NO_BEACON_RE = re.compile(r"^osd\.(\d+) marked down after no beacon")
 _WRONGLY_RE = re.compile(r"^Monitor daemon marked osd\.(\d+) down, but it is still running")
@@ -68,3 +69,73 @@ def parse_flaps(log: Any, now: float) -> tuple[OsdFlaps, ...]:
                             first=bs[0][0], last=bs[-1][0], window_s=window,
                             stamps=tuple(b[0] for b in bs)))
     return tuple(out)
+
+
+# ------------------------------------------------------------------ the osdmap's history
+# Ceph's own flap memory is in the osdmap: an OSD that boots after being marked down while
+# it ran gets a higher ``osd_xinfo`` laggy_probability; one that boots after a clean stop a
+# lower one (seen on Pacific and Reef). Walking the OSD's boots back through old osdmaps
+# (``osd dump EPOCH``: its ``up_from`` before each boot) counts its flaps where the cluster
+# log does not reach (Pacific's ``log last`` holds only the newest 50 entries of a channel).
+MAX_FLAP_OSDS = 4
+MAX_MAP_LOOKUPS = 16
+
+
+def osd_brief(dump: Mapping[str, Any]) -> dict[str, Any]:
+    """What the flap walk needs of one ``osd dump``: its stamp, and per OSD up, up_from
+    and laggy_probability."""
+    lp = {as_int(x.get("osd"), -1): float(x.get("laggy_probability") or 0.0)
+          for x in as_list(dump.get("osd_xinfo")) if isinstance(x, Mapping)}
+    osds = {}
+    for o in as_list(dump.get("osds")):
+        if isinstance(o, Mapping):
+            i = as_int(o.get("osd"), -1)
+            osds[str(i)] = {"up": as_int(o.get("up")), "up_from": as_int(o.get("up_from")),
+                            "lp": lp.get(i, 0.0)}
+    return {"modified": str(dump.get("modified") or ""), "osds": osds}
+
+
+def flap_suspects(dump: Mapping[str, Any], limit: int = MAX_FLAP_OSDS) -> list[int]:
+    """OSDs whose laggy_probability is above 0 (they were marked down while running at
+    least once), most laggy first."""
+    b = osd_brief(dump)
+    got = sorted(((v["lp"], int(k)) for k, v in b["osds"].items() if v["lp"] > 0),
+                 reverse=True)
+    return [i for _, i in got[:limit]]
+
+
+def walk_boots(osd: int, up_from: int, fetch: Any, budget: int) -> list[dict[str, Any]]:
+    """The OSD's boots, newest first, back to its last clean restart: each
+    ``{"epoch": U, "modified": stamp, "flap": bool}``. ``fetch(epoch)`` gives
+    :func:`osd_brief` of that map or None (trimmed, failed); at most ``budget`` fetches."""
+    out: list[dict[str, Any]] = []
+    u = up_from
+    used = 0
+    while u > 1 and used + 2 <= budget:
+        at, before = fetch(u), fetch(u - 1)
+        used += 2
+        if at is None or before is None:
+            break
+        a = at["osds"].get(str(osd))
+        b = before["osds"].get(str(osd))
+        if a is None or b is None:
+            break
+        flap = a["lp"] > b["lp"]
+        out.append({"epoch": u, "modified": at["modified"], "flap": flap})
+        if not flap:  # a clean restart: the flaps before it are history
+            break
+        u = int(b["up_from"])
+    return out
+
+
+def parse_map_flaps(boots: Any, now: float) -> tuple[OsdFlaps, ...]:
+    """``raw["osdmap flaps"]`` (OSD id -> :func:`walk_boots`) -> flaps per OSD."""
+    out = []
+    for k, lst in (boots.items() if isinstance(boots, Mapping) else ()):
+        stamps = sorted(t for t in (parse_stamp(as_map(b).get("modified")) for b in as_list(lst)
+                                    if as_map(b).get("flap")) if t is not None)
+        if stamps and str(k).isdigit():
+            out.append(OsdFlaps(int(k), flaps=len(stamps), wrongly_marked=len(stamps),
+                                failed_reports=0, first=stamps[0], last=stamps[-1],
+                                window_s=max(0.0, now - stamps[0]), stamps=tuple(stamps)))
+    return tuple(sorted(out, key=lambda f: f.osd))

@@ -36,7 +36,7 @@ from storage.ceph.parse_daemons import (
 )
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
-from storage.ceph.parse_osdlog import LOG_FLAPS, parse_flaps
+from storage.ceph.parse_osdlog import LOG_FLAPS, MAP_FLAPS, parse_flaps, parse_map_flaps
 from storage.ceph.parse_pgquery import parse_pg_blocks
 from storage.ceph.settle import settle_from_raw
 from storage.model import CephState, CephVersions, OsdState, PgSummary, RunningConfig
@@ -155,17 +155,23 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
 
 
 def _flaps(raw: Mapping[str, Any], collected_at: float | None) -> dict[str, Any]:
-    """``osd_flaps`` and ``log_window_s`` from the cluster log read for them."""
+    """``osd_flaps`` and ``log_window_s``: the osdmap's history (both releases) and the
+    cluster log (as far back as it reaches), the larger count per OSD."""
     log = raw.get(LOG_FLAPS)
-    if log is None:
+    boots = raw.get(MAP_FLAPS)
+    if log is None and boots is None:
         return {}
     now = collected_at if collected_at is not None else time.time()
-    flaps = parse_flaps(log, now)
+    by_osd = {f.osd: f for f in parse_map_flaps(boots, now)}
+    for f in parse_flaps(log, now):
+        m = by_osd.get(f.osd)
+        by_osd[f.osd] = f if m is None or f.flaps >= m.flaps else replace(
+            m, failed_reports=f.failed_reports)
     stamps = [t for t in (parse_stamp(as_map(e).get("stamp")) for e in log
                           if isinstance(e, Mapping)) if t is not None] \
         if isinstance(log, list) else []
-    return {"osd_flaps": flaps,
-            "log_window_s": max(0.0, now - min(stamps)) if stamps else 0.0}
+    return {"osd_flaps": tuple(by_osd[k] for k in sorted(by_osd)),
+            "log_window_s": max(0.0, now - min(stamps)) if stamps else None}
 
 
 # the commands sent to the manager itself (``storage.ceph.collect``)

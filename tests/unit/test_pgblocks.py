@@ -232,3 +232,31 @@ def test_cli_two_person_gate_is_a_usage_error(tmp_path: Path) -> None:
     for by, approval in ((None, None), ("alice", code), ("carol", "0" * 10), ("dave", code)):
         with pytest.raises(UserError):
             gate(by, approval)
+
+
+def test_osdmap_history_counts_flaps_back_to_the_last_clean_restart() -> None:
+    """Real osdmaps of a Pacific lab (epochs 28-50): osd.0 marked down 4 times while it
+    ran (Ceph raised its laggy_probability at each boot: 0.3, 0.51, 0.657, 0.76), then
+    restarted cleanly at epoch 47 (it fell to 0.532)."""
+    from storage.ceph.parse_osdlog import parse_map_flaps, walk_boots
+
+    d = cap("pacific-osdmap-briefs.json")
+    briefs = d["briefs"]
+    calls: list[int] = []
+
+    def fetch(epoch: int) -> Any:
+        calls.append(epoch)
+        return briefs.get(str(epoch))
+
+    # from the boot before the clean restart (up_from 42): four flaps, back to epoch 5
+    boots = walk_boots(0, 42, fetch, budget=16)
+    assert [(b["epoch"], b["flap"]) for b in boots][:4] == [
+        (42, True), (38, True), (35, True), (31, True)]
+    (f,) = parse_map_flaps({"0": boots}, now=1795770000.0)
+    assert (f.osd, f.flaps) == (0, 4)
+    # from now: the clean restart ends the walk at once, nothing counted
+    now_boots = walk_boots(0, 47, fetch, budget=16)  # its up_from after the restart
+    assert [b["flap"] for b in now_boots] == [False]
+    assert parse_map_flaps({"0": now_boots}, now=1795770000.0) == ()
+    calls.clear()
+    assert len(walk_boots(0, 42, fetch, budget=4)) == 2 and len(calls) == 4  # bounded
