@@ -175,6 +175,7 @@ def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
     out = re.sub(r":(\d{2,5})\b", sub, text)
     out = re.sub(r"/dev/loop\d+", "/dev/loop<N>", out)  # a disk's entity: the lab's loop
     out = _CRASH_ID.sub("<crash>", out)  # a crash report's id is new with every crash
+    out = re.sub(r"^pg \d+\.", "pg <pool>.", out)  # a new pool's id: how many came before
     return out.replace(base, "<lab>") if base else out
 
 
