@@ -230,7 +230,7 @@ def _map_flaps(s: _Session, raw: dict[str, Any]) -> None:
     """The boots of OSDs Ceph remembers as laggy, walked back through old osdmaps
     (``storage.ceph.parse_osdlog.walk_boots``), at most MAX_MAP_LOOKUPS ``osd dump``s."""
     dump = as_map(raw["osd dump"])
-    suspects = flap_suspects(dump)
+    suspects = flap_suspects(dump, time.time())
     if not suspects:
         return
     cache: dict[int, Any] = {}

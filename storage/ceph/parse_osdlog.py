@@ -95,13 +95,21 @@ def osd_brief(dump: Mapping[str, Any]) -> dict[str, Any]:
     return {"modified": str(dump.get("modified") or ""), "osds": osds}
 
 
-def flap_suspects(dump: Mapping[str, Any], limit: int = MAX_FLAP_OSDS) -> list[int]:
-    """OSDs whose laggy_probability is above 0 (they were marked down while running at
-    least once), most laggy first."""
-    b = osd_brief(dump)
-    got = sorted(((v["lp"], int(k)) for k, v in b["osds"].items() if v["lp"] > 0),
-                 reverse=True)
-    return [i for _, i in got[:limit]]
+def flap_suspects(dump: Mapping[str, Any], now: float, window_s: float = 3600.0,
+                  limit: int = MAX_FLAP_OSDS) -> list[int]:
+    """OSDs whose laggy_probability is above 0 (marked down while running at least once)
+    and that were last marked down within ``window_s`` (``osd_xinfo`` down_stamp): only
+    they are walked back (an ``osd dump`` of a big cluster is megabytes), most laggy
+    first."""
+    got = []
+    for x in as_list(dump.get("osd_xinfo")):
+        if not isinstance(x, Mapping):
+            continue
+        lp = float(x.get("laggy_probability") or 0.0)
+        down = parse_stamp(x.get("down_stamp"))
+        if lp > 0 and down is not None and now - down <= window_s:
+            got.append((lp, as_int(x.get("osd"), -1)))
+    return [i for lp, i in sorted(got, reverse=True)[:limit] if i >= 0]
 
 
 def walk_boots(osd: int, up_from: int, fetch: Any, budget: int) -> list[dict[str, Any]]:

@@ -260,3 +260,18 @@ def test_osdmap_history_counts_flaps_back_to_the_last_clean_restart() -> None:
     assert parse_map_flaps({"0": now_boots}, now=1795770000.0) == ()
     calls.clear()
     assert len(walk_boots(0, 42, fetch, budget=4)) == 2 and len(calls) == 4  # bounded
+
+
+def test_only_recently_downed_laggy_osds_are_walked() -> None:
+    from storage.ceph.parse_osdlog import flap_suspects
+
+    from storage.ceph.parse import parse_stamp
+
+    recent, old = "2026-11-27T05:30:00.000000+0000", "2026-11-26T01:00:00.000000+0000"
+    now = (parse_stamp(recent) or 0.0) + 1800  # half an hour after osd.0 went down
+    dump = {"osd_xinfo": [
+        {"osd": 0, "laggy_probability": 0.76, "down_stamp": recent},
+        {"osd": 1, "laggy_probability": 0.3, "down_stamp": old},  # flapped yesterday
+        {"osd": 2, "laggy_probability": 0, "down_stamp": recent},  # a clean stop only
+        {"osd": 3, "laggy_probability": 0.5, "down_stamp": "0.000000"}]}
+    assert flap_suspects(dump, now) == [0]
