@@ -263,9 +263,8 @@ def test_osdmap_history_counts_flaps_back_to_the_last_clean_restart() -> None:
 
 
 def test_only_recently_downed_laggy_osds_are_walked() -> None:
-    from storage.ceph.parse_osdlog import flap_suspects
-
     from storage.ceph.parse import parse_stamp
+    from storage.ceph.parse_osdlog import flap_suspects
 
     recent, old = "2026-11-27T05:30:00.000000+0000", "2026-11-26T01:00:00.000000+0000"
     now = (parse_stamp(recent) or 0.0) + 1800  # half an hour after osd.0 went down
