@@ -162,6 +162,15 @@ class ProgressMessage:
         return r.clip("\n".join(head + gap + rest), self.LIMIT)
 
 
+def _two_people(runbook: str) -> bool:
+    """A runbook that always needs a second person (``RunbookInfo.two_people``:
+    pg-mark-unfound-lost), whatever the cluster's two_person setting."""
+    from runbooks.base import registry
+
+    rb = registry().get(runbook)
+    return bool(rb is not None and rb.info.two_people)
+
+
 class Actions(BotCore):
     """Plans with Confirm/Cancel buttons and the handling of every button press."""
 
@@ -268,7 +277,8 @@ class Actions(BotCore):
             self._refuse(where, f"this plan was already handled by <@{b.used_by}>")
             return
         second = bool(b.data.get("second_person", True))  # unknown: the safe side
-        if second and self.auth.two_person(b.cluster) and where.user == b.requested_by:
+        if second and (self.auth.two_person(b.cluster) or _two_people(b.runbook)) \
+                and where.user == b.requested_by:
             self._audit(where, b.cluster, "confirm", "refused: two-person",
                         f"{b.runbook} {b.target}")
             self._refuse(where, f"two-person rule on `{b.cluster}`: `{b.runbook}` must be "

@@ -12,6 +12,7 @@ from checks import (  # noqa: F401
     managers,
     mounts,
     osd,
+    pgblocks,
     pgs,
     placement,
     scrub,

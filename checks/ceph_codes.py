@@ -341,6 +341,13 @@ def _mgrmon(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     return mgrmon_codes.explain(hc, st, ctx)
 
 
+def _unfound(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """OBJECT_UNFOUND: ``checks.pgblocks`` (imported here: it imports ``Explained``)."""
+    from checks import pgblocks
+
+    return pgblocks.explain_unfound(hc, st)
+
+
 Explainer = Callable[[HealthCheck, CephState, CheckContext], Explained]
 EXPLAIN: Mapping[str, Explainer] = {
     "MGR_MODULE_ERROR": _mgrmon, "RECENT_MGR_MODULE_CRASH": _mgrmon,
@@ -360,6 +367,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "BLUEFS_SPILLOVER": _spillover,
     "OSD_DOWN": _osd_codes, "OSD_HOST_DOWN": _osd_codes, "OSD_FLAPPING": _osd_codes,
     "BLUESTORE_DISK_SIZE_MISMATCH": _osd_codes,  # CephOSDInternalDiskSizeMismatch: which OSDs
+    "OBJECT_UNFOUND": _unfound,
     **{code: _disk_family for code in _DISK_ADVICE},
 }
 

@@ -32,7 +32,7 @@ MGR_FOLD = ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "PGS_STATS_STALE", "MGR_DOWN")
 # Ceph's codes of slow requests and heartbeats (checks.slow_ops explains them per OSD)
 SLOW_CEPH_CODES = ("SLOW_OPS", "OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT")
 # Our cluster-wide PG findings.
-PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING")
+PG_CODES = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PGS_SETTLING", "PG_STUCK")
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,8 @@ RULES: tuple[Rule, ...] = (
          ceph=CEPH_OSD_CODES),
     Rule("OSD_DAEMON_HUNG", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DAEMON_STOPPED", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
+    # marked down while it ran, again and again (checks/pgblocks.py)
+    Rule("OSD_FLAPPING", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_HOST_DOWN", "osd", OSD_DOWN_CODES, OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DOWN_IN", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
@@ -155,4 +157,6 @@ RULES: tuple[Rule, ...] = (
     # PGs in trouble with no OSD cause found (peering after a restart, recovery, ...): one
     Rule("PGS_NOT_ACTIVE_CLEAN", "entity", (), OSD_FOLD),
     Rule("PGS_STUCK", "entity", (), OSD_FOLD),
+    # one stuck PG whose blocking OSD has no cause of its own found (checks/pgblocks.py)
+    Rule("PG_STUCK", "entity", (), OSD_FOLD),
 )

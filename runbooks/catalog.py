@@ -6,4 +6,7 @@ from runbooks import crash, daemons, mgr, osd, pools, swift  # noqa: F401
 from runbooks import replace_osd  # noqa: F401  osd-replace-disk (listed after the others)
 
 # isort: split
-from runbooks import pg_repair  # noqa: F401  pg-repair (issue 29: scrub errors)
+from runbooks import (
+    pg_repair,  # noqa: F401  pg-repair (issue 29: scrub errors)
+    pg_unfound,  # noqa: F401  pg-mark-unfound-lost (two people; listed last)
+)

@@ -14,6 +14,7 @@ import time
 from runbooks.model import (
     EventKind,
     HostOp,
+    InvalidRequest,
     MonOp,
     Outcome,
     Plan,
@@ -48,6 +49,9 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
         raise Refused("this plan cannot be run (it was rebuilt from text); plan again")
     rb = runbook_named(plan.runbook)
     rb.check_run(plan)
+    if rb.info.two_people and confirmed_by.strip() == ctx.user:
+        raise InvalidRequest(f"{plan.runbook} needs two people: {ctx.user} planned it, a "
+                             f"second person must approve it; nothing was run")
     cancel = cancel or threading.Event()
     audit = Audit(ctx.journal, ctx.secrets)
     held: list[int] = []

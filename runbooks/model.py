@@ -43,13 +43,14 @@ class RunbookInfo:
     target_help: str = ""  # e.g. "osd.N"
     touches_data: bool = False  # mounts a data directory or device: moves no data, but a
     # wrong mount serves the wrong disk, so a second person confirms it under two_person
+    two_people: bool = False  # always a second person, whatever the cluster's two_person
 
     @property
     def needs_second_person(self) -> bool:
         """Under a cluster's two-person rule, someone other than the requester confirms.
 
         The one place this is decided: every front end reads it from the plan."""
-        return self.destructive or self.touches_data
+        return self.destructive or self.touches_data or self.two_people
 
 
 @dataclass

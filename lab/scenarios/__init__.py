@@ -19,6 +19,7 @@ from lab.scenarios.ceph import (
 )
 from lab.scenarios.daemons import OsdCrash, OsdHung, OsdRestartLoop
 from lab.scenarios.disks import OsdReadErrors, SwiftDeviceReadonly, SwiftDeviceShutdown
+from lab.scenarios.flap import OsdFlapping, PgStuck
 from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
 from lab.scenarios.scrub import PgInconsistent
 from lab.scenarios.slow import OsdSlowOps
@@ -45,6 +46,7 @@ _ALL: tuple[Scenario, ...] = (
     OsdCrash(), OsdHung(), OsdRestartLoop(),
     OsdSlowOps(),
     PgInconsistent(),
+    OsdFlapping(), PgStuck(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)

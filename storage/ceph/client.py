@@ -195,6 +195,39 @@ class CephClient:
         ``-i FILE`` of the ceph CLI); same contract as :meth:`mon`."""
         return self._cmd(False, prefix, args, inbuf=inbuf)
 
+    def pg(self, pgid: str, prefix: str, timeout: float | None = None, **args: Any) -> Any:
+        """A command to a PG's primary OSD (``ceph pg 2.5 query``); same contract as
+        :meth:`mon`, the target's timeout bounds it (a PG whose OSDs are all down never
+        answers; ``timeout`` shortens it)."""
+        if self._rados is None:
+            raise CephUnreachable("not connected")
+        import rados
+
+        body = {k: v for k, v in args.items() if v is not None}
+        body.update(prefix=prefix, pgid=pgid, format="json")
+        cmd = json.dumps(body)
+        secs = max(1, math.ceil(min(self.target.timeout_s, timeout or self.target.timeout_s)))
+        handle = self._rados
+
+        def run() -> tuple[int, bytes, str]:
+            rc, out, outs = handle.pg_command(pgid, cmd, b"", timeout=secs)
+            return int(rc), out, outs
+
+        try:
+            rc, out, outs = _with_deadline(run, secs + 2.0, f"pg {pgid} {prefix}")
+        except rados.Error as e:
+            code = getattr(e, "errno", None)
+            raise CephCommandError(f"pg {pgid} {prefix}",
+                                   -abs(code) if isinstance(code, int) else -1, str(e)) from e
+        if rc != 0:
+            raise CephCommandError(f"pg {pgid} {prefix}", rc, str(outs))
+        text = bytes(out).decode(errors="replace") if isinstance(out, (bytes, bytearray)) \
+            else str(out)
+        try:
+            return json.loads(text) if text.strip() else None
+        except ValueError:
+            return text.strip()
+
     def mon_bytes(self, prefix: str, **args: Any) -> tuple[bytes, str]:
         """A monitor command whose answer is binary (``osd getmap``): the output buffer
         as it came, and the status text (``got osdmap epoch 40``)."""

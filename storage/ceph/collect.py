@@ -24,6 +24,16 @@ from typing import Any
 from storage.ceph.client import ETIMEDOUT, CephClient, CephCommandError, CephUnreachable
 from storage.ceph.parse import STUCK_OPS, as_int, as_list, as_map, down_epochs, parse_pg_stat
 from storage.ceph.parse_daemons import parse_versions
+from storage.ceph.parse_osdlog import (
+    LOG_FLAPS,
+    LOG_LINES,
+    MAP_FLAPS,
+    MAX_MAP_LOOKUPS,
+    flap_suspects,
+    osd_brief,
+    walk_boots,
+)
+from storage.ceph.parse_pgquery import MAX_PG_QUERIES, blocked_candidates
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_pg_ls
 from storage.ceph.settle import (
     OSDMAP_PGS,
@@ -74,6 +84,11 @@ OPTIONAL: tuple[Command, ...] = (
 # ``log last``: read when no manager answered, for the manager's last ``pgmap`` line
 LOG_LAST = Command("log last", "log last",
                    args={"num": 200, "level": "debug", "channel": "cluster"})
+# ``log last`` for OSD flaps (``storage.ceph.parse_osdlog``): info level, bounded
+FLAP_LOG = Command(LOG_FLAPS, "log last",
+                   args={"num": LOG_LINES, "level": "info", "channel": "cluster"})
+# a ``pg query`` waits at most this long (a PG whose OSDs are all down never answers)
+PG_QUERY_TIMEOUT_S = 5.0
 MON_DISK_CODES = ("MON_DISK_LOW", "MON_DISK_CRIT", "MON_DISK_BIG")
 # what each monitor runs with (its ceph.conf and runtime overrides included), asked of it
 MON_DATA_KEYS = ("mon_data", "mon_data_avail_warn", "mon_data_avail_crit",
@@ -148,6 +163,11 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
     _settle(s, raw)
     _scrub(s, raw)
     _mgr_gone(s, raw)
+    _pg_queries(s, raw)
+    ok, value = s.optional(FLAP_LOG)
+    if ok:
+        raw[LOG_FLAPS] = value
+    _map_flaps(s, raw)
     _mon_data(s, raw)
     _slow_ops(s, raw)
     shown = _config_show(s, as_map(raw["osd dump"]))
@@ -251,6 +271,50 @@ def list_inconsistent_obj(t: CephTarget, pgid: str) -> Any:
         return json.loads(r.stdout)
     except ValueError:
         return {"error": f"not JSON: {r.stdout[:200]!r}"}
+def _pg_queries(s: _Session, raw: dict[str, Any]) -> None:
+    """``pg query`` of at most MAX_PG_QUERIES stuck PGs (down, incomplete, stale, inactive,
+    with unfound objects; ``storage.ceph.parse_pgquery``), each within PG_QUERY_TIMEOUT_S:
+    what blocks them. A query that fails is kept as its error."""
+    pgids = blocked_candidates(raw.get("pg dump_stuck"), MAX_PG_QUERIES)
+    if not pgids:
+        return
+    out: dict[str, Any] = {}
+    for pgid in pgids:
+        try:
+            out[pgid] = s.client.pg(pgid, "query", timeout=PG_QUERY_TIMEOUT_S)
+        except (CephCommandError, CephUnreachable) as e:
+            out[pgid] = {"error": str(e)}
+    raw["pg query"] = out
+
+
+def _map_flaps(s: _Session, raw: dict[str, Any]) -> None:
+    """The boots of OSDs Ceph remembers as laggy, walked back through old osdmaps
+    (``storage.ceph.parse_osdlog.walk_boots``), at most MAX_MAP_LOOKUPS ``osd dump``s."""
+    dump = as_map(raw["osd dump"])
+    suspects = flap_suspects(dump, time.time())
+    if not suspects:
+        return
+    cache: dict[int, Any] = {}
+
+    def fetch(epoch: int) -> Any:
+        if epoch not in cache:
+            ok, old = s.optional(Command(f"osd dump {epoch}", "osd dump",
+                                         args={"epoch": epoch}))
+            cache[epoch] = osd_brief(old) if ok and isinstance(old, Mapping) else None
+            s.errors.pop(f"osd dump {epoch}", None)  # trimmed from the store: the walk stops
+        return cache[epoch]
+
+    out: dict[str, Any] = {}
+    budget = MAX_MAP_LOOKUPS
+    for osd in suspects:
+        rec = next((o for o in as_list(dump.get("osds"))
+                    if isinstance(o, Mapping) and as_int(o.get("osd"), -1) == osd), None)
+        if rec is None or not as_int(rec.get("up")):
+            continue
+        before = len(cache)
+        out[str(osd)] = walk_boots(osd, as_int(rec.get("up_from")), fetch, budget)
+        budget -= len(cache) - before
+    raw[MAP_FLAPS] = out
 
 
 def _mgr_gone(s: _Session, raw: dict[str, Any]) -> None:

@@ -187,7 +187,7 @@ def parse_osd_dump(d: Mapping[str, Any]) -> OsdMap:
             state=state,
             up_from=as_int(o.get("up_from")),
             up_thru=as_int(o.get("up_thru")),
-            down_at=as_int(o.get("down_at")),
+            down_at=as_int(o.get("down_at")), lost_at=as_int(o.get("lost_at")),
             down_since=down_since,
             public_addr=o.get("public_addr") if isinstance(o.get("public_addr"), str) else None,
             destroyed="destroyed" in state,

@@ -38,6 +38,8 @@ from storage.ceph.parse_daemons import (
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
 from storage.ceph.parse_ops import PING_CODES, parse_laggy, parse_slow
+from storage.ceph.parse_osdlog import LOG_FLAPS, MAP_FLAPS, parse_flaps, parse_map_flaps
+from storage.ceph.parse_pgquery import parse_pg_blocks
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_scrub
 from storage.ceph.settle import PGS_BRIEF, settle_from_raw
 from storage.model import (
@@ -160,7 +162,9 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         mon_data=parse_mon_data(raw.get("mon data")),
         devices=parse_device_ls(raw.get("device ls")),
         slow=_slow(raw, checks),
-        scrub=parse_scrub(raw.get(SCRUB_KEY)))
+        scrub=parse_scrub(raw.get(SCRUB_KEY)),
+        pg_blocks=parse_pg_blocks(raw.get("pg query"), raw.get("pg dump_stuck")),
+        **_flaps(raw, collected_at))
 
 
 def _slow(raw: Mapping[str, Any], checks: tuple[HealthCheck, ...]) -> SlowState:
@@ -169,6 +173,26 @@ def _slow(raw: Mapping[str, Any], checks: tuple[HealthCheck, ...]) -> SlowState:
     lines = [d for hc in checks if hc.code in PING_CODES for d in hc.detail]
     return parse_slow(raw.get("osd slow ops"), parse_osd_perf(raw.get("osd perf")), lines,
                       laggy=parse_laggy(raw.get(PGS_BRIEF)))
+
+
+def _flaps(raw: Mapping[str, Any], collected_at: float | None) -> dict[str, Any]:
+    """``osd_flaps`` and ``log_window_s``: the osdmap's history (both releases) and the
+    cluster log (as far back as it reaches), the larger count per OSD."""
+    log = raw.get(LOG_FLAPS)
+    boots = raw.get(MAP_FLAPS)
+    if log is None and boots is None:
+        return {}
+    now = collected_at if collected_at is not None else time.time()
+    by_osd = {f.osd: f for f in parse_map_flaps(boots, now)}
+    for f in parse_flaps(log, now):
+        m = by_osd.get(f.osd)
+        by_osd[f.osd] = f if m is None or f.flaps >= m.flaps else replace(
+            m, failed_reports=f.failed_reports)
+    stamps = [t for t in (parse_stamp(as_map(e).get("stamp")) for e in log
+                          if isinstance(e, Mapping)) if t is not None] \
+        if isinstance(log, list) else []
+    return {"osd_flaps": tuple(by_osd[k] for k in sorted(by_osd)),
+            "log_window_s": max(0.0, now - min(stamps)) if stamps else None}
 
 
 # the commands sent to the manager itself (``storage.ceph.collect``)

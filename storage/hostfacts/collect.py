@@ -33,6 +33,7 @@ from storage.hostfacts.parse import (
     parse_losetup,
     parse_lsblk,
     parse_md5sums,
+    parse_netdev,
     parse_oom,
     parse_osd_section,
     parse_probes,
@@ -212,7 +213,8 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                       lvm_volumes=lvm, units=units,
                       ring_md5=parse_md5sums(sec.get("ringmd5", [])),
                       addresses=parse_addrs(sec.get("addrs", [])),
-                      daemon_facts=daemon_facts)
+                      daemon_facts=daemon_facts,
+                      net_counters=parse_netdev(sec.get("netdev", [])))
     if "xfslog" in sec:  # filesystems and disks (checks/disks.py); older output has none
         fs_probes = tuple(parse_fsprobe("osd", str(i), d, sec.get(f"fsprobe osd {i}", []))
                        for i, d, _ in plan.osds) + tuple(

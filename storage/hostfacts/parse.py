@@ -20,6 +20,7 @@ from storage.model import (
     FstabLine,
     IoError,
     Mount,
+    NetCounters,
     OsdDataDir,
     SwiftDeviceDir,
 )
@@ -59,6 +60,19 @@ def parse_addrs(lines: Sequence[str]) -> tuple[str, ...]:
         if a and a not in out and re.fullmatch(r"[0-9A-Fa-f:.]+", a):
             out.append(a)
     return tuple(out)
+
+
+def parse_netdev(lines: Sequence[str]) -> dict[str, NetCounters] | None:
+    """``/proc/net/dev`` -> interface -> error/drop counters; None when no line parsed."""
+    out: dict[str, NetCounters] = {}
+    for line in lines:
+        name, sep, rest = line.partition(":")
+        f = rest.split()
+        if not sep or len(f) < 12 or not all(x.isdigit() for x in f[:12]):
+            continue
+        out[name.strip()] = NetCounters(rx_errs=int(f[2]), rx_drop=int(f[3]),
+                                        tx_errs=int(f[10]), tx_drop=int(f[11]))
+    return out or None
 
 
 def parse_findmnt(text: str) -> tuple[Mount, ...]:

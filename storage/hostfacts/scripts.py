@@ -79,6 +79,7 @@ echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
 echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-(server|replicator)'
 echo "@@addrs"; ip -o addr show 2>/dev/null | awk '{print $4}'
+echo "@@netdev"; cat /proc/net/dev 2>/dev/null
 echo "@@listen"; ss -Hltnp 2>/dev/null || echo "unknown"
 echo "@@lvs"
 if command -v lvs >/dev/null 2>&1; then

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.model.mgrmon import CrushPlacement, MgrState
+from storage.model.pgquery import OsdFlaps, PgBlock
 from storage.model.scrub import ScrubState
 from storage.model.slowops import SlowState
 
@@ -69,6 +70,7 @@ class OsdState:
     up_from: int = 0
     up_thru: int = 0
     down_at: int = 0
+    lost_at: int = 0  # the epoch `ceph osd lost N` marked it lost (0: never)
     down_since: float | None = None
     public_addr: str | None = None
     destroyed: bool = False
@@ -387,6 +389,11 @@ class CephState:
     # inconsistent PGs and their bad copies (``storage.model.scrub``), read only when Ceph
     # reports scrub errors (None: not read)
     scrub: ScrubState | None = None
+    # stuck PGs summarised from ``pg query`` (at most a few) and OSD flaps from the
+    # cluster log (storage.model.pgquery; empty: none, not read, or an older snapshot)
+    pg_blocks: tuple[PgBlock, ...] = ()
+    osd_flaps: tuple[OsdFlaps, ...] = ()
+    log_window_s: float | None = None  # how far back the cluster log read reaches
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:

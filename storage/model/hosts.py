@@ -186,6 +186,20 @@ class HostRaw:
 
 
 @dataclass(frozen=True)
+class NetCounters:
+    """One interface's error and drop counters since boot (``/proc/net/dev``)."""
+
+    rx_errs: int = 0
+    rx_drop: int = 0
+    tx_errs: int = 0
+    tx_drop: int = 0
+
+    @property
+    def bad(self) -> int:
+        return self.rx_errs + self.rx_drop + self.tx_errs + self.tx_drop
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """Facts from one host over SSH. ``error`` set means the host did not answer."""
 
@@ -221,6 +235,9 @@ class HostFacts:
     # every watched daemon of this host (its OSDs and its configured daemons): the facts
     # of its life, judged by checks/daemons.py
     daemon_facts: tuple[DaemonFacts, ...] = ()
+    # interface -> error/drop counters (``/proc/net/dev``); None: not collected (an older
+    # script's output, or no /proc/net/dev)
+    net_counters: Mapping[str, NetCounters] | None = None
 
     @property
     def reachable(self) -> bool:

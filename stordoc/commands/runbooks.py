@@ -71,6 +71,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="fix the current finding with this code (runs a fresh check)")
     p.add_argument("--entity", help="with --finding: which entity or target when several")
     p.add_argument("--yes", "-y", action="store_true", help="confirm without asking")
+    p.add_argument("--approved-by", metavar="ADMIN",
+                   help="a runbook that needs two people (pg-mark-unfound-lost): the second "
+                   "admin or operator of the cluster who approved this plan")
+    p.add_argument("--approval", metavar="CODE",
+                   help="with --approved-by: the approval code their own plan showed them")
     p.add_argument("--follow", type=duration(0, 3600), default=300.0, metavar="DURATION",
                    help="after a successful OSD/pool fix, report what the cluster still does "
                    "(peering, recovery, Ceph's ETA) until clean or this long (default 5m; "
@@ -347,6 +352,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
             runbook, target = args.runbook, args.target
         svc, ap, plan = _plan(env, args, runbook, target, snap)
         console = env.term.out
+        confirmed_by = _second_person(env, args, ap.cluster, plan, ap.user)
         render_plan(console, plan)
         confirm(env.term, "Run this plan?", args.yes)
 
@@ -363,7 +369,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
                           "still run); what follows goes to stderr")
 
         def work(cancel: threading.Event) -> RunReport:
-            return svc.actions.execute(ap, ap.user, lambda ev: _event_printer(
+            return svc.actions.execute(ap, confirmed_by, lambda ev: _event_printer(
                 term.err if term.stdout_lost else console, ev), cancel)
 
         task: Task[RunReport] = Task(work, name="runbook")
@@ -377,6 +383,33 @@ def cmd_fix(args: argparse.Namespace) -> int:
         return exit_status(res.outcome)
     finally:
         env.close()
+
+
+def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
+                   user: str) -> str:
+    """Who confirms: the runner, or for a runbook that needs two people the second
+    authorized person named by --approved-by with their approval code (checked by
+    ``runbooks.pg_unfound.check_approval``); one line and exit 64 otherwise."""
+    from runbooks.base import registry
+    from runbooks.pg_unfound import check_approval
+
+    rb = registry().get(plan.runbook)
+    if rb is None or not rb.info.two_people:
+        if args.approved_by or args.approval:
+            raise UserError(f"{plan.runbook} needs no second person: drop --approved-by "
+                            f"and --approval")
+        return user
+    slack = env.settings.slack
+    authorized: set[str] = set(slack.admins)
+    for key in (cluster, "*"):
+        role = slack.roles.get(key)
+        if role is not None:
+            authorized |= set(role.operators)
+    why = check_approval(cluster, dict(plan.params), user, args.approved_by, args.approval,
+                         authorized)
+    if why is not None:
+        raise UserError(why)
+    return str(args.approved_by)
 
 
 def _when(ts: float | None) -> str:

@@ -161,6 +161,13 @@ CASES: tuple[Case, ...] = (
     # the bad copy named, repaired by its runbook and proven by a deep scrub
     Case("pg-inconsistent", "pg-inconsistent", {}, "PG_INCONSISTENT", "pg 2.1",
          "stordoc fix pg-repair 2.1", 2),
+    # flapping and stuck PGs (lab/scenarios/flap.py, checks/pgblocks.py): a running OSD
+    # marked down again and again (no runbook: the host or link); a PG down, blocked by
+    # the stopped OSD that alone has its newest writes (its pool of 1 PG is POOL_PG_NUM_LOW)
+    Case("osd-flapping", "osd-flapping", {"osd": 0}, "OSD_FLAPPING", "osd.0", "", 1,
+         heal_kwargs={"osd": 0}, live_on="reef"),
+    Case("pg-stuck", "pg-stuck", {}, "OSD_DAEMON_STOPPED", "osd.2",
+         "stordoc fix osd-start osd.2", 2, incidents=2),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
@@ -181,6 +188,7 @@ def normalize(text: str, ports: Mapping[int, str], base: str = "") -> str:
     out = re.sub(r":(\d{2,5})\b", sub, text)
     out = re.sub(r"/dev/loop\d+", "/dev/loop<N>", out)  # a disk's entity: the lab's loop
     out = _CRASH_ID.sub("<crash>", out)  # a crash report's id is new with every crash
+    out = re.sub(r"^pg \d+\.", "pg <pool>.", out)  # a new pool's id: how many came before
     return out.replace(base, "<lab>") if base else out
 
 

@@ -436,8 +436,25 @@ def _pg_inconsistent(rp: Replay) -> None:
     assert inc.impact == "1 object(s) one copy short (bad on osd.0); I/O served"
 
 
+def _flapping(rp: Replay) -> None:
+    f = rp.outcome.incidents[0].root
+    assert f.evidence["flaps"] >= 3 and f.evidence["host"] == "node1"
+    assert "osd.0 flapped" in f.message and "osd.0 on node1" in f.message
+    assert "interface" in f.message and "dump_osd_network" in f.message
+
+
+def _pg_stuck(rp: Replay) -> None:
+    inc = rp.outcome.incidents[0]
+    (pg,) = [f for f in inc.consequences if f.code == "PG_STUCK"]
+    assert pg.evidence["blocking_osds"] == [2] and pg.evidence["state"] == "down"
+    assert pg.evidence["peering_blocked_by"][0]["osd"] == 2
+    assert "blocked by osd.2 (down, node3)" in pg.message and "start osd.2" in pg.message
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
     "pg-inconsistent": _pg_inconsistent,
+    "osd-flapping": _flapping,
+    "pg-stuck": _pg_stuck,
     "osd-read-errors": _read_errors,
     "swift-device-readonly": lambda rp: _fs(rp, "FS_READONLY"),
     "swift-device-shutdown": lambda rp: _fs(rp, "FS_SHUTDOWN"),

@@ -1,0 +1,153 @@
+"""``pg-mark-unfound-lost``: give up on a PG's unfound objects (``ceph pg P
+mark_unfound_lost revert|delete``), with two people.
+
+Unfound objects are writes whose newest copy is on no OSD that is up. Waiting for the OSD
+that has them costs nothing but time; ``revert`` rolls each object back to its previous
+version (or forgets a new one), ``delete`` forgets them: both lose data for good, so:
+
+- the PG must have unfound objects now, and every OSD that might hold them must have
+  been asked or be down (``might_have_unfound`` all "already probed" / "osd is down");
+  otherwise Ceph may still find them and the runbook refuses; a down OSD must also be
+  marked lost (``ceph osd lost N``): Ceph itself refuses ("we haven't probed all
+  sources") while it could come back, so the runbook says so before, not after;
+- two people: the one who plans and confirms it, and a second, different authorized
+  person who approves that exact plan. In Slack the Confirm button refuses the requester
+  (``bot.actions``) whatever the cluster's two_person setting; in the CLI the runner
+  names the approver (``--approved-by``, an admin or operator of the cluster in the
+  settings, not themselves) and gives the approval code that the approver's own
+  ``stordoc plan`` of this PG showed them (:func:`approval_code`: bound to the PG, the
+  mode, the unfound count and the approver) or the run is refused with exit 64.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from runbooks.base import Draft, Runbook, need_ceph, register
+from runbooks.model import InvalidRequest, Refused, RunbookInfo, StepEnv
+from storage.ceph.parse_pgquery import PGID_RE, parse_pg_query
+from storage.model import ClusterSnapshot
+
+NAME = "pg-mark-unfound-lost"
+MODES = ("revert", "delete")
+
+
+def canonical_pgid(raw: str) -> str:
+    """``2.5``, ``2.1F`` -> ``2.5``, ``2.1f``; InvalidRequest otherwise."""
+    t = raw.strip().lower() if isinstance(raw, str) else ""
+    if not t.isascii() or not PGID_RE.match(t):
+        raise InvalidRequest(f"{raw!r} is not a PG id like 2.5 (pool id, a dot, hex)")
+    pool, seed = t.split(".", 1)
+    return f"{int(pool)}.{int(seed, 16):x}"
+
+
+def approval_code(cluster: str, pgid: str, mode: str, unfound: int, approver: str) -> str:
+    """The approval code of ``approver`` for marking ``unfound`` objects of ``pgid``
+    lost by ``mode``: another PG, mode or count (objects found or lost since) or
+    approver gives another code."""
+    text = f"{NAME}|{cluster}|{pgid}|{mode}|{unfound}|{approver}"
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+@register
+class PgMarkUnfoundLost(Runbook):
+    option_keys = ("mode",)
+    info = RunbookInfo(
+        NAME,
+        "Give up on a PG's unfound objects (ceph pg P mark_unfound_lost revert|delete): "
+        "only when every OSD that might hold them was asked; two people.",
+        (), destructive=True, target_kind="pg", target_help="PGID",
+        two_people=True)  # Ceph's OBJECT_UNFOUND (a CEPH_HEALTH finding names the PG)
+
+    def lock_keys(self, target: str) -> list[str]:
+        return [f"pg {target}"]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        ceph = need_ceph(snap)
+        pgid = canonical_pgid(target)
+        mode = str(d.options.get("mode") or "")
+        if mode not in MODES:
+            raise InvalidRequest(f"{NAME} needs -o mode=revert or -o mode=delete "
+                                 f"(revert: previous versions; delete: forget them)")
+        pool_id, seed = int(pgid.split(".")[0]), int(pgid.split(".")[1], 16)
+        pool = ceph.pool_by_id(pool_id)
+        if pool is None or seed >= pool.pg_num:
+            raise InvalidRequest(f"pg {pgid} does not exist (" + (
+                f"pool {pool.name} has {pool.pg_num} PGs)" if pool else
+                f"no pool with id {pool_id})"))
+        block = next((b for b in ceph.pg_blocks if b.pgid == pgid), None)
+        if block is None or not block.num_unfound:
+            raise InvalidRequest(f"pg {pgid} has no unfound objects: nothing to mark lost")
+        if not block.all_probed:
+            waiting = ", ".join(f"osd.{m.osd} {m.status}" for m in block.might_have_unfound
+                                if m.status not in ("already probed", "osd is down"))
+            raise Refused(f"pg {pgid}: not every OSD that might hold its unfound objects was "
+                          f"asked ({waiting}): Ceph may still find them; wait")
+        stalled = [f for f in ("norecover", "pause") if f in ceph.flags]
+        if stalled:
+            raise Refused(f"the {stalled[0]} flag is set: Ceph accepts mark_unfound_lost but "
+                          f"reverts/deletes the objects only through recovery (seen on the "
+                          f"lab); `ceph osd unset {stalled[0]}` first")
+        # Ceph refuses while an OSD that might have them could come back ("we haven't
+        # probed all sources", seen on the lab): it must be started, or marked lost
+        down = [m.osd for m in block.might_have_unfound if m.status == "osd is down"]
+        alive = [i for i in down if (o := ceph.osd(i)) is None or not o.lost_at]
+        if alive:
+            names = ", ".join(f"osd.{i}" for i in alive)
+            raise Refused(f"pg {pgid}: {names} might hold its unfound objects and is down, "
+                          f"not lost: start it (the objects come back, nothing lost); only "
+                          f"if its disk is gone for good, `ceph osd lost {alive[0]} "
+                          f"--yes-i-really-mean-it` first (Ceph refuses otherwise)")
+        d.params.update(pgid=pgid, mode=mode, num_unfound=block.num_unfound,
+                        might_have_unfound=[f"osd.{m.osd} {m.status}"
+                                            for m in block.might_have_unfound],
+                        second_person_required=True)
+        code = approval_code(d.ctx.cluster, pgid, mode, block.num_unfound, d.ctx.user)
+        d.params["approval_code_of_planner"] = code
+        d.warnings.append(
+            f"{block.num_unfound} objects of pg {pgid} will be "
+            + ("rolled back to their previous versions (newer writes lost; new objects "
+               "forgotten)" if mode == "revert" else "deleted for good"))
+        if down:
+            d.warnings.append(
+                f"{', '.join(f'osd.{i}' for i in down)} might have had them and is marked "
+                f"lost: if it can still start, starting it instead costs nothing but time")
+        d.warnings.append(
+            f"two people: approval code of {d.ctx.user} for this plan: {code} (the one "
+            f"who runs it gives --approved-by {d.ctx.user} --approval {code})")
+
+        def mark(env: StepEnv) -> tuple[bool, str]:
+            out = env.ceph.pg(pgid, "mark_unfound_lost", mulcmd=mode)
+            return True, str(out or f"pg {pgid} mark_unfound_lost {mode}")
+
+        def none_left(env: StepEnv) -> tuple[bool, str]:
+            q = parse_pg_query(pgid, env.ceph.pg(pgid, "query"))
+            return q.num_unfound == 0, f"pg {pgid}: {q.num_unfound} unfound ({q.state})"
+
+        d.local(f"mark pg {pgid}'s unfound objects lost ({mode})",
+                f"ceph pg {pgid} mark_unfound_lost {mode}", mark)
+        d.wait(f"pg {pgid} has no unfound objects", f"ceph pg {pgid} query: unfound 0",
+               none_left, timeout_s=120)
+        d.verify_codes = ("CEPH_HEALTH",)
+        d.verify_entities = ("ceph OBJECT_UNFOUND",)
+
+
+def check_approval(cluster: str, plan_params: dict[str, object], runner: str,
+                   approved_by: str | None, approval: str | None,
+                   authorized: set[str]) -> str | None:
+    """Why a run of this plan is refused (one line), None when a second authorized
+    person approved it: the CLI's gate (the bot's is its Confirm button)."""
+    if not approved_by or not approval:
+        return (f"{NAME} needs two people: --approved-by ADMIN --approval CODE (the "
+                f"approver's `stordoc plan {NAME} PG -o mode=...` shows their code)")
+    if approved_by == runner:
+        return f"{approved_by} cannot approve their own {NAME}: a second person must"
+    if approved_by not in authorized:
+        return (f"{approved_by} is not an admin or operator of cluster {cluster} in the "
+                f"settings: they cannot approve {NAME}")
+    want = approval_code(cluster, str(plan_params.get("pgid")), str(plan_params.get("mode")),
+                         int(str(plan_params.get("num_unfound") or 0)), approved_by)
+    if approval != want:
+        return (f"approval code {approval!r} is not {approved_by}'s for this plan (another "
+                f"PG, mode or unfound count, or another approver)")
+    return None
