@@ -35,12 +35,9 @@ LabelKind = Literal["", "osd", "daemon", "pool", "host"]
 
 # codes and runbooks other work of issue #29 adds (slow requests, scrub errors, filling
 # up, flapping and stuck PGs): named here already; a test checks each exists once merged
-PENDING_CODES: tuple[str, ...] = (
-    "PG_INCONSISTENT", "PGS_SCRUB_OVERDUE",
-    "OSD_FILL_SPREAD", "CLUSTER_DAYS_TO_FULL", "OSD_FLAPPING", "PG_STUCK")
+PENDING_CODES: tuple[str, ...] = ("OSD_FILL_SPREAD", "CLUSTER_DAYS_TO_FULL")
 PENDING_RUNBOOKS: tuple[str, ...] = (
-    "pg-repair", "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
-    "pg-mark-unfound-lost")
+    "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise")
 
 
 @dataclass(frozen=True)
@@ -161,11 +158,10 @@ MAP: Mapping[str, AlertMapping] = {
                                                (*_PGS, *_OSD_DOWN_ROOTS), "", "pg",
                                                _OSD_DOWN_FIX),
     "CephPGBackfillAtRisk": AlertMapping(("PG_BACKFILL_FULL",), _FULL, "", "osd", _FULL_FIX),
-    "CephPGNotScrubbed": AlertMapping(("PG_NOT_SCRUBBED",), ("PGS_SCRUB_OVERDUE",), "", "pg"),
+    "CephPGNotScrubbed": AlertMapping(("PG_NOT_SCRUBBED",), (), "", "pg"),
     "CephPGsHighPerOSD": AlertMapping(("TOO_MANY_PGS",), ("PGS_PER_OSD_HIGH",
                                                           "POOL_PG_NUM_HIGH"), "", "pool"),
-    "CephPGNotDeepScrubbed": AlertMapping(("PG_NOT_DEEP_SCRUBBED",), ("PGS_SCRUB_OVERDUE",),
-                                          "", "pg"),
+    "CephPGNotDeepScrubbed": AlertMapping(("PG_NOT_DEEP_SCRUBBED",), (), "", "pg"),
     # nodes (node_exporter): the host is in the labels; stordoc's host facts say what lives
     # there and suffers (its OSDs' slow pings and flaps, a full or failing disk)
     "CephNodeRootFilesystemFull": AlertMapping(("MON_DISK_CRIT", "MON_DISK_LOW"), ("FS_FULL",),
