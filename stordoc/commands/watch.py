@@ -137,6 +137,8 @@ def loop(env: Env, cluster: str, every: float, stop: threading.Event,
         t0 = time.monotonic()
         out = env.check(cluster, source=source)
         n += 1
+        for line in env.take_reverted():  # temporary changes past their deadline
+            emit(f"{stamp()} {cluster} EXPIRED {line}")
         for line in changes(seen, out):
             emit(line)
         if out.report.verdict != Verdict.UNREACHABLE and desk is not None and \
