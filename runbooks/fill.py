@@ -95,8 +95,14 @@ def test_reweight(ctx: RunContext, args: Mapping[str, Any]) -> Any:
 
     if ctx.target.ceph is None:
         raise Refused(f"cluster {ctx.cluster} has no Ceph configured")
-    with CephClient(ctx.target.ceph) as c:
-        return c.mgr("osd test-reweight-by-utilization", **dict(args))
+    from storage.ceph import CephError
+
+    try:
+        with CephClient(ctx.target.ceph) as c:
+            return c.mgr("osd test-reweight-by-utilization", **dict(args))
+    except CephError as e:
+        raise Refused(f"Ceph's dry run (osd test-reweight-by-utilization) failed: {e}"
+                      ) from None
 
 
 @register
@@ -123,7 +129,7 @@ class ReweightByUtilization(Runbook):
         if not ok:
             raise Refused(f"not all PGs are active+clean ({why}): reweighting now moves "
                           "data on top of recovery; wait for the cluster to settle")
-        args = {"oload": oload, "max_change": str(max_change), "max_osds": max_osds}
+        args = {"oload": oload, "max_change": max_change, "max_osds": max_osds}
         d.params.update(oload=oload, max_change=max_change, max_osds=max_osds)
         if d.ctx.offline:
             d.warnings.append("planned from a saved snapshot: Ceph's dry run is not shown")
@@ -181,10 +187,16 @@ class BalancerUpmap(Runbook):
         if d.ctx.offline or d.ctx.target.ceph is None:
             raise Refused("balancer-upmap reads the connected clients' releases: plan it "
                           "on the live cluster")
-        with CephClient(d.ctx.target.ceph) as c:
-            features = c.mon("features")
-            dump = c.mon("osd dump") or {}
-            status = c.mgr("balancer status") or {}
+        from storage.ceph import CephError
+
+        try:
+            with CephClient(d.ctx.target.ceph) as c:
+                features = c.mon("features")
+                dump = c.mon("osd dump") or {}
+                status = c.mgr("balancer status") or {}
+        except CephError as e:
+            raise Refused(f"cannot read the clients' releases or the balancer: {e}"
+                          ) from None
         old = _old_clients(features)
         if old:
             raise Refused("clients older than Luminous are connected ("
