@@ -132,7 +132,7 @@ RULES: tuple[Rule, ...] = (
     Rule("SWIFT_RING_MD5_MISMATCH", "swift-ring", ()),
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
     # one osdmap flag is one incident: stordoc's finding explains Ceph's OSDMAP_FLAGS
-    Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS",)),
+    Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS", "OSD_FLAGS")),
     # a manager daemon that crashed, hangs, loops or was stopped (checks.daemons) is why no
     # manager answers: the manager findings and the stale PG statistics fold into it
     *(Rule(c, "entity", (), MGR_FOLD, when=("kind", "mgr"))

@@ -265,7 +265,9 @@ def _flags(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
         for flag in o.state:
             if flag in FLAG_EFFECTS:
                 who = set_by(snap, flag, o.name)
+                # noout on a host's OSDs is a maintenance window: maintenance-end ends it
+                rb = "maintenance-end" if flag == "noout" and o.host else None
                 yield Finding("OSDMAP_FLAGS", Severity.WARN, f"{o.name} flag {flag}",
                               f"{o.name} has flag {flag} ({who}): {FLAG_EFFECTS[flag]}",
                               {"flag": flag, "osd": o.id, "state": list(o.state),
-                               "set_by": who})
+                               "set_by": who}, runbook=rb, target=o.host if rb else None)

@@ -86,7 +86,8 @@ class MaintenanceEnd(Runbook):
     info = RunbookInfo(
         "maintenance-end",
         "End a host's maintenance window now: unset noout on its OSDs.",
-        (), destructive=False, target_kind="host", target_help="a configured host name")
+        ("OSDMAP_FLAGS",), destructive=False, target_kind="host",
+        target_help="a configured host name")
 
     def lock_keys(self, target: str) -> list[str]:
         return [f"maintenance {target}"]
@@ -107,4 +108,5 @@ class MaintenanceEnd(Runbook):
         mon = MonOp("osd unset-group", {"flags": FLAG, "who": flagged})
         d._add(f"unset noout on {target}'s OSDs", "ceph",
                PyOp(mon.command(), end_flag_now(FLAG, flagged)), None, None)
-        d.verify_codes = ()
+        d.verify_codes = ("OSDMAP_FLAGS",)
+        d.verify_entities = tuple(f"{o} flag {FLAG}" for o in flagged)

@@ -19,6 +19,7 @@ from lab.scenarios.ceph import (
 )
 from lab.scenarios.daemons import OsdCrash, OsdHung, OsdRestartLoop
 from lab.scenarios.disks import OsdReadErrors, SwiftDeviceReadonly, SwiftDeviceShutdown
+from lab.scenarios.fill import ClusterNearfull, MaintenanceLeft
 from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
 from lab.scenarios.swift_devices import (
     SwiftDeviceFull,
@@ -41,6 +42,7 @@ _ALL: tuple[Scenario, ...] = (
     SwiftDeviceReadonly(), SwiftDeviceShutdown(), OsdReadErrors(),
     MgrStopped(), OsdCrushWeightZero(), MonDiskLow(),
     OsdCrash(), OsdHung(), OsdRestartLoop(),
+    ClusterNearfull(), MaintenanceLeft(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)
