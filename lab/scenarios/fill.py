@@ -19,9 +19,17 @@ from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 if TYPE_CHECKING:
     from lab.core import Lab
 
-# below the lab's fill (about 3% on a fresh lab), above nothing: every OSD is nearfull
-LOW_NEARFULL = "0.01"
 LAB_NEARFULL = 0.85
+
+
+def _below_fill(lab: Lab) -> str:
+    """A nearfull ratio below every OSD's fill (a fresh lab holds about 3% on Pacific,
+    0.3% on Reef): half the emptiest OSD's."""
+    df = lab.ceph("osd", "df", timeout=10, check=False)
+    fills = [float(n.get("utilization", 0.0)) / 100.0
+             for n in (df.get("nodes") or [] if isinstance(df, dict) else [])]
+    low = min((f for f in fills if f > 0), default=0.002)
+    return f"{max(low / 2, 0.0001):.4f}"
 
 
 def _ratio(lab: Lab, key: str) -> float | None:
@@ -40,11 +48,12 @@ class ClusterNearfull(Scenario):
         before = _ratio(lab, "nearfull_ratio")
         if before is None:
             raise LabError(step, "no nearfull_ratio in the osd dump")
-        if before > float(LOW_NEARFULL) + 1e-6:
+        low = _below_fill(lab)
+        if before > 0.5:  # the lab's own value, not one a break left
             lab.write_state(nearfull_ratio=before)
-        lab.ceph("osd", "set-nearfull-ratio", LOW_NEARFULL, step=step)
+        lab.ceph("osd", "set-nearfull-ratio", low, step=step)
         wait(lambda: "OSD_NEARFULL" in lab.health_checks(), 90, step, "OSD_NEARFULL")
-        return f"nearfull ratio {before:g} -> {LOW_NEARFULL}: every OSD is past it"
+        return f"nearfull ratio {before:g} -> {low}: every OSD is past it"
 
     def heal(self, lab: Lab, args: FaultArgs) -> str:
         step = f"heal {self.name}"
