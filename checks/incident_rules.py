@@ -109,6 +109,11 @@ RULES: tuple[Rule, ...] = (
     Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_NEVER_UP", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_UP_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    # a filling cluster (checks/fill.py): the OSDs past nearfull, the uneven spread and
+    # Ceph's nearfull codes are one incident (a full OSD stays one of its own: CRIT)
+    Rule("CLUSTER_DAYS_TO_FULL", "entity", (),
+         ("OSD_NEAR_FULL", "POOL_NEAR_FULL", "OSD_FILL_SPREAD", "OSD_NEARFULL",
+          "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL")),
     Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), ceph=CEPH_FULL_CODES),
     Rule("OSD_NEAR_FULL", "osd", (), ceph=CEPH_FULL_CODES),
     Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),

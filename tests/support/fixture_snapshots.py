@@ -148,11 +148,11 @@ CASES: tuple[Case, ...] = (
          "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
     Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
          live_on="reef"),
-    # a filling cluster and a maintenance flag left behind (lab/scenarios/fill.py): every
-    # OSD past nearfull is an incident of its own (no runbook: capacity), and so are
-    # Ceph's POOL_NEARFULL and the days to full
-    Case("cluster-nearfull", "cluster-nearfull", {}, "OSD_NEAR_FULL", None, "", 1,
-         incidents=6),
+    # a filling cluster and a maintenance flag left behind (lab/scenarios/fill.py): the
+    # OSDs past nearfull and Ceph's POOL_NEARFULL fold into the days to full (no
+    # runbook: capacity; full-ratio-raise is for a full OSD)
+    Case("cluster-nearfull", "cluster-nearfull", {}, "CLUSTER_DAYS_TO_FULL", "cluster lab",
+         "", 1),
     Case("maintenance-left", "maintenance-left", {"osd": 1}, "OSDMAP_FLAGS",
          "osd.1 flag noout", "stordoc fix maintenance-end node2", 1,
          heal_kwargs={"osd": 1}, live_on="reef"),
