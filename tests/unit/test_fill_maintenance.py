@@ -172,3 +172,30 @@ def test_fill_sample_recorded_at_most_every_few_minutes(tmp_path: Path) -> None:
 def test_usage_has_pgs(healthy: ClusterSnapshot) -> None:
     assert healthy.ceph is not None
     assert all(isinstance(u, OsdUsage) and u.pgs for u in healthy.ceph.osd_usage)
+
+
+def test_slack_grammar_maintenance() -> None:
+    from bot.grammar import GrammarError, Maintenance, parse
+
+    assert parse("maintenance start node1 for 2h") == Maintenance("start", "node1", "2h")
+    assert parse("maintenance end node1 --cluster lab") == Maintenance("end", "node1", None,
+                                                                       "lab")
+    assert parse("maintenance list") == Maintenance("list")
+    for bad in ("maintenance start node1 for 0s", "maintenance start node1 for 3650d",
+                "maintenance start node1 for inf", "maintenance stop node1",
+                "maintenance start n\u043ede1"):
+        with pytest.raises(GrammarError):
+            parse(bad)
+
+
+def test_old_clients_refuse_upmap_and_the_dry_run_is_shown() -> None:
+    from runbooks.fill import _old_clients, dry_run_lines
+
+    features = {"client": [{"features": "0x3f", "release": "jewel", "num": 2},
+                           {"features": "0x3ff", "release": "luminous", "num": 5}]}
+    assert _old_clients(features) == ["2 client (jewel)"]
+    assert _old_clients({"client": [{"release": "luminous", "num": 1}]}) == []
+    out = {"average_utilization": 0.5, "overload_utilization": 0.6, "max_change": 0.05,
+           "reweights": [{"osd": 3, "weight": 1.0, "new_weight": 0.95}]}
+    assert dry_run_lines(out)[1] == "osd.3 reweight 1.0000 -> 0.9500"
+    assert dry_run_lines({"reweights": []})[-1].startswith("no change")
