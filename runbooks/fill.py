@@ -172,8 +172,9 @@ class BalancerUpmap(Runbook):
     info = RunbookInfo(
         "balancer-upmap",
         "Turn the manager's balancer on in upmap mode (require-min-compat-client "
-        "luminous first, only when no older client is connected).",
-        ("OSD_FILL_SPREAD",), destructive=True, target_kind="cluster",
+        "luminous first, only when no older client is connected): the other fix of "
+        "OSD_FILL_SPREAD.",
+        (), destructive=True, target_kind="cluster",
         target_help="the cluster's name")
 
     def lock_keys(self, target: str) -> list[str]:

@@ -20,8 +20,10 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS == tuple(scenarios.REGISTRY)
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
-    assert len(SCENARIOS) == 23  # + 3 disk, 3 manager/monitor/placement, 3 daemon scenarios
-    assert SCENARIOS[-3:] == ("osd-crash", "osd-hung", "osd-restart-loop")
+    # + 3 disk, 3 manager/monitor/placement, 3 daemon scenarios, 2 fill/maintenance
+    assert len(SCENARIOS) == 25
+    assert SCENARIOS[-5:] == ("osd-crash", "osd-hung", "osd-restart-loop",
+                              "cluster-nearfull", "maintenance-left")
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary
         for opt in (*s.options, *s.heal_options):

@@ -114,7 +114,7 @@ class OsdScreen(DataScreen):
         Binding("u", "cycle_state", "State filter", id="osd_state"),
         Binding("n", "cycle_host", "Host filter", id="osd_host"),
         Binding("x", "fix", "Fix", id="fix"),
-        Binding("w", "maintenance", "Maintenance…", id="maintenance"),
+        Binding("m", "maintenance", "Maintenance…", id="maintenance"),
     ]
 
     def __init__(self) -> None:
