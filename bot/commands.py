@@ -310,6 +310,23 @@ class Commands(Actions):
         return self.plan_reply(where, cluster, BENCH_PREFIX + cmd.kind, "bench",
                                buttons=True, options=dict(cmd.options))
 
+    def _cmd_maintenance(self, where: Where, cluster: str, cmd: g.Maintenance) -> r.Reply:
+        """``maintenance start HOST for 2h`` / ``end HOST``: the runbook's plan with
+        Confirm/Cancel, like ``fix``; ``list``: the temporary changes stordoc holds."""
+        if cmd.action == "list":
+            from runbooks.expiry import describe_open
+
+            env = self.backend.env
+            env.sweep_expired(cluster, "slack")
+            lines = [f"expired: {x}" for x in env.take_reverted()]
+            lines += describe_open(env.journal, cluster) or [
+                f"no temporary change held on {cluster}"]
+            return r.text_reply(f"{cluster}: temporary changes\n" + "\n".join(lines))
+        assert cmd.host is not None
+        opts = {"for": cmd.window} if cmd.action == "start" and cmd.window else {}
+        return self.plan_reply(where, cluster, f"maintenance-{cmd.action}", cmd.host,
+                               buttons=True, options=opts)
+
     def _cmd_help(self, where: Where, cluster: str, cmd: g.Help) -> r.Reply:
         return r.help_reply(self.command, g.USAGE, cmd.topic)
 
@@ -332,6 +349,7 @@ class Commands(Actions):
         g.Fix: _cmd_plan,
         g.FixFinding: _cmd_fix_finding,
         g.Bench: _cmd_bench,
+        g.Maintenance: _cmd_maintenance,
         g.Help: _cmd_help,
     }
 

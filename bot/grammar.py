@@ -41,6 +41,7 @@ from bot.grammar_commands import (
     Health,
     Help,
     History,
+    Maintenance,
     Mute,
     MuteList,
     Osd,
@@ -73,7 +74,7 @@ __all__ = [
     "ACTING", "BENCH_KEYS", "COMMANDS", "MAX_BENCH_SECONDS", "MAX_BENCH_SIZE", "MAX_MUTE_S",
     "MAX_TEXT", "RING_KINDS", "RUNBOOK_TARGETS", "SILENCE_MAX_S", "SILENCE_MIN_S", "USAGE",
     "Audit", "Bench", "BenchValue", "Cache", "Command", "Findings", "Fix", "FixFinding",
-    "GrammarError", "Health", "Help", "History", "Mute", "MuteList", "Osd", "Plan", "Pools",
+    "GrammarError", "Health", "Help", "History", "Maintenance", "Mute", "MuteList", "Osd", "Plan", "Pools",
     "Ring", "Silence", "Silences", "Unmute", "bench_option", "check_name", "check_osd",
     "osd_ranges", "parse", "parse_osd", "parse_target", "resolve_cluster", "suggest",
     "tokenize",
@@ -158,6 +159,8 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
         return Bench(kind, bench_options(rest[1:]), cluster)
     if verb in ("mute", "unmute"):
         return _mute(verb, rest, cluster)
+    if verb == "maintenance":
+        return _maintenance(rest, cluster)
     # plan / fix
     if not rest:
         raise GrammarError(f"`{verb}` needs a runbook and a target; usage: {USAGE[verb]}")
@@ -205,6 +208,37 @@ def _mute(verb: str, rest: Sequence[str], cluster: str | None) -> Command:
     if not words:
         raise GrammarError("`mute` needs a reason after the duration (kept in the audit)")
     return Mute(code, entity, for_s, " ".join(words)[:300], cluster)
+
+
+def _maintenance(rest: Sequence[str], cluster: str | None) -> Maintenance:
+    """``maintenance start HOST for 2h`` | ``end HOST`` | ``list``: the host's spelling and
+    the window are the runbook's to judge (runbooks.targets, runbooks.expiry)."""
+    from runbooks.expiry import parse_window
+    from runbooks.model import InvalidRequest
+
+    action = rest[0].lower() if rest else ""
+    if action == "list":
+        _no_more("maintenance", rest[1:])
+        return Maintenance("list", None, None, cluster)
+    if action not in ("start", "end") or len(rest) < 2:
+        raise GrammarError(f"usage: {USAGE['maintenance']}")
+    host = rest[1]
+    if action == "end":
+        _no_more("maintenance", rest[2:])
+        return Maintenance("end", host, None, cluster)
+    words = list(rest[2:])
+    window = "2h"
+    if words and words[0].lower() == "for" and len(words) >= 2:
+        window = words[1]
+        words = words[2:]
+    elif words and words[0].lower().startswith("for="):
+        window = words.pop(0)[4:]
+    _no_more("maintenance", words)
+    try:
+        parse_window(window)
+    except InvalidRequest as e:
+        raise GrammarError(f"maintenance window: {e}") from None
+    return Maintenance("start", host, window.strip().lower(), cluster)
 
 
 def _parse_silence(rest: Sequence[str], cluster: str | None) -> Silence:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 COMMANDS = ("health", "osd", "pools", "cache", "ring", "findings", "history", "plan",
-            "fix", "bench", "audit", "mute", "unmute", "silence", "silences", "help")
+            "fix", "bench", "audit", "mute", "unmute", "silence", "silences", "maintenance", "help")
 
 
 @dataclass(frozen=True)
@@ -129,15 +129,27 @@ class Silences:
 
 
 @dataclass(frozen=True)
+class Maintenance:
+    """``maintenance start HOST for 2h`` / ``maintenance end HOST`` / ``maintenance list``:
+    runbooks maintenance-start/-end (noout on the host's OSDs until a deadline)."""
+
+    action: str  # start | end | list
+    host: str | None = None
+    window: str | None = None  # start: the window as typed (2h), checked by the runbook
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
 class Help:
     topic: str | None = None
     cluster: str | None = None
 
 
 Command = (Health | Osd | Pools | Cache | Ring | Findings | History | Plan | Fix | FixFinding
-           | Bench | Audit | Mute | Unmute | MuteList | Silence | Silences | Help)
+           | Bench | Audit | Mute | Unmute | MuteList | Silence | Silences | Maintenance
+           | Help)
 
-ACTING = (Plan, Fix, FixFinding, Bench, Mute, Unmute, Silence)  # need the operator role
+ACTING = (Plan, Fix, FixFinding, Bench, Mute, Unmute, Silence, Maintenance)  # need the operator role
 
 USAGE: Mapping[str, str] = {
     "health": "health [CLUSTER] [from SNAPSHOT]  - run the checks and show the findings "
@@ -159,6 +171,8 @@ USAGE: Mapping[str, str] = {
     "silence": "silence ALERTNAME [for=4h] [reason ...] [--cluster C]  - silence an alert in "
                "Alertmanager and mute its incident in stordoc, until then",
     "silences": "silences [--cluster C]  - active Alertmanager silences and stordoc mutes",
+    "maintenance": "maintenance start HOST for 2h | maintenance end HOST | maintenance list"
+                   " [--cluster C]  - noout on a host's OSDs until a deadline",
     "help": "help [COMMAND]  - this help",
 }
 

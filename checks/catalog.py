@@ -9,6 +9,7 @@ from checks import (  # noqa: F401
     daemons,
     device_health,
     disks,
+    fill,
     managers,
     mounts,
     osd,

@@ -19,6 +19,8 @@ _POOL_NAME_RE = re.compile(r"'([^']+)'")
 _SWIFT_RING_RE = re.compile(r"^(?P<kind>object|container|account)(?:-\d+)? ring\b")
 # Ceph's OSDMAP_FLAGS summary: "noout,noscrub flag(s) set"
 _FLAGS_RE = re.compile(r"^([a-z_,-]+) flag\(s\) set$")
+# Ceph's OSD_FLAGS detail: "osd.1 has flags noout" (an OSD or a CRUSH node)
+_OSD_FLAGS_RE = re.compile(r"\bhas flags? ([a-z_,-]+)")
 _SWIFT_DEV_RE = re.compile(r"^(?:\S+ )?ring (?P<ip>[0-9.:\[\]a-f]+?):(?P<port>\d+)/(?P<dev>\S+)$")
 
 
@@ -85,6 +87,9 @@ def flags_named(f: Finding) -> set[str]:
         m = _FLAGS_RE.match(str(f.evidence.get("summary") or "").strip())
         if m:
             return {x for x in m.group(1).split(",") if x}
+    if ceph_code(f) == "OSD_FLAGS":  # per-OSD flags (set-group): "osd.1 has flags noout"
+        return {x for line in _detail_lines(f) for m in _OSD_FLAGS_RE.finditer(line)
+                for x in m.group(1).split(",") if x}
     return set()
 
 

@@ -113,6 +113,11 @@ RULES: tuple[Rule, ...] = (
     Rule("OSD_DOWN_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_NEVER_UP", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     Rule("OSD_UP_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
+    # a filling cluster (checks/fill.py): the OSDs past nearfull, the uneven spread and
+    # Ceph's nearfull codes are one incident (a full OSD stays one of its own: CRIT)
+    Rule("CLUSTER_DAYS_TO_FULL", "entity", (),
+         ("OSD_NEAR_FULL", "POOL_NEAR_FULL", "OSD_FILL_SPREAD", "OSD_NEARFULL",
+          "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL")),
     Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), ceph=CEPH_FULL_CODES),
     Rule("OSD_NEAR_FULL", "osd", (), ceph=CEPH_FULL_CODES),
     Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),
@@ -136,7 +141,7 @@ RULES: tuple[Rule, ...] = (
     Rule("SWIFT_RING_MD5_MISMATCH", "swift-ring", ()),
     *(Rule(c, "entity", _after(RING_CODES, c)) for c in RING_CODES),
     # one osdmap flag is one incident: stordoc's finding explains Ceph's OSDMAP_FLAGS
-    Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS",)),
+    Rule("OSDMAP_FLAGS", "osdmap-flag", (), ceph=("OSDMAP_FLAGS", "OSD_FLAGS")),
     # a manager daemon that crashed, hangs, loops or was stopped (checks.daemons) is why no
     # manager answers: the manager findings and the stale PG statistics fold into it
     *(Rule(c, "entity", (), MGR_FOLD, when=("kind", "mgr"))

@@ -232,18 +232,45 @@ def _hosts_down(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Fi
                       f"({n_in} still in){hint}", ev, since=first)
 
 
+def set_by(snap: ClusterSnapshot, flag: str, osd: str | None = None) -> str:
+    """Who set a flag, from the journal (``snap.changes``: a maintenance window's;
+    ``snap.runs``: a runbook run's), else "not set by stordoc"."""
+    import time
+
+    def at(ts: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts))
+
+    for c in snap.changes:
+        if c.kind == "osd-flag" and c.key == flag and (osd is None or osd in c.entities):
+            late = snap.taken_at - c.deadline
+            return (f"set by {c.by} through stordoc at {at(c.created_at)}"
+                    + (f" ({c.reason})" if c.reason else "")
+                    + (f"; its window ended {fmt_duration(late)} ago: stordoc unsets it "
+                       f"on its next run" if late > 0 else f", until {at(c.deadline)}"))
+    if osd is None:
+        for r in snap.runs:
+            if flag in r.flags_held:
+                return f"held by stordoc {r.name}"
+    return "not set by stordoc"
+
+
 def _flags(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
     for flag in st.flags:
         if flag not in FLAG_EFFECTS:
             continue  # sortbitwise, recovery_deletes, ...: normal feature bits
         sev = Severity.CRIT if flag in CRIT_FLAGS else Severity.WARN
+        who = set_by(snap, flag)
         yield Finding("OSDMAP_FLAGS", sev, f"{cluster_entity(snap)} flag {flag}",
-                      f"osdmap flag {flag} is set: {FLAG_EFFECTS[flag]}; unset it when the "
-                      f"maintenance is over (ceph osd unset {flag})",
-                      {"flag": flag, "all_flags": list(st.flags)})
+                      f"osdmap flag {flag} is set ({who}): {FLAG_EFFECTS[flag]}; unset it "
+                      f"when the maintenance is over (ceph osd unset {flag})",
+                      {"flag": flag, "all_flags": list(st.flags), "set_by": who})
     for o in st.osds:
         for flag in o.state:
             if flag in FLAG_EFFECTS:
+                who = set_by(snap, flag, o.name)
+                # noout on a host's OSDs is a maintenance window: maintenance-end ends it
+                rb = "maintenance-end" if flag == "noout" and o.host else None
                 yield Finding("OSDMAP_FLAGS", Severity.WARN, f"{o.name} flag {flag}",
-                              f"{o.name} has flag {flag}: {FLAG_EFFECTS[flag]}",
-                              {"flag": flag, "osd": o.id, "state": list(o.state)})
+                              f"{o.name} has flag {flag} ({who}): {FLAG_EFFECTS[flag]}",
+                              {"flag": flag, "osd": o.id, "state": list(o.state),
+                               "set_by": who}, runbook=rb, target=o.host if rb else None)

@@ -61,6 +61,29 @@ def with_recent_runs(snap: ClusterSnapshot, journal: Journal, cluster: str,
                                           window_s))
 
 
+def with_changes_and_fill(snap: ClusterSnapshot, journal: Journal, cluster: str
+                          ) -> ClusterSnapshot:
+    """The snapshot with the temporary changes stordoc holds (storage.expiring: who set
+    a flag, until when) and the fill history of earlier checks (storage.fillhist)."""
+    from storage import expiring, fillhist
+
+    return replace(snap, changes=tuple(expiring.open_changes(journal, cluster)),
+                   fill_history=fillhist.samples(journal, cluster,
+                                                 snap.taken_at or time.time()))
+
+
+def record_fill(journal: Journal, cluster: str, snap: ClusterSnapshot) -> None:
+    """One fill sample of a live check (at most one per few minutes)."""
+    from storage import fillhist
+
+    st = snap.ceph
+    if st is None or not st.osd_usage:
+        return
+    used = 1.0 - st.total_avail_bytes / st.total_bytes if st.total_bytes else 0.0
+    fillhist.record(journal, cluster, snap.taken_at or time.time(),
+                    max(u.utilization for u in st.osd_usage) / 100.0, used)
+
+
 @dataclass(frozen=True)
 class CheckOutcome:
     snapshot: ClusterSnapshot
@@ -98,6 +121,7 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     if mj is not None and snapshot is None:  # a live check: what stordoc just changed
         snap = with_recent_runs(snap, mj, target.name,
                                 (thresholds or Thresholds()).pg_settle_window_s)
+        snap = with_changes_and_fill(snap, mj, target.name)
     if mj is not None:
         rules += [(m.code, m.entity) for m in active_mutes(mj, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
@@ -107,6 +131,8 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
     run_id = delta = None
     if hist is not None and snap.swift is not None:
         hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift), window)
+    if journal is not None and snapshot is None:
+        record_fill(journal, target.name, snap)
     if journal is not None:
         run_id = _record(journal, target.name, report, t1 - t0, snap.host_facts_collected,
                          source)

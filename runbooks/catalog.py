@@ -6,7 +6,9 @@ from runbooks import crash, daemons, mgr, osd, pools, swift  # noqa: F401
 from runbooks import replace_osd  # noqa: F401  osd-replace-disk (listed after the others)
 
 # isort: split
-from runbooks import (
+from runbooks import (  # noqa: F401  issue 29: filling, maintenance
+    fill,
+    maintenance,
     pg_repair,  # noqa: F401  pg-repair (issue 29: scrub errors)
     pg_unfound,  # noqa: F401  pg-mark-unfound-lost (two people; listed last)
 )

@@ -66,6 +66,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
         bot,
         check,
         lab,
+        maintenance,
         mutes,
         runbooks,
         snapshot,
@@ -80,7 +81,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
                "77 permission denied, 130 interrupted).")
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for mod in (check, snapshot, mutes, runbooks, bench, bot, watch, tui, lab, swift):
+    for mod in (check, snapshot, mutes, runbooks, maintenance, bench, bot, watch, tui, lab, swift):
         if mod is lab:
             mod.register(sub, full=argv is None or "lab" in argv)
         else:

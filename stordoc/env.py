@@ -67,6 +67,10 @@ class Env:
     user: str = field(default_factory=lambda: os.environ.get("SUDO_USER") or getpass.getuser())
     _journal: Journal | None = None
     term: Terminal = field(default_factory=Terminal.from_sys)
+    # what the last sweeps of expired temporary changes did (runbooks.expiry), one line
+    # each: ``stordoc watch`` and ``check`` print them, the audit keeps them
+    reverted: list[str] = field(default_factory=list)
+    _sweeping: bool = False
 
     @property
     def journal(self) -> Journal:
@@ -88,6 +92,7 @@ class Env:
         n = self.cluster_name(cluster)
         cs = self.settings.clusters[n]
         preflight_cluster(cs)
+        self.sweep_expired(n, source)
         # not recorded (--no-record, the bot's views, the TUI's refreshes): mutes still hold
         mutes_from = self.journal if record or os.path.exists(
             os.path.expanduser(self.settings.journal)) else None
@@ -108,11 +113,38 @@ class Env:
         ctx = planning_context(cluster, cs.target(cluster), self.settings.thresholds_for(cluster))
         return replace(out, incidents=with_next_steps(ctx, out.snapshot, out.incidents))
 
+    def sweep_expired(self, cluster: str, source: str = "cli") -> list[str]:
+        """Revert the cluster's temporary changes whose deadline has passed (a raised
+        full ratio, a maintenance window's noout): whoever runs next does it, also after
+        stordoc was restarted or killed. Cheap when nothing is due (one journal read)."""
+        if self._sweeping or not os.path.exists(os.path.expanduser(self.settings.journal)):
+            return []
+        from storage.expiring import due
+
+        if not due(self.journal, cluster):
+            return []
+        from runbooks.expiry import sweep
+
+        self._sweeping = True
+        try:
+            lines = sweep(self.run_context(cluster, source=source))
+        finally:
+            self._sweeping = False
+        self.reverted.extend(lines)
+        return lines
+
+    def take_reverted(self) -> list[str]:
+        """The sweeps' lines not shown yet (and forget them)."""
+        lines, self.reverted[:] = list(self.reverted), []
+        return lines
+
     def run_context(self, cluster: str | None, source: str = "cli") -> RunContext:
-        """What the runbooks need for one cluster: target, journal, limits, who acts."""
+        """What the runbooks need for one cluster: target, journal, limits, who acts.
+        Expired temporary changes are reverted first (``sweep_expired``)."""
         from runbooks.api import RunContext
 
         n = self.cluster_name(cluster)
+        self.sweep_expired(n, source)
         cs = self.settings.clusters[n]
         preflight_cluster(cs)
         rs = self.settings.runbooks

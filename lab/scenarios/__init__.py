@@ -19,6 +19,7 @@ from lab.scenarios.ceph import (
 )
 from lab.scenarios.daemons import OsdCrash, OsdHung, OsdRestartLoop
 from lab.scenarios.disks import OsdReadErrors, SwiftDeviceReadonly, SwiftDeviceShutdown
+from lab.scenarios.fill import ClusterNearfull, MaintenanceLeft
 from lab.scenarios.flap import OsdFlapping, PgStuck
 from lab.scenarios.mgrmon import MgrStopped, MonDiskLow, OsdCrushWeightZero
 from lab.scenarios.scrub import PgInconsistent
@@ -47,6 +48,7 @@ _ALL: tuple[Scenario, ...] = (
     OsdSlowOps(),
     PgInconsistent(),
     OsdFlapping(), PgStuck(),
+    ClusterNearfull(), MaintenanceLeft(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}
 SCENARIOS: tuple[str, ...] = tuple(REGISTRY)

@@ -98,6 +98,33 @@ class RecentRun:
 
 
 @dataclass(frozen=True)
+class HeldChange:
+    """A time-limited change stordoc made and reverts at its deadline
+    (``storage.expiring``): a raised full ratio, noout on a host's OSDs."""
+
+    id: int
+    cluster: str
+    kind: str  # "ratio" (key: nearfull_ratio...) | "osd-flag" (key: noout, on entities)
+    key: str
+    entities: tuple[str, ...]  # the OSDs of an osd-flag ("osd.0", ...); () for a ratio
+    before: float | None  # a ratio's value before stordoc changed it
+    after: float | None  # the value stordoc set
+    deadline: float
+    by: str
+    created_at: float
+    run_id: int | None
+    state: str  # pending (written, not yet applied), held, reverted, left, ended, not_made
+    reason: str = ""
+    note: str = ""
+
+    @property
+    def what(self) -> str:
+        if self.kind == "ratio":
+            return f"{self.key} {self.before:g} -> {self.after:g}"
+        return f"{self.key} on {', '.join(self.entities)}"
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     """Everything known about one cluster at one moment.
 
@@ -118,6 +145,12 @@ class ClusterSnapshot:
     # runbook runs of this cluster running or finished lately (the journal's, put here by
     # ``checks.service``; not saved with a snapshot)
     runs: tuple[RecentRun, ...] = ()
+    # time-limited changes stordoc holds on the cluster (storage.expiring; the journal's,
+    # put here by ``checks.service``; not saved with a snapshot)
+    changes: tuple[HeldChange, ...] = ()
+    # (epoch s, fill of the fullest OSD 0..1) of earlier checks (storage.fillhist), oldest
+    # first: what ``checks.fill`` fits days-to-full on
+    fill_history: tuple[tuple[float, float], ...] = ()
 
 
 __all__ = [
@@ -126,6 +159,7 @@ __all__ = [
     "CephState",
     "CephVersions",
     "DaemonFacts",
+    "HeldChange",
     "DaemonLife",
     "DaemonStatus",
     "daemon_kind",

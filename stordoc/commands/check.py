@@ -327,6 +327,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         out = env.check(args.cluster, only=only, host_facts=args.host_facts,
                         record=not args.no_record)
+        for line in env.take_reverted():  # temporary changes past their deadline
+            env.term.note(f"expired: {line}")
     finally:
         env.close()
     if args.json:

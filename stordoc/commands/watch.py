@@ -137,6 +137,8 @@ def loop(env: Env, cluster: str, every: float, stop: threading.Event,
         t0 = time.monotonic()
         out = env.check(cluster, source=source)
         n += 1
+        for line in env.take_reverted():  # temporary changes past their deadline
+            emit(f"{stamp()} {cluster} EXPIRED {line}")
         for line in changes(seen, out):
             emit(line)
         if out.report.verdict != Verdict.UNREACHABLE and desk is not None and \
@@ -157,8 +159,41 @@ def loop(env: Env, cluster: str, every: float, stop: threading.Event,
                 backoff.ok()
         if count is not None and n >= count:
             break
-        stop.wait(max(0.0, every - (time.monotonic() - t0)))
+        _wait_reverting(env, cluster, t0 + every, stop, emit, source)
     return n
+
+
+def _wait_reverting(env: Env, cluster: str, until: float, stop: threading.Event,
+                    emit: Callable[[str], None], source: str) -> None:
+    """Wait for the next check (``until``, monotonic), waking at each temporary change's
+    deadline in between (``storage.expiring``) to revert it then, not up to an interval
+    later."""
+    while not stop.is_set():
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        soon = _next_deadline(env, cluster)
+        if soon is None or soon - time.time() >= left:
+            stop.wait(left)
+            return
+        if stop.wait(max(0.0, soon - time.time()) + 0.05):
+            return
+        env.sweep_expired(cluster, source)
+        for line in env.take_reverted():
+            emit(f"{stamp()} {cluster} EXPIRED {line}")
+        nxt = _next_deadline(env, cluster)
+        if nxt is not None and nxt <= time.time():  # not reverted (the cluster did not
+            stop.wait(max(0.0, until - time.monotonic()))  # answer...): the check retries
+            return
+
+
+def _next_deadline(env: Env, cluster: str) -> float | None:
+    from storage.expiring import open_changes
+
+    try:
+        return min((c.deadline for c in open_changes(env.journal, cluster)), default=None)
+    except Exception:  # the journal busy or gone: the next check sweeps anyway
+        return None
 
 
 def _desk(env: Env, cluster: str, no_slack: bool) -> AlertDesk | None:

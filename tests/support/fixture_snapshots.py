@@ -168,6 +168,14 @@ CASES: tuple[Case, ...] = (
          heal_kwargs={"osd": 0}, live_on="reef"),
     Case("pg-stuck", "pg-stuck", {}, "OSD_DAEMON_STOPPED", "osd.2",
          "stordoc fix osd-start osd.2", 2, incidents=2),
+    # a filling cluster and a maintenance flag left behind (lab/scenarios/fill.py): the
+    # OSDs past nearfull and Ceph's POOL_NEARFULL fold into the days to full (no
+    # runbook: capacity; full-ratio-raise is for a full OSD)
+    Case("cluster-nearfull", "cluster-nearfull", {}, "CLUSTER_DAYS_TO_FULL", "cluster lab",
+         "", 1),
+    Case("maintenance-left", "maintenance-left", {"osd": 1}, "OSDMAP_FLAGS",
+         "osd.1 flag noout", "stordoc fix maintenance-end node2", 1,
+         heal_kwargs={"osd": 1}, live_on="reef"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)

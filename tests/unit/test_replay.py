@@ -396,6 +396,19 @@ def _crush_zero(rp: Replay) -> None:
     assert ceph is not None and ceph.health_status == "HEALTH_OK"  # Ceph says nothing
 
 
+def _nearfull(rp: Replay) -> None:
+    [inc] = rp.outcome.incidents
+    assert inc.root.evidence["samples"] == 1 and "not enough history" in inc.root.message
+    assert {f.entity for f in inc.findings if f.code == "OSD_NEAR_FULL"} == {
+        "osd.0", "osd.1", "osd.2", "osd.3"}
+
+
+def _noout_left(rp: Replay) -> None:
+    [inc] = rp.outcome.incidents
+    assert inc.root.evidence["set_by"] == "not set by stordoc"
+    assert [f.entity for f in inc.findings if f.code == "CEPH_HEALTH"] == ["ceph OSD_FLAGS"]
+
+
 def _mon_disk_low(rp: Replay) -> None:
     f = rp.outcome.incidents[0].root
     path = f.evidence["mons"]["a"]["path"]
@@ -461,6 +474,8 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "mgr-stopped": _mgr_stopped,
     "osd-crush-weight-zero": _crush_zero,
     "mon-disk-low": _mon_disk_low,
+    "cluster-nearfull": _nearfull,
+    "maintenance-left": _noout_left,
     "osd-killed": _killed,
     "osd-crash": _crashed,
     "osd-hung": _hung,

@@ -10,8 +10,9 @@ ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
          "daemon-restart", "mgr-failover", "cache-tier-tune", "pool-pg-num",
          "swift-device-remount", "swift-server-start",
          "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
-         "swift-replicator-start", "osd-replace-disk", "swift-replace-drive", "pg-repair",
-         "pg-mark-unfound-lost"]
+         "swift-replicator-start", "osd-replace-disk", "swift-replace-drive",
+         "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
+         "maintenance-start", "maintenance-end", "pg-repair", "pg-mark-unfound-lost"]
 
 
 def test_the_catalog_lists_every_runbook_in_its_order() -> None:

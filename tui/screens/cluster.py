@@ -114,6 +114,7 @@ class OsdScreen(DataScreen):
         Binding("u", "cycle_state", "State filter", id="osd_state"),
         Binding("n", "cycle_host", "Host filter", id="osd_host"),
         Binding("x", "fix", "Fix", id="fix"),
+        Binding("m", "maintenance", "Maintenance…", id="maintenance"),
     ]
 
     def __init__(self) -> None:
@@ -166,6 +167,24 @@ class OsdScreen(DataScreen):
             self.notify("select an OSD first", severity="warning")
             return
         self.fix_finding(first_fix(views.findings_for(self.findings, f"osd.{r.ref}")))
+
+    def action_maintenance(self) -> None:
+        """A maintenance window (runbook maintenance-start, 2 h) on the selected host, or
+        the selected OSD's host; maintenance-end when its OSDs carry noout already."""
+        r = self.selected()
+        o = self.sapp.state.outcome
+        host = r.ref if r is not None and r.kind == "host" else None
+        ceph = o.snapshot.ceph if o else None
+        if r is not None and r.kind == "osd" and ceph is not None:
+            osd = ceph.osd(int(r.ref))  # type: ignore[arg-type]
+            host = osd.host if osd else None
+        if not isinstance(host, str) or ceph is None:
+            self.notify("select a host or an OSD first", severity="warning")
+            return
+        crush = next((h for h in ceph.hosts if h.name == host), None)
+        flagged = crush is not None and any(
+            (x := ceph.osd(i)) is not None and "noout" in x.state for i in crush.osd_ids)
+        self.sapp.open_runbook("maintenance-end" if flagged else "maintenance-start", host)
 
     @on(VirtualTable.RowSelected, "#osds")
     def _drill(self, event: VirtualTable.RowSelected) -> None:

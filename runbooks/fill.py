@@ -1,0 +1,296 @@
+"""Fixes for a filling cluster: even the OSDs out (``osd-reweight-by-utilization``, shown
+as Ceph's own dry run first; ``balancer-upmap``), and an emergency, temporary raise of
+the full ratios (``full-ratio-raise``) that stordoc reverts at its deadline
+(``runbooks.expiry``), written to the journal before it is made.
+
+The target of each is the cluster itself (its configured name).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from runbooks.base import Draft, Runbook, need_ceph, register
+from runbooks.expiry import (
+    MAX_RATIO,
+    RATIO_KEYS,
+    fmt_at,
+    parse_ratio,
+    parse_window,
+    temporary_op,
+)
+from runbooks.model import (
+    InvalidRequest,
+    MonOp,
+    PyOp,
+    Refused,
+    RunbookInfo,
+    RunContext,
+    StepEnv,
+)
+from storage.model import CephState, ClusterSnapshot
+
+DEFAULT_OLOAD = 120  # Ceph's default: OSDs above 120% of the average are reweighted
+DEFAULT_MAX_CHANGE = 0.05
+DEFAULT_MAX_OSDS = 4
+DEFAULT_RAISE_WINDOW = "4h"
+MIN_HEADROOM = 0.01  # a raised ratio stays at least this far above the fullest OSD
+
+
+def _cluster_target(d: Draft, target: str) -> None:
+    if target.removeprefix("cluster ").strip() != d.ctx.cluster:
+        raise InvalidRequest(f"the target of this runbook is the cluster itself "
+                             f"({d.ctx.cluster}), not {target!r}")
+
+
+def _int_opt(d: Draft, key: str, default: int, lo: int, hi: int) -> int:
+    raw = d.options.get(key)
+    if raw is None:
+        return default
+    t = str(raw).strip()
+    if not t.isascii() or not t.isdigit() or not lo <= int(t) <= hi:
+        raise InvalidRequest(f"option {key} must be a whole number from {lo} to {hi}, "
+                             f"not {t[:40]!r}")
+    return int(t)
+
+
+def _clean(ceph: CephState) -> tuple[bool, str]:
+    bad = {s: n for s, n in ceph.pgs.by_state.items() if s != "active+clean" and n}
+    return not bad, ", ".join(f"{n} {s}" for s, n in sorted(bad.items()))
+
+
+def _mgr_op(describe: str, prefix: str, args: Mapping[str, Any]) -> PyOp:
+    """A manager command as a step (``osd reweight-by-utilization`` is the manager's)."""
+
+    def fn(env: StepEnv) -> tuple[bool, str]:
+        out = env.ceph.mgr(prefix, **dict(args))
+        return True, out if isinstance(out, str) else json.dumps(out)
+
+    return PyOp(describe, fn)
+
+
+def dry_run_lines(out: Any) -> list[str]:
+    """``osd test-reweight-by-utilization``'s answer (JSON or text) for people."""
+    if isinstance(out, Mapping):
+        lines = [f"average utilization {float(out.get('average_utilization', 0)):.4f}, "
+                 f"overload {float(out.get('overload_utilization', 0)):.4f}, "
+                 f"max change {out.get('max_change')}"]
+        rw = out.get("reweights") or []
+        for r in rw if isinstance(rw, list) else []:
+            if isinstance(r, Mapping):
+                lines.append(f"osd.{r.get('osd')} reweight {float(r.get('weight', 0)):.4f} "
+                             f"-> {float(r.get('new_weight', 0)):.4f}")
+        if not rw:
+            lines.append("no change: no OSD is above the overload threshold")
+        return lines
+    text = str(out or "").strip()
+    return text.splitlines() or ["no change"]
+
+
+def test_reweight(ctx: RunContext, args: Mapping[str, Any]) -> Any:
+    """Ceph's own dry run (reads only)."""
+    from storage.ceph import CephClient
+
+    if ctx.target.ceph is None:
+        raise Refused(f"cluster {ctx.cluster} has no Ceph configured")
+    from storage.ceph import CephError
+
+    try:
+        with CephClient(ctx.target.ceph) as c:
+            return c.mgr("osd test-reweight-by-utilization", **dict(args))
+    except CephError as e:
+        raise Refused(f"Ceph's dry run (osd test-reweight-by-utilization) failed: {e}"
+                      ) from None
+
+
+@register
+class ReweightByUtilization(Runbook):
+    option_keys = ("oload", "max_change", "max_osds")
+    info = RunbookInfo(
+        "osd-reweight-by-utilization",
+        "Lower the reweight of the fullest OSDs (Ceph's reweight-by-utilization), shown "
+        "as Ceph's own dry run (test-reweight-by-utilization) before it is applied.",
+        ("OSD_FILL_SPREAD",), destructive=True, target_kind="cluster",
+        target_help="the cluster's name")
+
+    def lock_keys(self, target: str) -> list[str]:
+        return ["osd reweights"]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        _cluster_target(d, target)
+        ceph = need_ceph(snap)
+        oload = _int_opt(d, "oload", DEFAULT_OLOAD, 101, 300)
+        max_osds = _int_opt(d, "max_osds", DEFAULT_MAX_OSDS, 1, 100)
+        raw = d.options.get("max_change")
+        max_change = DEFAULT_MAX_CHANGE if raw is None else parse_ratio(raw, "max_change")
+        ok, why = _clean(ceph)
+        if not ok:
+            raise Refused(f"not all PGs are active+clean ({why}): reweighting now moves "
+                          "data on top of recovery; wait for the cluster to settle")
+        args = {"oload": oload, "max_change": max_change, "max_osds": max_osds}
+        d.params.update(oload=oload, max_change=max_change, max_osds=max_osds)
+        if d.ctx.offline:
+            d.warnings.append("planned from a saved snapshot: Ceph's dry run is not shown")
+        else:
+            lines = dry_run_lines(test_reweight(d.ctx, args))
+            d.params["dry_run"] = lines
+            if not any("->" in x for x in lines):
+                raise Refused("Ceph's dry run changes nothing: "
+                              + "; ".join(lines)[:300])
+        d._add("Ceph's dry run again (what the next step changes)", "ceph",
+               _mgr_op(f"ceph osd test-reweight-by-utilization {oload} {max_change} "
+                       f"{max_osds}", "osd test-reweight-by-utilization", args), None, None)
+        op = _mgr_op(f"ceph osd reweight-by-utilization {oload} {max_change} {max_osds}",
+                     "osd reweight-by-utilization", args)
+        d._add("reweight the fullest OSDs", "ceph", op, None, None)
+        d.verify_codes = ("OSD_FILL_SPREAD",)
+        d.verify_entities = (f"cluster {d.ctx.cluster}",)
+
+
+# the clients a require-min-compat-client luminous would lock out (``ceph features``)
+OLD_RELEASES = ("jewel", "kraken", "hammer", "infernalis", "firefly", "giant", "argonaut",
+                "bobtail", "cuttlefish", "dumpling", "emperor")
+
+
+def _old_clients(features: Any) -> list[str]:
+    """Client groups older than Luminous in ``ceph features``."""
+    out: list[str] = []
+    if not isinstance(features, Mapping):
+        return out
+    for kind in ("client", "mgr", "osd", "mon", "mds"):
+        for grp in features.get(kind) or []:
+            if isinstance(grp, Mapping) and str(grp.get("release", "")).lower() in \
+                    OLD_RELEASES:
+                out.append(f"{grp.get('num', '?')} {kind} ({grp.get('release')})")
+    return out
+
+
+@register
+class BalancerUpmap(Runbook):
+    info = RunbookInfo(
+        "balancer-upmap",
+        "Turn the manager's balancer on in upmap mode (require-min-compat-client "
+        "luminous first, only when no older client is connected): the other fix of "
+        "OSD_FILL_SPREAD.",
+        (), destructive=True, target_kind="cluster",
+        target_help="the cluster's name")
+
+    def lock_keys(self, target: str) -> list[str]:
+        return ["balancer"]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        _cluster_target(d, target)
+        need_ceph(snap)
+        from storage.ceph import CephClient
+
+        if d.ctx.offline or d.ctx.target.ceph is None:
+            raise Refused("balancer-upmap reads the connected clients' releases: plan it "
+                          "on the live cluster")
+        from storage.ceph import CephError
+
+        try:
+            with CephClient(d.ctx.target.ceph) as c:
+                features = c.mon("features")
+                dump = c.mon("osd dump") or {}
+                status = c.mgr("balancer status") or {}
+        except CephError as e:
+            raise Refused(f"cannot read the clients' releases or the balancer: {e}"
+                          ) from None
+        old = _old_clients(features)
+        if old:
+            raise Refused("clients older than Luminous are connected ("
+                          + ", ".join(old) + "): upmap would lock them out; the balancer "
+                          "is left as it is")
+        cur = str(dump.get("require_min_compat_client") or "")
+        d.params.update(require_min_compat_client=cur or "-",
+                        balancer_mode=status.get("mode"), active=status.get("active"))
+        if cur.lower() in OLD_RELEASES or not cur:
+            d.mon("require clients of Luminous or newer (no older one is connected)",
+                  "osd set-require-min-compat-client", {"version": "luminous"})
+            d.before_after["require_min_compat_client"] = (cur or "-", "luminous")
+        if status.get("mode") != "upmap":
+            d._add("balancer mode upmap", "ceph",
+                   _mgr_op("ceph balancer mode upmap", "balancer mode", {"mode": "upmap"}),
+                   None, None)
+            d.before_after["balancer mode"] = (status.get("mode"), "upmap")
+        if not status.get("active"):
+            d._add("balancer on", "ceph", _mgr_op("ceph balancer on", "balancer on", {}),
+                   None, None)
+            d.before_after["balancer active"] = (False, True)
+        if not d.steps:
+            raise Refused("the balancer is on in upmap mode already")
+        d.verify_codes = ("OSD_FILL_SPREAD",)
+        d.verify_entities = (f"cluster {d.ctx.cluster}",)
+
+
+@register
+class FullRatioRaise(Runbook):
+    option_keys = ("full", "backfillfull", "nearfull", "for")
+    info = RunbookInfo(
+        "full-ratio-raise",
+        "Emergency: raise the nearfull/backfillfull/full ratios for a while (at most "
+        f"{MAX_RATIO}, never below the fullest OSD); stordoc puts the values back at the "
+        "deadline (written to the journal before the change).",
+        ("OSD_IS_FULL",), destructive=True, target_kind="cluster",
+        target_help="the cluster's name")
+
+    def lock_keys(self, target: str) -> list[str]:
+        return ["full ratios"]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        _cluster_target(d, target)
+        ceph = need_ceph(snap)
+        window = parse_window(d.options.get("for", DEFAULT_RAISE_WINDOW))
+        fullest = max((u.utilization / 100.0 for u in ceph.osd_usage), default=0.0)
+        cur = {"nearfull_ratio": ceph.nearfull_ratio,
+               "backfillfull_ratio": ceph.backfillfull_ratio, "full_ratio": ceph.full_ratio}
+        want: dict[str, float] = {}
+        for key in RATIO_KEYS:
+            raw = d.options.get(key.removesuffix("_ratio"))
+            if raw is not None:
+                want[key] = parse_ratio(raw, key.removesuffix("_ratio"))
+        if not want:  # default: full +0.02 (at most 0.99), the others the same step
+            step = min(0.02, MAX_RATIO - ceph.full_ratio)
+            if step <= 1e-6:
+                raise Refused(f"the full ratio is {ceph.full_ratio:.3f} already: it cannot "
+                              f"be raised further (at most {MAX_RATIO})")
+            want = {k: round(v + step, 4) for k, v in cur.items()}
+        for key, v in want.items():
+            if v < fullest + MIN_HEADROOM:
+                raise InvalidRequest(
+                    f"{key.removesuffix('_ratio')} {v:g} is below the fullest OSD's fill "
+                    f"{fullest:.3f} (+{MIN_HEADROOM}): it would stop writes at once")
+            if v <= cur[key] + 1e-6:
+                raise InvalidRequest(f"{key.removesuffix('_ratio')} {v:g} is not above the "
+                                     f"current {cur[key]:.3f}: this runbook only raises")
+        merged = {**cur, **want}
+        if not merged["nearfull_ratio"] <= merged["backfillfull_ratio"] <= \
+                merged["full_ratio"]:
+            raise InvalidRequest("the ratios must stay nearfull <= backfillfull <= full "
+                                 f"(would be {merged['nearfull_ratio']:g}, "
+                                 f"{merged['backfillfull_ratio']:g}, "
+                                 f"{merged['full_ratio']:g})")
+        d.params.update(fullest_osd=round(fullest, 4), window_s=int(window))
+        d.warnings.append(f"temporary: stordoc puts the previous values back {window:.0f} s "
+                          f"after the change (by whoever runs next: watch, the bot, any "
+                          f"command), even after a restart; until then the cluster has "
+                          f"less room to recover")
+        # raise full first, then backfillfull, then nearfull (reverted the other way)
+        for key in reversed(RATIO_KEYS):
+            if key not in want:
+                continue
+            name = key.removesuffix("_ratio")
+            mon = MonOp(f"osd set-{name}-ratio", {"ratio": want[key]})
+            d.before_after[key] = (round(cur[key], 4), want[key])
+            op = PyOp(f"{mon.command()}  (reverted to {cur[key]:.4g} after {window:.0f} s)",
+                      temporary_op("ratio", key, window, mon, (), cur[key], want[key],
+                                   f"{d.ctx.user}: full-ratio-raise"))
+            d._add(f"raise {name} ratio to {want[key]:g} for {window:.0f} s", "ceph", op,
+                   None, None)
+        d.verify_codes = ("OSD_IS_FULL",)
+
+
+__all__ = ["BalancerUpmap", "FullRatioRaise", "ReweightByUtilization", "dry_run_lines",
+           "fmt_at"]
