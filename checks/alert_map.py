@@ -108,7 +108,7 @@ MAP: Mapping[str, AlertMapping] = {
     "CephOSDHostDown": AlertMapping(("OSD_HOST_DOWN", "OSD_DOWN"), _OSD_DOWN_ROOTS, "", "osd",
                                     _OSD_DOWN_FIX),
     "CephOSDDown": AlertMapping(("OSD_DOWN",), _OSD_DOWN_ROOTS, "", "osd", _OSD_DOWN_FIX),
-    "CephOSDNearFull": AlertMapping(("OSD_NEARFULL",), _FULL, "", "osd", _FULL_FIX[:2]),
+    "CephOSDNearFull": AlertMapping(("OSD_NEARFULL",), _FULL, "", "osd", _FULL_FIX),
     "CephOSDFull": AlertMapping(("OSD_FULL",), _FULL, "", "osd", _FULL_FIX),
     "CephOSDBackfillFull": AlertMapping(("OSD_BACKFILLFULL",), _FULL, "", "osd", _FULL_FIX),
     "CephOSDTooManyRepairs": AlertMapping(("OSD_TOO_MANY_REPAIRS",), _DISK, "", "osd",
@@ -130,7 +130,8 @@ MAP: Mapping[str, AlertMapping] = {
     "CephOSDReadErrors": AlertMapping(("BLUESTORE_SPURIOUS_READ_ERRORS",), _DISK, "", "osd",
                                       ("osd-replace-disk",)),
     "CephPGImbalance": AlertMapping((), ("OSD_FILL_SPREAD", "OSD_BELOW_SHARE", "OSD_NO_DATA",
-                                         "PGS_PER_OSD_HIGH"), "osd", "osd", ("balancer-upmap",)),
+                                         "PGS_PER_OSD_HIGH"), "osd", "osd",
+                                    ("balancer-upmap", "osd-reweight-by-utilization")),
     # CephFS
     "CephFilesystemDamaged": _mds("MDS_DAMAGE"),
     "CephFilesystemOffline": _mds("MDS_ALL_DOWN"),
@@ -179,7 +180,7 @@ MAP: Mapping[str, AlertMapping] = {
     # the rule's expression asks for POOL_NEAR_FULL, but Ceph's code is POOL_NEARFULL: as
     # shipped it never fires; mapped to both should a fixed rule file spell it right
     "CephPoolNearFull": AlertMapping(("POOL_NEAR_FULL", "POOL_NEARFULL"), _FULL, "", "pool",
-                                     _FULL_FIX[:2]),
+                                     _FULL_FIX),
     # slow requests
     "CephSlowOps": AlertMapping(("SLOW_OPS",), ("OSD_SLOW_OPS", "PGS_LAGGY"), "", "osd"),
     "CephDaemonSlowOps": AlertMapping(("SLOW_OPS",), ("OSD_SLOW_OPS", "PGS_LAGGY"), "daemon",

@@ -159,7 +159,7 @@ CASES: tuple[Case, ...] = (
          heal_kwargs={"osd": 1}, live_on="reef"),
     # one replica's object corrupted on disk, then a deep scrub (lab/scenarios/scrub.py):
     # the bad copy named, repaired by its runbook and proven by a deep scrub
-    Case("pg-inconsistent", "pg-inconsistent", {}, "PG_INCONSISTENT", "pg 2.1",
+    Case("pg-inconsistent", "pg-inconsistent", {}, "PG_INCONSISTENT", "pg <pool>.1",
          "stordoc fix pg-repair 2.1", 2),
     # flapping and stuck PGs (lab/scenarios/flap.py, checks/pgblocks.py): a running OSD
     # marked down again and again (no runbook: the host or link); a PG down, blocked by
