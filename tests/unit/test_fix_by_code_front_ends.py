@@ -163,3 +163,21 @@ def test_cli_finding_refusals_keep_their_wording_and_exit_class(
     assert str(ei.value) == message
     if message.startswith("unknown"):
         assert env.checked == []  # refused before any check ran
+
+
+def test_bot_maintenance_plans_its_runbook_with_the_window() -> None:
+    """``maintenance start HOST for 2h`` / ``end HOST`` in Slack: the runbook's plan with
+    Confirm/Cancel (the same path as ``fix``), the window passed as typed."""
+    bot, planned = _bot([])
+    opts: list[Any] = []
+    plan_reply = bot.plan_reply
+
+    def recording(where: Where, cluster: str, runbook: str, target: str, buttons: bool,
+                  options: Any = None) -> Any:
+        opts.append(options)
+        return plan_reply(where, cluster, runbook, target, buttons, options)
+    bot.plan_reply = recording  # type: ignore[method-assign]
+    assert bot.answer(WHERE, "lab", g.parse("maintenance start node2 for 2h")) == "the plan"
+    assert bot.answer(WHERE, "lab", g.parse("maintenance end node2")) == "the plan"
+    assert planned == [("maintenance-start", "node2", True), ("maintenance-end", "node2", True)]
+    assert opts == [{"for": "2h"}, {}]

@@ -382,3 +382,20 @@ async def test_vim_and_home_end_keys_move_the_table_cursor() -> None:
         from textual.widgets import Footer
         keys = {b.key for b in app.screen.query_one(Footer).query("FooterKey")}  # type: ignore[attr-defined]
         assert {"question_mark", "q"} <= keys
+
+
+@sync
+async def test_m_on_an_osd_opens_the_maintenance_window_of_its_host() -> None:
+    """``m`` on the OSD screen: the maintenance runbook of the selected OSD's host, in the
+    same runbook screen as a fix (plan, confirm, audit)."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("d", "down", "m")
+        await settle(app, pilot)
+        assert isinstance(app.screen, S.RunbookScreen)
+        o = app.state.outcome
+        assert o is not None and o.snapshot.ceph is not None
+        osd = o.snapshot.ceph.osd(1)
+        assert osd is not None and osd.host
+        assert (app.screen.runbook, app.screen.target_name) == ("maintenance-start", osd.host)
