@@ -126,6 +126,9 @@ def _stuck(st: CephState, b: PgBlock) -> Finding | None:
     if "active" in parts and not b.blocking_osds:
         return None  # active: unfound objects are OBJECT_UNFOUND's (explain_unfound)
     osds = b.blocking_osds
+    if not ({"down", "incomplete", "stale"} & parts) and not b.error and not any(
+            (o := st.osd(i)) is None or not o.up for i in osds):
+        return None  # peering or recovering with its OSDs up: settling (checks.settle)
     ev: dict[str, object] = {
         "pgid": b.pgid, "state": b.state, "up": list(b.up), "acting": list(b.acting),
         "blocking_osds": list(osds), "blocked": b.blocked,
