@@ -61,23 +61,13 @@ def _clean(ceph: CephState) -> tuple[bool, str]:
     return not bad, ", ".join(f"{n} {s}" for s, n in sorted(bad.items()))
 
 
-def _mgr_op(describe: str, prefix: str, args: Mapping[str, Any]) -> PyOp:
-    """A manager command as a step (``osd reweight-by-utilization`` is the manager's)."""
+def _ceph_op(describe: str, prefix: str, args: Mapping[str, Any], mgr: bool) -> PyOp:
+    """A Ceph command as a step, sent to the manager (``balancer ...``) or the monitor
+    (``osd (test-)reweight-by-utilization``: the manager's command of that name answered
+    "no change" on the lab whatever the fill; the ceph CLI sends it to the monitor)."""
 
     def fn(env: StepEnv) -> tuple[bool, str]:
-        out = env.ceph.mgr(prefix, **dict(args))
-        return True, out if isinstance(out, str) else json.dumps(out)
-
-    return PyOp(describe, fn)
-
-
-def _mon_op(describe: str, prefix: str, args: Mapping[str, Any]) -> PyOp:
-    """A monitor command as a step: ``osd (test-)reweight-by-utilization`` is the
-    monitor's (the manager's command of the same name answered "no change" on the lab
-    whatever the fill; the ceph CLI sends it to the monitor)."""
-
-    def fn(env: StepEnv) -> tuple[bool, str]:
-        out = env.ceph.mon(prefix, **dict(args))
+        out = (env.ceph.mgr if mgr else env.ceph.mon)(prefix, **dict(args))
         return True, out if isinstance(out, str) else json.dumps(out)
 
     return PyOp(describe, fn)
@@ -157,10 +147,11 @@ class ReweightByUtilization(Runbook):
                 raise Refused("Ceph's dry run changes nothing: "
                               + "; ".join(lines)[:300])
         d._add("Ceph's dry run again (what the next step changes)", "ceph",
-               _mon_op(f"ceph osd test-reweight-by-utilization {oload} {max_change} "
-                       f"{max_osds}", "osd test-reweight-by-utilization", args), None, None)
-        op = _mon_op(f"ceph osd reweight-by-utilization {oload} {max_change} {max_osds}",
-                     "osd reweight-by-utilization", args)
+               _ceph_op(f"ceph osd test-reweight-by-utilization {oload} {max_change} "
+                        f"{max_osds}", "osd test-reweight-by-utilization", args, mgr=False),
+               None, None)
+        op = _ceph_op(f"ceph osd reweight-by-utilization {oload} {max_change} {max_osds}",
+                      "osd reweight-by-utilization", args, mgr=False)
         d._add("reweight the fullest OSDs", "ceph", op, None, None)
         d.verify_codes = ("OSD_FILL_SPREAD",)
         d.verify_entities = (f"cluster {d.ctx.cluster}",)
@@ -229,12 +220,13 @@ class BalancerUpmap(Runbook):
             d.before_after["require_min_compat_client"] = (cur or "-", "luminous")
         if status.get("mode") != "upmap":
             d._add("balancer mode upmap", "ceph",
-                   _mgr_op("ceph balancer mode upmap", "balancer mode", {"mode": "upmap"}),
+                   _ceph_op("ceph balancer mode upmap", "balancer mode", {"mode": "upmap"},
+                            mgr=True),
                    None, None)
             d.before_after["balancer mode"] = (status.get("mode"), "upmap")
         if not status.get("active"):
-            d._add("balancer on", "ceph", _mgr_op("ceph balancer on", "balancer on", {}),
-                   None, None)
+            d._add("balancer on", "ceph",
+                   _ceph_op("ceph balancer on", "balancer on", {}, mgr=True), None, None)
             d.before_after["balancer active"] = (False, True)
         if not d.steps:
             raise Refused("the balancer is on in upmap mode already")
