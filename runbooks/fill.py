@@ -73,6 +73,14 @@ def _ceph_op(describe: str, prefix: str, args: Mapping[str, Any], mgr: bool) -> 
     return PyOp(describe, fn)
 
 
+def _balancer_on(env: StepEnv) -> tuple[bool, str]:
+    """The manager's own word that the change took: what a fill check cannot see yet
+    (the balancer moves PGs over minutes)."""
+    st = env.ceph.mgr("balancer status") or {}
+    mode, active = st.get("mode"), st.get("active")
+    return mode == "upmap" and active is True, f"mode {mode}, active {active}"
+
+
 def dry_run_lines(out: Any) -> list[str]:
     """``osd test-reweight-by-utilization``'s answer (JSON or text) for people."""
     if isinstance(out, Mapping):
@@ -230,6 +238,8 @@ class BalancerUpmap(Runbook):
             d.before_after["balancer active"] = (False, True)
         if not d.steps:
             raise Refused("the balancer is on in upmap mode already")
+        d.wait("wait until the balancer says upmap, active",
+               "ceph balancer status: mode upmap, active true", _balancer_on, timeout_s=30)
         d.verify_codes = ("OSD_FILL_SPREAD",)
         d.verify_entities = (f"cluster {d.ctx.cluster}",)
 

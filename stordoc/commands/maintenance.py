@@ -44,19 +44,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
-    from stordoc.commands.runbooks import cmd_fix
+    from stordoc.commands.runbooks import cmd_fix, fix_namespace
 
     if args.action == "list":
         return _list(args)
     if args.action not in ("start", "end"):
         raise UserError("maintenance needs an action: start HOST --for 2h, end HOST, list")
-    ns = argparse.Namespace(**vars(args))
-    ns.runbook = f"maintenance-{args.action}"
-    ns.target = args.host
-    ns.finding = ns.entity = None
-    ns.option = [f"for={args.for_}"] if args.action == "start" else []
-    ns.apply = False
-    ns.follow = 0.0
+    ns = fix_namespace(args, runbook=f"maintenance-{args.action}", target=args.host,
+                       option=[f"for={args.for_}"] if args.action == "start" else [],
+                       follow=0.0)
     return cmd_fix(ns)
 
 

@@ -52,19 +52,7 @@ def exit_status(outcome: str) -> ExitStatus:
     return exits.get(outcome, ExitStatus.FAILED)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("runbooks", help="list the runbooks and the finding codes each fixes")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_runbooks)
-
-    p = sub.add_parser("plan", help="show what a runbook would do (changes nothing)")
-    p.add_argument("runbook")
-    p.add_argument("target", help="osd.N, a pool name, DEVICE@HOST, or a ring kind")
-    _common(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_plan)
-
-    p = sub.add_parser("fix", help="plan, confirm, run and verify a runbook")
+def _fix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("runbook", nargs="?")
     p.add_argument("target", nargs="?")
     p.add_argument("--finding", metavar="CODE",
@@ -81,6 +69,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(peering, recovery, Ceph's ETA) until clean or this long (default 5m; "
                    "0 = do not follow)")
     _common(p)
+
+
+def fix_namespace(args: argparse.Namespace, **over: Any) -> argparse.Namespace:
+    """``args`` with every option of ``stordoc fix`` at its default, then ``over``: for a
+    command that runs a runbook through ``cmd_fix`` (``maintenance``), so an option
+    added to ``fix`` later is never missing there."""
+    tmp = argparse.ArgumentParser(add_help=False)
+    _fix_args(tmp)
+    ns = tmp.parse_args([])
+    for k, v in vars(args).items():
+        setattr(ns, k, v)
+    for k, v in over.items():
+        setattr(ns, k, v)
+    return ns
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("runbooks", help="list the runbooks and the finding codes each fixes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runbooks)
+
+    p = sub.add_parser("plan", help="show what a runbook would do (changes nothing)")
+    p.add_argument("runbook")
+    p.add_argument("target", help="osd.N, a pool name, DEVICE@HOST, or a ring kind")
+    _common(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("fix", help="plan, confirm, run and verify a runbook")
+    _fix_args(p)
     p.set_defaults(func=cmd_fix)
 
     p = sub.add_parser("audit", help="runbook runs from the journal")

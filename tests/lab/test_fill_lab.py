@@ -83,3 +83,100 @@ def test_reweight_by_utilization_shows_the_dry_run_then_applies_it(lab: Lab, env
         if POOL in lab.ceph_cluster.pool_names():
             lab.ceph_cluster.delete_pool(POOL, "test cleanup")
         lab.wait_pgs_clean(300, "reweights back to 1, the uneven pool removed")
+
+
+def _balancer(lab: Lab) -> tuple[str, bool]:
+    st = json.loads(ceph(lab, "balancer", "status", "--format=json"))
+    return str(st["mode"]), bool(st["active"])
+
+
+def test_balancer_upmap_turns_a_stopped_balancer_on(lab: Lab, env: Env) -> None:
+    """The balancer stopped by hand (``ceph balancer off``, mode ``none``): the runbook's
+    plan names both changes, the fix makes them and waits for the manager's own word;
+    on a balancer already on in upmap mode it refuses and changes nothing."""
+    was = _balancer(lab)
+    try:
+        if was != ("upmap", True):
+            ceph(lab, "balancer", "mode", "upmap")
+            ceph(lab, "balancer", "on")
+        on = cli(lab, env, "fix", "balancer-upmap", "lab", "--yes")
+        assert on.returncode != 0 and "on in upmap mode already" in on.stdout + on.stderr, \
+            on.stdout + on.stderr
+        ceph(lab, "balancer", "off")
+        ceph(lab, "balancer", "mode", "none")
+        assert _balancer(lab) == ("none", False)
+        plan = cli(lab, env, "plan", "balancer-upmap", "lab")
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+        assert "ceph balancer mode upmap" in plan.stdout and "ceph balancer on" in \
+            plan.stdout, plan.stdout
+        assert _balancer(lab) == ("none", False)  # a plan changes nothing
+        r = cli(lab, env, "fix", "balancer-upmap", "lab", "--yes")
+        assert r.returncode == 0 and "verified" in r.stdout, r.stdout + r.stderr
+        assert "mode upmap, active True" in r.stdout, r.stdout  # the manager's own word
+        assert _balancer(lab) == ("upmap", True)
+    finally:
+        ceph(lab, "balancer", "mode", was[0])
+        ceph(lab, "balancer", "on" if was[1] else "off")
+
+
+def _noout(lab: Lab) -> set[int]:
+    dump = json.loads(ceph(lab, "osd", "dump", "--format=json"))
+    return {int(o["osd"]) for o in dump["osds"] if "noout" in o.get("state", [])}
+
+
+def _full_ratio(lab: Lab) -> float:
+    return float(json.loads(ceph(lab, "osd", "dump", "--format=json"))["full_ratio"])
+
+
+def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
+        lab: Lab, env: Env) -> None:
+    """The CLI end to end on the real cluster: ``maintenance start`` sets noout on that
+    host's OSDs only (``set-group``), ``list`` names it, ``end`` clears it; an unknown
+    host is one line and changes nothing. A temporary ``full-ratio-raise`` is reverted at
+    its deadline by the next stordoc process that runs (here ``maintenance list``: the
+    one that made it is gone, as after a crash), audited as ``expiry-revert``."""
+    from storage import expiring
+    from storage.audit import Audit
+
+    tree = json.loads(ceph(lab, "osd", "tree", "--format=json"))["nodes"]
+    node2 = {int(i) for n in tree if n.get("name") == "node2" for i in n["children"]}
+    assert node2 and not _noout(lab)
+    full0 = _full_ratio(lab)
+    try:
+        bad = cli(lab, env, "maintenance", "start", "node9", "--for", "2h", "--yes")
+        assert bad.returncode == 64 and "node9" in bad.stderr + bad.stdout \
+            and "Traceback" not in bad.stderr, bad.stdout + bad.stderr
+        assert not _noout(lab)
+        r = cli(lab, env, "maintenance", "start", "node2", "--for", "1h", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert _noout(lab) == node2  # that host's OSDs only
+        ls = cli(lab, env, "maintenance", "list")
+        assert ls.returncode == 0 and "noout" in ls.stdout and "in 35" in ls.stdout, \
+            ls.stdout + ls.stderr  # reverted in 59 min 5x s
+        r = cli(lab, env, "maintenance", "end", "node2", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert not _noout(lab)
+
+        want = round(min(0.99, full0 + 0.02), 2)
+        r = cli(lab, env, "fix", "full-ratio-raise", "lab", "-o", "for=5s", "-o",
+                f"full={want:.2f}", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert abs(_full_ratio(lab) - want) < 1e-4
+        held = [c for c in expiring.open_changes(env.journal, "lab") if c.kind == "ratio"]
+        assert len(held) == 1, held
+        time.sleep(max(0.0, held[0].deadline - time.time()) + 0.5)
+        assert abs(_full_ratio(lab) - want) < 1e-4  # nothing runs: nothing reverts it
+        ls = cli(lab, env, "maintenance", "list")
+        assert ls.returncode == 0 and "expired and reverted" in ls.stdout, \
+            ls.stdout + ls.stderr
+        assert abs(_full_ratio(lab) - full0) < 1e-4
+        assert not expiring.open_changes(env.journal, "lab")
+        runs = [x for x in Audit(env.journal).runs(cluster="lab")
+                if x.runbook == "expiry-revert"]
+        assert runs and runs[-1].outcome == "success", runs
+    finally:
+        left = _noout(lab) & node2
+        if left:
+            ceph(lab, "osd", "unset-group", "noout", *(f"osd.{i}" for i in sorted(left)))
+        if abs(_full_ratio(lab) - full0) >= 1e-4:
+            ceph(lab, "osd", "set-full-ratio", str(full0))
