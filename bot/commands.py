@@ -102,32 +102,27 @@ class Commands(Actions):
         return self.backend.env.check(cluster, host_facts=False, record=False,
                                       source="slack")
 
-    def token_for(self, cluster: str, user: str,
-                  among: Iterable[Finding] | None = None) -> Callable[[Finding], str | None]:
-        """A Fix button per finding with a runbook; with ``among``, only for the roots of
-        their incidents (a consequence's fix is the root's, never its own)."""
-        roots = ({i.root.key for i in correlate(list(among))} if among is not None
-                 else None)
+    def token_for(self, cluster: str, user: str, incidents: Iterable[Incident]
+                  ) -> Callable[[Finding], str | None]:
+        """A Fix button on a finding that is its incident's root, for that incident's fix
+        (``stordoc.service.fixes``: a consequence's fix is its root's button)."""
+        incs = tuple(incidents)
 
         def make(f: Finding) -> str | None:
-            if not f.runbook or not f.target:
-                return None
-            if roots is not None and f.key not in roots:
-                return None
-            return self.store.new_button("fix", cluster, f.runbook, f.target, user, self.ttl,
-                                         {"code": f.code, "entity": f.entity})
+            fx = fixes.fix_for_finding(incs, f)
+            return self._fix_button(cluster, user, fx) if fx is not None else None
         return make
 
     def incident_token_for(self, cluster: str, user: str) -> Callable[[Incident], str | None]:
-        """A Fix button for an incident's one next step (already planned, never refused)."""
+        """A Fix button for an incident's fix (its next step: planned, never refused)."""
         def make(inc: Incident) -> str | None:
-            step = inc.next_step
-            if step is None:
-                return None
-            return self.store.new_button("fix", cluster, step.runbook, step.target, user,
-                                         self.ttl, {"code": inc.root.code,
-                                                    "entity": inc.root.entity})
+            fx = fixes.incident_fix(inc)
+            return self._fix_button(cluster, user, fx) if fx is not None else None
         return make
+
+    def _fix_button(self, cluster: str, user: str, fx: fixes.FixChoice) -> str:
+        return self.store.new_button("fix", cluster, fx.runbook, fx.target, user, self.ttl,
+                                     {"code": fx.finding.code, "entity": fx.finding.entity})
 
     def mute_reply(self, where: Where, cluster: str,
                    cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
@@ -214,7 +209,10 @@ class Commands(Actions):
         if run is None:
             return r.text_reply(f"no check run recorded for {cluster} yet: try "
                                 f"`{self.command} health {cluster}`")
-        return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, fs),
+        # recorded findings: no snapshot to plan on; the root's runbook, which the plan
+        # still guards when pressed (stordoc.service.fixes.proposed)
+        incs = fixes.proposed(correlate(list(fs)))
+        return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, incs),
                                 note=f"from check run #{run.id}")
 
     def _cmd_history(self, where: Where, cluster: str, cmd: g.History) -> r.Reply:
@@ -253,7 +251,7 @@ class Commands(Actions):
             return r.osd_tree_reply(cluster, ceph)
         g.check_osd(cmd.osd_id, (o.id for o in ceph.osds))
         return r.osd_reply(cluster, ceph, cmd.osd_id, out.report.findings,
-                           self.token_for(cluster, where.user, out.report.findings))
+                           self.token_for(cluster, where.user, out.incidents))
 
     def _cmd_pools(self, where: Where, cluster: str, cmd: g.Pools) -> r.Reply:
         return r.pools_reply(cluster, self._ceph_view(cluster)[1])
@@ -294,7 +292,13 @@ class Commands(Actions):
             raise BotError(f"`{cmd.code}` is reported for several targets ("
                            f"{', '.join(e.targets)}): name one, e.g. "
                            f"`fix {cmd.code} {e.targets[0]}`") from None
-        return self.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
+        reply = self.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
+        if choice.root is not None and reply.messages and reply.messages[0].blocks:
+            f, root = choice.finding, choice.root
+            reply.messages[0].blocks.insert(1, r.context(
+                f"`{f.code} {r.esc(f.entity)}` is a consequence of `{root.code} "
+                f"{r.esc(root.entity)}`: its fix is the root's"))
+        return reply
 
     def _cmd_bench(self, where: Where, cluster: str, cmd: g.Bench) -> r.Reply:
         kinds = self.backend.actions.bench_kinds()

@@ -31,3 +31,21 @@ def finding_codes() -> tuple[str, ...]:
     from checks.model import REGISTRY
 
     return tuple(sorted(REGISTRY.codes))
+
+
+# A front end's area (the TUI's Cache and Swift screens) by the checks that cover it, not
+# by a code's spelling: a code added to one of these checks is in its area.
+AREAS: dict[str, tuple[str, ...]] = {
+    "cache": ("ceph-cache-tiers",),
+    "swift": ("swift-device-mounts", "swift-dispersion", "swift-servers", "swift-recon",
+              "swift-rings"),
+}
+
+
+def area_codes(area: str) -> frozenset[str]:
+    """The finding codes of an area's checks (``AREAS``); KeyError for an unknown area."""
+    from checks.model import REGISTRY
+
+    names = set(AREAS[area])
+    return frozenset(c.code for chk in REGISTRY.checks if chk.name in names
+                     for c in chk.codes)

@@ -474,10 +474,9 @@ class StordocApp(App[None]):
             yield SystemCommand("Cycle OSD host filter", "key n", screen.action_cycle_host)
         if self.read_only:
             return
-        seen = set()
-        for f in self.state.outcome.report.findings if self.state.outcome else ():
-            if f.runbook and f.target and (f.runbook, f.target) not in seen:
-                seen.add((f.runbook, f.target))
-                yield SystemCommand(f"Fix: {f.runbook} {f.target}",
-                                    f"{f.code} {f.entity}: plan, confirm, run",
-                                    lambda r=f.runbook, t=f.target: self.open_runbook(r, t))  # type: ignore[misc]
+        from stordoc.service.fixes import incident_fixes
+
+        for fx in incident_fixes(self.state.outcome.incidents if self.state.outcome else ()):
+            yield SystemCommand(f"Fix: {fx.runbook} {fx.target}",
+                                f"{fx.finding.code} {fx.finding.entity}: plan, confirm, run",
+                                lambda r=fx.runbook, t=fx.target: self.open_runbook(r, t))  # type: ignore[misc]

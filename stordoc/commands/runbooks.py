@@ -296,10 +296,12 @@ def _pick_finding(env: Env, args: argparse.Namespace
 
     code = finding_code(args.finding, FIX_CEPH_HINT)
     entity = args.entity or None
-    out = env.check(args.cluster, only=[code], source="cli-fix")
+    # the whole check: which finding is a root and which a consequence is the
+    # correlation's, and the fix an incident's next step (stordoc.service.fixes)
+    out = env.check(args.cluster, source="cli-fix")
     cluster = out.report.cluster
     try:
-        choice = fixes.choose_fix(out.report.findings, code, entity)
+        choice = fixes.choose_fix(out.report.findings, code, entity, out.incidents)
     except fixes.NotReportedFor as e:
         raise Refused(f"no {code} finding for {entity} on cluster {cluster} right now "
                       f"(checked just now; it is reported for "
@@ -317,6 +319,10 @@ def _pick_finding(env: Env, args: argparse.Namespace
                         f"{listing}") from None
     f = choice.finding
     env.term.out.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
+    if choice.root is not None:
+        r = choice.root
+        env.term.out.print(Text(f"a consequence of {r.code} {r.entity}: its fix is the "
+                                f"root's, {choice.runbook} {choice.target}", style="yellow"))
     return choice.runbook, choice.target, out.snapshot
 
 

@@ -39,4 +39,4 @@ class Service:
         """Check the cluster now and choose the runbook for the finding ``code`` (on
         ``target``); raises a ``FixRefused`` subclass when there is none to run."""
         out = self.check(cluster, source, RecordPolicy.ALWAYS)
-        return out, choose_fix(out.report.findings, code, target)
+        return out, choose_fix(out.report.findings, code, target, out.incidents)

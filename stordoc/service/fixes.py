@@ -1,5 +1,13 @@
-"""Which runbook fixes a finding named by its code: the one rule every front end uses
-(``stordoc fix --finding CODE [--entity E]``, the bot's ``fix CODE [TARGET]``).
+"""The one fix policy: which finding gets a Fix, which runbook, on which target, for
+every front end (the bot's Fix buttons, ``stordoc fix --finding CODE``, the bot's
+``fix CODE [TARGET]``, the TUI's ``x`` key, its incident screens and command palette).
+Front ends only word the result.
+
+The rule: an incident's fix is its one next step (``runbooks.nextstep``: the root's
+runbook, planned against the snapshot, never one that would refuse). Only an incident's
+root carries a Fix button; a consequence asked for by its code gets its root's fix, said
+so (``FixChoice.root``). Findings read back from the journal have no snapshot to plan on:
+``proposed`` gives their incidents the root's runbook, which the plan still guards.
 
 ``choose_fix(findings, code, target)`` looks at the current findings only (the caller runs
 the check) and returns a ``FixChoice`` or raises one of the ``FixRefused`` errors below;
@@ -20,17 +28,19 @@ each front end only turns those into its own words.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from checks.catalog import finding_codes
-from checks.incidents import correlate
+from checks.incidents import Incident, NextStep, correlate
 from checks.model import Finding
 from checks.spelling import closest
 
-__all__ = ["Ambiguous", "FixChoice", "FixRefused", "NoRunbook", "NoSuchFinding",
-           "NotReportedFor", "UnknownFindingCode", "catalogued_code", "choose_fix",
-           "normalise_code"]
+__all__ = ["Ambiguous", "FixChoice", "FixRefused", "NoRunbook",
+           "NoSuchFinding", "NotReportedFor", "UnknownFindingCode", "catalogued_code",
+           "choose_fix", "fix_for_finding", "fix_for_findings", "incident_fix",
+           "incident_fixes", "incident_in_area", "normalise_code", "proposed"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,7 @@ class FixChoice:
     runbook: str
     target: str
     finding: Finding
+    root: Finding | None = None  # set when ``finding`` is a consequence: the fix is its root's
 
 
 class FixRefused(Exception):
@@ -126,11 +137,78 @@ def _same_code(finding: Finding, code: str) -> bool:
     return code.isascii() and finding.code.isascii() and finding.code.upper() == code
 
 
-def choose_fix(findings: Iterable[Finding], code: str,
-               target: str | None = None) -> FixChoice:
+def proposed(incidents: Iterable[Incident]) -> tuple[Incident, ...]:
+    """Incidents not planned on a snapshot (findings read back from the journal) with
+    their root's runbook as the next step; pressing it plans it, and the plan refuses
+    what would not run."""
+    out = []
+    for inc in incidents:
+        r = inc.root
+        step = NextStep(r.runbook, r.target) if r.runbook and r.target else None
+        out.append(dataclasses.replace(inc, next_step=inc.next_step or step))
+    return tuple(out)
+
+
+def incident_fix(inc: Incident) -> FixChoice | None:
+    """An incident's fix: its next step, on its root; None when it is fixed by hand."""
+    step = inc.next_step
+    return FixChoice(step.runbook, step.target, inc.root) if step is not None else None
+
+
+def incident_fixes(incidents: Iterable[Incident]) -> tuple[FixChoice, ...]:
+    """Every fix on offer, worst incident first, each runbook and target once (the TUI's
+    command palette)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for inc in incidents:
+        fx = incident_fix(inc)
+        if fx is not None and (fx.runbook, fx.target) not in seen:
+            seen.add((fx.runbook, fx.target))
+            out.append(fx)
+    return tuple(out)
+
+
+def _incident_of(incidents: Iterable[Incident], f: Finding) -> Incident | None:
+    return next((i for i in incidents if f.key in {x.key for x in i.findings}), None)
+
+
+def fix_for_finding(incidents: Iterable[Incident], f: Finding) -> FixChoice | None:
+    """The Fix a finding carries: its incident's, if it is that incident's root; a
+    consequence carries none (the button sits on its root)."""
+    inc = _incident_of(incidents, f)
+    return incident_fix(inc) if inc is not None and inc.root.key == f.key else None
+
+
+def fix_for_findings(incidents: Sequence[Incident], findings: Iterable[Finding]
+                     ) -> FixChoice | None:
+    """Among one thing's findings (an OSD's, a device's: the TUI's ``x`` on it), the fix
+    of the worst incident they belong to, root or consequence: the OSD down because its
+    data dir is unmounted is fixed by the remount."""
+    keys = {f.key for f in findings}
+    for inc in incidents:  # worst first (checks.incidents)
+        if keys & {x.key for x in inc.findings}:
+            fx = incident_fix(inc)
+            if fx is not None:
+                return fx
+    return None
+
+
+def incident_in_area(incidents: Iterable[Incident], codes: Iterable[str]
+                     ) -> Incident | None:
+    """The worst incident that holds a finding with one of ``codes`` (a screen's area,
+    ``checks.catalog.area_codes``): what that screen's ``x`` fixes."""
+    want = set(codes)
+    return next((i for i in incidents if any(f.code in want for f in i.findings)), None)
+
+
+def choose_fix(findings: Iterable[Finding], code: str, target: str | None = None,
+               incidents: Sequence[Incident] | None = None) -> FixChoice:
     """The one fix for the current finding with ``code`` (on ``target``, if given: a
-    finding's target or entity). Raises a ``FixRefused`` subclass otherwise."""
+    finding's target or entity), by the rule above: ``incidents`` are the check's (with
+    their next steps); without them the findings are correlated here and ``proposed``.
+    Raises a ``FixRefused`` subclass otherwise."""
     all_findings = tuple(findings)
+    incs = tuple(incidents) if incidents is not None else proposed(correlate(list(all_findings)))
     code = normalise_code(code)
     same = [f for f in all_findings if _same_code(f, code)]
     if not same:
@@ -140,22 +218,16 @@ def choose_fix(findings: Iterable[Finding], code: str,
         if not on_target:
             raise NotReportedFor(code, target, same)
         same = on_target
-    fixable = [f for f in same if f.runbook and f.target]
-    if not fixable:
+    fixes: dict[tuple[str, str], FixChoice] = {}
+    for f in same:
+        inc = _incident_of(incs, f)
+        fx = incident_fix(inc) if inc is not None else None
+        if fx is not None:  # a consequence: its incident's fix, said as the root's
+            fixes.setdefault((fx.runbook, fx.target), dataclasses.replace(
+                fx, finding=f, root=None if inc is None or inc.root.key == f.key
+                else inc.root))
+    if not fixes:
         raise NoRunbook(code, target, same)
-    if len(fixable) > 1:
-        raise Ambiguous(code, target, fixable)
-    f = fixable[0]
-    assert f.runbook is not None and f.target is not None
-    return FixChoice(f.runbook, f.target, f)
-
-
-def first_fix(findings: Sequence[Finding]) -> Finding | None:
-    """Among one thing's findings (an OSD's, a device's), the one to fix first: a root
-    cause of their incident (``checks.incidents``) over its consequences, then the worst.
-    The TUI's Fix key on a detail screen asks this, as the bot's buttons offer roots."""
-    fixable = [f for f in findings if f.runbook and f.target]
-    if not fixable:
-        return None
-    roots = {i.root.key for i in correlate(list(findings))}
-    return min(fixable, key=lambda f: (f.key not in roots, -int(f.severity)))
+    if len(fixes) > 1:
+        raise Ambiguous(code, target, [c.finding for c in fixes.values()])
+    return next(iter(fixes.values()))

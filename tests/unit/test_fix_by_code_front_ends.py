@@ -37,8 +37,11 @@ SNAP = object()  # the check's snapshot: the plan is made on it, not on a second
 
 
 def _outcome(findings: list[Finding]) -> Any:
+    from checks.incidents import correlate
+    from stordoc.service.fixes import proposed
+
     return SimpleNamespace(report=SimpleNamespace(findings=tuple(findings), cluster="lab"),
-                           snapshot=SNAP)
+                           snapshot=SNAP, incidents=proposed(correlate(list(findings))))
 
 
 # --------------------------------------------------------------------------- bot
@@ -115,12 +118,13 @@ def test_bot_plan_and_fix_share_a_handler_and_only_fix_has_buttons() -> None:
 class _Env:
     def __init__(self, findings: list[Finding]) -> None:
         self.findings = findings
-        self.checked: list[tuple[str | None, list[str], str]] = []
+        self.checked: list[tuple[str | None, list[str] | None, str]] = []
         self.buf = io.StringIO()
         self.term = SimpleNamespace(out=Console(file=self.buf, width=200))
 
-    def check(self, cluster: str | None, only: list[str], source: str) -> Any:
-        self.checked.append((cluster, list(only), source))
+    def check(self, cluster: str | None, source: str, only: list[str] | None = None
+              ) -> Any:
+        self.checked.append((cluster, only, source))
         return _outcome(self.findings)
 
 
@@ -132,7 +136,8 @@ def test_cli_finding_picks_the_fix_and_says_which_finding() -> None:
     env = _Env([_down_out(2), _down_out(3)])
     assert _pick_finding(env, _args(" osd_down_out ", "osd.3")) == (  # type: ignore[arg-type]
         "osd-start", "osd.3", SNAP)
-    assert env.checked == [(None, ["OSD_DOWN_OUT"], "cli-fix")]
+    # the whole check (which finding is a root is the correlation's), not only that code
+    assert env.checked == [(None, None, "cli-fix")]
     assert "OSD_DOWN_OUT osd.3: osd.3 is down and out" in env.buf.getvalue()
 
 

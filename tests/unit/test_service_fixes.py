@@ -110,11 +110,15 @@ def test_a_target_is_matched_by_entity_too() -> None:
     assert got.finding is other and got.target == "object" and got.runbook == "swift-ring-push"
 
 
-def test_a_target_shared_by_several_findings_is_still_ambiguous() -> None:
+def test_findings_of_one_incident_have_one_fix_not_a_choice() -> None:
+    """Two rings' mismatches are one incident (one push fixes both): asked by the shared
+    target, the one fix, on the root, not "pick one of two identical plans"."""
     other = dataclasses.replace(RING, entity="object ring d3@127.0.0.2:6210")
-    with pytest.raises(Ambiguous) as ei:
-        choose_fix([RING, other], "SWIFT_RING_MD5_MISMATCH", "object")
-    assert ei.value.targets == ("object", "object") and ei.value.target == "object"
+    got = choose_fix([RING, other], "SWIFT_RING_MD5_MISMATCH", "object")
+    assert (got.runbook, got.target, got.finding, got.root) == (
+        "swift-ring-push", "object", RING, None)
+    by_consequence = choose_fix([RING, other], "SWIFT_RING_MD5_MISMATCH", other.entity)
+    assert by_consequence.finding is other and by_consequence.root is RING
 
 
 @pytest.mark.parametrize("target", ["osd.7", "OSD.2", "osd.2 ", "osd", "osd.02"])
@@ -132,9 +136,17 @@ def test_code_of_another_finding_on_that_target_is_not_reported_for() -> None:
 
 def test_no_runbook_carries_the_findings() -> None:
     with pytest.raises(NoRunbook) as ei:
-        choose_fix([PG_MANUAL, UNMOUNTED], "PGS_STUCK")
+        choose_fix([PG_MANUAL], "PGS_STUCK")
     assert ei.value.findings == (PG_MANUAL,)
     assert ei.value.findings[0].message == "pg 1.0 stuck peering"
+
+
+def test_a_consequence_asked_by_code_gets_its_roots_fix_and_says_so() -> None:
+    """PGs stuck because osd.1's data dir is unmounted: the remount, named as the root's
+    fix (the bot's Fix button sits on the root; typed, the same fix)."""
+    got = choose_fix([PG_MANUAL, UNMOUNTED], "PGS_STUCK")
+    assert (got.runbook, got.target) == ("osd-remount", "osd.1")
+    assert got.finding is PG_MANUAL and got.root is UNMOUNTED
 
 
 def test_a_runbook_without_a_target_is_not_fixable() -> None:
@@ -162,8 +174,11 @@ def test_any_iterable_of_findings() -> None:
     assert got.finding is UNMOUNTED
 
 
-def test_first_fix_prefers_the_root_cause_over_its_consequences() -> None:
-    from stordoc.service.fixes import first_fix
+def test_an_osds_findings_get_their_incidents_fix() -> None:
+    """The TUI's x on an OSD: the fix of the worst incident its findings belong to, root
+    or consequence; a finding's own Fix (the bot's button) only on a root."""
+    from checks.incidents import correlate
+    from stordoc.service.fixes import fix_for_finding, fix_for_findings, incident_fixes, proposed
 
     # the lab's osd.1 with its data dir unmounted: the down+out finding is a consequence
     down_out = Finding("OSD_DOWN_OUT", Severity.CRIT, "osd.1", "osd.1 is down and out", {},
@@ -171,7 +186,16 @@ def test_first_fix_prefers_the_root_cause_over_its_consequences() -> None:
     unmounted = Finding("OSD_DATA_UNMOUNTED", Severity.CRIT, "osd.1", "not mounted",
                         {"host": "node2"}, "osd-remount", "osd.1")
     ceph_down = Finding("OSD_DOWN", Severity.WARN, "osd.1", "Ceph: 1 osds down")
-    assert first_fix([down_out, ceph_down, unmounted]) is unmounted
-    assert first_fix([unmounted, down_out]) is unmounted
-    assert first_fix([down_out, ceph_down]) is down_out
-    assert first_fix([ceph_down]) is None and first_fix([]) is None
+    incs = proposed(correlate([down_out, ceph_down, unmounted]))
+    for among in ([down_out, ceph_down, unmounted], [down_out], [ceph_down, down_out]):
+        fx = fix_for_findings(incs, among)
+        assert fx is not None and (fx.runbook, fx.target) == ("osd-remount", "osd.1")
+    assert fix_for_finding(incs, down_out) is None  # a consequence carries no button
+    root = fix_for_finding(incs, unmounted)
+    assert root is not None and root.finding is unmounted
+    assert [(f.runbook, f.target) for f in incident_fixes(incs)] == [("osd-remount", "osd.1")]
+    alone = proposed(correlate([down_out, ceph_down]))
+    fx = fix_for_findings(alone, [ceph_down, down_out])
+    assert fx is not None and (fx.runbook, fx.target) == ("osd-start", "osd.1")
+    assert fix_for_findings(incs, [ceph_down]) is None  # its own incident: no runbook
+    assert fix_for_findings(incs, []) is None

@@ -23,9 +23,10 @@ from textual.widgets import (
 )
 from textual.worker import Worker
 
+from checks.catalog import area_codes
 from checks.incidents import Incident
 from checks.model import Finding
-from stordoc.service.fixes import first_fix
+from stordoc.service import fixes
 from tui import views
 from tui.table import VirtualTable
 from tui.views import Row
@@ -186,15 +187,17 @@ class DataScreen(Screen[None]):
         return o.report.findings if o else ()
 
     # -- a cause line and a Fix key on screens that show a kind of problem
-    CAUSE_PREFIXES: tuple[str, ...] = ()
+    AREA: str | None = None  # checks.catalog.AREAS: what this screen's incident is about
+
+    def incidents(self) -> tuple[Incident, ...]:
+        o = self.sapp.state.outcome
+        return o.incidents if o else ()
 
     def screen_incident(self) -> Incident | None:
-        """The worst incident about what this screen shows (its codes' prefixes)."""
-        o = self.sapp.state.outcome
-        for inc in (o.incidents if o else ()):
-            if any(f.code.startswith(self.CAUSE_PREFIXES) for f in inc.findings):
-                return inc
-        return None
+        """The worst incident about what this screen shows (its area's checks)."""
+        if self.AREA is None:
+            return None
+        return fixes.incident_in_area(self.incidents(), area_codes(self.AREA))
 
     def cause_text(self) -> Text:
         inc = self.screen_incident()
@@ -221,11 +224,17 @@ class DataScreen(Screen[None]):
             return
         self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
 
-    def fix_finding(self, f: Finding | None) -> None:
-        if f is None or not f.runbook or not f.target:
-            self.notify("nothing to fix here: no finding with a runbook", severity="warning")
+    def fix_findings(self, findings: Sequence[Finding], what: str = "here") -> None:
+        """``x`` on one thing: its incident's fix, the root's for a consequence
+        (``stordoc.service.fixes``, the bot's and the CLI's rule)."""
+        fx = fixes.fix_for_findings(self.incidents(), findings)
+        if fx is None:
+            self.notify(f"nothing to fix {what}: no runbook applies", severity="warning")
             return
-        self.sapp.open_runbook(f.runbook, f.target)
+        if fx.finding.key not in {f.key for f in findings}:
+            self.notify(f"a consequence of {fx.finding.code} {fx.finding.entity}: its fix "
+                        f"is the root's", severity="information")
+        self.sapp.open_runbook(fx.runbook, fx.target)
 
 
 # --------------------------------------------------------------------------- overview
@@ -253,7 +262,7 @@ class DetailScreen(DataScreen):
         self.query_one("#detail", Static).update(lines_table(self.lines(st)))
 
     def action_fix(self) -> None:
-        self.fix_finding(first_fix(self.entity_findings()))
+        self.fix_findings(self.entity_findings())
 
     def focus_main(self) -> None:
         self.query_one("#detail-scroll").focus()

@@ -21,7 +21,6 @@ from tui.views import Row
 
 if TYPE_CHECKING:
     from tui.app import ClusterState
-from stordoc.service.fixes import first_fix
 from tui.screens.base import (
     DataScreen,
     DetailScreen,
@@ -166,7 +165,7 @@ class OsdScreen(DataScreen):
         if r is None or r.kind != "osd":
             self.notify("select an OSD first", severity="warning")
             return
-        self.fix_finding(first_fix(views.findings_for(self.findings, f"osd.{r.ref}")))
+        self.fix_findings(views.findings_for(self.findings, f"osd.{r.ref}"), f"on osd.{r.ref}")
 
     def action_maintenance(self) -> None:
         """A maintenance window (runbook maintenance-start, 2 h) on the selected host, or
@@ -274,7 +273,7 @@ class PoolScreen(DataScreen):
 
 class CacheScreen(DataScreen):
     TITLE_TEXT = "Cache tiers"
-    CAUSE_PREFIXES = ("CACHE_",)
+    AREA = "cache"
     BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
 
     def action_fix(self) -> None:
@@ -313,7 +312,7 @@ class CacheScreen(DataScreen):
 
 class SwiftScreen(DataScreen):
     TITLE_TEXT = "Swift rings"
-    CAUSE_PREFIXES = ("SWIFT_",)
+    AREA = "swift"
     BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
 
     def action_fix(self) -> None:

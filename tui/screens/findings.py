@@ -71,7 +71,11 @@ class FindingsScreen(DataScreen):
                     None)
 
     def action_fix(self) -> None:
-        self.fix_finding(self._selected())
+        f = self._selected()
+        if f is None:
+            self.notify("no finding selected", severity="warning")
+            return
+        self.fix_findings([f], f"for {f.code} {f.entity}")
 
     def action_mute(self) -> None:
         """Mute the selected finding (this entity) for a while, with a reason."""
