@@ -166,16 +166,20 @@ def test_unreachable_cluster_says_still_working_then_answers(h: BotHarness) -> N
 
 
 def test_long_answers_are_split_or_uploaded_and_all_within_limits(h: BotHarness) -> None:
+    from checks.incidents import correlate
+    from stordoc.service.fixes import proposed
+
     fs = [Finding("OSD_DOWN_OUT", Severity.WARN, f"osd.{i}", f"osd.{i} is down and out",
                   {"host": "node1"}, "osd-start", f"osd.{i}") for i in range(300)]
     w = Where("C0000TEST", OPERATOR)
-    h.bot.post(w, r.findings_reply("lab", fs, h.bot.token_for("lab", OPERATOR)))
+    incs = proposed(correlate(fs))
+    h.bot.post(w, r.findings_reply("lab", fs, h.bot.token_for("lab", OPERATOR, incs)))
     up = h.fake.wait_for(lambda f: f.of("files.completeUploadExternal"))
     assert h.fake.of("files.getUploadURLExternal")
     (fid, data), = h.fake.uploads.items()
     assert up[0].params["files"][0]["id"] == fid
     assert data.decode().count("osd-start osd.") == 300
-    h.bot.post(w, r.findings_reply("lab", fs[:60], h.bot.token_for("lab", OPERATOR)))
+    h.bot.post(w, r.findings_reply("lab", fs[:60], h.bot.token_for("lab", OPERATOR, incs)))
     posts = h.posts()
     assert len(posts) == 1 + 3  # the note before the upload, then 3 pages
     assert all(c.params.get("blocks") is not None and len(c.params["blocks"]) <= 50
