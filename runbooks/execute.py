@@ -4,13 +4,23 @@ unset noout``); a change a step is about to make is owned in the audit before it
 so an interrupted run can be undone later (``runbooks.leftovers``). Each step is audited
 ``running`` as it starts and its outcome as soon as it is known, before the next step
 starts: a process that dies mid-run leaves an audit that says what was done, what was
-under way and what never started. Then ``verify``."""
+under way and what never started. Then ``verify``.
+
+Read ``execute`` top to bottom: refusals, lock, recheck, steps, cleanup, verify, audit;
+each is one function below, in that order."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
+from checks.model import Finding
+from runbooks.base import Runbook
+from runbooks.locking import locks_held
 from runbooks.model import (
     EventKind,
     HostOp,
@@ -26,11 +36,12 @@ from runbooks.model import (
     RunResult,
     StepEnv,
     StepResult,
+    StepStatus,
 )
 from runbooks.planning import collect_snapshot, plan_from_snapshot, runbook_named
 from runbooks.steps import EventFn, NoRunner, default_runner, emit, run_step, short
 from runbooks.verify import bench_after, verify
-from storage.audit import Audit, LockHeld
+from storage.audit import Audit
 from storage.runner import Runner
 
 
@@ -41,6 +52,61 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
     confirmation, plan for another cluster, the cluster changed since the plan: with
     ``recheck`` the plan is rebuilt from a fresh snapshot under the lock and must give
     the same steps); every other outcome is a RunResult."""
+    rb = _accepted(ctx, plan, confirmed_by)
+    cancel = cancel or threading.Event()
+    audit = Audit(ctx.journal, ctx.secrets)
+    with locks_held(audit, ctx.cluster, plan.locks, ctx.user, f"{plan.runbook} {plan.target}"):
+        if recheck:
+            _recheck(ctx, plan, rb)
+        run_id = audit.start_run(ctx.cluster, plan.runbook, plan.target, ctx.user, ctx.source,
+                                 plan.to_dict(), confirmed_by=confirmed_by)
+        with _abort_audited(audit, run_id):
+            emit(on_event, RunEvent(EventKind.PLAN, None, plan.runbook, "\n".join(plan.lines())))
+            with _step_env(ctx, plan) as env:
+                run = _Run(ctx, plan, audit, run_id, env, on_event)
+                stop = _steps(run, cancel)
+                if stop is not None:
+                    return _audit_stopped(run, stop, _cleanup(run, stop))
+                return _audit_verified(run, _verify(run, cancel))
+
+
+@dataclass
+class _Run:
+    """One run under way: where it runs, where it is audited, what it has done so far."""
+
+    ctx: RunContext
+    plan: Plan
+    audit: Audit
+    run_id: int
+    env: StepEnv
+    on_event: EventFn | None
+    results: list[StepResult] = field(default_factory=list)
+    done: list[PlannedStep] = field(default_factory=list)
+
+    def emit(self, kind: EventKind, step: PlannedStep, message: str) -> None:
+        emit(self.on_event, RunEvent(kind, step.index, step.title, message))
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """Why the steps stopped before the end: cancelled or failed, at ``step`` (None when
+    cancelled between steps)."""
+
+    kind: Outcome
+    message: str
+    step: PlannedStep | None
+
+
+@dataclass(frozen=True)
+class _Verified:
+    ok: bool
+    left: tuple[Finding, ...]
+    message: str
+    bench: dict[str, Any] | None
+
+
+def _accepted(ctx: RunContext, plan: Plan, confirmed_by: str) -> Runbook:
+    """The plan's runbook, or Refused / InvalidRequest before anything is locked."""
     if not confirmed_by or not confirmed_by.strip():
         raise Refused("not confirmed: nothing was run")
     if plan.cluster != ctx.cluster:
@@ -52,166 +118,183 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
     if rb.info.two_people and confirmed_by.strip() == ctx.user:
         raise InvalidRequest(f"{plan.runbook} needs two people: {ctx.user} planned it, a "
                              f"second person must approve it; nothing was run")
-    cancel = cancel or threading.Event()
-    audit = Audit(ctx.journal, ctx.secrets)
-    held: list[int] = []
-    purpose = f"{plan.runbook} {plan.target}"
-    try:
-        for key in plan.locks:
-            held.append(audit.acquire(ctx.cluster, key, ctx.user, purpose))
-    except LockHeld as e:
-        for lid in held:
-            audit.release(lid)
-        raise Refused(str(e)) from e
-    if recheck:
-        # under the lock, make sure the plan still holds: someone may have fixed (or
-        # changed) the target since it was shown; then nothing runs
-        try:
-            snap = collect_snapshot(ctx, runbook_named(plan.runbook).needs_host_facts)
-            fresh = plan_from_snapshot(ctx, snap, plan.runbook, plan.target, plan.options)
-        except Refused as e:
-            for lid in held:
-                audit.release(lid)
-            raise Refused(f"the cluster changed since the plan was made: {e}") from None
-        except BaseException:
-            for lid in held:
-                audit.release(lid)
-            raise
-        if [s.command for s in fresh.steps] != [s.command for s in plan.steps]:
-            for lid in held:
-                audit.release(lid)
-            raise Refused("the cluster changed since the plan was made (the steps would "
-                          "differ now): plan again")
+    return rb
 
+
+def _recheck(ctx: RunContext, plan: Plan, rb: Runbook) -> None:
+    """Under the lock, make sure the plan still holds: someone may have fixed (or changed)
+    the target since it was shown; then Refused, and nothing runs."""
+    try:
+        snap = collect_snapshot(ctx, rb.needs_host_facts)
+        fresh = plan_from_snapshot(ctx, snap, plan.runbook, plan.target, plan.options)
+    except Refused as e:
+        raise Refused(f"the cluster changed since the plan was made: {e}") from None
+    if [s.command for s in fresh.steps] != [s.command for s in plan.steps]:
+        raise Refused("the cluster changed since the plan was made (the steps would "
+                      "differ now): plan again")
+
+
+@contextmanager
+def _abort_audited(audit: Audit, run_id: int) -> Iterator[None]:
+    """A run ended by an exception (Ctrl-C included) is audited ``failed``, a step under
+    way staying "outcome unknown"; the exception goes on."""
+    try:
+        yield
+    except BaseException as e:
+        audit.interrupt_steps(run_id)
+        audit.finish_run(run_id, Outcome.FAILED, f"runbook aborted: {type(e).__name__}: {e}",
+                         {})
+        raise
+
+
+@contextmanager
+def _step_env(ctx: RunContext, plan: Plan) -> Iterator[StepEnv]:
+    """What the steps run with: one Ceph connection and, for a plan with host steps, the
+    context's runner or one of our own; closed after the run."""
     runner: Runner | None = None
     own_runner = False
-    env: StepEnv | None = None
-    run_id: int | None = None
-    results: list[StepResult] = []
+    if any(isinstance(s.op, HostOp) or (isinstance(s.op, PyOp) and s.op.remote)
+           for s in plan.steps):
+        runner = ctx.runner
+        if runner is None:
+            runner = default_runner(ctx)
+            own_runner = True
+    env = StepEnv(ctx, runner if runner is not None else NoRunner())
     try:
-        run_id = audit.start_run(ctx.cluster, plan.runbook, plan.target, ctx.user, ctx.source,
-                                 plan.to_dict(), confirmed_by=confirmed_by)
-        emit(on_event, RunEvent(EventKind.PLAN, None, plan.runbook, "\n".join(plan.lines())))
-        if any(isinstance(s.op, HostOp) or (isinstance(s.op, PyOp) and s.op.remote)
-               for s in plan.steps):
-            runner = ctx.runner
-            if runner is None:
-                runner = default_runner(ctx)
-                own_runner = True
-        env = StepEnv(ctx, runner if runner is not None else NoRunner())
-
-        undo_of = {s.cleanup_of: s for s in plan.steps if s.cleanup_of is not None}
-        done: list[PlannedStep] = []
-        stopped: PlannedStep | None = None
-        stop_kind: Outcome | None = None
-        stop_msg = ""
-        for step in plan.steps:
-            if cancel.is_set():
-                stop_kind, stop_msg = Outcome.CANCELLED, f"cancelled before step {step.index}"
-                emit(on_event, RunEvent(EventKind.CANCELLED, step.index, step.title, stop_msg))
-                break
-            emit(on_event, RunEvent(EventKind.STEP_STARTED, step.index, step.title, step.command))
-            undo = undo_of.get(step.index)
-            if undo is not None and isinstance(undo.op, MonOp):  # owned before it is made
-                audit.own(run_id, ctx.cluster, step.index, step.title, undo.op.prefix,
-                          undo.op.args, undo.command)
-            row = audit.begin_step(run_id, step.index, step.title, step.where, step.command)
-            t0 = time.monotonic()
-            status, rc, out, err = run_step(env, step, cancel)
-            dur = time.monotonic() - t0
-            audit.end_step(row, rc, out, err, dur, status)  # known before the next starts
-            results.append(StepResult(step.index, step.title, step.where, step.command,
-                                      status, rc, out, err, dur))
-            if undo is not None and status != "done":
-                audit.set_owned(run_id, step.index, "not_made")
-            if status == "done" and step.cleanup_of is not None:
-                audit.set_owned(run_id, step.cleanup_of, "undone")
-            if status == "done":
-                done.append(step)
-                emit(on_event, RunEvent(EventKind.STEP_DONE, step.index, step.title,
-                                        short(out) or "ok"))
-                continue
-            stopped = step
-            if status == "cancelled":
-                stop_kind, stop_msg = Outcome.CANCELLED, f"cancelled during step {step.index}"
-                emit(on_event, RunEvent(EventKind.CANCELLED, step.index, step.title, stop_msg))
-            else:
-                stop_kind = Outcome.FAILED
-                detail = short(err or out or "no output")
-                stop_msg = (f"step {step.index} ({step.title}) failed"
-                            f"{f' with exit status {rc}' if rc not in (None, 0) else ''}: "
-                            f"{detail}")
-                emit(on_event, RunEvent(EventKind.STEP_FAILED, step.index, step.title, stop_msg))
-            break
-
-        cleanup_msgs: list[str] = []
-        if stop_kind:
-            done_idx = {s.index for s in done}
-            after = [s for s in plan.steps if s.index not in done_idx and s is not stopped]
-            for step in after:
-                if step.cleanup_of is None or step.cleanup_of not in done_idx:
-                    continue
-                emit(on_event, RunEvent(EventKind.STEP_STARTED, step.index, step.title,
-                                        f"cleanup: {step.command}"))
-                row = audit.begin_step(run_id, step.index, step.title, step.where,
-                                       step.command)
-                t0 = time.monotonic()
-                status, rc, out, err = run_step(env, step, threading.Event())
-                dur = time.monotonic() - t0
-                audit.end_step(row, rc, out, err, dur, status)
-                results.append(StepResult(step.index, step.title, step.where, step.command,
-                                          status, rc, out, err, dur))
-                if status == "done":
-                    done.append(step)
-                    audit.set_owned(run_id, step.cleanup_of, "undone")
-                    cleanup_msgs.append(f"cleanup step {step.index} ({step.title}) done")
-                    emit(on_event, RunEvent(EventKind.STEP_DONE, step.index, step.title, "cleanup"))
-                else:
-                    cleanup_msgs.append(f"cleanup step {step.index} ({step.title}) FAILED: "
-                                        f"{short(err)}")
-                    emit(on_event, RunEvent(EventKind.STEP_FAILED, step.index, step.title,
-                                            f"cleanup failed: {short(err)}"))
-
-        done_idx = {s.index for s in done}
-        done_t = tuple(f"{s.index}. {s.title}" for s in plan.steps if s.index in done_idx)
-        not_done_t = tuple(f"{s.index}. {s.title}" for s in plan.steps
-                           if s.index not in done_idx)
-        if stop_kind:
-            msg = stop_msg
-            msg += f". Done: {', '.join(done_t) or 'nothing'}"
-            msg += f". Not done: {', '.join(not_done_t) or 'nothing'}"
-            if cleanup_msgs:
-                msg += ". " + "; ".join(cleanup_msgs)
-            audit.finish_run(run_id, stop_kind, msg, {})
-            emit(on_event, RunEvent(EventKind.DONE, None, stop_kind, msg, ok=False))
-            return RunResult(run_id, stop_kind, msg, tuple(results), done_t, not_done_t, None)
-
-        emit(on_event, RunEvent(EventKind.VERIFY_STARTED, None, "verify",
-                                f"re-running {', '.join(plan.verify_codes)}"))
-        ok, left, vmsg = verify(ctx, plan, cancel)
-        emit(on_event, RunEvent(EventKind.VERIFY_DONE, None, "verify", vmsg, ok=ok))
-        outcome = Outcome.SUCCESS if ok else Outcome.VERIFY_FAILED
-        msg = (f"{plan.runbook} {plan.target}: {len(done_t)} step(s) done; "
-               + (f"verified: {', '.join(plan.verify_codes)} cleared" if ok else vmsg))
-        bench = bench_after(ctx, on_event, cancel) if ok else None
-        if bench is not None:
-            msg += "; benchmark after the fix: " + str(
-                bench.get("verdict") if bench.get("ran") else f"not run ({bench.get('reason')})")
-        audit.finish_run(run_id, outcome, msg,
-                         {"verified": ok, "message": vmsg,
-                          "findings": [f.to_dict() for f in left], "bench": bench})
-        emit(on_event, RunEvent(EventKind.DONE, None, outcome, msg, ok=ok))
-        return RunResult(run_id, outcome, msg, tuple(results), done_t, not_done_t, ok, left,
-                         bench)
-    except BaseException as e:
-        if run_id is not None:
-            audit.interrupt_steps(run_id)  # a step under way stays "outcome unknown"
-            audit.finish_run(run_id, "failed", f"runbook aborted: {type(e).__name__}: {e}", {})
-        raise
+        yield env
     finally:
-        if env is not None:
-            env.close()
+        env.close()
         if own_runner and runner is not None:
             runner.close()
-        for lid in held:
-            audit.release(lid)
+
+
+def _run_audited(run: _Run, step: PlannedStep, cancel: threading.Event) -> StepResult:
+    """One step, audited ``running`` before it runs and its outcome as soon as it is
+    known (before the next step starts)."""
+    row = run.audit.begin_step(run.run_id, step.index, step.title, step.where, step.command)
+    t0 = time.monotonic()
+    status, rc, out, err = run_step(run.env, step, cancel)
+    dur = time.monotonic() - t0
+    run.audit.end_step(row, rc, out, err, dur, status)
+    res = StepResult(step.index, step.title, step.where, step.command, status, rc, out, err,
+                     dur)
+    run.results.append(res)
+    return res
+
+
+def _steps(run: _Run, cancel: threading.Event) -> _Stop | None:
+    """The plan's steps in order, a cancel honoured between them; None when all were
+    done, else where and why they stopped. A change a step will make is owned in the
+    audit before it is made (with the step that undoes it)."""
+    undo_of = {s.cleanup_of: s for s in run.plan.steps if s.cleanup_of is not None}
+    for step in run.plan.steps:
+        if cancel.is_set():
+            msg = f"cancelled before step {step.index}"
+            run.emit(EventKind.CANCELLED, step, msg)
+            return _Stop(Outcome.CANCELLED, msg, None)
+        run.emit(EventKind.STEP_STARTED, step, step.command)
+        undo = undo_of.get(step.index)
+        if undo is not None and isinstance(undo.op, MonOp):  # owned before it is made
+            run.audit.own(run.run_id, run.ctx.cluster, step.index, step.title,
+                          undo.op.prefix, undo.op.args, undo.command)
+        res = _run_audited(run, step, cancel)
+        if res.status != StepStatus.DONE:
+            if undo is not None:
+                run.audit.set_owned(run.run_id, step.index, "not_made")
+            return _stopped_at(run, step, res)
+        if step.cleanup_of is not None:
+            run.audit.set_owned(run.run_id, step.cleanup_of, "undone")
+        run.done.append(step)
+        run.emit(EventKind.STEP_DONE, step, short(res.stdout) or "ok")
+    return None
+
+
+def _stopped_at(run: _Run, step: PlannedStep, res: StepResult) -> _Stop:
+    """A step that did not finish: cancelled while it ran, or failed (with its reason)."""
+    if res.status == StepStatus.CANCELLED:
+        msg = f"cancelled during step {step.index}"
+        run.emit(EventKind.CANCELLED, step, msg)
+        return _Stop(Outcome.CANCELLED, msg, step)
+    rc = f" with exit status {res.rc}" if res.rc not in (None, 0) else ""
+    msg = (f"step {step.index} ({step.title}) failed{rc}: "
+           f"{short(res.stderr or res.stdout or 'no output')}")
+    run.emit(EventKind.STEP_FAILED, step, msg)
+    return _Stop(Outcome.FAILED, msg, step)
+
+
+def _cleanup(run: _Run, stop: _Stop) -> list[str]:
+    """After a stop, the cleanup steps whose setup was done (``ceph osd unset noout``),
+    never cancelled; one line each on how it went."""
+    done_idx = {s.index for s in run.done}
+    notes: list[str] = []
+    for step in run.plan.steps:
+        if step.index in done_idx or step is stop.step:
+            continue
+        if step.cleanup_of is None or step.cleanup_of not in done_idx:
+            continue
+        run.emit(EventKind.STEP_STARTED, step, f"cleanup: {step.command}")
+        res = _run_audited(run, step, threading.Event())
+        if res.status == StepStatus.DONE:
+            run.done.append(step)
+            run.audit.set_owned(run.run_id, step.cleanup_of, "undone")
+            notes.append(f"cleanup step {step.index} ({step.title}) done")
+            run.emit(EventKind.STEP_DONE, step, "cleanup")
+        else:
+            notes.append(f"cleanup step {step.index} ({step.title}) FAILED: "
+                         f"{short(res.stderr)}")
+            run.emit(EventKind.STEP_FAILED, step, f"cleanup failed: {short(res.stderr)}")
+    return notes
+
+
+def _verify(run: _Run, cancel: threading.Event) -> _Verified:
+    """All steps done: re-run the triggering checks, then the optional benchmark."""
+    plan = run.plan
+    emit(run.on_event, RunEvent(EventKind.VERIFY_STARTED, None, "verify",
+                                f"re-running {', '.join(plan.verify_codes)}"))
+    ok, left, msg = verify(run.ctx, plan, cancel)
+    emit(run.on_event, RunEvent(EventKind.VERIFY_DONE, None, "verify", msg, ok=ok))
+    bench = bench_after(run.ctx, run.on_event, cancel) if ok else None
+    return _Verified(ok, left, msg, bench)
+
+
+def _done_and_not_done(run: _Run) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    done_idx = {s.index for s in run.done}
+    return (tuple(f"{s.index}. {s.title}" for s in run.plan.steps if s.index in done_idx),
+            tuple(f"{s.index}. {s.title}" for s in run.plan.steps if s.index not in done_idx))
+
+
+def _audit_stopped(run: _Run, stop: _Stop, cleanup_notes: list[str]) -> RunResult:
+    """The end of a stopped run: why, what was done, what not, how the cleanup went."""
+    done, not_done = _done_and_not_done(run)
+    msg = (f"{stop.message}. Done: {', '.join(done) or 'nothing'}"
+           f". Not done: {', '.join(not_done) or 'nothing'}")
+    if cleanup_notes:
+        msg += ". " + "; ".join(cleanup_notes)
+    return _audit_end(run, stop.kind, msg, {}, ok=False)
+
+
+def _audit_verified(run: _Run, v: _Verified) -> RunResult:
+    """The end of a run whose steps were all done: verified or not, and the benchmark."""
+    plan = run.plan
+    done, _ = _done_and_not_done(run)
+    msg = (f"{plan.runbook} {plan.target}: {len(done)} step(s) done; "
+           + (f"verified: {', '.join(plan.verify_codes)} cleared" if v.ok else v.message))
+    if v.bench is not None:
+        msg += "; benchmark after the fix: " + str(
+            v.bench.get("verdict") if v.bench.get("ran")
+            else f"not run ({v.bench.get('reason')})")
+    record = {"verified": v.ok, "message": v.message,
+              "findings": [f.to_dict() for f in v.left], "bench": v.bench}
+    return _audit_end(run, Outcome.SUCCESS if v.ok else Outcome.VERIFY_FAILED, msg, record,
+                      ok=v.ok, verified=v.ok, left=v.left, bench=v.bench)
+
+
+def _audit_end(run: _Run, outcome: Outcome, msg: str, record: dict[str, Any], ok: bool,
+               verified: bool | None = None, left: tuple[Finding, ...] = (),
+               bench: dict[str, Any] | None = None) -> RunResult:
+    """The run's outcome in the audit, the last event, and the result."""
+    run.audit.finish_run(run.run_id, outcome, msg, record)
+    emit(run.on_event, RunEvent(EventKind.DONE, None, outcome, msg, ok=ok))
+    done, not_done = _done_and_not_done(run)
+    return RunResult(run.run_id, outcome, msg, tuple(run.results), done, not_done, verified,
+                     left, bench)
