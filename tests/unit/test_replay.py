@@ -28,7 +28,7 @@ from tests.support.fixture_snapshots import (
     normalize,
     snapshot_ports,
 )
-from tests.unit.test_tui_app import settle, sync
+from tests.support.tui import settle, sync
 from tui import screens as S
 from tui import views
 from tui.app import StordocApp

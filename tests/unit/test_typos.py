@@ -123,14 +123,11 @@ def test_closest_keeps_the_choices_spelling_and_says_nothing_when_far() -> None:
 
 
 def test_check_only_with_a_typo_suggests_the_code() -> None:
-    import subprocess
-    import sys
-
+    from tests.support.cli import cli
     from tests.support.fixture_snapshots import FIXTURES  # the saved lab scenarios
 
-    r = subprocess.run([sys.executable, "-m", "stordoc", "check", "--from",
-                        str(FIXTURES / "pacific" / "healthy"), "--only", "OSD_DATA_UNMOUNT"],
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = cli(None, "check", "--from", str(FIXTURES / "pacific" / "healthy"), "--only",
+            "OSD_DATA_UNMOUNT", timeout=60, columns=None)
     assert r.returncode == 64, r
     assert "unknown finding code(s): OSD_DATA_UNMOUNT (did you mean OSD_DATA_UNMOUNTED?)" \
         in r.stderr, r.stderr
