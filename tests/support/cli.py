@@ -1,5 +1,6 @@
 """The one runner of the real CLI in a subprocess, as on-call runs it: ``python -m
-stordoc`` in a fresh process from the repository, no terminal, stdin at its end."""
+stordoc`` in a fresh process from the repository, no terminal, stdin at its end (``cli``);
+and the same CLI in this process on a captured terminal (``run_main``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,20 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_main(*argv: str, width: int = 200) -> tuple[int, str, str]:
+    """The CLI in this process (``stordoc.cli.main``) on a captured terminal ``width``
+    wide: its exit status, stdout and stderr."""
+    import io
+
+    from stordoc.cli import main
+    from stordoc.terminal import Terminal
+
+    term = Terminal.capture(width=width)
+    rc = main(list(argv), term)
+    assert isinstance(term.stdout, io.StringIO) and isinstance(term.stderr, io.StringIO)
+    return rc, term.stdout.getvalue(), term.stderr.getvalue()
 
 
 def cli_argv(cfg: Path | str | None, *args: str) -> list[str]:

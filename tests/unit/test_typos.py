@@ -15,11 +15,10 @@ from checks.catalog import finding_codes
 from checks.spelling import closest
 from runbooks.model import InvalidRequest
 from runbooks.planning import list_runbooks, runbook_named
-from stordoc.cli import main
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.fixes import UnknownFindingCode, catalogued_code
 from stordoc.service.records import UnknownCode, known_code
-from stordoc.terminal import Terminal
+from tests.support.cli import run_main
 
 CODES = finding_codes()
 RUNBOOKS = tuple(i.name for i in list_runbooks())
@@ -31,9 +30,7 @@ def _cli(tmp_path: Path, *argv: str) -> tuple[int, str, str]:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
                    '[clusters.lab.ceph]\nconf = "/nonexistent/ceph.conf"\n')
-    term = Terminal.capture(width=200)
-    rc = main(["--config", str(cfg), *argv], term=term)
-    return rc, term.stdout.getvalue(), term.stderr.getvalue()  # type: ignore[attr-defined]
+    return run_main("--config", str(cfg), *argv)
 
 
 @pytest.mark.parametrize("argv, line", [
