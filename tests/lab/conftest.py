@@ -10,8 +10,6 @@ free of the PG and OSD-down checks it learns of after the manager does."""
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,8 @@ import pytest
 from lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
+from tests.support.broken import osd1_unmounted  # noqa: F401  (the fixture)
+from tests.support.poll import wait_until
 
 _broken: list[str] = []
 # health checks that only say the cluster is still re-peering after an earlier test
@@ -33,32 +33,25 @@ SETTLE_S = 420
 def settled(lab: Lab) -> None:
     if _broken:  # fail at once instead of waiting out the deadline test after test
         pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
-    t0 = time.monotonic()
-    why: str | None = "not asked"
-    while time.monotonic() < t0 + SETTLE_S:
-        why = lab.unsettled(SETTLING_CHECKS)
-        if why is None:
-            return
-        time.sleep(0.5)
+    why: list[str | None] = ["not asked"]
+
+    def calm() -> bool:
+        why[0] = lab.unsettled(SETTLING_CHECKS)
+        return why[0] is None
+
+    try:
+        wait_until(calm, SETTLE_S, "the lab to settle", 0.5)
+        return
+    except AssertionError:
+        pass
     dead = [n for n, pid in lab.status()["processes"].items() if pid is None]
     flags = lab.ceph("osd", "dump", check=False)
     flags = flags.get("flags", "") if isinstance(flags, dict) else ""
-    _broken.append(f"last seen: {why}; OSDs up/in {lab.osds_up_in()}, PGs clean "
+    _broken.append(f"last seen: {why[0]}; OSDs up/in {lab.osds_up_in()}, PGs clean "
                    f"{lab.pgs_clean()} (health checks {sorted(lab.health_checks())}) "
                    f"({lab.pg_states()}; osd flags {flags}), "
                    f"daemons not running: {', '.join(dead) or 'none'} (logs in {lab.log_dir})")
     pytest.fail(f"the lab did not settle within {SETTLE_S} s before this test: {_broken[0]}")
-
-
-@pytest.fixture
-def osd1_unmounted(lab: Lab) -> Iterator[None]:
-    """osd.1 down with its data directory unmounted (seed 000), healed afterwards."""
-    lab.break_("osd-unmounted", osd=1)
-    try:
-        yield
-    finally:
-        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
-            lab.heal("osd-unmounted", osd=1)
 
 
 @pytest.fixture

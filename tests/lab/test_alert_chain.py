@@ -19,7 +19,9 @@ import pytest
 from lab import Lab
 from lab.alerts import AlertChain
 from stordoc.settings import AlertSettings, Secret, load_settings
+from tests.support.cli import cli
 from tests.support.fake_slack import BotHarness, all_text, buttons
+from tests.support.poll import wait_until
 
 OPS, OPS2 = "UOPSALRT01", "UOPSALRT02"
 CHANNEL = "CLABALERT1"
@@ -124,8 +126,7 @@ def test_alert_to_diagnosis_fix_and_resolved(h: BotHarness, lab: Lab,
         assert "OSD_DATA_UNMOUNTED osd.1" in all_text(resolved[0])
         print(f"lab break -> diagnosis in Slack: {took:.1f} s")
     finally:
-        if lab.osd_up(1) is not True:
-            lab.heal("osd-unmounted", osd=1)
+        lab.heal("osd-unmounted", osd=1)  # tests/support/broken.py: always, it is idempotent
 
 
 def test_webhook_refusals_post_nothing(private: BotHarness, chain: AlertChain) -> None:
@@ -167,8 +168,6 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
     """Watch mode (no Prometheus): a new incident is posted once with its Fix button, a
     second round posts nothing new, the heal is announced in the same thread; the CLI's
     `stordoc watch` prints the same incident."""
-    import subprocess
-    import sys
     import threading
 
     from stordoc.commands.watch import loop
@@ -185,23 +184,20 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
         assert len(tops) == 1 and "OSD_DATA_UNMOUNTED" in all_text(tops[0])
         assert buttons(tops[0], "fix")
         assert any("OPEN" in x and "OSD_DATA_UNMOUNTED osd.1" in x for x in lines)
-        cli = subprocess.run([sys.executable, "-m", "stordoc", "--config",
-                              str(lab.config_path), "watch", "--count", "1", "--no-slack"],
-                             capture_output=True, text=True, timeout=120)
-        assert cli.returncode == 0, cli.stderr
-        assert "OPEN" in cli.stdout and "OSD_DATA_UNMOUNTED osd.1" in cli.stdout
+        r = cli(lab.config_path, "watch", "--count", "1", "--no-slack", timeout=120,
+                columns=None)
+        assert r.returncode == 0, r.stderr
+        assert "OPEN" in r.stdout and "OSD_DATA_UNMOUNTED osd.1" in r.stdout
     finally:
         lab.heal("osd-unmounted", osd=1)
     ts = tops[0].response["ts"]
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+
+    def resolved() -> bool:
         loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=1)
-        if any(c.params.get("thread_ts") == ts and "resolved" in all_text(c)
-               for c in _channel_posts(h)):
-            break
-        time.sleep(3)
-    else:
-        raise AssertionError("no resolution posted in the incident's thread")
+        return any(c.params.get("thread_ts") == ts and "resolved" in all_text(c)
+                   for c in _channel_posts(h))
+
+    wait_until(resolved, 180, "a resolution posted in the incident's thread", 3)
     assert len([c for c in _channel_posts(h) if not c.params.get("thread_ts")
                 and "OSD_DATA_UNMOUNTED" in all_text(c)]) == 1, "posted once"
 

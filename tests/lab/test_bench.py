@@ -9,10 +9,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,9 @@ from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
 from runbooks.bench.stats import steady_state
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
+from tests.support.cli import cli
+from tests.support.labtools import config_with_journal
+from tests.support.poll import wait_until
 
 POOL = "labtest-bench"  # named in the tests' settings: used as it is, never removed
 
@@ -56,14 +56,6 @@ def _pools(ctx: Any) -> list[str]:
         return sorted(io.cluster.list_pools())
 
 
-def _poll(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 
 @pytest.fixture
 def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
@@ -76,7 +68,7 @@ def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
         return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
             st["num_pgs"]
 
-    _poll(clean, 180, "lab PGs active+clean")
+    wait_until(clean, 180, "lab PGs active+clean", 0.5)
     return c
 
 
@@ -266,7 +258,7 @@ def test_refuses_on_degraded_cluster_unless_forced(lab: Lab, ctx: Any) -> None:
 
     lab.break_("osd-unmounted", osd=1)
     try:
-        _poll(lambda: not healthy(), 60, "PGs degraded")
+        wait_until(lambda: not healthy(), 60, "PGs degraded", 0.5)
         with pytest.raises(Refused) as e:
             api.plan_bench(ctx, "rados", BenchOptions(duration_s=1))
         assert "not active+clean" in str(e.value) or "down" in str(e.value)
@@ -277,7 +269,7 @@ def test_refuses_on_degraded_cluster_unless_forced(lab: Lab, ctx: Any) -> None:
         assert any("forced despite" in w for w in plan.warnings)
     finally:
         lab.heal("osd-unmounted", osd=1)
-    _poll(healthy, 120, "healthy again")
+    wait_until(healthy, 120, "healthy again", 0.5)
 
 
 @pytest.mark.on_reef
@@ -377,10 +369,6 @@ def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:
 
 def _cli(lab: Lab, ctx: Any, *args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI on the lab, on this test's journal."""
-    cfg = Path(ctx.journal.path).parent / "stordoc.toml"
-    cfg.write_text("\n".join(f'journal = "{ctx.journal.path}"' if ln.startswith("journal =")
-                             else ln for ln in lab.config_path.read_text().splitlines()) + "\n")
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, timeout=600, check=False, input="",
-                          cwd=Path(__file__).resolve().parents[2],
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+    journal = Path(ctx.journal.path)
+    return cli(config_with_journal(lab.config_path, journal, journal.parent / "stordoc.toml"),
+               *args)

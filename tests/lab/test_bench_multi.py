@@ -13,10 +13,9 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +30,13 @@ from runbooks.bench.rados import cleanup_objects
 from storage.audit import Audit
 from storage.benchstore import BenchStore
 from storage.rados_io import RadosIO
+from tests.support.cli import cli, cli_argv
+from tests.support.poll import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
 POOL = "labtest-bench-multi"  # named in the tests' settings (named_pool)
 CLIENTS = ("node1", "node2", "node3")
-
-
-def _poll(cond: Callable[[], bool], timeout: float, what: str, every: float = 0.3) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +69,7 @@ def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
         return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
             st["num_pgs"]
 
-    _poll(clean, 180, "lab PGs active+clean", 0.5)
+    wait_until(clean, 180, "lab PGs active+clean", 0.5)
     return c
 
 
@@ -224,9 +217,8 @@ def test_rados_read_of_corrupted_object_fails_the_run(lab: Lab, ctx: Any) -> Non
 
 
 def _cli(lab: Lab, cfg: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", *args,
-                             "--yes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(cli_argv(cfg, "bench", *args, "--yes"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def _images(ctx: Any) -> list[str]:
@@ -336,8 +328,8 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
                 if pid not in before and re.search(pattern, c) and "/tmp/stordoc-bench." in c]
 
     try:
-        _poll(lambda: len(engines()) >= len(CLIENTS) or p.poll() is not None, 120,
-              "the engine running on every client")
+        wait_until(lambda: len(engines()) >= len(CLIENTS) or p.poll() is not None, 120,
+                   "the engine running on every client", 0.3)
         assert p.poll() is None, p.communicate()
         time.sleep(1.5)  # let the I/O run for a moment (not a wait for a condition)
         running = engines()
@@ -384,9 +376,8 @@ timeout = 5
     cut = text.index("\n[bench]") if "\n[bench]" in text else len(text)
     cfg.write_text(text[:cut] + ghost + text[cut:])
     before = _objects(ctx)
-    r = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "bench", "rados",
-                        "--clients", "node1,ghost,node2", "--yes"], capture_output=True,
-                       text=True, timeout=120)
+    r = cli(cfg, "bench", "rados", "--clients", "node1,ghost,node2", "--yes", timeout=120,
+            columns=None)
     assert r.returncode == 4  # refused: nothing was run (README's exit status table)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "client ghost is unreachable" in lines[0], r.stderr
@@ -634,8 +625,8 @@ def test_rbd_fio_servers_run_no_foreign_job(lab: Lab, ctx: Any, cfg: Path, open_
             return [p for p in _descendants(sshd) if "--server" in cl.get(p, "")
                     and cl.get(p, "").startswith("fio ")]
 
-        _poll(lambda: len(servers()) >= 2 or not bench.is_alive(), 120,
-              "both fio servers running")
+        wait_until(lambda: len(servers()) >= 2 or not bench.is_alive(), 120,
+                   "both fio servers running", 0.3)
         assert bench.is_alive(), got[0].message if got else "the benchmark ended early"
 
         def listening() -> set[Any]:
@@ -644,8 +635,8 @@ def test_rbd_fio_servers_run_no_foreign_job(lab: Lab, ctx: Any, cfg: Path, open_
             return _tcp_listeners(d) | {u for u in _unix_listeners(d)
                                         if u.endswith("/fio.sock")}
 
-        _poll(lambda: len(listening()) >= 2 or not bench.is_alive(), 60,
-              "both fio servers listening")
+        wait_until(lambda: len(listening()) >= 2 or not bench.is_alive(), 60,
+                   "both fio servers listening", 0.3)
         before = listening()
         pids = _descendants(sshd) | {os.getpid()}
         seen["tcp"] = _tcp_listeners(pids) - mine_before
@@ -683,13 +674,13 @@ def test_rbd_fio_servers_run_no_foreign_job(lab: Lab, ctx: Any, cfg: Path, open_
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         cpids = {p.pid for p in ctl}
-        _poll(lambda: len(_tcp_listeners(cpids)) == 1 and len(_unix_listeners(cpids)) == 1,
-              20, "the control servers listening")
+        wait_until(lambda: len(_tcp_listeners(cpids)) == 1 and len(_unix_listeners(cpids)) == 1,
+                   20, "the control servers listening", 0.3)
         for vector in ("tcp", "unix"):
             marker.unlink(missing_ok=True)
             _send_foreign_job(job, _tcp_listeners(cpids) if vector == "tcp" else set(),
                               _unix_listeners(cpids) if vector == "unix" else set())
-            _poll(marker.exists, 10, f"the control job over {vector} to run")
+            wait_until(marker.exists, 10, f"the control job over {vector} to run", 0.3)
     finally:
         for p in ctl:
             p.kill()

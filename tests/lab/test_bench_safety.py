@@ -7,8 +7,6 @@ and only the run's own objects go; RADOS objects and RBD images of others stay."
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +17,8 @@ from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
 from runbooks.bench.common import ClusterNotSettled, ceph_gate
 from storage.rados_io import RadosIO
-from tests.conftest import ROOT
+from tests.support.cli import cli
+from tests.support.poll import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -27,19 +26,14 @@ pytestmark = pytest.mark.timeout(300)
 def settled(ctx: Any, timeout_s: float = 120.0) -> None:
     """Until the benchmarks' own gate lets a run start: the run before removed its pool (a
     new osdmap epoch every PG reports on, late on a loaded machine: CI met 1 of 97)."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while True:
+    def gate_open() -> bool:
         with RadosIO(ctx.target.ceph) as io:
             state = io.state()
-        try:
-            ceph_gate(state, force=False)
-            return
-        except ClusterNotSettled:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1.0)
+        ceph_gate(state, force=False)  # ClusterNotSettled: not yet
+        return True
+
+    wait_until(gate_open, timeout_s, "the benchmarks' gate to let a run start",
+               retry_on=(ClusterNotSettled,))
 
 
 @pytest.fixture
@@ -85,10 +79,8 @@ def test_foreign_swift_container_refused_and_untouched(ctx: Any, swift: Any, lab
         with pytest.raises(Refused, match="not created by stordoc"):
             api.run_bench(ctx, "swift", opts)
         # the CLI: one line, exit 4 (refused), nothing written
-        p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(lab.config_path),
-                            "bench", "swift", "--container", "customer-data", "--duration",
-                            "1", "--yes"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=120)
+        p = cli(lab.config_path, "bench", "swift", "--container", "customer-data",
+                "--duration", "1", "--yes", timeout=120, columns=None)
         assert p.returncode == 4, p.stdout + p.stderr
         assert "not created by stordoc" in p.stderr and "Traceback" not in p.stderr
         assert _names(swift, "customer-data") == sorted(f"customer-{i}" for i in range(20))
@@ -176,8 +168,6 @@ def test_rados_and_rbd_leave_others_objects_and_images(ctx: Any) -> None:
 
 
 def test_bench_without_yes_and_no_terminal_runs_nothing(lab: Lab, env: Any) -> None:
-    p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(lab.config_path),
-                        "bench", "rados", "--duration", "1"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    p = cli(lab.config_path, "bench", "rados", "--duration", "1", timeout=120, columns=None)
     assert p.returncode == 64, p.stdout + p.stderr
     assert "pass --yes" in p.stderr and "Traceback" not in p.stderr

@@ -10,7 +10,6 @@ import glob
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,19 +19,23 @@ import pytest
 from checks.service import CheckOutcome
 from lab import Lab
 from stordoc.env import Env
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import cli as _cli
+from tests.support.labtools import config_with_journal
+from tests.support.poll import wait_until
 
 
 def until(env: Env, ok: Callable[[CheckOutcome], bool], timeout: float, what: str
           ) -> CheckOutcome:
-    deadline = time.monotonic() + timeout * 3  # a loaded 2-core CI machine: waits, not limits
-    out = env.check("lab")
-    while not ok(out) and time.monotonic() < deadline:
-        time.sleep(1.0)
-        out = env.check("lab")
-    assert ok(out), f"{what}: {[(f.code, f.entity) for f in out.report.findings]}"
-    return out
+    last: list[CheckOutcome] = []
+
+    def good() -> CheckOutcome | None:
+        last[:] = [env.check("lab")]
+        return last[0] if ok(last[0]) else None
+
+    def why() -> str:
+        return f"{what}: {[(f.code, f.entity) for f in last[0].report.findings]}"
+
+    return wait_until(good, timeout * 3, why)  # a loaded 2-core CI machine: waits, not limits
 
 
 def ceph_finding(out: CheckOutcome, code: str):  # type: ignore[no-untyped-def]
@@ -46,13 +49,9 @@ def ceph(lab: Lab, *args: str) -> str:
 
 
 def cli(lab: Lab, env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    cfg = Path(env.settings.journal).parent / "stordoc.toml"
-    text = lab.config_path.read_text()
-    cfg.write_text("\n".join(f'journal = "{env.settings.journal}"' if ln.startswith(
-        "journal =") else ln for ln in text.splitlines()) + "\n")
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
-                          input="", env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+    journal = Path(env.settings.journal)
+    return _cli(config_with_journal(lab.config_path, journal, journal.parent / "stordoc.toml"),
+                *args)
 
 
 @pytest.mark.release
@@ -63,11 +62,8 @@ def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) ->
     assert pid is not None
     os.kill(pid, signal.SIGABRT)
     try:
-        deadline = time.monotonic() + 60
-        while not (new := set(glob.glob(str(lab.base / "ceph" / "crash" / "*" / "meta")))
-                   - before) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert new, "ceph-osd wrote no crash report"
+        new = wait_until(lambda: set(glob.glob(str(lab.base / "ceph" / "crash" / "*" / "meta")))
+                         - before, 60, "ceph-osd to write a crash report", 0.5)
         ceph(lab, "crash", "post", "-i", new.pop())  # what ceph-crash does
         # a crash, not a stop: the signal and the crash report are the incident's root
         # cause, Ceph's RECENT_CRASH folds into it, and its one next step restarts it

@@ -7,9 +7,8 @@ break scenario's findings: tests/lab/test_scenarios.py (live) and tests/unit/tes
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import TypeVar
 
 import pytest
 
@@ -19,24 +18,10 @@ from lab import Lab
 from storage.ceph import CephClient, CephCommandError, collect_ceph
 from storage.model import ClusterSnapshot
 from storage.targets import CephTarget
-
-T = TypeVar("T")
+from tests.support.poll import wait_until
 
 # Codes of the Ceph checks (the mount/Swift checks are tested by their own helpers).
 CEPH_PREFIXES = ("OSD", "POOL", "PGS", "CACHE", "CEPH", "MON")
-
-
-def wait_for(fn: Callable[[], T | None], timeout: float, what: str,
-             interval: float = 0.5) -> T:
-    """Poll ``fn`` until it returns something truthy; fail with ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +52,7 @@ def one(fs: list[Finding], code: str, entity: str) -> Finding | None:
 @pytest.fixture
 def healthy(lab: Lab, target: CephTarget) -> Iterator[None]:
     """Start each test from a clean cluster (all PGs active+clean)."""
-    wait_for(lab.pgs_clean, 120, "PGs active+clean before the test")
+    wait_until(lab.pgs_clean, 120, "PGs active+clean before the test", 0.5)
     yield
 
 
@@ -140,8 +125,8 @@ def test_scheduler_and_ignored_recovery_limits_on_the_live_osds(
             lab.ceph("tell", o, "config", "set", "osd_mclock_override_recovery_settings",
                      "false")
         # `config show` is the manager's copy of what the OSD reports: a few seconds late
-        f = wait_for(lambda: one(ceph_findings(target), "OSD_RECOVERY_SETTINGS_IGNORED",
-                                 "cluster lab"), 60, "the ignored limits named")
+        f = wait_until(lambda: one(ceph_findings(target), "OSD_RECOVERY_SETTINGS_IGNORED",
+                                   "cluster lab"), 60, "the ignored limits named", 0.5)
         assert f.evidence["ignored"]["osd_max_backfills"] == "4"  # the lab's ceph.conf
         assert "osd_max_backfills = 4 (osd.0 (file))" in f.message
         assert f.evidence["profile"] == "balanced"
@@ -149,9 +134,9 @@ def test_scheduler_and_ignored_recovery_limits_on_the_live_osds(
         for o in osds:
             lab.ceph("tell", o, "config", "set", "osd_mclock_override_recovery_settings",
                      "true")
-    wait_for(lambda: not [f for f in ceph_findings(target)
-                          if f.code.startswith("OSD_RECOVERY_")] or None, 60,
-             "the finding gone once the override is back")
+    wait_until(lambda: not [f for f in ceph_findings(target)
+                            if f.code.startswith("OSD_RECOVERY_")] or None, 60,
+               "the finding gone once the override is back", 0.5)
 
 
 @pytest.mark.release
@@ -168,7 +153,7 @@ def test_stopped_monitor_is_unreachable_not_a_hang(lab: Lab, healthy: None,
         assert [f.code for f in rep.findings] == ["CEPH_UNREACHABLE"]
     finally:
         lab.start_mon()
-    wait_for(lambda: collect_ceph(target)[0] is not None, 60, "the monitor back")
+    wait_until(lambda: collect_ceph(target)[0] is not None, 60, "the monitor back", 0.5)
 
 
 @pytest.mark.release

@@ -21,23 +21,20 @@ from storage.journal import Journal
 from stordoc.cli import main
 from stordoc.exitstatus import ExitStatus
 from tests.lab.test_runbooks import wait_health
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.broken import break_until_teardown
+from tests.support.cli import ROOT, cli, cli_argv, cli_env
+from tests.support.labtools import config_with_journal
 
 
 def test_concurrent_fixes_of_one_osd_spelled_differently_take_one_lock(
         lab: Lab, cfg: Path, request: pytest.FixtureRequest) -> None:
     wait_health(lab, "HEALTH_OK")
-    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1)
-                         if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1))
-                         else None)
-    lab.break_("osd-unmounted", osd=1)
+    break_until_teardown(request, lab, "osd-unmounted", osd=1)
     spellings = ("osd.1", "osd.01", "osd.001")
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "stordoc", "--config", str(cfg), "fix", "osd-remount", s,
-         "--yes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
-        for s in spellings]
+    procs = [subprocess.Popen(cli_argv(cfg, "fix", "osd-remount", s, "--yes"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              cwd=ROOT, env=cli_env())
+             for s in spellings]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
     ran = [o for o in outs if o[0] != ExitStatus.REFUSED]
     refused = [o for o in outs if o[0] == ExitStatus.REFUSED]
@@ -66,11 +63,7 @@ def test_non_root_check_against_the_lab_is_permission_denied(lab: Lab) -> None:
     d = Path(tempfile.mkdtemp(prefix="stordoc-perm-", dir="/var/tmp"))
     try:
         d.chmod(0o777)
-        text = lab.config_path.read_text().replace(
-            next(ln for ln in lab.config_path.read_text().splitlines()
-                 if ln.startswith("journal =")), f'journal = "{d / "journal.db"}"')
-        cfg = d / "stordoc.toml"
-        cfg.write_text(text)
+        cfg = config_with_journal(lab.config_path, d / "journal.db", d / "stordoc.toml")
         cfg.chmod(0o644)
         keyring = lab.admin_keyring
         assert keyring.stat().st_mode & 0o077 == 0  # root's, mode 600, as Ceph makes it
@@ -88,9 +81,8 @@ def test_non_root_check_against_the_lab_is_permission_denied(lab: Lab) -> None:
 
 def test_lab_up_on_a_live_lab_refuses_without_recreate(lab: Lab) -> None:
     pids = lab.status()["processes"]
-    r = subprocess.run([sys.executable, "-m", "stordoc", "lab", "up", "--dir", str(lab.base),
-                        "--port-base", str(lab.ports.base)], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120, env={**os.environ, "COLUMNS": "300"})
+    r = cli(None, "lab", "up", "--dir", str(lab.base), "--port-base", str(lab.ports.base),
+            timeout=120, columns=300)
     assert r.returncode == 64, r.stderr
     assert "a lab is running" in r.stderr and str(lab.config_path) in r.stderr
     assert "--recreate" in r.stderr and "Traceback" not in r.stderr

@@ -10,10 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,42 +18,27 @@ from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
 from tests.conftest import ROOT
-from tests.support.labtools import osd_flags
+from tests.support.cli import cli, cli_argv
+from tests.support.labtools import osd_flags, remount_run_at_mount
+from tests.support.poll import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
 
-def _cli(cfg: Path, *argv: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), *argv],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180,
-                          stdin=subprocess.DEVNULL, **kw)
-
-
 def _kill_after_mount(cfg: Path, journal: Path) -> int:
     """Start the fix, SIGKILL it as soon as the audit shows the mount step done."""
-    proc = subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
-                             "osd-remount", "osd.1", "--yes"], cwd=ROOT,
+    proc = subprocess.Popen(cli_argv(cfg, "fix", "osd-remount", "osd.1", "--yes"), cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:
-            if journal.exists():
-                j = Journal(str(journal))
-                try:
-                    a = Audit(j)
-                    runs = [r for r in a.runs(cluster="lab") if r.runbook == "osd-remount"]
-                    if runs and any("mount" in s.title.lower() and s.status == "done"
-                                    and "noout" not in s.title
-                                    for s in a.steps(int(runs[0].id))):
-                        os.kill(proc.pid, signal.SIGKILL)
-                        proc.wait(30)
-                        return int(runs[0].id)
-                finally:
-                    j.close()
+        def mounted() -> int | None:
             assert proc.poll() is None, "the fix ended before the mount step was seen"
-            time.sleep(0.1)
-        raise AssertionError("the mount step never completed")
+            return remount_run_at_mount(journal, done=True)
+
+        run_id = wait_until(mounted, 120, "the mount step to complete", 0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        return run_id
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -77,11 +59,11 @@ def test_sigkill_mid_fix_then_reconcile_undoes_own_noout(
     try:
         assert "noout" in osd_flags(lab)  # the dead run's flag, still set
         # without a yes and no terminal: shown, nothing undone
-        p = _cli(conf, "locks", "--clear", "osd.1")
+        p = cli(conf, "locks", "--clear", "osd.1", timeout=180)
         assert "interrupted" in p.stdout and "ceph osd unset noout" in p.stdout, p.stdout
         assert p.returncode == 64 and "not confirmed" in p.stderr
         assert "noout" in osd_flags(lab)
-        p = _cli(conf, "locks", "--yes")
+        p = cli(conf, "locks", "--yes", timeout=180)
         assert p.returncode == 0, p.stdout + p.stderr
         assert "undone: ceph osd unset noout" in p.stdout, p.stdout
         assert "noout" not in osd_flags(lab)
@@ -107,7 +89,7 @@ def test_operator_noout_is_never_undone(lab: Lab, osd1_unmounted: None,
     lab.ceph("osd", "set", "noout")
     try:
         run_id = _kill_after_mount(conf, journal)
-        p = _cli(conf, "locks", "--yes")
+        p = cli(conf, "locks", "--yes", timeout=180)
         assert p.returncode == 0, p.stdout + p.stderr
         assert "undone" not in p.stdout
         assert "noout" in osd_flags(lab)  # the operator's flag stays

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 from lab import Lab
 from stordoc.env import Env
 from tests.lab.test_ceph_codes import ceph, cli
+from tests.support.poll import wait_until
 
 POOL = "lab-uneven"
 HEAVY = (2, 1)  # the OSDs that hold the pool's one PG
@@ -60,10 +60,8 @@ def test_reweight_by_utilization_shows_the_dry_run_then_applies_it(lab: Lab, env
             c.shutdown()
         lab.wait_pgs_clean(180, "the uneven pool written")
         # the manager's OSD statistics follow the writes a few seconds later
-        deadline = time.monotonic() + 120
-        while min(_var(lab)[o] for o in HEAVY) < 1.4 and time.monotonic() < deadline:
-            time.sleep(2.0)
-        assert min(_var(lab)[o] for o in HEAVY) >= 1.4, _var(lab)
+        wait_until(lambda: min(_var(lab)[o] for o in HEAVY) >= 1.4, 120,
+                   lambda: f"the heavy OSDs' variance at 1.4 or more ({_var(lab)})", 2.0)
 
         plan = cli(lab, env, "plan", "osd-reweight-by-utilization", "lab")
         assert plan.returncode == 0, plan.stdout + plan.stderr

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,16 +19,8 @@ from lab.scenarios.mgrmon import mgr_stat, start_standby_mgr, stop_standby_mgr
 from storage.audit import Audit
 from stordoc.env import Env
 from stordoc.exitstatus import ExitStatus
-from tests.support.labtools import poll
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
-                          stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+from tests.support.cli import cli
+from tests.support.poll import wait_until
 
 
 def standbys(lab: Lab) -> list[str]:
@@ -62,7 +52,7 @@ def test_mgr_failover_refusals_then_a_dead_manager_before_the_grace(
     request.addfinalizer(lambda: lab.ceph("config", "rm", "mon", "mon_mgr_beacon_grace",
                                           check=False))
     lab.ceph("config", "set", "mon", "mon_mgr_beacon_grace", "120")
-    poll(lambda: "x" in standbys(lab), 90, "mgr.x back as a standby")
+    wait_until(lambda: "x" in standbys(lab), 90, "mgr.x back as a standby")
     pid = lab.pid("mgr.y")
     assert pid is not None
     os.kill(pid, signal.SIGKILL)

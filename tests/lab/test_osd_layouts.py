@@ -19,7 +19,7 @@ from checks.hostdiag import Flavour, osd_diagnoses
 from lab import Lab
 from stordoc.env import Env
 from stordoc.settings import load_settings
-from tests.support.labtools import poll
+from tests.support.poll import wait_until
 
 HOST_CODES = {"OSD_DATA_UNMOUNTED", "OSD_NOT_ACTIVATED", "OSD_DAEMON_STOPPED",
               "OSD_DEVICE_IO_ERRORS", "OSD_FSTAB_DISABLED", "OSD_LABEL_FOREIGN",
@@ -67,14 +67,14 @@ def test_a_second_lab_of_another_layout_side_by_side_survives_a_crash_and_leaves
                 last[:] = [(f.code, f.entity) for f in
                            e.check("lab", source="test", record=False).report.findings]
                 return not last
-            poll(quiet, 180, f"no finding on the fresh {layout} lab ({last})", 2.0)
+            wait_until(quiet, 180, f"no finding on the fresh {layout} lab ({last})", 2.0)
         finally:
             e.close()
         # the lab dies: every process killed, mounts and loop devices stay
         for pid in other.status()["processes"].values():
             if pid:
                 os.kill(pid, signal.SIGKILL)
-        poll(lambda: not any(other.status()["processes"].values()), 60, "every process gone",
+        wait_until(lambda: not any(other.status()["processes"].values()), 60, "every process gone",
              0.3)
         assert other.mounts.under_base() and other.loop_devices()
         other.up()

@@ -17,20 +17,19 @@ import os
 import pty
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from lab import Lab
 from stordoc.exitstatus import ExitStatus
-from tests.conftest import ROOT
+from tests.support.cli import ROOT, cli, cli_argv
 from tests.support.labtools import (
     cancelled_and_undone,
     osd_flags,
-    poll,
     remount_run_at_mount,
 )
+from tests.support.poll import wait_until
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.on_reef]
 
@@ -42,8 +41,7 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
         lab: Lab, osd1_unmounted: None, cfg: Path, tmp_path: Path, how: str) -> None:
     journal = tmp_path / "journal.db"
     assert "noout" not in osd_flags(lab)
-    argv = [sys.executable, "-m", "stordoc", "-c", str(cfg), "fix", "osd-remount", "osd.1",
-            "--yes", "--follow", "0"]
+    argv = cli_argv(cfg, "fix", "osd-remount", "osd.1", "--yes", "--follow", "0")
     err_path = tmp_path / "stderr.txt"
     if how == "ctrl-c-in-a-pipeline":
         with open(err_path, "wb") as err:
@@ -84,8 +82,8 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
             drain()
             return remount_run_at_mount(journal, done=False)
 
-        run_id = poll(started, 120, "the mount step to start", 0.05)
-        assert run_id is not None  # poll returns a truthy value
+        run_id = wait_until(started, 120, "the mount step to start", 0.05)
+        assert run_id is not None  # wait_until returns a truthy value
         reader_goes()
         os.killpg(proc.pid, sig)
         proc.wait(180)
@@ -111,10 +109,8 @@ def test_fix_whose_reader_goes_away_cleans_up_and_audits_what_it_did(
         # the cancel landed during the mount (an SSH round trip): osd.1 is mounted and
         # down; a second fix on the same OSD takes the same locks and runs to the end
         assert lab.osd_up(1) is False
-        p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
-                            "osd-start", "osd.1", "--yes", "--follow", "0"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=300,
-                           stdin=subprocess.DEVNULL)
+        p = cli(cfg, "fix", "osd-start", "osd.1", "--yes", "--follow", "0", timeout=300,
+                columns=None)
         assert p.returncode == 0, p.stdout + p.stderr
     finally:
         lab.ceph("osd", "unset", "noout", check=False)

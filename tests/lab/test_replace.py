@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ from runbooks.api import Refused, RunContext, execute, plan
 from storage.dispersion import sample
 from storage.swiftlib import RingBuilder
 from stordoc.env import Env
+from tests.support.cli import cli
+from tests.support.poll import wait_until
 
 OBJECTS = 40
 
@@ -57,10 +58,7 @@ def _write(io: Any, prefix: str) -> dict[str, str]:
 
 
 def _settled_read_back(lab: Lab, io: Any, sums: dict[str, str]) -> dict[str, str]:
-    deadline = time.monotonic() + 300
-    while not lab.ceph_cluster.pgs_settled():
-        assert time.monotonic() < deadline, lab.pg_states()
-        time.sleep(1)
+    wait_until(lab.ceph_cluster.pgs_settled, 300, lambda: f"PGs settled ({lab.pg_states()})")
     return {k: hashlib.sha256(io.read(k, 20000 + OBJECTS)).hexdigest() for k in sums}
 
 
@@ -144,10 +142,8 @@ def test_osd_disk_replaced_keeping_its_id_and_every_object(lab: Lab, ctx: RunCon
                                                             "planned": "yes"})
             # the command line: one line on stderr, exit 4 (refused), nothing done (a
             # malformed device is InvalidRequest, exit 64: tests/unit/test_replace_plans.py)
-            r = subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), "fix",
-                                "osd-replace-disk", f"osd.{i}", "-o", f"device={spare}",
-                                "--yes"], capture_output=True, text=True, timeout=120,
-                               check=False)
+            r = cli(cfg, "fix", "osd-replace-disk", f"osd.{i}", "-o", f"device={spare}",
+                    "--yes", timeout=120, columns=None)
             assert r.returncode == 4 and len(r.stderr.strip().splitlines()) == 1, r
             assert "Traceback" not in r.stderr + r.stdout
             assert (_osd(lab, i)["up"], _osd(lab, i)["in"]) == (1, 1)
@@ -159,12 +155,7 @@ def test_osd_disk_replaced_keeping_its_id_and_every_object(lab: Lab, ctx: RunCon
             o = _osd(lab, i)
             assert (o["up"], o["in"]) == (1, 1)
             assert os.path.realpath(lab.osd_dir(i) / "block") == spare  # the new disk
-            deadline = time.monotonic() + 300
-            while not lab.ceph_cluster.pgs_settled():
-                assert time.monotonic() < deadline, lab.pg_states()
-                time.sleep(1)
-            got = {k: hashlib.sha256(io.read(k, 20000 + OBJECTS)).hexdigest() for k in sums}
-            assert got == sums
+            assert _settled_read_back(lab, io, sums) == sums
         finally:
             for k in sums:
                 io.remove_object(k)

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +22,9 @@ from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
 from stordoc.env import Env
 from stordoc.exitstatus import ExitStatus
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def poll(cond: Callable[[], Any], timeout: float, what: str, interval: float = 1.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
+from tests.support.broken import break_until_teardown
+from tests.support.cli import cli
+from tests.support.poll import wait_until
 
 
 @pytest.fixture
@@ -49,20 +34,13 @@ def ctx(env: Env) -> RunContext:
     return c
 
 
-def cli(cfg: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False,
-                          input=stdin if stdin is not None else "",
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
-
-
 def health(lab: Lab) -> str:
     h = lab.ceph("health")
     return str(h.get("status") if isinstance(h, dict) else h)
 
 
 def wait_health(lab: Lab, want: str, timeout: float = 120) -> None:
-    poll(lambda: health(lab) == want, timeout, f"ceph health {want}", 2.0)
+    wait_until(lambda: health(lab) == want, timeout, f"ceph health {want}", 2.0)
 
 
 def state(lab: Lab) -> dict[str, Any]:
@@ -154,8 +132,7 @@ def test_a_plan_gone_stale_is_refused_under_the_lock(lab: Lab, ctx: RunContext,
 def test_failed_start_stops_reports_audits_and_clears_noout(
         lab: Lab, env: Env, ctx: RunContext, request: pytest.FixtureRequest) -> None:
     wait_health(lab, "HEALTH_OK")
-    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
-    lab.break_("osd-unmounted", osd=1, out=True)
+    break_until_teardown(request, lab, "osd-unmounted", osd=1, out=True)
     bad_hosts = tuple(dataclasses.replace(h, osd_start=("ceph-osd", "-c",
                                                          "/nonexistent/ceph.conf", "-i",
                                                          "{id}"))
@@ -196,8 +173,7 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
     assert r.returncode == ExitStatus.REFUSED and "osd.42 does not exist" in r.stderr
     assert "Traceback" not in r.stderr
 
-    request.addfinalizer(lambda: lab.heal("osd-unmounted", osd=1))
-    lab.break_("osd-unmounted", osd=1)
+    break_until_teardown(request, lab, "osd-unmounted", osd=1)
     before = state(lab)
     # no confirmation, no terminal: refused, nothing run
     r = cli(cfg, "fix", "osd-remount", "osd.1")
@@ -232,8 +208,7 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
 @pytest.mark.release
 def test_swift_ring_rebalance(lab: Lab, env: Env, ctx: RunContext,
                               request: pytest.FixtureRequest) -> None:
-    request.addfinalizer(lambda: lab.heal("swift-ring-bad"))
-    lab.break_("swift-ring-bad", mode="drift")
+    break_until_teardown(request, lab, "swift-ring-bad", mode="drift")
     fixable = [f for f in findings(env) if f.runbook == "swift-ring-rebalance"]
     assert any(f.target == "object" for f in fixable), fixable
     builder = lab.swift_etc / "object.builder"

@@ -11,11 +11,7 @@ TUI rows) is asserted on the snapshots, without a lab (tests/unit/test_replay.py
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +21,7 @@ from lab import Lab
 from stordoc.env import Env
 from stordoc.service.snapshots import load
 from stordoc.settings import load_settings
+from tests.support.cli import cli
 from tests.support.fixture_snapshots import (
     CASES,
     FIXTURES,
@@ -36,8 +33,8 @@ from tests.support.fixture_snapshots import (
     snapshot_ports,
     undo_fault,
 )
+from tests.support.poll import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
 
 
@@ -69,14 +66,18 @@ def live_keys(env: Env, lab: Lab, daemons: bool = True, timed: tuple[str, ...] =
 
 def reach(env: Env, lab: Lab, want: set[object], what: str, daemons: bool = True,
           timed: tuple[str, ...] = ()) -> None:
-    deadline = time.monotonic() + REACH_S
-    got = live_keys(env, lab, daemons, timed)
-    while got != want and time.monotonic() < deadline:
-        time.sleep(2.0)
-        got = live_keys(env, lab, daemons, timed)
-    assert got == want, (f"{what}: live findings never reached the snapshot's\n"
-                         f"  only live:     {sorted(got - want)}\n"  # type: ignore[operator]
-                         f"  only snapshot: {sorted(want - got)}")  # type: ignore[operator]
+    got: list[set[object]] = []
+
+    def same() -> bool:
+        got[:] = [live_keys(env, lab, daemons, timed)]
+        return got[0] == want
+
+    def why() -> str:
+        return (f"{what}: the live findings to reach the snapshot's\n"
+                f"  only live:     {sorted(got[0] - want)}\n"  # type: ignore[type-var]
+                f"  only snapshot: {sorted(want - got[0])}")  # type: ignore[type-var]
+
+    wait_until(same, REACH_S, why, 2.0)
 
 
 def audited(env: Env, runbook: str, target: str) -> None:
@@ -125,11 +126,7 @@ def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
             if case.next_step and case.repaired_by is None:
                 argv = shlex.split(case.next_step)
                 assert argv[:2] == ["stordoc", "fix"]
-                r = subprocess.run(
-                    [sys.executable, "-m", "stordoc", "--config", str(cfg), *argv[1:],
-                     "--yes"], capture_output=True, text=True, cwd=ROOT, timeout=600,
-                    check=False, stdin=subprocess.DEVNULL,
-                    env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+                r = cli(cfg, *argv[1:], "--yes")
                 assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
                 assert "verified" in r.stdout, r.stdout[-3000:]
                 fixed = True

@@ -12,20 +12,19 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from lab import Lab
 from stordoc.exitstatus import ExitStatus
-from tests.conftest import ROOT
+from tests.support.cli import ROOT, cli, cli_argv
 from tests.support.labtools import (
     cancelled_and_undone,
     osd_flags,
-    poll,
     remount_run_at_mount,
 )
+from tests.support.poll import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -36,8 +35,8 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         lab: Lab, osd1_unmounted: None, cfg: Path, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
     assert "noout" not in osd_flags(lab)
-    proc = subprocess.Popen([sys.executable, "-m", "stordoc", "-c", str(cfg), "fix",
-                             "osd-remount", "osd.1", "--yes", "--follow", "0"], cwd=ROOT,
+    proc = subprocess.Popen(cli_argv(cfg, "fix", "osd-remount", "osd.1", "--yes", "--follow",
+                                     "0"), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -45,8 +44,8 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
             assert proc.poll() is None, "the fix ended before its mount step was seen"
             return remount_run_at_mount(journal, done=True)
 
-        run_id = poll(mounted, 120, "the mount step to complete", 0.05)
-        assert run_id is not None  # poll returns a truthy value
+        run_id = wait_until(mounted, 120, "the mount step to complete", 0.05)
+        assert run_id is not None  # wait_until returns a truthy value
         assert "noout" in osd_flags(lab)  # set by the run, and not undone yet
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         out, err = proc.communicate(timeout=180)
@@ -64,9 +63,7 @@ def test_sigint_mid_fix_stops_cleans_up_and_audits_cancelled(
         unset = [st for t, st in steps if "noout" in t and t.startswith("clear")]
         assert unset and unset[-1] == "done", steps
         # the next command finds nothing interrupted: no leftover to offer
-        p = subprocess.run([sys.executable, "-m", "stordoc", "-c", str(cfg), "locks"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
+        p = cli(cfg, "locks", timeout=120, columns=None)
         assert p.returncode == 0 and "interrupted" not in p.stdout, p.stdout + p.stderr
     finally:
         lab.ceph("osd", "unset", "noout", check=False)

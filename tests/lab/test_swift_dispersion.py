@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from tests.support.labtools import cli, drop_dispersion
+from tests.support.cli import cli
+from tests.support.labtools import drop_dispersion
 
 
 def report(cfg: Path) -> tuple[int, dict]:

@@ -16,7 +16,8 @@ from checks.engine import run_checks
 from lab import Lab
 from storage.collect import collect
 from stordoc.settings import load_settings
-from tests.support.labtools import cli, poll
+from tests.support.cli import cli
+from tests.support.poll import wait_until
 
 
 def swift_findings(lab: Lab) -> list[tuple[str, str]]:
@@ -54,4 +55,4 @@ def test_fix_by_finding_refused_while_the_port_is_held_then_runs(lab: Lab, cfg: 
         lab.heal("swift-server-stopped", server=server)
     # the replicators' passes during the outage failed for real: that consequence clears
     # with their next pass, not at once
-    poll(lambda: swift_findings(lab) == [], 90, "no Swift finding", 1.0)
+    wait_until(lambda: swift_findings(lab) == [], 90, "no Swift finding", 1.0)

@@ -7,11 +7,6 @@ them): tests/unit/test_replay.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,30 +17,13 @@ from lab import Lab
 from storage.collect import collect
 from storage.swift import file_md5
 from stordoc.settings import load_settings
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
-                          input="",
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+from tests.support.poll import wait_until
 
 
 def findings(lab: Lab, th: Thresholds | None = None) -> list[tuple[str, str]]:
     target = load_settings(lab.config_path).cluster("lab").target("lab")
     rep = run_checks(collect(target), thresholds=th)
     return sorted((f.code, f.entity) for f in rep.findings if f.code.startswith("SWIFT_"))
-
-
-def poll(fn: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if fn():
-            return True
-        time.sleep(1.0)
-    return fn()
 
 
 IPS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
@@ -85,8 +63,8 @@ def test_replicators_move_data_a_lost_container_db_comes_back(lab: Lab) -> None:
             conn.delete_container(name)
         assert db is not None, "no container of 64 placed a copy on d2"
         shutil.rmtree(db)
-        assert poll(lambda: (db / f"{db.name}.db").exists(), 120), \
-            f"{db} not replicated back (see {lab.log_dir / 'swift-container-replicator.log'})"
+        wait_until(lambda: (db / f"{db.name}.db").exists(), 120,
+                   f"{db} replicated back (see {lab.log_dir / 'swift-container-replicator.log'})")
     finally:
         conn.delete_container(name)
         conn.close()

@@ -19,7 +19,7 @@ from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
 from storage.mutes import add_mute
-from tests.support.labtools import cli
+from tests.support.cli import cli
 
 
 @pytest.mark.on_reef

@@ -9,9 +9,9 @@ from textual.widgets import DataTable
 
 from lab import Lab
 from stordoc.env import Env
-from stordoc.settings import load_settings
-from tests.lab.test_tui_lab import SIZE, wait_until
-from tests.unit.test_tui_app import sync
+from tests.lab.test_tui_lab import SIZE
+from tests.support.cli import cli
+from tests.support.tui import lab_env, pilot_wait, sync
 from tui.app import StordocApp
 from tui.backend import EnvBackend
 from tui.clusters import ClusterListScreen
@@ -22,12 +22,8 @@ def _two_clusters(lab: Lab, tmp_path: Path) -> Env:
     conf = tmp_path / "far.conf"
     conf.write_text("[global]\nmon_host = 127.0.0.1:1\nauth_cluster_required = none\n"
                     "auth_service_required = none\nauth_client_required = none\n")
-    text = lab.config_path.read_text().replace(f'journal = "{lab.base}/journal.db"',
-                                               f'journal = "{tmp_path}/journal.db"')
-    text += f'\n[clusters.far.ceph]\nconf = "{conf}"\ntimeout = 3\n'
-    cfg = tmp_path / "two.toml"
-    cfg.write_text(text)
-    return Env(load_settings(cfg))
+    return lab_env(lab, tmp_path, extra=f'\n[clusters.far.ceph]\nconf = "{conf}"\ntimeout = 3\n',
+                   name="two.toml")
 
 
 def _alert_posted_for_far(env: Env, tmp_path: Path) -> None:
@@ -68,7 +64,7 @@ async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -
     app = StordocApp(EnvBackend(env), "lab", refresh_s=0, refresh_timeout_s=120, user="t")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "lab data")
+            await pilot_wait(pilot, lambda: app.state.outcome is not None, 120, "lab data")
             lab_outcome = app.state.outcome
             await pilot.press("C")
             assert isinstance(app.screen, ClusterListScreen)
@@ -88,7 +84,7 @@ async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -
             t.move_cursor(row=t.get_row_index("far"))
             await pilot.press("enter")
             assert app.cluster == "far" and app.state.outcome is not lab_outcome
-            await wait_until(pilot, lambda: app.state.outcome is not None
+            await pilot_wait(pilot, lambda: app.state.outcome is not None
                              or app.state.error is not None, 120, "far's refresh")
             out = app.state.outcome
             assert out is None or out.report.cluster == "far"
@@ -97,7 +93,7 @@ async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -
             t = app.screen.query_one("#clusters", DataTable)
             t.move_cursor(row=t.get_row_index("lab"))
             await pilot.press("enter")
-            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "lab again")
+            await pilot_wait(pilot, lambda: app.state.outcome is not None, 120, "lab again")
             assert app.state.outcome is not None and app.state.outcome.report.cluster == "lab"
     finally:
         env.close()
@@ -105,24 +101,19 @@ async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -
 
 def test_check_all_one_line_per_cluster_worst_exit(lab: Lab, tmp_path: Path) -> None:
     import json
-    import subprocess
-    import sys
 
     env = _two_clusters(lab, tmp_path)
     env.close()
     cfg = str(tmp_path / "two.toml")
-    run = subprocess.run([sys.executable, "-m", "stordoc", "--config", cfg, "check", "--all"],
-                         capture_output=True, text=True, timeout=300)
+    run = cli(cfg, "check", "--all", timeout=300, columns=None)
     assert run.returncode == 3, run.stderr  # the worst: "far" is unreachable
     # one verdict per cluster, wrapped at the width: continuation rows are indented
     lines = [ln for ln in run.stdout.splitlines() if ln.strip() and not ln.startswith("  ")]
     assert len(lines) == 2, run.stdout
     assert lines[0].startswith("UNREACHABLE far:") and " lab:" in lines[1]
-    js = subprocess.run([sys.executable, "-m", "stordoc", "--config", cfg, "check", "--all",
-                         "--json"], capture_output=True, text=True, timeout=300)
+    js = cli(cfg, "check", "--all", "--json", timeout=300, columns=None)
     doc = json.loads(js.stdout)
     assert doc["exit_code"] == 3 and doc["status"] == "unreachable"
     assert {c["cluster"]: c["status"] for c in doc["clusters"]}["far"] == "unreachable"
-    bad = subprocess.run([sys.executable, "-m", "stordoc", "--config", cfg, "check", "--all",
-                          "--cluster", "lab"], capture_output=True, text=True, timeout=60)
+    bad = cli(cfg, "check", "--all", "--cluster", "lab", timeout=60, columns=None)
     assert bad.returncode == 64 and "Traceback" not in bad.stderr

@@ -9,23 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from lab import Lab
-from stordoc.env import Env
-from stordoc.settings import load_settings
-from tests.unit.test_tui_app import sync
+from tests.support.tui import lab_env, pilot_wait, sync
 from tui import screens as S
 from tui.app import StordocApp
 from tui.backend import EnvBackend
 from tui.table import VirtualTable
 
 SIZE = (160, 45)
-
-
-async def wait_until(pilot: Any, cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 def plain(widget: Any) -> str:
@@ -44,26 +34,15 @@ def osd_row(app: StordocApp, osd: str) -> list[str]:
     return [str(c) for c in t.get_row(osd)]
 
 
-def _env(lab: Lab, tmp_path: Path, ceph_timeout: float | None = None) -> Env:
-    text = lab.config_path.read_text()
-    text = text.replace(f'journal = "{lab.base}/journal.db"',
-                        f'journal = "{tmp_path}/journal.db"')
-    if ceph_timeout is not None:  # the [clusters.lab.ceph] timeout comes first
-        text = text.replace("timeout = 10\n", f"timeout = {ceph_timeout:g}\n", 1)
-    cfg = tmp_path / "stordoc.toml"
-    cfg.write_text(text)
-    return Env(load_settings(cfg))
-
-
 @sync
 async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
         lab: Lab, osd1_unmounted: None, tmp_path: Path) -> None:
-    env = _env(lab, tmp_path)
+    env = lab_env(lab, tmp_path)
     app = StordocApp(EnvBackend(env), "lab", refresh_s=0, refresh_timeout_s=120,
                      user="tui-test")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "first data")
+            await pilot_wait(pilot, lambda: app.state.outcome is not None, 120, "first data")
             await pilot.press("d")
             assert isinstance(app.screen, S.OsdScreen)
             row = osd_row(app, "osd.1")
@@ -85,7 +64,7 @@ async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
             assert isinstance(app.screen, S.RunbookScreen)
             rb = app.screen
             assert (rb.runbook, rb.target_name) == ("osd-remount", "osd.1")
-            await wait_until(pilot, lambda: rb.plan is not None, 120, "the plan")
+            await pilot_wait(pilot, lambda: rb.plan is not None, 120, "the plan")
             assert rb.plan is not None
             await pilot.press("a")
             assert isinstance(app.screen, S.ConfirmModal)
@@ -93,18 +72,18 @@ async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
             assert "mount -t xfs" in shown and str(lab.osd_dir(1)) in shown
             assert "ceph-osd" in shown
             await pilot.press("y")
-            await wait_until(pilot, lambda: rb.running or rb.done is not None, 30, "the run")
+            await pilot_wait(pilot, lambda: rb.running or rb.done is not None, 30, "the run")
             if rb.running:  # leaving is refused while it runs: its log stays visible
                 await pilot.press("escape", "o")
                 assert app.screen is rb
-            await wait_until(pilot, lambda: rb.done is not None, 300, "the runbook to end")
+            await pilot_wait(pilot, lambda: rb.done is not None, 300, "the runbook to end")
             assert rb.done is not None and rb.done.ok, rb.done
             log = "\n".join(str(line.text) for line in rb.query_one("#runlog").lines)
             assert "step_done" in log and "verified" in log
             await pilot.press("escape", "escape")
             assert isinstance(app.screen, S.OsdScreen)
             await pilot.press("r")
-            await wait_until(pilot, lambda: app.state.outcome is not None
+            await pilot_wait(pilot, lambda: app.state.outcome is not None
                              and app.state.outcome.snapshot.ceph is not None
                              and bool(app.state.outcome.snapshot.ceph.osd(1))
                              and app.state.outcome.snapshot.ceph.osd(1).up  # type: ignore[union-attr]
@@ -122,16 +101,16 @@ async def test_unmounted_osd_is_shown_and_fixed_through_the_modal(
 @sync
 async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
         lab: Lab, tmp_path: Path) -> None:
-    env = _env(lab, tmp_path, ceph_timeout=3)
+    env = lab_env(lab, tmp_path, ceph_timeout=3)
     app = StordocApp(EnvBackend(env), "lab", refresh_s=1, refresh_timeout_s=60)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "first data")
+            await pilot_wait(pilot, lambda: app.state.outcome is not None, 120, "first data")
             await pilot.press("d")
             good_at = app.state.data_at
             try:
                 assert lab.stop("mon.a")
-                await wait_until(pilot, lambda: app.state.error is not None, 90,
+                await pilot_wait(pilot, lambda: app.state.error is not None, 90,
                                  "the error to show")
                 error_at = time.time()
                 assert "ceph" in (app.state.error or "")
@@ -151,7 +130,7 @@ async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
             finally:
                 lab.start_mon()
             # no key pressed: the auto-refresh brings it back
-            await wait_until(pilot, lambda: app.state.error is None, 120, "recovery")
+            await pilot_wait(pilot, lambda: app.state.error is None, 120, "recovery")
             assert app.state.data_at is not None and good_at is not None
             assert app.state.data_at > good_at
     finally:
@@ -160,11 +139,11 @@ async def test_stopped_monitor_keeps_stale_data_and_recovers_by_itself(
 
 @sync
 async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> None:
-    env = _env(lab, tmp_path)
+    env = lab_env(lab, tmp_path)
     app = StordocApp(EnvBackend(env), "lab", refresh_s=0, user="tui-test")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.state.outcome is not None, 120, "first data")
+            await pilot_wait(pilot, lambda: app.state.outcome is not None, 120, "first data")
             await pilot.press("b")
             scr = app.screen
             assert isinstance(scr, S.BenchScreen)
@@ -172,12 +151,12 @@ async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> Non
             scr.query_one("#bench-conc").value = "4"
             scr.query_one("#bench-size").value = "64"
             await pilot.press("l")
-            await wait_until(pilot, lambda: isinstance(app.screen, S.ConfirmModal), 120,
+            await pilot_wait(pilot, lambda: isinstance(app.screen, S.ConfirmModal), 120,
                              "the plan to confirm")
             shown = plain(app.screen.query_one("#confirm-plan"))
             assert "bench rados" in shown and "4 in flight, 3 s" in shown  # the form's values
             await pilot.press("y")
-            await wait_until(pilot, lambda: scr.result is not None, 240, "the benchmark")
+            await pilot_wait(pilot, lambda: scr.result is not None, 240, "the benchmark")
             assert scr.result is not None and scr.result.ok, scr.result
             assert scr.samples, "live progress arrived while it ran"
             (row,) = scr.result.results
@@ -187,7 +166,7 @@ async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> Non
             assert any(line.startswith("Compared (write): no baseline yet")
                        for line in scr.result.comparison), scr.result.comparison
             assert not any(line.startswith("Verdict") for line in scr.result.comparison)
-            await wait_until(pilot, lambda: scr.query_one("#bench-history",
+            await pilot_wait(pilot, lambda: scr.query_one("#bench-history",
                                                           VirtualTable).row_count >= 1,
                              30, "the history")
     finally:
@@ -195,7 +174,7 @@ async def test_benchmark_runs_live_from_the_tui(lab: Lab, tmp_path: Path) -> Non
 
 
 def test_env_backend_records_a_run_only_when_findings_change(lab: Lab, tmp_path: Path) -> None:
-    env = _env(lab, tmp_path)
+    env = lab_env(lab, tmp_path)
     try:
         b = EnvBackend(env)
         first = b.refresh("lab")

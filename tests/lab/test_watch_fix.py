@@ -9,18 +9,18 @@ checking, and posts the incident once at a later check, then its resolution."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lab import Lab
+from tests.support.broken import break_until_teardown
+from tests.support.cli import ROOT, cli, cli_argv, cli_env
 from tests.support.fake_slack import TOKEN, FakeSlack, all_text
-from tests.support.labtools import ROOT, cli, poll
+from tests.support.poll import wait_until
 
 # the shortest --every watch takes
 EVERY = "5s"
@@ -45,10 +45,8 @@ def test_watch_across_the_seed_fix_and_check_while_settling(
                    f'[slack.channels]\n{CH} = "lab"\n')
     with out.open("w") as sink:
         watch = subprocess.Popen(
-            [sys.executable, "-m", "stordoc", "--config", str(cfg), "watch", "--every",
-             EVERY], stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
-            env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1",
-                 "COLUMNS": "200", "SLACK_BOT_TOKEN": TOKEN})
+            cli_argv(cfg, "watch", "--every", EVERY), stdout=sink, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=cli_env({"PYTHONUNBUFFERED": "1", "SLACK_BOT_TOKEN": TOKEN}))
 
     def stop_watch() -> None:
         if watch.poll() is None:
@@ -59,27 +57,20 @@ def test_watch_across_the_seed_fix_and_check_while_settling(
                 watch.kill()
                 watch.wait()
 
-    def heal() -> None:
-        if lab.osd_up(1) is not True or not os.path.ismount(lab.osd_dir(1)):
-            lab.heal("osd-unmounted", osd=1)
-
-    request.addfinalizer(heal)
     request.addfinalizer(stop_watch)
-    poll(lambda: any(ln.startswith("watching,") for ln in _lines(out)), 60,
-         "watch's first check")
-    lab.break_("osd-unmounted", osd=1)
-    poll(lambda: any(ln.startswith("NEW ") and "osd.1" in ln for ln in _lines(out)), 90,
-         "watch to say NEW for the fault on osd.1")
-    poll(lambda: [c for c in fake.of("chat.postMessage") if "osd.1" in all_text(c)], 90,
-         "watch to post the fault once Slack answers again")
+    wait_until(lambda: any(ln.startswith("watching,") for ln in _lines(out)), 60,
+               "watch's first check")
+    break_until_teardown(request, lab, "osd-unmounted", osd=1)
+    wait_until(lambda: any(ln.startswith("NEW ") and "osd.1" in ln for ln in _lines(out)),
+               90, "watch to say NEW for the fault on osd.1")
+    wait_until(lambda: [c for c in fake.of("chat.postMessage") if "osd.1" in all_text(c)],
+               90, "watch to post the fault once Slack answers again")
 
     # the fix through the CLI, `check` run back to back meanwhile and right after it:
     # PGs peering after the OSD is back are settling, never a CRIT incident no runbook fixes
     fix = subprocess.Popen(
-        [sys.executable, "-m", "stordoc", "--config", str(cfg), "fix", "osd-remount",
-         "osd.1", "--yes", "--follow", "0"], stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"})
+        cli_argv(cfg, "fix", "osd-remount", "osd.1", "--yes", "--follow", "0"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=cli_env())
     checks: list[tuple[int, list[dict[str, Any]]]] = []
     while True:
         running = fix.poll() is None
@@ -102,9 +93,9 @@ def test_watch_across_the_seed_fix_and_check_while_settling(
     rc, incs = checks[-1]  # after the fix: settling or clean, never CRIT
     assert rc in (0, 1), incs
 
-    poll(lab.pgs_clean, 240, "PGs active+clean after the fix")
-    poll(lambda: any(ln.startswith("RESOLVED ") for ln in _lines(out)), 60,
-         "watch to say the fault RESOLVED")
+    wait_until(lab.pgs_clean, 240, "PGs active+clean after the fix")
+    wait_until(lambda: any(ln.startswith("RESOLVED ") for ln in _lines(out)), 60,
+               "watch to say the fault RESOLVED")
     stop_watch()
     lines = _lines(out)
     print("watch:", *lines, sep="\n  ")

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.poll import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "snapshots"
 STABLE_READS = 3
@@ -247,7 +249,7 @@ def _kill_osd2(lab: Any) -> str:
 def _unkill_osd2(lab: Any) -> None:
     if lab.pid("osd.2") is None:
         lab.start_osd(2)
-    _wait(lambda: lab.osd_up(2) is True, "osd.2 up", 90)
+    wait_until(lambda: lab.osd_up(2) is True, 90, "osd.2 up")
 
 
 def _out_osd2(lab: Any) -> str:
@@ -382,8 +384,9 @@ def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -
         d = out / name
         if d.exists():
             shutil.rmtree(d)
-        _wait(lambda: lab.unsettled(frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN"}))
-              is None, f"a settled lab before {name}", 600)
+        wait_until(lambda: lab.unsettled(frozenset({"PG_AVAILABILITY", "PG_DEGRADED",
+                                                    "OSD_DOWN"})) is None,
+                   600, f"a settled lab before {name}")
         journal = out.parent / f".fixtures-{lab.release}.db"
         journal.unlink(missing_ok=True)
         s = load_settings(lab.config_path)
@@ -405,12 +408,6 @@ def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -
         manifest = json.loads((d / "snapshot.json").read_text())
         say(f"{name}: saved {d} ({len(manifest['hosts'])} hosts)")
     return written
-
-
-def _wait(cond: Callable[[], bool], what: str, timeout: float) -> None:
-    from tests.support.labtools import poll
-
-    poll(cond, timeout, what)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,41 +1,12 @@
-"""What lab tests share: a poll with a deadline (never a fixed sleep), the real CLI in a
-subprocess, a config file with a journal of the test's own, and clearing stordoc's
-dispersion objects."""
+"""What lab tests share: a config file with a journal of the test's own, clearing
+stordoc's dispersion objects, the OSD map's flags, and a remount run's audit read back.
+(The poll: tests/support/poll.py; the CLI in a subprocess: tests/support/cli.py; a break
+healed afterwards: tests/support/broken.py.)"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
-
-ROOT = Path(__file__).resolve().parents[2]
-T = TypeVar("T")
-
-
-def poll(cond: Callable[[], T], timeout: float, what: str, interval: float = 1.0) -> T:
-    """``cond()`` until it is truthy; AssertionError naming ``what`` and the last value."""
-    deadline = time.monotonic() + timeout
-    last = cond()
-    while not last:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} "
-                                 f"(last: {last!r})")
-        time.sleep(interval)
-        last = cond()
-    return last
-
-
-def cli(cfg: Path | str, *args: str, timeout: float = 600,
-        stdin: str | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
-    """``stordoc --config CFG ARGS`` as on-call runs it: a fresh process, no terminal."""
-    return subprocess.run(
-        [sys.executable, "-m", "stordoc", "--config", str(cfg), *args], capture_output=True,
-        text=True, cwd=ROOT, timeout=timeout, check=False, input=stdin or "",
-        env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200"}, **kw)
+from typing import Any
 
 
 def config_with_journal(lab_config: Path, journal: Path, out: Path) -> Path:

@@ -9,26 +9,12 @@ import pytest
 
 from stordoc.cli import main
 from stordoc.exitstatus import ExitStatus
-
-CONF = """
-journal = "{j}"
-[clusters.c1.ceph]
-conf = "/nonexistent/ceph.conf"
-timeout = 1
-[clusters.c1.swift]
-auth_url = "http://127.0.0.1:9/auth/v1.0"
-user = "u"
-key = {{ value = "k" }}
-[bench]
-max_duration_s = 10
-"""
+from tests.support.cli import unreachable_config
 
 
 @pytest.fixture()
 def cfg(tmp_path: Path) -> str:
-    p = tmp_path / "c.toml"
-    p.write_text(CONF.format(j=tmp_path / "journal.db"))
-    return str(p)
+    return unreachable_config(tmp_path)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

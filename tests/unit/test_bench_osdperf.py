@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from runbooks.bench import osdperf
 from runbooks.bench.model import BenchResult
 from storage.ceph import parse_osd_perf
+from tests.support.poll import wait_until
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bench"
 
@@ -64,9 +65,7 @@ def test_sampler_keeps_samples_and_counts_errors() -> None:
         return _perf(osd0=1, osd1=20, osd2=5)
 
     with osdperf.OsdLatencySampler(fetch, 0.01) as s:
-        deadline = time.monotonic() + 5
-        while len(s.samples) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(s.samples) >= 3, 5, "three samples", 0.01)
     n = len(s.samples)
     assert n >= 3 and s.errors >= 1
     time.sleep(0.05)

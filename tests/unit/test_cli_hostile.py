@@ -19,19 +19,7 @@ from hypothesis import strategies as st
 
 from stordoc.cli import build_parser, main
 from stordoc.settings import SettingsError, parse_settings
-
-CONF = """
-journal = "{j}"
-[clusters.c1.ceph]
-conf = "/nonexistent/ceph.conf"
-timeout = 1
-[clusters.c1.swift]
-auth_url = "http://127.0.0.1:9/auth/v1.0"
-user = "u"
-key = {{ value = "k" }}
-[bench]
-max_duration_s = 10
-"""
+from tests.support.cli import unreachable_config
 
 HOSTILE = [
     "inf", "-inf", "nan", "NaN", "1e400", "-1e400", "1e308", str(10**20), str(-(10**20)),
@@ -109,10 +97,7 @@ def _in_a_scratch_dir(tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.fixture(scope="module")
 def cfg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    d = tmp_path_factory.mktemp("cli")
-    p = d / "c.toml"
-    p.write_text(CONF.format(j=d / "journal.db"))
-    return str(p)
+    return unreachable_config(tmp_path_factory.mktemp("cli"))
 
 
 def _run(cfg: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -6,9 +6,6 @@ the Kelvin sign) is refused in one line with the closest configured name."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,10 +20,10 @@ from runbooks.targets import HOST_QUALIFIED, canonical_target_on, resolve_host
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget, HostTarget
+from tests.support.cli import cli
 from tests.unit.test_replace_plans import NEW, with_builders
 from tests.unit.test_replay import replay
 
-ROOT = Path(__file__).resolve().parents[2]
 HOSTS = (HostTarget("node1", "127.0.0.2"), HostTarget("node2", "127.0.0.3"),
          HostTarget("Stor-A", "stor-a.example.com"), HostTarget("v6", "fd00::1"))
 CLUSTER = ClusterTarget("lab", hosts=HOSTS)
@@ -178,12 +175,6 @@ def test_bot_grammar_keeps_syntax_and_refuses_look_alikes() -> None:
         assert "\n" not in str(e.value)
 
 
-def _cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
-                          env={**os.environ, "COLUMNS": "200"})
-
-
 def test_cli_refuses_a_look_alike_host_before_any_io(tmp_path: Path) -> None:
     """The hosts' SSH ports are closed and Ceph is absent: a refusal that came after
     collecting would take the SSH timeouts and say something else."""
@@ -194,7 +185,7 @@ def test_cli_refuses_a_look_alike_host_before_any_io(tmp_path: Path) -> None:
     for target, needle in (("d1@n\u043ede1", "unknown host 'n\\u043ede1' (not plain ASCII) "
                                              "in cluster lab: did you mean node1?"),
                            ("d1@127.0.0.9", "unknown host '127.0.0.9' in cluster lab")):
-        r = _cli(cfg, "fix", "swift-device-remount", target, "--yes")
+        r = cli(cfg, "fix", "swift-device-remount", target, "--yes", timeout=120)
         assert r.returncode == 64, (r.stdout, r.stderr)
         assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1
         assert "Traceback" not in r.stderr

@@ -4,9 +4,6 @@ one is ignored (the verdict stays UNREACHABLE), and a mute never hides an escala
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,9 +15,8 @@ from checks.mutable import CANNOT_LOOK, mute_ignored, mute_refusal
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HostFacts
 from storage.mutes import add_mute, list_mutes
+from tests.support.cli import cli
 from tests.unit.test_bot_app import OPERATOR, h, settings  # noqa: F401
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _dead_mon(**kw: object) -> ClusterSnapshot:
@@ -74,30 +70,24 @@ def test_a_mute_does_not_hide_an_escalation() -> None:
     assert mute_ignored(Finding("T_STALE", Severity.WARN, "a", "m"), reg.codes) is None
 
 
-def _cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
-                          env={**os.environ, "COLUMNS": "200"})
-
-
 def test_cli_refuses_the_mute_and_ignores_an_old_one(tmp_path: Path) -> None:
     """The issue's reproduction: a Ceph that cannot be read (no config here; the lab test
     uses a dead monitor port), muted by an older version: still exit 3."""
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
                    '[clusters.lab.ceph]\nconf = "/nonexistent/ceph.conf"\n')
-    r = _cli(cfg, "mute", "CEPH_UNREACHABLE", "--for", "1m", "--reason", "maintenance")
+    r = cli(cfg, "mute", "CEPH_UNREACHABLE", "--for", "1m", "--reason", "maintenance", timeout=120)
     assert r.returncode == 64, r.stderr
     assert "cannot be muted" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     j = Journal(str(tmp_path / "j.db"))
     assert list_mutes(j, "lab") == []  # nothing written
     add_mute(j, "lab", "CEPH_UNREACHABLE", None, time.time() + 3600, "old", "legacy")
     j.close()
-    r = _cli(cfg, "check")
+    r = cli(cfg, "check", timeout=120)
     assert r.returncode == 3, r.stdout + r.stderr
     assert "OK" not in r.stdout.split()[0]
     assert "CEPH_UNREACHABLE cluster lab muted (ignored: cannot see the cluster)" in r.stdout
-    r = _cli(cfg, "mute", "--list")
+    r = cli(cfg, "mute", "--list", timeout=120)
     assert "active (ignored: cannot see the cluster)" in r.stdout
 
 

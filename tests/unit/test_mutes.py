@@ -3,8 +3,6 @@ CLI (`stordoc mute/unmute`), the Slack grammar and the bot (operators only)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from checks.model import Finding, Severity
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from storage.mutes import active_mutes, add_mute, list_mutes, remove_mutes
+from tests.support.cli import cli
 from tests.unit.test_bot_app import OPERATOR, VIEWER, h, settings  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,32 +56,28 @@ def test_engine_hides_a_muted_entity_only() -> None:
     assert "T_CODE" not in REGISTRY.codes
 
 
-def _cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
-
-
 def test_cli_mute_list_unmute_and_bad_input(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
                    '[clusters.lab.ceph]\nconf = "/nonexistent/ceph.conf"\n')
-    r = _cli(cfg, "mute", "OSD_DOWN_OUT", "osd.1", "--for", "4h", "--reason", "disk swap")
+    r = cli(cfg, "mute", "OSD_DOWN_OUT", "osd.1", "--for", "4h", "--reason", "disk swap",
+            timeout=120, columns=None)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("muted OSD_DOWN_OUT osd.1 on lab until ")
-    r = _cli(cfg, "mute", "--list")
+    r = cli(cfg, "mute", "--list", timeout=120, columns=None)
     assert "OSD_DOWN_OUT osd.1" in r.stdout and "active" in r.stdout and "disk swap" in r.stdout
     for bad, needle in ((("mute", "NOPE_CODE", "--for", "4h", "--reason", "x"), "unknown finding code"),
                         (("mute", "OSD_DOWN_OUT", "--for", "90d", "--reason", "x"), "--for"),
                         (("mute", "OSD_DOWN_OUT", "--for", "4h"), "--reason"),
                         (("mute", "OSD_DOWN_OUT", "--reason", "x"), "--for"),
                         (("unmute", "PGS_STUCK"), "no active mute")):
-        r = _cli(cfg, *bad)
+        r = cli(cfg, *bad, timeout=120, columns=None)
         assert r.returncode == 64, (bad, r.stdout, r.stderr)
         assert needle in r.stderr and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
-    r = _cli(cfg, "unmute", "OSD_DOWN_OUT", "osd.1")
+    r = cli(cfg, "unmute", "OSD_DOWN_OUT", "osd.1", timeout=120, columns=None)
     assert r.returncode == 0 and "unmuted OSD_DOWN_OUT osd.1" in r.stdout
-    assert "removed by" in _cli(cfg, "mute", "--list").stdout
+    assert "removed by" in cli(cfg, "mute", "--list", timeout=120, columns=None).stdout
 
 
 def test_slack_grammar_for_mutes() -> None:

@@ -6,7 +6,6 @@ the lab tests keep one live break per scenario and the runbooks' real repairs.""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable
@@ -17,9 +16,8 @@ import pytest
 from bot import render as r
 from checks.incidents import Incident
 from checks.model import Severity
-from stordoc.cli import main
 from stordoc.service.snapshots import Replay, load
-from stordoc.terminal import Terminal
+from tests.support.cli import run_main as cli
 from tests.support.fixture_snapshots import (
     BY_NAME,
     CASES,
@@ -28,7 +26,7 @@ from tests.support.fixture_snapshots import (
     normalize,
     snapshot_ports,
 )
-from tests.unit.test_tui_app import settle, sync
+from tests.support.tui import settle, sync
 from tui import screens as S
 from tui import views
 from tui.app import StordocApp
@@ -49,13 +47,6 @@ def replay(release: str, name: str) -> Replay:
 
 def ports(rp: Replay) -> dict[int, str]:
     return snapshot_ports(rp.doc.settings)
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    term = Terminal.capture(width=200)
-    rc = main(list(argv), term)
-    assert isinstance(term.stdout, io.StringIO) and isinstance(term.stderr, io.StringIO)
-    return rc, term.stdout.getvalue(), term.stderr.getvalue()
 
 
 def test_every_case_is_saved_for_both_releases() -> None:

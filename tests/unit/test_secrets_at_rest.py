@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,12 +19,12 @@ import lab.config as labconfig
 from storage.journal import Journal
 from storage.mutes import add_mute, list_mutes
 from stordoc.settings import parse_settings
+from tests.support.cli import cli
 from tests.support.fake_slack import TOKEN, BotHarness
 
 OPERATOR = "UOPERATOR1"
 CEPH_KEY = "AQBzZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo0NTY3OA"  # cephx-shaped
 ALERT_TOKEN = "plain-words-secret-42"  # configured, shaped like nothing
-ROOT = Path(__file__).parents[2]
 
 
 def _dump(db: Path) -> str:
@@ -73,19 +71,14 @@ def test_bot_mute_reason_and_bench_options_never_stored_raw(h: BotHarness,
         assert CEPH_KEY not in str(c.params)
 
 
-def _cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stordoc", "--config", str(cfg), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
-
-
 def test_cli_mute_stores_and_lists_no_secret(tmp_path: Path) -> None:
     db = tmp_path / "j.db"
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'journal = "{db}"\ndefault_cluster = "lab"\n'
                    f'[alerts.token]\nvalue = "{ALERT_TOKEN}"\n'
                    '[clusters.lab.ceph]\nconf = "/nonexistent/ceph.conf"\n')
-    r = _cli(cfg, "mute", "OSD_DOWN_OUT", "osd.1", "--for", "4h", "--reason",
-             f"swap; old key={CEPH_KEY} token {ALERT_TOKEN}")
+    r = cli(cfg, "mute", "OSD_DOWN_OUT", "osd.1", "--for", "4h", "--reason",
+            f"swap; old key={CEPH_KEY} token {ALERT_TOKEN}", timeout=300, columns=None)
     assert r.returncode == 0, r.stderr
     # a row an older stordoc stored raw
     c = sqlite3.connect(db)
@@ -94,7 +87,7 @@ def test_cli_mute_stores_and_lists_no_secret(tmp_path: Path) -> None:
               (time.time() + 3600, f"raw {CEPH_KEY}", time.time()))
     c.commit()
     c.close()
-    out = _cli(cfg, "mute", "--list")
+    out = cli(cfg, "mute", "--list", timeout=300, columns=None)
     assert out.returncode == 0 and "swap; old key=***" in out.stdout, out.stdout
     assert "raw ***" in out.stdout
     assert CEPH_KEY not in out.stdout + out.stderr and ALERT_TOKEN not in out.stdout

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stordoc.settings import SettingsError, load_settings, parse_settings
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT, cli
 
 GOOD = """
 journal = "/tmp/j.db"
@@ -96,8 +93,7 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
 def test_cli_reports_bad_config_in_one_line_without_traceback(tmp_path: Path) -> None:
     p = tmp_path / "c.toml"
     p.write_text('[clusters.a.ceph]\nconf = "/x"\ntimeout = -1\n')
-    r = subprocess.run([sys.executable, "-m", "stordoc", "--config", str(p), "check"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    r = cli(p, "check", timeout=60, columns=None)
     assert r.returncode == 64
     assert "clusters.a.ceph.timeout" in r.stderr
     assert "Traceback" not in r.stderr + r.stdout

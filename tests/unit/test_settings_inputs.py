@@ -6,8 +6,6 @@ Each is exit 64 and one line from the CLI."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,13 +14,7 @@ import stordoc.settings as settings_mod
 from storage import safefile
 from storage.safefile import FileRefused, read_regular
 from stordoc.settings import SettingsError, load_settings, parse_settings
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    e = {**os.environ, **(env or {})}
-    # timeout: a hang guard only (the bug was a read that never returns)
-    return subprocess.run([sys.executable, "-m", "stordoc", *args], capture_output=True,
-                          text=True, timeout=300, env=e)
+from tests.support.cli import cli
 
 
 @pytest.fixture
@@ -83,7 +75,7 @@ def test_deep_toml_is_one_line_exit_64(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     for path in (str(deep), str(fifo), "/dev/zero"):
-        r = _cli("--config", path, "check")
+        r = cli(path, "check", timeout=300, columns=None)
         assert r.returncode == 64, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
@@ -113,5 +105,5 @@ def test_empty_config_settings_are_errors_not_another_cluster(
     with pytest.raises(SettingsError, match="--config: empty file name"):
         load_settings("")
     assert load_settings(None, notice=lambda _: None).source == str(lab)  # unset: fallback
-    r = _cli("check", env={"STORDOC_CONFIG": ""})
+    r = cli(None, "check", env={"STORDOC_CONFIG": ""}, timeout=300, columns=None)
     assert r.returncode == 64 and "STORDOC_CONFIG is set but empty" in r.stderr

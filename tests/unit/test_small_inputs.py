@@ -30,6 +30,7 @@ from storage.targets import ClusterTarget
 from stordoc.cli import main
 from stordoc.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, all_text
+from tests.support.poll import wait_until
 from tests.unit.test_alerts import payload
 
 OPERATOR = "UOPERATOR1"
@@ -70,9 +71,8 @@ def test_alert_name_with_a_newline_cannot_forge_a_log_line(tmp_path: Path) -> No
                                               "Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             assert resp.status == 200
-        deadline = time.monotonic() + 120  # a hang guard: the check runs in the pool
-        while "handled in" not in stream.getvalue() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # a hang guard: the check runs in the pool
+        wait_until(lambda: "handled in" in stream.getvalue(), 120, "the alert handled", 0.05)
     finally:
         h.close()
         root.removeHandler(handler)
@@ -143,10 +143,11 @@ def test_run_sigkilled_after_its_mount_is_not_audited_as_not_mounted(tmp_path: P
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(db), str(marks)], env=env)
     try:
-        deadline = time.monotonic() + 120  # hang guard only
-        while not (marks / "start").exists():
-            assert child.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+        def started() -> bool:
+            assert child.poll() is None
+            return (marks / "start").exists()
+
+        wait_until(started, 120, "the run's step 3 to start", 0.05)  # a hang guard only
         child.send_signal(signal.SIGKILL)  # during step 3: step 2 (the mount) happened
     finally:
         child.kill()

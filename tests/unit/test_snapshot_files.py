@@ -5,7 +5,6 @@ Every case goes through the real CLI entry point (``stordoc.cli.main``)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -16,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stordoc.cli import main
-from stordoc.terminal import Terminal
+from tests.support.cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
@@ -25,16 +23,8 @@ HEALTHY = FIX / "snapshots" / "pacific" / "healthy"
 BROKEN = FIX / "snapshots" / "pacific" / "osd-unmounted-out"
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    term = Terminal.capture(width=200)
-    rc = main(list(argv), term)
-    out, err = term.stdout, term.stderr
-    assert isinstance(out, io.StringIO) and isinstance(err, io.StringIO)
-    return rc, out.getvalue(), err.getvalue()
-
-
 def refused(d: Path | str, why: str) -> None:
-    rc, out, err = run("check", "--from", str(d))
+    rc, out, err = run_main("check", "--from", str(d))
     assert rc == 64, (rc, out, err)
     assert out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -51,7 +41,7 @@ def snap(tmp_path: Path) -> Path:
 def test_a_saved_snapshot_is_diagnosed_without_any_settings(
         snap: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STORDOC_CONFIG", "/nonexistent/stordoc.toml")  # never read
-    rc, out, err = run("check", "--from", str(snap))
+    rc, out, err = run_main("check", "--from", str(snap))
     assert rc in (1, 2), err
     lines = out.splitlines()
     assert lines[0].startswith(f"from snapshot {snap} (taken ")
@@ -142,7 +132,7 @@ def test_versions(snap: Path, version: object, why: str) -> None:
 
 
 def test_the_older_capture_format_is_read_as_cephs_answers() -> None:
-    rc, out, err = run("check", "--from", str(FIX / "ceph-pacific" / "osd1-down-out"))
+    rc, out, err = run_main("check", "--from", str(FIX / "ceph-pacific" / "osd1-down-out"))
     assert rc in (1, 2), err
     assert "format 0" in out.splitlines()[0]
     assert "OSD_DOWN_OUT osd.1" in out
@@ -211,7 +201,7 @@ def test_any_json_in_any_file_is_a_diagnosis_or_one_line(snap: Path, which: str,
     keep = p.read_bytes()
     p.write_text(json.dumps(value))
     try:
-        rc, out, err = run("check", "--from", str(snap))
+        rc, out, err = run_main("check", "--from", str(snap))
         assert "Traceback" not in out + err
         if rc == 64:
             assert out == "" and len(err.strip().splitlines()) == 1, err
@@ -250,7 +240,7 @@ def test_a_builder_path_in_a_snapshot_is_never_loaded(snap: Path, tmp_path: Path
     c = json.loads((snap / "cluster.json").read_text())
     c["cluster"]["swift"]["swift_dir"] = str(tmp_path)
     (snap / "cluster.json").write_text(json.dumps(c))
-    rc, out, err = run("check", "--from", str(snap))
+    rc, out, err = run_main("check", "--from", str(snap))
     assert "Traceback" not in err and rc in (1, 2), err
     assert "SWIFT_BUILDER_NEWER_THAN_RING" in out
     assert not marker.exists(), "a builder named by a snapshot was unpickled"

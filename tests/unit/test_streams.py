@@ -24,6 +24,7 @@ from stordoc.service.task import Task
 from stordoc.streams import GuardedStream, guarded, reader_gone
 from stordoc.terminal import Terminal
 from tests.conftest import ROOT
+from tests.support.cli import cli_argv
 
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "snapshots" / "reef"
 
@@ -188,7 +189,7 @@ def test_stdout_gone_stops_only_a_command_that_stops_on_sigterm(
 
 def _cli(*argv: str, stdout: int | None = None) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "stordoc", *argv], cwd=ROOT, env=env,
+    return subprocess.Popen(cli_argv(None, *argv), cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
                             stderr=subprocess.PIPE)
 

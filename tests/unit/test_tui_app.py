@@ -4,7 +4,6 @@ stale data on an unreachable cluster, timeouts and no overlapping refresh."""
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from textual.widgets import DataTable
 
 from checks.model import Finding, Severity
+from tests.support.tui import pilot_wait, settle, sync
 from tests.unit.test_tui_data import (
     TAKEN_AT,
     audit,
@@ -30,17 +30,6 @@ from tui.table import VirtualTable
 SIZE = (150, 40)
 
 
-def sync(fn: Any) -> Any:
-    """Run an async Pilot test on a fresh event loop (no pytest-asyncio needed)."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*a: Any, **kw: Any) -> None:
-        asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
 def backend(**kw: Any) -> SnapshotBackend:
     return SnapshotBackend(broken_snapshot(), broken_findings(), target(), history(), audit(),
                            bench_history(), audit_step_rows=audit_steps(), **kw)
@@ -50,20 +39,6 @@ def make_app(b: SnapshotBackend | None = None, **kw: Any) -> StordocApp:
     kw.setdefault("refresh_s", 0)
     kw.setdefault("clock", lambda: TAKEN_AT + 42)
     return StordocApp(b or backend(), **kw)
-
-
-async def settle(app: StordocApp, pilot: Any) -> None:
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-async def wait_until(pilot: Any, cond: Any, timeout: float = 20.0) -> None:
-    """Poll a condition with a deadline (never sleep a fixed time)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await pilot.pause(0.05)
 
 
 def table_keys(app: StordocApp, sel: str) -> list[str]:
@@ -165,7 +140,7 @@ async def test_fix_on_captured_data_is_refused_without_crashing() -> None:
         assert isinstance(app.screen, S.RunbookScreen)
         assert app.screen.runbook == "osd-remount" and app.screen.target_name == "osd.1"
         scr = app.screen
-        await wait_until(pilot, lambda: "cannot plan" in str(scr.query_one("#plan").render()))
+        await pilot_wait(pilot, lambda: "cannot plan" in str(scr.query_one("#plan").render()))
         assert "captured data" in str(scr.query_one("#plan").render())
         assert app.screen.check_action("apply", ()) is False
 
@@ -198,7 +173,7 @@ async def test_unreachable_cluster_keeps_last_data_with_error_and_recovers() -> 
         b.findings = (Finding("CEPH_UNREACHABLE", Severity.CRIT, "cluster octopus",
                               "Ceph monitors unreachable"),)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.state.error is not None)
+        await pilot_wait(pilot, lambda: app.state.error is not None)
         assert "no monitor answered" in app.state.error
         assert app.state.outcome is not None and app.state.outcome.snapshot is good
         assert app.state.data_at == TAKEN_AT  # the age keeps growing from the last data
@@ -207,7 +182,7 @@ async def test_unreachable_cluster_keeps_last_data_with_error_and_recovers() -> 
         assert "data 42s old" in status and "ERROR" in status
         b.snapshot, b.findings = replace(good, taken_at=TAKEN_AT + 40), broken_findings()
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.state.error is None)
+        await pilot_wait(pilot, lambda: app.state.error is None)
         assert app.state.data_at == TAKEN_AT + 40
 
 
@@ -216,7 +191,7 @@ async def test_slow_refresh_times_out_and_is_never_doubled() -> None:
     b = backend(work=6.0)  # far longer than the timeout, also on a loaded machine
     app = make_app(b, refresh_timeout_s=0.5)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.state.error is not None)
+        await pilot_wait(pilot, lambda: app.state.error is not None)
         assert "timed out after 0.5s" in app.state.error
         assert app.state.outcome is None
         # the timed-out call is still running: a new refresh must not start another
@@ -224,10 +199,10 @@ async def test_slow_refresh_times_out_and_is_never_doubled() -> None:
         assert b.calls == 1
         await pilot.press("o")  # the UI still answers
         assert isinstance(app.screen, S.OverviewScreen)
-        await wait_until(pilot, lambda: app._inflight is not None and app._inflight.done())
+        await pilot_wait(pilot, lambda: app._inflight is not None and app._inflight.done())
         b.work = 0.0
         assert app.request_refresh() is True
-        await wait_until(pilot, lambda: app.state.outcome is not None, timeout=30)
+        await pilot_wait(pilot, lambda: app.state.outcome is not None, timeout=30)
         assert b.calls == 2
 
 
@@ -238,9 +213,9 @@ async def test_auto_refresh_only_for_the_visible_data_screen_and_pause() -> None
     # loaded machine made this test flaky
     app = make_app(b, refresh_s=3600)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: b.calls >= 1)
+        await pilot_wait(pilot, lambda: b.calls >= 1)
         app._tick()
-        await wait_until(pilot, lambda: b.calls >= 2)
+        await pilot_wait(pilot, lambda: b.calls >= 2)
         await pilot.press("space")
         assert app.paused
         calls = b.calls
@@ -254,7 +229,7 @@ async def test_auto_refresh_only_for_the_visible_data_screen_and_pause() -> None
         assert b.calls == calls
         await pilot.press("escape")
         app._tick()
-        await wait_until(pilot, lambda: b.calls == calls + 1)
+        await pilot_wait(pilot, lambda: b.calls == calls + 1)
 
 
 @sync
@@ -303,7 +278,7 @@ async def test_benchmarks_screen_history_and_refusals() -> None:
         assert [str(c) for c in t.get_row_at(1)][3] == "cancelled"
         scr = app.screen
         await pilot.press("l")
-        await wait_until(pilot, lambda: "cannot plan" in str(
+        await pilot_wait(pilot, lambda: "cannot plan" in str(
             scr.query_one("#bench-live").content))
         assert not isinstance(app.screen, S.ConfirmModal)  # nothing to confirm
         scr.query_one("#bench-duration").value = "soon"

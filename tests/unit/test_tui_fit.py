@@ -20,7 +20,8 @@ from rich.text import Text
 
 from runbooks.model import EventKind, RunEvent
 from stordoc.service.actions import ActionPlan, PlanKind
-from tests.unit.test_tui_app import make_app, settle, sync, wait_until
+from tests.support.tui import pilot_wait, settle, sync
+from tests.unit.test_tui_app import make_app
 from tests.unit.test_tui_data import (
     audit,
     audit_steps,
@@ -136,7 +137,7 @@ async def open_fix(app: Any, pilot: Any) -> S.RunbookScreen:
     await pilot.press("x")
     scr = app.screen
     assert isinstance(scr, S.RunbookScreen)
-    await wait_until(pilot, lambda: scr.plan is not None)
+    await pilot_wait(pilot, lambda: scr.plan is not None)
     await pilot.pause()
     return scr
 
@@ -163,7 +164,7 @@ async def start_fix(app: Any, pilot: Any, b: FixBackend) -> S.RunbookScreen:
     await pilot.press("a")
     await pilot.pause()
     await pilot.press("y")
-    await wait_until(pilot, lambda: scr.running and "2. mount" in log_text(scr))
+    await pilot_wait(pilot, lambda: scr.running and "2. mount" in log_text(scr))
     return scr
 
 
@@ -177,7 +178,7 @@ async def test_every_step_and_the_confirm_button_are_reachable_at_80x24() -> Non
             assert step in plan, plan
         pane = scr.query_one("#plan-scroll")
         # the whole plan is taller than the pane: it scrolls, and the head says how
-        await wait_until(pilot, lambda: "scroll the plan" in plain(scr.query_one("#plan-head")))
+        await pilot_wait(pilot, lambda: "scroll the plan" in plain(scr.query_one("#plan-head")))
         head = plain(scr.query_one("#plan-head"))
         assert pane.max_scroll_y > 0
         assert "a applies" in head
@@ -214,7 +215,7 @@ async def test_the_step_log_wraps_instead_of_losing_the_right_edge() -> None:
     async with app.run_test(size=SMALL) as pilot:
         scr = await start_fix(app, pilot, b)
         b.proceed.set()
-        await wait_until(pilot, lambda: scr.done is not None)
+        await pilot_wait(pilot, lambda: scr.done is not None)
         await pilot.pause()
         log = scr.query_one("#runlog")
         assert log.max_scroll_y > 0  # a full log: its scrollbar takes two columns
@@ -251,7 +252,7 @@ async def test_q_while_a_fix_runs_says_what_happens_then_stops_after_cleanup() -
         await pilot.press("q")  # the second press stops it; the screen stays meanwhile
         await pilot.pause()
         assert "quitting: stopping the run" in log_text(scr)
-        await wait_until(pilot, lambda: bool(exits))
+        await pilot_wait(pilot, lambda: bool(exits))
     assert exits == [(["ceph osd unset noout"], True)]  # quit only after the cleanup ran
     assert b.proceed.is_set() is False  # the run never went on to step 3
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.poll import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,14 +29,13 @@ def pane(session: str) -> str:
 
 
 def wait_pane(session: str, cond: Callable[[str], bool], timeout: float, what: str) -> str:
-    deadline = time.monotonic() + timeout
-    text = ""
-    while time.monotonic() < deadline:
-        text = pane(session)
-        if cond(text):
-            return text
-        time.sleep(0.2)  # polling the pane, with a deadline
-    raise AssertionError(f"timed out waiting for {what}; screen was:\n{text}")
+    seen = [""]
+
+    def shown() -> str:
+        seen[0] = pane(session)
+        return seen[0] if cond(seen[0]) else ""
+
+    return wait_until(shown, timeout, lambda: f"{what}; screen was:\n{seen[0]}", 0.2)
 
 
 @pytest.fixture
@@ -82,10 +82,8 @@ def test_real_tui_in_tmux_shows_the_unmounted_osd(session: str) -> None:
     text = wait_pane(session, lambda t: "OSD_DATA_UNMOUNTED" in t, 30, "the findings")
     assert "WARN" in text  # down and out: one disk fewer, no data at risk
     tmux("send-keys", "-t", session, "q")
-    deadline = time.monotonic() + 30
-    while tmux("has-session", "-t", session).returncode == 0:
-        assert time.monotonic() < deadline, "stordoc tui did not quit on q"
-        time.sleep(0.2)
+    wait_until(lambda: tmux("has-session", "-t", session).returncode != 0, 30,
+               "stordoc tui to quit on q", 0.2)
 
 
 @pytest.mark.parametrize("size", [(80, 24)])

@@ -15,11 +15,10 @@ from checks.catalog import finding_codes
 from checks.spelling import closest
 from runbooks.model import InvalidRequest
 from runbooks.planning import list_runbooks, runbook_named
-from stordoc.cli import main
 from stordoc.exitstatus import ExitStatus
 from stordoc.service.fixes import UnknownFindingCode, catalogued_code
 from stordoc.service.records import UnknownCode, known_code
-from stordoc.terminal import Terminal
+from tests.support.cli import run_main
 
 CODES = finding_codes()
 RUNBOOKS = tuple(i.name for i in list_runbooks())
@@ -31,9 +30,7 @@ def _cli(tmp_path: Path, *argv: str) -> tuple[int, str, str]:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
                    '[clusters.lab.ceph]\nconf = "/nonexistent/ceph.conf"\n')
-    term = Terminal.capture(width=200)
-    rc = main(["--config", str(cfg), *argv], term=term)
-    return rc, term.stdout.getvalue(), term.stderr.getvalue()  # type: ignore[attr-defined]
+    return run_main("--config", str(cfg), *argv)
 
 
 @pytest.mark.parametrize("argv, line", [
@@ -123,14 +120,11 @@ def test_closest_keeps_the_choices_spelling_and_says_nothing_when_far() -> None:
 
 
 def test_check_only_with_a_typo_suggests_the_code() -> None:
-    import subprocess
-    import sys
-
+    from tests.support.cli import cli
     from tests.support.fixture_snapshots import FIXTURES  # the saved lab scenarios
 
-    r = subprocess.run([sys.executable, "-m", "stordoc", "check", "--from",
-                        str(FIXTURES / "pacific" / "healthy"), "--only", "OSD_DATA_UNMOUNT"],
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = cli(None, "check", "--from", str(FIXTURES / "pacific" / "healthy"), "--only",
+            "OSD_DATA_UNMOUNT", timeout=60, columns=None)
     assert r.returncode == 64, r
     assert "unknown finding code(s): OSD_DATA_UNMOUNT (did you mean OSD_DATA_UNMOUNTED?)" \
         in r.stderr, r.stderr
