@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from lab import Lab
 from stordoc.env import Env
