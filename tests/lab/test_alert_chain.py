@@ -18,6 +18,7 @@ import pytest
 
 from lab import Lab
 from lab.alerts import AlertChain
+from stordoc.service import Service
 from stordoc.settings import AlertSettings, Secret, load_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 
@@ -260,7 +261,7 @@ def test_silence_from_chat_and_button(private: BotHarness, lab: Lab,
         h.wait_post("already silenced", ("chat.postEphemeral", "chat.postMessage"))
         # muted, not gone: watch mode must not call it resolved
         ts = msg.response["ts"]
-        _, closed = h.bot.desk.sync("lab", h.env.check("lab"))
+        _, closed = h.bot.desk.sync("lab", Service(h.env).check("lab", "cli"))
         assert closed == 0
         assert not [c for c in _channel_posts(h) if c.params.get("thread_ts") == ts
                     and "resolved" in all_text(c)]

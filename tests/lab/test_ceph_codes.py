@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.service import CheckOutcome
+from checks.outcome import CheckOutcome
 from lab import Lab
 from stordoc.env import Env
+from stordoc.service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def until(env: Env, ok: Callable[[CheckOutcome], bool], timeout: float, what: str
           ) -> CheckOutcome:
     deadline = time.monotonic() + timeout * 3  # a loaded 2-core CI machine: waits, not limits
-    out = env.check("lab")
+    out = Service(env).check("lab", "cli")
     while not ok(out) and time.monotonic() < deadline:
         time.sleep(1.0)
-        out = env.check("lab")
+        out = Service(env).check("lab", "cli")
     assert ok(out), f"{what}: {[(f.code, f.entity) for f in out.report.findings]}"
     return out
 
@@ -166,7 +167,7 @@ def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
         out = until(env, lambda o: (m := ceph_finding(o, "OSDMAP_FLAGS")) is not None
                     and "noin" in m.message, 60, "noin again")
         time.sleep(12)  # two monitor ticks (5 s): the one that lifted the other mute
-        out = env.check("lab")
+        out = Service(env).check("lab", "cli")
         m = ceph_finding(out, "OSDMAP_FLAGS")
         assert m is not None and m.severity.label == "info" and "noin" in m.message
         assert m.message.startswith("muted in Ceph (ceph health mute, sticky): "), m.message

@@ -26,6 +26,7 @@ from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
 from stordoc.env import Env
 from stordoc.exitstatus import ExitStatus
+from stordoc.service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +92,7 @@ def state(lab: Lab) -> dict[str, Any]:
 
 
 def findings(env: Env, codes: tuple[str, ...] | None = None) -> list[Finding]:
-    out = env.check("lab", only=codes, source="test")
+    out = Service(env).check("lab", "test", only=codes)
     return list(out.report.findings)
 
 
