@@ -178,7 +178,7 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
     lines: list[str] = []
     lab.break_("osd-unmounted", osd=1)
     try:
-        n = loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=2)
+        n = loop(h.bot.backend, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=2)
         assert n == 2
         # watch's own posts (the module's alert chain may post alerts meanwhile)
         tops = [c for c in _channel_posts(h) if not c.params.get("thread_ts")
@@ -196,7 +196,7 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
     ts = tops[0].response["ts"]
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=1)
+        loop(h.bot.backend, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=1)
         if any(c.params.get("thread_ts") == ts and "resolved" in all_text(c)
                for c in _channel_posts(h)):
             break

@@ -215,7 +215,7 @@ def test_watch_keeps_checking_and_posts_once_after_slack_failed(
     stop = threading.Event()
     ran: list[int] = []
     t = threading.Thread(target=lambda: ran.append(loop(
-        h.env, "octopus", 0.2, stop, lines.append, h.bot.desk, warn=warned.append)))
+        h.bot.backend, "octopus", 0.2, stop, lines.append, h.bot.desk, warn=warned.append)))
     t.start()
     try:
         h.fake.wait_for(lambda f: [x for x in f.of("chat.postMessage")
