@@ -23,6 +23,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from stordoc.service import Service
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -54,7 +56,7 @@ def serve(config: str, cluster: str | None, base_url: str, journal: str, n_token
     def loop() -> None:
         while True:
             checks["started"] += 1
-            env.check(name, source="bench")
+            Service(env).check(name, "bench")
             checks["done"] += 1
 
     bot.pool.submit(loop)  # occupies one worker for the whole run, like a slow check

@@ -49,6 +49,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from stordoc.service import Service
+from stordoc.service.inspect import RecordPolicy
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -66,7 +69,7 @@ def expected_codes(config: Path, cluster: str) -> set[str]:
 
     env = Env(load_settings(config))
     try:
-        return {f.code for f in env.check(cluster, record=False).report.findings}
+        return {f.code for f in Service(env).check(cluster, "bench", RecordPolicy.NEVER).report.findings}
     finally:
         env.close()
 
@@ -270,15 +273,15 @@ def health_rounds(args: argparse.Namespace) -> int:
     def bot(variant: str) -> BotHarness:
         h = BotHarness(settings, {cluster: {"viewers": [USER]}}, str(tmp / f"{variant}.db"))
         if rp is not None:
-            from checks.service import check_cluster
             from runbooks.nextstep import planning_context, with_next_steps
+            from stordoc.service.pipeline import run_check
 
             ctx = planning_context(cluster, rp.target, rp.thresholds, offline=True)
 
             def collect(c: str | None, only: object = None, host_facts: bool = True,
                         source: str = "cli", record: bool = True) -> object:
                 time.sleep(args.collect_s)  # stands for the collection (mons, recon, SSH)
-                out = check_cluster(rp.target, rp.thresholds, (),
+                out = run_check(rp.target, rp.thresholds, (),
                                     h.env.journal if record else None, source=source,
                                     snapshot=rp.outcome.snapshot, now=rp.doc.taken_at,
                                     mutes_from=h.env.journal)

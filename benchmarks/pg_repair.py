@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from stordoc.service import Service
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 GOAL_S = 60.0
@@ -42,7 +44,7 @@ def cycle(lab: object, env: object) -> dict[str, float]:
     t0 = time.monotonic()
     target = None
     while target is None:
-        out = env.check("lab", source="bench")  # type: ignore[attr-defined]
+        out = Service(env).check("lab", "bench")  # type: ignore[arg-type]
         f = next((f for f in out.report.findings
                   if f.code == "PG_INCONSISTENT" and f.runbook == "pg-repair"), None)
         target = f.target if f is not None else None

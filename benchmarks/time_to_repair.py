@@ -79,6 +79,7 @@ sys.path.insert(0, str(ROOT))
 from lab import Lab
 from runbooks.api import RunEvent, execute, plan
 from stordoc.env import Env
+from stordoc.service import Service
 from stordoc.settings import load_settings
 
 # health checks that say the lab is still re-peering after the previous cycle
@@ -108,7 +109,7 @@ def cycle_api(env: Env, lab: Lab, osd: int, fault: str) -> dict[str, float]:
     t0 = time.monotonic()
     finding = None
     while finding is None:
-        out = env.check("lab", source="bench")
+        out = Service(env).check("lab", "bench")
         finding = next((f for f in out.report.findings
                         if f.code == code and f.target == target), None)
         if finding is None and time.monotonic() - t0 > 120:
@@ -128,7 +129,7 @@ def cycle_api(env: Env, lab: Lab, osd: int, fault: str) -> dict[str, float]:
         raise SystemExit(f"fix failed: {res.message}")
     t3 = time.monotonic()
     while True:  # until a full check is clean: exit 0 and the PGs reported on the map
-        final = env.check("lab", source="bench")
+        final = Service(env).check("lab", "bench")
         if final.report.verdict == 0 and not any(
                 f.code == "PGS_SETTLING" for f in final.report.findings):
             break

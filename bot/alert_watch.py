@@ -17,7 +17,7 @@ from checks.model import Severity, Verdict
 
 if TYPE_CHECKING:
     from bot.alerts import AlertDesk
-    from checks.service import CheckOutcome
+    from checks.outcome import CheckOutcome
 
 
 def present(out: CheckOutcome) -> set[str]:

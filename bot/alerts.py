@@ -49,7 +49,7 @@ from checks.mutable import mute_refusal
 if TYPE_CHECKING:
     from bot.app import StordocBot
     from checks.incidents import Incident
-    from checks.service import CheckOutcome
+    from checks.outcome import CheckOutcome
 
 __all__ = [
     "MAX_BODY", "PATH", "AlertConfig", "AlertDesk", "AlertGate", "AlertThread", "AlertmanagerApi",

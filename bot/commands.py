@@ -21,10 +21,11 @@ from bot.auth import Level
 from bot.core import BotError, Where
 from checks.incidents import Incident, correlate
 from checks.model import Finding
-from checks.service import CheckOutcome
+from checks.outcome import CheckOutcome
 from storage.model import CephState
 from stordoc.service import fixes
 from stordoc.service.actions import BENCH_PREFIX
+from stordoc.service.inspect import RecordPolicy
 from stordoc.service.records import MuteRefused, UnknownCode
 
 # a command handler: (bot, where, cluster, the parsed command) -> the reply
@@ -99,8 +100,7 @@ class Commands(Actions):
 
     def _views(self, cluster: str) -> CheckOutcome:
         """A snapshot for read-only views: no host facts, not recorded as a check run."""
-        return self.backend.env.check(cluster, host_facts=False, record=False,
-                                      source="slack")
+        return self.backend.check(cluster, "slack", RecordPolicy.NEVER, host_facts=False)
 
     def token_for(self, cluster: str, user: str, incidents: Iterable[Incident]
                   ) -> Callable[[Finding], str | None]:

@@ -16,7 +16,7 @@ from checks.model import Severity
 if TYPE_CHECKING:
     from bot.alert_payload import AmPayload
     from checks.incidents import Incident
-    from checks.service import CheckOutcome
+    from checks.outcome import CheckOutcome
 
 
 def alert_incident_blocks(cluster: str, inc: Incident, why: str,

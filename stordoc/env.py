@@ -6,12 +6,11 @@ from __future__ import annotations
 import errno
 import getpass
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from checks.service import CheckOutcome, check_cluster
 from storage.journal import Journal
+from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
 from stordoc.settings import ClusterSettings, Settings
 from stordoc.terminal import Terminal
@@ -87,31 +86,12 @@ class Env:
         preflight_cluster(self.settings.clusters[n])
         return self.settings.clusters[n].target(n)
 
-    def check(self, cluster: str | None, only: Iterable[str] | None = None,
-              host_facts: bool = True, source: str = "cli", record: bool = True) -> CheckOutcome:
-        n = self.cluster_name(cluster)
-        cs = self.settings.clusters[n]
-        preflight_cluster(cs)
-        self.sweep_expired(n, source)
-        # not recorded (--no-record, the bot's views, the TUI's refreshes): mutes still hold
-        mutes_from = self.journal if record or os.path.exists(
-            os.path.expanduser(self.settings.journal)) else None
-        out = check_cluster(cs.target(n), self.settings.thresholds_for(n), cs.muted,
-                            self.journal if record else None, only=only,
-                            host_facts=host_facts, source=source, mutes_from=mutes_from)
-        return self.decide_next_steps(n, out)
+    def collect(self, target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
+        """Read a cluster (Ceph, Swift, the hosts over SSH): the one place a check reaches
+        it, so a test or a benchmark gives its own snapshot by overriding this."""
+        from storage.collect import collect
 
-    def decide_next_steps(self, cluster: str, out: CheckOutcome) -> CheckOutcome:
-        """Each incident's one next step, planned (not run) on the same snapshot."""
-        if not out.incidents:  # nothing to plan: a healthy check never loads the runbooks
-            return out
-        from dataclasses import replace
-
-        from runbooks.nextstep import planning_context, with_next_steps
-
-        cs = self.settings.clusters[cluster]
-        ctx = planning_context(cluster, cs.target(cluster), self.settings.thresholds_for(cluster))
-        return replace(out, incidents=with_next_steps(ctx, out.snapshot, out.incidents))
+        return collect(target, host_facts=host_facts)
 
     def sweep_expired(self, cluster: str, source: str = "cli") -> list[str]:
         """Revert the cluster's temporary changes whose deadline has passed (a raised

@@ -23,7 +23,7 @@ from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
 from checks.model import Thresholds
-from checks.service import CheckOutcome
+from checks.outcome import CheckOutcome
 from storage.targets import ClusterTarget
 from tui import screens as S
 from tui import views

@@ -19,7 +19,7 @@ from checks.engine import CheckReport
 from checks.incidents import correlate
 from checks.model import Finding
 from checks.mutable import mute_refusal
-from checks.service import CheckOutcome
+from checks.outcome import CheckOutcome
 from runbooks.bench.model import Progress as BenchProgress
 from runbooks.model import EventKind, RunEvent
 from storage.audit import AuditRun, AuditStep

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checks.service import CheckOutcome
+from checks.outcome import CheckOutcome
 from storage.audit import AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
 from storage.targets import ClusterTarget

@@ -104,7 +104,7 @@ def _start_watch(env: Env, bot: StordocBot, cluster: str, every: float,
     def run() -> None:
         while not stop.is_set():
             try:
-                loop(env, cluster, every, stop, log.info, bot.desk,
+                loop(bot.backend, cluster, every, stop, log.info, bot.desk,
                      source="watch", warn=log.warning)
             except Exception as e:  # a failed round must not end the watch
                 log.warning("watch %s: %s", cluster, e)

@@ -31,8 +31,10 @@ if TYPE_CHECKING:  # the handler imports them (the parser stays light)
     from rich.text import Text
 
     from checks.incidents import Incident
-    from checks.service import CheckOutcome
+    from checks.outcome import CheckOutcome
     from stordoc.env import Env
+    from stordoc.service.app import Service
+    from stordoc.service.inspect import RecordPolicy
 
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 # the default output's bounds, for a terminal of 80x24: rows of an incident's cause (the
@@ -325,8 +327,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.all:
         return _check_all(env, args, only)
     try:
-        out = env.check(args.cluster, only=only, host_facts=args.host_facts,
-                        record=not args.no_record)
+        out = _service(env).check(args.cluster, "cli", _policy(args), only=only,
+                                  host_facts=args.host_facts)
         for line in env.take_reverted():  # temporary changes past their deadline
             env.term.note(f"expired: {line}")
     finally:
@@ -336,6 +338,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         render(out, env.term.out, args.verbose)
     return ExitStatus.of(out.report.verdict)
+
+
+def _service(env: Env) -> Service:
+    from stordoc.service import Service
+
+    return Service(env)
+
+
+def _policy(args: argparse.Namespace) -> RecordPolicy:
+    from stordoc.service.inspect import RecordPolicy
+
+    return RecordPolicy.NEVER if args.no_record else RecordPolicy.ALWAYS
 
 
 def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
@@ -371,8 +385,9 @@ def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> in
     names = sorted(env.settings.clusters)
     try:
         with ThreadPoolExecutor(max_workers=min(8, len(names))) as ex:
-            outs = list(ex.map(lambda n: env.check(n, only=only, host_facts=args.host_facts,
-                                                   record=not args.no_record), names))
+            svc = _service(env)
+            outs = list(ex.map(lambda n: svc.check(n, "cli", _policy(args), only=only,
+                                                   host_facts=args.host_facts), names))
     finally:
         env.close()
     # ok < warn < crit < unreachable: the order of the verdicts

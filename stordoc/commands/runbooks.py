@@ -283,7 +283,7 @@ def runbook_name(name: str) -> str:
         raise UserError(str(e)) from None
 
 
-def _pick_finding(env: Env, args: argparse.Namespace
+def _pick_finding(svc: Service, args: argparse.Namespace
                   ) -> tuple[str, str, ClusterSnapshot]:
     """``--finding CODE [--entity E]``: a fresh check, then the one rule of
     ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64).
@@ -298,7 +298,7 @@ def _pick_finding(env: Env, args: argparse.Namespace
     entity = args.entity or None
     # the whole check: which finding is a root and which a consequence is the
     # correlation's, and the fix an incident's next step (stordoc.service.fixes)
-    out = env.check(args.cluster, source="cli-fix")
+    out = svc.check(args.cluster, "cli-fix")
     cluster = out.report.cluster
     try:
         choice = fixes.choose_fix(out.report.findings, code, entity, out.incidents)
@@ -318,10 +318,10 @@ def _pick_finding(env: Env, args: argparse.Namespace
         raise UserError(f"{len(e.candidates)} {code} findings: pick one with --entity: "
                         f"{listing}") from None
     f = choice.finding
-    env.term.out.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
+    svc.env.term.out.print(Text(f"{f.code} {f.entity}: {f.message}", style="yellow"))
     if choice.root is not None:
         r = choice.root
-        env.term.out.print(Text(f"a consequence of {r.code} {r.entity}: its fix is the "
+        svc.env.term.out.print(Text(f"a consequence of {r.code} {r.entity}: its fix is the "
                                 f"root's, {choice.runbook} {choice.target}", style="yellow"))
     return choice.runbook, choice.target, out.snapshot
 
@@ -371,7 +371,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
         _settle_interrupted(env, args)
         snap = None
         if args.finding:  # the check that found it is planned on: one collection fewer
-            runbook, target, snap = _pick_finding(env, args)
+            from stordoc.service import Service
+
+            runbook, target, snap = _pick_finding(Service(env), args)
         else:
             runbook, target = args.runbook, args.target
         svc, ap, plan = _plan(env, args, runbook, target, snap)

@@ -52,7 +52,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     env = env_from_args(args)
     try:
-        out = env.check(args.cluster, only=[c.code for c in CODES], source="cli-dispersion")
+        from stordoc.service import Service
+
+        out = Service(env).check(args.cluster, "cli-dispersion",
+                                 only=[c.code for c in CODES])
         sw = out.snapshot.swift
         console = env.term.out
         if sw is None:

@@ -24,8 +24,9 @@ from stordoc.commands.common import env_from_args
 
 if TYPE_CHECKING:
     from bot.alerts import AlertDesk
-    from checks.service import CheckOutcome
+    from checks.outcome import CheckOutcome
     from stordoc.env import Env
+    from stordoc.service.app import Service
 
 MIN_EVERY_S, MAX_EVERY_S = 5.0, 86400.0
 
@@ -118,7 +119,7 @@ def _line(inc: Any) -> str:
     return f"{inc.severity.label} {inc.id}: {inc.impact}{nxt}"
 
 
-def loop(env: Env, cluster: str, every: float, stop: threading.Event,
+def loop(svc: Service, cluster: str, every: float, stop: threading.Event,
          emit: Callable[[str], None], desk: AlertDesk | None = None,
          count: int | None = None, source: str = "watch",
          warn: Callable[[str], None] | None = None) -> int:
@@ -129,13 +130,14 @@ def loop(env: Env, cluster: str, every: float, stop: threading.Event,
     delivered once."""
     from bot.slack_retry import Backoff, describe, is_slack_failure
 
+    env = svc.env
     say = warn or emit
     seen = Seen()
     n = 0
     backoff = Backoff(every)
     while not stop.is_set() and (count is None or n < count):
         t0 = time.monotonic()
-        out = env.check(cluster, source=source)
+        out = svc.check(cluster, source)
         n += 1
         for line in env.take_reverted():  # temporary changes past their deadline
             emit(f"{stamp()} {cluster} EXPIRED {line}")
@@ -216,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            loop(env, cluster, args.every, stop, env.term.line, desk, args.count,
+            from stordoc.service import Service
+
+            loop(Service(env), cluster, args.every, stop, env.term.line, desk, args.count,
                  warn=env.term.note)
         except KeyboardInterrupt:
             env.term.out.print(f"{stamp()} {cluster}: watch stopped")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from checks.service import CheckOutcome
+from collections.abc import Iterable
+
+from checks.outcome import CheckOutcome
 from storage.targets import ClusterTarget
 from stordoc.env import Env
 from stordoc.service.actions import Actions
@@ -30,9 +32,11 @@ class Service:
         return self.env.target(cluster)
 
     def check(self, cluster: str | None, source: str,
-              record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None
-              ) -> CheckOutcome:
-        return self.inspector.check(cluster, source, record, since)
+              record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None,
+              only: Iterable[str] | None = None, host_facts: bool = True) -> CheckOutcome:
+        """The one way a front end, ``watch`` or the bot checks a cluster
+        (``stordoc.service.pipeline``, through the inspector's sharing and recording)."""
+        return self.inspector.check(cluster, source, record, since, only, host_facts)
 
     def fix_for(self, cluster: str | None, code: str, target: str | None, source: str
                 ) -> tuple[CheckOutcome, FixChoice]:

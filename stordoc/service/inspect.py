@@ -10,14 +10,17 @@ run still going at that moment answers it). All of that is decided here, once.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from checks.service import CheckOutcome, record_outcome
-from stordoc.env import Env
+from checks.outcome import CheckOutcome
+from stordoc.env import Env, preflight_cluster
+from stordoc.service.pipeline import record_outcome, run_check
 
 
 class RecordPolicy(Enum):
@@ -29,6 +32,8 @@ class RecordPolicy(Enum):
 
 
 RECORD_EVERY_S = 300.0
+# a run is shared by callers asking for the same cluster, record policy, codes, host facts
+_Key = tuple[str, "RecordPolicy", tuple[str, ...] | None, bool]
 
 
 @dataclass(frozen=True)
@@ -46,26 +51,28 @@ class Inspector:
         self.record_every_s = record_every_s
         self._lock = threading.Lock()
         # a run in flight per (cluster, policy): its outcome to come and its start time
-        self._inflight: dict[tuple[str, RecordPolicy], tuple[Future[CheckOutcome], float]] = {}
-        self._last: dict[str, tuple[float, CheckOutcome]] = {}  # end time, outcome
+        self._inflight: dict[_Key, tuple[Future[CheckOutcome], float]] = {}
+        self._last: dict[_Key, tuple[float, CheckOutcome]] = {}  # end time, outcome
         self._recorded: dict[str, _Recorded] = {}
         self.runs = 0  # check runs started (shared ones count once): for benchmarks, tests
 
     def check(self, cluster: str | None, source: str,
-              record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None
-              ) -> CheckOutcome:
-        """A full check of ``cluster`` (host facts included). Callers asking while a run
-        of the same cluster and policy is in flight get that run's outcome. With
-        ``since`` (epoch seconds), the last run is recent enough when it was still going
-        at that moment or started later (it ended at or after ``since``), the same rule
-        as joining a run in flight: a person asking at ``since`` (the bot's request
-        time) or an alert whose condition began then needs one look that was under way
-        at that moment, not a new one per request or delivery (callers clamp a ``since``
-        in the future to when they were asked: ``bot.alerts.AlertDesk.handle``)."""
+              record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None,
+              only: Iterable[str] | None = None, host_facts: bool = True) -> CheckOutcome:
+        """A check of ``cluster`` (``only`` those codes shown; host facts unless told
+        not). Callers asking while a run of the same cluster and options is in flight get
+        that run's outcome. With ``since`` (epoch seconds), the last run is recent enough
+        when it was still going at that moment or started later (it ended at or after
+        ``since``), the same rule as joining a run in flight: a person asking at ``since``
+        (the bot's request time) or an alert whose condition began then needs one look
+        that was under way at that moment, not a new one per request or delivery
+        (callers clamp a ``since`` in the future to when they were asked:
+        ``bot.alerts.AlertDesk.handle``)."""
         name = self.env.cluster_name(cluster)
-        key = (name, record)
+        codes = tuple(sorted({c.upper() for c in only})) if only else None
+        key = (name, record, codes, host_facts)
         with self._lock:
-            last = self._last.get(name)
+            last = self._last.get(key)
             if since is not None and last is not None and last[0] >= since:
                 return last[1]
             running = self._inflight.get(key)
@@ -78,9 +85,9 @@ class Inspector:
         if running is not None:
             return fut.result()
         try:
-            out = self._run(name, source, record)
+            out = self._run(name, source, record, codes, host_facts)
             with self._lock:
-                self._last[name] = (time.time(), out)
+                self._last[key] = (time.time(), out)
             fut.set_result(out)
             return out
         except BaseException as e:
@@ -90,10 +97,11 @@ class Inspector:
             with self._lock:
                 self._inflight.pop(key, None)
 
-    def _run(self, cluster: str, source: str, record: RecordPolicy) -> CheckOutcome:
+    def _run(self, cluster: str, source: str, record: RecordPolicy,
+             only: tuple[str, ...] | None, host_facts: bool) -> CheckOutcome:
         if record is RecordPolicy.ALWAYS:
-            return self.env.check(cluster, source=source, record=True)
-        out = self.env.check(cluster, source=source, record=False)
+            return self._pipeline(cluster, source, True, only, host_facts)
+        out = self._pipeline(cluster, source, False, only, host_facts)
         if record is RecordPolicy.NEVER:
             return out
         keys = frozenset(f.key for f in out.report.findings)
@@ -104,3 +112,23 @@ class Inspector:
         recorded = record_outcome(self.env.journal, cluster, out, source)
         self._recorded[cluster] = _Recorded(time.time(), keys, recorded)
         return recorded
+
+    def _pipeline(self, cluster: str, source: str, record: bool,
+                  only: tuple[str, ...] | None, host_facts: bool) -> CheckOutcome:
+        """The settings' part of a check, then ``pipeline.run_check``: expired temporary
+        changes reverted first (whoever checks next does it), the mutes of the journal
+        honoured even when the run is not recorded, next steps planned."""
+        from runbooks.nextstep import planning_context
+
+        env = self.env
+        cs = env.settings.clusters[cluster]
+        preflight_cluster(cs)
+        env.sweep_expired(cluster, source)
+        mutes_from = env.journal if record or os.path.exists(
+            os.path.expanduser(env.settings.journal)) else None
+        target = cs.target(cluster)
+        thresholds = env.settings.thresholds_for(cluster)
+        return run_check(target, thresholds, cs.muted, env.journal if record else None,
+                         only=only, host_facts=host_facts, source=source,
+                         mutes_from=mutes_from, collector=env.collect,
+                         planning=planning_context(cluster, target, thresholds))

@@ -11,16 +11,17 @@ hostile config (one line), and its command templates are never run: a replay onl
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from checks.model import Thresholds
-from checks.service import CheckOutcome, check_cluster, with_swift_history
+from checks.outcome import CheckOutcome
 from storage.snapshot import SnapshotDoc, SnapshotError, read_snapshot, replay, write_snapshot
 from storage.targets import ClusterTarget
 from stordoc.env import Env
+from stordoc.service.pipeline import run_check, with_swift_history
 from stordoc.settings import ClusterSettings, ThresholdSettings
 
 SECRET_FIELDS: dict[str, set[str]] = {"ceph": {"keyring"}, "swift": {"key"},
@@ -108,17 +109,16 @@ def _validated(doc: SnapshotDoc) -> tuple[str, ClusterSettings, list[tuple[str, 
 
 def load(directory: str, only: list[str] | None = None) -> Replay:
     """Diagnose from a snapshot: SnapshotError (one line) for anything it cannot take."""
-    from runbooks.nextstep import planning_context, with_next_steps
+    from runbooks.nextstep import planning_context
 
     doc = read_snapshot(directory)
     name, cs, rules = _validated(doc)
     target = cs.target(name)
     thresholds = cs.thresholds.apply(Thresholds())
     snap = replay(doc, target)
-    out = check_cluster(target, thresholds, cs.muted, None, only=only, snapshot=snap,
-                        mute_rules=rules, now=doc.taken_at, source="snapshot")
-    ctx = planning_context(name, target, thresholds, offline=True)
-    out = replace(out, incidents=with_next_steps(ctx, snap, out.incidents))
+    out = run_check(target, thresholds, cs.muted, None, only=only, snapshot=snap,
+                    mute_rules=rules, now=doc.taken_at, source="snapshot",
+                    planning=planning_context(name, target, thresholds, offline=True))
     return Replay(doc, out, target, thresholds)
 
 

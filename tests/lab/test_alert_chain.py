@@ -18,6 +18,7 @@ import pytest
 
 from lab import Lab
 from lab.alerts import AlertChain
+from stordoc.service import Service
 from stordoc.settings import AlertSettings, Secret, load_settings
 from tests.support.cli import cli
 from tests.support.fake_slack import BotHarness, all_text, buttons
@@ -176,7 +177,7 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
     lines: list[str] = []
     lab.break_("osd-unmounted", osd=1)
     try:
-        n = loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=2)
+        n = loop(h.bot.backend, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=2)
         assert n == 2
         # watch's own posts (the module's alert chain may post alerts meanwhile)
         tops = [c for c in _channel_posts(h) if not c.params.get("thread_ts")
@@ -193,7 +194,7 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
     ts = tops[0].response["ts"]
 
     def resolved() -> bool:
-        loop(h.env, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=1)
+        loop(h.bot.backend, "lab", 5, threading.Event(), lines.append, h.bot.desk, count=1)
         return any(c.params.get("thread_ts") == ts and "resolved" in all_text(c)
                    for c in _channel_posts(h))
 
@@ -256,7 +257,7 @@ def test_silence_from_chat_and_button(private: BotHarness, lab: Lab,
         h.wait_post("already silenced", ("chat.postEphemeral", "chat.postMessage"))
         # muted, not gone: watch mode must not call it resolved
         ts = msg.response["ts"]
-        _, closed = h.bot.desk.sync("lab", h.env.check("lab"))
+        _, closed = h.bot.desk.sync("lab", Service(h.env).check("lab", "cli"))
         assert closed == 0
         assert not [c for c in _channel_posts(h) if c.params.get("thread_ts") == ts
                     and "resolved" in all_text(c)]

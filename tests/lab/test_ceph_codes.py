@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.service import CheckOutcome
+from checks.outcome import CheckOutcome
 from lab import Lab
 from stordoc.env import Env
+from stordoc.service import Service
 from tests.support.cli import cli as _cli
 from tests.support.labtools import config_with_journal
 from tests.support.poll import wait_until
@@ -29,7 +30,7 @@ def until(env: Env, ok: Callable[[CheckOutcome], bool], timeout: float, what: st
     last: list[CheckOutcome] = []
 
     def good() -> CheckOutcome | None:
-        last[:] = [env.check("lab")]
+        last[:] = [Service(env).check("lab", "cli")]
         return last[0] if ok(last[0]) else None
 
     def why() -> str:
@@ -162,7 +163,7 @@ def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
         out = until(env, lambda o: (m := ceph_finding(o, "OSDMAP_FLAGS")) is not None
                     and "noin" in m.message, 60, "noin again")
         time.sleep(12)  # two monitor ticks (5 s): the one that lifted the other mute
-        out = env.check("lab")
+        out = Service(env).check("lab", "cli")
         m = ceph_finding(out, "OSDMAP_FLAGS")
         assert m is not None and m.severity.label == "info" and "noin" in m.message
         assert m.message.startswith("muted in Ceph (ceph health mute, sticky): "), m.message

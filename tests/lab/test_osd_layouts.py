@@ -18,6 +18,7 @@ import pytest
 from checks.hostdiag import Flavour, osd_diagnoses
 from lab import Lab
 from stordoc.env import Env
+from stordoc.service import Service
 from stordoc.settings import load_settings
 from tests.support.poll import wait_until
 
@@ -31,7 +32,7 @@ OTHER_LAYOUT = {"pacific": "raw", "reef": "xfs"}
 
 @pytest.mark.release
 def test_healthy_lab_gives_no_host_finding_and_names_each_flavour(lab: Lab, env: Env) -> None:
-    out = env.check("lab", source="test")
+    out = Service(env).check("lab", "test")
     bad = [f for f in out.report.findings if f.code in HOST_CODES
            or f.entity.startswith("osd.")]
     assert bad == [], [(f.code, f.message) for f in bad]

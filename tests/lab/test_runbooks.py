@@ -22,6 +22,7 @@ from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
 from stordoc.env import Env
 from stordoc.exitstatus import ExitStatus
+from stordoc.service import Service
 from tests.support.broken import break_until_teardown
 from tests.support.cli import cli
 from tests.support.poll import wait_until
@@ -69,7 +70,7 @@ def state(lab: Lab) -> dict[str, Any]:
 
 
 def findings(env: Env, codes: tuple[str, ...] | None = None) -> list[Finding]:
-    out = env.check("lab", only=codes, source="test")
+    out = Service(env).check("lab", "test", only=codes)
     return list(out.report.findings)
 
 

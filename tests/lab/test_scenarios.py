@@ -19,6 +19,7 @@ import pytest
 
 from lab import Lab
 from stordoc.env import Env
+from stordoc.service import Service
 from stordoc.service.snapshots import load
 from stordoc.settings import load_settings
 from tests.support.cli import cli
@@ -56,7 +57,7 @@ def live_keys(env: Env, lab: Lab, daemons: bool = True, timed: tuple[str, ...] =
     (``DAEMON_*``, checks/daemons.py) are left out, for a snapshot saved before the host
     facts read them (it could not show them). ``timed`` codes (Case.after_pass) are left
     out when the incident of the case's root explains them."""
-    out = env.check("lab", source="test")  # recorded: recon history judges growth
+    out = Service(env).check("lab", "test")  # recorded: recon history judges growth
     folded = {id(f) for i in out.incidents for f in i.consequences if f.code in timed}
     return finding_keys([f for f in out.report.findings
                          if (daemons or not f.code.startswith("DAEMON_"))

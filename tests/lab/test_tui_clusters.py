@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 
 from lab import Lab
 from stordoc.env import Env
+from stordoc.service import Service
 from tests.lab.test_tui_lab import SIZE
 from tests.support.cli import cli
 from tests.support.tui import lab_env, pilot_wait, sync
@@ -59,7 +60,7 @@ def _alert_posted_for_far(env: Env, tmp_path: Path) -> None:
 @sync
 async def test_cluster_list_switches_without_restart(lab: Lab, tmp_path: Path) -> None:
     env = _two_clusters(lab, tmp_path)
-    env.check("far", source="cli")  # "far" has a recorded (unreachable) run, the lab none yet
+    Service(env).check("far", "cli")  # "far" has a recorded (unreachable) run, the lab none yet
     _alert_posted_for_far(env, tmp_path)  # the on-call stream the list follows
     app = StordocApp(EnvBackend(env), "lab", refresh_s=0, refresh_timeout_s=120, user="t")
     try:

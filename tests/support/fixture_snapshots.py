@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stordoc.service import Service
 from tests.support.poll import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -321,7 +322,7 @@ def prepared(lab: Any, env: Any, case: Case) -> Iterator[None]:
             for i in range(16):
                 conn.put_object("stordoc-lab-idle", f"obj-{i}", contents=b"idle")
         if "journal-baseline" in case.prepare:
-            env.check("lab", source="fixtures")  # recon samples: growth is judged against it
+            Service(env).check("lab", "fixtures")  # recon samples: growth is judged against it
         yield
     finally:
         if "dispersion" in case.prepare:
@@ -354,7 +355,7 @@ def wait_steady(env: Any, lab: Any, case: Case, say: Callable[[str], None],
     same = 0
     ports = port_names(lab.ports)
     while time.monotonic() < deadline:
-        out = env.check("lab", source="fixtures")  # recorded: recon history for growth
+        out = Service(env).check("lab", "fixtures")  # recorded: recon history for growth
         keys = finding_keys(out.report.findings, ports, str(lab.base))
         top = out.incidents[0].root if out.incidents else None
         visible = (case.root is None and not keys) or (

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from checks.service import CheckOutcome, check_cluster
+from checks.outcome import CheckOutcome
+from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
 from stordoc.env import Env
 from stordoc.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, FakeSlack, SlackSender, all_text
@@ -41,18 +43,13 @@ class Collect:
         self.gate: threading.Event | None = None
         self.cond = threading.Condition()
 
-    def __call__(self, cluster: str | None, only: Iterable[str] | None = None,
-                 host_facts: bool = True, source: str = "cli", record: bool = True
-                 ) -> CheckOutcome:
+    def __call__(self, target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
         with self.cond:
             self.n += 1
             self.cond.notify_all()
         if self.gate is not None:
             assert self.gate.wait(60)
-        return check_cluster(self.env.target(cluster), source=source,
-                             journal=self.env.journal if record else None,
-                             snapshot=replace(broken_snapshot(), taken_at=time.time()),
-                             mutes_from=self.env.journal)
+        return replace(broken_snapshot(), taken_at=time.time())
 
     def wait_started(self, n: int = 1) -> None:
         with self.cond:
@@ -70,7 +67,7 @@ def harness(tmp_path: Path, **kw: Any) -> tuple[BotHarness, Collect]:
                    channels={CH: "octopus"}, alerts=AlertSettings(token=Secret(file=str(tok))),
                    **kw)
     c = Collect(h.env)
-    h.env.check = c  # type: ignore[method-assign]
+    h.env.collect = c  # type: ignore[method-assign]
     return h, c
 
 
@@ -218,7 +215,7 @@ def test_watch_keeps_checking_and_posts_once_after_slack_failed(
     stop = threading.Event()
     ran: list[int] = []
     t = threading.Thread(target=lambda: ran.append(loop(
-        h.env, "octopus", 0.2, stop, lines.append, h.bot.desk, warn=warned.append)))
+        h.bot.backend, "octopus", 0.2, stop, lines.append, h.bot.desk, warn=warned.append)))
     t.start()
     try:
         h.fake.wait_for(lambda f: [x for x in f.of("chat.postMessage")

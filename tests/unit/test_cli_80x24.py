@@ -185,7 +185,7 @@ def test_live_check_and_all_use_the_same_renderer(monkeypatch: pytest.MonkeyPatc
     `--all -v` each cluster's details."""
     from pathlib import Path
 
-    from stordoc.env import Env
+    from stordoc.service.app import Service
 
     assert isinstance(tmp_path, Path)
     cfg = tmp_path / "stordoc.toml"
@@ -194,10 +194,10 @@ def test_live_check_and_all_use_the_same_renderer(monkeypatch: pytest.MonkeyPatc
                    '[clusters.b.swift]\nswift_dir = "/etc/swift"\n')
     cases = {"a": ("reef", "cache-tier-misconfigured"), "b": ("pacific", "osd-killed")}
 
-    def fake_check(self: Env, cluster: str | None, **_: object) -> object:
+    def fake_check(self: Service, cluster: str | None, *_: object, **__: object) -> object:
         return replay(*cases[cluster or "a"]).outcome
 
-    monkeypatch.setattr(Env, "check", fake_check)
+    monkeypatch.setattr(Service, "check", fake_check)
 
     def run(*argv: str) -> tuple[int, str]:
         term = Terminal.capture(width=80)

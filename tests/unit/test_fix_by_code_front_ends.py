@@ -115,15 +115,15 @@ def test_bot_plan_and_fix_share_a_handler_and_only_fix_has_buttons() -> None:
 
 # --------------------------------------------------------------------------- CLI
 
-class _Env:
+class _Svc:
     def __init__(self, findings: list[Finding]) -> None:
         self.findings = findings
         self.checked: list[tuple[str | None, list[str] | None, str]] = []
         self.buf = io.StringIO()
-        self.term = SimpleNamespace(out=Console(file=self.buf, width=200))
+        self.env = SimpleNamespace(term=SimpleNamespace(out=Console(file=self.buf, width=200)))
 
     def check(self, cluster: str | None, source: str, only: list[str] | None = None
-              ) -> Any:
+              ) -> Any:  # the service's check
         self.checked.append((cluster, only, source))
         return _outcome(self.findings)
 
@@ -133,7 +133,7 @@ def _args(code: str, entity: str | None = None) -> argparse.Namespace:
 
 
 def test_cli_finding_picks_the_fix_and_says_which_finding() -> None:
-    env = _Env([_down_out(2), _down_out(3)])
+    env = _Svc([_down_out(2), _down_out(3)])
     assert _pick_finding(env, _args(" osd_down_out ", "osd.3")) == (  # type: ignore[arg-type]
         "osd-start", "osd.3", SNAP)
     # the whole check (which finding is a root is the correlation's), not only that code
@@ -162,7 +162,7 @@ def test_cli_finding_picks_the_fix_and_says_which_finding() -> None:
 def test_cli_finding_refusals_keep_their_wording_and_exit_class(
         findings: list[Finding], code: str, entity: str | None, exc: type[Exception],
         message: str) -> None:
-    env = _Env(findings)
+    env = _Svc(findings)
     with pytest.raises(exc) as ei:
         _pick_finding(env, _args(code, entity))  # type: ignore[arg-type]
     assert str(ei.value) == message

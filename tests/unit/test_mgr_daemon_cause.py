@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from checks.service import check_cluster
 from runbooks.nextstep import planning_context, with_next_steps
 from storage.model import ClusterSnapshot
+from stordoc.service.pipeline import run_check
 from tests.unit.test_replay import replay
 
 
@@ -33,7 +33,7 @@ def _mgr_crashed(release: str) -> ClusterSnapshot:
 def test_a_crashed_manager_is_the_root_of_no_manager(release: str) -> None:
     rp = replay(release, "mgr-stopped")
     snap = _mgr_crashed(release)
-    out = check_cluster(rp.target, rp.thresholds, (), None, snapshot=snap,
+    out = run_check(rp.target, rp.thresholds, (), None, snapshot=snap,
                         now=rp.doc.taken_at, source="snapshot")
     ctx = planning_context("lab", rp.target, rp.thresholds, offline=True)
     incidents = with_next_steps(ctx, snap, out.incidents)

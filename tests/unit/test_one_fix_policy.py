@@ -83,10 +83,11 @@ def bot_offers(out: Any, tmp: Path) -> tuple[dict[str, Fix], dict[tuple[str, str
 
 # --------------------------------------------------------------------------- CLI
 
-class _Env:
+class _Svc:
     def __init__(self, out: Any) -> None:
         self.out = out
-        self.term = SimpleNamespace(out=Console(file=io.StringIO(), width=200))
+        self.env = SimpleNamespace(term=SimpleNamespace(out=Console(file=io.StringIO(),
+                                                                    width=200)))
 
     def check(self, cluster: str | None, source: str, only: Any = None) -> Any:
         return self.out
@@ -95,7 +96,7 @@ class _Env:
 def cli_offer(out: Any, f: Finding) -> Fix:
     args = argparse.Namespace(finding=f.code, entity=f.entity, cluster=None)
     try:
-        runbook, target, _ = _pick_finding(_Env(out), args)  # type: ignore[arg-type]
+        runbook, target, _ = _pick_finding(_Svc(out), args)  # type: ignore[arg-type]
     except Refused as e:
         assert "has no runbook" in str(e), e
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checks.model import Finding, Severity
-from checks.service import CheckOutcome, check_cluster
+from checks.outcome import CheckOutcome
 from runbooks.model import EventKind, Outcome, RunEvent
 from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
 from stordoc.env import Env
 from stordoc.service import Service
 from stordoc.service.actions import (
@@ -45,16 +46,12 @@ class CapturedEnv(Env):
     collects: int
     gate: threading.Event | None
 
-    def check(self, cluster: str | None, only: Iterable[str] | None = None,
-              host_facts: bool = True, source: str = "cli", record: bool = True
-              ) -> CheckOutcome:
+    def collect(self, target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
         self.collects += 1
         if self.gate is not None:
             self.gate.wait(10)
         snap = self.snapshots[0]
-        return check_cluster(self.target(cluster), journal=self.journal if record else None,
-                             source=source, snapshot=replace(snap, taken_at=time.time()),
-                             mutes_from=self.journal)
+        return replace(snap, taken_at=time.time())
 
 
 @pytest.fixture

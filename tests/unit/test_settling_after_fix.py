@@ -15,11 +15,12 @@ import pytest
 from checks.engine import run_checks
 from checks.incidents import run_of
 from checks.model import Severity, Thresholds, Verdict
-from checks.service import CheckOutcome, check_cluster, recent_runs
+from checks.outcome import CheckOutcome
 from storage.audit import Audit
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
 from stordoc.commands.watch import Seen, changes
+from stordoc.service.pipeline import recent_runs, run_check
 from stordoc.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 from tests.unit.settle_fixtures import settle_of
@@ -64,7 +65,7 @@ def fix_run(snap: ClusterSnapshot, *, finished_ago: float | None = 5.0,
 
 def outcome(snap: ClusterSnapshot) -> CheckOutcome:
     rp = _replay("healthy")
-    return check_cluster(rp.target, rp.thresholds, snapshot=snap,
+    return run_check(rp.target, rp.thresholds, snapshot=snap,
                          now=snap.ceph.collected_at if snap.ceph else None)
 
 

@@ -1,21 +1,33 @@
-"""Collect, check, record: the one call every front end makes to inspect a cluster."""
+"""The path of one check, one way: collect -> what the journal knows (recon history,
+recent runs, temporary changes, fill history, mutes) -> the checks (pure functions of the
+snapshot: ``checks.engine.run_checks``) -> record -> correlate once -> only -> next steps
+(``runbooks.nextstep``, planned on the same snapshot). ``stordoc.service.inspect`` and
+``stordoc.service.snapshots`` are its two callers: every front end, ``watch`` and the
+bot go through ``Service.check``; a saved snapshot through ``snapshots.load``.
+
+The journal is read and written here, never by a check."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from checks.engine import CheckReport, run_checks
-from checks.incidents import Incident, correlate
+from checks.incidents import correlate
 from checks.model import Finding, Thresholds
+from checks.outcome import CheckOutcome
 from checks.swift_recon import recon_samples
+from runbooks.model import RunContext
 from storage.collect import collect
 from storage.journal import FindingDelta, Journal
 from storage.model import ClusterSnapshot, RecentRun
 from storage.mutes import active_mutes
 from storage.swifthist import SwiftHistory
 from storage.targets import ClusterTarget
+
+__all__ = ["CheckOutcome", "record_outcome", "recent_runs", "run_check",
+           "with_swift_history"]
 
 
 def with_swift_history(snap: ClusterSnapshot, hist: SwiftHistory, cluster: str,
@@ -84,61 +96,58 @@ def record_fill(journal: Journal, cluster: str, snap: ClusterSnapshot) -> None:
                     max(u.utilization for u in st.osd_usage) / 100.0, used)
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
-    snapshot: ClusterSnapshot
-    report: CheckReport
-    run_id: int | None
-    delta: FindingDelta | None
-    collect_s: float
-    check_s: float
-    # grouped by cause (checks.incidents), worst first; next steps set by the runbooks layer
-    incidents: tuple[Incident, ...] = ()
-
-
-def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
-                  muted: Iterable[str] = (), journal: Journal | None = None,
-                  only: Iterable[str] | None = None, host_facts: bool = True,
-                  source: str = "cli", snapshot: ClusterSnapshot | None = None,
-                  mutes_from: Journal | None = None,
-                  mute_rules: Iterable[tuple[str, str | None]] | None = None,
-                  now: float | None = None) -> CheckOutcome:
-    """``journal`` records the run; ``mutes_from`` (default: the same journal) only reads
-    the mutes with expiry, so a check that is not recorded still honours them.
-    ``mute_rules`` are such mutes given directly (a snapshot's), ``now`` the moment the
-    checks judge ages against (a snapshot's time; default: the clock)."""
+def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
+              muted: Iterable[str] = (), journal: Journal | None = None,
+              only: Iterable[str] | None = None, host_facts: bool = True,
+              source: str = "cli", snapshot: ClusterSnapshot | None = None,
+              mutes_from: Journal | None = None,
+              mute_rules: Iterable[tuple[str, str | None]] | None = None,
+              now: float | None = None, planning: RunContext | None = None,
+              collector: Callable[[ClusterTarget, bool], ClusterSnapshot] | None = None
+              ) -> CheckOutcome:
+    """One check, in order. ``journal`` records the run; ``mutes_from`` (default: the
+    same journal) only reads the mutes with expiry, so a check that is not recorded still
+    honours them. ``snapshot``: judge that one instead of collecting (a saved snapshot:
+    what stordoc did recently is not added, nothing of the cluster is recorded);
+    ``mute_rules`` are mutes given directly (a snapshot's), ``now`` the moment the checks
+    judge ages against (a snapshot's time; default: the clock). ``planning``: the
+    context the incidents' next steps are planned in (none: no next steps).
+    ``collector``: how the cluster is read (``Env.collect``; default ``storage.collect``)."""
     t0 = time.monotonic()
-    snap = snapshot or collect(target, host_facts=host_facts)
+    if snapshot is not None:
+        snap = snapshot
+    elif collector is not None:
+        snap = collector(target, host_facts)
+    else:
+        snap = collect(target, host_facts=host_facts)
     t1 = time.monotonic()
+    th = thresholds or Thresholds()
     hist = None
-    window = (thresholds or Thresholds()).swift_history_window_s
     if journal is not None and snap.swift is not None:
         hist = SwiftHistory(journal)
-        snap = with_swift_history(snap, hist, target.name, window)
-    # mutes with expiry (storage/mutes.py): an expired one no longer matches
+        snap = with_swift_history(snap, hist, target.name, th.swift_history_window_s)
     rules: list[tuple[str, str | None]] = list(mute_rules or ())
     mj = mutes_from or journal
     if mj is not None and snapshot is None:  # a live check: what stordoc just changed
-        snap = with_recent_runs(snap, mj, target.name,
-                                (thresholds or Thresholds()).pg_settle_window_s)
+        snap = with_recent_runs(snap, mj, target.name, th.pg_settle_window_s)
         snap = with_changes_and_fill(snap, mj, target.name)
-    if mj is not None:
+    if mj is not None:  # mutes with expiry (storage/mutes.py): an expired one no longer matches
         rules += [(m.code, m.entity) for m in active_mutes(mj, target.name)]
     # the journal gets every finding even with --only, so "new"/"resolved" stay true
     report = run_checks(snap, thresholds, muted=muted, mute_rules=rules, now=now)
     t2 = time.monotonic()
-    incidents = correlate(report.findings, snap)
     run_id = delta = None
-    if hist is not None and snap.swift is not None:
-        hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift), window)
-    if journal is not None and snapshot is None:
-        record_fill(journal, target.name, snap)
     if journal is not None:
+        if hist is not None and snap.swift is not None:
+            hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift),
+                        th.swift_history_window_s)
+        if snapshot is None:
+            record_fill(journal, target.name, snap)
         run_id = _record(journal, target.name, report, t1 - t0, snap.host_facts_collected,
                          source)
         delta = journal.delta(target.name, run_id)
         report = replace(report, findings=_with_since(journal, target.name, report.findings))
-        incidents = correlate(report.findings, snap)
+    incidents = correlate(report.findings, snap)  # once, on the findings as shown
     if only:
         keep = {c.upper() for c in only}
         report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
@@ -149,6 +158,10 @@ def check_cluster(target: ClusterTarget, thresholds: Thresholds | None = None,
 
             delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)
+    if planning is not None and incidents:  # a healthy check never loads the runbooks
+        from runbooks.nextstep import with_next_steps
+
+        incidents = with_next_steps(planning, snap, incidents)
     return CheckOutcome(snap, report, run_id, delta, t1 - t0, t2 - t1, incidents)
 
 
