@@ -1,17 +1,17 @@
 """Alerts in, diagnosis out: the desk that posts incidents from Alertmanager and watch mode.
 
-A page starts with an alert, not with a command. ``AlertGate`` (``alert_gate``) takes
-Alertmanager's v4 webhook in front of everything else and ``alert_payload`` validates it;
+A page starts with an alert, not with a command. ``AlertGate`` (``gate``) takes
+Alertmanager's v4 webhook in front of everything else and ``payload`` validates it;
 ``AlertDesk.accept`` then checks the cluster and its channel (else a 4xx and nothing
 posted), and ``AlertDesk`` runs the check and posts one message per incident into the
 cluster's channel: the alert's name, stordoc's root cause and evidence, the next step
-with its Fix button (``render_alerts``). The same incident is never posted twice while it
+with its Fix button (``messages``). The same incident is never posted twice while it
 is open: another alert about it, a repeat delivery of a group, or watch mode
-(``alert_watch``) seeing it again add a line to that message's thread; when the alert
+(``watch``) seeing it again add a line to that message's thread; when the alert
 resolves (or watch mode sees the incident gone) the thread says so, with what stordoc saw
-clear. Threads live in the journal (``alert_threads``), deliveries are deduplicated by a
+clear. Threads live in the journal (``threads``), deliveries are deduplicated by a
 hash of the group key, status and the alerts' fingerprints (``bot_requests``), so a
-restart or a retry posts nothing new. Silences go through ``alertmanager_api``.
+restart or a retry posts nothing new. Silences go through ``alertmanager``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot import render as r
-from bot.alert_gate import MAX_BODY, PATH, AlertGate
-from bot.alert_payload import (
+from bot.alerts.alertmanager import AlertmanagerApi, AlertmanagerError, rfc3339
+from bot.alerts.gate import MAX_BODY, PATH, AlertGate
+from bot.alerts.messages import alert_incident_blocks, alert_quiet_blocks, silence_actions
+from bot.alerts.payload import (
     AmAlert,
     AmPayload,
     Refused,
@@ -38,10 +40,8 @@ from bot.alert_payload import (
     parse_payload,
     related,
 )
-from bot.alert_threads import AlertThread, AlertThreads
-from bot.alert_watch import present, sync
-from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
-from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
+from bot.alerts.threads import AlertThread, AlertThreads
+from bot.alerts.watch import present, sync
 from bot.slack_retry import is_slack_failure
 from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
@@ -268,7 +268,7 @@ class AlertDesk:
         threading.Thread(target=run, name="stordoc-alert-follow", daemon=True).start()
 
     def sync(self, cluster: str, out: CheckOutcome) -> tuple[int, int]:
-        """Watch mode (``bot.alert_watch.sync``): post new incidents, close gone ones."""
+        """Watch mode (``bot.alerts.watch.sync``): post new incidents, close gone ones."""
         return sync(self, cluster, out)
 
     def held(self, cluster: str, inc: Incident, why: str) -> bool:

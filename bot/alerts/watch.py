@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from bot.render_blocks import esc
+from bot.render.blocks import esc
 from checks.incidents import run_of
 from checks.model import Severity, Verdict
 
