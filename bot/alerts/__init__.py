@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot import render as r
 from bot.alerts.alertmanager import AlertmanagerApi, AlertmanagerError, rfc3339
@@ -47,9 +47,14 @@ from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
 
 if TYPE_CHECKING:
-    from bot.app import StordocBot
+    from slack_sdk import WebClient
+
+    from bot.redact import Redactor
+    from bot.slack_retry import SlackTrouble
+    from bot.store import BotStore
     from checks.incidents import Incident
     from checks.service import CheckOutcome
+    from stordoc.service import Service
 
 __all__ = [
     "MAX_BODY", "PATH", "AlertConfig", "AlertDesk", "AlertGate", "AlertThread", "AlertmanagerApi",
@@ -86,10 +91,34 @@ class AlertConfig:
 
 # --------------------------------------------------------------------------- desk
 
+class Pacer(Protocol):
+    def wait(self, channel: str) -> None: ...
+
+
+class DeskHost(Protocol):
+    """What the desk needs of the bot that holds it (``bot.core.BotCore`` is one): the
+    desk is a part of the bot and never imports the module that assembles it."""
+
+    backend: Service
+    store: BotStore
+    client: WebClient
+    redactor: Redactor
+    trouble: SlackTrouble
+    ttl: int
+
+    @property
+    def throttle(self) -> Pacer: ...
+
+    def submit(self, fn: Callable[..., None], *args: Any, pool: ThreadPoolExecutor | None = None,
+               what: str = "answers") -> None: ...
+
+    def scrub(self, obj: Any) -> Any: ...
+
+
 class AlertDesk:
     """Posts incidents into cluster channels, once each, and follows them in threads."""
 
-    def __init__(self, bot: StordocBot, channels: Mapping[str, str],
+    def __init__(self, bot: DeskHost, channels: Mapping[str, str],
                  config: AlertConfig | None = None) -> None:
         self.bot = bot
         self.config = config or AlertConfig()
@@ -296,7 +325,7 @@ class AlertDesk:
         ch = self.channel_of[cluster]
         self.bot.throttle.wait(ch)
         # the fallback text notifies (mrkdwn: `<!channel>` would ping): escaped
-        m = r.Message(text=r.clip(r.esc(title), 300), blocks=self.bot._scrub(blocks))
+        m = r.Message(text=r.clip(r.esc(title), 300), blocks=self.bot.scrub(blocks))
         m.text = self.bot.redactor.text(m.text)
         r.validate_message(m)
         resp = self.bot.client.chat_postMessage(channel=ch, text=m.text, blocks=m.blocks)
