@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(300)
 from lab import Lab
 from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
-from runbooks.bench.stats import steady_state
+from runbooks.bench.measure import steady_state
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 
 POOL = "labtest-bench"  # named in the tests' settings: used as it is, never removed
