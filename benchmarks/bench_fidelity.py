@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runbooks.bench.stats import latency_summary
+from runbooks.bench.measure import latency_summary
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 from stordoc.settings import load_settings
 

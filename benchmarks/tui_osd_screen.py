@@ -21,9 +21,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.tui_demo_data import synthetic
+from tests.support.tui_backend import SnapshotBackend
 from tui import screens as S
 from tui.app import StordocApp
-from tui.backend import SnapshotBackend
 from tui.table import VirtualTable
 
 

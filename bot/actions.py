@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import render as r
-from bot.alerts import AlertmanagerError
+from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
 from bot.core import BotCore, BotError, ChannelThrottle, Where, _fmt_exc, log
 from bot.store import Button

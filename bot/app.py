@@ -54,7 +54,7 @@ class StordocBot(Commands):
         self.command = command
         self.ttl = button_ttl_s
         self.working_after_s = working_after_s
-        from bot.grammar_commands import grammar_words
+        from bot.grammar.commands import grammar_words
 
         self.redactor = Redactor([bot_token, signing_secret, *secrets], keep=grammar_words())
         self.signing_secret = signing_secret

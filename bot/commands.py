@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from bot import grammar as g
 from bot import render as r
 from bot.actions import Actions
-from bot.alerts import AlertmanagerError
+from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
 from bot.core import BotError, Where
 from checks.incidents import Incident, correlate

@@ -114,7 +114,7 @@ class BotCore:
         out: list[str] = []
         for m in reply.messages:
             m.text = self.redactor.text(m.text)
-            m.blocks = self._scrub(m.blocks)
+            m.blocks = self.scrub(m.blocks)
             r.validate_message(m)
         if reply.ephemeral:  # never via chat.update: that would show it to the channel
             for m in reply.messages:
@@ -140,13 +140,13 @@ class BotCore:
                                         initial_comment=up.comment, **kw)
         return out
 
-    def _scrub(self, obj: Any) -> Any:
+    def scrub(self, obj: Any) -> Any:
         """Secrets out of every text in a message (evidence and step output can hold them)."""
         if isinstance(obj, dict):
             return {k: (self.redactor.text(v) if k == "text" and isinstance(v, str)
-                        else self._scrub(v)) for k, v in obj.items()}
+                        else self.scrub(v)) for k, v in obj.items()}
         if isinstance(obj, list):
-            return [self._scrub(v) for v in obj]
+            return [self.scrub(v) for v in obj]
         return obj
 
     def _refuse(self, where: Where, text: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from checks.model import (
@@ -78,6 +78,35 @@ def _part_findings(snap: ClusterSnapshot) -> list[Finding]:
     return out
 
 
+def apply_mutes(findings: Iterable[Finding], codes: Mapping[str, CodeInfo],
+                muted: Iterable[str] = (), mute_rules: Iterable[tuple[str, str | None]] = ()
+                ) -> tuple[tuple[Finding, ...], tuple[Finding, ...],
+                           tuple[tuple[Finding, str], ...]]:
+    """The one mute rule: (shown, most severe first; hidden by a mute; shown although a
+    mute matches, and why). ``muted`` are the config's static codes, ``mute_rules`` the
+    mutes with expiry (code, entity or None for all). A mute never hides that stordoc
+    cannot look, nor an escalation (checks.mutable)."""
+    findings = list(findings)
+    muted_set = {c.upper() for c in muted}
+    rules = [(c.upper(), e) for c, e in mute_rules]
+
+    def matched(f: Finding) -> bool:
+        return f.code in muted_set or any(
+            c == f.code and (e is None or e == f.entity) for c, e in rules)
+
+    ignored = {id(f): why for f in findings if matched(f)
+               for why in [mute_ignored(f, codes)] if why is not None}
+
+    def is_muted(f: Finding) -> bool:
+        return matched(f) and id(f) not in ignored
+
+    shown = tuple(sorted((f for f in findings if not is_muted(f)),
+                         key=lambda f: (-f.severity, f.code, f.entity)))
+    hidden = tuple(f for f in findings if is_muted(f))
+    overridden = tuple((f, ignored[id(f)]) for f in shown if id(f) in ignored)
+    return shown, hidden, overridden
+
+
 def run_checks(
     snap: ClusterSnapshot,
     thresholds: Thresholds | None = None,
@@ -113,26 +142,7 @@ def run_checks(
                 f"check {chk.name} failed: {type(e).__name__}: {e}",
                 {"traceback": traceback.format_exc(limit=5)}))
     only_set = {c.upper() for c in only} if only else None
-    muted_set = {c.upper() for c in muted}
-    rules = [(c.upper(), e) for c, e in mute_rules]
-
-    def matched(f: Finding) -> bool:
-        """The config's static codes, or a mute with expiry (code, entity or all)."""
-        return f.code in muted_set or any(
-            c == f.code and (e is None or e == f.entity) for c, e in rules)
-
-    # a mute never hides that stordoc cannot look, nor an escalation (checks.mutable)
-    codes = reg.codes
-    ignored = {id(f): why for f in findings if matched(f)
-               for why in [mute_ignored(f, codes)] if why is not None}
-
-    def is_muted(f: Finding) -> bool:
-        return matched(f) and id(f) not in ignored
-
     kept = [f for f in findings if only_set is None or f.code in only_set]
-    shown = tuple(sorted((f for f in kept if not is_muted(f)),
-                         key=lambda f: (-f.severity, f.code, f.entity)))
-    hidden = tuple(f for f in kept if is_muted(f))
-    overridden = tuple((f, ignored[id(f)]) for f in shown if id(f) in ignored)
+    shown, hidden, overridden = apply_mutes(kept, reg.codes, muted, mute_rules)
     return CheckReport(snap.cluster, shown, started, time.monotonic() - t0, tuple(ran), hidden,
                        overridden)

@@ -1,5 +1,5 @@
 """The one "did you mean" rule of the command line and the runbooks (the Slack bot's grammar
-suggests the same way, ``bot.grammar_words.suggest``): difflib's closest known spelling,
+suggests the same way, ``bot.grammar.words.suggest``): difflib's closest known spelling,
 compared without case, or nothing. A suggestion only: a misspelt name is never guessed."""
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lab.layout import ALERT_DAEMONS
 from lab.procs import LabError, wait
 
 if TYPE_CHECKING:
-    from lab import Lab
+    from lab.parts import LabParts
 
 CEPH_RULES = Path("/etc/prometheus/ceph/ceph_default_alerts.yml")
 LAB_FOR = "5s"  # every rule's `for:` in the lab (Ceph's own: 1m to 15m)
@@ -29,7 +30,7 @@ SCRAPE = "5s"  # scrape interval and timeout in the lab (production: 15s to 1m):
 # module answers slowly on a loaded 2-core machine, and a timed-out scrape fires nothing
 EVAL = "2s"  # rule evaluation interval in the lab
 WEBHOOK_PATH = "/alertmanager"
-DAEMONS = ("prometheus", "alertmanager")
+
 _FOR_RE = re.compile(r'^(\s*for:\s*)"?[0-9]+[smhdwy]"?\s*$', re.MULTILINE)
 
 
@@ -102,7 +103,7 @@ def _http_ok(url: str, timeout: float = 2.0) -> bool:
 class AlertChain:
     """Start, check and stop the chain of one lab."""
 
-    def __init__(self, lab: Lab, cluster: str = "lab") -> None:
+    def __init__(self, lab: LabParts, cluster: str = "lab") -> None:
         self.lab = lab
         self.cluster = cluster
         self.ports = AlertPorts(lab.ports.base)
@@ -125,7 +126,7 @@ class AlertChain:
             raise LabError("alerts", f"{CEPH_RULES} is missing: install the Debian package "
                                      "ceph-prometheus-alerts (bash scripts/setup does)")
         self.dir.mkdir(parents=True, exist_ok=True)
-        for name in DAEMONS:  # already running (lab up --with-alerts): start afresh
+        for name in ALERT_DAEMONS:  # already running (lab up --with-alerts): start afresh
             self.lab.stop(name)
         # a fresh start: Alertmanager's notification log would otherwise remember what it
         # sent to the same receiver before and stay silent (repeat_interval), and
@@ -170,7 +171,7 @@ class AlertChain:
 
     def down(self) -> None:
         """Stop Prometheus and Alertmanager, switch the mgr module off; the lab stays."""
-        for name in DAEMONS:
+        for name in ALERT_DAEMONS:
             self.lab.stop(name)
         self.lab.ceph("mgr", "module", "disable", "prometheus", check=False)
         self.lab.write_state(alerts=False)

@@ -16,7 +16,6 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from checks.settle import judge_pgs, states_of
-from lab.config import osdmaptool_argv
 from lab.layout import CV_BOOTSTRAP_DIR, OSD_BLOCK_BYTES, host_of_osd
 from lab.procs import LabError, run, wait
 from storage.ceph import CephClient, CephError, SettleMethod, read_pg_settle
@@ -24,16 +23,26 @@ from storage.ceph.parse import as_map
 from storage.targets import CephTarget
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.mounts import Mounts
+    from lab.procs import Procs
+    from lab.site import LabSite
 
 XFS_DATA_BYTES = 320 * 1024**2  # an xfs OSD's data dir image: small files only
+
+
+def osdmaptool_argv(lab: LabSite) -> list[str]:
+    """The lab release's own osdmaptool (Reef's in its root filesystem): the host's
+    Pacific one decodes a Reef map but ignores Reef's pg-upmap-primary."""
+    return lab.system.argv(["osdmaptool"])
 
 
 class CephCluster:
     """Create, start and ask the Ceph daemons of one lab."""
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(self, lab: LabSite, procs: Procs, mounts: Mounts) -> None:
         self.lab = lab
+        self.procs = procs
+        self.mounts = mounts
 
     def _argv(self, *argv: str) -> list[str]:
         return self.lab.system.argv(argv)
@@ -190,7 +199,7 @@ keyring = {p(lab.admin_keyring)}
         run(self._argv(*(("env", *env) if env else ()), "ceph-mgr", "-c",
                        self._p(self.lab.conf), "-i", "x"), step,
             log=str(self.lab.log_dir / "ceph-mgr.x.log"))
-        wait(lambda: self.lab.pid("mgr.x") is not None, 20, step, "ceph-mgr pid file")
+        wait(lambda: self.procs.pid("mgr.x") is not None, 20, step, "ceph-mgr pid file")
 
     # ------------------------------------------------------------------ OSDs
     def osd_start_argv(self, i: int | str = "{id}") -> list[str]:
@@ -219,13 +228,13 @@ keyring = {p(lab.admin_keyring)}
         step = f"create osd.{i}"
         img = lab.images / f"osd-{i}.xfs"
         blk = lab.images / f"osd-{i}.block"
-        lab.mounts.make_image(img, XFS_DATA_BYTES)
-        lab.mounts.make_image(blk, OSD_BLOCK_BYTES)
+        self.mounts.make_image(img, XFS_DATA_BYTES)
+        self.mounts.make_image(blk, OSD_BLOCK_BYTES)
         run(["mkfs.xfs", "-q", "-f", "-L", f"osd{i}", str(img)], step)
-        dev = lab.mounts.attach(img, step)
-        bdev = lab.mounts.attach(blk, step)
+        dev = self.mounts.attach(img, step)
+        bdev = self.mounts.attach(blk, step)
         d = lab.osd_dir(i)
-        lab.mounts.mount(dev, d, step)
+        self.mounts.mount(dev, d, step)
         os.symlink(bdev, d / "block")
         osd_uuid = str(uuid.uuid4())
         key = run(self._argv("ceph-authtool", "--gen-print-key"), step).stdout.strip()
@@ -281,8 +290,8 @@ keyring = {p(lab.admin_keyring)}
         lab = self.lab
         step = f"create osd.{i} (ceph-volume raw)"
         blk = lab.images / f"osd-{i}.block"
-        lab.mounts.make_image(blk, OSD_BLOCK_BYTES)
-        dev = lab.mounts.attach(blk, step)
+        self.mounts.make_image(blk, OSD_BLOCK_BYTES)
+        dev = self.mounts.attach(blk, step)
         log = str(lab.log_dir / f"ceph-volume.osd.{i}.log")
         p = run(self.ceph_volume_argv("raw", "prepare", "--bluestore", "--data", dev), step,
                 timeout=180, log=log, check=False)
@@ -297,7 +306,7 @@ keyring = {p(lab.admin_keyring)}
 
     def osd_device(self, i: int) -> str | None:
         """The loop device holding a raw OSD's BlueStore label (its ``block``)."""
-        return self.lab.mounts.loop_for(self.lab.images / f"osd-{i}.block")
+        return self.mounts.loop_for(self.lab.images / f"osd-{i}.block")
 
     def activate_raw(self, i: int, step: str) -> None:
         """``ceph-volume raw activate --device DEV --no-systemd`` (what a boot runs)."""

@@ -11,14 +11,16 @@ Layout (see docs/ARCHITECTURE.md): OSD N on CRUSH host ``node{N+1}`` (127.0.0.{N
 small files and a ``block`` symlink to a loop device over a sparse file (as ceph-disk
 left it); a ``raw`` OSD is ceph-volume's (label on the device, tmpfs data dir).
 
-This module holds the :class:`Lab` (paths, its state file ``lab.json``, orchestration);
-the parts are lab/procs.py, mounts.py, ceph.py, swift.py, sshd.py, config.py, alerts.py,
-and lab/system.py, the release seam every Ceph/Swift program goes through.
+This module holds the :class:`Lab`'s life cycle: up, status, down, and its faults
+(``break_``/``heal``, lab/scenarios/). Where a lab lives is lab/site.py (``LabSite``:
+paths, ports, the state file ``lab.json``); its running parts and what is asked of them
+are lab/parts.py (``LabParts``: procs, mounts, ceph, swift); the parts a lab is brought
+up with are lab/sshd.py, config.py, alerts.py; lab/system.py is the release seam every
+Ceph/Swift program goes through. No part imports this module (tests/unit/test_import_layers.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -29,32 +31,21 @@ from pathlib import Path
 from typing import Any
 
 from lab import scenarios
-from lab.alerts import DAEMONS as ALERT_DAEMONS
 from lab.alerts import AlertChain
-from lab.ceph import CephCluster
 from lab.config import write_config
-from lab.layout import (
-    CV_BOOTSTRAP_DIR,
-    CV_OSD_ROOT,
-    DEFAULT_DIR,
-    DEFAULT_LAYOUT,
-    DEFAULT_PORT_BASE,
-    SWIFT_SERVERS,
-    Ports,
-    layout_kinds,
-)
-from lab.mounts import Mounts
-from lab.procs import LabError, Procs
+from lab.layout import DEFAULT_DIR, DEFAULT_LAYOUT, DEFAULT_PORT_BASE, Ports
+from lab.parts import LabParts
+from lab.procs import LabError
 from lab.rootfs import HOST_RELEASE, ChrootSystem, system_for
 from lab.scenarios import DEFAULTS
+from lab.site import state_at
 from lab.sshd import up_sshd
-from lab.swift import SwiftCluster
 from lab.system import System
 
 Progress = Callable[[str], None]
 
 
-class Lab:
+class Lab(LabParts):
     """One lab under ``base`` with ports from ``port_base``, running Ceph/Swift of
     ``release`` (lab/rootfs.py: the host's own packages for Pacific, a chroot for Reef; a
     lab that exists keeps the release it was made with). ``system`` overrides the seam."""
@@ -62,217 +53,19 @@ class Lab:
     def __init__(self, base: str | os.PathLike[str] = DEFAULT_DIR,
                  port_base: int | None = None, layout: str | None = None,
                  system: System | None = None, release: str | None = None) -> None:
-        self.base = Path(base).resolve()
-        state = self.read_state()
+        root = Path(base).resolve()
+        state = state_at(root)
         if port_base is None:
             port_base = int(state.get("port_base", DEFAULT_PORT_BASE)) if state else \
                 DEFAULT_PORT_BASE
-        self.ports = Ports(port_base)
         if layout is None:
             layout = str(state.get("osd_layout", DEFAULT_LAYOUT))
-        self.kinds = layout_kinds(layout)
-        self.layout = layout
         if release is None:
             release = str(state.get("release", HOST_RELEASE))
-        self.system = system if system is not None else system_for(release, self.base)
-        self.release = release
-        self.procs = Procs(self)
-        self.mounts = Mounts(self)
-        self.ceph_cluster = CephCluster(self)
-        self.swift_cluster = SwiftCluster(self)
-
-    @property
-    def n_osds(self) -> int:
-        return len(self.kinds)
-
-    @property
-    def n_hosts(self) -> int:
-        """CRUSH hosts with OSDs (node1..nodeN); Swift lives on node1..node3."""
-        return max(3, self.n_osds)
-
-    @property
-    def cv_cluster(self) -> str:
-        """The cluster *name* ceph-volume uses: unique per lab, so that its fixed paths
-        (``/var/lib/ceph/osd/NAME-ID``, ``/var/lib/ceph/bootstrap-osd/NAME.keyring``) of
-        labs side by side do not collide. The daemons keep the name ``ceph``."""
-        return f"sdlab{self.ports.base}"
-
-    # ------------------------------------------------------------------ paths
-    @property
-    def cv_osd_root(self) -> Path:
-        return self.system.host_path(CV_OSD_ROOT)
-
-    @property
-    def bootstrap_keyring(self) -> Path:
-        return self.system.host_path(CV_BOOTSTRAP_DIR) / f"{self.cv_cluster}.keyring"
-
-    @property
-    def ceph_dir(self) -> Path:
-        return self.base / "ceph"
-
-    @property
-    def conf(self) -> Path:
-        return self.ceph_dir / "ceph.conf"
-
-    @property
-    def admin_keyring(self) -> Path:
-        return self.ceph_dir / "ceph.client.admin.keyring"
-
-    @property
-    def run_dir(self) -> Path:
-        return self.ceph_dir / "run"
-
-    @property
-    def log_dir(self) -> Path:
-        return self.base / "log"
-
-    @property
-    def images(self) -> Path:
-        return self.base / "images"
-
-    @property
-    def pids(self) -> Path:
-        return self.base / "pids"
-
-    @property
-    def swift_etc(self) -> Path:
-        return self.base / "swift" / "etc"
-
-    @property
-    def swift_node(self) -> Path:
-        return self.base / "swift" / "node"
-
-    def ring_dir(self, kind: str) -> Path:
-        """The swift_dir of one storage server (its own copy of the rings), so that one
-        server can run with an older ring.gz than the others (``swift-ring-stale``)."""
-        return self.base / "swift" / "srv" / kind
-
-    @property
-    def ssh_dir(self) -> Path:
-        return self.base / "ssh"
-
-    @property
-    def config_path(self) -> Path:
-        return self.base / "stordoc.toml"
-
-    @property
-    def state_path(self) -> Path:
-        return self.base / "lab.json"
-
-    @property
-    def swift_start_script(self) -> Path:
-        return self.base / "bin" / "swift-server-start"
-
-    @property
-    def replicator_start_script(self) -> Path:
-        return self.base / "bin" / "swift-replicator-start"
-
-    def osd_dir(self, i: int) -> Path:
-        if i < len(self.kinds) and self.kinds[i] == "raw":
-            return self.cv_osd_root / f"{self.cv_cluster}-{i}"
-        return self.ceph_dir / "osd" / f"ceph-{i}"
-
-    def osd_pid_file(self, i: int) -> Path:
-        return self.run_dir / f"ceph-osd.{i}.pid"
-
-    # ------------------------------------------------------------------ state
-    def read_state(self) -> dict[str, Any]:
-        try:
-            return dict(json.loads(self.state_path.read_text()))
-        except (OSError, ValueError):
-            return {}
-
-    def write_state(self, **kv: Any) -> None:
-        st = self.read_state()
-        st.update(kv)
-        self.state_path.write_text(json.dumps(st, indent=1))
-
-    @property
-    def fsid(self) -> str:
-        return str(self.read_state().get("fsid", ""))
-
-    # ------------------------------------------------------------------ the parts' API
-    # what tests, benchmarks and the alert chain use, kept on the Lab itself
-    def ceph(self, *args: str, timeout: float = 30, check: bool = True,
-             step: str = "ceph") -> Any:
-        """Run the ``ceph`` CLI against this lab, JSON out (None when it prints nothing)."""
-        return self.ceph_cluster.cli(*args, timeout=timeout, check=check, step=step)
-
-    def pid(self, name: str) -> int | None:
-        return self.procs.pid(name)
-
-    def stop(self, name: str, timeout: float = 20) -> bool:
-        """Stop one daemon of this lab by its pid file. True if it was running."""
-        return self.procs.stop(name, timeout)
-
-    def start_mon(self) -> None:
-        self.ceph_cluster.start_mon()
-
-    def start_mgr(self) -> None:
-        self.ceph_cluster.start_mgr()
-
-    def start_osd(self, i: int) -> None:
-        self.ceph_cluster.start_osd(i)
-
-    def osd_up(self, i: int) -> bool | None:
-        return self.ceph_cluster.osd_up(i)
-
-    def osds_up_in(self) -> tuple[int, int]:
-        return self.ceph_cluster.osds_up_in()
-
-    def osd_device(self, i: int) -> str | None:
-        return self.ceph_cluster.osd_device(i)
-
-    def pgs_clean(self) -> bool:
-        return self.ceph_cluster.pgs_clean()
-
-    def health_checks(self) -> set[str]:
-        return self.ceph_cluster.health_checks()
-
-    def unsettled(self, settling_checks: frozenset[str]) -> str | None:
-        return self.ceph_cluster.unsettled(settling_checks)
-
-    def wait_pgs_clean(self, timeout: float, step: str) -> None:
-        self.ceph_cluster.wait_pgs_clean(timeout, step)
-
-    def pg_states(self) -> str:
-        return self.ceph_cluster.pg_states()
-
-    def loop_devices(self) -> dict[str, str]:
-        return self.mounts.loop_devices()
-
-    def replication_last(self, kind: str) -> tuple[float | None, float | None]:
-        return self.swift_cluster.replication_last(kind)
-
-    def wait_replication_pass(self, kind: str, after: float, step: str,
-                              timeout: float = 90) -> None:
-        self.swift_cluster.wait_replication_pass(kind, after, step, timeout)
-
-    def swift_server_answers(self, kind: str) -> bool:
-        return self.swift_cluster.server_answers(kind)
+        super().__init__(root, Ports(port_base), layout, release,
+                         system if system is not None else system_for(release, root))
 
     # ------------------------------------------------------------------ up
-    def known_daemons(self) -> list[str]:
-        """Every daemon this lab may run, in the order ``down`` stops them."""
-        names = ["sshd", "memcached", "swift-proxy", "swift-account", "swift-container",
-                 "swift-object", "rsyncd", "mgr.x"]
-        # a standby manager a test started (lab/scenarios/mgrmon.py), while its pid file is
-        if (self.run_dir / "ceph-mgr.y.pid").exists():
-            names.append("mgr.y")
-        names += [f"swift-{k}-replicator" for k in SWIFT_SERVERS]
-        # this layout's OSDs and any other OSD with a pid file here: a lab recreated with
-        # a layout of fewer OSDs must still stop the ones the old layout started
-        ids = set(range(self.n_osds))
-        for f in self.run_dir.glob("ceph-osd.*.pid"):
-            n = f.name.removeprefix("ceph-osd.").removesuffix(".pid")
-            if n.isdigit():
-                ids.add(int(n))
-        names += [f"osd.{i}" for i in sorted(ids)]
-        names.append("mon.a")
-        if self.read_state().get("alerts"):
-            names[:0] = list(ALERT_DAEMONS)
-        return names
-
     def up(self, progress: Progress | None = None, with_alerts: bool = False) -> float:
         """Bring the whole lab up from nothing; returns the seconds it took. With
         ``with_alerts``, also the alert chain (lab/alerts.py)."""

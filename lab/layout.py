@@ -21,6 +21,7 @@ SWIFT_DEVICE_HOST = {"d1": ("node1", "127.0.0.2"), "d2": ("node2", "127.0.0.3"),
                      "d3": ("node3", "127.0.0.4"), "d4": ("node1", "127.0.0.2")}
 SWIFT_USER = "test:tester"
 SWIFT_KEY = "testing"
+ALERT_DAEMONS = ("prometheus", "alertmanager")  # the alert chain's (lab/alerts.py)
 
 
 def layout_kinds(layout: str) -> tuple[str, ...]:

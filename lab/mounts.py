@@ -14,7 +14,7 @@ from lab.layout import SWIFT_DEVICE_HOST, SWIFT_DEVICES, host_of_osd
 from lab.procs import LabError, run
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.site import LabSite
 
 
 def mount_targets() -> list[str]:
@@ -80,7 +80,7 @@ def holders(*views: Path | str) -> dict[int, str]:
 class Mounts:
     """Loop devices and mounts of one lab."""
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(self, lab: LabSite) -> None:
         self.lab = lab
 
     def under_base(self) -> list[str]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from storage.procs import pid_alive
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.site import LabSite
 
 
 class LabError(Exception):
@@ -67,7 +67,7 @@ def cmdline(pid: int) -> str:
 class Procs:
     """The daemons of one lab, by name (``mon.a``, ``osd.1``, ``swift-object``, ...)."""
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(self, lab: LabSite) -> None:
         self.lab = lab
 
     def pidfile(self, name: str) -> Path:

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 from lab.layout import OSD_BLOCK_BYTES
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts
 
 
-def spare_image(lab: Lab, osd_id: int) -> Path:
+def spare_image(lab: LabParts, osd_id: int) -> Path:
     return lab.images / f"osd-{osd_id}.spare.block"
 
 
-def attach_spare(lab: Lab, osd_id: int) -> str:
+def attach_spare(lab: LabParts, osd_id: int) -> str:
     """A new empty disk for ``osd.N``: its loop device path."""
     img = spare_image(lab, osd_id)
     if not img.exists():
@@ -28,7 +28,7 @@ def attach_spare(lab: Lab, osd_id: int) -> str:
     return lab.mounts.attach(img, f"spare disk for osd.{osd_id}")
 
 
-def adopt_spare(lab: Lab, osd_id: int) -> str:
+def adopt_spare(lab: LabParts, osd_id: int) -> str:
     """After a replacement onto the spare: it becomes ``osd-N.block``; the old disk goes."""
     old = lab.images / f"osd-{osd_id}.block"
     spare = spare_image(lab, osd_id)
@@ -43,7 +43,7 @@ def adopt_spare(lab: Lab, osd_id: int) -> str:
     return dev
 
 
-def drop_spare(lab: Lab, osd_id: int) -> None:
+def drop_spare(lab: LabParts, osd_id: int) -> None:
     """A spare that was not used: detached and removed."""
     spare = spare_image(lab, osd_id)
     dev = lab.mounts.loop_for(spare)
@@ -52,11 +52,11 @@ def drop_spare(lab: Lab, osd_id: int) -> None:
     spare.unlink(missing_ok=True)
 
 
-def swift_spare_image(lab: Lab, device: str) -> Path:
+def swift_spare_image(lab: LabParts, device: str) -> Path:
     return lab.images / f"swift-{device}.spare.xfs"
 
 
-def attach_swift_spare(lab: Lab, device: str) -> str:
+def attach_swift_spare(lab: LabParts, device: str) -> str:
     """A new empty drive for Swift device ``device`` (no filesystem: the runbook makes it)."""
     from lab.swift import SWIFT_DEVICE_BYTES
 
@@ -66,7 +66,7 @@ def attach_swift_spare(lab: Lab, device: str) -> str:
     return lab.mounts.attach(img, f"spare drive for {device}")
 
 
-def adopt_swift_spare(lab: Lab, device: str) -> None:
+def adopt_swift_spare(lab: LabParts, device: str) -> None:
     """After a replacement onto the spare: it becomes ``swift-DEV.xfs`` (the image the
     lab's fstab and heals name); the old image goes."""
     old = lab.images / f"swift-{device}.xfs"
@@ -82,7 +82,7 @@ def adopt_swift_spare(lab: Lab, device: str) -> None:
     swift_spare_image(lab, device).rename(old)
 
 
-def adopt_xfs_spare(lab: Lab, osd_id: int, osd_uuid: str) -> None:
+def adopt_xfs_spare(lab: LabParts, osd_id: int, osd_uuid: str) -> None:
     """After an xfs OSD was rebuilt on the spare (an XFS with BlueStore's block as a file
     inside): the spare becomes ``osd-N.xfs`` (the image the lab's fstab and heals name);
     the old data image and the old block disk go; the lab's state gets the new uuid."""

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from lab.procs import run, wait
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts
 
 
-def up_sshd(lab: Lab) -> None:
+def up_sshd(lab: LabParts) -> None:
     """Keys, known_hosts, authorized_keys and sshd_config under ``ssh/``; sshd started."""
     step = "sshd"
     sd = lab.ssh_dir

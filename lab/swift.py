@@ -23,7 +23,9 @@ from lab.procs import LabError, run, wait
 from lab.swift_conf import SWIFT_REPLICATION_IP
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.mounts import Mounts
+    from lab.procs import Procs
+    from lab.site import LabSite
 
 SWIFT_PART_POWER = 9  # the seed's choice for 4 disks: 512 partitions, 384 replicas/disk
 SWIFT_DEVICE_BYTES = 320 * 1024**2
@@ -32,8 +34,10 @@ SWIFT_DEVICE_BYTES = 320 * 1024**2
 class SwiftCluster:
     """Create, start and ask the Swift daemons of one lab."""
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(self, lab: LabSite, procs: Procs, mounts: Mounts) -> None:
         self.lab = lab
+        self.procs = procs
+        self.mounts = mounts
 
     # ------------------------------------------------------------------ set up
     def up_memcached(self) -> None:
@@ -43,7 +47,7 @@ class SwiftCluster:
              str(lab.ports.memcached), "-U", "0", "-m", "64",
              "-P", str(lab.pids / "memcached.pid")], step)
         # 10 s proved short once: both labs of a run waited in vain at load ~10
-        wait(lambda: lab.pid("memcached") is not None, 30, step, "memcached")
+        wait(lambda: self.procs.pid("memcached") is not None, 30, step, "memcached")
 
     def ring_builder(self, kind: str, *args: str, step: str, check: bool = True) -> None:
         """``swift-ring-builder KIND.builder ARGS`` in swift_etc; exit 1 (a warning, the
@@ -59,9 +63,9 @@ class SwiftCluster:
         step = "swift devices and rings"
         for d in SWIFT_DEVICES:
             img = lab.images / f"swift-{d}.xfs"
-            lab.mounts.make_image(img, SWIFT_DEVICE_BYTES)
+            self.mounts.make_image(img, SWIFT_DEVICE_BYTES)
             run(["mkfs.xfs", "-q", "-f", "-L", d, str(img)], step)
-            lab.mounts.mount_image(img, lab.swift_node / d, step)
+            self.mounts.mount_image(img, lab.swift_node / d, step)
         for kind, port in (("object", lab.ports.object), ("container", lab.ports.container),
                            ("account", lab.ports.account)):
             self.ring_builder(kind, "create", str(SWIFT_PART_POWER), "3", "1", step=step)
@@ -103,7 +107,7 @@ class SwiftCluster:
             self.start_server(kind)
         wait(lambda: self.healthy() is True, 30, "swift",
              "the Swift proxy healthcheck", str(lab.log_dir / "swift-proxy.log"))
-        lab.procs.spawn("rsyncd", ["rsync", "--daemon", "--no-detach",
+        self.procs.spawn("rsyncd", ["rsync", "--daemon", "--no-detach",
                                    f"--config={lab.swift_etc / 'rsyncd.conf'}"],
                         "start rsyncd")
         t0 = time.time()
@@ -123,11 +127,11 @@ class SwiftCluster:
 
     # ------------------------------------------------------------------ daemons
     def start_server(self, kind: str) -> int:
-        return self.lab.procs.spawn(f"swift-{kind}", swift_conf.server_argv(self.lab, kind),
+        return self.procs.spawn(f"swift-{kind}", swift_conf.server_argv(self.lab, kind),
                                     f"start swift-{kind}-server")
 
     def start_replicator(self, kind: str) -> int:
-        return self.lab.procs.spawn(f"swift-{kind}-replicator",
+        return self.procs.spawn(f"swift-{kind}-replicator",
                                     swift_conf.server_argv(self.lab, kind, "replicator"),
                                     f"start swift-{kind}-replicator")
 
@@ -215,7 +219,7 @@ class SwiftCluster:
         each that started now, so recon's last pass counts no failures of the fault."""
         t0 = time.time()
         for kind in SWIFT_SERVERS:
-            if self.lab.pid(f"swift-{kind}-replicator") is None:
+            if self.procs.pid(f"swift-{kind}-replicator") is None:
                 self.start_replicator(kind)
         for kind in SWIFT_SERVERS:
             self.wait_replication_pass(kind, t0, step)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from lab.layout import SWIFT_KEY, SWIFT_SERVERS
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.site import LabSite
 
 # replicators run as daemons (a pass every few seconds) so replication age stays small on a
 # healthy lab; `swift-replication-stalled` stops one of them while objects change
@@ -30,7 +30,7 @@ SWIFT_CONF_TEXT = ("[swift-hash]\nswift_hash_path_suffix = stordoc-lab\n"
                    "name = Policy-0\ndefault = yes\n")
 
 
-def rsyncd_conf(lab: Lab) -> str:
+def rsyncd_conf(lab: LabSite) -> str:
     """A DB replicator sends a whole DB a primary lacks by rsync (objects go by ssync):
     one daemon for the lab's devices, on the replication address and the lab's port."""
     mods = "".join(f"""
@@ -51,7 +51,7 @@ log file = {lab.log_dir / 'rsyncd.log'}
 {mods}"""
 
 
-def server_conf(lab: Lab, kind: str, port: int) -> str:
+def server_conf(lab: LabSite, kind: str, port: int) -> str:
     p = lab.system.daemon_path
     return f"""[DEFAULT]
 bind_ip = 0.0.0.0
@@ -90,7 +90,7 @@ rsync_module = rsync://{SWIFT_REPLICATION_IP}:{lab.ports.rsync}/{kind}
 """
 
 
-def proxy_conf(lab: Lab) -> str:
+def proxy_conf(lab: LabSite) -> str:
     return f"""[DEFAULT]
 bind_ip = 127.0.0.1
 bind_port = {lab.ports.proxy}
@@ -130,7 +130,7 @@ use = egg:swift#proxy_logging
 """
 
 
-def server_argv(lab: Lab, kind: str, role: str = "server") -> list[str]:
+def server_argv(lab: LabSite, kind: str, role: str = "server") -> list[str]:
     """``swift-KIND-ROLE CONF -v`` (``-v``: log to stdout, not syslog); ``kind`` is a
     storage server or ``proxy``, ``role`` ``server`` or ``replicator``."""
     conf = lab.swift_etc / f"{kind}-server.conf"
@@ -138,7 +138,7 @@ def server_argv(lab: Lab, kind: str, role: str = "server") -> list[str]:
                             "-v"])
 
 
-def start_script(lab: Lab, role: str) -> str:
+def start_script(lab: LabSite, role: str) -> str:
     """The lab's ``swift_server_start`` (role ``server``) or ``swift_replicator_start``
     (``replicator``): start one storage server's daemon detached, with the pid file
     ``lab down`` stops it by."""

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from storage.ceph.client import CephClient, CephUnreachable
-from storage.ceph.settle import read_pg_settle, settle_to_json, worth_comparing
+from storage.ceph.parse_settle import settle_to_json, worth_comparing
+from storage.ceph.settle import read_pg_settle
 from storage.rados_bench import RadosBenchOutput as RadosBenchOutput
 from storage.rados_bench import parse_rados_bench as parse_rados_bench
 from storage.rados_bench import parse_rados_bench_row as parse_rados_bench_row

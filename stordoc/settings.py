@@ -13,6 +13,7 @@ tables); the names used elsewhere are importable from here.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tomllib
@@ -37,6 +38,11 @@ DEFAULT_PATHS = (
     Path.home() / ".config" / "stordoc" / "config.toml",
     Path("/etc/stordoc/config.toml"),
 )
+# The running default lab, as a pointer file {"config": PATH, "pid": MON_PID}: written by
+# `stordoc lab up` and removed by `stordoc lab down` (stordoc/commands/lab.py, the one door
+# into lab/; the product never imports the lab). /run is emptied at boot, and a pointer
+# whose monitor is gone is not followed.
+LAB_POINTER = Path("/run/stordoc/lab.json")
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -86,17 +92,37 @@ def _read(p: Path) -> Settings:
 
 def running_lab_config() -> Path | None:
     """The config of a default lab that runs now (``stordoc lab up`` without --dir)."""
-    import lab.core as labcore
-
-    if not (Path(labcore.DEFAULT_DIR) / "lab.json").is_file():
+    try:
+        data = json.loads(read_text(LAB_POINTER, 4096))
+        config, pid = Path(str(data["config"])), int(data["pid"])
+    except (OSError, FileRefused, ValueError, TypeError, KeyError, UnicodeDecodeError):
+        return None
+    if pid <= 0 or not config.is_file():
         return None
     try:
-        lab = labcore.Lab(labcore.DEFAULT_DIR)
-        if lab.config_path.is_file() and lab.pid("mon.a"):
-            return lab.config_path
-    except OSError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return None
-    return None
+    except PermissionError:
+        pass  # alive, another user's
+    return config
+
+
+def announce_lab(config: Path, mon_pid: int, pointer: Path | None = None) -> None:
+    """Say where a running default lab's config is (best effort: a lab still runs
+    without it, ``--config`` then names its config)."""
+    pointer = pointer or LAB_POINTER
+    try:
+        pointer.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        tmp = pointer.with_name(pointer.name + ".tmp")
+        tmp.write_text(json.dumps({"config": str(config), "pid": mon_pid}))
+        tmp.replace(pointer)
+    except OSError:
+        pass
+
+
+def forget_lab(pointer: Path | None = None) -> None:
+    (pointer or LAB_POINTER).unlink(missing_ok=True)
 
 
 def _say(line: str) -> None:

@@ -1,10 +1,10 @@
 """What the TUI needs from the rest of stordoc, as one small protocol.
 
-The App takes a ``Backend`` in its constructor (harlequin-style), so tests inject a real
-lab ``Env`` (``EnvBackend``: the application service, ``stordoc.service``) or captured
-data (``SnapshotBackend``: the real check engine run on a snapshot built from captured
-JSON). Every method may block: the App calls them only from thread workers, never on the
-event loop. The adapter only turns the service's objects into what the screens draw.
+The App takes a ``Backend`` in its constructor (harlequin-style): a real ``Env``
+(``EnvBackend``: the application service, ``stordoc.service``), a saved snapshot
+(``tui.saved.SavedSnapshotBackend``), or in tests a double (``SnapshotBackend``,
+tests/support/tui_backend.py). Every method may block: the App calls them only from thread
+workers, never on the event loop. The adapter only turns the service's objects into what the screens draw.
 """
 
 from __future__ import annotations
@@ -12,19 +12,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from checks.engine import CheckReport
-from checks.incidents import correlate
-from checks.model import Finding
-from checks.mutable import mute_refusal
 from checks.outcome import CheckOutcome
 from runbooks.bench.model import Progress as BenchProgress
 from runbooks.model import EventKind, RunEvent
 from storage.audit import AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
-from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
 from stordoc.env import Env
 from stordoc.service import Service
@@ -286,105 +281,3 @@ class EnvBackend:
 
     def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]:
         return [r.to_row() for r in self.service.actions.bench_history(cluster, limit)]
-
-
-@dataclass
-class SnapshotBackend:
-    """Captured data: every refresh returns the same snapshot and report.
-
-    Used by snapshot tests and the benchmarks (a synthetic 10,000-OSD cluster). With
-    ``work`` set, refresh also spends that many seconds of real CPU (re-running the
-    checks) so the keystroke benchmark measures the UI while a refresh really runs.
-    """
-
-    snapshot: ClusterSnapshot
-    findings: tuple[Finding, ...] = ()
-    cluster_target: ClusterTarget | None = None
-    history_rows: list[CheckRun] = field(default_factory=list)
-    audit_rows: list[AuditRun] = field(default_factory=list)
-    bench_rows: list[dict[str, Any]] = field(default_factory=list)
-    audit_step_rows: dict[int, list[AuditStep]] = field(default_factory=dict)
-    work: float = 0.0
-    fresh: bool = False  # each refresh returns a new snapshot object (new taken_at)
-    calls: int = 0
-    mutes: list[tuple[str, str | None, float, str]] = field(default_factory=list)
-
-    def clusters(self) -> Sequence[str]:
-        return [self.snapshot.cluster]
-
-    def target(self, cluster: str) -> ClusterTarget | None:
-        return self.cluster_target
-
-    def refresh(self, cluster: str) -> CheckOutcome:
-        self.calls += 1
-        t0 = time.monotonic()
-        n = 0
-        while time.monotonic() - t0 < self.work:
-            # real work in Python (holds the GIL like a collector's JSON parsing would)
-            n += sum(1 for o in (self.snapshot.ceph.osds if self.snapshot.ceph else ())
-                     if o.up)
-        snap = self.snapshot
-        if self.fresh:
-            snap = replace(snap, taken_at=snap.taken_at + self.calls)
-        report = CheckReport(snap.cluster, self.findings, snap.taken_at, 0.0, ())
-        # grouped like a live check; next steps are not planned on captured data
-        return CheckOutcome(snap, report, None, None, 0.0, 0.0,
-                            correlate(report.findings, snap))
-
-    def runbooks(self) -> Sequence[str]:
-        return []
-
-    def plan(self, cluster: str, runbook: str, target: str,
-             options: Mapping[str, Any] | None = None) -> ActionPlan:
-        raise ActionRefused("captured data: runbooks cannot run against it")
-
-    def follow(self, cluster: str, runbook: str, on_line: Callable[[str, bool], None],
-               cancel: threading.Event) -> None:
-        """Captured data: nothing runs, so nothing to follow."""
-
-    def mute(self, cluster: str, code: str, entity: str | None, for_s: float,
-             reason: str) -> str:
-        """Captured data: mutes hide findings in this session only."""
-        refused = mute_refusal(code)
-        if refused:
-            raise ActionRefused(refused)
-        if not reason.strip():
-            raise ActionRefused("a mute needs a reason")
-        self.mutes.append((code, entity, for_s, reason))
-        self.findings = tuple(f for f in self.findings
-                              if not (f.code == code and entity in (None, f.entity)))
-        return f"muted {code} {entity or '(all)'} (captured data: this session only)"
-
-    def execute(self, cluster: str, plan: ActionPlan, on_event: LogSink,
-                cancel: threading.Event) -> RunView:
-        raise ActionRefused("captured data: runbooks cannot run against it")
-
-    def history(self, cluster: str, limit: int = 50) -> list[CheckRun]:
-        return self.history_rows[:limit]
-
-    def alert_stream(self, limit: int = 20) -> list[AlertPost]:
-        return []
-
-    def findings_of(self, run_id: int) -> list[FindingRecord]:
-        return [FindingRecord(i, run_id, self.snapshot.cluster, f.code, f.severity.label,
-                              f.entity, f.message, dict(f.evidence), f.runbook, f.target,
-                              f.since) for i, f in enumerate(self.findings, 1)]
-
-    def audit(self, cluster: str, limit: int = 50) -> list[AuditRun]:
-        return self.audit_rows[:limit]
-
-    def audit_steps(self, run_id: int) -> list[AuditStep]:
-        return list(self.audit_step_rows.get(run_id, ()))
-
-    def bench_available(self) -> bool:
-        return True
-
-    def bench_plan(self, cluster: str, kind: str, options: Mapping[str, Any]) -> ActionPlan:
-        raise ActionRefused("captured data: benchmarks cannot run against it")
-
-    def bench_run(self, cluster: str, plan: ActionPlan, on_progress: ProgressSink,
-                  cancel: threading.Event) -> BenchView:
-        raise ActionRefused("captured data: benchmarks cannot run against it")
-
-    def bench_history(self, cluster: str, limit: int = 20) -> list[dict[str, Any]]:
-        return self.bench_rows[:limit]

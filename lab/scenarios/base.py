@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from lab.layout import SWIFT_DEVICES, SWIFT_SERVERS
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 
 @dataclass(frozen=True)

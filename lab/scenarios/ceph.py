@@ -9,7 +9,7 @@ from lab.procs import wait
 from lab.scenarios.base import OSD_ANY, OSD_RAW, OSD_XFS, OUT, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 CACHE_BASE_POOL = "lab-base"
 CACHE_POOL = "lab-cache"

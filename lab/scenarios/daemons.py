@@ -17,7 +17,7 @@ from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 from storage.procs import pid_alive
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 
 def _proc_state(pid: int) -> str:

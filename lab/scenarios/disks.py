@@ -15,7 +15,7 @@ from lab.procs import LabError, run, wait
 from lab.scenarios.base import DEVICE, OSD_ANY, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 UMOUNT_S = 60.0  # a Swift daemon walking the device holds it for a moment at most
 PATIENCE_S = 10.0  # then the lab's own daemons holding it are stopped (and started again)

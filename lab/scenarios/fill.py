@@ -17,7 +17,7 @@ from lab.procs import LabError, wait
 from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 LAB_NEARFULL = 0.85
 

@@ -19,7 +19,7 @@ from lab.procs import LabError, wait
 from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 FLAPS = 4
 STUCK_POOL = "lab-stuck"

@@ -10,7 +10,7 @@ from lab.procs import LabError, run, wait
 from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 STANDBY_MGR = "y"
 # the lab's own line (lab/ceph.py's ceph.conf), put back by the heal: not Ceph's 30

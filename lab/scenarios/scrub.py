@@ -17,7 +17,7 @@ from lab.procs import LabError, run, wait
 from lab.scenarios.base import FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 POOL = "rbd"  # the lab's own pool: no new pool (a pool of few PGs is a finding)
 OBJECT = "stordoc-lab-scrub"

@@ -17,7 +17,7 @@ from lab.procs import run, wait
 from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 LOAD = "slow-load"  # the background bench's pid file name
 POOL = "rbd"  # the lab's own pool: no new pool (a pool of few PGs is a finding)

@@ -15,7 +15,7 @@ from lab.procs import LabError
 from lab.scenarios.base import DEVICE, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 SWIFT_FILL_FILE = "stordoc-lab-fill"  # at the device's root: no Swift daemon reads it
 SWIFT_FILL_TO = 0.85  # above the default warn (0.80), below crit (0.90)

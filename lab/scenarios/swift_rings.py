@@ -11,7 +11,7 @@ from lab.scenarios.base import MODE, SERVER, FaultArgs, Scenario
 from lab.swift_conf import SWIFT_REPLICATION_IP
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 # swift-replication-lost: the ring's replication address for every device, somewhere no
 # lab replicator finds itself (as after a ring built for a replication network the hosts

@@ -10,7 +10,7 @@ from lab.procs import wait
 from lab.scenarios.base import SERVER, FaultArgs, Scenario
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 ASYNC_CONTAINER = "stordoc-lab-async"
 ASYNC_OBJECTS = 40  # x 3 replicas = 120 async pendings, above the default warn (100)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.settle import judge_pgs, states_of
+from runbooks.bench.measure import latency_summary, series_from_buckets
 from runbooks.bench.model import BenchOptions, BenchResult, Progress, fingerprint_fields
-from runbooks.bench.stats import latency_summary, series_from_buckets
 from runbooks.model import Refused, RunContext
 from storage.ceph import settle_from_json
 from storage.rados_io import RawRun, client_host

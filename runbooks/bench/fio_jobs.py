@@ -20,9 +20,9 @@ import time
 from collections.abc import Mapping, Sequence
 
 from runbooks.bench.clients import STAGE_RE, Fleet, Launched
+from runbooks.bench.measure import fio_steadystate_options
 from runbooks.bench.model import MIB
 from runbooks.bench.rbd import MODES
-from runbooks.bench.stats import fio_steadystate_options
 from runbooks.model import Refused
 from storage.ssh_forward import ForwardRefused, SocketForward
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from runbooks.bench.clients import Fleet, Launched
 from runbooks.bench.common import Session
+from runbooks.bench.measure import steady_reached
 from runbooks.bench.model import BenchResult, fingerprint_fields
-from runbooks.bench.stats import steady_reached
 
 POLL_S = 0.25
 MARGIN_S = 60.0  # a phase's commands may run this much past their planned length

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runbooks.bench.common import Session, result_from_raw
+from runbooks.bench.measure import MIB, steady_reached
 from runbooks.bench.model import BenchResult, fingerprint_fields, human_size
-from runbooks.bench.stats import MIB, steady_reached
 from runbooks.model import Refused
 from storage.rados_io import (
     OBJ_PREFIX,

@@ -12,9 +12,10 @@ from runbooks.bench import limits as limits_mod
 from runbooks.bench import multi as multi_mod
 from runbooks.bench import osdperf
 from runbooks.bench.common import BenchLimits, ClusterNotSettled, limits_of
+from runbooks.bench.measure import steady_line
 from runbooks.bench.model import BenchOptions, BenchResult
 from runbooks.bench.run import BenchReport, run_bench
-from runbooks.bench.stats import Comparison, compare_groups, steady_line
+from runbooks.bench.stats import Comparison, compare_groups
 from runbooks.model import Refused, RunContext
 from storage.benchstore import BenchStore
 

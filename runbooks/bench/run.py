@@ -17,9 +17,10 @@ from runbooks.bench import rados as rados_mod
 from runbooks.bench import rbd as rbd_mod
 from runbooks.bench import swift as swift_mod
 from runbooks.bench.common import BenchLimits, Session, limits_of, new_group_id
+from runbooks.bench.measure import steady_state
 from runbooks.bench.model import BenchOptions, BenchResult, Progress
 from runbooks.bench.planning import LOCK_TARGET, BenchPlan, connect_fleet, plan_bench
-from runbooks.bench.stats import Comparison, steady_state
+from runbooks.bench.stats import Comparison
 from runbooks.model import Refused, RunContext
 from storage.audit import Audit, LockHeld
 from storage.benchstore import BenchStore

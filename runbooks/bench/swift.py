@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runbooks.bench.common import Session, result_from_raw
+from runbooks.bench.measure import latency_summary
 from runbooks.bench.model import BenchOptions, BenchResult, human_size
-from runbooks.bench.stats import latency_summary
 from runbooks.bench.swift_container import (
     MARK_HEADER,
     auth,

@@ -2,7 +2,8 @@
 ``parse`` / ``parse_daemons`` / ``parse_config`` (pure JSON -> typed parts, for every
 release stordoc knows), ``state`` (``build_state``: raw JSON -> ``CephState``),
 ``collect`` (which commands, required or optional, what a failure means),
-``settle`` (have the PGs reported on the current osdmap: osdmaptool) and ``captures``
+``parse_settle`` / ``settle`` (have the PGs reported on the current osdmap: the pure rule,
+and getting the answers through osdmaptool) and ``captures``
 (raw JSON to and from a directory).
 
 The names the rest of stordoc uses are importable from ``storage.ceph``.
@@ -51,23 +52,21 @@ from storage.ceph.parse_daemons import (
     parse_version_string,
     parse_versions,
 )
-from storage.ceph.settle import (
+from storage.ceph.parse_settle import (
     OSDMAP_PGS,
     PGS_BRIEF,
     OsdmapPgs,
     PgReport,
     Placement,
-    SettleUnavailable,
     compare,
     parse_osdmaptool_pgs,
     parse_pgs_brief,
-    read_osdmap_pgs,
-    read_pg_settle,
     settle_from_json,
     settle_from_raw,
     settle_to_json,
     worth_comparing,
 )
+from storage.ceph.settle import SettleUnavailable, read_osdmap_pgs, read_pg_settle
 from storage.ceph.state import DEFAULT_MON_MAX_PG_PER_OSD, build_state
 from storage.model.ceph import PgSettle, SettleMethod
 

@@ -35,13 +35,8 @@ from storage.ceph.parse_osdlog import (
 )
 from storage.ceph.parse_pgquery import MAX_PG_QUERIES, blocked_candidates
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_pg_ls
-from storage.ceph.settle import (
-    OSDMAP_PGS,
-    PGS_BRIEF,
-    SettleUnavailable,
-    read_osdmap_pgs,
-    worth_comparing,
-)
+from storage.ceph.parse_settle import OSDMAP_PGS, PGS_BRIEF, worth_comparing
+from storage.ceph.settle import SettleUnavailable, read_osdmap_pgs
 from storage.ceph.state import build_state
 from storage.model import CephState
 from storage.targets import CephTarget

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from storage.ceph.parse import as_int, as_list, as_map
-from storage.ceph.settle import parse_pgs_brief
+from storage.ceph.parse_settle import parse_pgs_brief
 from storage.model.slowops import OsdOps, SlowOp, SlowPing, SlowState
 
 # how many ops of each list an OSD's answer keeps (a busy OSD has thousands in flight)

@@ -41,7 +41,7 @@ from storage.ceph.parse_ops import PING_CODES, parse_laggy, parse_slow
 from storage.ceph.parse_osdlog import LOG_FLAPS, MAP_FLAPS, parse_flaps, parse_map_flaps
 from storage.ceph.parse_pgquery import parse_pg_blocks
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_scrub
-from storage.ceph.settle import PGS_BRIEF, settle_from_raw
+from storage.ceph.parse_settle import PGS_BRIEF, settle_from_raw
 from storage.model import (
     CephState,
     CephVersions,

@@ -1,4 +1,9 @@
-"""``stordoc lab``: bring a real Ceph + Swift + SSH lab up on this machine, break and heal it."""
+"""``stordoc lab``: bring a real Ceph + Swift + SSH lab up on this machine, break and heal it.
+
+The one door from the product into ``lab/`` (tests/unit/test_import_layers.py): no other
+product module imports the lab; a running default lab's config reaches the settings as
+the pointer file this command writes (``stordoc.settings.LAB_POINTER``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import errno
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stordoc.argtypes import int_range
@@ -112,6 +118,22 @@ def _lab(args: argparse.Namespace) -> Lab:
                release=getattr(args, "release", None))
 
 
+def _is_default(lab: Lab) -> bool:
+    from lab import DEFAULT_DIR
+
+    return lab.base == Path(DEFAULT_DIR).resolve()
+
+
+def _announce(lab: Lab) -> None:
+    """The default lab tells the product where its config is (stordoc.settings reads the
+    pointer: the product never imports the lab)."""
+    from stordoc.settings import announce_lab
+
+    pid = lab.pid("mon.a")
+    if _is_default(lab) and pid:
+        announce_lab(lab.config_path, pid)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from lab import LabError
 
@@ -132,6 +154,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         console.print(f"[bold red]lab up failed:[/] {e}")
         return ExitStatus.FAILED
     console.print(f"[green]lab up[/] in {took:.1f}s; config: {lab.config_path}")
+    _announce(lab)
     _print_status(console, lab.status())
     return ExitStatus.OK
 
@@ -175,6 +198,10 @@ def cmd_down(args: argparse.Namespace) -> int:
 
     console = term_of(args).out
     lab = _lab(args)
+    if _is_default(lab):
+        from stordoc.settings import forget_lab
+
+        forget_lab()
     try:
         res = lab.down()
     except LabError as e:

@@ -24,6 +24,7 @@ from stordoc.commands.common import env_from_args
 
 if TYPE_CHECKING:
     from bot.alerts import AlertDesk
+    from bot.app import StordocBot
     from checks.outcome import CheckOutcome
     from stordoc.env import Env
     from stordoc.service.app import Service
@@ -198,7 +199,8 @@ def _next_deadline(env: Env, cluster: str) -> float | None:
         return None
 
 
-def _desk(env: Env, cluster: str, no_slack: bool) -> AlertDesk | None:
+def _bot(env: Env, cluster: str, no_slack: bool) -> StordocBot | None:
+    """A post-only bot for the cluster's channel (its ``desk`` posts), or None."""
     if no_slack or not env.settings.slack.bot_token.resolve():
         return None
     if cluster not in env.settings.slack.channels.values():
@@ -207,27 +209,28 @@ def _desk(env: Env, cluster: str, no_slack: bool) -> AlertDesk | None:
         return None
     from bot.server import build_bot
 
-    return build_bot(env, post_only=True).desk
+    return build_bot(env, post_only=True)
 
 
 def run(args: argparse.Namespace) -> int:
     env = env_from_args(args)
     try:
         cluster = env.cluster_name(args.cluster)
-        desk = _desk(env, cluster, args.no_slack)
+        bot = _bot(env, cluster, args.no_slack)
         stop = threading.Event()
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
             from stordoc.service import Service
 
-            loop(Service(env), cluster, args.every, stop, env.term.line, desk, args.count,
+            loop(Service(env), cluster, args.every, stop, env.term.line,
+                 bot.desk if bot is not None else None, args.count,
                  warn=env.term.note)
         except KeyboardInterrupt:
             env.term.out.print(f"{stamp()} {cluster}: watch stopped")
         finally:
             signal.signal(signal.SIGTERM, old)
-            if desk is not None:
-                desk.bot.close()
+            if bot is not None:
+                bot.close()
     finally:
         env.close()
     return 0

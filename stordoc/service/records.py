@@ -21,7 +21,7 @@ from stordoc.settings_model import SettingsError
 __all__ = ["AlertPost", "AuditRun", "AuditStep", "CheckRun", "FindingRecord", "Mute",
            "MuteRefused", "Records", "UnknownCode", "known_code"]
 
-ALERT_TABLE = "alert_threads"  # written by the bot's alert desk (bot/alerts.py)
+ALERT_TABLE = "alert_threads"  # written by the bot's alert desk (bot/alerts/__init__.py)
 
 
 class MuteRefused(Exception):

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(300)
 from lab import Lab
 from runbooks.bench import api
 from runbooks.bench.api import BenchOptions, Refused
-from runbooks.bench.stats import steady_state
+from runbooks.bench.measure import steady_state
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 from tests.support.cli import cli
 from tests.support.labtools import config_with_journal

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import lab.core as lab_mod
 import stordoc.settings as settings_mod
 from lab import Lab
 from storage.audit import Audit
@@ -95,12 +94,16 @@ def test_a_running_default_labs_config_is_found(lab: Lab, tmp_path: Path,
     monkeypatch.delenv("STORDOC_CONFIG", raising=False)
     monkeypatch.setattr(settings_mod, "DEFAULT_PATHS",
                         (None, tmp_path / "none.toml", tmp_path / "none2.toml"))
-    monkeypatch.setattr(lab_mod, "DEFAULT_DIR", str(lab.base))
+    # the pointer `stordoc lab up` writes for the default lab (stordoc/commands/lab.py)
+    monkeypatch.setattr(settings_mod, "LAB_POINTER", tmp_path / "run" / "lab.json")
+    pid = lab.pid("mon.a")
+    assert pid
+    settings_mod.announce_lab(lab.config_path, pid)
     assert main(["locks"]) == 0
     err = capsys.readouterr().err
     assert f"using the running lab's config {lab.config_path}" in err
-    # no lab at the default place: the error names what to do, not a bare 'lab up'
-    monkeypatch.setattr(lab_mod, "DEFAULT_DIR", str(tmp_path / "no-lab"))
+    # no lab announced: the error names what to do, not a bare 'lab up'
+    settings_mod.forget_lab()
     assert main(["locks"]) == 64
     err = capsys.readouterr().err
     assert "no config file" in err and "--config" in err

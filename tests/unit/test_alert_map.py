@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.alert_payload import AmAlert, AmPayload, related
+from bot.alerts.payload import AmAlert, AmPayload, related
 from checks import alert_map as am
 from checks.alert_rules import BY_NAME, RULES, SOURCES
 from checks.catalog import finding_codes

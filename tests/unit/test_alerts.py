@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot import grammar as g
-from bot.alert_payload import _epoch
 from bot.alerts import (
     AmPayload,
     Refused,
@@ -26,6 +25,7 @@ from bot.alerts import (
     entities_of,
     parse_payload,
 )
+from bot.alerts.payload import _epoch
 from lab.alerts import CEPH_RULES, lab_rules
 from stordoc.settings import AlertSettings, Secret, SettingsError, parse_settings
 from tests.support.fake_slack import BotHarness, all_text

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from runbooks.bench import clients as C
+from runbooks.bench.measure import fio_steadystate_options, steady_reached
 from runbooks.bench.model import BenchResult
 from runbooks.bench.multi import LiveSeries, aggregate_fields, clients_line, slowest
 from runbooks.bench.rados import from_last_row
-from runbooks.bench.stats import fio_steadystate_options, steady_reached
 from runbooks.model import Refused, RunContext
 from storage.journal import Journal
 from storage.rados_io import parse_rados_bench

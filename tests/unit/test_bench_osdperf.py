@@ -123,7 +123,7 @@ def _series(ops: list[float], partial_tail: bool = True) -> list[dict]:
 
 
 def test_steady_state_found_after_a_ramp_and_named_from_its_second() -> None:
-    from runbooks.bench.stats import steady_line, steady_state
+    from runbooks.bench.measure import steady_line, steady_state
 
     st = steady_state(_series([10, 100, 400, 800, 1000, 1010, 995, 1005]))
     assert st["reached"] is True and st["from_s"] == 5  # seconds 5-7: 1000, 1010, 995
@@ -132,7 +132,7 @@ def test_steady_state_found_after_a_ramp_and_named_from_its_second() -> None:
 
 
 def test_steady_state_not_reached_on_a_climb_and_too_short_to_tell() -> None:
-    from runbooks.bench.stats import steady_line, steady_state
+    from runbooks.bench.measure import steady_line, steady_state
 
     st = steady_state(_series([100, 200, 300, 400, 500, 600]))
     assert st["reached"] is False and st["slope_pct"] > 2
@@ -144,7 +144,7 @@ def test_steady_state_not_reached_on_a_climb_and_too_short_to_tell() -> None:
 
 @given(st.lists(st.floats(min_value=0, max_value=1e12), max_size=40))
 def test_steady_state_never_raises_and_is_consistent(ops: list[float]) -> None:
-    from runbooks.bench.stats import steady_line, steady_state
+    from runbooks.bench.measure import steady_line, steady_state
 
     got = steady_state(_series(ops))
     assert got["reached"] in (True, False, None)

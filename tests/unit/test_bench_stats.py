@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from runbooks.bench.measure import latency_summary, series_from_buckets, steady
 from runbooks.bench.stats import (
     FASTER,
     INCONCLUSIVE,
@@ -14,10 +15,7 @@ from runbooks.bench.stats import (
     SLOWER,
     compare_groups,
     compare_metric,
-    latency_summary,
-    series_from_buckets,
     state_changes,
-    steady,
 )
 
 

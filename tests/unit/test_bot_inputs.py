@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.alert_payload import Refused, parse_payload
+from bot.alerts.payload import Refused, parse_payload
 from bot.server import HttpServer, malformed
 from bot.wsgi import MAX_DEPTH, depth
 from stordoc.settings import AlertSettings, Secret, parse_settings

@@ -96,7 +96,8 @@ def test_slack_and_tui_refuse_too(h) -> None:  # type: ignore[no-untyped-def]  #
     h.wait_post("cannot be muted", ("chat.postEphemeral",))
     assert list_mutes(h.env.journal, "lab") == []
 
-    from tui.backend import ActionRefused, SnapshotBackend
+    from tests.support.tui_backend import SnapshotBackend
+    from tui.backend import ActionRefused
 
     b = SnapshotBackend(_dead_mon())
     with pytest.raises(ActionRefused, match="cannot be muted"):

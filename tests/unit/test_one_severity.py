@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from bot.render_alerts import alert_incident_blocks
-from bot.render_findings import SEV_ICON, incident_blocks
+from bot.alerts.messages import alert_incident_blocks
+from bot.render.findings import SEV_ICON, incident_blocks
 from checks.model import Severity
 from tests.unit.test_cli_80x24 import _escalated
 

@@ -30,6 +30,7 @@ from storage.ceph import (
     load_raw_dir,
     parse_osdmaptool_pgs,
     parse_pgs_brief,
+    parse_settle,
     read_osdmap_pgs,
     read_pg_settle,
     save_raw_dir,
@@ -39,7 +40,7 @@ from storage.ceph import (
 )
 from storage.ceph import settle as settle_mod
 from storage.ceph.client import CephCommandError
-from storage.ceph.settle import osdmap_pgs_from_json
+from storage.ceph.parse_settle import osdmap_pgs_from_json
 from tests.unit.settle_fixtures import SETTLE, settle_of, settle_raw
 
 NOW = 1_795_705_900.0
@@ -193,13 +194,13 @@ def test_osdmaptool_text_round_trips(pools: dict[int, dict[int, Placement]],
     assert dict(m.pgs) == want and m.incomplete() is None
     assert osdmap_pgs_from_json(json.loads(json.dumps(m.to_json()))) == m
     # the manager reporting exactly the map: every PG reported; one moved: not
-    reports = [settle_mod.PgReport(k, "active+clean", v) for k, v in want.items()]
+    reports = [parse_settle.PgReport(k, "active+clean", v) for k, v in want.items()]
     assert compare(m, reports) == (len(want), ())
     if reports:
         r0 = reports[0]
         moved = Placement(r0.placement.up + (99,), r0.placement.up_primary,
                           r0.placement.acting, r0.placement.acting_primary)
-        assert compare(m, [settle_mod.PgReport(r0.pgid, "x", moved)] + reports[1:])[1] == (
+        assert compare(m, [parse_settle.PgReport(r0.pgid, "x", moved)] + reports[1:])[1] == (
             r0.pgid,)
 
 
@@ -209,7 +210,7 @@ def test_osdmaptool_parser_never_raises_on_text(text: str) -> None:
     m = parse_osdmaptool_pgs(text)
     m.incomplete()
     for pgid in m.pgs:
-        assert settle_mod.canonical_pgid(pgid) == pgid
+        assert parse_settle.canonical_pgid(pgid) == pgid
 
 
 @given(json_junk, json_junk, json_junk, json_junk)
@@ -236,7 +237,7 @@ def test_pgs_brief_entries_of_any_shape(entries: list[dict[str, Any]]) -> None:
     got = parse_pgs_brief({"pg_ready": True, "pg_stats": entries})
     assert got is not None and len(got) <= len(entries)
     for r in got:
-        assert settle_mod.canonical_pgid(r.pgid) == r.pgid and r.state
+        assert parse_settle.canonical_pgid(r.pgid) == r.pgid and r.state
 
 
 # --------------------------------------------------------------------------- collector

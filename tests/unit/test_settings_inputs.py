@@ -6,6 +6,8 @@ Each is exit 64 and one line from the CLI."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,25 @@ def test_empty_config_settings_are_errors_not_another_cluster(
     assert load_settings(None, notice=lambda _: None).source == str(lab)  # unset: fallback
     r = cli(None, "check", env={"STORDOC_CONFIG": ""}, timeout=300, columns=None)
     assert r.returncode == 64 and "STORDOC_CONFIG is set but empty" in r.stderr
+
+
+def test_a_running_labs_config_is_found_through_its_pointer_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product never imports the lab: `stordoc lab up` leaves a pointer, and a pointer
+    whose monitor is gone (or that is garbage) is not followed."""
+    pointer = tmp_path / "run" / "lab.json"
+    monkeypatch.setattr(settings_mod, "LAB_POINTER", pointer)
+    config = tmp_path / "stordoc.toml"
+    config.write_text(f'journal = "{tmp_path / "j.db"}"\n')
+    assert settings_mod.running_lab_config() is None  # no pointer
+    settings_mod.announce_lab(config, os.getpid())
+    assert settings_mod.running_lab_config() == config
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    settings_mod.announce_lab(config, int(dead.stdout))
+    assert settings_mod.running_lab_config() is None  # its monitor is gone
+    pointer.write_text("not json")
+    assert settings_mod.running_lab_config() is None
+    settings_mod.announce_lab(config, os.getpid())
+    settings_mod.forget_lab()
+    assert not pointer.exists() and settings_mod.running_lab_config() is None

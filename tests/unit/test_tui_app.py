@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 
 from checks.model import Finding, Severity
 from tests.support.tui import pilot_wait, settle, sync
+from tests.support.tui_backend import SnapshotBackend
 from tests.unit.test_tui_data import (
     TAKEN_AT,
     audit,
@@ -24,7 +25,6 @@ from tests.unit.test_tui_data import (
 )
 from tui import screens as S
 from tui.app import StordocApp
-from tui.backend import SnapshotBackend
 from tui.table import VirtualTable
 
 SIZE = (150, 40)

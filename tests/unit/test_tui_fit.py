@@ -21,6 +21,7 @@ from rich.text import Text
 from runbooks.model import EventKind, RunEvent
 from stordoc.service.actions import ActionPlan, PlanKind
 from tests.support.tui import pilot_wait, settle, sync
+from tests.support.tui_backend import SnapshotBackend
 from tests.unit.test_tui_app import make_app
 from tests.unit.test_tui_data import (
     audit,
@@ -32,7 +33,7 @@ from tests.unit.test_tui_data import (
     target,
 )
 from tui import screens as S
-from tui.backend import LogSink, RunView, SnapshotBackend, log_line
+from tui.backend import LogSink, RunView, log_line
 from tui.table import VirtualTable
 
 SMALL = (80, 24)

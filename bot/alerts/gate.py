@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bot.alert_payload import AmPayload, Refused, parse_payload
+from bot.alerts.payload import AmPayload, Refused, parse_payload
 from bot.wsgi import drain
 
-log = logging.getLogger("stordoc.bot.alerts")  # the name it had in bot/alerts.py
+log = logging.getLogger("stordoc.bot.alerts")  # the name it had in bot/alerts/__init__.py
 PATH = "/alertmanager"
 MAX_BODY = 1024 * 1024  # Alertmanager sends every alert of a group: 200 alerts fit well
 _BEARER_RE = re.compile(r"Bearer ([\x21-\x7e]{8,512})")

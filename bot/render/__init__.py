@@ -1,14 +1,14 @@
 """Block Kit rendering: data in, Slack messages out, every one checked against Slack's limits.
 
 Handlers return data (findings, snapshots, plans) and call these; the work lives in
-``render_blocks`` (primitives, limits, pagination), ``render_findings`` (findings,
-incidents, ``health``), ``render_cluster`` (OSDs, pools, cache tiers, rings) and
-``render_runs`` (check runs, audit rows, plans). This module is the one name importers use.
+``blocks`` (primitives, limits, pagination), ``findings`` (findings,
+incidents, ``health``), ``cluster`` (OSDs, pools, cache tiers, rings) and
+``runs`` (check runs, audit rows, plans). This module is the one name importers use.
 """
 
 from __future__ import annotations
 
-from bot.render_blocks import (
+from bot.render.blocks import (
     MAX_ACTION_VALUE,
     MAX_BLOCKS,
     MAX_BUTTON_TEXT,
@@ -38,7 +38,7 @@ from bot.render_blocks import (
     validate_blocks,
     validate_message,
 )
-from bot.render_cluster import (
+from bot.render.cluster import (
     cache_reply,
     osd_reply,
     osd_tree_reply,
@@ -46,7 +46,7 @@ from bot.render_cluster import (
     ring_reply,
     server_lines,
 )
-from bot.render_findings import (
+from bot.render.findings import (
     SEV_ICON,
     SEV_TITLE,
     VERDICT_ICON,
@@ -59,7 +59,7 @@ from bot.render_findings import (
     health_reply,
     incident_blocks,
 )
-from bot.render_runs import (
+from bot.render.runs import (
     history_reply,
     mute_line,
     mutes_reply,

@@ -10,8 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.render_blocks import Reply, esc, header, paginate, sections_of
-from bot.render_findings import TokenFn, finding_blocks
+from bot.render.blocks import Reply, esc, header, paginate, sections_of
+from bot.render.findings import TokenFn, finding_blocks
 from checks.model import Finding
 from storage.model import CephState, SwiftState
 from stordoc.fmt import human_age

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from bot.grammar_words import NAME_RE, GrammarError, show, suggest
+from bot.grammar.words import NAME_RE, GrammarError, show, suggest
 
 # Numbers from chat are ASCII digits with fixed bounds: no inf/nan/exponent, no Unicode
 # digits (int() takes them, `\d` matches them), nothing that overflows a float or a C int.

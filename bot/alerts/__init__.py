@@ -1,17 +1,17 @@
 """Alerts in, diagnosis out: the desk that posts incidents from Alertmanager and watch mode.
 
-A page starts with an alert, not with a command. ``AlertGate`` (``alert_gate``) takes
-Alertmanager's v4 webhook in front of everything else and ``alert_payload`` validates it;
+A page starts with an alert, not with a command. ``AlertGate`` (``gate``) takes
+Alertmanager's v4 webhook in front of everything else and ``payload`` validates it;
 ``AlertDesk.accept`` then checks the cluster and its channel (else a 4xx and nothing
 posted), and ``AlertDesk`` runs the check and posts one message per incident into the
 cluster's channel: the alert's name, stordoc's root cause and evidence, the next step
-with its Fix button (``render_alerts``). The same incident is never posted twice while it
+with its Fix button (``messages``). The same incident is never posted twice while it
 is open: another alert about it, a repeat delivery of a group, or watch mode
-(``alert_watch``) seeing it again add a line to that message's thread; when the alert
+(``watch``) seeing it again add a line to that message's thread; when the alert
 resolves (or watch mode sees the incident gone) the thread says so, with what stordoc saw
-clear. Threads live in the journal (``alert_threads``), deliveries are deduplicated by a
+clear. Threads live in the journal (``threads``), deliveries are deduplicated by a
 hash of the group key, status and the alerts' fingerprints (``bot_requests``), so a
-restart or a retry posts nothing new. Silences go through ``alertmanager_api``.
+restart or a retry posts nothing new. Silences go through ``alertmanager``.
 """
 
 from __future__ import annotations
@@ -19,14 +19,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot import render as r
-from bot.alert_gate import MAX_BODY, PATH, AlertGate
-from bot.alert_payload import (
+from bot.alerts.alertmanager import AlertmanagerApi, AlertmanagerError, rfc3339
+from bot.alerts.gate import MAX_BODY, PATH, AlertGate
+from bot.alerts.messages import alert_incident_blocks, alert_quiet_blocks, silence_actions
+from bot.alerts.payload import (
     AmAlert,
     AmPayload,
     Refused,
@@ -38,18 +40,21 @@ from bot.alert_payload import (
     parse_payload,
     related,
 )
-from bot.alert_threads import AlertThread, AlertThreads
-from bot.alert_watch import present, sync
-from bot.alertmanager_api import AlertmanagerApi, AlertmanagerError, rfc3339
-from bot.render_alerts import alert_incident_blocks, alert_quiet_blocks, silence_actions
+from bot.alerts.threads import AlertThread, AlertThreads
+from bot.alerts.watch import present, sync
 from bot.slack_retry import is_slack_failure
 from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
 
 if TYPE_CHECKING:
-    from bot.app import StordocBot
+    from slack_sdk import WebClient
+
+    from bot.redact import Redactor
+    from bot.slack_retry import SlackTrouble
+    from bot.store import BotStore
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
+    from stordoc.service import Service
 
 __all__ = [
     "MAX_BODY", "PATH", "AlertConfig", "AlertDesk", "AlertGate", "AlertThread", "AlertmanagerApi",
@@ -86,10 +91,34 @@ class AlertConfig:
 
 # --------------------------------------------------------------------------- desk
 
+class Pacer(Protocol):
+    def wait(self, channel: str) -> None: ...
+
+
+class DeskHost(Protocol):
+    """What the desk needs of the bot that holds it (``bot.core.BotCore`` is one): the
+    desk is a part of the bot and never imports the module that assembles it."""
+
+    backend: Service
+    store: BotStore
+    client: WebClient
+    redactor: Redactor
+    trouble: SlackTrouble
+    ttl: int
+
+    @property
+    def throttle(self) -> Pacer: ...
+
+    def submit(self, fn: Callable[..., None], *args: Any, pool: ThreadPoolExecutor | None = None,
+               what: str = "answers") -> None: ...
+
+    def scrub(self, obj: Any) -> Any: ...
+
+
 class AlertDesk:
     """Posts incidents into cluster channels, once each, and follows them in threads."""
 
-    def __init__(self, bot: StordocBot, channels: Mapping[str, str],
+    def __init__(self, bot: DeskHost, channels: Mapping[str, str],
                  config: AlertConfig | None = None) -> None:
         self.bot = bot
         self.config = config or AlertConfig()
@@ -268,7 +297,7 @@ class AlertDesk:
         threading.Thread(target=run, name="stordoc-alert-follow", daemon=True).start()
 
     def sync(self, cluster: str, out: CheckOutcome) -> tuple[int, int]:
-        """Watch mode (``bot.alert_watch.sync``): post new incidents, close gone ones."""
+        """Watch mode (``bot.alerts.watch.sync``): post new incidents, close gone ones."""
         return sync(self, cluster, out)
 
     def held(self, cluster: str, inc: Incident, why: str) -> bool:
@@ -296,7 +325,7 @@ class AlertDesk:
         ch = self.channel_of[cluster]
         self.bot.throttle.wait(ch)
         # the fallback text notifies (mrkdwn: `<!channel>` would ping): escaped
-        m = r.Message(text=r.clip(r.esc(title), 300), blocks=self.bot._scrub(blocks))
+        m = r.Message(text=r.clip(r.esc(title), 300), blocks=self.bot.scrub(blocks))
         m.text = self.bot.redactor.text(m.text)
         r.validate_message(m)
         resp = self.bot.client.chat_postMessage(channel=ch, text=m.text, blocks=m.blocks)

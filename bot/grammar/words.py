@@ -3,7 +3,7 @@
 Slack text is hostile input. Nothing here is ever handed to a shell: every token must
 match a narrow pattern and becomes an int or a known spelling, else a ``GrammarError``
 with a suggestion instead of a guess. The parser (``bot.grammar``) and the bench options
-(``bot.grammar_bench``) are built from these.
+(``bot.grammar.bench``) are built from these.
 """
 
 from __future__ import annotations

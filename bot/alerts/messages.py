@@ -9,12 +9,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from bot.render_blocks import Block, button, clip, context, esc, header, section
-from bot.render_findings import SEV_ICON, evidence_line
+from bot.render.blocks import Block, button, clip, context, esc, header, section
+from bot.render.findings import SEV_ICON, evidence_line
 from checks.model import Severity
 
 if TYPE_CHECKING:
-    from bot.alert_payload import AmPayload
+    from bot.alerts.payload import AmPayload
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
 

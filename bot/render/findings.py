@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bot.render_blocks import (
+from bot.render.blocks import (
     MAX_SECTION,
     MAX_TEXT,
     Block,

@@ -9,15 +9,33 @@ threads of incidents stordoc no longer sees are closed with a "resolved" line.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from bot.render_blocks import esc
+from bot.render.blocks import esc
 from checks.incidents import run_of
 from checks.model import Severity, Verdict
 
 if TYPE_CHECKING:
-    from bot.alerts import AlertDesk
+    import threading
+
+    from bot.alerts.threads import AlertThread, AlertThreads
+    from bot.render.blocks import Block
+    from checks.incidents import Incident
     from checks.outcome import CheckOutcome
+
+
+class WatchDesk(Protocol):
+    """What watch mode needs of the alert desk (``bot.alerts.AlertDesk``, which calls it)."""
+
+    threads: AlertThreads
+
+    def lock(self, cluster: str) -> threading.Lock: ...
+    def held(self, cluster: str, inc: Incident, why: str) -> bool: ...
+    def incident_blocks(self, cluster: str, inc: Incident, why: str) -> list[Block]: ...
+    def open_thread(self, key: str, cluster: str, incident: str, title: str,
+                    blocks: list[Block], group: str) -> None: ...
+    def reply(self, th: AlertThread, text: str) -> None: ...
+    def close_thread(self, th: AlertThread) -> None: ...
 
 
 def present(out: CheckOutcome) -> set[str]:
@@ -27,7 +45,7 @@ def present(out: CheckOutcome) -> set[str]:
                                             for f in out.report.muted}
 
 
-def sync(desk: AlertDesk, cluster: str, out: CheckOutcome) -> tuple[int, int]:
+def sync(desk: WatchDesk, cluster: str, out: CheckOutcome) -> tuple[int, int]:
     """Post incidents not posted yet, close threads of incidents gone.
     Returns (opened, closed). An unreachable cluster closes nothing: not seeing an
     incident is not seeing it clear."""

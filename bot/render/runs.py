@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.render_blocks import (
+from bot.render.blocks import (
     Block,
     Reply,
     button,

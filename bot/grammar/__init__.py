@@ -9,8 +9,8 @@ Two stages: ``parse`` checks syntax only (no cluster needed); ``check_osd``,
 ``check_name`` and ``resolve_cluster`` check names against what the cluster really has
 (OSD ids, pools, findings) once a snapshot exists.
 
-The words (tokens, OSDs, targets, entities) live in ``grammar_words``, the command types
-and their usage in ``grammar_commands``, ``bench`` options in ``grammar_bench``; this
+The words (tokens, OSDs, targets, entities) live in ``words``, the command types
+and their usage in ``commands``, ``bench`` options in ``bench``; this
 module is the parser and the checks against a cluster, and the one name importers use.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from bot.grammar_bench import (
+from bot.grammar.bench import (
     BENCH_KEYS,
     MAX_BENCH_SECONDS,
     MAX_BENCH_SIZE,
@@ -27,7 +27,7 @@ from bot.grammar_bench import (
     bench_option,
     bench_options,
 )
-from bot.grammar_commands import (
+from bot.grammar.commands import (
     ACTING,
     COMMANDS,
     USAGE,
@@ -52,7 +52,7 @@ from bot.grammar_commands import (
     Silences,
     Unmute,
 )
-from bot.grammar_words import (
+from bot.grammar.words import (
     CODE_RE,
     DEVICE_RE,
     MAX_TEXT,
