@@ -279,3 +279,9 @@ def headline(cluster: str, verdict_: Verdict, incidents: Sequence[Incident],
     more = (f" (+{len(incidents) - 1} more incident{'s' if len(incidents) > 2 else ''})"
             if len(incidents) > 1 else "")
     return f"{verdict} {cluster}: {incidents[0].headline}{more}"
+
+
+def alarming(inc: Incident, runs: Sequence[RecentRun] = ()) -> bool:
+    """Whether an incident is an alarm for people (watch's OPEN line, the bot's thread):
+    above INFO and not the doing of a stordoc run (``run_of``)."""
+    return inc.severity > Severity.INFO and run_of(inc, runs) is None

@@ -9,6 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+# imported with the Env, in the main thread, before collect() starts its thread pool:
+# Swift's eventlet must not arrive first in a worker (tests/unit/test_cli_startup.py)
+from storage.collect import collect
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
@@ -89,8 +92,6 @@ class Env:
     def collect(self, target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
         """Read a cluster (Ceph, Swift, the hosts over SSH): the one place a check reaches
         it, so a test or a benchmark gives its own snapshot by overriding this."""
-        from storage.collect import collect
-
         return collect(target, host_facts=host_facts)
 
     def sweep_expired(self, cluster: str, source: str = "cli") -> list[str]:

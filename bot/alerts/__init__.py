@@ -76,13 +76,11 @@ class AlertConfig:
     quiet_min_severity: Severity = Severity.CRIT
 
     def quiet(self, severity: Severity, now: float | None = None) -> bool:
-        """True when an incident of ``severity`` must wait for the end of quiet hours."""
-        if not self.quiet_hours or severity >= self.quiet_min_severity:
-            return False
-        a, b = (int(x[:2]) * 60 + int(x[3:]) for x in self.quiet_hours.split("-"))
-        t = time.gmtime(time.time() if now is None else now)
-        m = t.tm_hour * 60 + t.tm_min
-        return (a <= m < b) if a <= b else (m >= a or m < b)
+        """True when an incident of ``severity`` must wait for the end of quiet hours
+        (the rule: ``stordoc.service.quiet``)."""
+        from stordoc.service.quiet import held_in_quiet_hours
+
+        return held_in_quiet_hours(severity, self.quiet_hours, self.quiet_min_severity, now)
 
     def label_value(self, cluster: str) -> str:
         """The label value that names ``cluster`` in alerts (the mapping's, else its name)."""

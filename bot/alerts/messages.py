@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from bot.render.blocks import Block, button, clip, context, esc, header, section
 from bot.render.findings import SEV_ICON, evidence_line
-from checks.model import Severity
+from checks.model import Verdict
 
 if TYPE_CHECKING:
     from bot.alerts.payload import AmPayload
@@ -53,9 +53,8 @@ def alert_quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome,
                        no_data: str = "") -> list[Block]:
     """An alert stordoc's check explains with no incident: say what the check saw (and,
     for an alert stordoc has no data for here, why: ``checks.alert_map``)."""
-    worst = max((f.severity for f in out.report.findings), default=None)
     n = len(out.incidents)
-    seen = ("no finding" if worst is None else
+    seen = ("no finding" if not out.report.findings else
             f"{n} incident{'s' if n != 1 else ''}, none about this alert" if n else
             f"{len(out.report.findings)} findings, none grouped as an incident")
     summary = p.commonAnnotations.get("summary") or p.alerts[0].annotations.get("summary", "")
@@ -65,7 +64,7 @@ def alert_quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome,
         txt = f"_{esc(clip(summary, 300))}_\n" + txt
     if no_data:
         txt += f"\nNo data for it here: {esc(clip(no_data, 300))}."
-    if worst is not None and worst >= Severity.WARN:
+    if out.report.verdict >= Verdict.WARN:  # the engine's verdict, not one made here
         txt += f"\nRun `health {cluster}` for the findings."
     blocks.append(section(txt))
     return blocks

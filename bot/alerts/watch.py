@@ -12,8 +12,8 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from bot.render.blocks import esc
-from checks.incidents import run_of
-from checks.model import Severity, Verdict
+from checks.incidents import alarming
+from checks.model import Verdict
 
 if TYPE_CHECKING:
     import threading
@@ -58,7 +58,7 @@ def sync(desk: WatchDesk, cluster: str, out: CheckOutcome) -> tuple[int, int]:
             # a stordoc run's own doing (its flag, PGs settling after it) and INFO
             # incidents are no alarm: not posted (the watch prints one RUN line)
             key = f"{cluster}|{inc.id}"
-            if inc.severity <= Severity.INFO or run_of(inc, out.snapshot.runs) is not None:
+            if not alarming(inc, out.snapshot.runs):
                 continue
             if desk.threads.get(key) is None and not desk.held(cluster, inc, "watch"):
                 desk.open_thread(key, cluster, inc.id, f"{inc.root.entity} {inc.root.code} on "

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checks.incidents import run_of
-from checks.model import Severity, Verdict
+from checks.incidents import alarming, run_of
+from checks.model import Verdict
 from stordoc.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 
@@ -81,7 +81,7 @@ def changes(seen: Seen, out: CheckOutcome) -> list[str]:
                 names[run.id] = run.name
                 did.setdefault(run.id, []).append(what)
             continue
-        if inc.severity > Severity.INFO:
+        if alarming(inc):  # the run's doing was handled above
             now[inc.id] = _line(inc)
     seen.runs |= set(did)
     runs = [f"{stamp()} {c} RUN {names[r]} {'; '.join(w)}" for r, w in did.items()]

@@ -128,7 +128,9 @@ class Inspector:
             os.path.expanduser(env.settings.journal)) else None
         target = cs.target(cluster)
         thresholds = env.settings.thresholds_for(cluster)
+        t0 = time.monotonic()
+        snap = env.collect(target, host_facts)
         return run_check(target, thresholds, cs.muted, env.journal if record else None,
                          only=only, host_facts=host_facts, source=source,
-                         mutes_from=mutes_from, collector=env.collect,
+                         mutes_from=mutes_from, collected=(snap, time.monotonic() - t0),
                          planning=planning_context(cluster, target, thresholds))

@@ -10,7 +10,7 @@ The journal is read and written here, never by a check."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 
 from checks.engine import CheckReport, run_checks
@@ -103,8 +103,7 @@ def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
               mutes_from: Journal | None = None,
               mute_rules: Iterable[tuple[str, str | None]] | None = None,
               now: float | None = None, planning: RunContext | None = None,
-              collector: Callable[[ClusterTarget, bool], ClusterSnapshot] | None = None
-              ) -> CheckOutcome:
+              collected: tuple[ClusterSnapshot, float] | None = None) -> CheckOutcome:
     """One check, in order. ``journal`` records the run; ``mutes_from`` (default: the
     same journal) only reads the mutes with expiry, so a check that is not recorded still
     honours them. ``snapshot``: judge that one instead of collecting (a saved snapshot:
@@ -112,12 +111,15 @@ def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
     ``mute_rules`` are mutes given directly (a snapshot's), ``now`` the moment the checks
     judge ages against (a snapshot's time; default: the clock). ``planning``: the
     context the incidents' next steps are planned in (none: no next steps).
-    ``collector``: how the cluster is read (``Env.collect``; default ``storage.collect``)."""
+    ``collected``: the live snapshot the caller read (``Env.collect``) and the seconds it
+    took; default: collect here (``storage.collect``)."""
     t0 = time.monotonic()
+    live = snapshot is None
     if snapshot is not None:
         snap = snapshot
-    elif collector is not None:
-        snap = collector(target, host_facts)
+    elif collected is not None:
+        snap, took = collected
+        t0 -= took
     else:
         snap = collect(target, host_facts=host_facts)
     t1 = time.monotonic()
@@ -128,7 +130,7 @@ def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
         snap = with_swift_history(snap, hist, target.name, th.swift_history_window_s)
     rules: list[tuple[str, str | None]] = list(mute_rules or ())
     mj = mutes_from or journal
-    if mj is not None and snapshot is None:  # a live check: what stordoc just changed
+    if mj is not None and live:  # a live check: what stordoc just changed
         snap = with_recent_runs(snap, mj, target.name, th.pg_settle_window_s)
         snap = with_changes_and_fill(snap, mj, target.name)
     if mj is not None:  # mutes with expiry (storage/mutes.py): an expired one no longer matches
@@ -141,7 +143,7 @@ def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
         if hist is not None and snap.swift is not None:
             hist.record(target.name, snap.swift.collected_at, recon_samples(snap.swift),
                         th.swift_history_window_s)
-        if snapshot is None:
+        if live:
             record_fill(journal, target.name, snap)
         run_id = _record(journal, target.name, report, t1 - t0, snap.host_facts_collected,
                          source)
