@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.incident_keys import FindingIndex, ceph_code, swift_server_kind
+from checks.incident_keys import FindingIndex, ceph_code, fold_code, swift_server_kind
 from checks.incident_rules import RULES as RULES
 from checks.incident_rules import Rule
 from checks.model import Finding, Severity, Verdict
@@ -160,7 +160,7 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
 
 
 def _folds(rule: Rule, f: Finding) -> bool:
-    return f.code in rule.fold_any or ceph_code(f) in rule.fold_any
+    return f.code in rule.fold_any or fold_code(f) in rule.fold_any
 
 
 def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) -> \
@@ -199,7 +199,7 @@ def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) 
                         take.add(j)
             cons = [todo[j] for j in sorted(take)]
             used |= take
-            folded |= {ceph_code(f) or f.code for f in cons if _folds(rule, f)}
+            folded |= {fold_code(f) or f.code for f in cons if _folds(rule, f)}
             incidents.append(_make(root, cons))
     # what no rule claims: one incident per entity (a pool's settings, a ring), worst
     # first; one code on every server of a Swift kind (quarantines grew on each) is one
