@@ -478,6 +478,7 @@ def _pg_unfound(rp: Replay) -> None:
     assert f"pg {pgid} has 8 unfound objects" in dmg.message and dmg.runbook is None
     assert "pg-repair cannot help" in dmg.message
     assert unf.evidence["unfound_pgs"][0]["all_probed"] is True
+    assert inc.impact.startswith(f"8 objects unfound in pg {pgid} (reads of them wait); ")
 
 
 DETAILS: dict[str, Callable[[Replay], None]] = {
