@@ -272,7 +272,7 @@ class Commands(Actions):
         """``plan``/``fix RUNBOOK TARGET``: the plan; ``fix`` adds Confirm/Cancel."""
         self._check_target(cluster, cmd.runbook, cmd.target)
         return self.plan_reply(where, cluster, cmd.runbook, cmd.target,
-                               buttons=isinstance(cmd, g.Fix))
+                               buttons=isinstance(cmd, g.Fix), options=dict(cmd.options))
 
     def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
         """``fix CODE [TARGET]``: a fresh check, then stordoc.service.fixes' one rule;

@@ -151,8 +151,11 @@ MAP: Mapping[str, AlertMapping] = {
     "CephPGsUnclean": AlertMapping(("PG_DEGRADED", "OBJECT_MISPLACED"),
                                    (*_PGS, *_OSD_DOWN_ROOTS, "OSD_UP_OUT", "PGS_SETTLING"),
                                    "pool", "osd", (*_OSD_DOWN_FIX, "osd-in")),
-    "CephPGsDamaged": AlertMapping(("PG_DAMAGED", "OSD_SCRUB_ERRORS"), ("PG_INCONSISTENT",),
-                                   "", "pg", ("pg-repair",)),
+    # damaged: an inconsistent PG, or objects unfound (their newest copies on an OSD that
+    # is down: pg-unfound), explained by that OSD (checks.ceph_codes folds it in there)
+    "CephPGsDamaged": AlertMapping(("PG_DAMAGED", "OSD_SCRUB_ERRORS"),
+                                   ("PG_INCONSISTENT", *_OSD_DOWN_ROOTS), "", "pg",
+                                   ("pg-repair", *_OSD_DOWN_FIX)),
     "CephPGRecoveryAtRisk": AlertMapping(("PG_RECOVERY_FULL",), _FULL, "", "osd", _FULL_FIX),
     "CephPGUnavilableBlockingIO": AlertMapping(("PG_AVAILABILITY",),
                                                (*_PGS, *_OSD_DOWN_ROOTS), "", "pg",
@@ -205,8 +208,8 @@ MAP: Mapping[str, AlertMapping] = {
     "PrometheusJobMissing": AlertMapping(no_data=(
         "Prometheus has no scrape job 'ceph': its own configuration, nothing in the cluster "
         "explains it")),
-    "CephObjectMissing": AlertMapping(("OBJECT_UNFOUND",), ("PG_STUCK",), "", "pg",
-                                      ("pg-mark-unfound-lost",)),
+    "CephObjectMissing": AlertMapping(("OBJECT_UNFOUND",), ("PG_STUCK", *_OSD_DOWN_ROOTS),
+                                      "", "pg", ("pg-mark-unfound-lost", *_OSD_DOWN_FIX)),
     "CephDaemonCrash": AlertMapping(("RECENT_CRASH",), ("OSD_DAEMON_CRASHED", "DAEMON_CRASHED"),
                                     "", "daemon", ("crash-archive", "daemon-restart")),
     # RBD mirroring, NVMe-oF gateways (Reef)

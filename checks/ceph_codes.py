@@ -136,25 +136,49 @@ def _recent_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explaine
         since=min(stamps) if stamps else None)
 
 
+_UNFOUND_STATES = frozenset({"recovery_unfound", "backfill_unfound"})
+_UNFOUND_N_RE = re.compile(r", (\d+) unfound\b")
+
+
 def _pg_damaged(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """Inconsistent PGs point to PG_INCONSISTENT and pg-repair; PGs damaged because
+    objects are unfound (``pg 3.0 is active+recovery_unfound+..., acting [1], 8 unfound``,
+    seen on the Reef and Pacific labs) are OBJECT_UNFOUND's: pg-repair cannot help them,
+    and the finding folds into the incident that explains the unfound objects."""
     pgs = []
+    unfound = []
     osds: dict[int, None] = {}
     for line in hc.detail:
         m = _PG_RE.search(line)
         if m:
-            pgs.append({"pgid": m.group(1), "state": m.group(2)})
+            pg = {"pgid": m.group(1), "state": m.group(2)}
+            if _UNFOUND_STATES & set(m.group(2).split("+")):
+                n = _UNFOUND_N_RE.search(line)
+                unfound.append({**pg, "unfound": int(n.group(1)) if n else None})
+                continue
+            pgs.append(pg)
             for x in (m.group(3) or "").split(","):
                 if x.strip().isdigit():
                     osds[int(x)] = None
     names = [f"osd.{i}" for i in osds]
+    lost = ("; ".join(f"pg {u['pgid']} has "
+                      + (f"{u['unfound']} unfound objects" if u["unfound"] is not None
+                         else "unfound objects") + f" ({u['state']})" for u in unfound)
+            + ": not a bad copy (pg-repair cannot help); see OBJECT_UNFOUND for where they "
+            "might be and the options") if unfound else ""
+    if unfound and not pgs:
+        return Explained(f"{hc.summary}: {lost}",
+                         {"pgs": [], "unfound_pgs": unfound[:50], "manual": lost,
+                          "fold_as": "OBJECT_UNFOUND"})
     first = pgs[0]["pgid"] if pgs else "PGID"
     manual = (f"PG_INCONSISTENT names each PG's bad copy (from `rados list-inconsistent-obj "
               f"{first}`); `stordoc fix pg-repair {first}` repairs it where one copy is bad "
               "and the others agree")
     return Explained(
-        f"{len(pgs)} damaged PG(s) on {_where(st, names) or 'unknown OSDs'}: {manual}",
+        f"{len(pgs)} damaged PG(s) on {_where(st, names) or 'unknown OSDs'}: {manual}"
+        + (f"; {lost}" if lost else ""),
         {"pgs": pgs[:50], "osds": sorted(osds), "hosts": _osd_hosts(st, names),
-         "manual": manual})
+         "manual": manual, **({"unfound_pgs": unfound[:50]} if unfound else {})})
 
 
 def _scrub_errors(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:

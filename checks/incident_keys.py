@@ -32,6 +32,14 @@ def ceph_code(f: Finding) -> str | None:
     return str(c) if c else None
 
 
+def fold_code(f: Finding) -> str | None:
+    """The code a finding folds in as: Ceph's own, or the one its explainer says it is
+    part of (``fold_as``: Ceph's PG_DAMAGED of PGs whose objects are unfound is
+    OBJECT_UNFOUND's, not an inconsistent PG's)."""
+    c = ceph_code(f)
+    return str(f.evidence.get("fold_as") or c) if c else None
+
+
 def _detail_lines(f: Finding) -> list[str]:
     d = f.evidence.get("detail") or ()
     return [str(x) for x in d] if isinstance(d, (list, tuple)) else []
@@ -163,9 +171,8 @@ class FindingIndex:
                 for v in vals:
                     self.by.setdefault((scope, v), []).append(i)
             self.by_code.setdefault(f.code, []).append(i)
-            cc = ceph_code(f)
-            if cc:
-                self.by_code.setdefault(cc, []).append(i)
+            for cc in {ceph_code(f), fold_code(f)} - {None}:
+                self.by_code.setdefault(str(cc), []).append(i)
 
     def related(self, scope: str, root: int) -> list[int]:
         """Findings sharing a key of ``scope`` with the root, in their original order."""

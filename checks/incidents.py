@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checks.incident_keys import FindingIndex, ceph_code, swift_server_kind
+from checks.incident_keys import FindingIndex, ceph_code, fold_code, swift_server_kind
 from checks.incident_rules import RULES as RULES
 from checks.incident_rules import Rule
 from checks.model import Finding, Severity, Verdict
@@ -121,6 +121,19 @@ def _scrub_impact(root: Finding) -> str:
             f"{', '.join(f'osd.{o}' for o in bad) or 'an unnamed OSD'}); I/O served")
 
 
+def _unfound_impact(cons: Sequence[Finding]) -> str:
+    """``8 objects unfound in pg 5.0 (reads of them wait); `` when Ceph's OBJECT_UNFOUND
+    folded in: data is at stake, not only redundancy."""
+    for c in cons:
+        if ceph_code(c) == "OBJECT_UNFOUND":
+            pgs = [p for p in c.evidence.get("unfound_pgs") or () if isinstance(p, dict)]
+            n = sum(int(p.get("num_unfound") or 0) for p in pgs)
+            if n:
+                where = ", ".join(f"pg {p.get('pgid')}" for p in pgs[:3])
+                return f"{n} objects unfound in {where} (reads of them wait); "
+    return ""
+
+
 def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
     if root.code == "PGS_SETTLING" and settling(root):
         return _settling_impact(root, cons)
@@ -128,10 +141,11 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
     if root.code == "PG_INCONSISTENT":
         return sev, _scrub_impact(root)
     blocking, unclean = pg_impact([root, *cons])
+    lost = _unfound_impact(cons)
     if blocking:
-        return Severity.CRIT, f"{blocking} PGs inactive: client I/O blocked"
+        return Severity.CRIT, f"{lost}{blocking} PGs inactive: client I/O blocked"
     if unclean:
-        return sev, f"{unclean} PGs short of copies or moving (I/O still served)"
+        return sev, f"{lost}{unclean} PGs short of copies or moving (I/O still served)"
     codes = {root.code: root, **{c.code: c for c in cons}}
     kind = swift_server_kind(root)
     if kind is not None:
@@ -160,7 +174,7 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
 
 
 def _folds(rule: Rule, f: Finding) -> bool:
-    return f.code in rule.fold_any or ceph_code(f) in rule.fold_any
+    return f.code in rule.fold_any or fold_code(f) in rule.fold_any
 
 
 def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) -> \
@@ -199,7 +213,7 @@ def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) 
                         take.add(j)
             cons = [todo[j] for j in sorted(take)]
             used |= take
-            folded |= {ceph_code(f) or f.code for f in cons if _folds(rule, f)}
+            folded |= {fold_code(f) or f.code for f in cons if _folds(rule, f)}
             incidents.append(_make(root, cons))
     # what no rule claims: one incident per entity (a pool's settings, a ring), worst
     # first; one code on every server of a Swift kind (quarantines grew on each) is one

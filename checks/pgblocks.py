@@ -168,16 +168,31 @@ def explain_unfound(hc: HealthCheck, st: CephState) -> Explained:
     if not pgs:
         return Explained(f"{hc.summary}: query the PG (`ceph pg P list_unfound`)",
                          {"unfound_pgs": []})
+    def lost(i: int) -> bool:
+        return bool((o := st.osd(i)) is not None and o.lost_at)
+
+    def where(osd: int, status: str) -> str:
+        if status == "osd is down":
+            return f"osd.{osd} (down" + (", marked lost)" if lost(osd) else ")")
+        return f"osd.{osd} ({status})"
+
     lines = []
     for b in pgs:
-        might = ", ".join(f"osd.{m.osd} {m.status}" for m in b.might_have_unfound) or \
+        might = ", ".join(where(m.osd, m.status) for m in b.might_have_unfound) or \
             "no other OSD"
         lines.append(f"pg {b.pgid}: {b.num_unfound} unfound, might be on {might}")
     down = sorted({m.osd for b in pgs for m in b.might_have_unfound
                    if m.status == "osd is down"})
-    wait = (f"start {', '.join(f'osd.{i}' for i in down)} (costs nothing but time: the "
-            f"objects come back; Ceph will not mark them lost before that OSD is started or "
-            f"marked lost with `ceph osd lost N`)" if down else "no OSD left to wait for")
+    names = ", ".join(f"osd.{i}" for i in down)
+    if down and all(lost(i) for i in down):  # Ceph has given up on it: it may still start
+        wait = (f"start {names} if its disk can still be read (costs nothing but time: the "
+                f"objects come back)")
+    elif down:
+        wait = (f"start {names} (costs nothing but time: the objects come back; Ceph will "
+                f"not mark them lost before that OSD is started or marked lost with `ceph "
+                f"osd lost N`)")
+    else:
+        wait = "no OSD left to wait for"
     options = (f"options: {wait}; `ceph pg P mark_unfound_lost revert` (each object rolls "
                f"back to its previous version, newer writes are lost; a new object is "
                f"forgotten) or `... delete` (the objects are gone); both need two people "

@@ -67,8 +67,10 @@ class PgMarkUnfoundLost(Runbook):
         pgid = canonical_pgid(target)
         mode = str(d.options.get("mode") or "")
         if mode not in MODES:
-            raise InvalidRequest(f"{NAME} needs -o mode=revert or -o mode=delete "
-                                 f"(revert: previous versions; delete: forget them)")
+            raise InvalidRequest(
+                (f"{NAME} mode {mode!r} is not one of" if mode else f"{NAME} needs a mode:")
+                + " revert (previous versions) or delete (forget them): --mode revert "
+                "(-o mode=revert) in the CLI, `fix pg-mark-unfound-lost PG revert` in Slack")
         pool_id, seed = int(pgid.split(".")[0]), int(pgid.split(".")[1], 16)
         pool = ceph.pool_by_id(pool_id)
         if pool is None or seed >= pool.pg_num:
@@ -102,8 +104,10 @@ class PgMarkUnfoundLost(Runbook):
                         might_have_unfound=[f"osd.{m.osd} {m.status}"
                                             for m in block.might_have_unfound],
                         second_person_required=True)
+        slack = d.ctx.source == "slack"  # the Confirm button is the second person there
         code = approval_code(d.ctx.cluster, pgid, mode, block.num_unfound, d.ctx.user)
-        d.params["approval_code_of_planner"] = code
+        if not slack:
+            d.params["approval_code_of_planner"] = code
         d.warnings.append(
             f"{block.num_unfound} objects of pg {pgid} will be "
             + ("rolled back to their previous versions (newer writes lost; new objects "
@@ -113,6 +117,8 @@ class PgMarkUnfoundLost(Runbook):
                 f"{', '.join(f'osd.{i}' for i in down)} might have had them and is marked "
                 f"lost: if it can still start, starting it instead costs nothing but time")
         d.warnings.append(
+            f"two people: another operator than {d.ctx.user} must press Confirm (whatever "
+            f"the cluster's two-person setting)" if slack else
             f"two people: approval code of {d.ctx.user} for this plan: {code} (the one "
             f"who runs it gives --approved-by {d.ctx.user} --approval {code})")
 
@@ -139,7 +145,7 @@ def check_approval(cluster: str, plan_params: dict[str, object], runner: str,
     person approved it: the CLI's gate (the bot's is its Confirm button)."""
     if not approved_by or not approval:
         return (f"{NAME} needs two people: --approved-by ADMIN --approval CODE (the "
-                f"approver's `stordoc plan {NAME} PG -o mode=...` shows their code)")
+                f"approver's `stordoc plan {NAME} PG --mode ...` shows their code)")
     if approved_by == runner:
         return f"{approved_by} cannot approve their own {NAME}: a second person must"
     if approved_by not in authorized:

@@ -176,9 +176,42 @@ def parse(text: str, runbooks: Iterable[str] | None = None) -> Command:
                            f" (runbooks: {', '.join(rb_names)})")
     if len(rest) < 2:
         raise GrammarError(f"`{verb} {runbook}` needs a target; usage: {USAGE[verb]}")
-    _no_more(verb, rest[2:])
     target = parse_target(runbook, rest[1])
-    return (Plan if verb == "plan" else Fix)(runbook, target, cluster)
+    options = _runbook_options(verb, runbook, rest[2:])
+    return (Plan if verb == "plan" else Fix)(runbook, target, cluster, options)
+
+
+def _runbook_options(verb: str, runbook: str, words: Sequence[str]
+                     ) -> tuple[tuple[str, str], ...]:
+    """The words after a runbook's target: ``key=value`` for the keys the runbook reads
+    (``Runbook.option_keys``), and one bare word for its ``mode`` (``fix
+    pg-mark-unfound-lost 3.0 revert``). Only the spelling is checked here; the runbook
+    judges the values (an unknown mode is its one-line refusal)."""
+    if not words:
+        return ()
+    from runbooks.base import registry
+
+    rb = registry().get(runbook)
+    keys = tuple(rb.option_keys) if rb is not None else ()
+    out: dict[str, str] = {}
+    for w in words:
+        key, sep, value = w.partition("=")
+        if not sep:
+            key, value = "mode", w
+        key = key.lower()
+        if key not in keys:
+            if not keys:
+                raise GrammarError(f"`{runbook}` takes no options: unexpected "
+                                   f"`{show(w)}`; usage: {USAGE[verb]}")
+            raise GrammarError(f"`{runbook}` takes {', '.join(f'{k}=' for k in keys)}"
+                               + (" (or the mode alone)" if "mode" in keys else "")
+                               + f", not `{show(w)}`")
+        if not NAME_RE.match(value):
+            raise GrammarError(f"`{show(value)}` is not a value for {key}")
+        if key in out:
+            raise GrammarError(f"{key} given twice")
+        out[key] = value
+    return tuple(out.items())
 
 
 def _mute(verb: str, rest: Sequence[str], cluster: str | None) -> Command:

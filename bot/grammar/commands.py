@@ -57,15 +57,18 @@ class Plan:
     runbook: str
     target: str
     cluster: str | None = None
+    options: tuple[tuple[str, str], ...] = ()  # the runbook's own (``mode`` ...), as typed
 
 
 @dataclass(frozen=True)
 class Fix:
-    """``fix RUNBOOK TARGET``: shows the plan with Confirm/Cancel (never runs unasked)."""
+    """``fix RUNBOOK TARGET [MODE] [key=value ...]``: shows the plan with Confirm/Cancel
+    (never runs unasked)."""
 
     runbook: str
     target: str
     cluster: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,9 +163,11 @@ USAGE: Mapping[str, str] = {
     "ring": "ring [object|account|container] [--cluster C]  - Swift rings",
     "findings": "findings [--cluster C]  - findings of the last recorded check run",
     "history": "history [--cluster C]  - recent check runs",
-    "plan": "plan RUNBOOK TARGET [--cluster C]  - show what a runbook would do",
-    "fix": "fix RUNBOOK TARGET | fix FINDING_CODE [TARGET] [--cluster C]  - plan, then "
-           "Confirm to run",
+    "plan": "plan RUNBOOK TARGET [MODE] [key=value ...] [--cluster C]  - show what a "
+            "runbook would do",
+    "fix": "fix RUNBOOK TARGET [MODE] [key=value ...] | fix FINDING_CODE [TARGET] "
+           "[--cluster C]  - plan, then Confirm to run (MODE: e.g. `fix "
+           "pg-mark-unfound-lost 3.0 revert`)",
     "bench": "bench KIND [key=value ...] [--cluster C]  - a quick benchmark",
     "audit": "audit [--cluster C]  - who ran what",
     "mute": "mute CODE [ENTITY] for 4h REASON... | mute list [--cluster C]  - hide a "

@@ -36,6 +36,7 @@ from lab.scenarios.swift_servers import (
     SwiftReplicationStalled,
     SwiftServerStopped,
 )
+from lab.scenarios.unfound import PgUnfound
 
 _ALL: tuple[Scenario, ...] = (
     OsdUnmounted(), OsdNotActivated(), CacheTierMisconfigured(), PoolFewPgs(),
@@ -47,7 +48,7 @@ _ALL: tuple[Scenario, ...] = (
     OsdCrash(), OsdHung(), OsdRestartLoop(),
     OsdSlowOps(),
     PgInconsistent(),
-    OsdFlapping(), PgStuck(),
+    OsdFlapping(), PgStuck(), PgUnfound(),
     ClusterNearfull(), MaintenanceLeft(),
 )
 REGISTRY: dict[str, Scenario] = {s.name: s for s in _ALL}

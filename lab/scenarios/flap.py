@@ -76,8 +76,8 @@ def _write_objects(lab: Lab, pool: str, n: int) -> None:
         c.shutdown()
 
 
-def _pg_state(lab: Lab, pgid: str) -> str:
-    got: Any = lab.ceph("pg", "ls-by-pool", STUCK_POOL, check=False, timeout=10)
+def _pg_state(lab: Lab, pgid: str, pool: str = STUCK_POOL) -> str:
+    got: Any = lab.ceph("pg", "ls-by-pool", pool, check=False, timeout=10)
     stats = got.get("pg_stats", []) if isinstance(got, dict) else got or []
     for p in stats:
         if isinstance(p, dict) and p.get("pgid") == pgid:
@@ -94,6 +94,26 @@ def _acting(lab: Lab, pgid: str) -> list[int]:
     return [int(x) for x in got.get("acting", [])] if isinstance(got, dict) else []
 
 
+def pinned_pool(lab: Lab, pool: str, osds: tuple[int, int], step: str) -> str:
+    """A replicated pool of one PG, size 2, min_size 1, pinned by ``ceph osd pg-upmap``
+    to ``osds`` (a, b) with b its primary (the same two OSDs on every lab, whatever pool
+    id CRUSH hashes), active+clean; its PG id. Deleting the pool removes the upmap."""
+    if pool not in lab.ceph_cluster.pool_names():
+        lab.ceph("osd", "pool", "create", pool, "1", "1", "replicated",
+                 "--autoscale-mode=off", step=step)
+    for k, v in (("size", "2"), ("min_size", "1")):
+        lab.ceph("osd", "pool", "set", pool, k, v, step=step)
+    lab.ceph("osd", "pool", "application", "enable", pool, "rbd", step=step)
+    lab.wait_pgs_clean(120, step)
+    detail = lab.ceph("osd", "pool", "ls", "detail", step=step)
+    pgid = f"{next(p['pool_id'] for p in detail if p['pool_name'] == pool)}.0"
+    a, b = osds
+    lab.ceph("osd", "pg-upmap", pgid, str(b), str(a), step=step)
+    wait(lambda: _acting(lab, pgid) == [b, a], 60, step, f"pg {pgid} on osd.{b}, osd.{a}")
+    lab.wait_pgs_clean(120, step)
+    return pgid
+
+
 class PgStuck(Scenario):
     name = "pg-stuck"
     summary = (f"pool {STUCK_POOL}: its one PG down, peering blocked by a stopped OSD "
@@ -101,21 +121,8 @@ class PgStuck(Scenario):
 
     def break_(self, lab: Lab, args: FaultArgs) -> str:
         step = "break pg-stuck"
-        if STUCK_POOL not in lab.ceph_cluster.pool_names():
-            lab.ceph("osd", "pool", "create", STUCK_POOL, "1", "1", "replicated",
-                     "--autoscale-mode=off", step=step)
-        for k, v in (("size", "2"), ("min_size", "1")):
-            lab.ceph("osd", "pool", "set", STUCK_POOL, k, v, step=step)
-        lab.ceph("osd", "pool", "application", "enable", STUCK_POOL, "rbd", step=step)
-        lab.wait_pgs_clean(120, step)
-        pool_id = lab.ceph("osd", "pool", "ls", "detail", step=step)
-        pid = next(p["pool_id"] for p in pool_id if p["pool_name"] == STUCK_POOL)
-        pgid = f"{pid}.0"
-        # the same two OSDs on every lab, whatever pool id CRUSH hashes: an upmap
         a, b = STUCK_OSDS
-        lab.ceph("osd", "pg-upmap", pgid, str(b), str(a), step=step)
-        wait(lambda: _acting(lab, pgid) == [b, a], 60, step, f"pg {pgid} on osd.{b}, osd.{a}")
-        lab.wait_pgs_clean(120, step)
+        pgid = pinned_pool(lab, STUCK_POOL, STUCK_OSDS, step)
         lab.stop(f"osd.{a}")
         lab.ceph("osd", "down", str(a), step=step)
         wait(lambda: "active" in _pg_state(lab, pgid).split("+"), 60, step,

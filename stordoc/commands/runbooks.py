@@ -125,6 +125,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="swift-ring-rebalance: really write the ring (plan-only otherwise)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="runbook option, e.g. headroom=0.7, pg_num=64, dirty_ratio=0.5")
+    p.add_argument("--mode", metavar="MODE",
+                   help="pg-mark-unfound-lost: revert or delete (the same as -o mode=MODE)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -136,6 +138,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         out[key.strip()] = val.strip()
     if getattr(args, "apply", False):
         out["apply"] = True
+    if getattr(args, "mode", None) is not None:
+        if out.get("mode", args.mode) != args.mode:
+            raise UserError(f"--mode {args.mode} and -o mode={out['mode']}: give one")
+        out["mode"] = args.mode
     return out
 
 

@@ -99,3 +99,20 @@ def test_cluster_resolution_refuses_ambiguity() -> None:
         g.resolve_cluster(None, ["a", "b"], None)
     with pytest.raises(g.GrammarError, match="did you mean `prod`"):
         g.resolve_cluster("prdo", ["prod", "lab"], None)
+
+
+def test_a_runbook_mode_is_a_word_after_the_target() -> None:
+    """``fix pg-mark-unfound-lost 3.0 revert``: the CLI's --mode in Slack (the runbook
+    judges the value); key=value for the runbook's own keys; nothing for a runbook that
+    reads no options, and no key it does not read."""
+    assert g.parse("fix pg-mark-unfound-lost 3.0 revert") == g.Fix(
+        "pg-mark-unfound-lost", "3.0", None, (("mode", "revert"),))
+    assert g.parse("plan pg-mark-unfound-lost 3.1F mode=delete --cluster lab") == g.Plan(
+        "pg-mark-unfound-lost", "3.1f", "lab", (("mode", "delete"),))
+    assert g.parse("fix pg-mark-unfound-lost 3.0") == g.Fix("pg-mark-unfound-lost", "3.0")
+    for text, why in (("fix osd-start osd.1 revert", "takes no options"),
+                      ("fix pg-mark-unfound-lost 3.0 foo=bar", "takes mode="),
+                      ("fix pg-mark-unfound-lost 3.0 revert delete", "given twice"),
+                      ("fix pg-mark-unfound-lost 3.0 mode=$(x)", "")):
+        with pytest.raises(g.GrammarError, match=why):
+            g.parse(text)

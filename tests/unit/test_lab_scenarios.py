@@ -21,10 +21,10 @@ def test_registry_is_explicit_and_complete() -> None:
     assert SCENARIOS[:4] == ("osd-unmounted", "osd-not-activated", "cache-tier-misconfigured",
                              "pool-few-pgs")
     # + 3 disk, 3 manager/monitor/placement, 3 daemon scenarios, osd-slow-ops, 1 scrub,
-    # 2 flap, 2 fill/maintenance
-    assert len(SCENARIOS) == 29
+    # 2 flap, 1 unfound, 2 fill/maintenance
+    assert len(SCENARIOS) == 30
     assert SCENARIOS[20:23] == ("osd-crash", "osd-hung", "osd-restart-loop")
-    assert {"osd-slow-ops", "pg-inconsistent", "osd-flapping", "pg-stuck",
+    assert {"osd-slow-ops", "pg-inconsistent", "osd-flapping", "pg-stuck", "pg-unfound",
             "cluster-nearfull", "maintenance-left"} <= set(SCENARIOS)
     for name, s in scenarios.REGISTRY.items():
         assert s.name == name and s.summary

@@ -137,11 +137,35 @@ def test_object_unfound_explained_with_options_and_cost() -> None:
     st = state("unfound")
     hc = next(h for h in st.health_checks if h.code == "OBJECT_UNFOUND")
     f = ceph_health_finding(hc, st, CheckContext())
-    assert "pg 3.0: 10 unfound, might be on osd.2 osd is down" in f.message
+    assert "pg 3.0: 10 unfound, might be on osd.2 (down)" in f.message
     assert "start osd.2" in f.message and "revert" in f.message and "delete" in f.message
     assert f.runbook is None  # osd.2 is down but not lost: Ceph would refuse
     f = ceph_health_finding(hc, state("unfound", lost=True), CheckContext())
     assert (f.runbook, f.target) == ("pg-mark-unfound-lost", "3.0")
+    assert "might be on osd.2 (down, marked lost)" in f.message
+    assert "start osd.2 if its disk can still be read" in f.message
+
+
+def test_pg_damaged_by_unfound_objects_is_not_an_inconsistent_pg() -> None:
+    """Ceph's PG_DAMAGED of a PG with unfound objects (its detail line as the Reef lab's
+    pg-unfound gave it): no pg-repair, and it folds in as OBJECT_UNFOUND (with the
+    incident that explains them), not as an inconsistent PG."""
+    from checks.incident_keys import ceph_code, fold_code
+    from storage.model import HealthCheck
+
+    hc = HealthCheck("PG_DAMAGED", "HEALTH_ERR",
+                     "Possible data damage: 1 pg recovery_unfound",
+                     ("pg 3.0 is active+recovery_unfound+undersized+degraded, acting [1], "
+                      "8 unfound",))
+    f = ceph_health_finding(hc, state("unfound", lost=True), CheckContext())
+    assert "pg 3.0 has 8 unfound objects" in f.message and "OBJECT_UNFOUND" in f.message
+    assert "pg-repair" in f.message and "cannot help" in f.message and f.runbook is None
+    assert (ceph_code(f), fold_code(f)) == ("PG_DAMAGED", "OBJECT_UNFOUND")
+    both = HealthCheck("PG_DAMAGED", "HEALTH_ERR", "Possible data damage: 2 pgs", (
+        "pg 2.1 is active+clean+inconsistent, acting [0,1]", *hc.detail))
+    f = ceph_health_finding(both, state("unfound", lost=True), CheckContext())
+    assert "pg-repair 2.1" in f.message and "pg 3.0 has 8 unfound" in f.message
+    assert fold_code(f) == "PG_DAMAGED"
 
 
 def test_flapping_osd_finding() -> None:
@@ -177,7 +201,7 @@ def test_bad_targets_are_usage_errors(tmp_path: Path, target: str, why: str) -> 
 
 
 def test_refusals(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRequest, match="mode=revert or -o mode=delete"):
+    with pytest.raises(InvalidRequest, match="mode .forget. is not one of revert"):
         plan(tmp_path, "3.0", state("unfound", lost=True), mode="forget")
     with pytest.raises(Refused, match="down, not lost"):
         plan(tmp_path, "3.0", state("unfound"))
@@ -274,3 +298,75 @@ def test_only_recently_downed_laggy_osds_are_walked() -> None:
         {"osd": 2, "laggy_probability": 0, "down_stamp": recent},  # a clean stop only
         {"osd": 3, "laggy_probability": 0.5, "down_stamp": "0.000000"}]}
     assert flap_suspects(dump, now) == [0]
+
+
+# ------------------------------------------------------------------ the CLI on the real fault
+UNFOUND_SNAP = FIX / "snapshots" / "reef" / "pg-unfound"
+
+
+@pytest.fixture
+def unfound_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``stordoc`` in-process on the saved pg-unfound fault (Reef lab: 8 unfound in the
+    pool's one PG, osd.2 stopped and marked lost): planning reads the snapshot instead of
+    a cluster; returns run(argv) -> (exit, stdout, stderr) and the PG's id."""
+    import io
+
+    from runbooks import api as rb_api
+    from stordoc.cli import main
+    from stordoc.service.snapshots import load
+    from stordoc.terminal import Terminal
+
+    rp = load(str(UNFOUND_SNAP))
+    snap = rp.outcome.snapshot
+    monkeypatch.setattr(rb_api, "plan", lambda ctx, rb, target, opts=None:
+                        rb_api.plan_from_snapshot(ctx, snap, rb, target, opts))
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
+                   '[clusters.lab.ceph]\nconf = "/dev/null"\n[slack]\nadmins = ["bob"]\n')
+    (unf,) = [f for f in rp.outcome.report.findings if f.entity == "ceph OBJECT_UNFOUND"]
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        term = Terminal.capture(width=200)
+        rc = main(["--config", str(cfg), *argv], term)
+        assert isinstance(term.stdout, io.StringIO) and isinstance(term.stderr, io.StringIO)
+        return rc, term.stdout.getvalue(), term.stderr.getvalue()
+    return run, str(unf.target), tmp_path / "j.db"
+
+
+def test_cli_plans_the_real_fault_with_its_options_and_cost(unfound_cli: Any) -> None:
+    run, pgid, _ = unfound_cli
+    rc, out, err = run("plan", "pg-mark-unfound-lost", pgid, "--mode", "revert")
+    assert rc == 0, err
+    assert f"$ ceph pg {pgid} mark_unfound_lost revert" in out
+    assert f"8 objects of pg {pgid} will be rolled back to their previous versions" in out
+    assert "osd.2 might have had them and is marked lost" in out
+    assert "approval code of" in out  # the CLI's second person: --approved-by/--approval
+    rc, out, err = run("plan", "pg-mark-unfound-lost", pgid, "-o", "mode=delete")
+    assert rc == 0 and "deleted for good" in out, err
+
+
+@pytest.mark.parametrize("target,mode,why", [
+    ("1.0", "revert", "pg 1.0 has no unfound objects: nothing to mark lost"),
+    ("77.0", "revert", "pg 77.0 does not exist (no pool with id 77)"),
+    ("<pool>.5", "revert", "does not exist (pool lab-unfound has 1 PGs)"),
+    ("<pool>.0", "lost", "mode 'lost' is not one of revert"),
+    ("<pool>.0", "", "needs a mode: revert"),
+])
+def test_cli_bad_input_is_one_line_exit_64_and_nothing_done(
+        unfound_cli: Any, target: str, mode: str, why: str) -> None:
+    """Item 7's bad input: a PG with no unfound objects, one that does not exist, a mode
+    Ceph does not have (``lost``), no mode: one line, exit 64, no run in the audit (even
+    with a valid second person: the request is refused before anything)."""
+    from runbooks.pg_unfound import approval_code
+    from storage.audit import Audit
+    from storage.journal import Journal
+
+    run, pgid, journal = unfound_cli
+    target = target.replace("<pool>", pgid.split(".")[0])
+    code = approval_code("lab", target, mode, 8, "bob")
+    argv = ["fix", "pg-mark-unfound-lost", target, "--yes", "--approved-by", "bob",
+            "--approval", code] + (["--mode", mode] if mode else [])
+    rc, out, err = run(*argv)
+    assert rc == 64, (out, err)
+    assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert Audit(Journal(str(journal))).runs() == []

@@ -455,8 +455,26 @@ def _pg_stuck(rp: Replay) -> None:
     assert "blocked by osd.2 (down, node3)" in pg.message and "start osd.2" in pg.message
 
 
+def _pg_unfound(rp: Replay) -> None:
+    """8 objects unfound on the pool's PG (4 overwrites, 4 new), their newest copies on
+    osd.2, stopped and marked lost: Ceph's OBJECT_UNFOUND offers pg-mark-unfound-lost,
+    its PG_DAMAGED says unfound (not a bad copy), both in osd.2's incident."""
+    inc = rp.outcome.incidents[0]
+    by = {f.entity: f for f in inc.consequences}
+    unf, dmg = by["ceph OBJECT_UNFOUND"], by["ceph PG_DAMAGED"]
+    pgid = str(unf.target)
+    assert unf.runbook == "pg-mark-unfound-lost" and pgid.endswith(".0")
+    assert f"pg {pgid}: 8 unfound, might be on osd.2 (down, marked lost)" in unf.message
+    assert "start osd.2 if its disk can still be read" in unf.message
+    assert f"pg {pgid} has 8 unfound objects" in dmg.message and dmg.runbook is None
+    assert "pg-repair cannot help" in dmg.message
+    assert unf.evidence["unfound_pgs"][0]["all_probed"] is True
+    assert inc.impact.startswith(f"8 objects unfound in pg {pgid} (reads of them wait); ")
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
     "pg-inconsistent": _pg_inconsistent,
+    "pg-unfound": _pg_unfound,
     "osd-flapping": _flapping,
     "pg-stuck": _pg_stuck,
     "osd-read-errors": _read_errors,
