@@ -25,7 +25,7 @@ from lab.scenarios.base import FaultArgs, Scenario
 from lab.scenarios.flap import _acting, _pg_state, _wait_up, _write_objects, pinned_pool
 
 if TYPE_CHECKING:
-    from lab.core import Lab
+    from lab.parts import LabParts as Lab
 
 UNFOUND_POOL = "lab-unfound"
 # objects written on both OSDs first, then (b alone) rewritten, plus as many new ones:

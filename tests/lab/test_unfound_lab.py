@@ -29,6 +29,7 @@ from lab.scenarios.unfound import (
     pool_pgid,
 )
 from stordoc.env import Env
+from stordoc.service import Service
 from stordoc.service.snapshots import load
 from stordoc.settings import load_settings
 from tests.lab.test_scenarios import reach
@@ -87,7 +88,7 @@ def test_unfound_objects_marked_lost_by_two_people_in_slack(
         assert pgid is not None and num_unfound(lab, pgid) == UNFOUND_NEW
         reach(env, lab, want, case.name)
         # the diagnosis on the real thing: which PG, how many, the lost OSD, the options
-        out = env.check("lab", source="test")
+        out = Service(env).check("lab", "test")
         by = {f.entity: f for f in out.report.findings}
         unf = by["ceph OBJECT_UNFOUND"]
         assert (unf.runbook, unf.target) == ("pg-mark-unfound-lost", pgid)
