@@ -248,7 +248,6 @@ def main() -> int:
 def health_rounds(args: argparse.Namespace) -> int:
     """C concurrent `health`, R rounds, on the bot as it is and on the unshared variant."""
     import threading
-    from dataclasses import replace
 
     from stordoc.settings import load_settings, parse_settings
     from tests.support.fake_slack import BotHarness, SlackSender, all_text
@@ -273,27 +272,20 @@ def health_rounds(args: argparse.Namespace) -> int:
     def bot(variant: str) -> BotHarness:
         h = BotHarness(settings, {cluster: {"viewers": [USER]}}, str(tmp / f"{variant}.db"))
         if rp is not None:
-            from runbooks.nextstep import planning_context, with_next_steps
-            from stordoc.service.pipeline import run_check
+            snap = rp.outcome.snapshot
 
-            ctx = planning_context(cluster, rp.target, rp.thresholds, offline=True)
-
-            def collect(c: str | None, only: object = None, host_facts: bool = True,
-                        source: str = "cli", record: bool = True) -> object:
+            def collect(target: object, host_facts: bool = True) -> object:
                 time.sleep(args.collect_s)  # stands for the collection (mons, recon, SSH)
-                out = run_check(rp.target, rp.thresholds, (),
-                                    h.env.journal if record else None, source=source,
-                                    snapshot=rp.outcome.snapshot, now=rp.doc.taken_at,
-                                    mutes_from=h.env.journal)
-                return replace(out, incidents=with_next_steps(ctx, out.snapshot,
-                                                              out.incidents))
-            h.env.check = collect  # type: ignore[method-assign,assignment]
+                return snap
+            h.env.collect = collect  # type: ignore[method-assign,assignment]
         if variant == "unshared":  # the code before: a health request passes no time
             shared = h.bot.backend.check
 
             def check(c: str | None, source: str, record: object = None,
-                      since: float | None = None) -> object:
-                return shared(c, source) if record is None else shared(c, source, record)  # type: ignore[arg-type]
+                      since: float | None = None, **kw: object) -> object:
+                if record is None:
+                    return shared(c, source, **kw)  # type: ignore[arg-type]
+                return shared(c, source, record, **kw)  # type: ignore[arg-type]
             h.bot.backend.check = check  # type: ignore[method-assign,assignment]
         return h
 
