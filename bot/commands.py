@@ -285,7 +285,9 @@ class Commands(Actions):
                            f"{', '.join(e.current) or 'none'})") from None
         except fixes.NotReportedFor:
             raise BotError(f"`{cmd.code}` is not reported for `{cmd.target}`") from None
-        except fixes.NoRunbook:
+        except fixes.NoRunbook as e:
+            if e.manual:
+                raise BotError(f"`{cmd.code}`: no runbook runs now: {e.manual}") from None
             raise BotError(f"`{cmd.code}` has no runbook that fixes it: see the "
                            "finding's message") from None
         except fixes.Ambiguous as e:

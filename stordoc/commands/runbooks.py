@@ -317,6 +317,9 @@ def _pick_finding(svc: Service, args: argparse.Namespace
         raise Refused(f"no {code} finding{extra} on cluster {cluster} right now "
                       "(checked just now)") from None
     except fixes.NoRunbook as e:
+        if e.manual:  # the runbook exists and refuses now: say why, as the check did
+            raise Refused(f"{code} {e.findings[0].entity}: no runbook runs now: {e.manual}"
+                          ) from None
         raise Refused(f"{code} has no runbook that fixes it ({e.findings[0].message})"
                       ) from None
     except fixes.Ambiguous as e:

@@ -94,12 +94,17 @@ class NotReportedFor(FixRefused):
 
 
 class NoRunbook(FixRefused):
-    """The findings with that code (and target) have no runbook that fixes them;
-    ``findings`` are those findings (their messages say what to do by hand)."""
+    """The findings with that code (and target) have no runbook that runs now;
+    ``findings`` are those findings (their messages say what to do by hand), ``manual``
+    their incident's word on why (its runbook refuses now: a port held, a disk busy), or
+    None when no runbook fixes that code at all."""
 
-    def __init__(self, code: str, target: str | None, findings: Iterable[Finding]) -> None:
+    def __init__(self, code: str, target: str | None, findings: Iterable[Finding],
+                 manual: str | None = None) -> None:
         self.findings: tuple[Finding, ...] = tuple(findings)
-        super().__init__(code, target, f"{code} has no runbook that fixes it")
+        self.manual = manual
+        super().__init__(code, target, f"{code} has no runbook that fixes it" if manual is None
+                         else f"{code}: no runbook runs now: {manual}")
 
 
 class Ambiguous(FixRefused):
@@ -227,7 +232,9 @@ def choose_fix(findings: Iterable[Finding], code: str, target: str | None = None
                 fx, finding=f, root=None if inc is None or inc.root.key == f.key
                 else inc.root))
     if not fixes:
-        raise NoRunbook(code, target, same)
+        refused = [i.manual for f in same if (i := _incident_of(incs, f)) is not None
+                   and i.manual and f.runbook]  # its runbook exists, and refuses now
+        raise NoRunbook(code, target, same, refused[0] if refused else None)
     if len(fixes) > 1:
         raise Ambiguous(code, target, [c.finding for c in fixes.values()])
     return next(iter(fixes.values()))

@@ -19,6 +19,7 @@ from checks.hostdiag import Flavour, osd_diagnoses
 from lab import Lab
 from stordoc.env import Env
 from stordoc.service import Service
+from stordoc.service.inspect import RecordPolicy
 from stordoc.settings import load_settings
 from tests.support.poll import wait_until
 
@@ -66,7 +67,8 @@ def test_a_second_lab_of_another_layout_side_by_side_survives_a_crash_and_leaves
 
             def quiet() -> bool:
                 last[:] = [(f.code, f.entity) for f in
-                           e.check("lab", source="test", record=False).report.findings]
+                           Service(e).check("lab", "test", RecordPolicy.NEVER)
+                           .report.findings]
                 return not last
             wait_until(quiet, 180, f"no finding on the fresh {layout} lab ({last})", 2.0)
         finally:

@@ -199,3 +199,27 @@ def test_an_osds_findings_get_their_incidents_fix() -> None:
     assert fx is not None and (fx.runbook, fx.target) == ("osd-start", "osd.1")
     assert fix_for_findings(incs, [ceph_down]) is None  # its own incident: no runbook
     assert fix_for_findings(incs, []) is None
+
+
+def test_a_runbook_that_refuses_now_is_said_with_its_reason() -> None:
+    """The check planned the root's runbook and it refused (a port held): no fix runs now,
+    and the refusal is the answer, not "no runbook fixes it"."""
+    from checks.incidents import correlate
+
+    down = Finding("SWIFT_SERVER_DOWN", Severity.CRIT, "container server 127.0.0.4:6201",
+                   "not answering", {}, "swift-server-start", "container@node3")
+    why = "swift-server-start refuses: port 6201 on node3 is held by pid 42"
+    incs = tuple(dataclasses.replace(i, next_step=None, manual=why) for i in correlate([down]))
+    with pytest.raises(NoRunbook) as ei:
+        choose_fix([down], "SWIFT_SERVER_DOWN", down.entity, incs)
+    assert ei.value.manual == why and "held by pid 42" in str(ei.value)
+    with pytest.raises(NoRunbook) as ei:  # no runbook at all: no reason to give
+        choose_fix([PG_MANUAL], "PGS_STUCK", None, proposed_of([PG_MANUAL]))
+    assert ei.value.manual is None
+
+
+def proposed_of(fs: list[Finding]):  # type: ignore[no-untyped-def]
+    from checks.incidents import correlate
+    from stordoc.service.fixes import proposed
+
+    return proposed(correlate(fs))
