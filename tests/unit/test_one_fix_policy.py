@@ -98,7 +98,8 @@ def cli_offer(out: Any, f: Finding) -> Fix:
     try:
         runbook, target, _ = _pick_finding(_Svc(out), args)  # type: ignore[arg-type]
     except Refused as e:
-        assert "has no runbook" in str(e), e
+        # no runbook for that code, or its runbook refuses now (the incident's reason)
+        assert "has no runbook" in str(e) or "no runbook runs now" in str(e), e
         return None
     return (runbook, target)
 
