@@ -243,13 +243,14 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
 
 
 def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str,
-          snapshot: ClusterSnapshot | None = None) -> tuple[Service, ActionPlan, Plan]:
+          snapshot: ClusterSnapshot | None = None, svc: Service | None = None
+          ) -> tuple[Service, ActionPlan, Plan]:
     """A refusal (unknown runbook, a target the cluster does not have, a safety gate)
     reaches main() as ActionRefused: one line, exit 4 (a misspelt request: 64).
     ``snapshot``: the check that chose the finding, planned on without collecting again."""
     from stordoc.service import Service
 
-    svc = Service(env)
+    svc = svc or Service(env)
     ap = svc.actions.plan(env.cluster_name(args.cluster), runbook, target, source="cli",
                           options=_options(args), snapshot=snapshot)
     assert ap.runbook_plan is not None  # a runbook's plan, not a benchmark's
@@ -379,13 +380,14 @@ def cmd_fix(args: argparse.Namespace) -> int:
     try:
         _settle_interrupted(env, args)
         snap = None
-        if args.finding:  # the check that found it is planned on: one collection fewer
-            from stordoc.service import Service
+        from stordoc.service import Service
 
-            runbook, target, snap = _pick_finding(Service(env), args)
+        svc = Service(env)  # one service: the check that picks the finding, then the plan
+        if args.finding:  # the check that found it is planned on: one collection fewer
+            runbook, target, snap = _pick_finding(svc, args)
         else:
             runbook, target = args.runbook, args.target
-        svc, ap, plan = _plan(env, args, runbook, target, snap)
+        svc, ap, plan = _plan(env, args, runbook, target, snap, svc)
         console = env.term.out
         confirmed_by = _second_person(env, args, ap.cluster, plan, ap.user)
         render_plan(console, plan)
