@@ -183,19 +183,47 @@ def _ts(line: str) -> float | None:
         return None
 
 
+# the kernel attaching a device under a name: a loop device set up, a SCSI or virtio disk
+# probed (a replacement disk often gets the old one's name)
+_ATTACH_PATTERNS = (
+    re.compile(r"\b(?P<dev>[\w.-]+): detected capacity change from 0 to [1-9]"),
+    re.compile(r"\[(?P<dev>sd[a-z]+)\] Attached SCSI (?:removable )?disk"),
+    re.compile(r"virtio_blk \S+ \[(?P<dev>vd[a-z]+)\] \d+ \d+-byte logical blocks"),
+)
+_PART_RE = re.compile(r"^((?:nvme\d+n\d+|mmcblk\d+|loop\d+)(?=p\d+$)|(?:sd|vd|xvd)[a-z]+(?=\d+$))")
+
+
+def _disk_of(dev: str) -> str:
+    """The whole disk of a kernel name (sdb1 -> sdb, loop3p1 -> loop3, nvme0n1p2 -> nvme0n1)."""
+    m = _PART_RE.match(dev)
+    return m.group(1) if m else dev
+
+
 def parse_io_errors(lines: Iterable[str], now: float, window_s: float) -> tuple[IoError, ...]:
-    """Kernel I/O error lines within the window; ``device`` is the kernel name (loop3, sdb1)."""
-    out = []
-    for line in lines:
-        for pat in _IO_PATTERNS:
-            m = pat.search(line)
-            if m:
-                when = _ts(line)
-                if when is not None and now - when > window_s:
-                    break
-                out.append(IoError(m.group("dev"), line.strip(), when))
+    """Kernel I/O error lines within the window; ``device`` is the kernel name (loop3, sdb1).
+
+    An error logged before the kernel last attached a device under that name belongs to the
+    device that had the name before (a detached loop device's number reused by the next
+    ``losetup``, a failed disk swapped for one that got its ``sdX``): it is dropped, or the
+    new disk would be called failing for its predecessor's errors."""
+    found: list[tuple[IoError, int]] = []
+    attached: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for apat in _ATTACH_PATTERNS:
+            am = apat.search(line)
+            if am:
+                attached[am.group("dev")] = i
                 break
-    return tuple(out)
+        else:
+            for pat in _IO_PATTERNS:
+                m = pat.search(line)
+                if m:
+                    when = _ts(line)
+                    if when is not None and now - when > window_s:
+                        break
+                    found.append((IoError(m.group("dev"), line.strip(), when), i))
+                    break
+    return tuple(e for e, i in found if i > attached.get(_disk_of(e.device), -1))
 
 
 # ``-i N`` / ``--id N``, or ``-n osd.N`` / ``--name osd.N`` (cephadm's containers)

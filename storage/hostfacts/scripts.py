@@ -75,7 +75,7 @@ echo "@@findmnt"; findmnt -J -l -o SOURCE,TARGET,FSTYPE,OPTIONS 2>/dev/null || {
 echo "@@lsblk"; lsblk -J -b -o NAME,PATH,TYPE,SIZE,FSTYPE,UUID,LABEL,MOUNTPOINT 2>/dev/null
 echo "@@losetup"; losetup -J -l 2>/dev/null
 echo "@@fstab"; cat -- "$fstab" 2>/dev/null
-echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)' | tail -n 300
+echo "@@kmsg"; { dmesg --time-format iso 2>/dev/null || journalctl -k -b -q --no-pager -o short-iso 2>/dev/null; } | grep -E 'I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)|: detected capacity change from 0 to|Attached SCSI disk|virtio_blk .*logical blocks' | tail -n 400
 echo "@@ps"; ps -eo pid=,args= 2>/dev/null | grep -E '[c]eph-osd'
 echo "@@swiftps"; ps -eo pid=,args= 2>/dev/null | grep -E '[s]wift-(object|container|account)-(server|replicator)'
 echo "@@addrs"; ip -o addr show 2>/dev/null | awk '{print $4}'

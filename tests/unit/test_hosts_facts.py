@@ -12,6 +12,7 @@ import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,27 @@ def test_fabric_runner_refuses_unknown_host_names() -> None:
     with pytest.raises(HostUnreachable):
         r.run("nodeX", ["true"])
     r.close()
+
+
+def test_io_errors_of_a_previous_device_under_the_same_name_are_dropped() -> None:
+    """Seen in CI: a lab's loop7 got a write error at 11:00 and was detached; the next lab's
+    Swift device got loop7 at 11:21 and was called failing for a day (every check of that lab
+    said SWIFT_DEVICE_IO_ERRORS). The kernel's own lines, as dmesg printed them."""
+    now = datetime(2026, 11, 27, 11, 26, tzinfo=UTC).timestamp()
+    lines = [
+        "2026-11-27T11:00:40,681475+00:00 I/O error, dev loop7, sector 0 op 0x1:(WRITE) flags "
+        "0x800 phys_seg 0 prio class 2",
+        "2026-11-27T11:00:41,000000+00:00 I/O error, dev loop9, sector 8 op 0x0:(READ)",
+        "2026-11-27T11:10:00,000000+00:00 Buffer I/O error on dev sdb1, logical block 12",
+        "2026-11-27T11:21:52,377137+00:00 loop7: detected capacity change from 0 to 655360",
+        "2026-11-27T11:22:00,000000+00:00 sd 2:0:0:1: [sdb] Attached SCSI disk",
+        "2026-11-27T11:23:00,000000+00:00 loop9: detected capacity change from 655360 to 0",
+        "2026-11-27T11:24:00,000000+00:00 I/O error, dev sdb, sector 16 op 0x0:(READ)",
+    ]
+    errs = parse_io_errors(lines, now, 86400)
+    # loop7's and sdb1's errors were their predecessors'; loop9 was only detached (no new
+    # device yet), and the new sdb's own error counts
+    assert [(e.device, e.line[11:19]) for e in errs] == [("loop9", "11:00:41"),
+                                                          ("sdb", "11:24:00")]
+    # the same loop7 error with no attach after it is still this device's
+    assert [e.device for e in parse_io_errors(lines[:1], now, 86400)] == ["loop7"]
