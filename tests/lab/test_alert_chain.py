@@ -246,7 +246,7 @@ def test_silence_from_chat_and_button(private: BotHarness, lab: Lab,
                                          and buttons(c, "silence")], 180)[0]
         sil = buttons(msg, "silence")[0]["value"]
         h.slack.press("silence", sil, OPS, msg.response["ts"])
-        h.wait_post("stordoc muted OSD_DATA_UNMOUNTED osd.1")
+        h.wait_post("stordoc muted OSD_DATA_UNMOUNTED osd.1", timeout=180)  # checks first
         mutes = active_mutes(h.env.journal, "lab")
         assert [(m.code, m.entity) for m in mutes] == [("OSD_DATA_UNMOUNTED", "osd.1")]
         assert mutes[0].by == f"slack:{OPS}"
