@@ -53,7 +53,10 @@ def _stale(st: StaleHost, job: str) -> Finding:
                    f"host facts of {st.host} ({st.address}) are stale{since}: {inst}: "
                    f"{st.why}; {then}",
                    {"address": st.address, "instance": st.instance, "why": st.why,
-                    "last_seen": st.last_seen, "fallback": st.fallback or None},
+                    "last_seen": st.last_seen, "fallback": st.fallback or None,
+                    "manual": f"is prometheus-node-exporter running on {st.host} "
+                              f"(systemctl status prometheus-node-exporter) and its port "
+                              "reachable from Prometheus (Status > Targets)?"},
                    since=st.last_seen)
 
 
@@ -66,7 +69,11 @@ def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
     out: list[Finding] = []
     down = any(p.query.startswith("up{") for p in ps.problems)
     for p in ps.problems:
-        ev: dict[str, object] = {"url": p.url, "query": p.query, "reason": p.reason}
+        ev: dict[str, object] = {
+            "url": p.url, "query": p.query, "reason": p.reason,
+            "manual": f"ask it by hand: curl -sG {p.url}/api/v1/query --data-urlencode "
+                      f"'query={p.query}'; until it answers, the hosts in question are "
+                      "looked at over SSH (ssh_max_hosts)"}
         if p.query.startswith("up{"):
             ssh = list(ps.ssh_hosts)
             ev.update(ssh_hosts=ssh, unknown_hosts=list(ps.unknown))

@@ -183,7 +183,7 @@ def _error_of(body: bytes) -> str | None:
 
 def _preview(body: bytes) -> str:
     text = body[:60].decode("utf-8", "replace")
-    text = "".join(c if c.isprintable() else "?" for c in text)
+    text = "".join(c if c.isascii() and c.isprintable() else "?" for c in text)
     return f"{len(body)} bytes: {text!r}"
 
 
