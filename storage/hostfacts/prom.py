@@ -48,8 +48,10 @@ from storage.model import (
     HostFacts,
     Mount,
     OsdDataDir,
+    OsdState,
     PromProblem,
     PromStatus,
+    RingDevice,
     StaleHost,
     SwiftDeviceDir,
     SwiftState,
@@ -419,6 +421,29 @@ def named_hosts(target: ClusterTarget, ceph: CephState | None, swift: SwiftState
     return out
 
 
+def per_host(target: ClusterTarget, ceph: CephState | None, swift: SwiftState | None
+             ) -> dict[str, tuple[CephState | None, SwiftState | None]]:
+    """Each host's part of the Ceph and Swift pictures (its OSDs, its ring devices), so
+    ``plan_for`` reads a host's few OSDs, not the whole map a thousand times over."""
+    osds: dict[str, list[OsdState]] = {}
+    if ceph is not None:
+        for o in ceph.osds:
+            osds.setdefault(o.host or "", []).append(o)
+    devs: dict[str, dict[str, list[RingDevice]]] = {}
+    if swift is not None:
+        for ring in swift.rings:
+            for d in ring.devices:
+                devs.setdefault(d.ip, {}).setdefault(ring.kind, []).append(d)
+    out: dict[str, tuple[CephState | None, SwiftState | None]] = {}
+    for h in target.hosts:
+        c = replace(ceph, osds=tuple(osds.get(h.name, ()))) if ceph is not None else None
+        mine = devs.get(h.address, {})
+        s = replace(swift, rings=tuple(replace(r, devices=tuple(mine.get(r.kind, ())))
+                                       for r in swift.rings)) if swift is not None else None
+        out[h.name] = (c, s)
+    return out
+
+
 SshCollect = Callable[[ClusterTarget, CephState | None, SwiftState | None],
                       Mapping[str, HostFacts]]
 
@@ -449,6 +474,7 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
     stale: dict[str, StaleHost] = {}
     problems: dict[str, str] = {}
     now_wall = time.time()
+    split = per_host(target, ceph, swift)
     for h in target.hosts:
         hs = by_host.get(h.name)
         why = staleness(hs, answers.now, pt.stale_s) if answers.families["up"] is not None \
@@ -459,7 +485,7 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
                                       min(hs.instances) if hs and hs.instances else None)
             continue
         assert hs is not None
-        plan = plan_for(target, h, ceph, swift)
+        plan = plan_for(target, h, *split.get(h.name, (None, None)))
         facts, probs = facts_from_series(plan, hs, fs_known, units_known, now_wall, fsid,
                                          up_osds)
         hosts[h.name] = facts
