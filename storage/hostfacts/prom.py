@@ -217,7 +217,7 @@ def _query(client: PromClient, expr: str, at: float | None = None) -> list[Sampl
 # --------------------------------------------------------------------------- mapping
 
 
-@dataclass(frozen=True)
+@dataclass
 class Fs:
     device: str
     fstype: str
@@ -239,7 +239,10 @@ class HostSeries:
 
 
 def _norm(p: str) -> str:
-    return os.path.normpath(p) if p else p
+    # node_exporter's mount points are /proc/mounts's: normalized but for odd cases
+    if not p or ("//" not in p and "/." not in p and (p == "/" or not p.endswith("/"))):
+        return p
+    return os.path.normpath(p)
 
 
 def _num(v: float) -> int | None:
@@ -256,16 +259,23 @@ def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], li
     by_host: dict[str, HostSeries] = {}
     unmatched: dict[str, str] = {}
 
+    seen: dict[tuple[str, str], HostSeries | None] = {}
+
     def host_of(s: Sample) -> HostSeries | None:
         inst = s.labels.get("instance", "")
         nn = nodename.get(inst, "") or s.labels.get("nodename", "") or \
             s.labels.get("host", "")
+        key = (inst, nn)
+        if key in seen:
+            return seen[key]
         name = index.match(inst, nn)
+        hs = None
         if name is None:
             unmatched.setdefault(inst or "(no instance label)", nn)
-            return None
-        hs = by_host.setdefault(name, HostSeries())
-        hs.instances.add(inst)
+        else:
+            hs = by_host.setdefault(name, HostSeries())
+            hs.instances.add(inst)
+        seen[key] = hs
         return hs
 
     ts = {s.labels.get("instance", ""): s.value for s in fam["up_ts"] or ()}
@@ -296,11 +306,11 @@ def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], li
                 if cur is None:
                     continue  # only filesystems readonly knows of (one per mount point)
                 if attr == "device_error":
-                    hs.fs[mp] = replace(cur, device_error=s.value == 1)
+                    cur.device_error = s.value == 1
                 elif attr == "size":
-                    hs.fs[mp] = replace(cur, size=_num(s.value))
+                    cur.size = _num(s.value)
                 else:
-                    hs.fs[mp] = replace(cur, avail=_num(s.value))
+                    cur.avail = _num(s.value)
     for s in fam["units"] or ():
         hs = host_of(s)
         if hs is not None and s.labels.get("name"):
@@ -324,7 +334,11 @@ def staleness(hs: HostSeries | None, now: float, stale_s: float) -> str | None:
 
 
 def _unit_name(h: HostTarget, cluster: str, osd_id: int, fsid: str) -> str | None:
-    return h.osd_unit.format(id=osd_id, cluster=cluster, fsid=fsid) if h.osd_unit else None
+    if not h.osd_unit:
+        return None
+    if h.osd_unit == "ceph-osd@{id}.service":  # the default, without str.format
+        return f"ceph-osd@{osd_id}.service"
+    return h.osd_unit.format(id=osd_id, cluster=cluster, fsid=fsid)
 
 
 def facts_from_series(plan: HostPlan, hs: HostSeries, fs_known: bool, units_known: bool,
