@@ -39,6 +39,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+# imported with storage.collect, in the main thread: PromClient's requests must not be
+# imported for the first time inside collect()'s pool (see storage/collect.py)
+import requests  # noqa: F401
+
 from storage.deploy import _osd_of_unit
 from storage.hostfacts.collect import HostPlan, collect_host_facts, plan_for
 from storage.model import (
@@ -87,16 +91,22 @@ def split_instance(instance: str) -> tuple[str, int | None]:
         end = s.find("]")
         if end > 0:
             host, rest = s[1:end], s[end + 1:]
-            if rest.startswith(":") and rest[1:].isdigit() and len(rest) <= 6:
-                return host, int(rest[1:])
+            if rest.startswith(":") and _port(rest[1:]) is not None:
+                return host, _port(rest[1:])
             return host, None
         return s, None
     if s.count(":") == 1:
         host, _, port = s.partition(":")
-        if port.isdigit() and len(port) <= 5:
-            return host, int(port)
+        if _port(port) is not None:
+            return host, _port(port)
         return s, None
     return s, None  # a bare IPv6 address (no brackets, no port) or a plain name
+
+
+def _port(text: str) -> int | None:
+    if text.isascii() and text.isdigit() and len(text) <= 5 and 0 < int(text) <= 65535:
+        return int(text)
+    return None
 
 
 @dataclass
