@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from storage.ceph import collect_ceph
 from storage.hostfacts import collect_host_facts
 from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
-from storage.ssh import FabricRunner
+from storage.ssh import FabricRunner, SSHPool
 from storage.swift import collect_swift
 from storage.targets import ClusterTarget
 
@@ -28,16 +28,17 @@ def _swift(target: ClusterTarget) -> tuple[SwiftState | None, str | None]:
 
 
 def collect(target: ClusterTarget, host_facts: bool = True,
-            keep_raw: bool = False) -> ClusterSnapshot:
+            keep_raw: bool = False, ssh_pool: SSHPool | None = None) -> ClusterSnapshot:
     """Never raises for an unreachable part: errors land in the snapshot. ``keep_raw``
     keeps what the hosts' scripts printed too (Ceph's and recon's answers always ride
-    along): what ``stordoc snapshot save`` writes."""
+    along): what ``stordoc snapshot save`` writes. ``ssh_pool``: SSH connections kept
+    open for the next check (``watch``, the bot), else opened and closed here."""
     t0 = time.monotonic()
     ceph: CephState | None = None
     swift: SwiftState | None = None
     ceph_err = swift_err = None
     want_hosts = bool(host_facts and target.hosts)
-    runner = FabricRunner(target.hosts) if want_hosts else None
+    runner = FabricRunner(target.hosts, pool=ssh_pool) if want_hosts else None
     with ThreadPoolExecutor(max_workers=3) as pool:
         # SSH handshakes overlap with the Ceph and Swift reads
         fo = pool.submit(runner.open_all) if runner else None
