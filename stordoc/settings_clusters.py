@@ -296,6 +296,8 @@ class ClusterSettings(StrictModel):
     hosts: list[HostSettings] = []
     muted: list[str] = []
     thresholds: ThresholdSettings = ThresholdSettings()
+    # ``check --all``: this cluster's budget in seconds (default: [check] cluster_timeout_s)
+    check_timeout_s: float | None = Field(None, gt=0, le=86400, allow_inf_nan=False)
 
     def target(self, name: str) -> ClusterTarget:
         cluster_name = self.ceph.cluster_name if self.ceph else "ceph"
