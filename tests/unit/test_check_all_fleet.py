@@ -214,3 +214,27 @@ def test_a_timeout_is_said_while_other_results_keep_coming() -> None:
     gate.set()
     assert sorted(got) == sorted(names)
     assert got.index("hang") < len(got) - 10, got
+
+
+def test_the_process_exits_without_waiting_for_an_abandoned_check(
+        tmp_path: Path, silent_mon: int) -> None:
+    """The real process: a dead cluster whose librados call would block for a minute
+    (its Ceph timeout) is cut at its 1 s budget and the process exits then, not when
+    the abandoned call ends (the interpreter joins thread pools at exit)."""
+    import subprocess
+    import sys
+
+    _keyring(tmp_path / "keyring")
+    (tmp_path / "dead.conf").write_text(f"[global]\nmon_host = 127.0.0.1:{silent_mon}\n")
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(f'journal = "{tmp_path / "j.db"}"\n'
+                   f"[clusters.dead]\ncheck_timeout_s = 1\n[clusters.dead.ceph]\n"
+                   f'conf = "{tmp_path / "dead.conf"}"\nkeyring = "{tmp_path / "keyring"}"\n'
+                   "timeout = 60\n")
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-m", "stordoc", "check", "--config", str(cfg),
+                        "--all", "--no-record"], capture_output=True, text=True,
+                       timeout=40, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.strip() == \
+        "dead: unreachable after 1s (no answer within its check timeout)", r.stdout
