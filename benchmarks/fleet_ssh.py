@@ -115,7 +115,7 @@ def one_size(n: int, a: argparse.Namespace) -> list[tuple[float, float, int, int
     fleet = Fleet(d, n, a.port, a.per_sshd, a.max_startups)
     target = fleet.target()
     rows = []
-    pool = None if a.old else SSHPool()
+    pool = None if a.old else SSHPool(max_connecting=a.max_connecting)
     try:
         for _ in range(a.checks):
             if a.old:  # fresh connections, all handshakes at once, no retry
@@ -153,6 +153,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=PORT_LO)
     ap.add_argument("--per-sshd", type=int, default=16, help="addresses per sshd (<= 16)")
     ap.add_argument("--max-startups", default="10:30:100", help="sshd's (default 10:30:100)")
+    ap.add_argument("--max-connecting", type=int, default=24, help="handshakes at once")
     ap.add_argument("--old", action="store_true",
                     help="fresh connections each check, no handshake bound, no retry")
     a = ap.parse_args()
@@ -161,7 +162,8 @@ def main() -> None:
     if not PORT_LO <= a.port <= PORT_HI or not 1 <= a.per_sshd <= 16 or \
             not all(1 <= n <= 5000 for n in sizes) or a.checks < 1:
         sys.exit("--port 21600..22399, --per-sshd 1..16, --hosts 1..5000, --checks >= 1")
-    mode = "old: fresh connections" if a.old else "pooled connections"
+    mode = "old: fresh connections" if a.old else \
+        f"pooled connections, {a.max_connecting} handshakes at once"
     print(f"SSH-only check over simulated hosts ({mode}; MaxStartups {a.max_startups}, "
           f"{a.per_sshd} hosts per sshd):")
     results = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import getpass
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,9 @@ from stordoc.terminal import Terminal
 if TYPE_CHECKING:
     from runbooks.api import RunContext
     from storage.ssh import SSHPool
+
+
+_POOL_LOCK = threading.Lock()
 
 
 def _denied(path: str) -> PermissionError:
@@ -80,11 +84,12 @@ class Env:
     def ssh_pool(self) -> SSHPool:
         """SSH connections kept across this process's checks (``watch``, the bot): one
         handshake per host, not one per check; closed by ``close()``."""
-        if self._ssh_pool is None:
-            from storage.ssh import SSHPool
+        with _POOL_LOCK:  # check --all asks from several threads at once
+            if self._ssh_pool is None:
+                from storage.ssh import SSHPool
 
-            self._ssh_pool = SSHPool()
-        return self._ssh_pool
+                self._ssh_pool = SSHPool()
+            return self._ssh_pool
 
     @property
     def journal(self) -> Journal:
