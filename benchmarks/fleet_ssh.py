@@ -137,7 +137,8 @@ def one_size(n: int, a: argparse.Namespace) -> list[tuple[float, float, int, int
         if pool is not None:
             s = pool.stats
             print(f"    pool: {len(pool)} open, {s.opened} handshakes, {s.reused} reused, "
-                  f"{s.retried} retried, {s.reconnected} reconnected", flush=True)
+                  f"{s.retried} retried, {s.reconnected} reconnected; handshakes at once "
+                  f"now {pool._connecting.limit}", flush=True)
     finally:
         if pool is not None:
             pool.close()

@@ -51,8 +51,53 @@ PROBE_IDLE_S = 5.0
 IDLE_WAKE_S = 2.0  # how often an open connection's paramiko thread wakes (its default 0.1 s)  # a pooled connection idle this long is probed before it is used again
 
 
+class HandshakeGate:
+    """At most ``limit`` handshakes at once; the limit halves (down to ``low``) when an
+    sshd drops one unanswered and grows back by one after ``limit`` handshakes in a row
+    went through (TCP's way with congestion): the retry of a dropped handshake then
+    meets a calmer sshd instead of the same crowd."""
+
+    def __init__(self, high: int, low: int = 4) -> None:
+        self.high = high
+        self.low = min(low, high)
+        self.limit = high
+        self.active = 0
+        self._ok = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> HandshakeGate:
+        with self._cond:
+            while self.active >= self.limit:
+                self._cond.wait()
+            self.active += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self.active -= 1
+            self._cond.notify()
+
+    def dropped(self) -> None:
+        with self._cond:
+            self.limit = max(self.low, self.limit // 2)
+            self._ok = 0
+
+    def passed(self) -> None:
+        with self._cond:
+            self._ok += 1
+            if self._ok >= self.limit and self.limit < self.high:
+                self.limit += 1
+                self._ok = 0
+                self._cond.notify()
+
+
 class _Transient(HostUnreachable):
-    """A connect failure worth one more try."""
+    """A connect failure worth one more try (``crowded``: the sshd dropped it unanswered,
+    as under its MaxStartups: fewer handshakes at once from now on)."""
+
+    def __init__(self, host: str, reason: str, crowded: bool = False) -> None:
+        super().__init__(host, reason)
+        self.crowded = crowded
 
 
 def _key(t: HostTarget) -> tuple[str, str, int, str | None, str | None]:
@@ -92,7 +137,7 @@ class SSHPool:
         self.retry_pause_s = retry_pause_s
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._guard = threading.Lock()
-        self._connecting = threading.BoundedSemaphore(max(1, max_connecting))
+        self._connecting = HandshakeGate(max(1, max_connecting))
         self._known: dict[str, tuple[tuple[int, int], Any]] = {}  # path -> (stamp, HostKeys)
         self.stats = PoolStats()
 
@@ -134,6 +179,8 @@ class SSHPool:
         try:
             conn = self._open(t)
         except _Transient as first:
+            if first.crowded:
+                self._connecting.dropped()
             if not self.retry:
                 raise HostUnreachable(t.name, first.reason) from None
             lo, hi = self.retry_pause_s
@@ -143,9 +190,12 @@ class SSHPool:
             try:
                 conn = self._open(t)
             except _Transient as second:
+                if second.crowded:
+                    self._connecting.dropped()
                 why = f"{second.reason} (tried twice" + \
                     (")" if second.reason == first.reason else f"; first: {first.reason})")
                 raise HostUnreachable(t.name, why) from None
+        self._connecting.passed()
         now = time.monotonic()
         e.conn, e.used_at, e.opened_at = conn, now, now
         with self._guard:
@@ -212,10 +262,12 @@ class SSHPool:
                                           f"{t.known_hosts or 'known_hosts'}): {msg}") from None
                 if "banner" in msg.lower() or isinstance(e.__cause__, _TRANSIENT) or \
                         isinstance(e.__context__, _TRANSIENT):
-                    raise _Transient(t.name, msg) from None  # sshd dropped it unanswered
+                    raise _Transient(t.name, msg, crowded=True) from None  # dropped
                 raise HostUnreachable(t.name, msg) from None
             except _TRANSIENT as e:
-                raise _Transient(t.name, f"{type(e).__name__}: {e}") from None
+                raise _Transient(t.name, f"{type(e).__name__}: {e}",
+                                 crowded=not isinstance(e, ConnectionRefusedError | TimeoutError)
+                                 ) from None
             except OSError as e:  # no route, no such name: not something a retry mends
                 raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
         transport = client.get_transport()

@@ -252,3 +252,38 @@ def test_the_pool_keeps_within_its_bound(sshd: Sshd) -> None:
     finally:
         pool.close()
         relay.close()
+
+
+def test_the_handshake_gate_halves_on_a_drop_and_grows_back() -> None:
+    from storage.ssh import HandshakeGate
+
+    g = HandshakeGate(24)
+    g.dropped()
+    assert g.limit == 12
+    for _ in range(3):
+        g.dropped()
+    assert g.limit == 4  # never below its floor
+    for _ in range(4):  # a limit's worth of handshakes in a row: one more at once
+        g.passed()
+    assert g.limit == 5
+    got: list[int] = []
+    held = threading.Event()
+
+    def hold() -> None:
+        with g:
+            got.append(g.active)
+            held.wait(5)
+
+    ths = [threading.Thread(target=hold) for _ in range(8)]
+    for th in ths:
+        th.start()
+    for _ in range(100):
+        if g.active == 5:
+            break
+        time.sleep(0.05)
+    time.sleep(0.1)
+    assert g.active == 5  # the others wait at the gate
+    held.set()
+    for th in ths:
+        th.join(5)
+    assert len(got) == 8 and max(got) <= 5
