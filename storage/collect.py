@@ -14,7 +14,7 @@ from storage.hostfacts import collect_host_facts
 from storage.hostfacts.prom import Answers, ask, collect_via_prometheus, mount_regex
 from storage.model import CephState, ClusterSnapshot, HostFacts, PromStatus, SwiftState
 from storage.prometheus import PromClient
-from storage.ssh import FabricRunner
+from storage.ssh import FabricRunner, SSHPool
 from storage.swift import collect_swift
 from storage.targets import ClusterTarget
 
@@ -30,10 +30,11 @@ def _swift(target: ClusterTarget) -> tuple[SwiftState | None, str | None]:
 
 
 def collect(target: ClusterTarget, host_facts: bool = True,
-            keep_raw: bool = False) -> ClusterSnapshot:
+            keep_raw: bool = False, ssh_pool: SSHPool | None = None) -> ClusterSnapshot:
     """Never raises for an unreachable part: errors land in the snapshot. ``keep_raw``
     keeps what the hosts' scripts printed too (Ceph's and recon's answers always ride
-    along): what ``stordoc snapshot save`` writes.
+    along): what ``stordoc snapshot save`` writes. ``ssh_pool``: SSH connections kept
+    open for the next check (``watch``, the bot), else opened and closed here.
 
     With ``[clusters.X.prometheus]`` the host facts come from Prometheus, asked while Ceph
     and Swift are read, and SSH only reaches the hosts in question
@@ -45,7 +46,8 @@ def collect(target: ClusterTarget, host_facts: bool = True,
     ceph_err = swift_err = None
     want_hosts = bool(host_facts and target.hosts)
     prom = target.prometheus if want_hosts and not keep_raw else None
-    runner = FabricRunner(target.hosts) if want_hosts and prom is None else None
+    runner = (FabricRunner(target.hosts, pool=ssh_pool) if want_hosts and prom is None
+              else None)
     answers: Answers | None = None
     with ThreadPoolExecutor(max_workers=3) as pool:
         # SSH handshakes (or Prometheus's queries) overlap with the Ceph and Swift reads
@@ -71,7 +73,17 @@ def collect(target: ClusterTarget, host_facts: bool = True,
     hosts: dict[str, HostFacts] = {}
     prom_status: PromStatus | None = None
     if answers is not None:
-        hosts, prom_status = collect_via_prometheus(target, ceph, swift, answers=answers)
+        def ssh(sub: ClusterTarget, c: CephState | None,
+                s: SwiftState | None) -> dict[str, HostFacts]:
+            """The hosts in question over SSH, through the process's pool when it has one."""
+            r = FabricRunner(sub.hosts, pool=ssh_pool)
+            try:
+                return collect_host_facts(sub, c, s, runner=r)
+            finally:
+                r.close()
+
+        hosts, prom_status = collect_via_prometheus(target, ceph, swift, answers=answers,
+                                                    ssh=ssh)
     if runner is not None:
         try:
             hosts = collect_host_facts(target, ceph, swift, runner=runner, keep_raw=keep_raw)

@@ -98,11 +98,31 @@ def main(argv: Sequence[str] | None = None, term: Terminal | None = None) -> int
     if term is None:  # the process's own streams: a reader that goes away is no error
         sys.stdout, sys.stderr = _guarded(sys.stdout), _guarded(sys.stderr)
     try:
-        return int(_main(argv, term))
+        rc = int(_main(argv, term))
     finally:
         Parser.term = None
         if term is None:
             sys.stdout, sys.stderr = streams
+    if term is None:
+        _leave_if_abandoned(rc)
+    return rc
+
+
+def _leave_if_abandoned(rc: int) -> None:
+    """``check --all`` gave up on a cluster whose check still runs (blocked in librados
+    or a socket, each with its own timeout): the process ends now, its answer printed,
+    rather than when that check does (the interpreter joins thread pools at exit)."""
+    fleet = sys.modules.get("stordoc.service.fleet")
+    if fleet is None or not fleet.abandoned():
+        return
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(rc)
 
 
 def _guarded(stream: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import getpass
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,10 @@ from stordoc.terminal import Terminal
 
 if TYPE_CHECKING:
     from runbooks.api import RunContext
+    from storage.ssh import SSHPool
+
+
+_POOL_LOCK = threading.Lock()
 
 
 def _denied(path: str) -> PermissionError:
@@ -73,6 +78,18 @@ class Env:
     # each: ``stordoc watch`` and ``check`` print them, the audit keeps them
     reverted: list[str] = field(default_factory=list)
     _sweeping: bool = False
+    _ssh_pool: SSHPool | None = None  # opened on the first check with hosts
+
+    @property
+    def ssh_pool(self) -> SSHPool:
+        """SSH connections kept across this process's checks (``watch``, the bot): one
+        handshake per host, not one per check; closed by ``close()``."""
+        with _POOL_LOCK:  # check --all asks from several threads at once
+            if self._ssh_pool is None:
+                from storage.ssh import SSHPool
+
+                self._ssh_pool = SSHPool()
+            return self._ssh_pool
 
     @property
     def journal(self) -> Journal:
@@ -92,7 +109,8 @@ class Env:
     def collect(self, target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
         """Read a cluster (Ceph, Swift, the hosts over SSH): the one place a check reaches
         it, so a test or a benchmark gives its own snapshot by overriding this."""
-        return collect(target, host_facts=host_facts)
+        return collect(target, host_facts=host_facts,
+                       ssh_pool=self.ssh_pool if host_facts and target.hosts else None)
 
     def sweep_expired(self, cluster: str, source: str = "cli") -> list[str]:
         """Revert the cluster's temporary changes whose deadline has passed (a raised
@@ -137,6 +155,9 @@ class Env:
             bench_after_fix=rs.bench_after_fix, bench_limits=self.settings.bench.model_dump())
 
     def close(self) -> None:
+        if self._ssh_pool is not None:
+            self._ssh_pool.close()
+            self._ssh_pool = None
         if self._journal is not None:
             self._journal.close()
             self._journal = None

@@ -325,6 +325,8 @@ class ClusterSettings(StrictModel):
     muted: list[str] = []
     thresholds: ThresholdSettings = ThresholdSettings()
     prometheus: PrometheusSettings | None = None
+    # ``check --all``: this cluster's budget in seconds (default: [check] cluster_timeout_s)
+    check_timeout_s: float | None = Field(None, gt=0, le=86400, allow_inf_nan=False)
 
     def target(self, name: str) -> ClusterTarget:
         cluster_name = self.ceph.cluster_name if self.ceph else "ceph"

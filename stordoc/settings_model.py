@@ -151,6 +151,15 @@ class BenchSettings(StrictModel):
             raise ValueError(str(e)) from None
 
 
+class CheckSettings(StrictModel):
+    """``[check]``: ``check --all`` over many clusters."""
+
+    parallel: int = Field(8, ge=1, le=64)  # clusters checked at once
+    # a cluster's budget (its own ``[clusters.NAME] check_timeout_s`` wins): past it, one
+    # line "NAME: unreachable after Ns" and the other clusters go on
+    cluster_timeout_s: float = Timeout(60.0)
+
+
 class Settings(StrictModel):
     journal: str = "/var/lib/stordoc/journal.db"
 
@@ -181,6 +190,7 @@ class Settings(StrictModel):
     tui: TuiSettings = TuiSettings()
     runbooks: RunbookSettings = RunbookSettings()
     bench: BenchSettings = BenchSettings()
+    check: CheckSettings = CheckSettings()
     source: str | None = None
 
     @model_validator(mode="after")
@@ -193,6 +203,11 @@ class Settings(StrictModel):
                     raise ValueError(f"{where}.{key}: unknown cluster {name!r}; configured: "
                                      f"{', '.join(sorted(self.clusters)) or 'none'}")
         return self
+
+    def check_timeout_for(self, name: str) -> float:
+        """Seconds ``check --all`` gives cluster ``name``."""
+        own = self.clusters[name].check_timeout_s
+        return own if own is not None else self.check.cluster_timeout_s
 
     def cluster_name(self, name: str | None) -> str:
         """Resolve an explicit or default cluster name; ambiguous or unknown is an error."""

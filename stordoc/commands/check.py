@@ -379,29 +379,50 @@ def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
 
 
 def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> int:
-    """Every cluster at a glance: checked in parallel, one headline each, the worst exit."""
-    from concurrent.futures import ThreadPoolExecutor
+    """Every cluster at a glance: ``[check] parallel`` at a time, each within its own
+    timeout, one line each printed as soon as it is ready (a dead cluster holds back no
+    other line: it gets its own, "unreachable after Ns", when its time is up); the worst
+    exit. ``--json`` waits for all and lists them in config order."""
+    from stordoc.errors import UserError
+    from stordoc.service.fleet import check_many
 
-    names = sorted(env.settings.clusters)
+    names = list(env.settings.clusters)
+    if not names:
+        env.close()
+        raise UserError("check --all: no clusters configured ([clusters.NAME] in the "
+                        "settings)")
+    svc = _service(env)
+    policy = _policy(args)
+    results = {}
+    worst = Verdict.OK
     try:
-        with ThreadPoolExecutor(max_workers=min(8, len(names))) as ex:
-            svc = _service(env)
-            outs = list(ex.map(lambda n: svc.check(n, "cli", _policy(args), only=only,
-                                                   host_facts=args.host_facts), names))
+        for n, res in enumerate(check_many(
+                names, lambda c: svc.check(c, "cli", policy, only=only,
+                                           host_facts=args.host_facts),
+                env.settings.check_timeout_for, env.settings.check.parallel)):
+            results[res.cluster] = res
+            verdict = res.outcome.report.verdict if res.outcome else Verdict.UNREACHABLE
+            worst = max(worst, verdict)  # ok < warn < crit < unreachable
+            if args.json:
+                continue
+            if res.outcome is None:
+                _say(env.term.out, f"{res.cluster}: {res.error}", hang=2,
+                     style=VERDICT_STYLE[Verdict.UNREACHABLE])
+            elif args.verbose:  # each cluster as `check --cluster NAME -v` shows it
+                if n:
+                    env.term.out.print()
+                render(res.outcome, env.term.out, verbose=True)
+            else:
+                render_verdict(res.outcome, env.term.out)
     finally:
         env.close()
-    # ok < warn < crit < unreachable: the order of the verdicts
-    worst = max((o.report.verdict for o in outs), default=Verdict.OK)
     if args.json:
-        env.term.line(json.dumps({"schema": 2, "exit_code": int(worst), "status": worst.label,
-                                  "clusters": [to_json(o) for o in outs]},
-                                 indent=1, default=str))
-        return ExitStatus.of(worst)
-    for n, o in enumerate(outs):
-        if args.verbose:  # each cluster as `check --cluster NAME -v` shows it
-            if n:
-                env.term.out.print()
-            render(o, env.term.out, verbose=True)
-        else:
-            render_verdict(o, env.term.out)
+        env.term.line(json.dumps({
+            "schema": 2, "exit_code": int(worst), "status": worst.label,
+            "clusters": [to_json(r.outcome) if r.outcome is not None else
+                         {"cluster": r.cluster, "exit_code": int(Verdict.UNREACHABLE),
+                          "status": Verdict.UNREACHABLE.label, "error": r.error,
+                          "duration_s": round(r.elapsed_s, 3)}
+                         for r in (results[c] for c in names)]},
+            indent=1, default=str))
     return ExitStatus.of(worst)

@@ -190,6 +190,7 @@ def test_live_check_and_all_use_the_same_renderer(monkeypatch: pytest.MonkeyPatc
     assert isinstance(tmp_path, Path)
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "a"\n'
+                   '[check]\nparallel = 1\n'  # one at a time: printed in config order
                    '[clusters.a.swift]\nswift_dir = "/etc/swift"\n'
                    '[clusters.b.swift]\nswift_dir = "/etc/swift"\n')
     cases = {"a": ("reef", "cache-tier-misconfigured"), "b": ("pacific", "osd-killed")}
