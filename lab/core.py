@@ -82,7 +82,8 @@ class Lab(LabParts):
                   self.base / "swift" / "cache", self.ceph_dir / "osd"):
             d.mkdir(parents=True, exist_ok=True)
         self.write_state(port_base=self.ports.base, fsid=str(uuid.uuid4()),
-                         started=time.time(), osd_layout=self.layout, release=self.release)
+                         started=time.time(), osd_layout=self.layout, release=self.release,
+                         metrics=False)  # HostMetrics.start says True
         if isinstance(self.system, ChrootSystem):
             say(f"mounting the {self.release} root filesystem")
             t1 = time.monotonic()
