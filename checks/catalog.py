@@ -16,6 +16,7 @@ from checks import (  # noqa: F401
     pgblocks,
     pgs,
     placement,
+    prometheus,
     scrub,
     slow_ops,
     swift_dispersion,

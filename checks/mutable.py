@@ -24,6 +24,9 @@ CANNOT_LOOK = frozenset({
     "HOST_UNREACHABLE",      # SSH failed: that host's mounts, daemons, disks are unseen
     "SWIFT_SERVER_TIMEOUT",  # a storage server's recon does not answer: its devices unseen
     "CHECK_INTERNAL_ERROR",  # a check raised: what it would have found is unknown
+    "PROMETHEUS_UNREACHABLE",  # host facts from Prometheus: none this time
+    "PROMETHEUS_BAD_ANSWER",   # a fact family unknown for every host
+    "HOST_FACTS_STALE",      # a host's node_exporter stopped: its facts unseen or SSH's
 })
 
 CANNOT_LOOK_WHY = "cannot see the cluster"

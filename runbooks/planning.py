@@ -46,9 +46,13 @@ def runbook_named(name: str) -> Runbook:
 
 
 def collect_snapshot(ctx: RunContext, host_facts: bool) -> ClusterSnapshot:
+    """A runbook plans (and verifies) on SSH's deep facts of the hosts, never on
+    Prometheus's (no device labels or fstab there, and a scrape lags a repair)."""
+    from dataclasses import replace
+
     from storage.collect import collect
 
-    return collect(ctx.target, host_facts=host_facts)
+    return collect(replace(ctx.target, prometheus=None), host_facts=host_facts)
 
 
 def plan(ctx: RunContext, runbook: str, target: str,

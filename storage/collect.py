@@ -11,7 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 # threads at once, leaves that thread unjoinable and collect() hangs at pool shutdown.
 from storage.ceph import collect_ceph
 from storage.hostfacts import collect_host_facts
-from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
+from storage.hostfacts.prom import Answers, ask, collect_via_prometheus, mount_regex
+from storage.model import CephState, ClusterSnapshot, HostFacts, PromStatus, SwiftState
+from storage.prometheus import PromClient
 from storage.ssh import FabricRunner
 from storage.swift import collect_swift
 from storage.targets import ClusterTarget
@@ -31,16 +33,25 @@ def collect(target: ClusterTarget, host_facts: bool = True,
             keep_raw: bool = False) -> ClusterSnapshot:
     """Never raises for an unreachable part: errors land in the snapshot. ``keep_raw``
     keeps what the hosts' scripts printed too (Ceph's and recon's answers always ride
-    along): what ``stordoc snapshot save`` writes."""
+    along): what ``stordoc snapshot save`` writes.
+
+    With ``[clusters.X.prometheus]`` the host facts come from Prometheus, asked while Ceph
+    and Swift are read, and SSH only reaches the hosts in question
+    (``storage.hostfacts.prom``); a saved snapshot (``keep_raw``) still takes every host
+    over SSH, since a replay re-parses what the hosts printed."""
     t0 = time.monotonic()
     ceph: CephState | None = None
     swift: SwiftState | None = None
     ceph_err = swift_err = None
     want_hosts = bool(host_facts and target.hosts)
-    runner = FabricRunner(target.hosts) if want_hosts else None
+    prom = target.prometheus if want_hosts and not keep_raw else None
+    runner = FabricRunner(target.hosts) if want_hosts and prom is None else None
+    answers: Answers | None = None
     with ThreadPoolExecutor(max_workers=3) as pool:
-        # SSH handshakes overlap with the Ceph and Swift reads
+        # SSH handshakes (or Prometheus's queries) overlap with the Ceph and Swift reads
         fo = pool.submit(runner.open_all) if runner else None
+        fp = pool.submit(ask, PromClient(prom.url, prom.timeout_s), prom.job,
+                         mount_regex(target)) if prom is not None else None
         fc = pool.submit(_ceph, target) if target.ceph else None
         fs = pool.submit(_swift, target) if target.swift else None
         if fc:
@@ -55,7 +66,12 @@ def collect(target: ClusterTarget, host_facts: bool = True,
                 swift_err = f"{type(e).__name__}: {e}"
         if fo:
             fo.result()  # failures are remembered by the runner and become host errors
+        if fp:
+            answers = fp.result()  # never raises: failures are its problems
     hosts: dict[str, HostFacts] = {}
+    prom_status: PromStatus | None = None
+    if answers is not None:
+        hosts, prom_status = collect_via_prometheus(target, ceph, swift, answers=answers)
     if runner is not None:
         try:
             hosts = collect_host_facts(target, ceph, swift, runner=runner, keep_raw=keep_raw)
@@ -64,5 +80,5 @@ def collect(target: ClusterTarget, host_facts: bool = True,
     return ClusterSnapshot(
         cluster=target.name, taken_at=time.time(), ceph=ceph, ceph_error=ceph_err,
         swift=swift, swift_error=swift_err, hosts=hosts,
-        host_facts_collected=want_hosts,
+        host_facts_collected=want_hosts, prometheus=prom_status,
         duration_s=time.monotonic() - t0)

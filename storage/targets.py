@@ -107,6 +107,20 @@ class HostTarget:
 
 
 @dataclass(frozen=True)
+class PromTarget:
+    """A Prometheus that scrapes a node_exporter on the cluster's hosts: host facts for
+    every host from it (``storage.hostfacts.prom``), SSH only for the hosts in question."""
+
+    url: str  # "http://127.0.0.1:9090"
+    timeout_s: float = 10.0  # per query: connect, each read, and the whole answer
+    stale_s: float = 180.0  # a host whose node_exporter sample is older is unknown
+    job: str = "node"  # the scrape job of the node_exporters (``up{job="node"}``)
+    # at most this many hosts get SSH per check (those Ceph/Swift/Prometheus name first,
+    # then those Prometheus cannot speak for); 0: never SSH, Prometheus only
+    ssh_max_hosts: int = 64
+
+
+@dataclass(frozen=True)
 class SwiftTarget:
     proxy_url: str | None = None  # "http://127.0.0.1:8080"
     auth_url: str | None = None  # "http://127.0.0.1:8080/auth/v1.0"
@@ -123,6 +137,7 @@ class ClusterTarget:
     swift: SwiftTarget | None = None
     hosts: tuple[HostTarget, ...] = field(default_factory=tuple)
     ceph_cluster_name: str = "ceph"
+    prometheus: PromTarget | None = None  # host facts from Prometheus when set
 
     def hosts_named(self, spelling: str) -> tuple[HostTarget, ...]:
         """Every configured host ``spelling`` may mean: the host of that exact name; else

@@ -14,8 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from checks.model import Thresholds
 from storage.model.daemons import daemon_kind
+from storage.prometheus import check_url
 from storage.safefile import FileRefused, read_text
-from storage.targets import CephTarget, ClusterTarget, DaemonTarget, HostTarget, SwiftTarget
+from storage.targets import (
+    CephTarget,
+    ClusterTarget,
+    DaemonTarget,
+    HostTarget,
+    PromTarget,
+    SwiftTarget,
+)
 
 MAX_SECRET_BYTES = 64 * 1024  # a token, a key, a keyring: far smaller
 
@@ -101,6 +109,26 @@ class SwiftSettings(StrictModel):
     user: str | None = None
     key: Secret | None = None
     recon_timeout: float = Field(5.0, gt=0, le=120, allow_inf_nan=False)
+
+
+class PrometheusSettings(StrictModel):
+    """``[clusters.NAME.prometheus]``: host facts from the node_exporters this Prometheus
+    scrapes (``storage.hostfacts.prom``); SSH then reaches only the hosts in question."""
+
+    url: str
+    timeout_s: float = Field(10.0, gt=0, le=120, allow_inf_nan=False)
+    stale_s: float = Field(180.0, gt=0, le=86400, allow_inf_nan=False)
+    job: str = Field("node", pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
+    ssh_max_hosts: int = Field(64, ge=0, le=10000)
+
+    @field_validator("url")
+    @classmethod
+    def _url_ok(cls, v: str) -> str:
+        return check_url(v)
+
+    def target(self) -> PromTarget:
+        return PromTarget(self.url, self.timeout_s, self.stale_s, self.job,
+                          self.ssh_max_hosts)
 
 
 class DaemonSettings(StrictModel):
@@ -296,6 +324,7 @@ class ClusterSettings(StrictModel):
     hosts: list[HostSettings] = []
     muted: list[str] = []
     thresholds: ThresholdSettings = ThresholdSettings()
+    prometheus: PrometheusSettings | None = None
 
     def target(self, name: str) -> ClusterTarget:
         cluster_name = self.ceph.cluster_name if self.ceph else "ceph"
@@ -335,4 +364,5 @@ class ClusterSettings(StrictModel):
                 ) for h in self.hosts
             ),
             ceph_cluster_name=cluster_name,
+            prometheus=self.prometheus.target() if self.prometheus else None,
         )

@@ -56,6 +56,7 @@ from storage.model.hosts import (
     UnitState,
     XfsEvent,
 )
+from storage.model.prom import PromProblem, PromStatus, StaleHost
 from storage.model.swift import (
     QUARANTINE_KINDS,
     Copy,
@@ -151,6 +152,9 @@ class ClusterSnapshot:
     # (epoch s, fill of the fullest OSD 0..1) of earlier checks (storage.fillhist), oldest
     # first: what ``checks.fill`` fits days-to-full on
     fill_history: tuple[tuple[float, float], ...] = ()
+    # host facts from Prometheus (``storage.hostfacts.prom``): its errors, stale hosts,
+    # unmatched series; None when the cluster has no ``prometheus`` (not saved either)
+    prometheus: PromStatus | None = None
 
 
 __all__ = [
@@ -190,6 +194,9 @@ __all__ = [
     "OsdState",
     "OsdUsage",
     "PgSummary",
+    "PromProblem",
+    "PromStatus",
+    "StaleHost",
     "RecentRun",
     "PoolAutoscale",
     "PoolState",

@@ -1,0 +1,534 @@
+"""Host facts of every host from Prometheus (node_exporter 1.5), SSH only where needed.
+
+One instant query per fact family for ALL hosts of the job (``up`` and its sample time,
+``node_uname_info``, the four ``node_filesystem_*`` families, ``node_systemd_unit_state``)
+is mapped onto the same typed ``HostFacts`` the SSH path builds (``collect_one``), so every
+check reads them unchanged:
+
+- a series belongs to the configured host whose address is its ``instance``'s host part
+  (``127.0.0.3:9100``, ``[::1]:9100``, ``node3.example:9100``), else whose name is its
+  ``nodename`` (``node_uname_info``) or ``host`` label; an instance matching no host is
+  named once (``PromStatus.unmatched``), never guessed;
+- an OSD data dir or Swift device that is a mount point gives its ``Mount``, an ``FsProbe``
+  (read-only flag, size, free space; no write probe) and its dir; one that is NOT a mount
+  point is left out (unknown: a plain-directory OSD is not a mount either) and the host is
+  looked at over SSH when Ceph or Swift name it;
+- ``ceph-osd@N``-style units give ``UnitState`` and the OSD daemon's running state;
+- what node_exporter cannot tell (fstab, device labels and identities, logs, crash dumps,
+  admin sockets, kernel log, SMART, listeners, ring md5s) stays empty: no check finds
+  anything in an empty field.
+
+A host is fresh when ``up == 1`` and its sample is at most ``stale_s`` old (by the
+server's clock); else it is *stale* and Prometheus does not speak for it.
+
+SSH, second pass, at most ``ssh_max_hosts`` hosts, in this order: the hosts the Ceph and
+Swift pictures name (a down OSD's CRUSH host, a Swift server whose recon reports an
+unmounted device or does not answer), the hosts Prometheus shows a problem on (a read-only
+or failing filesystem under an OSD or Swift device, a Swift device not mounted, a failed
+unit), then the stale hosts. Their SSH facts replace Prometheus's (the deep diagnosis:
+labels, fstab, logs, crash dumps, sockets). A stale host that got no SSH has no facts: it
+is left out of the snapshot (unknown, never healthy) and said by ``checks.prometheus``.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from storage.deploy import _osd_of_unit
+from storage.hostfacts.collect import HostPlan, collect_host_facts, plan_for
+from storage.model import (
+    CephState,
+    Daemon,
+    FsProbe,
+    HostFacts,
+    Mount,
+    OsdDataDir,
+    OsdState,
+    PromProblem,
+    PromStatus,
+    RingDevice,
+    StaleHost,
+    SwiftDeviceDir,
+    SwiftState,
+    UnitState,
+)
+from storage.prometheus import PromClient, PromError, Sample
+from storage.runner import Runner
+from storage.targets import ClusterTarget, HostTarget, host_key, ip_of
+
+# the fact families, one instant query each ({job} is the settings' job, validated)
+QUERIES: dict[str, str] = {
+    "up": 'up{{job="{job}"}}',
+    "up_ts": 'timestamp(up{{job="{job}"}})',
+    "uname": 'node_uname_info{{job="{job}"}}',
+    "fs_ro": 'node_filesystem_readonly{{job="{job}",mountpoint=~"{mp}"}}',
+    "fs_err": 'node_filesystem_device_error{{job="{job}",mountpoint=~"{mp}"}}',
+    "fs_size": 'node_filesystem_size_bytes{{job="{job}",mountpoint=~"{mp}"}}',
+    "fs_avail": 'node_filesystem_avail_bytes{{job="{job}",mountpoint=~"{mp}"}}',
+    # only each unit's current state (the series whose value is 1)
+    "units": 'node_systemd_unit_state{{job="{job}",name=~"ceph.*|swift.*"}} == 1',
+}
+UNMATCHED_SHOWN = 20
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def split_instance(instance: str) -> tuple[str, int | None]:
+    """``host:port`` -> (host, port): ``127.0.0.2:9100``, ``[::1]:9100``, ``node1:9100``;
+    a bare host or IPv6 address has no port. Never raises."""
+    s = instance.strip()
+    if s.startswith("["):
+        end = s.find("]")
+        if end > 0:
+            host, rest = s[1:end], s[end + 1:]
+            if rest.startswith(":") and rest[1:].isdigit() and len(rest) <= 6:
+                return host, int(rest[1:])
+            return host, None
+        return s, None
+    if s.count(":") == 1:
+        host, _, port = s.partition(":")
+        if port.isdigit() and len(port) <= 5:
+            return host, int(port)
+        return s, None
+    return s, None  # a bare IPv6 address (no brackets, no port) or a plain name
+
+
+@dataclass
+class HostIndex:
+    """Configured hosts by every spelling of their address, and by name."""
+
+    by_addr: dict[str, str] = field(default_factory=dict)
+    by_name: dict[str, str] = field(default_factory=dict)
+    _cache: dict[tuple[str, str], str | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, hosts: Iterable[HostTarget]) -> HostIndex:
+        ix = cls()
+        for h in hosts:
+            ix.by_addr.setdefault(host_key(h.address), h.name)
+            ip = ip_of(h.address)
+            if ip is not None:
+                ix.by_addr.setdefault(str(ip), h.name)
+            ix.by_name.setdefault(host_key(h.name), h.name)
+        return ix
+
+    def match(self, instance: str, nodename: str = "") -> str | None:
+        """The configured host an ``instance`` (and its ``nodename``) means, or None."""
+        key = (instance, nodename)
+        if key in self._cache:
+            return self._cache[key]
+        host, _ = split_instance(instance)
+        found = self.by_addr.get(host_key(host))
+        if found is None:
+            ip = ip_of(host)
+            if ip is not None:
+                found = self.by_addr.get(str(ip))
+        if found is None and host and not ip_of(host):
+            found = self.by_name.get(host_key(host))  # instance "node1:9100"
+        if found is None and nodename:
+            found = self.by_name.get(host_key(nodename))
+        self._cache[key] = found
+        return found
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@dataclass
+class Answers:
+    """Each family's samples (None: its query failed) and the failures."""
+
+    families: dict[str, list[Sample] | None]
+    problems: list[PromProblem]
+    now: float  # the server's evaluation time of ``up``
+
+
+def _re2_literal(text: str) -> str:
+    return "".join("\\" + c if c in _RE_SPECIAL else c for c in text)
+
+
+_RE_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
+def template_regex(template: str) -> str:
+    """A path template (``/var/lib/ceph/osd/{cluster}-{id}``) as an RE2 regex matching
+    every path it makes (a field is one path component's worth: ``[^/]+``)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(_re2_literal(literal))
+        if name is not None:
+            out.append("[^/]+")
+    return "".join(out)
+
+
+def mount_regex(target: ClusterTarget) -> str:
+    """The mount points that matter (OSD data dirs, Swift devices) of every host, so
+    Prometheus sends those filesystems only, not every host's /, /boot and /run."""
+    pats: set[str] = set()
+    for h in target.hosts:
+        pats.add(template_regex(os.path.normpath(h.osd_data_dir)))
+        if h.swift_devices_dir:
+            pats.add(_re2_literal(os.path.normpath(h.swift_devices_dir)) + "/[^/]+")
+    return "|".join(sorted(pats)) or ".*"
+
+
+def promql_string(text: str) -> str:
+    """``text`` inside a PromQL double-quoted string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def ask(client: PromClient, job: str, mounts: str = ".*") -> Answers:
+    """``up`` first (one failure when Prometheus is down, not eight), then the others at
+    once; every failure is one ``PromProblem``. ``mounts``: the mount points' regex."""
+    exprs = {k: q.format(job=job, mp=promql_string(mounts)) for k, q in QUERIES.items()}
+    fam: dict[str, list[Sample] | None] = dict.fromkeys(QUERIES)
+    try:
+        fam["up"] = _query(client, exprs["up"])
+    except PromError as e:
+        return Answers(fam, [PromProblem(e.kind, e.url, exprs["up"], e.reason)], time.time())
+    now = max((s.ts for s in fam["up"] or ()), default=time.time())
+    problems: list[PromProblem] = []
+    rest = [k for k in QUERIES if k != "up"]
+    with ThreadPoolExecutor(max_workers=len(rest)) as pool:
+        futs = {k: pool.submit(_query, client, exprs[k], now) for k in rest}
+        for k, fut in futs.items():
+            try:
+                fam[k] = fut.result()
+            except PromError as e:
+                problems.append(PromProblem(e.kind, e.url, exprs[k], e.reason))
+    return Answers(fam, problems, now)
+
+
+def _query(client: PromClient, expr: str, at: float | None = None) -> list[Sample]:
+    try:
+        return client.query(expr, at)
+    except PromError:
+        raise
+    except Exception as e:  # never let a surprise end the check  # noqa: BLE001
+        raise PromError("bad_answer", client.url, f"{type(e).__name__}: {e}") from None
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+@dataclass(frozen=True)
+class Fs:
+    device: str
+    fstype: str
+    readonly: bool | None = None
+    device_error: bool | None = None
+    size: int | None = None
+    avail: int | None = None
+
+
+@dataclass
+class HostSeries:
+    """Everything the answers say about one configured host."""
+
+    instances: set[str] = field(default_factory=set)
+    up: float | None = None
+    last: float | None = None  # the newest ``up`` sample's time
+    fs: dict[str, Fs] = field(default_factory=dict)  # mount point -> filesystem
+    units: dict[str, str] = field(default_factory=dict)  # unit -> state
+
+
+def _norm(p: str) -> str:
+    return os.path.normpath(p) if p else p
+
+
+def _num(v: float) -> int | None:
+    return int(v) if v == v and abs(v) < 1 << 62 else None  # NaN, inf: unknown
+
+
+def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], list[str]]:
+    """The answers by configured host; the instances that match none (with nodename)."""
+    fam = answers.families
+    nodename: dict[str, str] = {}
+    for s in fam["uname"] or ():
+        inst = s.labels.get("instance", "")
+        nodename[inst] = s.labels.get("nodename", "")
+    by_host: dict[str, HostSeries] = {}
+    unmatched: dict[str, str] = {}
+
+    def host_of(s: Sample) -> HostSeries | None:
+        inst = s.labels.get("instance", "")
+        nn = nodename.get(inst, "") or s.labels.get("nodename", "") or \
+            s.labels.get("host", "")
+        name = index.match(inst, nn)
+        if name is None:
+            unmatched.setdefault(inst or "(no instance label)", nn)
+            return None
+        hs = by_host.setdefault(name, HostSeries())
+        hs.instances.add(inst)
+        return hs
+
+    ts = {s.labels.get("instance", ""): s.value for s in fam["up_ts"] or ()}
+    for s in fam["up"] or ():
+        hs = host_of(s)
+        if hs is None:
+            continue
+        last = ts.get(s.labels.get("instance", ""))
+        # several instances of one host: the freshest that is up speaks for it
+        if hs.up is None or (s.value == 1 and (hs.up != 1 or (last or 0) > (hs.last or 0))):
+            hs.up, hs.last = s.value, last
+    if fam["fs_ro"] is not None:
+        for s in fam["fs_ro"]:
+            hs = host_of(s)
+            if hs is None:
+                continue
+            mp = _norm(s.labels.get("mountpoint", ""))
+            hs.fs[mp] = Fs(s.labels.get("device", ""), s.labels.get("fstype", ""),
+                           readonly=s.value == 1)
+        for key, attr in (("fs_err", "device_error"), ("fs_size", "size"),
+                          ("fs_avail", "avail")):
+            for s in fam[key] or ():
+                hs = host_of(s)
+                if hs is None:
+                    continue
+                mp = _norm(s.labels.get("mountpoint", ""))
+                cur = hs.fs.get(mp)
+                if cur is None:
+                    continue  # only filesystems readonly knows of (one per mount point)
+                if attr == "device_error":
+                    hs.fs[mp] = replace(cur, device_error=s.value == 1)
+                elif attr == "size":
+                    hs.fs[mp] = replace(cur, size=_num(s.value))
+                else:
+                    hs.fs[mp] = replace(cur, avail=_num(s.value))
+    for s in fam["units"] or ():
+        hs = host_of(s)
+        if hs is not None and s.labels.get("name"):
+            hs.units[s.labels["name"]] = s.labels.get("state", "unknown")
+    shown = [f"{i} (nodename {n})" if n else i for i, n in sorted(unmatched.items())]
+    return by_host, shown
+
+
+def staleness(hs: HostSeries | None, now: float, stale_s: float) -> str | None:
+    """Why Prometheus does not speak for this host now, or None when it does."""
+    if hs is None or hs.up is None:
+        return "no series for its address"
+    if hs.up != 1:
+        return "its node_exporter does not answer Prometheus (up == 0)"
+    if hs.last is None:
+        return "the time of its last sample is unknown"
+    age = now - hs.last
+    if age > stale_s:
+        return f"its last sample is {age:.0f} s old (stale after {stale_s:g} s)"
+    return None
+
+
+def _unit_name(h: HostTarget, cluster: str, osd_id: int, fsid: str) -> str | None:
+    return h.osd_unit.format(id=osd_id, cluster=cluster, fsid=fsid) if h.osd_unit else None
+
+
+def facts_from_series(plan: HostPlan, hs: HostSeries, fs_known: bool, units_known: bool,
+                      collected_at: float, fsid: str = "",
+                      up_osds: frozenset[int] = frozenset()) -> tuple[HostFacts, list[str]]:
+    """One host's facts from its series, and the problems Prometheus shows on it (the
+    reasons to look over SSH). ``up_osds``: the OSDs Ceph says are up."""
+    t = plan.target
+    problems: list[str] = []
+    mounts: list[Mount] = []
+    probes: list[FsProbe] = []
+    osd_data: dict[int, OsdDataDir] = {}
+    swift: dict[str, SwiftDeviceDir] = {}
+
+    def judge(kind: str, name: str, path: str) -> bool:
+        fs = hs.fs.get(_norm(path))
+        if fs is None:
+            return False
+        mounts.append(Mount(fs.device, path, fs.fstype, "ro" if fs.readonly else "rw"))
+        probes.append(FsProbe(kind, name, path, mounted=True, source=fs.device or None,
+                              fstype=fs.fstype or None, readonly=fs.readonly,
+                              size=fs.size, avail=fs.avail,
+                              df_error="statfs failed (node_exporter device_error)"
+                              if fs.device_error else None))
+        what = f"osd.{name}" if kind == "osd" else f"Swift device {name}"
+        if fs.readonly:
+            problems.append(f"{what} read-only")
+        if fs.device_error:
+            problems.append(f"{what}: statfs fails")
+        return True
+
+    for osd_id, path, _ in plan.osds:
+        unit_name = _unit_name(t, plan.cluster_name, osd_id, fsid)
+        runs_known = units_known and unit_name is not None and unit_name in hs.units
+        # a down OSD whose daemon's state is unknown is left to SSH: its mount alone would
+        # read as "data in place, daemon stopped", which may be a crash or a hang
+        if fs_known and (osd_id in up_osds or runs_known) \
+                and judge("osd", str(osd_id), path):
+            osd_data[osd_id] = OsdDataDir(osd_id, path, exists=True)
+    for name, path in plan.swift:
+        if not fs_known:
+            continue
+        if judge("swift", name, path):
+            swift[name] = SwiftDeviceDir(name, path, exists=True)
+        else:
+            problems.append(f"Swift device {name} not mounted")
+    units: list[UnitState] = []
+    daemons: list[Daemon] = []
+    if units_known:
+        mine = {o[0] for o in plan.osds}
+        for unit, state in sorted(hs.units.items()):
+            unit_osd = _osd_of_unit(unit)
+            if unit_osd is not None and unit_osd in mine:
+                units.append(UnitState(unit, unit_osd, state,
+                                       sub_state="failed" if state == "failed" else ""))
+            if state == "failed" and (unit_osd in mine or unit.startswith("swift")):
+                problems.append(f"unit {unit} failed")
+        for osd_id, _, _ in plan.osds:
+            unit_name = _unit_name(t, plan.cluster_name, osd_id, fsid)
+            ustate = hs.units.get(unit_name) if unit_name else None
+            if ustate is not None:  # no series for its unit: whether it runs is unknown
+                daemons.append(Daemon("ceph-osd", str(osd_id), None, ustate == "active"))
+    facts = HostFacts(name=t.name, address=t.address, mounts=tuple(mounts),
+                      daemons=tuple(daemons), osd_data=osd_data, swift_devices=swift,
+                      units=tuple(units), fs_probes=tuple(probes),
+                      disks_collected=fs_known, collected_at=collected_at)
+    return facts, problems
+
+
+def named_hosts(target: ClusterTarget, ceph: CephState | None, swift: SwiftState | None
+                ) -> dict[str, str]:
+    """Hosts the Ceph and Swift pictures name, with why: a down OSD's CRUSH host, a Swift
+    server whose recon reports an unmounted device or does not answer."""
+    out: dict[str, str] = {}
+    known = {h.name for h in target.hosts}
+    if ceph is not None:
+        for o in sorted(ceph.osds, key=lambda o: o.id):
+            if o.exists and not o.up and not o.destroyed and not o.new and o.host in known:
+                assert o.host is not None
+                out.setdefault(o.host, f"osd.{o.id} down")
+    if swift is not None:
+        index = HostIndex.of(target.hosts)
+        ring_devs = {(d.ip, d.device) for ring in swift.rings for d in ring.devices}
+        for r in swift.recon:
+            name = index.match(r.ip)
+            if name is None:
+                continue
+            # only its own ring devices (recon lists every dir of its devices path)
+            mine = [d for d in r.unmounted if (r.ip, d) in ring_devs]
+            if mine:
+                out.setdefault(name, f"recon: {', '.join(mine)} unmounted")
+            elif r.error:
+                out.setdefault(name, f"{r.server} server {r.ip}:{r.port} does not answer")
+    return out
+
+
+def per_host(target: ClusterTarget, ceph: CephState | None, swift: SwiftState | None
+             ) -> dict[str, tuple[CephState | None, SwiftState | None]]:
+    """Each host's part of the Ceph and Swift pictures (its OSDs, its ring devices), so
+    ``plan_for`` reads a host's few OSDs, not the whole map a thousand times over."""
+    osds: dict[str, list[OsdState]] = {}
+    if ceph is not None:
+        for o in ceph.osds:
+            osds.setdefault(o.host or "", []).append(o)
+    devs: dict[str, dict[str, list[RingDevice]]] = {}
+    if swift is not None:
+        for ring in swift.rings:
+            for d in ring.devices:
+                devs.setdefault(d.ip, {}).setdefault(ring.kind, []).append(d)
+    out: dict[str, tuple[CephState | None, SwiftState | None]] = {}
+    for h in target.hosts:
+        c = replace(ceph, osds=tuple(osds.get(h.name, ()))) if ceph is not None else None
+        mine = devs.get(h.address, {})
+        s = replace(swift, rings=tuple(replace(r, devices=tuple(mine.get(r.kind, ())))
+                                       for r in swift.rings)) if swift is not None else None
+        out[h.name] = (c, s)
+    return out
+
+
+SshCollect = Callable[[ClusterTarget, CephState | None, SwiftState | None],
+                      Mapping[str, HostFacts]]
+
+
+def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
+                           swift: SwiftState | None, client: PromClient | None = None,
+                           runner: Runner | None = None,
+                           ssh: SshCollect | None = None, answers: Answers | None = None,
+                           ) -> tuple[dict[str, HostFacts], PromStatus]:
+    """Every host's facts: Prometheus's for the fresh hosts, SSH's for the hosts in
+    question (see the module's words). ``answers``: already asked (``collect`` asks
+    while Ceph and Swift are read); ``runner``/``ssh``: tests and benchmarks give their
+    own SSH."""
+    pt = target.prometheus
+    assert pt is not None
+    t0 = time.monotonic()
+    if answers is None:
+        answers = ask(client or PromClient(pt.url, pt.timeout_s), pt.job,
+                      mount_regex(target))
+    index = HostIndex.of(target.hosts)
+    by_host, unmatched = group(answers, index) if answers.families["up"] is not None \
+        else ({}, [])
+    fs_known = answers.families["fs_ro"] is not None
+    units_known = answers.families["units"] is not None
+    fsid = ceph.fsid if ceph is not None else ""
+    up_osds = frozenset(o.id for o in ceph.osds if o.up) if ceph is not None else frozenset()
+    hosts: dict[str, HostFacts] = {}
+    stale: dict[str, StaleHost] = {}
+    problems: dict[str, str] = {}
+    now_wall = time.time()
+    split = per_host(target, ceph, swift)
+    for h in target.hosts:
+        hs = by_host.get(h.name)
+        why = staleness(hs, answers.now, pt.stale_s) if answers.families["up"] is not None \
+            else "Prometheus did not answer"
+        if why is not None:
+            stale[h.name] = StaleHost(h.name, h.address, why,
+                                      hs.last if hs is not None else None,
+                                      min(hs.instances) if hs and hs.instances else None)
+            continue
+        assert hs is not None
+        plan = plan_for(target, h, *split.get(h.name, (None, None)))
+        facts, probs = facts_from_series(plan, hs, fs_known, units_known, now_wall, fsid,
+                                         up_osds)
+        hosts[h.name] = facts
+        if probs:
+            problems[h.name] = "; ".join(probs)
+    # the second pass: SSH for the hosts in question, the named first
+    want: dict[str, str] = {}
+    for n, why in named_hosts(target, ceph, swift).items():
+        want.setdefault(n, why)
+    for n, why in problems.items():
+        want.setdefault(n, why)
+    for n, st in stale.items():
+        want.setdefault(n, f"Prometheus: {st.why}")
+    chosen = list(want)[:max(0, pt.ssh_max_hosts)]
+    ssh_facts: Mapping[str, HostFacts] = {}
+    if chosen:
+        sub = replace(target, hosts=tuple(h for h in target.hosts if h.name in set(chosen)))
+        if ssh is not None:
+            ssh_facts = ssh(sub, ceph, swift)
+        else:
+            ssh_facts = collect_host_facts(sub, ceph, swift, runner=runner)
+    said: list[str] = []
+    from_prom = set(hosts)
+    for n in chosen:
+        f = ssh_facts.get(n)
+        if f is None:
+            continue
+        if f.reachable or n not in hosts:
+            hosts[n] = f  # SSH's deep facts; a stale host SSH cannot reach: HOST_UNREACHABLE
+            from_prom.discard(n)
+        said.append(f"{n} ({want[n]})" + ("" if f.reachable else f": SSH failed: {f.error}"))
+        if n in stale:
+            stale[n] = replace(stale[n], fallback="ssh" if f.reachable
+                               else f"ssh failed: {f.error}")
+    unknown = tuple(n for n in (h.name for h in target.hosts) if n not in hosts)
+    status = PromStatus(
+        url=pt.url, job=pt.job, problems=tuple(answers.problems),
+        stale=tuple(stale[n] for n in sorted(stale)), unmatched=tuple(unmatched),
+        from_prometheus=tuple(sorted(from_prom)),
+        ssh_hosts=tuple(said), unknown=unknown, duration_s=time.monotonic() - t0)
+    return hosts, status
+
+
+__all__: Sequence[str] = ("HostIndex", "QUERIES", "ask", "mount_regex", "collect_via_prometheus",
+                          "facts_from_series", "group", "named_hosts", "split_instance",
+                          "staleness")

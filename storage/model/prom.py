@@ -1,0 +1,44 @@
+"""What Prometheus said about the hosts in one check (``storage.hostfacts.prom``): its
+errors, the hosts it cannot speak for (stale), the series naming no configured host, and
+which hosts got SSH instead. ``checks.prometheus`` turns it into findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PromProblem:
+    """One query that failed: ``kind`` is ``unreachable`` or ``bad_answer``."""
+
+    kind: str
+    url: str
+    query: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class StaleHost:
+    """A configured host whose node_exporter does not speak for it now."""
+
+    host: str
+    address: str
+    why: str  # "no series for its address", "up == 0", "last sample 612 s old"
+    last_seen: float | None = None  # the newest sample's time (epoch s), when any
+    instance: str | None = None
+    # what was done instead: "ssh" (facts from SSH), "ssh failed: ...", "" (not tried:
+    # its facts are unknown)
+    fallback: str = ""
+
+
+@dataclass(frozen=True)
+class PromStatus:
+    url: str
+    job: str
+    problems: tuple[PromProblem, ...] = ()
+    stale: tuple[StaleHost, ...] = ()
+    unmatched: tuple[str, ...] = ()  # instances (with their nodename) matching no host
+    from_prometheus: tuple[str, ...] = ()  # hosts whose facts are Prometheus's
+    ssh_hosts: tuple[str, ...] = ()  # hosts that got SSH, and why, "node2 (osd.2 down)"
+    unknown: tuple[str, ...] = ()  # hosts with no facts at all (neither source)
+    duration_s: float = 0.0

@@ -1,0 +1,336 @@
+"""Host facts from Prometheus (``storage.hostfacts.prom``) against a real loopback HTTP
+server (``tests.support.prom_server``): the same findings as the SSH path for the same
+state (the SSH side is the lab's saved snapshots), staleness, labels matching no host,
+and every bad answer as one finding without a hang."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from checks.engine import run_checks
+from storage.hostfacts.prom import (
+    HostIndex,
+    collect_via_prometheus,
+    mount_regex,
+    split_instance,
+    template_regex,
+)
+from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
+from storage.prometheus import PromClient, PromError
+from storage.snapshot import replay
+from storage.targets import ClusterTarget, HostTarget, PromTarget
+from stordoc.service.snapshots import load
+from tests.support.fixture_snapshots import FIXTURES
+from tests.support.prom_server import (
+    GARBAGE,
+    HTTP500,
+    HUGE,
+    HUGE_DECLARED,
+    NOT_VECTOR,
+    STATUS_ERROR,
+    TRICKLE,
+    FakeProm,
+    FsSeries,
+    Node,
+)
+
+PROM_CODES = {"PROMETHEUS_UNREACHABLE", "PROMETHEUS_BAD_ANSWER", "HOST_FACTS_STALE",
+              "PROMETHEUS_UNMATCHED"}
+
+
+def saved(release: str, case: str) -> tuple[ClusterSnapshot, ClusterTarget, object]:
+    rp = load(str(FIXTURES / release / case))
+    return replay(rp.doc, rp.target), rp.target, rp
+
+
+def nodes_of(hosts: Mapping[str, HostFacts]) -> list[Node]:
+    """What node_exporter on each host would export for the state SSH saw: its mounts
+    (read-only from the options; ``device_error`` where statfs failed, as df did), no
+    unit series (the lab runs no systemd)."""
+    out = []
+    for name, f in sorted(hosts.items()):
+        df_failed = {p.path for p in f.fs_probes if p.df_error}
+        fs = [FsSeries(m.target, m.source, m.fstype,
+                       readonly=int("ro" in m.options.split(",")),
+                       device_error=int(m.target in df_failed))
+              for m in f.mounts]
+        fs.append(FsSeries("/", "/dev/sda1", "ext4"))
+        out.append(Node(f"{f.address}:9100", name, fs=fs))
+    return out
+
+
+def keys(snap: ClusterSnapshot, now: float, drop: set[str] = PROM_CODES
+         ) -> set[tuple[str, str, str]]:
+    rep = run_checks(snap, now=now)
+    return {(f.code, f.entity, f.severity.label) for f in rep.findings if f.code not in drop}
+
+
+def via_prom(snap: ClusterSnapshot, target: ClusterTarget, url: str, ssh_max: int = 64,
+             max_bytes: int = 64 << 20, **pt: object) -> tuple[ClusterSnapshot, list[str]]:
+    """The snapshot with Prometheus's host facts; SSH (for the hosts in question) answers
+    what the saved snapshot's hosts said."""
+    asked: list[str] = []
+
+    def ssh(sub: ClusterTarget, ceph: CephState | None, swift: SwiftState | None
+            ) -> dict[str, HostFacts]:
+        asked.extend(h.name for h in sub.hosts)
+        return {h.name: snap.hosts[h.name] for h in sub.hosts}
+
+    pt = {"timeout_s": 3.0, "ssh_max_hosts": ssh_max, **pt}
+    t = replace(target, prometheus=PromTarget(url, **pt))  # type: ignore[arg-type]
+    client = PromClient(url, float(pt["timeout_s"]), max_bytes)  # type: ignore[arg-type]
+    hosts, status = collect_via_prometheus(t, snap.ceph, snap.swift, client=client, ssh=ssh)
+    return replace(snap, hosts=hosts, prometheus=status), asked
+
+
+CASES = ["healthy", "swift-device-readonly", "osd-unmounted-in", "swift-device-unmounted",
+         "osd-not-activated", "osd-killed", "swift-device-shutdown"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_same_findings_as_ssh_with_ssh_for_the_hosts_in_question(case: str) -> None:
+    snap, target, rp = saved("reef", case)
+    fake = FakeProm(nodes_of(snap.hosts))
+    now = snap.taken_at
+    with fake.serve() as url:
+        got, asked = via_prom(snap, target, url)
+    assert keys(got, now) == keys(snap, now)
+    assert keys(got, now, set()) == keys(snap, now)  # and no Prometheus finding of its own
+    if case == "healthy":
+        assert asked == []  # a healthy fleet: no SSH at all
+        assert got.prometheus is not None
+        assert got.prometheus.from_prometheus == tuple(sorted(snap.hosts))
+    else:
+        assert 0 < len(asked) < len(snap.hosts), asked
+    # one query per fact family for all hosts
+    assert len(fake.queries) == 8
+
+
+@pytest.mark.parametrize("release", ["pacific", "reef"])
+@pytest.mark.parametrize("case", sorted(p.name for p in (FIXTURES / "reef").iterdir()))
+def test_prometheus_alone_never_says_what_ssh_does_not(release: str, case: str) -> None:
+    """No SSH at all (ssh_max_hosts 0): whatever node_exporter cannot tell stays unknown,
+    so every finding is one the SSH path gives too."""
+    if not (FIXTURES / release / case).is_dir():
+        pytest.skip("not saved for this release")
+    snap, target, _ = saved(release, case)
+    with FakeProm(nodes_of(snap.hosts)).serve() as url:
+        got, asked = via_prom(snap, target, url, ssh_max=0)
+    assert asked == []
+    assert keys(got, snap.taken_at) <= keys(snap, snap.taken_at)
+
+
+def test_readonly_swift_device_from_prometheus_alone_is_the_ssh_finding() -> None:
+    snap, target, _ = saved("reef", "swift-device-readonly")
+    with FakeProm(nodes_of(snap.hosts)).serve() as url:
+        got, _ = via_prom(snap, target, url, ssh_max=0)
+    ro = {k for k in keys(got, snap.taken_at) if k[0] == "FS_READONLY"}
+    assert ro == {k for k in keys(snap, snap.taken_at) if k[0] == "FS_READONLY"}
+    assert len(ro) == 1
+
+
+def test_an_unmounted_osd_dir_gets_ssh_and_its_diagnosis() -> None:
+    snap, target, _ = saved("reef", "osd-unmounted-in")
+    with FakeProm(nodes_of(snap.hosts)).serve() as url:
+        got, asked = via_prom(snap, target, url)
+    assert asked == ["node3"]  # osd.2's host, named by Ceph (osd.2 down)
+    assert ("OSD_DATA_UNMOUNTED", "osd.2", "crit") in keys(got, snap.taken_at)
+    assert got.prometheus is not None and got.prometheus.ssh_hosts == ("node3 (osd.2 down)",)
+
+
+def test_a_stale_host_is_unknown_never_healthy() -> None:
+    snap, target, _ = saved("reef", "swift-device-unmounted")
+    nodes = nodes_of(snap.hosts)
+    n2 = next(n for n in nodes if n.nodename == "node2")
+    n2.last = time.time() - 3600  # its exporter stopped an hour ago
+    n4 = next(n for n in nodes if n.nodename == "node4")
+    n4.up = 0
+    with FakeProm(nodes).serve() as url:
+        got, asked = via_prom(snap, target, url, ssh_max=0, stale_s=120.0)
+    assert asked == []
+    assert "node2" not in got.hosts and "node4" not in got.hosts  # no facts: unknown
+    rep = run_checks(got, now=snap.taken_at)
+    stale = {f.entity: f for f in rep.findings if f.code == "HOST_FACTS_STALE"}
+    assert set(stale) == {"host node2", "host node4"}
+    assert "stale since" in stale["host node2"].message
+    assert "3600 s old" in stale["host node2"].message or "360" in stale["host node2"].message
+    assert "up == 0" in stale["host node4"].message
+    assert "unknown" in stale["host node2"].message
+    # the unmounted device of the stale host is still said, from recon (never "healthy")
+    assert any(f.code == "SWIFT_DEVICE_UNMOUNTED" for f in rep.findings)
+    # with SSH allowed, the stale hosts are looked at over SSH
+    with FakeProm(nodes).serve() as url:
+        got2, asked2 = via_prom(snap, target, url, stale_s=120.0)
+    assert set(asked2) == {"node2", "node4"}
+    assert got2.hosts["node2"] is snap.hosts["node2"]
+    assert "facts come from SSH" in next(
+        f.message for f in run_checks(got2, now=snap.taken_at).findings
+        if f.code == "HOST_FACTS_STALE" and f.entity == "host node2")
+
+
+def test_a_label_matching_no_host_is_one_line_naming_it() -> None:
+    snap, target, _ = saved("reef", "healthy")
+    nodes = nodes_of(snap.hosts) + [Node("10.9.9.9:9100", "stranger",
+                                         fs=[FsSeries("/srv/node/d9", "/dev/sdz")])]
+    with FakeProm(nodes).serve() as url:
+        got, _ = via_prom(snap, target, url)
+    rep = run_checks(got, now=snap.taken_at)
+    um = [f for f in rep.findings if f.code == "PROMETHEUS_UNMATCHED"]
+    assert len(um) == 1 and "10.9.9.9:9100 (nodename stranger)" in um[0].message
+    assert keys(got, snap.taken_at) == keys(snap, snap.taken_at) == set()
+
+
+def test_nodename_maps_a_series_when_the_instance_is_a_name() -> None:
+    ix = HostIndex.of([HostTarget("node1", "10.0.0.1"), HostTarget("node2", "::1")])
+    assert ix.match("10.0.0.1:9100") == "node1"
+    assert ix.match("[::1]:9100") == "node2"
+    assert ix.match("[0:0::1]:9100") == "node2"
+    assert ix.match("node1.example:9100", "node1") == "node1"
+    assert ix.match("NODE1:9100") == "node1"
+    assert ix.match("10.0.0.9:9100", "stranger") is None
+
+
+@given(st.one_of(st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(str),
+                 st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){0,3}",
+                               fullmatch=True)),
+       st.one_of(st.none(), st.integers(1, 65535)))
+def test_instance_parser_round_trips(host: str, port: int | None) -> None:
+    v6 = ":" in host
+    inst = host if port is None else (f"[{host}]:{port}" if v6 else f"{host}:{port}")
+    got_host, got_port = split_instance(inst)
+    assert got_port == port
+    assert got_host == host
+    ix = HostIndex.of([HostTarget("h", host)])
+    assert ix.match(inst) == "h"
+
+
+@given(st.text(max_size=40))
+def test_instance_parser_never_raises(text: str) -> None:
+    host, port = split_instance(text)
+    assert isinstance(host, str) and (port is None or 0 <= port <= 99999)
+
+
+def test_mount_regex_matches_every_planned_dir_and_escapes() -> None:
+    import re
+
+    t = ClusterTarget("x", hosts=(
+        HostTarget("a", "10.0.0.1", osd_data_dir="/var/lib/ceph/osd/{cluster}-{id}",
+                   swift_devices_dir="/srv/node"),
+        HostTarget("b", "10.0.0.2", osd_data_dir="/data+x/ceph.{id}")))
+    rx = mount_regex(t)
+    for p in ("/var/lib/ceph/osd/ceph-12", "/srv/node/d1", "/data+x/ceph.3"):
+        assert re.fullmatch(rx, p), p
+    for p in ("/", "/srv/node", "/data+x/cephX3", "/var/lib/ceph/osd/ceph-1/sub"):
+        assert not re.fullmatch(rx, p), p
+    assert template_regex("/a.{id}") == "/a\\.[^/]+"
+
+
+# ------------------------------------------------------------------ bad answers
+
+
+@pytest.fixture
+def healthy() -> Iterator[tuple[ClusterSnapshot, ClusterTarget, FakeProm]]:
+    snap, target, _ = saved("reef", "healthy")
+    yield snap, target, FakeProm(nodes_of(snap.hosts))
+
+
+@pytest.mark.parametrize("how,code,words", [
+    (GARBAGE, "PROMETHEUS_BAD_ANSWER", "not JSON"),
+    (HTTP500, "PROMETHEUS_BAD_ANSWER", "HTTP 500"),
+    (STATUS_ERROR, "PROMETHEUS_BAD_ANSWER", "query timed out in expression evaluation"),
+    (NOT_VECTOR, "PROMETHEUS_BAD_ANSWER", "not an instant vector"),
+    (HUGE, "PROMETHEUS_BAD_ANSWER", "over 1 MiB: cut off"),
+    (HUGE_DECLARED, "PROMETHEUS_BAD_ANSWER", "refused"),
+    (TRICKLE, "PROMETHEUS_UNREACHABLE", "not complete within 1 s"),
+])
+def test_prometheus_down_is_one_finding_and_ssh_takes_over(
+        healthy: tuple[ClusterSnapshot, ClusterTarget, FakeProm], how: str, code: str,
+        words: str) -> None:
+    snap, target, fake = healthy
+    fake.bad["*"] = how
+    t0 = time.monotonic()
+    with fake.serve() as url:
+        got, asked = via_prom(snap, target, url, max_bytes=1 << 20, timeout_s=1.0)
+    assert time.monotonic() - t0 < 30  # bounded: not a hang (never a timing assertion)
+    rep = run_checks(got, now=snap.taken_at)
+    mine = [f for f in rep.findings if f.code in PROM_CODES]
+    assert [f.code for f in mine] == [code], [(f.code, f.message) for f in mine]
+    assert words in mine[0].message and url in mine[0].message
+    assert len(fake.queries) == 1  # up failed: nothing else asked
+    # a small cluster: every host over SSH instead, the SSH path's findings
+    assert sorted(asked) == sorted(snap.hosts)
+    assert keys(got, snap.taken_at) == keys(snap, snap.taken_at)
+
+
+def test_one_family_failing_is_one_finding_and_judges_nothing_from_it(
+        healthy: tuple[ClusterSnapshot, ClusterTarget, FakeProm]) -> None:
+    snap, target, fake = healthy
+    fake.bad["node_filesystem_readonly"] = GARBAGE
+    with fake.serve() as url:
+        got, asked = via_prom(snap, target, url)
+    rep = run_checks(got, now=snap.taken_at)
+    mine = [f for f in rep.findings if f.code in PROM_CODES]
+    assert [f.code for f in mine] == ["PROMETHEUS_BAD_ANSWER"]
+    assert "node_filesystem_readonly" in mine[0].entity
+    assert asked == []  # an unknown family is no reason to suspect a host
+    assert all(not f.disks_collected and not f.mounts for f in got.hosts.values())
+    assert keys(got, snap.taken_at) == set()
+
+
+def test_refused_connection_is_unreachable_and_a_big_fleet_is_not_all_sshd() -> None:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    snap, target, _ = saved("reef", "osd-unmounted-in")
+    got, asked = via_prom(snap, target, f"http://127.0.0.1:{port}", ssh_max=1)
+    assert asked == ["node3"]  # the host Ceph names, not the whole fleet
+    rep = run_checks(got, now=snap.taken_at)
+    un = [f for f in rep.findings if f.code == "PROMETHEUS_UNREACHABLE"]
+    assert len(un) == 1 and "ConnectionError" in un[0].message
+    assert "host facts unknown for 3: node1, node2, node4" in un[0].message
+    assert ("OSD_DATA_UNMOUNTED", "osd.2", "crit") in keys(got, snap.taken_at)
+    assert not any(f.code == "HOST_FACTS_STALE" for f in rep.findings)  # one line, not 4
+
+
+def test_client_streams_a_huge_body_without_holding_it() -> None:
+    import tracemalloc
+
+    fake = FakeProm([])
+    fake.bad["*"] = HUGE
+    with fake.serve() as url:
+        tracemalloc.start()
+        with pytest.raises(PromError) as e:
+            PromClient(url, 20.0, max_bytes=8 << 20).query("up")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert e.value.kind == "bad_answer" and "cut off" in e.value.reason
+    assert peak < 64 << 20, peak  # ~8 MiB read, never 10 GiB
+
+
+def test_a_server_that_never_answers_times_out() -> None:
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    held: list[socket.socket] = []
+    th = threading.Thread(target=lambda: held.append(srv.accept()[0]), daemon=True)
+    th.start()
+    try:
+        with pytest.raises(PromError) as e:
+            PromClient(f"http://127.0.0.1:{srv.getsockname()[1]}", 0.5).query("up")
+        assert e.value.kind == "unreachable"
+    finally:
+        for c in held:
+            c.close()
+        srv.close()
