@@ -114,3 +114,27 @@ def test_textfiles_are_written_whole_and_named_as_the_collector_reads_them(
     for bad in ("x.txt", "../x.prom"):
         with pytest.raises(ValueError):
             ne.write_textfile("node3", bad, "")
+
+
+def test_the_labs_prometheus_config_reads_as_stordocs_settings(lab: Lab,
+                                                               tmp_path: Path) -> None:
+    from lab.config import config_text, prom_config_text
+    from stordoc.settings import load_settings
+    from stordoc.settings_clusters import PrometheusSettings
+
+    lab.base.mkdir(parents=True)
+    lab.write_state(port_base=29000, osd_layout="mixed", fsid="f")
+    plain, prom = tmp_path / "a.toml", tmp_path / "b.toml"
+    plain.write_text(config_text(lab))
+    prom.write_text(prom_config_text(lab))
+    assert load_settings(plain).cluster("lab").target("lab").prometheus is None
+    t = load_settings(prom).cluster("lab").target("lab")
+    assert t.prometheus is not None
+    assert (t.prometheus.url, t.prometheus.job) == ("http://127.0.0.1:29017", "node")
+    # the product's default: SSH for the hosts in question
+    assert t.prometheus.ssh_max_hosts == PrometheusSettings(url="http://x").ssh_max_hosts > 0
+    prom.write_text(prom_config_text(lab, ssh_max_hosts=0))
+    alone = load_settings(prom).cluster("lab").target("lab").prometheus
+    assert alone is not None and alone.ssh_max_hosts == 0
+    # the same hosts, at the addresses the exporters listen on
+    assert [(h.name, h.address) for h in t.hosts] == NodeExporters(lab).hosts()
