@@ -106,13 +106,21 @@ def one(n: int) -> dict[str, Any]:
         sshd[:] = [h.name for h in sub.hosts]
         return {}  # stubbed: the hosts keep Prometheus's facts
 
+    phases: dict[str, float] = {}
+
     def check() -> tuple[Any, Any]:
         now = time.time()
+        c0 = time.process_time()
         st = build_state(raw, collected_at=now)
+        c1 = time.process_time()
         hosts, status = collect_via_prometheus(target, st, swift, ssh=ssh)
+        c2 = time.process_time()
         snap = ClusterSnapshot("fleet", now, ceph=st, swift=swift, hosts=hosts,
                                host_facts_collected=True, prometheus=status)
-        return run_check(target, snapshot=snap, now=now), status
+        out = run_check(target, snapshot=snap, now=now)
+        phases.update(ceph_cpu=c1 - c0, prom_cpu=c2 - c1,
+                      checks_cpu=time.process_time() - c2)
+        return out, status
 
     runs = []
     for _ in range(2):
@@ -120,6 +128,7 @@ def one(n: int) -> dict[str, Any]:
         w0, c0 = time.perf_counter(), time.process_time()
         out, status = check()
         runs.append((time.perf_counter() - w0, time.process_time() - c0))
+    measured = dict(phases)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     gc.collect()
     tracemalloc.start()
@@ -137,7 +146,7 @@ def one(n: int) -> dict[str, Any]:
             "prom_s": status.duration_s, "from_prom": len(status.from_prometheus),
             "stale": len(status.stale), "ssh_wanted": len(sshd),
             "findings": len(out.report.findings), "incidents": len(out.incidents),
-            "codes": codes, "internal": internal[:1]}
+            "codes": codes, "internal": internal[:1], **measured}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['cpu']:>6.2f} {r['rss_mib']:>8.0f} {r['py_peak_mib']:>7.0f} "
               f"{r['prom_s']:>7.2f} {r['stale']:>5} {r['ssh_wanted']:>4} "
               f"{r['findings']:>8}")
+        print(f"        CPU: Ceph parse {r['ceph_cpu']:.2f} s, Prometheus facts "
+              f"{r['prom_cpu']:.2f} s, checks+incidents {r['checks_cpu']:.2f} s")
         if r["internal"]:
             print(f"  a check failed: {r['internal'][0]}")
         print("        " + ", ".join(f"{c} {k}" for c, k in sorted(r["codes"].items())))

@@ -129,6 +129,7 @@ def run_checks(
         "ceph": snap.ceph is not None,
         "swift": snap.swift is not None,
         "hosts": snap.host_facts_collected,
+        "prometheus": snap.prometheus is not None,
     }
     for chk in reg.checks:
         if not all(have.get(n, False) for n in chk.needs):

@@ -9,13 +9,13 @@ otherwise (recon only lists directories that exist, so SWIFT_DEVICE_NO_DIR needs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from checks.daemons import status_on as daemon_status
 from checks.hostdiag import OsdHostState, diagnose_osd, diagnose_swift_device
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.swift_names import device_name
-from storage.model import ClusterSnapshot, DaemonLife, HostFacts, OsdState, RingDevice
+from storage.model import ClusterSnapshot, DaemonLife, OsdState, RingDevice
 
 OSD_CODES = (
     CodeInfo("OSD_DATA_UNMOUNTED", Severity.CRIT,
@@ -59,11 +59,15 @@ def _telling(log: tuple[str, ...]) -> str:
     return log[-1].strip()
 
 
-def _host_osds(snap: ClusterSnapshot, facts: HostFacts) -> Iterator[OsdState]:
+def _osds_by_host(snap: ClusterSnapshot) -> dict[str, list[OsdState]]:
+    """The OSDs of each CRUSH host (once: a scan of the whole map per host made a
+    5,000-host check quadratic)."""
     assert snap.ceph is not None
+    out: dict[str, list[OsdState]] = {}
     for o in snap.ceph.osds:
-        if o.host == facts.name and o.exists and not o.destroyed and not o.new:
-            yield o
+        if o.host and o.exists and not o.destroyed and not o.new:
+            out.setdefault(o.host, []).append(o)
+    return out
 
 
 @check("osd-mounts", codes=OSD_CODES, needs=("ceph", "hosts"))
@@ -73,10 +77,11 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     assert ceph is not None
     out: list[Finding] = []
     window = ctx.thresholds.io_error_window_s
+    by_host = _osds_by_host(snap)
     for hname, facts in sorted(snap.hosts.items()):
         if not facts.reachable:
             continue
-        for o in _host_osds(snap, facts):
+        for o in by_host.get(facts.name, ()):
             dg = diagnose_osd(facts, o, ceph.fsid, ctx.now, window)
             if dg is None:
                 continue
@@ -186,11 +191,12 @@ def osd_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
 _RING_PREF = {"object": 0, "container": 1, "account": 2}
 
 
-def _host_name_for(snap: ClusterSnapshot, ip: str) -> str | None:
+def _host_names_by_ip(snap: ClusterSnapshot) -> dict[str, str]:
+    """Host name by address (the first host of an address, as a scan would find it)."""
+    out: dict[str, str] = {}
     for name, f in snap.hosts.items():
-        if f.address == ip:
-            return name
-    return None
+        out.setdefault(f.address, name)
+    return out
 
 
 @check("swift-device-mounts", codes=SWIFT_CODES, needs=("swift",))
@@ -210,10 +216,11 @@ def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Fi
             recon_ok.add((r.ip, r.port))
             recon_unmounted[(r.ip, r.port)] = set(r.unmounted)
     out: list[Finding] = []
+    names_by_ip = _host_names_by_ip(snap)
     for (ip, dev), entries in sorted(devs.items()):
         entries.sort(key=lambda e: (_RING_PREF.get(e[0].split("-")[0], 3), e[0]))
         rd = entries[0][1]
-        hname = _host_name_for(snap, ip)
+        hname = names_by_ip.get(ip)
         entity = target = device_name(dev, ip, {ip: hname} if hname else None)
         recon_says = sorted(f"{k}@{d.port}" for k, d in entries
                             if dev in recon_unmounted.get((d.ip, d.port), set()))

@@ -60,7 +60,7 @@ def _stale(st: StaleHost, job: str) -> Finding:
                    since=st.last_seen)
 
 
-@check("prometheus", codes=CODES, needs=())
+@check("prometheus", codes=CODES, needs=("prometheus",))
 def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     """Prometheus's own troubles and the hosts it cannot speak for."""
     ps: PromStatus | None = snap.prometheus
@@ -75,8 +75,8 @@ def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
                       f"'query={p.query}'; until it answers, the hosts in question are "
                       "looked at over SSH (ssh_max_hosts)"}
         if p.query.startswith("up{"):
-            ssh = list(ps.ssh_hosts)
-            ev.update(ssh_hosts=ssh, unknown_hosts=list(ps.unknown))
+            ssh = [h.split(" (Prometheus: ", 1)[0] for h in ps.ssh_hosts]
+            ev.update(ssh_hosts=list(ps.ssh_hosts), unknown_hosts=list(ps.unknown))
             tail = (f"; over SSH: {_hosts(ssh)}" if ssh else "") + (
                 f"; host facts unknown for {len(ps.unknown)}: {_hosts(ps.unknown)}"
                 if ps.unknown else "")

@@ -39,6 +39,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+# imported with storage.collect, in the main thread: PromClient's requests must not be
+# imported for the first time inside collect()'s pool (see storage/collect.py)
+import requests  # noqa: F401
+
 from storage.deploy import _osd_of_unit
 from storage.hostfacts.collect import HostPlan, collect_host_facts, plan_for
 from storage.model import (
@@ -87,16 +91,22 @@ def split_instance(instance: str) -> tuple[str, int | None]:
         end = s.find("]")
         if end > 0:
             host, rest = s[1:end], s[end + 1:]
-            if rest.startswith(":") and rest[1:].isdigit() and len(rest) <= 6:
-                return host, int(rest[1:])
+            if rest.startswith(":") and _port(rest[1:]) is not None:
+                return host, _port(rest[1:])
             return host, None
         return s, None
     if s.count(":") == 1:
         host, _, port = s.partition(":")
-        if port.isdigit() and len(port) <= 5:
-            return host, int(port)
+        if _port(port) is not None:
+            return host, _port(port)
         return s, None
     return s, None  # a bare IPv6 address (no brackets, no port) or a plain name
+
+
+def _port(text: str) -> int | None:
+    if text.isascii() and text.isdigit() and len(text) <= 5 and 0 < int(text) <= 65535:
+        return int(text)
+    return None
 
 
 @dataclass
@@ -217,7 +227,7 @@ def _query(client: PromClient, expr: str, at: float | None = None) -> list[Sampl
 # --------------------------------------------------------------------------- mapping
 
 
-@dataclass(frozen=True)
+@dataclass
 class Fs:
     device: str
     fstype: str
@@ -239,7 +249,10 @@ class HostSeries:
 
 
 def _norm(p: str) -> str:
-    return os.path.normpath(p) if p else p
+    # node_exporter's mount points are /proc/mounts's: normalized but for odd cases
+    if not p or ("//" not in p and "/." not in p and (p == "/" or not p.endswith("/"))):
+        return p
+    return os.path.normpath(p)
 
 
 def _num(v: float) -> int | None:
@@ -256,16 +269,23 @@ def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], li
     by_host: dict[str, HostSeries] = {}
     unmatched: dict[str, str] = {}
 
+    seen: dict[tuple[str, str], HostSeries | None] = {}
+
     def host_of(s: Sample) -> HostSeries | None:
         inst = s.labels.get("instance", "")
         nn = nodename.get(inst, "") or s.labels.get("nodename", "") or \
             s.labels.get("host", "")
+        key = (inst, nn)
+        if key in seen:
+            return seen[key]
         name = index.match(inst, nn)
+        hs = None
         if name is None:
             unmatched.setdefault(inst or "(no instance label)", nn)
-            return None
-        hs = by_host.setdefault(name, HostSeries())
-        hs.instances.add(inst)
+        else:
+            hs = by_host.setdefault(name, HostSeries())
+            hs.instances.add(inst)
+        seen[key] = hs
         return hs
 
     ts = {s.labels.get("instance", ""): s.value for s in fam["up_ts"] or ()}
@@ -296,11 +316,11 @@ def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], li
                 if cur is None:
                     continue  # only filesystems readonly knows of (one per mount point)
                 if attr == "device_error":
-                    hs.fs[mp] = replace(cur, device_error=s.value == 1)
+                    cur.device_error = s.value == 1
                 elif attr == "size":
-                    hs.fs[mp] = replace(cur, size=_num(s.value))
+                    cur.size = _num(s.value)
                 else:
-                    hs.fs[mp] = replace(cur, avail=_num(s.value))
+                    cur.avail = _num(s.value)
     for s in fam["units"] or ():
         hs = host_of(s)
         if hs is not None and s.labels.get("name"):
@@ -324,7 +344,11 @@ def staleness(hs: HostSeries | None, now: float, stale_s: float) -> str | None:
 
 
 def _unit_name(h: HostTarget, cluster: str, osd_id: int, fsid: str) -> str | None:
-    return h.osd_unit.format(id=osd_id, cluster=cluster, fsid=fsid) if h.osd_unit else None
+    if not h.osd_unit:
+        return None
+    if h.osd_unit == "ceph-osd@{id}.service":  # the default, without str.format
+        return f"ceph-osd@{osd_id}.service"
+    return h.osd_unit.format(id=osd_id, cluster=cluster, fsid=fsid)
 
 
 def facts_from_series(plan: HostPlan, hs: HostSeries, fs_known: bool, units_known: bool,

@@ -214,7 +214,7 @@ def test_instance_parser_round_trips(host: str, port: int | None) -> None:
 @given(st.text(max_size=40))
 def test_instance_parser_never_raises(text: str) -> None:
     host, port = split_instance(text)
-    assert isinstance(host, str) and (port is None or 0 <= port <= 99999)
+    assert isinstance(host, str) and (port is None or 1 <= port <= 65535)
 
 
 def test_mount_regex_matches_every_planned_dir_and_escapes() -> None:
