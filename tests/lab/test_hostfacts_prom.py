@@ -34,7 +34,7 @@ from stordoc.settings import load_settings
 from tests.support.broken import broken
 from tests.support.poll import wait_until
 
-SCRAPE_WAIT_S = 30  # the node job scrapes every 2 s; a loaded machine may lag
+SCRAPE_WAIT_S = 40  # the node job scrapes every 5 s; a loaded machine may lag
 # what only the kernel log says (HostFacts.io_errors, xfs_events): SSH's alone
 KERNEL_LOG_CODES = {"DEVICE_IO_ERRORS", "OSD_DEVICE_IO_ERRORS", "FS_SHUTDOWN"}
 
