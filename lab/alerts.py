@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lab.hostmetrics import PROMETHEUS_OFFSET, HostMetrics
 from lab.layout import ALERT_DAEMONS
 from lab.procs import LabError, wait
 
@@ -45,8 +46,8 @@ class AlertPorts:
         return self.base + 16
 
     @property
-    def prometheus(self) -> int:
-        return self.base + 17
+    def prometheus(self) -> int:  # the lab's one Prometheus (lab/hostmetrics.py)
+        return self.base + PROMETHEUS_OFFSET
 
     @property
     def alertmanager(self) -> int:
@@ -62,8 +63,10 @@ def lab_rules(text: str, for_: str = LAB_FOR) -> str:
     return _FOR_RE.sub(lambda m: f'{m.group(1)}"{for_}"', text)
 
 
-def prometheus_config(ports: AlertPorts, cluster: str, rules: Path) -> dict[str, object]:
-    """JSON is YAML: Prometheus reads this as its config file."""
+def prometheus_config(ports: AlertPorts, cluster: str, rules: Path,
+                      more_jobs: tuple[dict[str, object], ...] = ()) -> dict[str, object]:
+    """JSON is YAML: Prometheus reads this as its config file. ``more_jobs``: the lab's
+    node exporters' job when they run (lab/hostmetrics.py)."""
     return {
         # external_labels: every alert names its cluster, aggregated ones too
         # (CephOSDDownHigh's count() drops the scrape's labels)
@@ -75,7 +78,7 @@ def prometheus_config(ports: AlertPorts, cluster: str, rules: Path) -> dict[str,
         "scrape_configs": [{
             "job_name": "ceph", "honor_labels": True,
             "static_configs": [{"targets": [f"127.0.0.1:{ports.exporter}"],
-                                "labels": {"cluster": cluster}}]}],
+                                "labels": {"cluster": cluster}}]}, *more_jobs],
     }
 
 
@@ -148,8 +151,10 @@ class AlertChain:
         rules = self.dir / "ceph_alerts.yml"
         rules.write_text(lab_rules(CEPH_RULES.read_text()))
         prom_cfg = self.dir / "prometheus.yml"
-        prom_cfg.write_text(json.dumps(prometheus_config(self.ports, self.cluster, rules),
-                                       indent=1))
+        metrics = HostMetrics(lab, self.cluster)
+        node_job = (metrics.exporters.scrape_config(self.cluster),) if metrics.on() else ()
+        prom_cfg.write_text(json.dumps(prometheus_config(self.ports, self.cluster, rules,
+                                                         node_job), indent=1))
         am_cfg = self.dir / "alertmanager.yml"
         am_cfg.write_text(json.dumps(alertmanager_config(self.ports, self.token_file),
                                      indent=1))
@@ -170,11 +175,16 @@ class AlertChain:
               "Prometheus to be ready", str(lab.log_dir / "prometheus.log"))
 
     def down(self) -> None:
-        """Stop Prometheus and Alertmanager, switch the mgr module off; the lab stays."""
+        """Stop Prometheus and Alertmanager, switch the mgr module off; the lab stays
+        (with its node exporters' Prometheus again when they run)."""
         for name in ALERT_DAEMONS:
             self.lab.stop(name)
         self.lab.ceph("mgr", "module", "disable", "prometheus", check=False)
         self.lab.write_state(alerts=False)
+        metrics = HostMetrics(self.lab, self.cluster)
+        if metrics.on():
+            metrics.start_prometheus()
+            metrics.wait_ready()
 
     def firing(self) -> list[str]:
         """Names of the alerts Prometheus has firing now (for the lab's status and tests)."""

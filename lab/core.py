@@ -33,6 +33,7 @@ from typing import Any
 from lab import scenarios
 from lab.alerts import AlertChain
 from lab.config import write_config
+from lab.hostmetrics import HostMetrics
 from lab.layout import DEFAULT_DIR, DEFAULT_LAYOUT, DEFAULT_PORT_BASE, Ports
 from lab.parts import LabParts
 from lab.procs import LabError
@@ -66,9 +67,12 @@ class Lab(LabParts):
                          system if system is not None else system_for(release, root))
 
     # ------------------------------------------------------------------ up
-    def up(self, progress: Progress | None = None, with_alerts: bool = False) -> float:
+    def up(self, progress: Progress | None = None, with_alerts: bool = False,
+           with_metrics: bool = True) -> float:
         """Bring the whole lab up from nothing; returns the seconds it took. With
-        ``with_alerts``, also the alert chain (lab/alerts.py)."""
+        ``with_alerts``, also the alert chain (lab/alerts.py); with ``with_metrics`` (the
+        default), a node_exporter per host and the lab's Prometheus scraping them
+        (lab/hostmetrics.py)."""
         say = progress or (lambda s: None)
         t0 = time.monotonic()
         say(f"cleaning any previous lab under {self.base}")
@@ -78,7 +82,8 @@ class Lab(LabParts):
                   self.base / "swift" / "cache", self.ceph_dir / "osd"):
             d.mkdir(parents=True, exist_ok=True)
         self.write_state(port_base=self.ports.base, fsid=str(uuid.uuid4()),
-                         started=time.time(), osd_layout=self.layout, release=self.release)
+                         started=time.time(), osd_layout=self.layout, release=self.release,
+                         metrics=False)  # HostMetrics.start says True
         if isinstance(self.system, ChrootSystem):
             say(f"mounting the {self.release} root filesystem")
             t1 = time.monotonic()
@@ -87,6 +92,10 @@ class Lab(LabParts):
         say("starting sshd and memcached")
         up_sshd(self)
         self.swift_cluster.up_memcached()
+        metrics = HostMetrics(self)
+        if with_metrics:
+            say("starting a node_exporter per host and Prometheus")
+            metrics.start()  # ready by the end (waited for below)
         say("creating the Ceph monitor and manager")
         self.ceph_cluster.up_mon_mgr()
         say(f"creating {self.n_osds} BlueStore OSDs (layout {self.layout}: "
@@ -100,6 +109,8 @@ class Lab(LabParts):
         self.swift_cluster.up()
         say("creating pools and waiting for HEALTH_OK")
         self.ceph_cluster.up_pools()
+        if with_metrics:
+            metrics.wait_ready()
         if with_alerts:
             say("starting the alert chain (mgr prometheus module, Prometheus, Alertmanager)")
             self.write_state(alerts=True)
@@ -114,11 +125,15 @@ class Lab(LabParts):
     def status(self) -> dict[str, Any]:
         """What runs, where, on which ports; Ceph health; Swift healthcheck."""
         procs = {n: self.pid(n) for n in self.known_daemons()}
-        ports = {"mon": self.ports.mon, "swift-proxy": self.ports.proxy,
-                 "swift-account": self.ports.account,
-                 "swift-container": self.ports.container,
-                 "swift-object": self.ports.object, "memcached": self.ports.memcached,
-                 "sshd": self.ports.sshd}
+        ports: dict[str, int | str] = {
+            "mon": self.ports.mon, "swift-proxy": self.ports.proxy,
+            "swift-account": self.ports.account, "swift-container": self.ports.container,
+            "swift-object": self.ports.object, "memcached": self.ports.memcached,
+            "sshd": self.ports.sshd}
+        metrics = HostMetrics(self)
+        if metrics.on():
+            ports.update(metrics.exporters.targets_by_daemon())
+            ports.update(prometheus=AlertChain(self).ports.prometheus)
         if self.read_state().get("alerts"):
             chain = AlertChain(self)
             ports.update(prometheus=chain.ports.prometheus,

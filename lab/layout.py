@@ -22,6 +22,8 @@ SWIFT_DEVICE_HOST = {"d1": ("node1", "127.0.0.2"), "d2": ("node2", "127.0.0.3"),
 SWIFT_USER = "test:tester"
 SWIFT_KEY = "testing"
 ALERT_DAEMONS = ("prometheus", "alertmanager")  # the alert chain's (lab/alerts.py)
+# node_exporter daemons, one per lab host: node-exporter.node1, ... (lab/hostmetrics.py)
+EXPORTER_PREFIX = "node-exporter."
 
 
 def layout_kinds(layout: str) -> tuple[str, ...]:

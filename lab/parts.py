@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.ceph import CephCluster
-from lab.layout import ALERT_DAEMONS, SWIFT_SERVERS, Ports
+from lab.layout import ALERT_DAEMONS, EXPORTER_PREFIX, SWIFT_SERVERS, Ports
 from lab.mounts import Mounts
 from lab.procs import Procs
 from lab.site import LabSite
@@ -107,7 +107,11 @@ class LabParts(LabSite):
                 ids.add(int(n))
         names += [f"osd.{i}" for i in sorted(ids)]
         names.append("mon.a")
-        if self.read_state().get("alerts"):
-            names[:0] = list(ALERT_DAEMONS)
+        state = self.read_state()
+        if state.get("metrics"):  # lab/hostmetrics.py: the lab's Prometheus, the exporters
+            names[:0] = ["prometheus"] + [f"{EXPORTER_PREFIX}node{n}"
+                                          for n in range(1, self.n_hosts + 1)]
+        if state.get("alerts"):
+            names[:0] = [n for n in ALERT_DAEMONS if n not in names]
         return names
 

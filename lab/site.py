@@ -109,6 +109,11 @@ class LabSite:
         return self.base / "stordoc.toml"
 
     @property
+    def prom_config_path(self) -> Path:
+        """The lab's config with host facts from its Prometheus (lab/hostmetrics.py)."""
+        return self.base / "stordoc-prom.toml"
+
+    @property
     def state_path(self) -> Path:
         return self.base / "lab.json"
 

@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                     help="also run the alert chain: the mgr prometheus module, Prometheus with "
                          "Ceph's alert rules and Alertmanager delivering to the bot's webhook "
                          "(port base + 19)")
+    up.add_argument("--no-host-metrics", action="store_true",
+                    help="without the node_exporter per lab host and the Prometheus scraping "
+                         "them (ports base + 40.., base + 17; stordoc-prom.toml names it)")
     up.add_argument("--osd-layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
                     help="how OSDs are deployed: xfs (3 ceph-disk style XFS data dirs), raw "
                          "(3 ceph-volume raw OSDs, tmpfs data dirs), mixed (3 xfs + osd.3 "
@@ -149,7 +152,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                         "--recreate to tear it down with its journal and audit history")
     try:
         took = lab.up(progress=lambda s: console.print(f"[dim]lab:[/] {s}"),
-                      with_alerts=args.with_alerts)
+                      with_alerts=args.with_alerts, with_metrics=not args.no_host_metrics)
     except LabError as e:
         console.print(f"[bold red]lab up failed:[/] {e}")
         return ExitStatus.FAILED

@@ -146,10 +146,15 @@ def test_lab_config_with_its_inline_key_is_0600(tmp_path: Path,
     p.write_text("old")
     os.chmod(p, 0o644)
     monkeypatch.setattr(labconfig, "config_text", lambda lab: 'key = { value = "k" }\n')
-    fake = SimpleNamespace(config_path=p,
+    monkeypatch.setattr(labconfig, "prom_config_text", lambda lab: 'key = { value = "k" }\n')
+    state: dict[str, object] = {}
+    prom = tmp_path / "stordoc-prom.toml"  # with the host metrics: the same key inline
+    fake = SimpleNamespace(config_path=p, prom_config_path=prom, read_state=lambda: state,
                            swift_cluster=SimpleNamespace(write_start_scripts=lambda: None))
     labconfig.write_config(fake)  # type: ignore[arg-type]
     assert p.read_text() == 'key = { value = "k" }\n' and _mode(p) == 0o600
+    assert not prom.exists()
     p.unlink()
+    state["metrics"] = True
     labconfig.write_config(fake)  # type: ignore[arg-type]
-    assert _mode(p) == 0o600
+    assert _mode(p) == 0o600 and _mode(prom) == 0o600
