@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
@@ -139,11 +139,21 @@ class StordocApp(App[None]):
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ refresh
+    def _visible(self) -> Screen[object] | None:
+        """The screen on top, or None while the app is closing: a timer or a refresh
+        that ends then must not raise (CI saw ``No screens on stack`` from the status
+        timer of an app that was exiting)."""
+        try:
+            return self.screen
+        except ScreenStackError:
+            return None
+
     def _tick(self) -> None:
-        if self.paused or isinstance(self.screen, ModalScreen):
+        scr = self._visible()
+        if self.paused or isinstance(scr, ModalScreen):
             return
-        if isinstance(self.screen, S.DataScreen):
-            self.screen.tick()
+        if isinstance(scr, S.DataScreen):
+            scr.tick()
 
     def request_refresh(self, force: bool = False) -> bool:
         """Start a refresh unless one is still running (then say so). True if started."""
@@ -215,7 +225,7 @@ class StordocApp(App[None]):
 
     def _show(self) -> None:
         """Only the visible screen re-renders; the others catch up on resume."""
-        scr = self.screen
+        scr = self._visible()
         if isinstance(scr, S.DataScreen):
             scr.show_state()
 
@@ -254,7 +264,7 @@ class StordocApp(App[None]):
         return t
 
     def _update_status(self) -> None:
-        scr = self.screen
+        scr = self._visible()
         if isinstance(scr, S.DataScreen):
             scr.update_status()
 

@@ -374,3 +374,14 @@ async def test_m_on_an_osd_opens_the_maintenance_window_of_its_host() -> None:
         osd = o.snapshot.ceph.osd(1)
         assert osd is not None and osd.host
         assert (app.screen.runbook, app.screen.target_name) == ("maintenance-start", osd.host)
+
+
+def test_timers_and_a_late_refresh_while_the_app_closes_do_not_raise() -> None:
+    """CI once saw the status timer fire on an app that was exiting (its screen stack
+    already empty): ``ScreenStackError: No screens on stack`` ended the app with a
+    traceback. With no screen, the timers and a refresh's redraw do nothing."""
+    app = make_app(backend())
+    assert app._visible() is None
+    app._update_status()
+    app._tick()
+    app._show()
