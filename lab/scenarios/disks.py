@@ -141,9 +141,25 @@ class SwiftDeviceShutdown(Scenario):
         device = args.device
         target = lab.swift_node / device
         step = f"heal swift-device-shutdown {device}"
-        stopped = _retry_busy(lab, target, ["umount", str(target)], step) \
-            if is_mounted(target) else []
+        stopped: list[str] = []
+        # every view, the chroot's first: a chrooted Swift server with a file open there
+        # keeps that mount, and with it the dead filesystem, after the host's view is
+        # gone; the next mount is then handed that same shut-down XFS (seen in CI: the
+        # heal "succeeded" with no Unmounting/Mounting line in the kernel log)
+        for view in reversed(lab.mounts.views(target)):
+            if is_mounted(view):
+                stopped += [n for n in _retry_busy(lab, view, ["umount", str(view)], step)
+                            if n not in stopped]
         lab.mounts.mount_image(lab.images / f"swift-{device}.xfs", target, step)
+        try:
+            probe = target / ".stordoc-lab-heal-probe"
+            probe.write_bytes(b"x")
+            probe.unlink()
+        except OSError as e:
+            _restart(lab, stopped, step)
+            raise LabError(step, f"{target} still fails after the remount ({e}): the old "
+                           f"filesystem is still held ({_lab_daemons_holding(lab, target)})"
+                           ) from None
         _restart(lab, stopped, step)
         lab.swift_cluster.settle_replication(step)
         return f"Swift device {device}: unmounted and mounted again"
