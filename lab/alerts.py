@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.hostmetrics import PROMETHEUS_OFFSET, HostMetrics
+from lab.hostmetrics import http_ok as _http_ok
 from lab.layout import ALERT_DAEMONS
 from lab.procs import LabError, wait
 
@@ -93,14 +94,6 @@ def alertmanager_config(ports: AlertPorts, token_file: Path) -> dict[str, object
             "http_config": {"authorization": {"type": "Bearer",
                                               "credentials_file": str(token_file)}}}]}],
     }
-
-
-def _http_ok(url: str, timeout: float = 2.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback)
-            return bool(resp.status == 200)
-    except (OSError, urllib.error.URLError):
-        return False
 
 
 class AlertChain:

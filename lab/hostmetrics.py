@@ -78,7 +78,8 @@ def mounts_exclude(others: list[str]) -> str:
     return f"{DEFAULT_MOUNTS_EXCLUDE}|^({alts})$"
 
 
-def _http_ok(url: str, timeout: float = 2.0) -> bool:
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    """Whether ``url`` answers 200 (a lab server ready)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback)
             return bool(resp.status == 200)
@@ -180,7 +181,7 @@ class NodeExporters:
     def wait_ready(self, hosts: list[str] | None = None, timeout: float = 30) -> None:
         for host in hosts or [h for h, _ in self.hosts()]:
             url = f"http://{self.target(host)}/metrics"
-            wait(partial(_http_ok, url), timeout, "node exporters",
+            wait(partial(http_ok, url), timeout, "node exporters",
                  f"{self.name(host)} to answer", str(self.lab.log_dir / f"{self.name(host)}.log"))
 
     def stop(self) -> list[str]:
@@ -239,7 +240,7 @@ class HostMetrics:
 
     def wait_ready(self, timeout: float = 60) -> None:
         self.exporters.wait_ready(timeout=timeout)
-        wait(lambda: _http_ok(self.prometheus_url + "/-/ready"), timeout, "host metrics",
+        wait(lambda: http_ok(self.prometheus_url + "/-/ready"), timeout, "host metrics",
              "Prometheus to be ready", str(self.lab.log_dir / "prometheus.log"))
 
     def up(self) -> None:
