@@ -3,7 +3,8 @@
 The Prometheus is ``tests.support.prom_server.FakeProm`` on 127.0.0.1 in a child process
 (its JSON is not stordoc's cost), answering for N node_exporters: each host has 4 OSD
 data dirs and 2 Swift devices mounted, their units, and the system filesystems; 0.1 % of
-the hosts are stale and 0.1 % have a read-only Swift device. The Ceph side is the
+the hosts are stale, 0.1 % have a read-only Swift device and 0.1 % an OSD's XFS shut down
+(in their kernel-log textfile: the only hosts whose kernel lines are sent). The Ceph side is the
 synthetic cluster of ``benchmarks/check_engine_scale.py`` (N x 4 OSDs in the real
 commands' JSON, parsed by ``storage.ceph.build_state``; 0.2 % of the OSDs down) and one
 object ring with the hosts' devices. SSH, for the hosts in question, is stubbed (the
@@ -11,7 +12,7 @@ SSH-only fleet benchmark is ``benchmarks/ssh_facts_parallel.py``): how many host
 would reach is printed.
 
 Measured per size, in a fresh process each: the real path of a check after the Ceph read
-(Prometheus's eight queries over HTTP with ``collect_via_prometheus``, the Ceph JSON
+(Prometheus's ten queries over HTTP with ``collect_via_prometheus``, the Ceph JSON
 parsed, ``stordoc.service.pipeline.run_check``: checks, incidents), the second of two
 runs (``watch`` repeats it; the first is printed too): wall time, CPU time of this
 process, peak RSS (getrusage) and Python's peak (tracemalloc, a third run).
@@ -46,7 +47,7 @@ def addr(h: int) -> str:
 
 
 def _serve(n: int, conn: Any) -> None:
-    from tests.support.prom_server import FakeProm, fleet
+    from tests.support.prom_server import SYSTEM_FS, FakeProm, fleet
 
     nodes = fleet(n, OSDS_PER_HOST, SWIFT_PER_HOST, addr=addr)
     for i, node in enumerate(nodes):
@@ -54,6 +55,12 @@ def _serve(n: int, conn: Any) -> None:
             node.last = time.time() - 3600  # its exporter stopped an hour ago
         if i % 1000 == 700:
             node.fs[-1].readonly = 1  # a Swift device gone read-only
+        if i % 1000 == 900 and node.kmsg is not None:  # its first OSD's XFS shut down
+            dev = node.fs[len(SYSTEM_FS)].device.removeprefix("/dev/")
+            ts = time.strftime("%Y-%m-%dT%H:%M:%S,000000+00:00", time.gmtime())
+            node.kmsg.lines = {"xfslog": [f"{ts} XFS ({dev}): Mounting V5 Filesystem",
+                                          f"{ts} XFS ({dev}): User initiated shutdown "
+                                          "received."]}
     fake = FakeProm(nodes)
     with fake.serve() as url:
         conn.send(url)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterable
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from storage.hostfacts.prom import NO_KMSG
 from storage.model import ClusterSnapshot, PromStatus, StaleHost
 
 CODES = (
@@ -21,6 +22,10 @@ CODES = (
     CodeInfo("HOST_FACTS_STALE", Severity.WARN,
              "A host's node_exporter stopped reporting (up == 0, no series, or its last "
              "sample is older than stale_s): its facts are SSH's or unknown, never healthy."),
+    CodeInfo("HOST_KERNEL_LOG_UNKNOWN", Severity.WARN,
+             "Hosts whose facts come from Prometheus but whose kernel log it cannot tell "
+             "(no stordoc_kmsg series: INFO; a stale or unreadable kernel-log textfile: "
+             "WARN): a shut-down XFS or disk I/O errors there show only when SSH looks."),
     CodeInfo("PROMETHEUS_UNMATCHED", Severity.INFO,
              "Series of the node_exporter job whose instance (and nodename) match no "
              "configured host: named, not guessed."),
@@ -60,6 +65,22 @@ def _stale(st: StaleHost, job: str) -> Finding:
                    since=st.last_seen)
 
 
+def _kernel_log_unknown(ps: PromStatus) -> Finding:
+    hosts = [h.split(" (", 1)[0] for h in ps.kernel_log_unknown]
+    # a host that exports no textfile is a choice; one whose textfile stopped is a fault
+    broken = [h for h in ps.kernel_log_unknown if NO_KMSG not in h]
+    sev = Severity.WARN if broken else Severity.INFO
+    shown = broken or list(ps.kernel_log_unknown)
+    return Finding(
+        "HOST_KERNEL_LOG_UNKNOWN", sev, f"prometheus {ps.url} job {ps.job} kernel log",
+        f"the kernel log of {len(hosts)} host(s) is unknown to Prometheus: "
+        f"{_hosts(shown)}; a shut-down XFS or disk I/O errors there show only when SSH "
+        "looks",
+        {"hosts": hosts, "why": list(ps.kernel_log_unknown),
+         "manual": "run scripts/stordoc-kmsg-textfile from cron every minute on each host "
+                   "(root), into node_exporter's --collector.textfile.directory"})
+
+
 @check("prometheus", codes=CODES, needs=("prometheus",))
 def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     """Prometheus's own troubles and the hosts it cannot speak for."""
@@ -92,6 +113,8 @@ def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
                            f"Prometheus {p.url} {verb}{what}: {p.reason}{tail}", ev))
     if not down:
         out.extend(_stale(st, ps.job) for st in ps.stale)
+    if ps.kernel_log_unknown:
+        out.append(_kernel_log_unknown(ps))
     if ps.unmatched:
         out.append(Finding(
             "PROMETHEUS_UNMATCHED", Severity.INFO, f"prometheus {ps.url} job {ps.job}",

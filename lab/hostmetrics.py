@@ -16,8 +16,9 @@ files), so unit facts are absent from the lab's metrics.
 
 Seen here (node_exporter 1.5): a remount read-only shows at once as ``readonly 1``; an
 XFS shut down (``xfs_io -x -c shutdown``) still answers statfs, so its filesystem reads
-healthy (``device_error 0``, the old sizes): only SSH (the write probe, the kernel log)
-sees that fault.
+healthy (``device_error 0``, the old sizes): the kernel-log textfile
+(scripts/stordoc-kmsg-textfile, run by the lab's ``kmsg-textfile`` loop every 5 s into
+each host's textfile directory, as cron would) is what tells.
 
 The lab's Prometheus is one process (daemon ``prometheus``, port base+17): without the
 alert chain it scrapes the node job only (config and data under ``metrics/``); the alert
@@ -30,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -37,7 +39,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lab.layout import EXPORTER_PREFIX, SWIFT_DEVICE_HOST, SWIFT_DEVICES, host_of_osd
+from lab.layout import (
+    EXPORTER_PREFIX,
+    KMSG_TEXTFILE_DAEMON,
+    SWIFT_DEVICE_HOST,
+    SWIFT_DEVICES,
+    host_of_osd,
+)
 from lab.procs import LabError, wait
 
 if TYPE_CHECKING:
@@ -55,6 +63,9 @@ DEFAULT_MOUNTS_EXCLUDE = (r"^/(dev|proc|run|sys|mnt|media|var/lib/docker/.+"
 # diskstats: Debian leaves out loop devices; the lab's disks are loop devices
 DISKSTATS_EXCLUDE = r"^(ram|fd)\d+$"
 NODE_JOB = "node"
+# scripts/stordoc-kmsg-textfile, run every KMSG_EVERY_S into each host's textfile directory
+KMSG_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "stordoc-kmsg-textfile"
+KMSG_EVERY_S = 5
 
 
 def exporter_port(port_base: int, n: int) -> int:
@@ -159,6 +170,22 @@ class NodeExporters:
         tmp.replace(d / name)
         return d / name
 
+    def kmsg_argv(self) -> list[str]:
+        """The kernel-log textfile of every host, refreshed every KMSG_EVERY_S (cron's
+        job on a real host; every lab host is this machine, so one read serves all, and
+        stordoc keeps each host's own devices' lines as SSH's facts do)."""
+        dirs = [str(self.textfile_dir(h)) for h, _ in self.hosts()]
+        return ["sh", "-c", f'while :; do sh "$0" "$@"; sleep {KMSG_EVERY_S}; done',
+                str(KMSG_SCRIPT), *dirs]
+
+    def refresh_kernel_log(self) -> None:
+        """Write every host's kernel-log textfile now (once, and wait for it)."""
+        dirs = [str(self.textfile_dir(h)) for h, _ in self.hosts()]
+        r = subprocess.run(["sh", str(KMSG_SCRIPT), *dirs], capture_output=True, text=True,
+                           timeout=60, check=False)
+        if r.returncode != 0:
+            raise LabError("node exporters", f"{KMSG_SCRIPT.name}: {r.stderr.strip()}")
+
     def start(self) -> None:
         """Spawn every host's exporter (no wait: ``wait_ready``)."""
         for host, address in self.hosts():
@@ -169,6 +196,9 @@ class NodeExporters:
                 f'stordoc_lab_host{{host="{host}",address="{address}"}} 1\n'))
             self.lab.stop(self.name(host))
             self.lab.procs.spawn(self.name(host), self.argv(host), "node exporters")
+        self.refresh_kernel_log()  # each exporter's first scrape has it
+        self.lab.stop(KMSG_TEXTFILE_DAEMON)
+        self.lab.procs.spawn(KMSG_TEXTFILE_DAEMON, self.kmsg_argv(), "node exporters")
 
     def start_one(self, host: str) -> None:
         if self.lab.pid(self.name(host)) is None:
@@ -185,7 +215,7 @@ class NodeExporters:
                  f"{self.name(host)} to answer", str(self.lab.log_dir / f"{self.name(host)}.log"))
 
     def stop(self) -> list[str]:
-        return [n for n in self.names() if self.lab.stop(n)]
+        return [n for n in [KMSG_TEXTFILE_DAEMON, *self.names()] if self.lab.stop(n)]
 
     def scrape_config(self, cluster: str = "lab") -> dict[str, Any]:
         """The ``node`` job: every host's exporter, instance = its ``address:port``."""

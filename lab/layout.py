@@ -24,6 +24,9 @@ SWIFT_KEY = "testing"
 ALERT_DAEMONS = ("prometheus", "alertmanager")  # the alert chain's (lab/alerts.py)
 # node_exporter daemons, one per lab host: node-exporter.node1, ... (lab/hostmetrics.py)
 EXPORTER_PREFIX = "node-exporter."
+# the loop running scripts/stordoc-kmsg-textfile into every lab host's textfile directory
+# (lab/hostmetrics.py), as cron does on a real host
+KMSG_TEXTFILE_DAEMON = "kmsg-textfile"
 
 
 def layout_kinds(layout: str) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.ceph import CephCluster
-from lab.layout import ALERT_DAEMONS, EXPORTER_PREFIX, SWIFT_SERVERS, Ports
+from lab.layout import ALERT_DAEMONS, EXPORTER_PREFIX, KMSG_TEXTFILE_DAEMON, SWIFT_SERVERS, Ports
 from lab.mounts import Mounts
 from lab.procs import Procs
 from lab.site import LabSite
@@ -109,8 +109,8 @@ class LabParts(LabSite):
         names.append("mon.a")
         state = self.read_state()
         if state.get("metrics"):  # lab/hostmetrics.py: the lab's Prometheus, the exporters
-            names[:0] = ["prometheus"] + [f"{EXPORTER_PREFIX}node{n}"
-                                          for n in range(1, self.n_hosts + 1)]
+            names[:0] = ["prometheus", KMSG_TEXTFILE_DAEMON] + [
+                f"{EXPORTER_PREFIX}node{n}" for n in range(1, self.n_hosts + 1)]
         if state.get("alerts"):
             names[:0] = [n for n in ALERT_DAEMONS if n not in names]
         return names

@@ -9,7 +9,6 @@ HostTarget.address).
 from __future__ import annotations
 
 import os
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ from storage.hostfacts.identity import (
     swift_identities,
 )
 from storage.hostfacts.parse import (
+    keep_io_errors,
     parse_addrs,
     parse_daemon_section,
     parse_findmnt,
@@ -189,9 +189,7 @@ def _facts_from_output(plan: HostPlan, text: str, window_s: float,
                   or (d.dev.backing_file and norm(d.dev.backing_file) in keep_files))
     kept_names = {os.path.basename(b.path) for b in bdevs} | \
         {os.path.basename(m.source) for m in mounts}
-    io = tuple(e for e in io_all if e.device in kept_names
-               or re.sub(r"p?\d+$", "", e.device) in kept_names
-               or any(k.startswith(e.device) for k in kept_names))
+    io = keep_io_errors(io_all, kept_names)
     listeners = parse_listeners(sec.get("listen", [])) if "listen" in sec else None
     mine = set(osd_data)
     lvm = tuple(v for v in parse_lvs("\n".join(sec.get("lvs", []))) if v.osd_id in mine)

@@ -226,6 +226,15 @@ def parse_io_errors(lines: Iterable[str], now: float, window_s: float) -> tuple[
     return tuple(e for e, i in found if i > attached.get(_disk_of(e.device), -1))
 
 
+def keep_io_errors(errors: Iterable[IoError], names: set[str]) -> tuple[IoError, ...]:
+    """The errors on a host's own devices (``names``: kernel names of what is mounted on
+    its OSD dirs and Swift devices, and their block devices): a partition's error is its
+    disk's, a disk's error is its partitions'."""
+    return tuple(e for e in errors if e.device in names
+                 or re.sub(r"p?\d+$", "", e.device) in names
+                 or any(k.startswith(e.device) for k in names))
+
+
 # ``-i N`` / ``--id N``, or ``-n osd.N`` / ``--name osd.N`` (cephadm's containers)
 _OSD_ARG_RE = re.compile(r"(?:^|\s)(?:(?:-i|--id)(?:\s+|=)|(?:-n|--name)(?:\s+|=)osd\.)"
                          r"(\d+)(?:\s|$)")

@@ -14,9 +14,15 @@ check reads them unchanged:
   point is left out (unknown: a plain-directory OSD is not a mount either) and the host is
   looked at over SSH when Ceph or Swift name it;
 - ``ceph-osd@N``-style units give ``UnitState`` and the OSD daemon's running state;
+- the kernel log, where each host runs scripts/stordoc-kmsg-textfile (node_exporter's
+  textfile collector): the same lines the SSH facts script reads, parsed the same way, so
+  a shut-down XFS (which node_exporter's filesystem collector still reports healthy) and
+  kernel I/O errors on a host's devices are seen; only the hosts whose log holds an error
+  or a shutdown send their lines. A textfile that is stale or says the log is unreadable
+  sends the host to SSH; a host with none has its kernel log unknown (said once, INFO);
 - what node_exporter cannot tell (fstab, device labels and identities, logs, crash dumps,
-  admin sockets, kernel log, SMART, listeners, ring md5s) stays empty: no check finds
-  anything in an empty field.
+  admin sockets, SMART, listeners, ring md5s) stays empty: no check finds anything in an
+  empty field.
 
 A host is fresh when ``up == 1`` and its sample is at most ``stale_s`` old (by the
 server's clock); else it is *stale* and Prometheus does not speak for it.
@@ -25,7 +31,8 @@ SSH, second pass, at most ``ssh_max_hosts`` hosts, in this order: the hosts the 
 Swift pictures name (a down OSD's CRUSH host, a Swift server whose recon reports an
 unmounted device or does not answer), the hosts Prometheus shows a problem on (a read-only
 or failing filesystem under an OSD or Swift device, a Swift device not mounted, a failed
-unit), then the stale hosts. Their SSH facts replace Prometheus's (the deep diagnosis:
+unit, an XFS shut down or kernel I/O errors, a stale kernel-log textfile), then the stale
+hosts. Their SSH facts replace Prometheus's (the deep diagnosis:
 labels, fstab, logs, crash dumps, sockets). A stale host that got no SSH has no facts: it
 is left out of the snapshot (unknown, never healthy) and said by ``checks.prometheus``.
 """
@@ -45,11 +52,14 @@ import requests  # noqa: F401
 
 from storage.deploy import _osd_of_unit
 from storage.hostfacts.collect import HostPlan, collect_host_facts, plan_for
+from storage.hostfacts.disks import parse_xfs_events
+from storage.hostfacts.parse import keep_io_errors, parse_io_errors
 from storage.model import (
     CephState,
     Daemon,
     FsProbe,
     HostFacts,
+    IoError,
     Mount,
     OsdDataDir,
     OsdState,
@@ -60,6 +70,7 @@ from storage.model import (
     SwiftDeviceDir,
     SwiftState,
     UnitState,
+    XfsEvent,
 )
 from storage.prometheus import PromClient, PromError, Sample
 from storage.runner import Runner
@@ -76,6 +87,12 @@ QUERIES: dict[str, str] = {
     "fs_avail": 'node_filesystem_avail_bytes{{job="{job}",mountpoint=~"{mp}"}}',
     # only each unit's current state (the series whose value is 1)
     "units": 'node_systemd_unit_state{{job="{job}",name=~"ceph.*|swift.*"}} == 1',
+    # the kernel log (scripts/stordoc-kmsg-textfile): three numbers per host, and the
+    # lines of the hosts whose log has an error or a shutdown in it, no other host's
+    "kmsg": '{{__name__=~"stordoc_kmsg_readable|stordoc_kmsg_time|stordoc_kmsg_errors",'
+            'job="{job}"}}',
+    "kmsg_lines": 'stordoc_kmsg_line{{job="{job}"}} and on(instance) '
+                  'stordoc_kmsg_errors{{job="{job}"}} > 0',
 }
 UNMATCHED_SHOWN = 20
 
@@ -246,6 +263,9 @@ class HostSeries:
     last: float | None = None  # the newest ``up`` sample's time
     fs: dict[str, Fs] = field(default_factory=dict)  # mount point -> filesystem
     units: dict[str, str] = field(default_factory=dict)  # unit -> state
+    # the kernel-log textfile: readable / time / errors, and its lines by section
+    kmsg: dict[str, float] = field(default_factory=dict)
+    kmsg_lines: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
 
 
 def _norm(p: str) -> str:
@@ -325,6 +345,16 @@ def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], li
         hs = host_of(s)
         if hs is not None and s.labels.get("name"):
             hs.units[s.labels["name"]] = s.labels.get("state", "unknown")
+    for s in fam["kmsg"] or ():
+        hs = host_of(s)
+        name = s.labels.get("__name__", "").removeprefix("stordoc_kmsg_")
+        if hs is not None and name in ("readable", "time", "errors"):
+            hs.kmsg[name] = s.value
+    for s in fam["kmsg_lines"] or ():
+        hs = host_of(s)
+        sec, n = s.labels.get("section", ""), s.labels.get("n", "")
+        if hs is not None and sec in ("kmsg", "xfslog") and n.isascii() and n.isdigit():
+            hs.kmsg_lines.setdefault(sec, []).append((int(n), s.labels.get("line", "")))
     shown = [f"{i} (nodename {n})" if n else i for i, n in sorted(unmatched.items())]
     return by_host, shown
 
@@ -343,6 +373,58 @@ def staleness(hs: HostSeries | None, now: float, stale_s: float) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class KernelLog:
+    """A host's kernel log as its textfile (scripts/stordoc-kmsg-textfile) says it,
+    parsed as the SSH path parses the same lines; or why it says nothing. ``absent``: the
+    host exports no such textfile (the kernel log is simply not watched there); a stale or
+    unreadable one is a host to look at over SSH."""
+
+    known: bool
+    why: str = ""
+    absent: bool = False
+    io_errors: tuple[IoError, ...] = ()
+    xfs_events: tuple[XfsEvent, ...] = ()
+
+
+NO_KMSG = "no stordoc_kmsg series (scripts/stordoc-kmsg-textfile not run there)"
+
+
+def kernel_log(hs: HostSeries, now: float, stale_s: float, lines_known: bool,
+               window_s: float = 86400.0) -> KernelLog:
+    """The kernel log of one host from its ``stordoc_kmsg_*`` series (``now``: the
+    server's time; ``lines_known``: the lines' query answered)."""
+    k = hs.kmsg
+    if not k:
+        return KernelLog(False, NO_KMSG, absent=True)
+    if k.get("readable") != 1:
+        return KernelLog(False, "its kernel-log textfile says the kernel log is unreadable")
+    t = k.get("time")
+    if t is None or t != t or abs(t) == float("inf"):
+        return KernelLog(False, "its kernel-log textfile has no time")
+    if t - now > stale_s:  # a host clock far ahead: its lines' times are not to be trusted
+        return KernelLog(False, f"its kernel-log textfile is dated {t - now:.0f} s ahead of "
+                                "Prometheus's clock")
+    if now - t > stale_s:
+        return KernelLog(False, f"its kernel-log textfile is {now - t:.0f} s old "
+                                f"(stale after {stale_s:g} s)")
+    if k.get("errors", 0) > 0 and not lines_known:
+        return KernelLog(False, "its kernel-log lines could not be read from Prometheus")
+    lines = {sec: [ln for _, ln in sorted(v)] for sec, v in hs.kmsg_lines.items()}
+    return KernelLog(True, io_errors=parse_io_errors(lines.get("kmsg", []), now, window_s),
+                     xfs_events=parse_xfs_events(lines.get("xfslog", [])))
+
+
+def _shut_down(events: Sequence[XfsEvent], device: str) -> bool:
+    """Whether the last word of the kernel on this XFS since it was mounted is a
+    shutdown (the rule of checks.disks)."""
+    last = None
+    for e in events:
+        if e.device == device and e.kind in ("mount", "unmount", "shutdown"):
+            last = e
+    return last is not None and last.kind == "shutdown"
+
+
 def _unit_name(h: HostTarget, cluster: str, osd_id: int, fsid: str) -> str | None:
     if not h.osd_unit:
         return None
@@ -353,9 +435,11 @@ def _unit_name(h: HostTarget, cluster: str, osd_id: int, fsid: str) -> str | Non
 
 def facts_from_series(plan: HostPlan, hs: HostSeries, fs_known: bool, units_known: bool,
                       collected_at: float, fsid: str = "",
-                      up_osds: frozenset[int] = frozenset()) -> tuple[HostFacts, list[str]]:
+                      up_osds: frozenset[int] = frozenset(),
+                      klog: KernelLog | None = None) -> tuple[HostFacts, list[str]]:
     """One host's facts from its series, and the problems Prometheus shows on it (the
-    reasons to look over SSH). ``up_osds``: the OSDs Ceph says are up."""
+    reasons to look over SSH). ``up_osds``: the OSDs Ceph says are up; ``klog``: its
+    kernel log (None: the kernel-log queries failed)."""
     t = plan.target
     problems: list[str] = []
     mounts: list[Mount] = []
@@ -411,10 +495,27 @@ def facts_from_series(plan: HostPlan, hs: HostSeries, fs_known: bool, units_know
             ustate = hs.units.get(unit_name) if unit_name else None
             if ustate is not None:  # no series for its unit: whether it runs is unknown
                 daemons.append(Daemon("ceph-osd", str(osd_id), None, ustate == "active"))
+    io: tuple[IoError, ...] = ()
+    xfs: tuple[XfsEvent, ...] = ()
+    if klog is not None and klog.known:
+        # as the SSH path keeps them: the errors of this host's devices, every XFS line
+        io = keep_io_errors(klog.io_errors, {os.path.basename(m.source) for m in mounts
+                                            if m.source})
+        xfs = klog.xfs_events
+        for p in probes:
+            if p.fstype == "xfs" and p.source and \
+                    _shut_down(xfs, os.path.basename(p.source)):
+                what = f"osd.{p.name}" if p.kind == "osd" else f"Swift device {p.name}"
+                problems.append(f"{what}: its XFS shut down (kernel log)")
+        if io:
+            devs = sorted({e.device for e in io})
+            problems.append(f"kernel I/O errors on {', '.join(devs)}")
+    elif klog is not None and not klog.absent:
+        problems.append(klog.why)
     facts = HostFacts(name=t.name, address=t.address, mounts=tuple(mounts),
                       daemons=tuple(daemons), osd_data=osd_data, swift_devices=swift,
-                      units=tuple(units), fs_probes=tuple(probes),
-                      disks_collected=fs_known, collected_at=collected_at)
+                      units=tuple(units), fs_probes=tuple(probes), io_errors=io,
+                      xfs_events=xfs, disks_collected=fs_known, collected_at=collected_at)
     return facts, problems
 
 
@@ -492,6 +593,9 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
         else ({}, [])
     fs_known = answers.families["fs_ro"] is not None
     units_known = answers.families["units"] is not None
+    kmsg_known = answers.families["kmsg"] is not None
+    lines_known = answers.families["kmsg_lines"] is not None
+    klogs: dict[str, KernelLog] = {}
     fsid = ceph.fsid if ceph is not None else ""
     up_osds = frozenset(o.id for o in ceph.osds if o.up) if ceph is not None else frozenset()
     hosts: dict[str, HostFacts] = {}
@@ -510,8 +614,11 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
             continue
         assert hs is not None
         plan = plan_for(target, h, *split.get(h.name, (None, None)))
+        klog = kernel_log(hs, answers.now, pt.stale_s, lines_known) if kmsg_known else None
+        if klog is not None:
+            klogs[h.name] = klog
         facts, probs = facts_from_series(plan, hs, fs_known, units_known, now_wall, fsid,
-                                         up_osds)
+                                         up_osds, klog)
         hosts[h.name] = facts
         if probs:
             problems[h.name] = "; ".join(probs)
@@ -545,14 +652,19 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
             stale[n] = replace(stale[n], fallback="ssh" if f.reachable
                                else f"ssh failed: {f.error}")
     unknown = tuple(n for n in (h.name for h in target.hosts) if n not in hosts)
+    # hosts Prometheus speaks for whose kernel log it cannot tell (the kernel-log queries
+    # failed: PROMETHEUS_BAD_ANSWER says it once for all)
+    klog_unknown = tuple(f"{n} ({klogs[n].why})" for n in sorted(from_prom)
+                         if n in klogs and not klogs[n].known)
     status = PromStatus(
         url=pt.url, job=pt.job, problems=tuple(answers.problems),
         stale=tuple(stale[n] for n in sorted(stale)), unmatched=tuple(unmatched),
         from_prometheus=tuple(sorted(from_prom)),
-        ssh_hosts=tuple(said), unknown=unknown, duration_s=time.monotonic() - t0)
+        ssh_hosts=tuple(said), unknown=unknown, kernel_log_unknown=klog_unknown,
+        duration_s=time.monotonic() - t0)
     return hosts, status
 
 
-__all__: Sequence[str] = ("HostIndex", "QUERIES", "ask", "mount_regex", "collect_via_prometheus",
-                          "facts_from_series", "group", "named_hosts", "split_instance",
-                          "staleness")
+__all__: Sequence[str] = ("HostIndex", "QUERIES", "KernelLog", "ask", "mount_regex",
+                          "collect_via_prometheus", "facts_from_series", "group",
+                          "kernel_log", "named_hosts", "split_instance", "staleness")

@@ -26,6 +26,21 @@ class DaemonProbe:
     crash_dir: str = ""
     unit: str = ""
 
+# The kernel log lines both host-facts paths read: the facts script's @@kmsg and @@xfslog
+# sections over SSH, and scripts/stordoc-kmsg-textfile's series through Prometheus (a unit
+# test keeps the three texts equal): disk I/O errors with the kernel's attach lines (an
+# error logged before its device's last attach is a predecessor's), and XFS's mounts,
+# unmounts, shutdowns and errors.
+KMSG_GREP = (r"I/O error|medium error|XFS \(.*\): (metadata I/O error|Corruption)"
+             r"|: detected capacity change from 0 to|Attached SCSI disk"
+             r"|virtio_blk .*logical blocks")
+KMSG_TAIL = 400
+XFSLOG_GREP = (r"XFS \([^)]*\): (Mounting|Unmounting|User initiated shutdown"
+               r"|.*[Ss]hutting down filesystem|Filesystem has been shut down|Corruption"
+               r"|metadata I/O error)")
+XFSLOG_TAIL = 300
+KMSG_TEXTFILE = "stordoc_kmsg.prom"  # what the textfile script writes in its directory
+
 # Positional args: FSTAB then groups "osd ID DIR PIDFILE" / "swift NAME DIR" /
 # "ringdir DIR" (md5sum of each ring.gz there) / "daemon NAME PIDFILE PROBE LOG CRASHDIR
 # UNIT" (a daemon's life: the probes of live daemons run at the end, in one python3 with

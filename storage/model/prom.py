@@ -41,4 +41,7 @@ class PromStatus:
     from_prometheus: tuple[str, ...] = ()  # hosts whose facts are Prometheus's
     ssh_hosts: tuple[str, ...] = ()  # hosts that got SSH, and why, "node2 (osd.2 down)"
     unknown: tuple[str, ...] = ()  # hosts with no facts at all (neither source)
+    # hosts with Prometheus's facts whose kernel log is unknown, and why: "node3 (no
+    # stordoc_kmsg series ...)", "node4 (its kernel-log textfile is 900 s old ...)"
+    kernel_log_unknown: tuple[str, ...] = ()
     duration_s: float = 0.0

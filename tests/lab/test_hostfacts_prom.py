@@ -2,16 +2,18 @@
 lab's Prometheus, which scrapes a node_exporter per lab host (lab/hostmetrics.py). Both
 are judged on the same Ceph and Swift picture (one collect), so a difference can only
 come from the host facts, and must give the same findings (codes and entities), the
-kernel log aside: node_exporter has none, so its I/O error and XFS lines are SSH's alone
-(on a shared machine a loop device's number may carry another lab's old I/O errors: CI's
-earlier tests make some). What the kernel log adds is asserted to be only its own codes.
+kernel log's included: the lab runs scripts/stordoc-kmsg-textfile every 5 s into each
+host's textfile directory, and a comparison waits until Prometheus has a kernel log read
+after the last change.
 
 - the healthy lab: Prometheus speaks for every host, no SSH at all, and each host's
   mounts under its OSD data dirs and Swift devices are the ones SSH sees;
 - one live break, a Swift device remounted read-only: Prometheus alone (no SSH) and
   Prometheus with SSH for the host in question both say what SSH says;
 - an exporter stopped: its host is HOST_FACTS_STALE and its facts unknown (Prometheus
-  alone) or SSH's (the default), never healthy from Prometheus.
+  alone) or SSH's (the default), never healthy from Prometheus;
+- an XFS shut down under a Swift device (node_exporter's filesystem collector still calls
+  it healthy): Prometheus alone finds FS_SHUTDOWN from the kernel-log textfile, as SSH.
 """
 
 from __future__ import annotations
@@ -35,8 +37,6 @@ from tests.support.broken import broken
 from tests.support.poll import wait_until
 
 SCRAPE_WAIT_S = 40  # the node job scrapes every 5 s; a loaded machine may lag
-# what only the kernel log says (HostFacts.io_errors, xfs_events): SSH's alone
-KERNEL_LOG_CODES = {"DEVICE_IO_ERRORS", "OSD_DEVICE_IO_ERRORS", "FS_SHUTDOWN"}
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +65,15 @@ def _prom_only(t: ClusterTarget) -> ClusterTarget:
 
 
 def _scraped_since(metrics: HostMetrics, t0: float) -> bool:
-    """Every exporter scraped (and up) after ``t0``, by Prometheus's own clock."""
+    """Every exporter scraped (and up) after ``t0``, by Prometheus's own clock, with a
+    kernel-log textfile read after ``t0``."""
     last = metrics.last_scrapes()
     up = metrics.scraped_up()
     want = set(metrics.exporters.targets().values())
-    return want <= set(last) and all(last[i] > t0 and up.get(i) == 1 for i in want)
+    kmsg = {r["metric"].get("instance", ""): float(r["value"][1])
+            for r in metrics.query('stordoc_kmsg_time{job="node"}')}
+    return want <= set(last) and all(last[i] > t0 and up.get(i) == 1
+                                     and kmsg.get(i, 0) > t0 for i in want)
 
 
 @dataclasses.dataclass
@@ -82,13 +86,9 @@ class Both:
     status: PromStatus
 
 
-def no_kernel_log(hosts: dict[str, HostFacts]) -> dict[str, HostFacts]:
-    return {n: dataclasses.replace(f, io_errors=(), xfs_events=()) for n, f in hosts.items()}
-
-
 def both(ssh_t: ClusterTarget, prom_t: ClusterTarget) -> Both:
-    """One Ceph/Swift collect, host facts over SSH and from Prometheus, both checked with
-    the kernel log aside (on both sides: hosts in question get SSH's facts in the second)."""
+    """One Ceph/Swift collect, host facts over SSH and from Prometheus, both checked (the
+    hosts in question get SSH's facts in the second)."""
     snap = collect(ssh_t, host_facts=False)
     assert snap.ceph is not None and snap.swift is not None
     by_ssh = collect_host_facts(ssh_t, snap.ceph, snap.swift)
@@ -99,14 +99,7 @@ def both(ssh_t: ClusterTarget, prom_t: ClusterTarget) -> Both:
         return run_checks(dataclasses.replace(snap, hosts=hosts, host_facts_collected=True,
                                               prometheus=ps), now=now)
 
-    rep_ssh = checked(no_kernel_log(by_ssh))
-    full = checked(by_ssh)
-    # what the kernel log adds: its own codes only, each with the kernel's lines
-    added = [f for f in full.findings if (f.code, f.entity) not in keys(rep_ssh)]
-    assert all(f.code in KERNEL_LOG_CODES for f in added), added
-    assert keys(rep_ssh) <= keys(full)
-    return Both(snap, rep_ssh, checked(no_kernel_log(by_prom), status), by_ssh, by_prom,
-                status)
+    return Both(snap, checked(by_ssh), checked(by_prom, status), by_ssh, by_prom, status)
 
 
 def keys(rep: CheckReport) -> set[tuple[str, str]]:
@@ -135,7 +128,7 @@ def test_healthy_lab_same_findings_and_mounts_from_prometheus_alone(
     # Prometheus speaks for every host: nothing stale, no SSH at all
     assert b.status.from_prometheus == tuple(sorted(hosts)), b.status
     assert b.status.ssh_hosts == () and b.status.stale == () and b.status.unmatched == ()
-    assert b.status.problems == ()
+    assert b.status.problems == () and b.status.kernel_log_unknown == ()
     for h in hosts:
         s, p = b.ssh_hosts[h], b.prom_hosts[h]
         assert s.reachable and p.reachable
@@ -147,17 +140,17 @@ def test_healthy_lab_same_findings_and_mounts_from_prometheus_alone(
     assert keys(b.prom) == keys(b.ssh), (b.ssh.findings, b.prom.findings)
 
 
-@pytest.mark.xfail(strict=False, reason="quarantined: passed in one CI run and failed in the "
-                   "next (15:25, cause not yet read); it still runs and reports each time")
 def test_read_only_swift_device_same_findings_and_a_stopped_exporter_is_stale(
         lab: Lab, metrics: HostMetrics, targets: tuple[ClusterTarget, ClusterTarget]) -> None:
     ssh_t, prom_t = targets
     d2 = str(lab.swift_node / "d2")
     with broken(lab, "swift-device-readonly", device="d2"):
         # Prometheus has scraped node2 since the remount
+        t0 = time.time()
         wait_until(lambda: [r for r in metrics.query(
             f'node_filesystem_readonly{{job="node",mountpoint="{d2}"}} == 1')],
             SCRAPE_WAIT_S, "Prometheus to see d2 read-only")
+        wait_until(lambda: _scraped_since(metrics, t0), SCRAPE_WAIT_S, "a fresh scrape")
         alone = both(ssh_t, _prom_only(prom_t))
         ssh_keys = keys(alone.ssh)
         ro = {k for k in ssh_keys if k[0] == "FS_READONLY"}
@@ -165,8 +158,11 @@ def test_read_only_swift_device_same_findings_and_a_stopped_exporter_is_stale(
         assert alone.status.ssh_hosts == () and "node2" in alone.status.from_prometheus
         assert keys(alone.prom) == ssh_keys, (alone.ssh.findings, alone.prom.findings)
         # the default: SSH for the host Prometheus shows a problem on, and only for it
+        # (and any host Swift itself names: on a loaded machine a recon answer may be late)
         deep = both(ssh_t, prom_t)
-        assert [s.split(" ")[0] for s in deep.status.ssh_hosts] == ["node2"], deep.status
+        said = deep.status.ssh_hosts
+        assert [s for s in said if s.startswith("node2 (")], deep.status
+        assert all(s.startswith("node2 (") or "does not answer" in s for s in said), said
         assert keys(deep.prom) == keys(deep.ssh) == ssh_keys
 
     # an exporter that stops: its host is stale, never healthy from Prometheus
@@ -187,3 +183,22 @@ def test_read_only_swift_device_same_findings_and_a_stopped_exporter_is_stale(
         assert fallback.prom_hosts["node3"].reachable
     finally:
         metrics.exporters.start_one("node3")
+
+
+def test_a_shut_down_xfs_is_found_from_prometheus_alone(
+        lab: Lab, metrics: HostMetrics, targets: tuple[ClusterTarget, ClusterTarget]) -> None:
+    """node_exporter's filesystem collector still reports a shut-down XFS healthy; the
+    kernel-log textfile says it, and Prometheus alone gives SSH's findings."""
+    ssh_t, prom_t = targets
+    d2 = str(lab.swift_node / "d2")
+    with broken(lab, "swift-device-shutdown", device="d2"):
+        t0 = time.time()
+        wait_until(lambda: _scraped_since(metrics, t0), SCRAPE_WAIT_S, "a fresh scrape")
+        # what the filesystem collector says of it: mounted, writable, statfs answers
+        fs = metrics.query(f'node_filesystem_readonly{{job="node",mountpoint="{d2}"}}')
+        assert [float(r["value"][1]) for r in fs] == [0.0], fs
+        alone = both(ssh_t, _prom_only(prom_t))
+        shut = {k for k in keys(alone.ssh) if k[0] == "FS_SHUTDOWN"}
+        assert len(shut) == 1 and next(iter(shut))[1].endswith("@node2"), alone.ssh.findings
+        assert alone.status.ssh_hosts == () and "node2" in alone.status.from_prometheus
+        assert keys(alone.prom) == keys(alone.ssh), (alone.ssh.findings, alone.prom.findings)

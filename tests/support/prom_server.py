@@ -33,6 +33,26 @@ class FsSeries:
 
 
 @dataclass
+class Kmsg:
+    """A host's kernel-log textfile (scripts/stordoc-kmsg-textfile), made at each
+    evaluation: read ``age_s`` before it, these lines by section (kmsg, xfslog)."""
+
+    readable: int = 1
+    age_s: float = 10.0
+    lines: dict[str, list[str]] = field(default_factory=dict)
+
+    def series(self, now: float) -> dict[str, list[tuple[dict[str, str], float]]]:
+        errors = sum(1 for ls in self.lines.values() for ln in ls
+                     if re.search(r"(?i)error|corruption|shut", ln))
+        return {"stordoc_kmsg_readable": [({}, self.readable)],
+                "stordoc_kmsg_time": [({}, now - self.age_s)],
+                "stordoc_kmsg_errors": [({}, errors)],
+                "stordoc_kmsg_line": [({"section": sec, "n": str(i), "line": ln}, 1)
+                                      for sec, ls in self.lines.items()
+                                      for i, ln in enumerate(ls, 1)]}
+
+
+@dataclass
 class Node:
     """One node_exporter target: its ``instance`` label and what it exports."""
 
@@ -42,12 +62,17 @@ class Node:
     last: float | None = None  # its up sample's time; None: the evaluation time
     fs: list[FsSeries] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)  # name -> current state
+    # its kernel-log textfile (scripts/stordoc-kmsg-textfile) as the textfile collector
+    # exports it: metric name -> [(labels, value)]; None: no such textfile
+    textfile: dict[str, list[tuple[dict[str, str], float]]] | None = None
+    kmsg: Kmsg | None = None  # made at each evaluation (its time follows the clock)
 
 
 SYSTEM_FS = (FsSeries("/", "/dev/sda1", "ext4"), FsSeries("/boot", "/dev/sda2", "ext4"),
              FsSeries("/run", "tmpfs", "tmpfs"), FsSeries("/run/lock", "tmpfs", "tmpfs"))
 
-_METRIC = re.compile(r"^(timestamp\()?([a-z_]+)\{(.*)\}\)?( == 1)?$")
+_METRIC = re.compile(r"^(timestamp\()?([a-z_]*)\{(.*?)\}\)?( == 1| > 0)?$")
+_AND_ON = re.compile(r"^(.*\}) and on\(instance\) (.*)$")
 _MATCHER = re.compile(r'([a-z_]+)(=~|!=|=)"((?:[^"\\]|\\.)*)"')
 
 # behaviours for ``FakeProm.bad``: metric name (or "*") -> what to send instead
@@ -60,9 +85,11 @@ def _unescape(s: str) -> str:
 
 
 class FakeProm:
-    def __init__(self, nodes: list[Node], job: str = "node") -> None:
+    def __init__(self, nodes: list[Node], job: str = "node",
+                 clock: Callable[[], float] = time.time) -> None:
         self.nodes = nodes
         self.job = job
+        self.clock = clock  # the server's evaluation time (a replay: the snapshot's)
         self.bad: dict[str, str] = {}
         self.queries: list[str] = []
         self.trickle_gap_s = 0.2
@@ -70,6 +97,11 @@ class FakeProm:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, expr: str, now: float) -> list[dict[str, Any]]:
+        both = _AND_ON.match(expr.strip())
+        if both:  # ``a and on(instance) b``: a's samples whose instance b has
+            right = {r["metric"].get("instance") for r in self.evaluate(both.group(2), now)}
+            return [r for r in self.evaluate(both.group(1), now)
+                    if r["metric"].get("instance") in right]
         m = _METRIC.match(expr.strip())
         if not m:
             raise ValueError(f"unsupported query {expr!r}")
@@ -88,9 +120,11 @@ class FakeProm:
                     return False
             return True
 
-        def add(labels: dict[str, str], value: float) -> None:
-            if keep(labels):
-                lab = dict(labels) if ts_of or eq1 else {"__name__": metric, **labels}
+        def add(labels: dict[str, str], value: float, name: str = metric) -> None:
+            if eq1 == " > 0" and not value > 0:
+                return
+            if keep({"__name__": name, **labels}):
+                lab = dict(labels) if ts_of or eq1 == " == 1" else {"__name__": name, **labels}
                 out.append({"metric": lab, "value": [now, _fmt(value)]})
 
         for n in self.nodes:
@@ -100,6 +134,13 @@ class FakeProm:
                 continue
             if n.up != 1:
                 continue  # a target that is down exports nothing this scrape
+            text = {**(n.textfile or {}), **(n.kmsg.series(now) if n.kmsg else {})}
+            if text and (not metric or metric in text):
+                for name, series in text.items():
+                    if not metric or name == metric:
+                        for labels, value in series:
+                            add({**common, **labels}, value, name)
+                continue
             if metric == "node_uname_info":
                 add({**common, "nodename": n.nodename or n.instance.split(":")[0],
                      "sysname": "Linux", "release": "6.1.0-13-amd64"}, 1)
@@ -122,7 +163,7 @@ class FakeProm:
 
     def body(self, expr: str) -> bytes:
         if expr not in self._cache:
-            now = time.time()
+            now = self.clock()
             doc = {"status": "success",
                    "data": {"resultType": "vector", "result": self.evaluate(expr, now)}}
             self._cache[expr] = json.dumps(doc, separators=(",", ":")).encode()
@@ -236,9 +277,11 @@ def _fmt(v: float) -> str:
 def fleet(n_hosts: int, osds_per_host: int = 4, swift_per_host: int = 2,
           osd_dir: Callable[[int], str] = lambda i: f"/var/lib/ceph/osd/ceph-{i}",
           swift_dir: str = "/srv/node", port: int = 9100, addr: Callable[[int], str]
-          = lambda h: f"10.{h >> 16 & 255}.{h >> 8 & 255}.{h & 255}") -> list[Node]:
+          = lambda h: f"10.{h >> 16 & 255}.{h >> 8 & 255}.{h & 255}",
+          kmsg: bool = True) -> list[Node]:
     """N healthy hosts: OSDs h*k..h*k+k-1 mounted from sdb.., Swift devices d1.. from
-    sd(k+1).., their ``ceph-osd@N`` units active, plus the system filesystems."""
+    sd(k+1).., their ``ceph-osd@N`` units active, plus the system filesystems, and (with
+    ``kmsg``) a fresh kernel-log textfile with no error in it."""
     out = []
     for h in range(n_hosts):
         fs = list(SYSTEM_FS)
@@ -251,5 +294,30 @@ def fleet(n_hosts: int, osds_per_host: int = 4, swift_per_host: int = 2,
             fs.append(FsSeries(f"{swift_dir}/d{h * swift_per_host + j + 1}",
                                f"/dev/sd{chr(98 + osds_per_host + j)}"))
         units["swift-object-server.service"] = "active"
-        out.append(Node(f"{addr(h)}:{port}", f"host{h:04d}", fs=fs, units=units))
+        out.append(Node(f"{addr(h)}:{port}", f"host{h:04d}", fs=fs, units=units,
+                        kmsg=Kmsg() if kmsg else None))
+    return out
+
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
+
+
+def parse_textfile(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """A node_exporter textfile (the exposition format's subset the textfile collector
+    reads: ``name{a="v",...} value`` lines, ``#`` comments) as ``Node.textfile``; label
+    values unescaped (``\\\\``, ``\\"``, ``\\n``). Raises ValueError on a line it cannot
+    read, as the collector refuses the whole file."""
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            raise ValueError(f"line {i}: not a sample: {line[:80]!r}")
+        labels = {k: re.sub(r"\\(.)", lambda e: "\n" if e.group(1) == "n" else e.group(1), v)
+                  for k, v in _LABEL.findall(m.group(2) or "")}
+        if m.group(2) and _LABEL.sub("", m.group(2)).strip():
+            raise ValueError(f"line {i}: bad labels: {m.group(2)[:80]!r}")
+        out.setdefault(m.group(1), []).append((labels, float(m.group(3))))
     return out

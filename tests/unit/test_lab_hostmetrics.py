@@ -98,8 +98,8 @@ def test_lab_down_and_status_know_the_exporters_when_they_run(lab: Lab) -> None:
     assert "prometheus" not in lab.known_daemons()
     lab.write_state(metrics=True)
     names = lab.known_daemons()
-    assert names[:5] == ["prometheus", "node-exporter.node1", "node-exporter.node2",
-                         "node-exporter.node3", "node-exporter.node4"]
+    assert names[:6] == ["prometheus", "kmsg-textfile", "node-exporter.node1",
+                         "node-exporter.node2", "node-exporter.node3", "node-exporter.node4"]
     lab.write_state(alerts=True)
     names = lab.known_daemons()
     assert names.count("prometheus") == 1 and names[0] == "alertmanager"

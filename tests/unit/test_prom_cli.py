@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from storage.hostfacts.prom import QUERIES
 from stordoc.settings import SettingsError, parse_settings
 from tests.support.cli import run_main
 from tests.support.prom_server import GARBAGE, FakeProm, FsSeries, Node
@@ -86,7 +87,7 @@ def test_check_reads_host_facts_from_prometheus(tmp_path: Path) -> None:
     assert any(c == "PROMETHEUS_UNMATCHED" and "127.0.0.9:9100" in f["message"]
                for (c, _), f in found.items())
     assert not any(c == "HOST_UNREACHABLE" for c, _ in found)  # no SSH was tried
-    assert len(fake.queries) == 8
+    assert len(fake.queries) == len(QUERIES)
     assert rc == 1, err  # WARN
 
 

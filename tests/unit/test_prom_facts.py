@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
 import pytest
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from checks.engine import run_checks
 from storage.hostfacts.prom import (
+    QUERIES,
     HostIndex,
     collect_via_prometheus,
     mount_regex,
@@ -38,11 +39,12 @@ from tests.support.prom_server import (
     TRICKLE,
     FakeProm,
     FsSeries,
+    Kmsg,
     Node,
 )
 
 PROM_CODES = {"PROMETHEUS_UNREACHABLE", "PROMETHEUS_BAD_ANSWER", "HOST_FACTS_STALE",
-              "PROMETHEUS_UNMATCHED"}
+              "PROMETHEUS_UNMATCHED", "HOST_KERNEL_LOG_UNKNOWN"}
 
 
 def saved(release: str, case: str) -> tuple[ClusterSnapshot, ClusterTarget, object]:
@@ -62,8 +64,17 @@ def nodes_of(hosts: Mapping[str, HostFacts]) -> list[Node]:
                        device_error=int(m.target in df_failed))
               for m in f.mounts]
         fs.append(FsSeries("/", "/dev/sda1", "ext4"))
-        out.append(Node(f"{f.address}:9100", name, fs=fs))
+        # its kernel-log textfile: the lines SSH's facts kept
+        kmsg = Kmsg(lines={"kmsg": [e.line for e in f.io_errors],
+                           "xfslog": [e.line for e in f.xfs_events]})
+        out.append(Node(f"{f.address}:9100", name, fs=fs, kmsg=kmsg))
     return out
+
+
+def at(snap: ClusterSnapshot) -> Callable[[], float]:
+    """The fake Prometheus's clock for a replay: the snapshot's time (the kernel lines'
+    window and the samples' staleness are judged by the server's clock)."""
+    return lambda: snap.taken_at + 1.0
 
 
 def keys(snap: ClusterSnapshot, now: float, drop: set[str] = PROM_CODES
@@ -97,7 +108,7 @@ CASES = ["healthy", "swift-device-readonly", "osd-unmounted-in", "swift-device-u
 @pytest.mark.parametrize("case", CASES)
 def test_same_findings_as_ssh_with_ssh_for_the_hosts_in_question(case: str) -> None:
     snap, target, rp = saved("reef", case)
-    fake = FakeProm(nodes_of(snap.hosts))
+    fake = FakeProm(nodes_of(snap.hosts), clock=at(snap))
     now = snap.taken_at
     with fake.serve() as url:
         got, asked = via_prom(snap, target, url)
@@ -110,7 +121,7 @@ def test_same_findings_as_ssh_with_ssh_for_the_hosts_in_question(case: str) -> N
     else:
         assert 0 < len(asked) < len(snap.hosts), asked
     # one query per fact family for all hosts
-    assert len(fake.queries) == 8
+    assert len(fake.queries) == len(QUERIES)
 
 
 @pytest.mark.parametrize("release", ["pacific", "reef"])
@@ -121,7 +132,7 @@ def test_prometheus_alone_never_says_what_ssh_does_not(release: str, case: str) 
     if not (FIXTURES / release / case).is_dir():
         pytest.skip("not saved for this release")
     snap, target, _ = saved(release, case)
-    with FakeProm(nodes_of(snap.hosts)).serve() as url:
+    with FakeProm(nodes_of(snap.hosts), clock=at(snap)).serve() as url:
         got, asked = via_prom(snap, target, url, ssh_max=0)
     assert asked == []
     assert keys(got, snap.taken_at) <= keys(snap, snap.taken_at)
@@ -129,7 +140,7 @@ def test_prometheus_alone_never_says_what_ssh_does_not(release: str, case: str) 
 
 def test_readonly_swift_device_from_prometheus_alone_is_the_ssh_finding() -> None:
     snap, target, _ = saved("reef", "swift-device-readonly")
-    with FakeProm(nodes_of(snap.hosts)).serve() as url:
+    with FakeProm(nodes_of(snap.hosts), clock=at(snap)).serve() as url:
         got, _ = via_prom(snap, target, url, ssh_max=0)
     ro = {k for k in keys(got, snap.taken_at) if k[0] == "FS_READONLY"}
     assert ro == {k for k in keys(snap, snap.taken_at) if k[0] == "FS_READONLY"}
@@ -138,7 +149,7 @@ def test_readonly_swift_device_from_prometheus_alone_is_the_ssh_finding() -> Non
 
 def test_an_unmounted_osd_dir_gets_ssh_and_its_diagnosis() -> None:
     snap, target, _ = saved("reef", "osd-unmounted-in")
-    with FakeProm(nodes_of(snap.hosts)).serve() as url:
+    with FakeProm(nodes_of(snap.hosts), clock=at(snap)).serve() as url:
         got, asked = via_prom(snap, target, url)
     assert asked == ["node3"]  # osd.2's host, named by Ceph (osd.2 down)
     assert ("OSD_DATA_UNMOUNTED", "osd.2", "crit") in keys(got, snap.taken_at)
@@ -149,10 +160,10 @@ def test_a_stale_host_is_unknown_never_healthy() -> None:
     snap, target, _ = saved("reef", "swift-device-unmounted")
     nodes = nodes_of(snap.hosts)
     n2 = next(n for n in nodes if n.nodename == "node2")
-    n2.last = time.time() - 3600  # its exporter stopped an hour ago
+    n2.last = snap.taken_at - 3600  # its exporter stopped an hour ago
     n4 = next(n for n in nodes if n.nodename == "node4")
     n4.up = 0
-    with FakeProm(nodes).serve() as url:
+    with FakeProm(nodes, clock=at(snap)).serve() as url:
         got, asked = via_prom(snap, target, url, ssh_max=0, stale_s=120.0)
     assert asked == []
     assert "node2" not in got.hosts and "node4" not in got.hosts  # no facts: unknown
@@ -166,7 +177,7 @@ def test_a_stale_host_is_unknown_never_healthy() -> None:
     # the unmounted device of the stale host is still said, from recon (never "healthy")
     assert any(f.code == "SWIFT_DEVICE_UNMOUNTED" for f in rep.findings)
     # with SSH allowed, the stale hosts are looked at over SSH
-    with FakeProm(nodes).serve() as url:
+    with FakeProm(nodes, clock=at(snap)).serve() as url:
         got2, asked2 = via_prom(snap, target, url, stale_s=120.0)
     assert set(asked2) == {"node2", "node4"}
     assert got2.hosts["node2"] is snap.hosts["node2"]
@@ -179,7 +190,7 @@ def test_a_label_matching_no_host_is_one_line_naming_it() -> None:
     snap, target, _ = saved("reef", "healthy")
     nodes = nodes_of(snap.hosts) + [Node("10.9.9.9:9100", "stranger",
                                          fs=[FsSeries("/srv/node/d9", "/dev/sdz")])]
-    with FakeProm(nodes).serve() as url:
+    with FakeProm(nodes, clock=at(snap)).serve() as url:
         got, _ = via_prom(snap, target, url)
     rep = run_checks(got, now=snap.taken_at)
     um = [f for f in rep.findings if f.code == "PROMETHEUS_UNMATCHED"]
@@ -238,7 +249,7 @@ def test_mount_regex_matches_every_planned_dir_and_escapes() -> None:
 @pytest.fixture
 def healthy() -> Iterator[tuple[ClusterSnapshot, ClusterTarget, FakeProm]]:
     snap, target, _ = saved("reef", "healthy")
-    yield snap, target, FakeProm(nodes_of(snap.hosts))
+    yield snap, target, FakeProm(nodes_of(snap.hosts), clock=at(snap))
 
 
 @pytest.mark.parametrize("how,code,words", [
