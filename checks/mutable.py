@@ -27,6 +27,7 @@ CANNOT_LOOK = frozenset({
     "PROMETHEUS_UNREACHABLE",  # host facts from Prometheus: none this time
     "PROMETHEUS_BAD_ANSWER",   # a fact family unknown for every host
     "HOST_FACTS_STALE",      # a host's node_exporter stopped: its facts unseen or SSH's
+    "HOST_KERNEL_LOG_STALE",  # a host's kernel-log textfile stopped: its disks' log unseen
 })
 
 CANNOT_LOOK_WHY = "cannot see the cluster"

@@ -22,10 +22,13 @@ CODES = (
     CodeInfo("HOST_FACTS_STALE", Severity.WARN,
              "A host's node_exporter stopped reporting (up == 0, no series, or its last "
              "sample is older than stale_s): its facts are SSH's or unknown, never healthy."),
-    CodeInfo("HOST_KERNEL_LOG_UNKNOWN", Severity.WARN,
-             "Hosts whose facts come from Prometheus but whose kernel log it cannot tell "
-             "(no stordoc_kmsg series: INFO; a stale or unreadable kernel-log textfile: "
-             "WARN): a shut-down XFS or disk I/O errors there show only when SSH looks."),
+    CodeInfo("HOST_KERNEL_LOG_STALE", Severity.WARN,
+             "A host's kernel-log textfile (scripts/stordoc-kmsg-textfile) is stale, dated "
+             "in the future or says the log is unreadable, and SSH did not look: a "
+             "shut-down XFS or disk I/O errors there are unseen."),
+    CodeInfo("HOST_KERNEL_LOG_UNWATCHED", Severity.INFO,
+             "Hosts whose facts come from Prometheus export no kernel-log textfile: a "
+             "shut-down XFS or disk I/O errors there show only when SSH looks."),
     CodeInfo("PROMETHEUS_UNMATCHED", Severity.INFO,
              "Series of the node_exporter job whose instance (and nodename) match no "
              "configured host: named, not guessed."),
@@ -65,20 +68,29 @@ def _stale(st: StaleHost, job: str) -> Finding:
                    since=st.last_seen)
 
 
-def _kernel_log_unknown(ps: PromStatus) -> Finding:
-    hosts = [h.split(" (", 1)[0] for h in ps.kernel_log_unknown]
-    # a host that exports no textfile is a choice; one whose textfile stopped is a fault
-    broken = [h for h in ps.kernel_log_unknown if NO_KMSG not in h]
-    sev = Severity.WARN if broken else Severity.INFO
-    shown = broken or list(ps.kernel_log_unknown)
-    return Finding(
-        "HOST_KERNEL_LOG_UNKNOWN", sev, f"prometheus {ps.url} job {ps.job} kernel log",
-        f"the kernel log of {len(hosts)} host(s) is unknown to Prometheus: "
-        f"{_hosts(shown)}; a shut-down XFS or disk I/O errors there show only when SSH "
-        "looks",
-        {"hosts": hosts, "why": list(ps.kernel_log_unknown),
-         "manual": "run scripts/stordoc-kmsg-textfile from cron every minute on each host "
-                   "(root), into node_exporter's --collector.textfile.directory"})
+def _kernel_log(ps: PromStatus) -> list[Finding]:
+    """Stale textfiles (a job that stopped: cannot look) apart from absent ones (a choice
+    the team may mute)."""
+    out = []
+    manual = ("run scripts/stordoc-kmsg-textfile from cron every minute on each host "
+              "(root), into node_exporter's --collector.textfile.directory")
+    absent = [h for h in ps.kernel_log_unknown if NO_KMSG in h]
+    stale = [h for h in ps.kernel_log_unknown if NO_KMSG not in h]
+    for code, sev, which, words in (
+            ("HOST_KERNEL_LOG_STALE", Severity.WARN, stale,
+             "is not current (and SSH did not look)"),
+            ("HOST_KERNEL_LOG_UNWATCHED", Severity.INFO, absent,
+             "is not exported to Prometheus")):
+        if not which:
+            continue
+        hosts = [h.split(" (", 1)[0] for h in which]
+        shown = which if code == "HOST_KERNEL_LOG_STALE" else hosts
+        out.append(Finding(
+            code, sev, f"prometheus {ps.url} job {ps.job} kernel log",
+            f"the kernel log of {len(hosts)} host(s) {words}: {_hosts(shown)}; a "
+            "shut-down XFS or disk I/O errors there show only when SSH looks",
+            {"hosts": hosts, "why": list(which), "manual": manual}))
+    return out
 
 
 @check("prometheus", codes=CODES, needs=("prometheus",))
@@ -113,8 +125,7 @@ def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
                            f"Prometheus {p.url} {verb}{what}: {p.reason}{tail}", ev))
     if not down:
         out.extend(_stale(st, ps.job) for st in ps.stale)
-    if ps.kernel_log_unknown:
-        out.append(_kernel_log_unknown(ps))
+    out.extend(_kernel_log(ps))
     if ps.unmatched:
         out.append(Finding(
             "PROMETHEUS_UNMATCHED", Severity.INFO, f"prometheus {ps.url} job {ps.job}",

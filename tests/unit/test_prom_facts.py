@@ -44,7 +44,8 @@ from tests.support.prom_server import (
 )
 
 PROM_CODES = {"PROMETHEUS_UNREACHABLE", "PROMETHEUS_BAD_ANSWER", "HOST_FACTS_STALE",
-              "PROMETHEUS_UNMATCHED", "HOST_KERNEL_LOG_UNKNOWN"}
+              "PROMETHEUS_UNMATCHED", "HOST_KERNEL_LOG_STALE",
+              "HOST_KERNEL_LOG_UNWATCHED"}
 
 
 def saved(release: str, case: str) -> tuple[ClusterSnapshot, ClusterTarget, object]:

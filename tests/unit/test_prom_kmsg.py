@@ -176,8 +176,9 @@ def test_a_shut_down_xfs_is_found_from_prometheus_alone_as_ssh_finds_it() -> Non
         blind, _ = via_prom(snap, target, url, ssh_max=0)
     rep = run_checks(blind, now=snap.taken_at)
     assert not [f for f in rep.findings if f.code == "FS_SHUTDOWN"]
-    unknown = [f for f in rep.findings if f.code == "HOST_KERNEL_LOG_UNKNOWN"]
-    assert len(unknown) == 1 and unknown[0].severity.label == "info"
+    unknown = [f for f in rep.findings if f.code.startswith("HOST_KERNEL_LOG")]
+    assert [f.code for f in unknown] == ["HOST_KERNEL_LOG_UNWATCHED"]
+    assert unknown[0].severity.label == "info"
     assert "of 4 host(s)" in unknown[0].message
 
 
@@ -224,8 +225,9 @@ def test_a_stale_or_unreadable_kernel_log_is_looked_at_never_read_as_quiet() -> 
         _, asked = via_prom(snap, target, url)
     assert sorted(asked) == ["node1", "node3"]
     rep = run_checks(alone, now=snap.taken_at)
-    f = [f for f in rep.findings if f.code == "HOST_KERNEL_LOG_UNKNOWN"]
-    assert len(f) == 1 and f[0].severity.label == "warn", rep.findings
+    f = [f for f in rep.findings if f.code.startswith("HOST_KERNEL_LOG")]
+    assert [x.code for x in f] == ["HOST_KERNEL_LOG_STALE"], rep.findings
+    assert f[0].severity.label == "warn"
     assert "node1" in f[0].message and "node3" in f[0].message
     assert "3600 s old" in " ".join(f[0].evidence["why"])  # type: ignore[arg-type]
 
