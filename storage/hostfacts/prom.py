@@ -490,6 +490,12 @@ def facts_from_series(plan: HostPlan, hs: HostSeries, fs_known: bool, units_know
                                        sub_state="failed" if state == "failed" else ""))
             if state == "failed" and (unit_osd in mine or unit.startswith("swift")):
                 problems.append(f"unit {unit} failed")
+            # a replicator stopped beside its running server: recon looks healthy until
+            # its pass ages, the process list over SSH tells at once
+            if unit.startswith("swift-") and "-replicator" in unit and state != "active" \
+                    and state != "failed" \
+                    and hs.units.get(unit.replace("-replicator", "-server")) == "active":
+                problems.append(f"unit {unit} {state} beside its running server")
         for osd_id, _, _ in plan.osds:
             unit_name = _unit_name(t, plan.cluster_name, osd_id, fsid)
             ustate = hs.units.get(unit_name) if unit_name else None
