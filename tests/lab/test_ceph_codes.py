@@ -95,7 +95,7 @@ def test_recent_crash_folds_into_the_osd_then_is_archived(lab: Lab, env: Env) ->
         ceph(lab, "crash", "archive-all")
 
 
-@pytest.mark.release
+@pytest.mark.on_reef  # one release each with the next test: Ceph's mute is the same on both
 def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -> None:
     ceph(lab, "osd", "set-nearfull-ratio", "0.001")
     try:
@@ -129,7 +129,6 @@ def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -
     until(env, lambda o: ceph_finding(o, "OSD_NEARFULL") is None, 90, "nearfull gone")
 
 
-@pytest.mark.release
 def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
         lab: Lab, env: Env) -> None:
     """noout set and muted for 1h: the finding says the mute's terms; noin as well (the

@@ -36,6 +36,9 @@ from stordoc.settings import load_settings
 from tests.support.broken import broken
 from tests.support.poll import wait_until
 
+# on Reef (CI's Pacific part is the longer); the Pacific lab runs the same exporters
+pytestmark = pytest.mark.on_reef
+
 SCRAPE_WAIT_S = 40  # the node job scrapes every 5 s; a loaded machine may lag
 
 
