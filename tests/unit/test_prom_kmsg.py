@@ -116,6 +116,10 @@ def test_the_tails_are_the_ssh_scripts_and_an_unreadable_log_says_so(tmp_path: P
     assert got["stordoc_kmsg_readable"] == [({}, 1.0)]
     assert [lab["line"] for lab, _ in got["stordoc_kmsg_line"]] == [
         f"{T0} I/O error, dev sdc, sector 8 op 0x0:(READ)"]
+    # dmesg refused and journalctl says nothing (exit 0: a user outside systemd-journal):
+    # not a quiet kernel, an unreadable log
+    r, out = run_script(tmp_path, None, "")
+    assert parse_textfile(out.read_text())["stordoc_kmsg_readable"] == [({}, 0.0)]
     # neither: readable 0, no line (a quiet log is not claimed)
     r, out = run_script(tmp_path, None, None)
     assert r.returncode == 0, r.stderr
