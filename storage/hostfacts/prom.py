@@ -19,7 +19,8 @@ check reads them unchanged:
   a shut-down XFS (which node_exporter's filesystem collector still reports healthy) and
   kernel I/O errors on a host's devices are seen; only the hosts whose log holds an error
   or a shutdown send their lines. A textfile that is stale or says the log is unreadable
-  sends the host to SSH; a host with none has its kernel log unknown (said once, INFO);
+  sends the host to SSH (HOST_KERNEL_LOG_STALE when SSH does not look); a host with none
+  has its kernel log unknown (HOST_KERNEL_LOG_UNWATCHED, one line for all);
 - what node_exporter cannot tell (fstab, device labels and identities, logs, crash dumps,
   admin sockets, SMART, listeners, ring md5s) stays empty: no check finds anything in an
   empty field.
