@@ -166,7 +166,10 @@ def test_read_only_swift_device_same_findings_and_a_stopped_exporter_is_stale(
         said = deep.status.ssh_hosts
         assert [s for s in said if s.startswith("node2 (")], deep.status
         assert all(s.startswith("node2 (") or "does not answer" in s for s in said), said
-        assert keys(deep.prom) == keys(deep.ssh) == ssh_keys
+        # within one collect (a read-only device makes replication failures appear over
+        # time, so a later collect may hold more than the first: CI met it)
+        assert keys(deep.prom) == keys(deep.ssh), (deep.ssh.findings, deep.prom.findings)
+        assert ro <= keys(deep.ssh)
 
     # an exporter that stops: its host is stale, never healthy from Prometheus
     stopped = metrics.exporters.target("node3")
