@@ -46,6 +46,29 @@ from lab.system import System
 Progress = Callable[[str], None]
 
 
+def own_base(base: Path) -> None:
+    """The lab's base directory as root may use it: created 0755 if missing, else it (and a
+    link naming it) must be this user's and not writable by group or others. The default
+    lives in /var/tmp, where anyone could make it first and plant links or pid files in
+    it for root to follow; such a base is refused (LabError), nothing in it touched."""
+    try:
+        lst = os.lstat(base)
+    except FileNotFoundError:
+        base.mkdir(parents=True, mode=0o755)
+        base.chmod(0o755)  # whatever the umask
+        return
+    st = os.stat(base) if os.path.isdir(base) else lst
+    me = os.geteuid()
+    why = ("not a directory" if not os.path.isdir(base)
+           else f"owned by uid {lst.st_uid}, not {me}" if lst.st_uid != me
+           else f"its target is owned by uid {st.st_uid}, not {me}" if st.st_uid != me
+           else f"writable by group or others (mode {st.st_mode & 0o7777:04o})"
+           if st.st_mode & 0o022 else "")
+    if why:
+        raise LabError("base directory", f"{base}: {why}: refused (use another --dir, "
+                       "or remove it)")
+
+
 class Lab(LabParts):
     """One lab under ``base`` with ports from ``port_base``, running Ceph/Swift of
     ``release`` (lab/rootfs.py: the host's own packages for Pacific, a chroot for Reef; a
@@ -75,6 +98,7 @@ class Lab(LabParts):
         (lab/hostmetrics.py)."""
         say = progress or (lambda s: None)
         t0 = time.monotonic()
+        own_base(self.base)
         say(f"cleaning any previous lab under {self.base}")
         self.down(quiet=True)
         for d in (self.base, self.run_dir, self.log_dir, self.images, self.pids,
@@ -165,6 +189,8 @@ class Lab(LabParts):
     # ------------------------------------------------------------------ down
     def down(self, quiet: bool = False) -> dict[str, Any]:
         """Stop what this lab started, unmount, detach, remove the base directory."""
+        if os.path.lexists(self.base):
+            own_base(self.base)  # its pid files name what is stopped
         stopped = []
         for name in self.known_daemons():
             if self.stop(name):

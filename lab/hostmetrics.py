@@ -28,10 +28,13 @@ kept, and hands it back here when it stops.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -163,12 +166,26 @@ class NodeExporters:
         collector may read the directory at any moment)."""
         if not name.endswith(".prom") or "/" in name:
             raise ValueError(f"textfile {name!r}: a plain *.prom file name")
+        d = self.make_textfile_dir(host)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)  # O_EXCL: no link followed
+        try:
+            os.fchmod(fd, 0o644)  # the exporter reads it
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, d / name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return d / name
+
+    def make_textfile_dir(self, host: str) -> Path:
+        """``host``'s textfile directory, 0755 whatever the umask (the kernel-log script
+        refuses a directory that group or others may write)."""
         d = self.textfile_dir(host)
         d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(d / name)
-        return d / name
+        d.chmod(0o755)
+        return d
 
     def kmsg_argv(self) -> list[str]:
         """The kernel-log textfile of every host, refreshed every KMSG_EVERY_S (cron's
@@ -189,7 +206,6 @@ class NodeExporters:
     def start(self) -> None:
         """Spawn every host's exporter (no wait: ``wait_ready``)."""
         for host, address in self.hosts():
-            self.textfile_dir(host).mkdir(parents=True, exist_ok=True)
             self.write_textfile(host, "lab.prom", (
                 "# HELP stordoc_lab_host The simulated lab host this exporter speaks for.\n"
                 "# TYPE stordoc_lab_host gauge\n"
