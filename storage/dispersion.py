@@ -23,7 +23,7 @@ from urllib.parse import quote, urlparse
 import requests
 
 from storage.model import Copy, DispersionPart, DispersionState
-from storage.safefile import check_regular
+from storage.safefile import check_regular, read_regular
 from storage.swiftlib import RingData
 from storage.targets import SwiftTarget
 
@@ -35,6 +35,7 @@ DEFAULT_CONTAINERS = 8
 MAX_COUNT = 10_000
 HEAD_WORKERS = 32
 SWIFT_CONF = "/etc/swift/swift.conf"
+MAX_SWIFT_CONF_BYTES = 1 << 20
 
 
 # --------------------------------------------------------------------------- hashing
@@ -43,8 +44,11 @@ SWIFT_CONF = "/etc/swift/swift.conf"
 def hash_prefix_suffix(path: str = SWIFT_CONF) -> tuple[bytes, bytes]:
     """The cluster's hash path prefix and suffix from swift.conf (what places objects)."""
     cp = configparser.ConfigParser()
-    if not cp.read(path):
-        raise FileNotFoundError(f"cannot read {path} (the hash path prefix/suffix)")
+    try:  # a FIFO would block, a device never end: a bounded regular file only
+        cp.read_string(read_regular(path, MAX_SWIFT_CONF_BYTES).decode("utf-8", "replace"),
+                       source=path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"cannot read {path} (the hash path prefix/suffix)") from None
     pre = cp.get("swift-hash", "swift_hash_path_prefix", fallback="")
     suf = cp.get("swift-hash", "swift_hash_path_suffix", fallback="")
     if not pre and not suf:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -112,6 +113,10 @@ class FindingRecord:
 class Journal:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        if self.path != ":memory:" and os.path.islink(self.path):
+            # a journal named through a symlink is the file it names, made 0600 there as a
+            # directly named one (SQLite follows the link; create_private does not)
+            self.path = os.path.realpath(self.path)
         self.tightened: list[str] = []  # what was said about an older journal's modes
         if self.path != ":memory:":
             self._private_files()
@@ -126,7 +131,7 @@ class Journal:
             return
         # Switching to WAL and creating the schema are not covered by SQLite's busy
         # timeout when several processes open a fresh file at once: serialize them.
-        with open(self.path + ".lock", "a") as lf:
+        with self._lock_file() as lf:
             fcntl.flock(lf, fcntl.LOCK_EX)
             try:
                 if self.db.journal_mode != "wal":
@@ -134,6 +139,16 @@ class Journal:
                 self._ensure()
             finally:
                 fcntl.flock(lf, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def _lock_file(self) -> Iterator[int]:
+        """The journal's .lock file, 0600, never through a symlink (ELOOP: an OSError)."""
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW |
+                     os.O_CLOEXEC, 0o600)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     def _private_files(self) -> None:
         """The journal holds audits and mute reasons: new files are 0600 (SQLite gives
@@ -163,7 +178,7 @@ class Journal:
             if self.path == ":memory:":
                 yield
                 return
-            with open(self.path + ".lock", "a") as lf:
+            with self._lock_file() as lf:
                 fcntl.flock(lf, fcntl.LOCK_EX)
                 try:
                     yield

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from storage.ceph.client import CephClient, CephUnreachable
+from storage.ceph.client import CephClient, CephUnreachable, ceph_files
 from storage.ceph.parse_settle import settle_to_json, worth_comparing
 from storage.ceph.settle import read_pg_settle
 from storage.rados_bench import RadosBenchOutput as RadosBenchOutput
@@ -27,6 +27,7 @@ from storage.rados_load import MODES as MODES
 from storage.rados_load import RawRun as RawRun
 from storage.rados_load import Tick as Tick
 from storage.rados_load import default_reapers, drive
+from storage.safefile import FileRefused, check_named
 from storage.targets import CephTarget
 
 OBJ_PREFIX = "stordoc_bench_"
@@ -40,6 +41,10 @@ def connect(target: CephTarget) -> Any:
     """A connected ``rados.Rados``; raises RadosBenchError with a one-line reason."""
     import rados
 
+    try:
+        check_named(ceph_files(target))
+    except FileRefused as e:
+        raise RadosBenchError(str(e)) from None
     conf: dict[str, str] = {}
     if target.keyring:
         conf["keyring"] = target.keyring

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 
 MiB = 1 << 20
 
@@ -36,6 +37,21 @@ def check_regular(path: str | os.PathLike[str], max_bytes: int) -> int:
     return st.st_size
 
 
+def check_named(named: Iterable[tuple[str, str | None, int]]) -> None:
+    """Each ``(what, path, max_bytes)`` whose path exists is a regular file within its
+    limit, else ``FileRefused`` "WHAT PATH: why" (nothing opened). A missing file passes
+    (whoever opens it says so); PermissionError passes through."""
+    for what, path, limit in named:
+        if not path:
+            continue
+        try:
+            check_regular(path, limit)
+        except FileRefused as e:
+            raise FileRefused(f"{what} {e}") from None
+        except FileNotFoundError:
+            continue
+
+
 def _check(path: str | os.PathLike[str], st: os.stat_result, max_bytes: int) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise FileRefused(f"{os.fspath(path)}: is {_kind(st.st_mode)}, not a regular file: "
@@ -49,12 +65,37 @@ def _human(n: int) -> str:
     return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n} bytes"
 
 
-def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (else ``FileRefused``)."""
+# per kind of file a config names: far above any real one, far below what hurts
+MAX_CEPH_CONF_BYTES = 4 * MiB
+MAX_KEYRING_BYTES = 1 * MiB
+MAX_SSH_KEY_BYTES = 1 * MiB
+MAX_KNOWN_HOSTS_BYTES = 16 * MiB  # a fleet's: ~10,000 hosts with a few keys each
+
+
+def open_regular(path: str | os.PathLike[str], max_bytes: int) -> int:
+    """A read-only descriptor (close-on-exec) of a regular file of at most ``max_bytes``,
+    checked on the descriptor itself after a non-blocking open (a FIFO swapped in after
+    the first check does not block), else ``FileRefused``. The caller closes it; a library
+    that wants a path can be given ``fd_path(fd)``, the very file checked."""
     check_regular(path, max_bytes)  # a FIFO or device is refused before any open()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     try:
         _check(path, os.fstat(fd), max_bytes)  # the same file, not a swapped-in one
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def fd_path(fd: int) -> str:
+    """A path that opens the file behind ``fd`` again (Linux's /proc/self/fd)."""
+    return f"/proc/self/fd/{fd}"
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (else ``FileRefused``)."""
+    fd = open_regular(path, max_bytes)
+    try:
         chunks: list[bytes] = []
         left = max_bytes + 1
         while left > 0:

@@ -28,6 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.runner import CommandResult, HostUnreachable, Spawned
+from storage.safefile import (
+    MAX_KNOWN_HOSTS_BYTES,
+    MAX_SSH_KEY_BYTES,
+    FileRefused,
+    check_regular,
+    fd_path,
+    open_regular,
+)
 from storage.ssh_forward import SocketForward, open_streamlocal
 from storage.targets import HostTarget
 
@@ -232,6 +240,12 @@ class SSHPool:
             "look_for_keys": t.key_file is None,
         }
         if t.key_file:
+            try:  # paramiko reads it whole: a FIFO would block it, /dev/zero never end
+                check_regular(t.key_file, MAX_SSH_KEY_BYTES)
+            except FileRefused as e:
+                raise HostUnreachable(t.name, f"SSH key {e}") from None
+            except OSError:
+                pass  # missing or unreadable: paramiko says so, as before
             ck["key_filename"] = [t.key_file]
         conn = Connection(host=t.address, port=t.port, user=t.user, config=cfg,
                           connect_kwargs=ck)
@@ -244,6 +258,8 @@ class SSHPool:
                 client.load_system_host_keys()
         except OSError as e:
             raise HostUnreachable(t.name, f"cannot read known_hosts {t.known_hosts}: {e}") from e
+        except FileRefused as e:
+            raise HostUnreachable(t.name, f"known_hosts {e}") from None
         with self._connecting:
             try:
                 conn.open()
@@ -286,14 +302,20 @@ class SSHPool:
         import paramiko
 
         assert t.known_hosts
-        st = os.stat(t.known_hosts)
-        stamp = (st.st_mtime_ns, st.st_size)
-        with self._guard:
-            cached = self._known.get(t.known_hosts)
-        if cached is None or cached[0] != stamp:
-            cached = (stamp, paramiko.HostKeys(t.known_hosts))
+        # a regular file within MAX_KNOWN_HOSTS_BYTES (a FIFO, /dev/zero or a huge file is
+        # FileRefused, never read), and paramiko parses that very file (its descriptor)
+        fd = open_regular(t.known_hosts, MAX_KNOWN_HOSTS_BYTES)
+        try:
+            st = os.fstat(fd)
+            stamp = (st.st_mtime_ns, st.st_size)
             with self._guard:
-                self._known[t.known_hosts] = cached
+                cached = self._known.get(t.known_hosts)
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, paramiko.HostKeys(fd_path(fd)))
+                with self._guard:
+                    self._known[t.known_hosts] = cached
+        finally:
+            os.close(fd)
         name = t.address if t.port == 22 else f"[{t.address}]:{t.port}"
         mine = client.get_host_keys()
         for keytype, key in (cached[1].lookup(name) or {}).items():

@@ -15,8 +15,17 @@ from typing import TYPE_CHECKING
 from storage.collect import collect
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
+from storage.safefile import (
+    MAX_CEPH_CONF_BYTES,
+    MAX_KEYRING_BYTES,
+    MAX_KNOWN_HOSTS_BYTES,
+    MAX_SSH_KEY_BYTES,
+    FileRefused,
+    check_named,
+)
 from storage.targets import ClusterTarget
-from stordoc.settings import ClusterSettings, Settings
+from stordoc.settings import ClusterSettings, Settings, SettingsError
+from stordoc.settings_clusters import MAX_SECRET_BYTES
 from stordoc.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -53,16 +62,33 @@ def need_writable_db(path: str) -> None:
         raise _denied(d)
 
 
-def preflight_cluster(cs: ClusterSettings) -> None:
-    """Every local file a cluster's settings name and stordoc reads."""
+def cluster_files(cs: ClusterSettings) -> list[tuple[str, str | None, int]]:
+    """Every local file a cluster's settings name and stordoc (or librados, paramiko)
+    reads whole: (the key naming it, path, size limit)."""
+    files: list[tuple[str, str | None, int]] = []
     if cs.ceph:
-        need_readable(cs.ceph.conf)
-        need_readable(cs.ceph.keyring)
+        files += [("ceph.conf", cs.ceph.conf, MAX_CEPH_CONF_BYTES),
+                  ("ceph.keyring", cs.ceph.keyring, MAX_KEYRING_BYTES)]
     if cs.swift and cs.swift.key and cs.swift.key.file:
-        need_readable(cs.swift.key.file)
+        files.append(("swift.key.file", cs.swift.key.file, MAX_SECRET_BYTES))
     for h in cs.hosts:
-        need_readable(h.key_file)
-        need_readable(h.known_hosts)
+        files += [(f"hosts.{h.name}.key_file", h.key_file, MAX_SSH_KEY_BYTES),
+                  (f"hosts.{h.name}.known_hosts", h.known_hosts, MAX_KNOWN_HOSTS_BYTES)]
+    return files
+
+
+def preflight_cluster(cs: ClusterSettings) -> None:
+    """Every local file a cluster's settings name and stordoc reads: a FIFO, a device, a
+    directory or a file over its size limit is a SettingsError (exit 64) before anything
+    opens it (nothing is opened here: a FIFO cannot block); an unreadable one is a
+    PermissionError naming it (exit 77), not 'monitors unreachable' later on."""
+    files = cluster_files(cs)
+    try:
+        check_named(files)
+    except FileRefused as e:
+        raise SettingsError(str(e)) from None
+    for _, path, _ in files:
+        need_readable(path)
 
 
 @dataclass

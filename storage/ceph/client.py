@@ -14,11 +14,19 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
+from storage.safefile import MAX_CEPH_CONF_BYTES, MAX_KEYRING_BYTES, FileRefused, check_named
 from storage.targets import CephTarget
 
 T = TypeVar("T")
 # librados' errno for a command that ran out of time (the monitor or manager is silent)
 ETIMEDOUT = 110
+
+
+def ceph_files(t: CephTarget) -> list[tuple[str, str | None, int]]:
+    """The files librados opens itself and reads whole (a FIFO would block it for good, a
+    device never end): for ``safefile.check_named`` before they are handed to it."""
+    return [("ceph config", t.conf, MAX_CEPH_CONF_BYTES),
+            ("keyring", t.keyring, MAX_KEYRING_BYTES)]
 
 
 class CephError(Exception):
@@ -104,6 +112,10 @@ class CephClient:
         }
         if t.keyring:
             conf["keyring"] = t.keyring
+        try:
+            check_named(ceph_files(t))
+        except FileRefused as e:
+            raise CephUnreachable(str(e)) from None
         try:
             handle = rados.Rados(conffile=t.conf, conf=conf, name=t.client)
         except rados.Error as e:
