@@ -261,6 +261,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     runbook_name(args.runbook)
+    if not args.target.strip():
+        raise UserError(empty_target(args.runbook))
     env = env_from_args(args)
     try:
         _, _, p = _plan(env, args, args.runbook, args.target)
@@ -272,6 +274,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     finally:
         env.close()
+
+
+def empty_target(runbook: str) -> str:
+    """The one line for a target typed empty (``''``): which target the runbook takes."""
+    name = runbook_name(runbook)
+    from runbooks.base import registry
+
+    rb = registry().get(name)
+    what = rb.info.target_help if rb is not None and rb.info.target_help else "a target"
+    return f"{name}: the target is empty: it takes {what}"
 
 
 def runbook_name(name: str) -> str:
@@ -370,6 +382,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if args.finding:
         if args.runbook or args.target:
             raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
+    elif args.runbook and args.target is not None and not args.target.strip():
+        raise UserError(empty_target(args.runbook))
     elif not (args.runbook and args.target):
         raise UserError("fix needs RUNBOOK TARGET, or --finding CODE")
     if args.finding:  # a typo is one line before anything is read or changed

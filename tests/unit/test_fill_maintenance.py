@@ -205,6 +205,26 @@ def test_cli_bad_window_is_exit_64_before_anything(argv: list[str], tmp_path: Pa
     assert not (tmp_path / "j.db").exists()
 
 
+@pytest.mark.parametrize("argv,want", [
+    (["maintenance", "start", ""], "maintenance start: the host is empty: it takes a "
+                                   "configured host name"),
+    (["maintenance", "end", "  "], "maintenance end: the host is empty"),
+    (["fix", "osd-remount", ""], "osd-remount: the target is empty: it takes osd.N"),
+    (["plan", "full-ratio-raise", " "], "full-ratio-raise: the target is empty: it takes "
+                                        "the cluster's name"),
+])
+def test_cli_empty_target_says_what_target_it_takes(argv: list[str], want: str,
+                                                    tmp_path: Path) -> None:
+    """Issue #37.14: an empty target (``''``) is named as such with what the command
+    takes, not "fix needs RUNBOOK TARGET"; one line, exit 64, nothing read or written."""
+    term = Terminal.capture(width=200)
+    rc = main(["--config", str(tmp_path / "none.toml"), *argv], term)
+    assert isinstance(term.stderr, io.StringIO)
+    err = term.stderr.getvalue().strip()
+    assert rc == 64 and len(err.splitlines()) == 1 and want in err, err
+    assert "RUNBOOK TARGET" not in err and not (tmp_path / "j.db").exists()
+
+
 def test_fill_sample_recorded_at_most_every_few_minutes(tmp_path: Path) -> None:
     from storage import fillhist
 
