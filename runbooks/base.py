@@ -84,6 +84,9 @@ class Runbook:
     info: RunbookInfo
     needs_host_facts: bool = False
     option_keys: tuple[str, ...] = ()  # the ``-o KEY=VALUE`` keys it reads; others refused
+    # the plan parameters a second person's approval is bound to besides the steps
+    # (``stordoc.approvals``): what the steps do not show (pg-mark-unfound-lost's count)
+    approval_params: tuple[str, ...] = ()
 
     def lock_keys(self, target: str) -> list[str]:
         return [target]

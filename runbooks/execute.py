@@ -62,6 +62,11 @@ def execute(ctx: RunContext, plan: Plan, confirmed_by: str,
                                  plan.to_dict(), confirmed_by=confirmed_by)
         with _abort_audited(audit, run_id):
             emit(on_event, RunEvent(EventKind.PLAN, None, plan.runbook, "\n".join(plan.lines())))
+            for lk in audit.takeovers:  # a lock left by a process gone (SIGKILL): said
+                audit.record_step(run_id, 0, lk.line(), "local", "", None, "", "", 0.0,
+                                  StepStatus.DONE)
+                emit(on_event, RunEvent(EventKind.STEP_DONE, None, "stale lock", lk.line(),
+                                        ok=True))
             with _step_env(ctx, plan) as env:
                 run = _Run(ctx, plan, audit, run_id, env, on_event)
                 stop = _steps(run, cancel)

@@ -9,6 +9,7 @@ The target of each is the cluster itself (its configured name).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ DEFAULT_MAX_CHANGE = 0.05
 DEFAULT_MAX_OSDS = 4
 DEFAULT_RAISE_WINDOW = "4h"
 MIN_HEADROOM = 0.01  # a raised ratio stays at least this far above the fullest OSD
+DEFAULT_FAILSAFE = 0.97  # Ceph's osd_failsafe_full_ratio
 
 
 def _cluster_target(d: Draft, target: str) -> None:
@@ -54,6 +56,37 @@ def _int_opt(d: Draft, key: str, default: int, lo: int, hi: int) -> int:
         raise InvalidRequest(f"option {key} must be a whole number from {lo} to {hi}, "
                              f"not {t[:40]!r}")
     return int(t)
+
+
+def failsafe_ratio(ceph: CephState) -> float:
+    """The monitor's ``osd_failsafe_full_ratio`` (``config get mon``; Ceph's default 0.97
+    when it was not read); a value above 1 is a percentage, as the monitor reads it."""
+    raw = ceph.config.get("osd_failsafe_full_ratio")
+    try:
+        v = float(raw) if raw is not None else DEFAULT_FAILSAFE
+    except ValueError:
+        return DEFAULT_FAILSAFE
+    if not math.isfinite(v) or v <= 0:
+        return DEFAULT_FAILSAFE
+    return v / 100 if v > 1.0 else v
+
+
+def ratio_order_problem(nearfull: float, backfillfull: float, full: float,
+                        failsafe: float) -> str | None:
+    """Which of Ceph's orders nearfull <= backfillfull <= full <= osd_failsafe_full_ratio
+    the ratios would break (one line), None when none: the monitor raises HEALTH_ERR
+    OSD_OUT_OF_ORDER_FULL for each (the same comparisons; equal is allowed)."""
+    tol = 1e-6  # osd dump's ratios are float32
+    pairs = (("nearfull", nearfull, "backfillfull", backfillfull),
+             ("backfillfull", backfillfull, "full", full),
+             ("full", full, "osd_failsafe_full_ratio", failsafe))
+    for lo_name, lo, hi_name, hi in pairs:
+        if lo > hi + tol:
+            return (f"{lo_name} {lo:g} would be above {hi_name} {hi:g}: Ceph orders them "
+                    f"nearfull <= backfillfull <= full <= osd_failsafe_full_ratio "
+                    f"({nearfull:g}, {backfillfull:g}, {full:g}, {failsafe:g} would be "
+                    f"HEALTH_ERR OSD_OUT_OF_ORDER_FULL); nothing was changed")
+    return None
 
 
 def _clean(ceph: CephState) -> tuple[bool, str]:
@@ -250,7 +283,8 @@ class FullRatioRaise(Runbook):
     info = RunbookInfo(
         "full-ratio-raise",
         "Emergency: raise the nearfull/backfillfull/full ratios for a while (at most "
-        f"{MAX_RATIO}, never below the fullest OSD); stordoc puts the values back at the "
+        f"{MAX_RATIO} and the cluster's osd_failsafe_full_ratio, in Ceph's order, never "
+        "below the fullest OSD); stordoc puts the values back at the "
         "deadline (written to the journal before the change).",
         ("OSD_IS_FULL",), destructive=True, target_kind="cluster",
         target_help="the cluster's name")
@@ -270,11 +304,15 @@ class FullRatioRaise(Runbook):
             raw = d.options.get(key.removesuffix("_ratio"))
             if raw is not None:
                 want[key] = parse_ratio(raw, key.removesuffix("_ratio"))
-        if not want:  # default: full +0.02 (at most 0.99), the others the same step
-            step = min(0.02, MAX_RATIO - ceph.full_ratio)
+        failsafe = failsafe_ratio(ceph)
+        top = min(MAX_RATIO, failsafe)
+        if not want:  # default: full +0.02 (at most 0.99 and the failsafe), the others
+            step = min(0.02, top - ceph.full_ratio)  # the same step
             if step <= 1e-6:
                 raise Refused(f"the full ratio is {ceph.full_ratio:.3f} already: it cannot "
-                              f"be raised further (at most {MAX_RATIO})")
+                              f"be raised further (at most {top:g}: "
+                              + ("osd_failsafe_full_ratio)" if top < MAX_RATIO else
+                                 f"{MAX_RATIO})"))
             want = {k: round(v + step, 4) for k, v in cur.items()}
         for key, v in want.items():
             if v < fullest + MIN_HEADROOM:
@@ -285,12 +323,11 @@ class FullRatioRaise(Runbook):
                 raise InvalidRequest(f"{key.removesuffix('_ratio')} {v:g} is not above the "
                                      f"current {cur[key]:.3f}: this runbook only raises")
         merged = {**cur, **want}
-        if not merged["nearfull_ratio"] <= merged["backfillfull_ratio"] <= \
-                merged["full_ratio"]:
-            raise InvalidRequest("the ratios must stay nearfull <= backfillfull <= full "
-                                 f"(would be {merged['nearfull_ratio']:g}, "
-                                 f"{merged['backfillfull_ratio']:g}, "
-                                 f"{merged['full_ratio']:g})")
+        why = ratio_order_problem(merged["nearfull_ratio"], merged["backfillfull_ratio"],
+                                  merged["full_ratio"], failsafe)
+        if why is not None:
+            raise Refused(why)
+        d.params.update(failsafe_ratio=failsafe)
         d.params.update(fullest_osd=round(fullest, 4), window_s=int(window))
         d.warnings.append(f"temporary: stordoc puts the previous values back {window:.0f} s "
                           f"after the change (by whoever runs next: watch, the bot, any "

@@ -12,16 +12,14 @@ version (or forgets a new one), ``delete`` forgets them: both lose data for good
   sources") while it could come back, so the runbook says so before, not after;
 - two people: the one who plans and confirms it, and a second, different authorized
   person who approves that exact plan. In Slack the Confirm button refuses the requester
-  (``bot.actions``) whatever the cluster's two_person setting; in the CLI the runner
-  names the approver (``--approved-by``, an admin or operator of the cluster in the
-  settings, not themselves) and gives the approval code that the approver's own
-  ``stordoc plan`` of this PG showed them (:func:`approval_code`: bound to the PG, the
-  mode, the unfound count and the approver) or the run is refused with exit 64.
+  (``bot.actions``) whatever the cluster's two_person setting; in the CLI the run needs
+  ``--approval FILE``: this plan (the PG, the mode, the unfound count, the steps) signed
+  with the SSH key of another admin or operator of the cluster on their own machine
+  (``stordoc.approvals``: ``stordoc approve``, verified against ``[approver_keys]``), or
+  it is refused with exit 64.
 """
 
 from __future__ import annotations
-
-import hashlib
 
 from runbooks.base import Draft, Runbook, need_ceph, register
 from runbooks.model import InvalidRequest, Refused, RunbookInfo, StepEnv
@@ -41,17 +39,10 @@ def canonical_pgid(raw: str) -> str:
     return f"{int(pool)}.{int(seed, 16):x}"
 
 
-def approval_code(cluster: str, pgid: str, mode: str, unfound: int, approver: str) -> str:
-    """The approval code of ``approver`` for marking ``unfound`` objects of ``pgid``
-    lost by ``mode``: another PG, mode or count (objects found or lost since) or
-    approver gives another code."""
-    text = f"{NAME}|{cluster}|{pgid}|{mode}|{unfound}|{approver}"
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
 @register
 class PgMarkUnfoundLost(Runbook):
     option_keys = ("mode",)
+    approval_params = ("pgid", "mode", "num_unfound")
     info = RunbookInfo(
         NAME,
         "Give up on a PG's unfound objects (ceph pg P mark_unfound_lost revert|delete): "
@@ -105,9 +96,6 @@ class PgMarkUnfoundLost(Runbook):
                                             for m in block.might_have_unfound],
                         second_person_required=True)
         slack = d.ctx.source == "slack"  # the Confirm button is the second person there
-        code = approval_code(d.ctx.cluster, pgid, mode, block.num_unfound, d.ctx.user)
-        if not slack:
-            d.params["approval_code_of_planner"] = code
         d.warnings.append(
             f"{block.num_unfound} objects of pg {pgid} will be "
             + ("rolled back to their previous versions (newer writes lost; new objects "
@@ -119,8 +107,11 @@ class PgMarkUnfoundLost(Runbook):
         d.warnings.append(
             f"two people: another operator than {d.ctx.user} must press Confirm (whatever "
             f"the cluster's two-person setting)" if slack else
-            f"two people: approval code of {d.ctx.user} for this plan: {code} (the one "
-            f"who runs it gives --approved-by {d.ctx.user} --approval {code})")
+            f"two people: another admin or operator of {d.ctx.cluster} than {d.ctx.user} "
+            f"signs this exact plan with their SSH key: `stordoc plan {NAME} {pgid} --mode "
+            f"{mode} --approval-request FILE`, on their machine `stordoc approve FILE --as "
+            f"THEIR_ID --key ~/.ssh/id_ed25519`, then `stordoc fix {NAME} {pgid} --mode "
+            f"{mode} --approval FILE.approval`")
 
         def mark(env: StepEnv) -> tuple[bool, str]:
             out = env.ceph.pg(pgid, "mark_unfound_lost", mulcmd=mode)
@@ -136,24 +127,3 @@ class PgMarkUnfoundLost(Runbook):
                none_left, timeout_s=120)
         d.verify_codes = ("CEPH_HEALTH",)
         d.verify_entities = ("ceph OBJECT_UNFOUND",)
-
-
-def check_approval(cluster: str, plan_params: dict[str, object], runner: str,
-                   approved_by: str | None, approval: str | None,
-                   authorized: set[str]) -> str | None:
-    """Why a run of this plan is refused (one line), None when a second authorized
-    person approved it: the CLI's gate (the bot's is its Confirm button)."""
-    if not approved_by or not approval:
-        return (f"{NAME} needs two people: --approved-by ADMIN --approval CODE (the "
-                f"approver's `stordoc plan {NAME} PG --mode ...` shows their code)")
-    if approved_by == runner:
-        return f"{approved_by} cannot approve their own {NAME}: a second person must"
-    if approved_by not in authorized:
-        return (f"{approved_by} is not an admin or operator of cluster {cluster} in the "
-                f"settings: they cannot approve {NAME}")
-    want = approval_code(cluster, str(plan_params.get("pgid")), str(plan_params.get("mode")),
-                         int(str(plan_params.get("num_unfound") or 0)), approved_by)
-    if approval != want:
-        return (f"approval code {approval!r} is not {approved_by}'s for this plan (another "
-                f"PG, mode or unfound count, or another approver)")
-    return None

@@ -214,6 +214,26 @@ def canonical_target(kind: str, raw: str) -> str:
     return fn(raw)
 
 
+_PORT_RE = re.compile(r"\A(.+):([0-9]{1,5})\Z", re.ASCII)
+
+
+def _no_port(kind: str, left: str, host: str, cluster: ClusterTarget) -> None:
+    """``d1@node1:22`` (a ring device as Swift prints it, with its port): a target names
+    its host without a port; the suggestion is the target without it when that host is
+    configured (never a look-alike of ``node1:22`` such as ``node2``), else none."""
+    m = _PORT_RE.match(host)
+    if not m or cluster.hosts_named(host):  # ``::1`` is an address, not host:port
+        return
+    bare = m.group(1)
+    if ":" in bare and not (bare.startswith("[") and bare.endswith("]")):
+        return  # an IPv6 address without brackets: no port can be told apart
+    found = cluster.hosts_named(bare)
+    hint = (f": did you mean {left}@{found[0].name}?" if len(found) == 1 else
+            f" (and no host {bare!r} in cluster {cluster.name})" if not found else "")
+    raise InvalidRequest(f"{left}@{host}: a {kind} target names its host without a port"
+                         + hint)
+
+
 def canonical_target_on(kind: str, raw: str, cluster: ClusterTarget) -> str:
     """``canonical_target`` with every host part spelt as configured for ``cluster``: the
     one lock key, plan and audit name of a target, however the host was written
@@ -222,6 +242,7 @@ def canonical_target_on(kind: str, raw: str, cluster: ClusterTarget) -> str:
     if kind in HOST_QUALIFIED and "@" in t:
         left, _, host = t.rpartition("@")
         if left and host:
+            _no_port(kind, left, host, cluster)
             t = f"{left}@{resolve_host(host, cluster)}"
     elif kind == "host" and t:
         t = resolve_host(t, cluster)

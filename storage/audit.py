@@ -8,8 +8,11 @@ Slack or the TUI without leaking a key.
 Locks: one row per (cluster, target) with a UNIQUE constraint, so taking a lock is a
 single atomic INSERT that SQLite serialises across processes (the CLI, the bot and the TUI
 share the file). A lock whose process is gone (same hostname, pid no longer alive) or that
-is older than ``stale_after_s`` is *stale*: it is reported, never silently taken over, and
-``clear()`` removes it.
+is older than ``stale_after_s`` is *stale*. A lock whose holder is gone from this same
+host (its pid dead, or now another process's: the pid and the process's start time are
+recorded with the lock) is taken over by the next ``acquire``, which says so
+(``Audit.takeovers``; a run records it in its audit). A lock of a live process, of another
+host or only too old is never taken over: ``clear()`` removes it when a person says so.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.journal import Journal
-from storage.procs import pid_alive
+from storage.procs import pid_alive, process_gone, process_start
 
 REDACTED = "***"
 
@@ -110,6 +113,14 @@ class LockInfo:
     host: str
     since: float
     stale: bool
+    gone: bool = False  # its process is no longer there (this host): taken over by the next
+
+    def line(self) -> str:
+        """What a run says when it takes this lock over."""
+        return (f"took over the lock on {self.target}: its holder {self.owner} "
+                f"({self.purpose}), pid {self.pid} on {self.host} since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.since))}, is "
+                f"gone (killed or crashed)")
 
 
 def _pk(table: Any) -> int:
@@ -193,6 +204,8 @@ class Audit:
         self.secrets = tuple(s for s in secrets if s)
         self.stale_after_s = stale_after_s
         self.hostname = socket.gethostname()
+        # the locks this Audit took over from a process that is gone, oldest first
+        self.takeovers: list[LockInfo] = []
         journal.ensure_schema("audit", self._create)
 
     # ------------------------------------------------------------------ schema
@@ -220,6 +233,9 @@ class Audit:
         for col, typ in (("pid", int), ("host", str)):  # journals older than these
             if col not in runs.columns_dict:
                 runs.add_column(col, typ)
+        lks = self.db.table("runbook_locks")
+        if "pid_start" not in lks.columns_dict:  # the holder's start (storage.procs)
+            lks.add_column("pid_start", str)
         self.db.table("runbook_owned").create(
             {"id": int, "run_id": int, "cluster": str, "step_idx": int, "what": str,
              "undo_prefix": str, "undo_args": str, "undo_command": str, "state": str,
@@ -230,37 +246,54 @@ class Audit:
         return redact(text or "", self.secrets)
 
     # ------------------------------------------------------------------ locks
+    def _is_gone(self, row: Mapping[str, Any]) -> bool:
+        """The holder was a process of this host that is no longer there."""
+        return bool(row["host"] == self.hostname
+                    and process_gone(int(row["pid"]), row.get("pid_start")))
+
     def _is_stale(self, row: Mapping[str, Any]) -> bool:
-        if row["host"] == self.hostname and not pid_alive(int(row["pid"])):
+        if self._is_gone(row):
             return True
         return bool(time.time() - float(row["since"]) > self.stale_after_s)
 
     def _info(self, row: Mapping[str, Any]) -> LockInfo:
         return LockInfo(int(row["id"]), row["cluster"], row["target"], row["owner"],
                         row["purpose"] or "", int(row["pid"]), row["host"],
-                        float(row["since"]), self._is_stale(row))
+                        float(row["since"]), self._is_stale(row), self._is_gone(row))
 
     def acquire(self, cluster: str, target: str, owner: str, purpose: str,
                 pid: int | None = None) -> int:
-        """Take the lock on (cluster, target) or raise LockHeld; one atomic INSERT."""
+        """Take the lock on (cluster, target) or raise LockHeld; one atomic INSERT. A lock
+        whose holder is gone from this host is taken over (``takeovers``): the row is
+        deleted only as it was read (a live process that took it meanwhile keeps it)."""
+        me = pid if pid is not None else os.getpid()
         row = {"cluster": cluster, "target": target, "owner": owner, "purpose": purpose,
-               "pid": pid if pid is not None else os.getpid(), "host": self.hostname,
-               "since": time.time()}
-        with self.journal.lock:
-            try:
+               "pid": me, "host": self.hostname, "since": time.time(),
+               "pid_start": process_start(me)}
+        for _ in range(3):
+            with self.journal.lock:
+                try:
+                    cur = self.db.conn.execute(
+                        "insert into runbook_locks (cluster, target, owner, purpose, pid, "
+                        "host, since, pid_start) values (:cluster, :target, :owner, "
+                        ":purpose, :pid, :host, :since, :pid_start)", row)
+                    return int(cur.lastrowid or 0)
+                except sqlite3.IntegrityError:
+                    rows = list(self.db.table("runbook_locks").rows_where(
+                        "cluster = ? and target = ?", [cluster, target]))
+            if not rows:  # released in between: try again
+                continue
+            h = rows[0]
+            if not self._is_gone(h):
+                raise LockHeld(cluster, target, h["owner"], int(h["pid"]), h["host"],
+                               float(h["since"]), h["purpose"] or "", self._is_stale(h))
+            with self.journal.lock:
                 cur = self.db.conn.execute(
-                    "insert into runbook_locks (cluster, target, owner, purpose, pid, host, "
-                    "since) values (:cluster, :target, :owner, :purpose, :pid, :host, :since)",
-                    row)
-                return int(cur.lastrowid or 0)
-            except sqlite3.IntegrityError:
-                rows = list(self.db.table("runbook_locks").rows_where(
-                    "cluster = ? and target = ?", [cluster, target]))
-        if not rows:  # released in between: try once more
-            return self.acquire(cluster, target, owner, purpose, pid)
-        h = rows[0]
-        raise LockHeld(cluster, target, h["owner"], int(h["pid"]), h["host"],
-                       float(h["since"]), h["purpose"] or "", self._is_stale(h))
+                    "delete from runbook_locks where id = ? and pid = ? and host = ? and "
+                    "since = ?", [h["id"], h["pid"], h["host"], h["since"]])
+                if cur.rowcount:
+                    self.takeovers.append(self._info(h))
+        raise LockHeld(cluster, target, "?", 0, "?", time.time(), "taken in between")
 
     def release(self, lock_id: int) -> None:
         with self.journal.lock:

@@ -191,7 +191,31 @@ class Settings(StrictModel):
     runbooks: RunbookSettings = RunbookSettings()
     bench: BenchSettings = BenchSettings()
     check: CheckSettings = CheckSettings()
+    # Slack user id -> the OpenSSH public keys of that approver (``stordoc.approvals``):
+    # the CLI's second person signs the plan with the private key on their own machine
+    approver_keys: dict[str, list[str]] = {}
     source: str | None = None
+
+    @field_validator("approver_keys", mode="before")
+    @classmethod
+    def _approver_keys(cls, v: Any) -> Any:
+        from stordoc.approvals import USER_ID_RE, public_key
+
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, list[str]] = {}
+        for uid, keys in v.items():
+            if not isinstance(uid, str) or not USER_ID_RE.match(uid):
+                raise ValueError(f"{str(uid)[:40]!r} is not a user id like U0ADMIN")
+            ks = [keys] if isinstance(keys, str) else keys
+            if not isinstance(ks, list) or not ks:
+                raise ValueError(f"{uid}: a public key or a list of them")
+            for k in ks:
+                if not isinstance(k, str):
+                    raise ValueError(f"{uid}: a public key is a string")
+                public_key(k)
+            out[uid] = list(ks)
+        return out
 
     @model_validator(mode="after")
     def _known_clusters(self) -> Settings:

@@ -90,6 +90,8 @@ def run_bench(ctx: RunContext, kind: str, options: BenchOptions,
     try:
         run_id = audit.start_run(ctx.cluster, f"bench-{kind}", LOCK_TARGET, ctx.user,
                                  ctx.source, p.to_dict(), confirmed_by)
+        for lk in audit.takeovers:  # a benchmark's lock left by a process gone
+            audit.record_step(run_id, 0, lk.line(), "local", "", None, "", "", 0.0, "done")
         idx = [0]
         t_last = [time.monotonic()]
 

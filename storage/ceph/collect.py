@@ -89,8 +89,10 @@ MON_DISK_CODES = ("MON_DISK_LOW", "MON_DISK_CRIT", "MON_DISK_BIG")
 MON_DATA_KEYS = ("mon_data", "mon_data_avail_warn", "mon_data_avail_crit",
                  "mon_data_size_warn")
 # ``config get mon KEY`` for each; defaults apply when one fails
+# (osd_failsafe_full_ratio: the monitor orders the full ratios against its own value,
+# OSD_OUT_OF_ORDER_FULL)
 CONFIG_KEYS = ("mon_max_pg_per_osd", "mon_osd_down_out_interval",
-               "osd_pool_default_pg_autoscale_mode")
+               "osd_pool_default_pg_autoscale_mode", "osd_failsafe_full_ratio")
 # At most this many old osdmaps are fetched to date down OSDs (one per distinct epoch).
 MAX_EPOCH_LOOKUPS = 16
 # ``osd metadata`` of a bigger cluster is tens of MB: versions are then counted, not named.

@@ -353,7 +353,8 @@ class CephState:
     mon_quorum: tuple[str, ...] = ()
     mon_names: tuple[str, ...] = ()
     # ``config get mon KEY``: mon_max_pg_per_osd, mon_osd_down_out_interval,
-    # osd_pool_default_pg_autoscale_mode (CONFIG_KEYS in storage.ceph.collect)
+    # osd_pool_default_pg_autoscale_mode, osd_failsafe_full_ratio (CONFIG_KEYS in
+    # storage.ceph.collect)
     config: Mapping[str, str] = field(default_factory=dict)
     total_bytes: int = 0
     total_avail_bytes: int = 0

@@ -50,6 +50,9 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
         return _list(args)
     if args.action not in ("start", "end"):
         raise UserError("maintenance needs an action: start HOST --for 2h, end HOST, list")
+    if not args.host.strip():
+        raise UserError(f"maintenance {args.action}: the host is empty: it takes a "
+                        f"configured host name (stordoc maintenance {args.action} HOST)")
     ns = fix_namespace(args, runbook=f"maintenance-{args.action}", target=args.host,
                        option=[f"for={args.for_}"] if args.action == "start" else [],
                        follow=0.0)

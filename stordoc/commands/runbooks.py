@@ -59,11 +59,12 @@ def _fix_args(p: argparse.ArgumentParser) -> None:
                    help="fix the current finding with this code (runs a fresh check)")
     p.add_argument("--entity", help="with --finding: which entity or target when several")
     p.add_argument("--yes", "-y", action="store_true", help="confirm without asking")
-    p.add_argument("--approved-by", metavar="ADMIN",
-                   help="a runbook that needs two people (pg-mark-unfound-lost): the second "
-                   "admin or operator of the cluster who approved this plan")
-    p.add_argument("--approval", metavar="CODE",
-                   help="with --approved-by: the approval code their own plan showed them")
+    p.add_argument("--approval", metavar="FILE",
+                   help="a run that needs two people (pg-mark-unfound-lost; destructive "
+                   "runbooks under two_person): this plan signed by a second admin or "
+                   "operator (`stordoc approve` on their machine)")
+    p.add_argument("--approved-by", metavar="ID",
+                   help="with --approval: who must have signed it (checked)")
     p.add_argument("--follow", type=duration(0, 3600), default=300.0, metavar="DURATION",
                    help="after a successful OSD/pool fix, report what the cluster still does "
                    "(peering, recovery, Ceph's ETA) until clean or this long (default 5m; "
@@ -95,7 +96,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("target", help="osd.N, a pool name, DEVICE@HOST, or a ring kind")
     _common(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--approval-request", metavar="FILE",
+                   help="a run that needs two people: write the text the approver signs "
+                   "(`stordoc approve FILE` on their machine)")
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("approve", help="on the approver's own machine: sign a plan that "
+                       "needs a second person with your SSH key (reads no settings)")
+    p.add_argument("request", help="the request file (`stordoc plan ... --approval-request`)")
+    p.add_argument("--as", dest="as_", required=True, metavar="ID",
+                   help="your user id as the settings name you (e.g. your Slack user id)")
+    p.add_argument("--key", required=True, metavar="FILE",
+                   help="your SSH private key (ssh-keygen -Y sign; the agent or a passphrase)")
+    p.add_argument("--for", dest="for_", type=duration(60, 86400), default=3600.0,
+                   metavar="DURATION", help="valid for (default 1h, at most 1d)")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="where the approval goes (default: REQUEST.approval)")
+    p.add_argument("--yes", "-y", action="store_true", help="sign without asking")
+    p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("fix", help="plan, confirm, run and verify a runbook")
     _fix_args(p)
@@ -261,6 +279,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     runbook_name(args.runbook)
+    if not args.target.strip():
+        raise UserError(empty_target(args.runbook))
     env = env_from_args(args)
     try:
         _, _, p = _plan(env, args, args.runbook, args.target)
@@ -268,10 +288,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
             env.term.line(json.dumps(p.to_dict(), indent=2, default=str))
         else:
             render_plan(env.term.out, p)
+        _approval_hint(env, args, p.cluster, p)
+        if not args.json:
             env.term.out.print(Text("Nothing was changed (plan only).", style="dim"))
         return 0
     finally:
         env.close()
+
+
+def empty_target(runbook: str) -> str:
+    """The one line for a target typed empty (``''``): which target the runbook takes."""
+    name = runbook_name(runbook)
+    from runbooks.base import registry
+
+    rb = registry().get(name)
+    what = rb.info.target_help if rb is not None and rb.info.target_help else "a target"
+    return f"{name}: the target is empty: it takes {what}"
 
 
 def runbook_name(name: str) -> str:
@@ -370,6 +402,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if args.finding:
         if args.runbook or args.target:
             raise UserError("give either RUNBOOK TARGET or --finding CODE, not both")
+    elif args.runbook and args.target is not None and not args.target.strip():
+        raise UserError(empty_target(args.runbook))
     elif not (args.runbook and args.target):
         raise UserError("fix needs RUNBOOK TARGET, or --finding CODE")
     if args.finding:  # a typo is one line before anything is read or changed
@@ -424,29 +458,113 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
                    user: str) -> str:
-    """Who confirms: the runner, or for a runbook that needs two people the second
-    authorized person named by --approved-by with their approval code (checked by
-    ``runbooks.pg_unfound.check_approval``); one line and exit 64 otherwise."""
-    from runbooks.base import registry
-    from runbooks.pg_unfound import check_approval
+    """Who confirms: the runner, or for a run that needs two people (``stordoc.approvals``)
+    the second authorized person whose SSH signature over this very plan ``--approval``
+    gives; one line and exit 64 otherwise (nothing runs)."""
+    from stordoc import approvals
 
-    rb = registry().get(plan.runbook)
-    if rb is None or not rb.info.two_people:
+    if not approvals.needs_approval(env.settings, cluster, plan):
         if args.approved_by or args.approval:
-            raise UserError(f"{plan.runbook} needs no second person: drop --approved-by "
-                            f"and --approval")
+            raise UserError(f"{plan.runbook} needs no second person here: drop "
+                            f"--approval/--approved-by")
         return user
-    slack = env.settings.slack
-    authorized: set[str] = set(slack.admins)
-    for key in (cluster, "*"):
-        role = slack.roles.get(key)
-        if role is not None:
-            authorized |= set(role.operators)
-    why = check_approval(cluster, dict(plan.params), user, args.approved_by, args.approval,
-                         authorized)
-    if why is not None:
-        raise UserError(why)
-    return str(args.approved_by)
+    if not args.approval:
+        raise UserError(f"{plan.runbook} needs two people: --approval FILE, this plan signed "
+                        f"by another admin or operator (`stordoc plan ... --approval-request "
+                        f"FILE`, then `stordoc approve FILE` on their machine)")
+    text = _read_small(args.approval, "approval")
+    try:
+        return approvals.verify(text, approvals.request_for(plan), user,
+                                approvals.approvers(env.settings, cluster),
+                                env.settings.approver_keys, approved_by=args.approved_by)
+    except approvals.ApprovalRefused as e:
+        raise UserError(f"{plan.runbook} not run: {e}") from None
+
+
+def _read_small(path: str, what: str, limit: int = 64 * 1024) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise UserError(f"cannot read the {what} file {path}: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise UserError(f"{path} is not a {what} file (over {limit // 1024} KB)")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a {what} file (not text)") from None
+
+
+def _approval_hint(env: Env, args: argparse.Namespace, cluster: str, plan: Plan) -> None:
+    """After a plan that needs two people in the CLI: the request the approver signs
+    (printed, and written to ``--approval-request FILE``)."""
+    from rich.text import Text
+
+    from stordoc import approvals
+
+    need = approvals.needs_approval(env.settings, cluster, plan)
+    if not need:
+        if args.approval_request:
+            raise UserError(f"{plan.runbook} needs no second person here: no approval "
+                            "request to write")
+        return
+    req = approvals.request_for(plan)
+    out = env.term.out
+    if args.approval_request:
+        try:
+            with open(args.approval_request, "x") as f:
+                f.write(req)
+        except OSError as e:
+            raise UserError(f"cannot write {args.approval_request}: {e.strerror or e}"
+                            ) from None
+        where = args.approval_request
+    elif args.json:
+        return  # the JSON alone: the request is in a file with --approval-request
+    else:
+        where = "FILE"
+        out.print(Text("approval request (the approver signs this text):", style="bold"))
+        for line in req.splitlines():
+            out.print(Text(f"  {line}"), soft_wrap=True)
+    if args.json:
+        return
+    out.print(Text(f"two people: a second admin or operator of {cluster} runs `stordoc "
+                   f"approve {where} --as THEIR_ID --key ~/.ssh/id_ed25519` on their own "
+                   f"machine (write the request with --approval-request FILE) and sends "
+                   f"back {where}.approval; then `stordoc fix ... --approval "
+                   f"{where}.approval`", style="yellow"), soft_wrap=True)
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    """``stordoc approve REQUEST --as ID --key KEY``: show the plan, sign it with
+    ssh-keygen (argv, no shell) and write the approval file; reads no settings."""
+    from rich.text import Text
+
+    from stordoc import approvals
+    from stordoc.confirm import confirm
+
+    term = term_of(args)
+    req = _read_small(args.request, "approval request")
+    if not req.startswith(approvals.HEADER + "\n"):
+        raise UserError(f"{args.request} is not a stordoc approval request (what `stordoc "
+                        "plan ... --approval-request FILE` writes)")
+    term.out.print(Text("You approve, as " + args.as_ + ", this plan:", style="bold"))
+    for line in req.splitlines():
+        term.out.print(Text(f"  {line}"), soft_wrap=True)
+    confirm(term, "Sign it with your key?", args.yes, what="not signed")
+    out = args.output or f"{args.request}.approval"
+    try:
+        text = approvals.sign(req, args.as_, args.key, args.for_)
+    except approvals.ApprovalRefused as e:
+        raise UserError(str(e)) from None
+    try:
+        with open(out, "x") as f:
+            f.write(text)
+    except OSError as e:
+        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
+    term.out.print(Text(f"approval written to {out} (valid {args.for_ / 3600:g} h): send it "
+                        "to the one who runs the plan (`stordoc fix ... --approval FILE`)",
+                        style="green"))
+    return 0
 
 
 def _when(ts: float | None) -> str:

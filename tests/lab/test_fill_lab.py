@@ -140,11 +140,18 @@ def _full_ratio(lab: Lab) -> float:
     return float(json.loads(ceph(lab, "osd", "dump", "--format=json"))["full_ratio"])
 
 
+def _ratios(lab: Lab) -> tuple[float, float, float]:
+    d = json.loads(ceph(lab, "osd", "dump", "--format=json"))
+    return (round(float(d["nearfull_ratio"]), 4), round(float(d["backfillfull_ratio"]), 4),
+            round(float(d["full_ratio"]), 4))
+
+
 def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
         lab: Lab, env: Env) -> None:
     """The CLI end to end on the real cluster: ``maintenance start`` sets noout on that
     host's OSDs only (``set-group``), ``list`` names it, ``end`` clears it; an unknown
-    host is one line and changes nothing. A temporary ``full-ratio-raise`` is reverted at
+    host is one line and changes nothing; so is an empty host and a ratio past Ceph's
+    order (full above the failsafe 0.97). A temporary ``full-ratio-raise`` is reverted at
     its deadline by the next stordoc process that runs (here ``maintenance list``: the
     one that made it is gone, as after a crash), audited as ``expiry-revert``."""
     from storage import expiring
@@ -159,6 +166,10 @@ def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
         assert bad.returncode == 64 and "node9" in bad.stderr + bad.stdout \
             and "Traceback" not in bad.stderr, bad.stdout + bad.stderr
         assert not _noout(lab)
+        # issue #37.14: an empty host says so and what it takes
+        bad = cli(lab, env, "maintenance", "start", "", "--yes")
+        assert bad.returncode == 64 and "the host is empty: it takes a configured host " \
+            "name" in bad.stderr and "RUNBOOK TARGET" not in bad.stderr, bad.stderr
         r = cli(lab, env, "maintenance", "start", "node2", "--for", "1h", "--yes")
         assert r.returncode == 0, r.stdout + r.stderr
         assert _noout(lab) == node2  # that host's OSDs only
@@ -169,6 +180,17 @@ def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
         assert r.returncode == 0, r.stdout + r.stderr
         assert not _noout(lab)
 
+        # issue #37.4: full 0.98 (under the 0.99 limit) is past Ceph's failsafe 0.97
+        # (HEALTH_ERR OSD_OUT_OF_ORDER_FULL once set): refused, exit 4, nothing changed
+        ratios0 = _ratios(lab)
+        bad = cli(lab, env, "fix", "full-ratio-raise", "lab", "-o", "full=0.98", "--yes")
+        assert bad.returncode == 4 and "full 0.98 would be above osd_failsafe_full_ratio " \
+            "0.97" in bad.stderr and "Traceback" not in bad.stderr, bad.stdout + bad.stderr
+        bad = cli(lab, env, "fix", "full-ratio-raise", "lab", "-o", "nearfull=0.93", "--yes")
+        assert bad.returncode == 4 and "nearfull 0.93 would be above backfillfull" in \
+            bad.stderr, bad.stdout + bad.stderr
+        assert _ratios(lab) == ratios0
+        assert not [c for c in expiring.open_changes(env.journal, "lab") if c.kind == "ratio"]
         want = round(min(0.99, full0 + 0.02), 2)
         r = cli(lab, env, "fix", "full-ratio-raise", "lab", "-o", "for=5s", "-o",
                 f"full={want:.2f}", "--yes")

@@ -3,7 +3,7 @@ everything asserted on that one break: the live findings reach the saved snapsho
 (tests/fixtures/snapshots/reef/pg-unfound: the replay tests' fixture cannot rot; this
 case is not broken again by test_scenarios.py), Ceph's OBJECT_UNFOUND and PG_DAMAGED
 explained with the lost OSD, the CLI's plan of pg-mark-unfound-lost with its options and
-cost; then through the real slack-bolt App over HTTP, on a cluster WITHOUT the
+cost, the CLI's second person (an SSH signature over the plan: others refused); then through the real slack-bolt App over HTTP, on a cluster WITHOUT the
 two-person rule: the plan says two people, the requester's own Confirm is refused and
 audited, a second operator confirms, Ceph reverts the objects (overwrites back to their
 previous version, new objects forgotten), the verification passes, and the journal's
@@ -75,9 +75,56 @@ def _cli(cfg: Path, *argv: str) -> tuple[int, str, str]:
     return rc, term.stdout.getvalue(), term.stderr.getvalue()
 
 
+def _cli_approvals(cfg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab: Lab,
+                   pgid: str) -> None:
+    """On the real fault, as OPS (``SUDO_USER``): a signature over the delete plan, OPS's
+    own, or by another key is refused in one line; OPS2's over this plan passes the gate
+    (the run then stops at the confirmation: no --yes and no terminal). Nothing runs."""
+    from stordoc import approvals
+    from tests.unit.test_approvals import _keypair
+
+    keys = {n: _keypair(tmp_path, n) for n in (OPS, OPS2, "other")}
+    own = tmp_path / "cli.toml"
+    own.write_text(cfg.read_text() + f'\n[slack]\nadmins = ["{OPS}", "{OPS2}"]\n'
+                   f'[approver_keys]\n{OPS} = ["{keys[OPS][1]}"]\n'
+                   f'{OPS2} = ["{keys[OPS2][1]}"]\n')
+    monkeypatch.setenv("SUDO_USER", OPS)
+
+    def request(mode: str) -> str:
+        req = tmp_path / f"req-{mode}.txt"
+        rc, text, err = _cli(own, "plan", "pg-mark-unfound-lost", pgid, "--mode", mode,
+                             "--approval-request", str(req))
+        assert rc == 0 and "approval code" not in text, err
+        return req.read_text()
+
+    def fix(name: str, signed: str, *extra: str) -> tuple[int, str]:
+        path = tmp_path / name
+        path.write_text(signed)
+        rc, _, err = _cli(own, "fix", "pg-mark-unfound-lost", pgid, "--mode", "revert",
+                          "--approval", str(path), *extra)
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        return rc, err
+
+    revert = request("revert")
+    assert f"param num_unfound: {UNFOUND_NEW}" in revert
+    for name, signed, why in (
+            ("delete", approvals.sign(request("delete"), OPS2, str(keys[OPS2][0])),
+             "is for another plan: this plan has 'param mode: revert'"),
+            ("own", approvals.sign(revert, OPS, str(keys[OPS][0])),
+             f"{OPS} cannot approve their own run"),
+            ("other-key", approvals.sign(revert, OPS2, str(keys["other"][0])),
+             f"signature is not by a key of {OPS2}")):
+        rc, err = fix(name, signed, "--yes")
+        assert rc == 64 and why in err, err
+    rc, err = fix("good", approvals.sign(revert, OPS2, str(keys[OPS2][0])))
+    assert rc == 64 and "not confirmed: pass --yes" in err, err  # past the approval gate
+    assert num_unfound(lab, pgid) == UNFOUND_NEW  # nothing ran
+
+
 @pytest.mark.on_reef
 def test_unfound_objects_marked_lost_by_two_people_in_slack(
-        lab: Lab, h: BotHarness, env: Env, cfg: Path) -> None:
+        lab: Lab, h: BotHarness, env: Env, cfg: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     case = BY_NAME["pg-unfound"]
     rp = load(str(FIXTURES / lab.release / case.name))
     want = finding_keys(rp.outcome.report.findings, snapshot_ports(rp.doc.settings), "<lab>")
@@ -111,6 +158,8 @@ def test_unfound_objects_marked_lost_by_two_people_in_slack(
         rc, text, err = _cli(cfg, "fix", "pg-mark-unfound-lost", pgid, "--mode", "revert",
                              "--yes")
         assert rc == 64 and "needs two people" in err and err.count("\n") == 1, err
+        # the CLI's second person: this plan signed by OPS2's own SSH key (issue #37.1)
+        _cli_approvals(cfg, tmp_path, monkeypatch, lab, pgid)
         # Slack: the mode as a word; two people although the cluster has no such rule
         h.slack.slash(f"fix pg-mark-unfound-lost {pgid} revert", OPS)
         plan = h.wait_post(f"Plan: pg-mark-unfound-lost {pgid}", PLAN_CALLS, timeout=120)

@@ -181,3 +181,41 @@ def test_ctrl_c_while_taking_the_locks_frees_the_ones_already_taken(
         execute(ctx, _plan([_ok]), "tester", recheck=False)
     assert taken == ["osd.1"] and audit.locks() == [] and audit.runs(cluster="lab") == []
     ctx.journal.close()
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over_and_audited(tmp_path: Path) -> None:
+    """Issue #37.14: a stordoc process holding osd.1's lock is killed (SIGKILL: nothing
+    frees it); the next run on this host takes it over (its holder's process is gone),
+    runs, and its audit says it took the lock over from whom; no `locks --clear`."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    ctx = _ctx(tmp_path)
+    code = ("import sys, time\n"
+            "from storage.audit import Audit\nfrom storage.journal import Journal\n"
+            "Audit(Journal(sys.argv[1])).acquire('lab', 'osd.1', 'alice', 'osd-start osd.1')\n"
+            "print('locked', flush=True)\ntime.sleep(120)\n")
+    root = Path(__file__).resolve().parents[2]
+    with subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "journal.db")],
+                          cwd=root, stdout=subprocess.PIPE, text=True) as holder:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    (left,) = Audit(ctx.journal).locks("lab")
+    assert (left.owner, left.pid, left.gone) == ("alice", holder.pid, True)
+    events: list[Any] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(execute_mod, "verify", _verified(True))
+        res = execute(ctx, _plan([_ok]), "tester", on_event=events.append, recheck=False)
+    assert res.outcome == Outcome.SUCCESS
+    audit = Audit(ctx.journal)
+    (run,) = audit.runs(cluster="lab")
+    first = audit.steps(run.id)[0]
+    assert (first.idx, first.status) == (0, "done")
+    assert first.title.startswith(f"took over the lock on osd.1: its holder alice "
+                                  f"(osd-start osd.1), pid {holder.pid} on ")
+    assert any("took over the lock on osd.1" in ev.message for ev in events)
+    assert audit.locks("lab") == []  # and released at the end
+    ctx.journal.close()

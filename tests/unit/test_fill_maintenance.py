@@ -119,6 +119,52 @@ def test_full_ratio_raise_bad_input(ctx: RunContext, healthy: ClusterSnapshot,
     assert msg in str(e.value) and "\n" not in str(e.value)
 
 
+def _failsafe(snap: ClusterSnapshot, value: str | None) -> ClusterSnapshot:
+    """The snapshot with the monitor's osd_failsafe_full_ratio as read (None: not read)."""
+    assert snap.ceph is not None
+    cfg = {k: v for k, v in snap.ceph.config.items() if k != "osd_failsafe_full_ratio"}
+    if value is not None:
+        cfg["osd_failsafe_full_ratio"] = value
+    return replace(snap, ceph=replace(snap.ceph, config=cfg))
+
+
+@pytest.mark.parametrize("failsafe,opts,msg", [
+    # issue #37: full 0.98 (the limit 0.99) past Ceph's failsafe 0.97 -> OSD_OUT_OF_ORDER_FULL
+    (None, {"full": "0.98"}, "full 0.98 would be above osd_failsafe_full_ratio 0.97"),
+    ("0.970000", {"full": "0.98"}, "full 0.98 would be above osd_failsafe_full_ratio 0.97"),
+    ("0.960000", {"full": "0.965"}, "full 0.965 would be above osd_failsafe_full_ratio 0.96"),
+    ("96", {"full": "0.965"}, "above osd_failsafe_full_ratio 0.96"),  # a percentage
+    (None, {"nearfull": "0.93"}, "nearfull 0.93 would be above backfillfull 0.9"),
+    (None, {"backfillfull": "0.96"}, "backfillfull 0.96 would be above full 0.95"),
+])
+def test_full_ratio_raise_keeps_cephs_order(ctx: RunContext, healthy: ClusterSnapshot,
+                                            failsafe: str | None, opts: dict[str, str],
+                                            msg: str) -> None:
+    """Every ratio against the ones Ceph orders it with, the failsafe from the monitor's
+    config (Ceph's default 0.97 when not read): a refusal (exit 4) that names the broken
+    order, before any step exists."""
+    snap = _failsafe(_filled(healthy, {0: 60.0}), failsafe)
+    with pytest.raises(Refused) as e:
+        plan_from_snapshot(ctx, snap, "full-ratio-raise", "lab", opts)
+    assert not isinstance(e.value, InvalidRequest)
+    assert msg in str(e.value) and "OSD_OUT_OF_ORDER_FULL" in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_full_ratio_raise_default_stops_at_the_failsafe(ctx: RunContext,
+                                                         healthy: ClusterSnapshot) -> None:
+    """The default raise (+0.02) never passes the failsafe; at the failsafe already, none;
+    the failsafe itself (equal, as Ceph allows) is accepted."""
+    p = plan_from_snapshot(ctx, _failsafe(healthy, "0.960000"), "full-ratio-raise", "lab")
+    assert p.steps[0].command.startswith("ceph osd set-full-ratio 0.96 ")
+    assert p.params["failsafe_ratio"] == 0.96
+    p = plan_from_snapshot(ctx, healthy, "full-ratio-raise", "lab", {"full": "0.97"})
+    assert p.steps[0].command.startswith("ceph osd set-full-ratio 0.97 ")
+    with pytest.raises(Refused, match="cannot be raised further .at most 0.95: "
+                                      "osd_failsafe_full_ratio"):
+        plan_from_snapshot(ctx, _failsafe(healthy, "0.95"), "full-ratio-raise", "lab")
+
+
 def test_maintenance_plans(ctx: RunContext, healthy: ClusterSnapshot) -> None:
     p = plan_from_snapshot(ctx, healthy, "maintenance-start", "NODE2.", {"for": "2h"})
     assert p.target == "node2"
@@ -157,6 +203,26 @@ def test_cli_bad_window_is_exit_64_before_anything(argv: list[str], tmp_path: Pa
     err = term.stderr.getvalue().strip()
     assert rc == 64 and len(err.splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "j.db").exists()
+
+
+@pytest.mark.parametrize("argv,want", [
+    (["maintenance", "start", ""], "maintenance start: the host is empty: it takes a "
+                                   "configured host name"),
+    (["maintenance", "end", "  "], "maintenance end: the host is empty"),
+    (["fix", "osd-remount", ""], "osd-remount: the target is empty: it takes osd.N"),
+    (["plan", "full-ratio-raise", " "], "full-ratio-raise: the target is empty: it takes "
+                                        "the cluster's name"),
+])
+def test_cli_empty_target_says_what_target_it_takes(argv: list[str], want: str,
+                                                    tmp_path: Path) -> None:
+    """Issue #37.14: an empty target (``''``) is named as such with what the command
+    takes, not "fix needs RUNBOOK TARGET"; one line, exit 64, nothing read or written."""
+    term = Terminal.capture(width=200)
+    rc = main(["--config", str(tmp_path / "none.toml"), *argv], term)
+    assert isinstance(term.stderr, io.StringIO)
+    err = term.stderr.getvalue().strip()
+    assert rc == 64 and len(err.splitlines()) == 1 and want in err, err
+    assert "RUNBOOK TARGET" not in err and not (tmp_path / "j.db").exists()
 
 
 def test_fill_sample_recorded_at_most_every_few_minutes(tmp_path: Path) -> None:

@@ -244,3 +244,22 @@ def test_a_swift_daemon_restart_takes_its_servers_lock() -> None:
     p = plan_from_snapshot(ctx, _object_server_killed(rp.outcome.snapshot), "daemon-restart",
                            "swift-object-server@127.0.0.2")
     assert p.locks == ("swift-object-server@node1", "object@node1")
+
+
+@pytest.mark.parametrize("raw,want", [
+    # issue #37.14: a ring device as Swift prints it, with its port: suggested without the
+    # port, never a look-alike host (node2 was suggested)
+    ("d1@node1:22", "d1@node1:22: a swift-device target names its host without a port: "
+                    "did you mean d1@node1?"),
+    ("d1@127.0.0.3:6200", "d1@127.0.0.3:6200: a swift-device target names its host "
+                          "without a port: did you mean d1@node2?"),
+    ("d1@node7:22", "d1@node7:22: a swift-device target names its host without a port "
+                    "(and no host 'node7' in cluster lab)"),
+])
+def test_a_host_with_a_port_is_refused_with_the_target_without_it(raw: str, want: str) -> None:
+    with pytest.raises(InvalidRequest) as e:
+        canonical_target_on("swift-device", raw, CLUSTER)
+    assert str(e.value) == want
+    assert "node2?" not in str(e.value) or raw.startswith("d1@127.0.0.3")
+    # an IPv6 address is still an address, not HOST:PORT
+    assert canonical_target_on("swift-device", "d1@fd00::1", CLUSTER) == "d1@v6"

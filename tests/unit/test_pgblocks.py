@@ -17,7 +17,7 @@ from checks.ceph_codes import ceph_health_finding
 from checks.model import CheckContext
 from checks.pgblocks import FLAP_MIN, check_pg_blocks
 from runbooks.api import InvalidRequest, Refused, RunContext, plan_from_snapshot
-from runbooks.pg_unfound import approval_code, canonical_pgid, check_approval
+from runbooks.pg_unfound import canonical_pgid
 from storage.ceph import build_state, load_raw_dir
 from storage.ceph.parse_osdlog import parse_flaps
 from storage.ceph.parse_pgquery import blocked_candidates, parse_pg_blocks, parse_pg_query
@@ -213,16 +213,9 @@ def test_plan_and_two_people(tmp_path: Path) -> None:
     p = plan(tmp_path, "3.0", state("unfound", lost=True))
     assert [s.command for s in p.steps][0] == "ceph pg 3.0 mark_unfound_lost revert"
     assert p.needs_second_person and p.params["num_unfound"] == 10
-    code = approval_code("lab", "3.0", "revert", 10, "bob")
-    admins = {"alice", "bob"}
-    assert check_approval("lab", p.params, "alice", "bob", code, admins) is None
-    assert "cannot approve their own" in str(
-        check_approval("lab", p.params, "alice", "alice",
-                       approval_code("lab", "3.0", "revert", 10, "alice"), admins))
-    assert "needs two people" in str(check_approval("lab", p.params, "alice", None, None, admins))
-    assert "not an admin" in str(check_approval("lab", p.params, "alice", "carol", code, admins))
-    assert "is not bob's" in str(check_approval("lab", {**p.params, "mode": "delete"},
-                                                "alice", "bob", code, admins))
+    # the CLI's second person: a signature over the plan (tests/unit/test_approvals.py)
+    assert "approval_code_of_planner" not in p.params
+    assert any("signs this exact plan with their SSH key" in w for w in p.warnings)
 
 
 def test_pgid_spelling() -> None:
@@ -230,32 +223,6 @@ def test_pgid_spelling() -> None:
     assert canonical_pgid("03.0") == "3.0"
     with pytest.raises(InvalidRequest):
         canonical_pgid("3.٢")
-
-
-def test_cli_two_person_gate_is_a_usage_error(tmp_path: Path) -> None:
-    """``stordoc fix pg-mark-unfound-lost``: no approver, the runner approving
-    themselves, or a wrong code is one line and exit 64 (UserError) before anything runs;
-    the approver becomes the run's confirmer."""
-    import argparse
-    from types import SimpleNamespace
-
-    from stordoc.commands.runbooks import _second_person
-    from stordoc.errors import UserError
-    from stordoc.settings_model import Role, SlackSettings
-
-    p = plan(tmp_path, "3.0", state("unfound", lost=True))
-    slack = SlackSettings(admins=["bob"], roles={"lab": Role(operators=["carol"])})
-    env = SimpleNamespace(settings=SimpleNamespace(slack=slack))
-    code = approval_code("lab", "3.0", "revert", 10, "carol")
-
-    def gate(by: str | None, approval: str | None) -> str:
-        ns = argparse.Namespace(approved_by=by, approval=approval)
-        return _second_person(env, ns, "lab", p, "alice")  # type: ignore[arg-type]
-
-    assert gate("carol", code) == "carol"
-    for by, approval in ((None, None), ("alice", code), ("carol", "0" * 10), ("dave", code)):
-        with pytest.raises(UserError):
-            gate(by, approval)
 
 
 def test_osdmap_history_counts_flaps_back_to_the_last_clean_restart() -> None:
@@ -340,7 +307,8 @@ def test_cli_plans_the_real_fault_with_its_options_and_cost(unfound_cli: Any) ->
     assert f"$ ceph pg {pgid} mark_unfound_lost revert" in out
     assert f"8 objects of pg {pgid} will be rolled back to their previous versions" in out
     assert "osd.2 might have had them and is marked lost" in out
-    assert "approval code of" in out  # the CLI's second person: --approved-by/--approval
+    assert "approval request (the approver signs this text):" in out  # the CLI's second
+    assert "approval code" not in out  # person signs it (tests/unit/test_approvals.py)
     rc, out, err = run("plan", "pg-mark-unfound-lost", pgid, "-o", "mode=delete")
     assert rc == 0 and "deleted for good" in out, err
 
@@ -356,16 +324,14 @@ def test_cli_bad_input_is_one_line_exit_64_and_nothing_done(
         unfound_cli: Any, target: str, mode: str, why: str) -> None:
     """Item 7's bad input: a PG with no unfound objects, one that does not exist, a mode
     Ceph does not have (``lost``), no mode: one line, exit 64, no run in the audit (even
-    with a valid second person: the request is refused before anything)."""
-    from runbooks.pg_unfound import approval_code
+    with an approval named: the request is refused before the approval is read)."""
     from storage.audit import Audit
     from storage.journal import Journal
 
     run, pgid, journal = unfound_cli
     target = target.replace("<pool>", pgid.split(".")[0])
-    code = approval_code("lab", target, mode, 8, "bob")
     argv = ["fix", "pg-mark-unfound-lost", target, "--yes", "--approved-by", "bob",
-            "--approval", code] + (["--mode", mode] if mode else [])
+            "--approval", "/nonexistent"] + (["--mode", mode] if mode else [])
     rc, out, err = run(*argv)
     assert rc == 64, (out, err)
     assert why in err and err.count("\n") == 1 and "Traceback" not in err, err

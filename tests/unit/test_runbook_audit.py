@@ -63,21 +63,60 @@ def test_only_one_of_many_concurrent_acquirers_wins(tmp_path: Path) -> None:
     assert len(set(lost)) == 1  # everybody saw the same winner
 
 
-def test_stale_lock_of_dead_process_is_detected_and_cleared(journal: Journal) -> None:
+def test_stale_lock_of_dead_process_is_detected_and_taken_over(journal: Journal) -> None:
+    """Issue #37.14: a lock whose holder died on this host is stale: the next acquire
+    takes it over and says so (``takeovers``); ``clear`` still removes any lock."""
     a = Audit(journal)
     p = subprocess.Popen(["true"])
     p.wait()
     a.acquire("lab", "osd.1", "carol", "osd-remount osd.1", pid=p.pid)
     live = a.acquire("lab", "osd.2", "dave", "osd-start osd.2")
     stale = a.stale_locks("lab")
-    assert [(lk.target, lk.owner, lk.pid) for lk in stale] == [("osd.1", "carol", p.pid)]
-    with pytest.raises(LockHeld) as ei:
-        a.acquire("lab", "osd.1", "erin", "x")
-    assert ei.value.stale and "stordoc locks --clear osd.1" in str(ei.value)
+    assert [(lk.target, lk.owner, lk.pid, lk.gone) for lk in stale] == [
+        ("osd.1", "carol", p.pid, True)]
+    b = Audit(journal)  # the next process
+    mine = b.acquire("lab", "osd.1", "erin", "x")
+    assert [(lk.target, lk.owner, lk.pid) for lk in b.takeovers] == [("osd.1", "carol", p.pid)]
+    assert "took over the lock on osd.1: its holder carol (osd-remount osd.1), pid " \
+        f"{p.pid} on {b.hostname} since" in b.takeovers[0].line()
+    assert {(lk.target, lk.owner) for lk in a.locks("lab")} == {("osd.1", "erin"),
+                                                                 ("osd.2", "dave")}
+    b.release(mine)
+    a.acquire("lab", "osd.1", "carol", "osd-remount osd.1", pid=p.pid)
     assert a.clear("lab", "osd.1") is True
     assert a.clear("lab", "osd.1") is False
     assert [lk.target for lk in a.locks("lab")] == ["osd.2"]
     a.release(live)
+
+
+def test_a_lock_of_a_live_process_a_reused_pid_or_another_host(journal: Journal) -> None:
+    """A live holder refuses; the same pid now another process (its start time differs)
+    is gone and taken over; a holder on another host refuses whatever its pid."""
+    a = Audit(journal)
+    with subprocess.Popen(["sleep", "60"]) as p:
+        try:
+            a.acquire("lab", "osd.1", "carol", "osd-remount osd.1", pid=p.pid)
+            with pytest.raises(LockHeld) as ei:
+                Audit(journal).acquire("lab", "osd.1", "erin", "x")
+            assert not ei.value.stale and "locked by carol" in str(ei.value)
+            # the pid is alive, but not the process that took the lock (reused pid)
+            journal.db.conn.execute("update runbook_locks set pid_start = 'another-boot:1' "
+                                    "where target = 'osd.1'")
+            b = Audit(journal)
+            b.acquire("lab", "osd.1", "erin", "x")
+            assert [lk.owner for lk in b.takeovers] == ["carol"]
+        finally:
+            p.kill()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    a.acquire("lab", "osd.3", "frank", "y", pid=gone.pid)
+    journal.db.conn.execute("update runbook_locks set host = 'elsewhere' "
+                            "where target = 'osd.3'")
+    c = Audit(journal)
+    with pytest.raises(LockHeld) as ei:
+        c.acquire("lab", "osd.3", "erin", "x")
+    assert "pid" in str(ei.value) and "on elsewhere" in str(ei.value)
+    assert c.takeovers == [] and not ei.value.stale
 
 
 def test_old_lock_is_stale_by_age(journal: Journal) -> None:
