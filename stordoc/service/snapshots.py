@@ -135,4 +135,7 @@ def load_named(snapshots_dir: str | None, name: str) -> Replay:
     if os.path.islink(path):
         raise SnapshotError("a symlink: refused (only snapshots saved into "
                             "slack.snapshots_dir are served)")
-    return load(path)
+    try:
+        return load(path)
+    except SnapshotError as e:  # said in chat: the snapshot's name, never the server's path
+        raise SnapshotError(str(e).replace(path, name).replace(snapshots_dir, "")) from None
