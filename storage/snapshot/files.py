@@ -213,20 +213,37 @@ def finite(obj: Any) -> Any:
     return obj
 
 
+def check_new_directory(directory: str) -> str:
+    """``directory``'s absolute path when a snapshot may be written there (it does not
+    exist, or is an empty directory, in an existing directory); else the one line that
+    says what is wrong. Asked again by the ``Writer``: a save checks before it collects."""
+    if not directory.strip():
+        raise SnapshotError("no directory given: name a new directory to write the "
+                            "snapshot to")
+    final = os.path.abspath(directory)
+    parent = os.path.dirname(final)
+    if os.path.lexists(final):
+        if not os.path.isdir(final) or os.path.islink(final) or os.listdir(final):
+            raise SnapshotError(f"{directory} already exists: give a new directory "
+                                "(stordoc never overwrites what it did not create)")
+    # the nearest part of the path that exists says what is wrong with it
+    up = parent
+    while not os.path.lexists(up) and os.path.dirname(up) != up:
+        up = os.path.dirname(up)
+    if not os.path.isdir(up):
+        raise SnapshotError(f"{up} is not a directory: {directory} cannot be made under it")
+    if up != parent:
+        raise SnapshotError(f"{parent} does not exist: create it first")
+    return final
+
+
 class Writer:
     """Writes one snapshot into ``directory`` (which must not exist, or be empty) through
     a temporary sibling renamed at :meth:`commit`; :meth:`abort` removes only that sibling."""
 
     def __init__(self, directory: str) -> None:
-        self.final = os.path.abspath(directory)
+        self.final = check_new_directory(directory)
         parent = os.path.dirname(self.final)
-        if os.path.lexists(self.final):
-            if not os.path.isdir(self.final) or os.path.islink(self.final) or \
-                    os.listdir(self.final):
-                raise SnapshotError(f"{directory} already exists: give a new directory "
-                                    "(stordoc never overwrites what it did not create)")
-        if not os.path.isdir(parent):
-            raise SnapshotError(f"{parent} does not exist: create it first")
         self.tmp = os.path.join(parent, f".{os.path.basename(self.final)}.stordoc-part-"
                                         f"{os.getpid()}")
         if os.path.lexists(self.tmp):
