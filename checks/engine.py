@@ -17,7 +17,7 @@ from checks.model import (
     Thresholds,
     Verdict,
 )
-from checks.mutable import mute_ignored
+from checks.mutable import CANNOT_LOOK, mute_ignored
 from storage.model import ClusterSnapshot
 
 ENGINE_CODES = (
@@ -45,6 +45,8 @@ class CheckReport:
     # findings a mute matched but may not hide (checks.mutable), each with the reason;
     # they are in ``findings`` too and count in the verdict
     mute_ignored: tuple[tuple[Finding, str], ...] = field(default_factory=tuple)
+    # a partial check (``--only``): the codes asked for (``Selection.keep``); None: all
+    only: tuple[str, ...] | None = None
 
     @property
     def worst(self) -> Severity | None:
@@ -52,6 +54,11 @@ class CheckReport:
 
     @property
     def unreachable(self) -> bool:
+        """The monitors did not answer; in a partial check, anything that says stordoc
+        could not look at what those codes' checks read (``Selection``): it could not
+        look, so it cannot say OK."""
+        if self.only is not None:
+            return any(f.code in CANNOT_LOOK for f in self.findings)
         return any(f.code == "CEPH_UNREACHABLE" for f in self.findings)
 
     @property
@@ -76,6 +83,54 @@ def _part_findings(snap: ClusterSnapshot) -> list[Finding]:
                                f"host {name} ({facts.address}) did not answer: {facts.error}",
                                {"address": facts.address, "error": facts.error}))
     return out
+
+
+# the part of the snapshot each "cannot look" code (checks.mutable) says was not read
+CANNOT_LOOK_PART = {
+    "CEPH_UNREACHABLE": "ceph",
+    "SWIFT_UNREACHABLE": "swift",
+    "SWIFT_SERVER_TIMEOUT": "swift",
+    "HOST_UNREACHABLE": "hosts",
+    "PROMETHEUS_UNREACHABLE": "hosts",  # host facts from Prometheus
+    "PROMETHEUS_BAD_ANSWER": "hosts",
+    "HOST_FACTS_STALE": "hosts",
+    "HOST_KERNEL_LOG_STALE": "hosts",
+}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A partial check (``--only CODES``): the findings of those codes, and every finding
+    that says stordoc could not look at what their checks read (``RegisteredCheck.reads``:
+    CEPH_UNREACHABLE for a Ceph code, SWIFT_UNREACHABLE for a Swift code,
+    HOST_UNREACHABLE for a code read on the hosts, CHECK_INTERNAL_ERROR of the check
+    itself), so a check that could not look never says OK (``CheckReport.unreachable``)."""
+
+    codes: frozenset[str]
+    parts: frozenset[str]
+    checks: frozenset[str]  # entities "check NAME" of the checks that emit the codes
+
+    @classmethod
+    def of(cls, only: Iterable[str], registry: Registry | None = None) -> Selection:
+        reg = registry or REGISTRY
+        codes = frozenset(c.upper() for c in only)
+        chosen = [c for c in reg.checks if any(ci.code in codes for ci in c.codes)]
+        return cls(codes, frozenset(p for c in chosen for p in c.reads),
+                   frozenset(f"check {c.name}" for c in chosen))
+
+    def keeps(self, code: str, entity: str) -> bool:
+        if code in self.codes:
+            return True
+        if code not in CANNOT_LOOK:
+            return False
+        if code == "CHECK_INTERNAL_ERROR":
+            return entity in self.checks
+        part = CANNOT_LOOK_PART.get(code)
+        return part is None or part in self.parts  # a code of no known part: kept
+
+    @property
+    def keep(self) -> tuple[str, ...]:
+        return tuple(sorted(self.codes))
 
 
 def apply_mutes(findings: Iterable[Finding], codes: Mapping[str, CodeInfo],
@@ -116,7 +171,8 @@ def run_checks(
     now: float | None = None,
     mute_rules: Iterable[tuple[str, str | None]] = (),
 ) -> CheckReport:
-    """Run all checks whose inputs exist. ``only`` keeps just those codes (after running)."""
+    """Run all checks whose inputs exist. ``only`` keeps just those codes (after running)
+    and what says they could not be looked at (``Selection``)."""
     import checks.catalog  # noqa: F401  (explicit list of check modules registers them)
 
     reg = registry or REGISTRY
@@ -142,8 +198,8 @@ def run_checks(
                 "CHECK_INTERNAL_ERROR", Severity.WARN, f"check {chk.name}",
                 f"check {chk.name} failed: {type(e).__name__}: {e}",
                 {"traceback": traceback.format_exc(limit=5)}))
-    only_set = {c.upper() for c in only} if only else None
-    kept = [f for f in findings if only_set is None or f.code in only_set]
+    sel = Selection.of(only, reg) if only else None
+    kept = [f for f in findings if sel is None or sel.keeps(f.code, f.entity)]
     shown, hidden, overridden = apply_mutes(kept, reg.codes, muted, mute_rules)
     return CheckReport(snap.cluster, shown, started, time.monotonic() - t0, tuple(ran), hidden,
-                       overridden)
+                       overridden, sel.keep if sel is not None else None)

@@ -149,6 +149,9 @@ class RegisteredCheck:
     fn: CheckFn
     codes: tuple[CodeInfo, ...]
     needs: tuple[str, ...]  # "ceph", "swift", "hosts": skipped when that part is missing
+    # the parts it looks at (its needs, and what it reads when there: a Swift check
+    # that compares the ring with the hosts): a part that could not be read leaves it blind
+    reads: tuple[str, ...] = ()
 
 
 _CODE_RE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
@@ -160,9 +163,12 @@ class Registry:
         self._codes: dict[str, CodeInfo] = {}
 
     def register(
-        self, name: str, codes: Iterable[CodeInfo], needs: Iterable[str] = ("ceph",)
+        self, name: str, codes: Iterable[CodeInfo], needs: Iterable[str] = ("ceph",),
+        reads: Iterable[str] = (),
     ) -> Callable[[CheckFn], CheckFn]:
         codes_t = tuple(codes)
+        needs_t = tuple(needs)
+        reads_t = tuple(dict.fromkeys((*needs_t, *reads)))
 
         def deco(fn: CheckFn) -> CheckFn:
             if name in self._checks:
@@ -174,7 +180,7 @@ class Registry:
                     raise ValueError(f"code {ci.code} registered twice")
             for ci in codes_t:
                 self._codes[ci.code] = ci
-            self._checks[name] = RegisteredCheck(name, fn, codes_t, tuple(needs))
+            self._checks[name] = RegisteredCheck(name, fn, codes_t, needs_t, reads_t)
             return fn
 
         return deco

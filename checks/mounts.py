@@ -199,7 +199,7 @@ def _host_names_by_ip(snap: ClusterSnapshot) -> dict[str, str]:
     return out
 
 
-@check("swift-device-mounts", codes=SWIFT_CODES, needs=("swift",))
+@check("swift-device-mounts", codes=SWIFT_CODES, needs=("swift",), reads=("hosts",))
 def swift_device_mounts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     """Ring devices against recon and their hosts: unmounted, missing dir, disk errors."""
     sw = snap.swift

@@ -314,7 +314,7 @@ def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> lis
                   "address is right, bring it up on the host"})]
 
 
-@check("swift-recon", codes=RECON_CODES, needs=("swift",))
+@check("swift-recon", codes=RECON_CODES, needs=("swift",), reads=("hosts",))
 def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
     assert sw is not None

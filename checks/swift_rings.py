@@ -200,7 +200,7 @@ def ssh_ring_findings(snap: ClusterSnapshot, local: dict[str, str],
     return out
 
 
-@check("swift-rings", codes=CODES, needs=("swift",))
+@check("swift-rings", codes=CODES, needs=("swift",), reads=("hosts",))
 def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
     assert sw is not None

@@ -99,7 +99,7 @@ def server_findings(r: ReconHost, snap: ClusterSnapshot) -> list[Finding]:
                     f"{r.error}", ev)]
 
 
-@check("swift-servers", codes=CODES, needs=("swift",))
+@check("swift-servers", codes=CODES, needs=("swift",), reads=("hosts",))
 def swift_servers(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     sw = snap.swift
     assert sw is not None

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 
+from stordoc.fmt import printable
 from stordoc.streams import GuardedStream, guarded
 
 # the width of tables and charts when stdout is no terminal (a file, a pipe, CI logs)
@@ -34,6 +36,23 @@ def _isatty(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # closed or not a real stream
         return False
+
+
+class SafeConsole(Console):
+    """A rich Console whose text segments pass ``stordoc.fmt.printable``: every text the
+    CLI prints (tables, findings, errors, whatever it came from) shows its control
+    characters instead of obeying them, while rich's own styles and cursor controls still
+    work. Nested renderables come back through ``render``: the rule is applied once per
+    segment, and again is a no-op."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None
+               ) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control is None and seg.text:
+                text = printable(seg.text)
+                if text is not seg.text:
+                    seg = Segment(text, seg.style)
+            yield seg
 
 
 @dataclass
@@ -63,28 +82,29 @@ class Terminal:
     @cached_property
     def out(self) -> Console:
         """Rich output on stdout (styles only on a terminal)."""
-        return Console(file=self.stdout, highlight=False, width=self.width)
+        return SafeConsole(file=self.stdout, highlight=False, width=self.width)
 
     @cached_property
     def wide(self) -> Console:
         """Rich output on stdout for tables: the terminal's width, or PIPE_WIDTH in a pipe."""
         w = self.width if self.width is not None else (None if self.stdout_isatty
                                                       else PIPE_WIDTH)
-        return Console(file=self.stdout, highlight=False, width=w)
+        return SafeConsole(file=self.stdout, highlight=False, width=w)
 
     @cached_property
     def err(self) -> Console:
         """Rich output on stderr: progress, questions' context, errors."""
-        return Console(file=self.stderr, highlight=False, width=self.width)
+        return SafeConsole(file=self.stderr, highlight=False, width=self.width)
 
     def line(self, text: str) -> None:
-        """A plain line on stdout (JSON, machine-readable output): no markup, no wrap."""
-        self.stdout.write(text + "\n")
+        """A plain line on stdout (JSON, machine-readable output): no markup, no wrap,
+        control characters shown (``stordoc.fmt.printable``)."""
+        self.stdout.write(printable(text) + "\n")
         self.stdout.flush()
 
     def note(self, text: str) -> None:
         """A plain line on stderr (a notice beside the output): no markup, no wrap."""
-        self.stderr.write(text + "\n")
+        self.stderr.write(printable(text) + "\n")
         self.stderr.flush()
 
     def error(self, message: str) -> None:

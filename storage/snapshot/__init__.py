@@ -19,7 +19,6 @@ refused with a line that says so.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Mapping
@@ -39,7 +38,16 @@ from storage.snapshot.codec import (
     swift_doc,
     swift_from_doc,
 )
-from storage.snapshot.files import MAX_FILE_BYTES, Reader, SnapshotError, Writer, safe_relpath
+from storage.snapshot.files import (
+    MAX_FILE_BYTES,
+    Reader,
+    SnapshotError,
+    Writer,
+    epoch,
+    safe_relpath,
+    seconds,
+)
+from storage.snapshot.shapes import check_ceph_answer
 from storage.targets import ClusterTarget
 
 FORMAT = "stordoc-snapshot"
@@ -121,11 +129,9 @@ def _str(m: Mapping[str, Any], key: str, *, optional: bool = False) -> str | Non
     return v
 
 
-def _float(m: Mapping[str, Any], key: str, default: float | None = None) -> float:
-    v = m.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise SnapshotError(f"{MANIFEST}: {key} is not a number")
-    return float(v)
+def _time(m: Mapping[str, Any], key: str, default: float | None = None,
+          where: str = MANIFEST) -> float:
+    return epoch(m.get(key, default), f"{where}: {key}")
 
 
 def read_snapshot(directory: str) -> SnapshotDoc:
@@ -154,13 +160,14 @@ def read_snapshot(directory: str) -> SnapshotDoc:
         if cp is not None:
             if not isinstance(cp, Mapping) or not isinstance(cp.get("answers"), Mapping):
                 raise SnapshotError(f"{MANIFEST}: ceph names no answers")
-            ceph_at = _float(cp, "collected_at", 0.0)
+            ceph_at = _time(cp, "collected_at", 0.0, f"{MANIFEST}: ceph")
             ceph_raw = {}
             for rel, key in cp["answers"].items():
                 if not isinstance(key, str) or not str(rel).startswith("ceph/"):
                     raise SnapshotError(f"{MANIFEST}: ceph answer {str(rel)[:60]!r} is "
                                         "not a file under ceph/")
                 ceph_raw[key] = r.read_json(str(rel))
+                check_ceph_answer(str(rel), key, ceph_raw[key])
         swift = None
         if m.get("swift") is not None:
             swift = r.read_json(_str(m, "swift") or "")
@@ -174,7 +181,8 @@ def read_snapshot(directory: str) -> SnapshotDoc:
         hf = m.get("host_facts_collected", False)
         return SnapshotDoc(
             directory=directory, version=v, cluster=cluster,
-            taken_at=_float(m, "taken_at"), duration_s=_float(m, "duration_s", 0.0),
+            taken_at=_time(m, "taken_at"),
+            duration_s=seconds(m.get("duration_s", 0.0), f"{MANIFEST}: duration_s"),
             host_facts_collected=hf is True, written_by=str(m.get("written_by", ""))[:200],
             ceph_raw=ceph_raw, ceph_collected_at=ceph_at,
             ceph_error=_str(m, "ceph_error", optional=True), swift=swift,
@@ -194,7 +202,9 @@ def _read_capture(r: Reader, directory: str) -> SnapshotDoc:
         except SnapshotError:
             continue
         stem = name[:-len(".json")]
-        raw[back.get(stem, stem.replace("_", " "))] = r.read_json(name)
+        key = back.get(stem, stem.replace("_", " "))
+        raw[key] = r.read_json(name)
+        check_ceph_answer(name, key, raw[key])
     taken = 0.0  # the capture's moment: its status's pgmap stamp, else the osdmap's
     status = raw.get("status")
     if isinstance(status, Mapping):
@@ -204,6 +214,7 @@ def _read_capture(r: Reader, directory: str) -> SnapshotDoc:
             part = status.get(k)
             if isinstance(part, Mapping):
                 taken = parse_stamp(part.get("modified") or part.get("last_updated")) or taken
+        taken = epoch(taken, "status.json: the osdmap/pgmap stamp")
     return SnapshotDoc(
         directory=directory, version=0, cluster=os.path.basename(
             os.path.abspath(directory)) or "capture", taken_at=taken, ceph_raw=raw,
@@ -252,8 +263,13 @@ def _parse(what: str, fn: Any) -> Any:
     except RecursionError:
         raise SnapshotError(f"{what}: nests too deeply") from None
     except Exception as e:  # noqa: BLE001  (hostile input: any parser surprise is one line)
-        raise SnapshotError(f"{what}: not what the collector writes "
-                            f"({type(e).__name__}: {str(e)[:120]})") from None
+        raise SnapshotError(f"{what}: not what the collector writes"
+                            + (f" ({_line(str(e))})" if str(e) else "")) from None
+
+
+def _line(text: str) -> str:
+    """A parser's complaint as part of one line: no line breaks, no control characters."""
+    return "".join(c if c.isprintable() else " " for c in text)[:120]
 
 
 def age(doc: SnapshotDoc, now: float | None = None) -> float:

@@ -22,7 +22,7 @@ from storage.model import (
     RingState,
     SwiftState,
 )
-from storage.snapshot.files import SnapshotError
+from storage.snapshot.files import SnapshotError, epoch, seconds
 from storage.swift_recon_parse import recon_from_raw
 
 _RINGS = TypeAdapter(tuple[RingState, ...])
@@ -88,12 +88,6 @@ def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
     return v
 
 
-def _num(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise SnapshotError(f"{what} is not a number")
-    return float(v)
-
-
 def swift_from_doc(doc: Any) -> SwiftState:
     """The Swift state a snapshot recorded (recon answers through recon's parser)."""
     if not isinstance(doc, Mapping):
@@ -128,7 +122,7 @@ def swift_from_doc(doc: Any) -> SwiftState:
         rings=rings, recon=tuple(recon), proxy_url=_opt_str(doc, "proxy_url"),
         proxy_healthy=healthy, proxy_error=_opt_str(doc, "proxy_error"),
         local_ring_md5=dict(md5), local_swiftconf_md5=_opt_str(doc, "local_swiftconf_md5"),
-        collected_at=_num(doc.get("collected_at", 0.0), "swift.json: collected_at"),
+        collected_at=epoch(doc.get("collected_at", 0.0), "swift.json: collected_at"),
         history=history, dispersion=dispersion)
 
 
@@ -153,15 +147,15 @@ def host_from_doc(doc: Any, rel: str) -> tuple[str, str, str | None, HostRaw | N
     err = doc.get("error")
     if err is not None and not isinstance(err, str):
         raise SnapshotError(f"{rel}: error is not text")
-    collected = _num(doc.get("collected_at", 0.0), f"{rel}: collected_at")
-    took = _num(doc.get("duration_s", 0.0), f"{rel}: duration_s")
+    collected = epoch(doc.get("collected_at", 0.0), f"{rel}: collected_at")
+    took = seconds(doc.get("duration_s", 0.0), f"{rel}: duration_s")
     if err is not None:
         return doc["name"], doc["address"], err, None, collected, took
     facts, ident = doc.get("facts"), doc.get("identity")
     if not isinstance(facts, str) or (ident is not None and not isinstance(ident, str)):
         raise SnapshotError(f"{rel}: the facts script's output is missing")
-    raw = HostRaw(facts, ident, _num(doc.get("started_at", collected), f"{rel}: started_at"),
-                  _num(doc.get("window_s", 86400.0), f"{rel}: window_s"))
+    raw = HostRaw(facts, ident, epoch(doc.get("started_at", collected), f"{rel}: started_at"),
+                  seconds(doc.get("window_s", 86400.0), f"{rel}: window_s"))
     return doc["name"], doc["address"], None, raw, collected, took
 
 

@@ -155,16 +155,51 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not standard JSON")
 
 
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):  # 1e400: valid JSON text, but no number stordoc can use
+        raise ValueError(f"{text[:24]} is too large a number")
+    return v
+
+
 def parse_json(data: bytes, rel: str) -> Any:
-    """Standard JSON only; SnapshotError naming the file otherwise."""
+    """Standard JSON only, every number finite; SnapshotError naming the file otherwise."""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constant,
+                          parse_float=_finite_float)
     except UnicodeDecodeError:
         raise SnapshotError(f"{rel} is not UTF-8 text: not a snapshot file") from None
     except RecursionError:
         raise SnapshotError(f"{rel} nests too deeply: refused") from None
     except ValueError as e:
         raise SnapshotError(f"{rel} is not valid JSON ({str(e)[:120]})") from None
+
+
+# the documented ranges of a snapshot's own values (docs/snapshots.md): a time is seconds
+# since 1970 up to the end of the year 9999 (the last a date can show), a duration or a
+# window at most ten years
+MAX_EPOCH = 253402300799
+MAX_SECONDS = 10 * 366 * 86400
+
+
+def number(v: Any, what: str, lo: float, hi: float, meaning: str = "") -> float:
+    """``v`` as a float when it is a JSON number within ``lo..hi`` (compared before any
+    conversion: a 400-digit integer is refused, not an OverflowError), else one line."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise SnapshotError(f"{what} is not a number")
+    if not lo <= v <= hi:
+        raise SnapshotError(f"{what} is out of range{meaning}: {str(v)[:24]}")
+    return float(v)
+
+
+def epoch(v: Any, what: str) -> float:
+    """A time in a snapshot: seconds since 1970 (0: not known), up to the year 9999."""
+    return number(v, what, 0, MAX_EPOCH, " (a time: seconds since 1970, up to the year 9999)")
+
+
+def seconds(v: Any, what: str) -> float:
+    """A duration or window in a snapshot: 0 up to ten years."""
+    return number(v, what, 0, MAX_SECONDS, " (seconds: 0 up to ten years)")
 
 
 def finite(obj: Any) -> Any:
@@ -178,20 +213,37 @@ def finite(obj: Any) -> Any:
     return obj
 
 
+def check_new_directory(directory: str) -> str:
+    """``directory``'s absolute path when a snapshot may be written there (it does not
+    exist, or is an empty directory, in an existing directory); else the one line that
+    says what is wrong. Asked again by the ``Writer``: a save checks before it collects."""
+    if not directory.strip():
+        raise SnapshotError("no directory given: name a new directory to write the "
+                            "snapshot to")
+    final = os.path.abspath(directory)
+    parent = os.path.dirname(final)
+    if os.path.lexists(final):
+        if not os.path.isdir(final) or os.path.islink(final) or os.listdir(final):
+            raise SnapshotError(f"{directory} already exists: give a new directory "
+                                "(stordoc never overwrites what it did not create)")
+    # the nearest part of the path that exists says what is wrong with it
+    up = parent
+    while not os.path.lexists(up) and os.path.dirname(up) != up:
+        up = os.path.dirname(up)
+    if not os.path.isdir(up):
+        raise SnapshotError(f"{up} is not a directory: {directory} cannot be made under it")
+    if up != parent:
+        raise SnapshotError(f"{parent} does not exist: create it first")
+    return final
+
+
 class Writer:
     """Writes one snapshot into ``directory`` (which must not exist, or be empty) through
     a temporary sibling renamed at :meth:`commit`; :meth:`abort` removes only that sibling."""
 
     def __init__(self, directory: str) -> None:
-        self.final = os.path.abspath(directory)
+        self.final = check_new_directory(directory)
         parent = os.path.dirname(self.final)
-        if os.path.lexists(self.final):
-            if not os.path.isdir(self.final) or os.path.islink(self.final) or \
-                    os.listdir(self.final):
-                raise SnapshotError(f"{directory} already exists: give a new directory "
-                                    "(stordoc never overwrites what it did not create)")
-        if not os.path.isdir(parent):
-            raise SnapshotError(f"{parent} does not exist: create it first")
         self.tmp = os.path.join(parent, f".{os.path.basename(self.final)}.stordoc-part-"
                                         f"{os.getpid()}")
         if os.path.lexists(self.tmp):

@@ -5,6 +5,8 @@ without any settings, on a machine that cannot reach the cluster)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 from stordoc.exitstatus import ExitStatus
 
@@ -42,7 +44,8 @@ def cmd_save(args: argparse.Namespace) -> int:
 
     env = env_from_args(args)
     try:
-        doc = save(env, args.cluster, args.dir, host_facts=args.host_facts)
+        with _stop_as_interrupt():
+            doc = save(env, args.cluster, args.dir, host_facts=args.host_facts)
     except SnapshotError as e:
         raise UserError(f"snapshot save: {e}") from None
     finally:
@@ -53,6 +56,28 @@ def cmd_save(args: argparse.Namespace) -> int:
                   "stay out)")
     env.term.line(f"diagnose it anywhere with: stordoc check --from {doc.directory}")
     return ExitStatus.OK
+
+
+@contextlib.contextmanager
+def _stop_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a dropped SSH session) stop a save as Ctrl-C does: what was
+    written so far is removed (``storage.snapshot.write_snapshot``) and the exit status is
+    130, interrupted (README's exit status table), not the signal's death (143)."""
+    import signal
+    import threading
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
 
 
 def _du(directory: str) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from checks.engine import CheckReport, run_checks
+from checks.engine import CheckReport, Selection, run_checks
 from checks.incidents import correlate
 from checks.model import Finding, Thresholds
 from checks.outcome import CheckOutcome
@@ -151,12 +151,17 @@ def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
         report = replace(report, findings=_with_since(journal, target.name, report.findings))
     incidents = correlate(report.findings, snap)  # once, on the findings as shown
     if only:
-        keep = {c.upper() for c in only}
-        report = replace(report, findings=tuple(f for f in report.findings if f.code in keep))
-        incidents = tuple(i for i in incidents if any(f.code in keep for f in i.findings))
+        # those codes, and whatever says stordoc could not look at what their checks read:
+        # a partial check that could not look is unreachable, never OK (Selection)
+        sel = Selection.of(only)
+        report = replace(report, findings=tuple(f for f in report.findings
+                                                if sel.keeps(f.code, f.entity)),
+                         only=sel.keep)
+        incidents = tuple(i for i in incidents
+                          if any(sel.keeps(f.code, f.entity) for f in i.findings))
         if delta is not None:
             def kept(ks: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-                return tuple(k for k in ks if k[0] in keep)
+                return tuple(k for k in ks if sel.keeps(*k))
 
             delta = FindingDelta(kept(delta.new), kept(delta.still), kept(delta.resolved),
                                  delta.previous_run_id)

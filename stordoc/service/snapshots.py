@@ -65,11 +65,13 @@ def save(env: Env, cluster: str | None, directory: str, host_facts: bool = True
     (which must not exist yet). Reads the journal (recon history, mutes) but records no run."""
     from storage.collect import collect
     from storage.mutes import active_mutes
+    from storage.snapshot.files import check_new_directory
 
     name = env.cluster_name(cluster)
     cs = env.settings.clusters[name]
     target = env.target(name)
     thresholds = env.settings.thresholds_for(name)
+    check_new_directory(directory)  # a name it cannot write: said before collecting
     snap = collect(target, host_facts=host_facts, keep_raw=True)
     rules: list[tuple[str, str | None]] = []
     if os.path.exists(os.path.expanduser(env.settings.journal)):
@@ -135,4 +137,7 @@ def load_named(snapshots_dir: str | None, name: str) -> Replay:
     if os.path.islink(path):
         raise SnapshotError("a symlink: refused (only snapshots saved into "
                             "slack.snapshots_dir are served)")
-    return load(path)
+    try:
+        return load(path)
+    except SnapshotError as e:  # said in chat: the snapshot's name, never the server's path
+        raise SnapshotError(str(e).replace(path, name).replace(snapshots_dir, "")) from None

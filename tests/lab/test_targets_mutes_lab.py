@@ -1,7 +1,8 @@
 """Issue #26.3 and #26.4 on the real lab: a lock on ``d1@node1`` refuses the same device
 named by address or another spelling (the issue's reproduction: ``d1@127.0.0.2 --yes``
 used to mount d1 beside the held run); and a real dead monitor under an older version's
-mute of CEPH_UNREACHABLE is exit 3, never "OK ... muted".
+mute of CEPH_UNREACHABLE is exit 3, never "OK ... muted"; nor is a partial check
+(``--only OSD_DOWN_OUT``, issue #37.3) "OK ... no incidents".
 
 The canonicaliser, every host-qualified runbook's plan, the bot and the engine's mute
 rules: tests/unit/test_host_targets.py and tests/unit/test_mute_cannot_look.py."""
@@ -84,5 +85,11 @@ def test_a_dead_monitor_under_a_mute_is_unreachable(lab: Lab, cfg: Path,
         assert doc["mute_ignored"] == [{"code": "CEPH_UNREACHABLE", "entity": "cluster lab",
                                         "why": "cannot see the cluster"}]
         assert doc["headline"].startswith("UNREACHABLE lab")  # the text: unit-tested
+        # issue #37.3: a partial check that could not look is unreachable, never "OK lab:
+        # no incidents" (the Swift and host cases: tests/unit/test_partial_unseen.py)
+        r = cli(cfg, "check", "--only", "OSD_DOWN_OUT")
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert r.stdout.startswith("UNREACHABLE lab: CEPH_UNREACHABLE"), r.stdout
+        assert "no incidents" not in r.stdout
     finally:
         lab.start_mon()
