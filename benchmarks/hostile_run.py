@@ -558,19 +558,25 @@ def file_cases(d: Path, kinds: Sequence[str], places: Sequence[str]
     return out
 
 
-def run_cli_subprocess(argv: Sequence[str], limit: float = FILE_HANG_S) -> Run:
-    """``python -m stordoc ARGV`` in a fresh process, killed after ``limit`` s (a hang)."""
-    from tests.support.cli import cli_argv, cli_env
-
+def run_subprocess(cmd: Sequence[str], limit: float, env: Mapping[str, str] | None = None
+                   ) -> Run:
+    """``cmd`` in a fresh process, killed after ``limit`` s (a hang)."""
     try:
-        p = subprocess.run(cli_argv(None, *argv), capture_output=True, text=True, cwd=ROOT,
+        p = subprocess.run(list(cmd), capture_output=True, text=True, cwd=ROOT,
                            timeout=limit, check=False, stdin=subprocess.DEVNULL,
-                           env=cli_env(None), errors="replace")
+                           env=dict(env) if env is not None else None, errors="replace")
     except subprocess.TimeoutExpired as e:
         def s(x: Any) -> str:
             return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
         return Run(None, s(e.stdout), s(e.stderr), hung=True)
     return Run(p.returncode, p.stdout, p.stderr)
+
+
+def run_cli_subprocess(argv: Sequence[str], limit: float = FILE_HANG_S) -> Run:
+    """``python -m stordoc ARGV`` in a fresh process, as on-call runs it."""
+    from tests.support.cli import cli_argv, cli_env
+
+    return run_subprocess(cli_argv(None, *argv), limit, cli_env(None))
 
 
 def part_files(t: Tally, cases: Sequence[tuple[str, list[str]]],
@@ -1070,6 +1076,28 @@ def false_ok_signs(calls: Sequence[Any]) -> str | None:
     return None
 
 
+def judge_channels(t: Tally, fake: Any, sent: Sequence[tuple[str, str, str]],
+                   unauthorized: bool = False, false_ok: bool = False) -> None:
+    """Each input's own channel (``sent``: key, description, channel): exception names
+    in what the bot said there, and with the flags, a change planned or run / an OK."""
+    from tests.support.fake_slack import all_text
+
+    for key, what, ch in sent:
+        if not ch:
+            continue
+        calls = calls_in(fake, ch)
+        if unauthorized:
+            sign_ = unauthorized_signs(calls)
+            if sign_:
+                t.hit("unauthorized", key, f"{what}: {sign_}")
+        if false_ok:
+            sign_ = false_ok_signs(calls)
+            if sign_:
+                t.hit("false_ok", key, f"{what}: {sign_}")
+        for c in calls:
+            judge_text(t, key, all_text(c))
+
+
 def wait_quiet(fake: Any, quiet_s: float = 1.5, limit_s: float = 120.0) -> None:
     """Until the fake Slack has had no call for ``quiet_s`` (the bot's workers done)."""
     end = time.monotonic() + limit_s
@@ -1262,15 +1290,7 @@ def part_slack_auth(t: Tally, bot: Bot, cases: Sequence[tuple[str, str, str, str
         judge_http(t, key, what, status, text)
         sent.append((key, what, ch))
     wait_quiet(h.fake)
-    for key, what, ch in sent:
-        calls = calls_in(h.fake, ch)
-        sign_ = unauthorized_signs(calls)
-        if sign_:
-            t.hit("unauthorized", key, f"{what}: {sign_}")
-        for c in calls:
-            from tests.support.fake_slack import all_text
-
-            judge_text(t, key, all_text(c))
+    judge_channels(t, h.fake, sent, unauthorized=True)
     # a mute or maintenance window left behind by any of them (nobody allowed made one)
     for argv in (["mute", "--list", "--cluster", "lab"],
                  ["maintenance", "list", "--cluster", "lab"]):
@@ -1292,13 +1312,8 @@ def part_slack_shapes(t: Tally, post: Callable[[bytes, str], tuple[int | None, s
         sent.append((key, what, ch))
     if fake is None:
         return
-    from tests.support.fake_slack import all_text
-
     wait_quiet(fake)
-    for key, _what, ch in sent:
-        if ch:
-            for c in calls_in(fake, ch):
-                judge_text(t, key, all_text(c))
+    judge_channels(t, fake, sent)
 
 
 def part_slack_secrets(t: Tally, bot: Bot, rng: random.Random, ids: Ids, logs: LogTrap
@@ -1342,7 +1357,7 @@ def fake_slack_blob(fake: Any) -> bytes:
 def part_slack_snapshots(t: Tally, bot: Bot, names: Sequence[tuple[str, str]], ids: Ids,
                          logs: LogTrap) -> None:
     """``health lab from NAME`` on odd snapshots: never "All checks passed."."""
-    from tests.support.fake_slack import SIGNING_SECRET, SlackSender, all_text
+    from tests.support.fake_slack import SIGNING_SECRET, SlackSender
 
     h = bot.h
     sent = []
@@ -1355,13 +1370,7 @@ def part_slack_snapshots(t: Tally, bot: Bot, names: Sequence[tuple[str, str]], i
         judge_http(t, key, what, r.status, r.body)
         sent.append((key, what, ch))
     wait_quiet(h.fake)
-    for key, what, ch in sent:
-        calls = calls_in(h.fake, ch)
-        sign_ = false_ok_signs(calls)
-        if sign_:
-            t.hit("false_ok", key, f"{what}: {sign_}")
-        for c in calls:
-            judge_text(t, key, all_text(c))
+    judge_channels(t, h.fake, sent, false_ok=True)
 
 
 def goal_slow_clients(t: Tally, bot: Bot, n_slow: int = 64) -> None:
