@@ -159,6 +159,13 @@ class Tally:
             per = ", ".join(f"{p} {n}" for p, n in sorted(self.by_part(c).items()))
             print(f"{LABELS[c]:22s} {self.count(c):6d}" + (f"  ({per})" if per else ""),
                   file=out)
+            if c == "tracebacks" and self.count(c):
+                kinds = Counter("log record" if d.startswith("log ") else "Traceback text"
+                                if d.startswith(TRACEBACK) else "thread" if
+                                d.startswith("uncaught") else "exception name"
+                                for d in self.hits[c].values())
+                print("    (" + ", ".join(f"{n} {k}" for k, n in kinds.most_common()) + ")",
+                      file=out)
             for k, d in list(self.hits[c].items())[:examples]:
                 print(f"    {k}: {d}", file=out)
         print(f"{'total bad':22s} {sum(self.count(c) for c in CATEGORIES):6d}", file=out)
@@ -1237,6 +1244,9 @@ def setup_tokens(t: Tally, bot: Bot) -> tuple[str, str, str]:
         conf = first("CSETUP0002", "confirm")
         canc = first("CSETUP0002", "cancel") if conf else ""
     bot.fix_token = fix
+    if conf and not unauthorized_signs(calls_in(h.fake, "CSETUP0002")):
+        t.notes.append("self-check: the unauthorized detector does not see OP1's own plan "
+                       "(its Confirm button): the unauthorized count cannot be trusted")
     return fix, conf, canc
 
 
@@ -1554,12 +1564,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a smaller run (about 500 inputs)")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="the first examples of each bad outcome")
+    ap.add_argument("--examples", type=int, default=5, metavar="N",
+                    help="with -v: how many examples per category (default 5)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     t = run_all(QUICK if args.quick else FULL, args.seed, verbose=args.verbose)
     print(f"hostile run, seed {args.seed}{' (quick)' if args.quick else ''}, "
           f"{time.monotonic() - t0:.0f} s:")
-    t.report(examples=5 if args.verbose else 0)
+    t.report(examples=args.examples if args.verbose else 0)
     return 1 if t.bad() else 0
 
 
