@@ -27,6 +27,14 @@ from tests.unit.test_pgblocks import UNFOUND_SNAP
 NAME = "pg-mark-unfound-lost"
 
 
+def _empty_conf(d: Path) -> Path:
+    """A ceph.conf with no monitor: nothing can be reached (a regular file: /dev/null,
+    a character device, is refused as a config-named file)."""
+    p = d / "ceph.conf"
+    p.touch()
+    return p
+
+
 def _keypair(d: Path, name: str) -> tuple[Path, str]:
     key = d / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name}@laptop",
@@ -59,7 +67,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     cfg = tmp_path / "stordoc.toml"
     ks = "\n".join(f'{n} = ["{keys[n][1]}"]' for n in ("bob", "carol", "alice", "dave"))
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
-                   '[clusters.lab.ceph]\nconf = "/dev/null"\n'
+                   f'[clusters.lab.ceph]\nconf = "{_empty_conf(tmp_path)}"\n'
                    '[slack]\nadmins = ["bob", "alice"]\n'
                    '[slack.roles.lab]\noperators = ["carol"]\n'
                    f'[approver_keys]\n{ks}\n')
@@ -240,6 +248,6 @@ def test_approver_keys_are_checked_when_the_settings_load(tmp_path: Path, table:
     from stordoc.settings_model import SettingsError
 
     cfg = tmp_path / "s.toml"
-    cfg.write_text('[clusters.lab.ceph]\nconf = "/dev/null"\n[approver_keys]\n' + table + "\n")
+    cfg.write_text(f'[clusters.lab.ceph]\nconf = "{_empty_conf(tmp_path)}"\n[approver_keys]\n' + table + "\n")
     with pytest.raises(SettingsError, match=why):
         load_settings(str(cfg))

@@ -31,6 +31,14 @@ CAP = FIX / "ceph-pgquery"
 SNAP = FIX / "snapshots" / "reef" / "pg-stuck" / "ceph"
 
 
+def _empty_conf(d: Path) -> Path:
+    """A ceph.conf with no monitor: nothing can be reached (a regular file: /dev/null,
+    a character device, is refused as a config-named file)."""
+    p = d / "ceph.conf"
+    p.touch()
+    return p
+
+
 def cap(name: str) -> Any:
     return json.loads((CAP / name).read_text())
 
@@ -289,7 +297,7 @@ def unfound_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
                         rb_api.plan_from_snapshot(ctx, snap, rb, target, opts))
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
-                   '[clusters.lab.ceph]\nconf = "/dev/null"\n[slack]\nadmins = ["bob"]\n')
+                   f'[clusters.lab.ceph]\nconf = "{_empty_conf(tmp_path)}"\n[slack]\nadmins = ["bob"]\n')
     (unf,) = [f for f in rp.outcome.report.findings if f.entity == "ceph OBJECT_UNFOUND"]
 
     def run(*argv: str) -> tuple[int, str, str]:

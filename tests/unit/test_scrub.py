@@ -30,6 +30,14 @@ from tests.support.fixture_snapshots import FIXTURES
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "scrub"
 
 
+def _empty_conf(d: Path) -> Path:
+    """A ceph.conf with no monitor: nothing can be reached (a regular file: /dev/null,
+    a character device, is refused as a config-named file)."""
+    p = d / "ceph.conf"
+    p.touch()
+    return p
+
+
 def doc(name: str) -> dict[str, Any]:
     return dict(json.loads((FIX / f"pacific-{name}.json").read_text()))
 
@@ -182,7 +190,7 @@ def test_cli_refuses_a_malformed_pgid_in_one_line_with_64(tmp_path: Path, pgid: 
 
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'
-                   '[clusters.lab.ceph]\nconf = "/dev/null"\n')
+                   f'[clusters.lab.ceph]\nconf = "{_empty_conf(tmp_path)}"\n')
     for verb in (["plan"], ["fix", "--yes"]):
         term = Terminal.capture(width=200)
         rc = main(["--config", str(cfg), verb[0], "pg-repair", pgid, *verb[1:]], term)
