@@ -22,7 +22,7 @@ from bot import grammar as g
 from bot import render as r
 from bot.alerts import AlertDesk
 from bot.auth import Authorizer
-from bot.redact import Redactor
+from bot.redact import Redactor, incident_ref
 from bot.slack_retry import SlackTrouble, is_slack_failure
 from bot.store import BotStore
 from stordoc.service import Service
@@ -149,6 +149,15 @@ class BotCore:
             return [self.scrub(v) for v in obj]
         return obj
 
+    def internal_error(self, what: str) -> str:
+        """One user-facing line for an unexpected failure: no exception class, message or
+        server path (they can name ``snapshots_dir``, the journal, a key file); the full
+        traceback goes to the bot's log under the same reference."""
+        ref = incident_ref()
+        log.error("%s failed (reference %s): %s", what, ref, self.redactor.text(_fmt_exc()))
+        return (f"the bot hit an internal error and could not finish this (reference {ref}; "
+                "the details are in the bot's log)")
+
     def _refuse(self, where: Where, text: str) -> None:
         self.post(where, r.error_reply(text))
 
@@ -189,10 +198,8 @@ class BotCore:
             reply = r.error_reply(r.esc(str(e)))
         except BotError as e:
             reply = r.error_reply(str(e))
-        except Exception as e:
-            log.error("command failed: %s", self.redactor.text(_fmt_exc()))
-            reply = r.error_reply(f"error: {type(e).__name__}: "
-                                  f"{self.redactor.text(str(e))[:300]}")
+        except Exception:
+            reply = r.error_reply(self.internal_error("command"))
         finally:
             timer.cancel()
         with lock:
