@@ -10,7 +10,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, ClassVar
 
 from bot import grammar as g
@@ -23,6 +23,7 @@ from bot.redact import hide_paths
 from checks.incidents import Incident, correlate
 from checks.model import Finding
 from checks.outcome import CheckOutcome
+from storage.audit import secrets_in
 from storage.model import CephState
 from stordoc.service import fixes
 from stordoc.service.actions import BENCH_PREFIX
@@ -38,7 +39,8 @@ class Commands(Actions):
 
     def run_text(self, where: Where, text: str) -> None:
         """Parse, authorize and answer one command (runs in the worker pool)."""
-        said = self.redactor.text(text)  # audited scrubbed, then cut: never half a secret
+        where = replace(where, pasted=secrets_in(text))
+        said = self.redactor.text(text, where.pasted)  # scrubbed, then cut: never half of one
         try:
             cmd = g.parse(text, self.backend.actions.runbooks() or None)
         except g.GrammarError as e:
@@ -146,7 +148,7 @@ class Commands(Actions):
                                 f"{cluster} by <@{where.user}>")
         try:
             m = recs.mute(cluster, cmd.code, cmd.entity, cmd.for_s,
-                          self.redactor.text(cmd.reason), where.user)
+                          self.redactor.text(cmd.reason, where.pasted), where.user)
         except UnknownCode as e:
             raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, e.known)}") from None
         except MuteRefused as e:
@@ -224,8 +226,9 @@ class Commands(Actions):
 
     def _cmd_silence(self, where: Where, cluster: str, cmd: g.Silence) -> r.Reply:
         try:
-            return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
-                                                  where.user, cmd.reason))
+            return r.text_reply(self.desk.silence(  # Alertmanager keeps the comment
+                cluster, cmd.alertname, cmd.duration_s, where.user,
+                self.redactor.text(cmd.reason, where.pasted)))
         except AlertmanagerError as e:
             raise BotError(str(e)) from None
 

@@ -44,6 +44,9 @@ class Where:
     thread_ts: str | None = None
     via: str = "command"  # "command" | "mention" | "button"
     at: float = field(default_factory=time.time)  # when it was asked (epoch s)
+    # the secret values in what was asked (storage.audit.secrets_in): never said back,
+    # even where a refusal quotes one word of them without the shape that gave them away
+    pasted: tuple[str, ...] = ()
 
 
 class ChannelThrottle:
@@ -113,8 +116,8 @@ class BotCore:
         tts = thread_ts if thread_ts is not None else where.thread_ts
         out: list[str] = []
         for m in reply.messages:
-            m.text = self.redactor.text(m.text)
-            m.blocks = self.scrub(m.blocks)
+            m.text = self.redactor.text(m.text, where.pasted)
+            m.blocks = self.scrub(m.blocks, where.pasted)
             r.validate_message(m)
         if reply.ephemeral:  # never via chat.update: that would show it to the channel
             for m in reply.messages:
@@ -140,13 +143,13 @@ class BotCore:
                                         initial_comment=up.comment, **kw)
         return out
 
-    def scrub(self, obj: Any) -> Any:
+    def scrub(self, obj: Any, pasted: tuple[str, ...] = ()) -> Any:
         """Secrets out of every text in a message (evidence and step output can hold them)."""
         if isinstance(obj, dict):
-            return {k: (self.redactor.text(v) if k == "text" and isinstance(v, str)
-                        else self.scrub(v)) for k, v in obj.items()}
+            return {k: (self.redactor.text(v, pasted) if k == "text" and isinstance(v, str)
+                        else self.scrub(v, pasted)) for k, v in obj.items()}
         if isinstance(obj, list):
-            return [self.scrub(v) for v in obj]
+            return [self.scrub(v, pasted) for v in obj]
         return obj
 
     def internal_error(self, what: str) -> str:
@@ -166,8 +169,9 @@ class BotCore:
         # a cluster name comes from chat until resolved: a secret pasted there must not be
         # stored; configured names are kept, anything else only redacted
         if cluster is not None and cluster not in self.backend.clusters():
-            cluster = self.redactor.text(cluster)
-        self.store.audit(where.user, cluster, action, outcome, self.redactor.text(detail))
+            cluster = self.redactor.text(cluster, where.pasted)
+        self.store.audit(where.user, cluster, action, outcome,
+                         self.redactor.text(detail, where.pasted))
 
     def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
         """Compute a reply; past ``working_after_s`` say "still working…" first."""

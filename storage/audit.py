@@ -72,32 +72,59 @@ _FLAG_RE = re.compile(
     r"os-token|auth-token|K)[ =])(\S+)")
 
 
-def _keep_quotes(m: re.Match[str]) -> str:
-    """``name: ***``, a quoted value as ``"***"`` (JSON text stays JSON)."""
-    v = m.group(2)
-    q = v[0] if v[:1] in ("'", '"') else ""
-    return f"{m.group(1)}{q}{REDACTED}{q}"
+def _cut(m: re.Match[str], found: list[str] | None, keep_head: bool = True,
+         quoted: bool = False) -> str:
+    """The match with its secret part as ``***``: group 1 (the name, the header, the
+    BEGIN line) kept when ``keep_head``; a PEM's END line (group 2) kept; a quoted value
+    keeps its quotes (JSON text stays JSON). The part removed goes to ``found``."""
+    whole = m.group(0)
+    head = m.group(1) if keep_head else ""
+    tail = ""
+    if m.re is _PEM_RE:
+        tail = m.group(2) or ""
+    secret = whole[len(head):len(whole) - len(tail)]
+    q = ""
+    if quoted and secret[:1] in ("'", '"') and secret[-1:] == secret[:1] and len(secret) > 1:
+        q, secret = secret[0], secret[1:-1]
+    if found is not None and secret.strip():
+        found.append(secret.strip())
+    return f"{head}{q}{REDACTED}{q}{tail}"
+
+
+# (pattern, its group 1 is a name to keep, its value may be quoted), in this order
+_RULES: tuple[tuple[re.Pattern[str], bool, bool], ...] = (
+    (_PEM_RE, True, False), (_AUTH_HEADER_RE, True, True), (_BEARER_RE, True, False),
+    (_URL_CRED_RE, True, False), (_CEPH_KEY_RE, False, False), (_TOKEN_RE, False, False),
+    (_AWS_ID_RE, False, False), (_AWS_SECRET_RE, True, False), (_ASSIGN_RE, True, True),
+    (_FLAG_RE, True, False))
+
+
+def _scrub(text: str, secrets: Iterable[str], found: list[str] | None) -> str:
+    if not text:
+        return text
+    for s in sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True):
+        text = text.replace(s, REDACTED)
+    for rx, head, quoted in _RULES:
+        text = rx.sub(lambda m, h=head, q=quoted: _cut(m, found, h, q), text)  # type: ignore[misc]
+    return text
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """Remove secrets from free text: known secret values first, then secret-shaped text
     (the shapes above). Ordinary words are left alone: ``passive``, ``tokens 5``,
     ``keyring /etc/ceph/ceph.keyring``, ``osd.1``, pool names."""
-    if not text:
-        return text
-    for s in sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True):
-        text = text.replace(s, REDACTED)
-    text = _PEM_RE.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2) or ''}", text)
-    text = _AUTH_HEADER_RE.sub(_keep_quotes, text)
-    text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _URL_CRED_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _CEPH_KEY_RE.sub(REDACTED, text)
-    text = _TOKEN_RE.sub(REDACTED, text)
-    text = _AWS_ID_RE.sub(REDACTED, text)
-    text = _AWS_SECRET_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _ASSIGN_RE.sub(_keep_quotes, text)
-    text = _FLAG_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    return text
+    return _scrub(text, secrets, None)
+
+
+def secrets_in(text: str) -> tuple[str, ...]:
+    """The secret values ``redact`` would take out of ``text``: what a person pasted, to be
+    taken out of anything said back to them even when it is quoted without its shape (a
+    refusal that quotes one word of ``Authorization: Bearer TOKEN``). Values shorter than
+    4 characters are left out (replacing them everywhere would garble the answer)."""
+    found: list[str] = []
+    _scrub(text, (), found)
+    words = [w for v in found for w in v.split()]  # a key's lines, quoted one by one
+    return tuple(dict.fromkeys(v for v in (*found, *words) if len(v) >= 4))
 
 
 # a mapping key that names a secret: its (string) value goes whatever it looks like
