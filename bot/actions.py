@@ -15,7 +15,7 @@ from typing import Any
 from bot import render as r
 from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
-from bot.core import BotCore, BotError, ChannelThrottle, Where, _fmt_exc, log
+from bot.core import BotCore, BotError, ChannelThrottle, Where, log
 from bot.store import Button
 from runbooks.bench.api import BenchOptions
 from runbooks.bench.model import Progress as BenchProgress
@@ -350,9 +350,8 @@ class Actions(BotCore):
                 files = self._bench_chart(res, b.cluster)
         except ActionRefused as e:
             status, verification = f":x: refused: {e}", "not run"
-        except Exception as e:
-            log.error("runbook failed: %s", self.redactor.text(_fmt_exc()))
-            status = f":x: runbook error: {type(e).__name__}: {self.redactor.text(str(e))[:300]}"
+        except Exception:
+            status = f":x: runbook error: {self.internal_error('runbook')}"
             verification = "not verified"
         feed.close()
         label = "verdict" if is_bench(b.runbook) else "verification"

@@ -10,7 +10,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, ClassVar
 
 from bot import grammar as g
@@ -18,10 +18,12 @@ from bot import render as r
 from bot.actions import Actions
 from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
-from bot.core import BotError, Where
+from bot.core import BotError, Where, log
+from bot.redact import hide_paths
 from checks.incidents import Incident, correlate
 from checks.model import Finding
 from checks.outcome import CheckOutcome
+from storage.audit import secrets_in
 from storage.model import CephState
 from stordoc.service import fixes
 from stordoc.service.actions import BENCH_PREFIX
@@ -37,10 +39,12 @@ class Commands(Actions):
 
     def run_text(self, where: Where, text: str) -> None:
         """Parse, authorize and answer one command (runs in the worker pool)."""
+        where = replace(where, pasted=secrets_in(text))
+        said = self.redactor.text(text, where.pasted)  # scrubbed, then cut: never half of one
         try:
             cmd = g.parse(text, self.backend.actions.runbooks() or None)
         except g.GrammarError as e:
-            self._audit(where, None, "command", "bad input", text[:200])
+            self._audit(where, None, "command", "bad input", said[:200])
             self._refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
         if isinstance(cmd, g.Help) and cmd.cluster is None:
@@ -48,19 +52,19 @@ class Commands(Actions):
             return
         if isinstance(cmd, g.Health) and cmd.cluster == "all" and cmd.snapshot is None and \
                 "all" not in self.backend.clusters():
-            self._health_all(where, text)
+            self._health_all(where, said)
             return
         bound = self.channels.get(where.channel)
         try:
             cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
                                         bound or self.backend.default_cluster())
         except g.GrammarError as e:
-            self._audit(where, cmd.cluster, "command", "bad input", text[:200])
+            self._audit(where, cmd.cluster, "command", "bad input", said[:200])
             self._refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
         if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
             self._audit(where, cluster, type(cmd).__name__.lower(), "refused",
-                        f"channel bound to {bound}: {text[:180]}")
+                        f"channel bound to {bound}: {said[:180]}")
             self._refuse(where, f"this channel is bound to cluster `{bound}`: commands for "
                                 f"`{cluster}` from here need an admin (slack.channels); use "
                                 "that cluster's channel")
@@ -68,10 +72,10 @@ class Commands(Actions):
         need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
         refusal = self.auth.refusal(where.user, cluster, need)
         if refusal:
-            self._audit(where, cluster, type(cmd).__name__.lower(), "refused", text[:200])
+            self._audit(where, cluster, type(cmd).__name__.lower(), "refused", said[:200])
             self._refuse(where, refusal)
             return
-        self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", text[:200])
+        self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", said[:200])
         self._answer(where, lambda: self.answer(where, cluster, cmd))
 
     def _health_all(self, where: Where, text: str) -> None:
@@ -144,7 +148,7 @@ class Commands(Actions):
                                 f"{cluster} by <@{where.user}>")
         try:
             m = recs.mute(cluster, cmd.code, cmd.entity, cmd.for_s,
-                          self.redactor.text(cmd.reason), where.user)
+                          self.redactor.text(cmd.reason, where.pasted), where.user)
         except UnknownCode as e:
             raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, e.known)}") from None
         except MuteRefused as e:
@@ -187,8 +191,9 @@ class Commands(Actions):
 
         try:
             rp = load_named(self.backend.env.settings.slack.snapshots_dir, name)
-        except SnapshotError as e:
-            return r.text_reply(f":x: snapshot `{r.esc(name)}`: {r.esc(str(e))}")
+        except SnapshotError as e:  # its text can name the bot's snapshots_dir: not said
+            log.info("snapshot %r not served: %s", name, e)
+            return r.text_reply(f":x: snapshot `{r.esc(name)}`: {r.esc(hide_paths(str(e)))}")
         except PermissionError:
             return r.text_reply(f":x: snapshot `{r.esc(name)}`: the bot may not read it")
         if rp.doc.cluster != cluster:
@@ -221,8 +226,9 @@ class Commands(Actions):
 
     def _cmd_silence(self, where: Where, cluster: str, cmd: g.Silence) -> r.Reply:
         try:
-            return r.text_reply(self.desk.silence(cluster, cmd.alertname, cmd.duration_s,
-                                                  where.user, cmd.reason))
+            return r.text_reply(self.desk.silence(  # Alertmanager keeps the comment
+                cluster, cmd.alertname, cmd.duration_s, where.user,
+                self.redactor.text(cmd.reason, where.pasted)))
         except AlertmanagerError as e:
             raise BotError(str(e)) from None
 
@@ -242,7 +248,7 @@ class Commands(Actions):
         ceph = out.snapshot.ceph
         if ceph is None:
             raise BotError(f"Ceph on {cluster} is not reachable: "
-                           f"{out.snapshot.ceph_error or 'no Ceph configured'}")
+                           f"{hide_paths(out.snapshot.ceph_error or 'no Ceph configured')}")
         return out, ceph
 
     def _cmd_osd(self, where: Where, cluster: str, cmd: g.Osd) -> r.Reply:
@@ -263,7 +269,7 @@ class Commands(Actions):
         out = self._views(cluster)
         if out.snapshot.swift is None:
             raise BotError(f"Swift on {cluster} is not reachable: "
-                           f"{out.snapshot.swift_error or 'no Swift configured'}")
+                           f"{hide_paths(out.snapshot.swift_error or 'no Swift configured')}")
         from checks.swift_names import host_names
 
         return r.ring_reply(cluster, out.snapshot.swift, cmd.kind, host_names(out.snapshot))

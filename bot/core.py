@@ -22,7 +22,7 @@ from bot import grammar as g
 from bot import render as r
 from bot.alerts import AlertDesk
 from bot.auth import Authorizer
-from bot.redact import Redactor
+from bot.redact import Redactor, incident_ref
 from bot.slack_retry import SlackTrouble, is_slack_failure
 from bot.store import BotStore
 from stordoc.service import Service
@@ -44,6 +44,9 @@ class Where:
     thread_ts: str | None = None
     via: str = "command"  # "command" | "mention" | "button"
     at: float = field(default_factory=time.time)  # when it was asked (epoch s)
+    # the secret values in what was asked (storage.audit.secrets_in): never said back,
+    # even where a refusal quotes one word of them without the shape that gave them away
+    pasted: tuple[str, ...] = ()
 
 
 class ChannelThrottle:
@@ -113,8 +116,8 @@ class BotCore:
         tts = thread_ts if thread_ts is not None else where.thread_ts
         out: list[str] = []
         for m in reply.messages:
-            m.text = self.redactor.text(m.text)
-            m.blocks = self.scrub(m.blocks)
+            m.text = self.redactor.text(m.text, where.pasted)
+            m.blocks = self.scrub(m.blocks, where.pasted)
             r.validate_message(m)
         if reply.ephemeral:  # never via chat.update: that would show it to the channel
             for m in reply.messages:
@@ -140,14 +143,23 @@ class BotCore:
                                         initial_comment=up.comment, **kw)
         return out
 
-    def scrub(self, obj: Any) -> Any:
+    def scrub(self, obj: Any, pasted: tuple[str, ...] = ()) -> Any:
         """Secrets out of every text in a message (evidence and step output can hold them)."""
         if isinstance(obj, dict):
-            return {k: (self.redactor.text(v) if k == "text" and isinstance(v, str)
-                        else self.scrub(v)) for k, v in obj.items()}
+            return {k: (self.redactor.text(v, pasted) if k == "text" and isinstance(v, str)
+                        else self.scrub(v, pasted)) for k, v in obj.items()}
         if isinstance(obj, list):
-            return [self.scrub(v) for v in obj]
+            return [self.scrub(v, pasted) for v in obj]
         return obj
+
+    def internal_error(self, what: str) -> str:
+        """One user-facing line for an unexpected failure: no exception class, message or
+        server path (they can name ``snapshots_dir``, the journal, a key file); the full
+        traceback goes to the bot's log under the same reference."""
+        ref = incident_ref()
+        log.error("%s failed (reference %s): %s", what, ref, self.redactor.text(_fmt_exc()))
+        return (f"the bot hit an internal error and could not finish this (reference {ref}; "
+                "the details are in the bot's log)")
 
     def _refuse(self, where: Where, text: str) -> None:
         self.post(where, r.error_reply(text))
@@ -157,8 +169,9 @@ class BotCore:
         # a cluster name comes from chat until resolved: a secret pasted there must not be
         # stored; configured names are kept, anything else only redacted
         if cluster is not None and cluster not in self.backend.clusters():
-            cluster = self.redactor.text(cluster)
-        self.store.audit(where.user, cluster, action, outcome, self.redactor.text(detail))
+            cluster = self.redactor.text(cluster, where.pasted)
+        self.store.audit(where.user, cluster, action, outcome,
+                         self.redactor.text(detail, where.pasted))
 
     def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
         """Compute a reply; past ``working_after_s`` say "still working…" first."""
@@ -189,10 +202,8 @@ class BotCore:
             reply = r.error_reply(r.esc(str(e)))
         except BotError as e:
             reply = r.error_reply(str(e))
-        except Exception as e:
-            log.error("command failed: %s", self.redactor.text(_fmt_exc()))
-            reply = r.error_reply(f"error: {type(e).__name__}: "
-                                  f"{self.redactor.text(str(e))[:300]}")
+        except Exception:
+            reply = r.error_reply(self.internal_error("command"))
         finally:
             timer.cancel()
         with lock:

@@ -26,6 +26,24 @@ def escape_controls(text: str) -> str:
         "unicode_escape").decode("ascii")), text)
 
 
+# an absolute path on the bot's host (``/srv/stordoc/snaps/x``, ``~/.config/...``): not
+# the ``/`` of a URL (``http://h:1/a/b``) nor of a word like ``read/write``
+_PATH_RE = re.compile(r"(?<![\w.:/~-])~?/(?:[^\s/`'\"<>|]+/)+[^\s/`'\"<>|,;:)]*")
+
+
+def hide_paths(text: str) -> str:
+    """``text`` with each server path cut to its last part (``…/name``): a Slack error says
+    what failed, never where the bot keeps its files (the full text goes to its log)."""
+    return _PATH_RE.sub(lambda m: "…/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
+
+
+def incident_ref() -> str:
+    """A short reference that ties a user-facing error line to its full log record."""
+    import secrets
+
+    return secrets.token_hex(4)
+
+
 class Redactor:
     """``keep``: the bot's own words that only look like secrets (the grammar's
     ``key=value`` placeholder in ``bench KIND [key=value ...]``): shown as they are."""
@@ -35,16 +53,19 @@ class Redactor:
         self.keep = tuple(sorted({k for k in keep if k and k not in self.secrets},
                                  key=len, reverse=True))
 
-    def text(self, s: str) -> str:
-        for sec in sorted(self.secrets, key=len, reverse=True):
+    def text(self, s: str, pasted: Iterable[str] = ()) -> str:
+        """``s`` without the secrets; ``pasted``: what the asker pasted that was secret
+        (``storage.audit.secrets_in``), taken out wherever it is quoted."""
+        for sec in sorted((*self.secrets, *pasted), key=len, reverse=True):
             s = s.replace(sec, REDACTED)
         s = _SLACK_TOKEN_RE.sub(REDACTED, s)
         held: dict[str, str] = {}
         for i, word in enumerate(self.keep):  # out of the patterns' sight, then back
-            if word in s:
+            if word in s:  # standing alone only: ``api_key=value42`` is an assignment
                 mark = f"\ue000{i}\ue001"
-                held[mark] = word
-                s = s.replace(word, mark)
+                s, n = re.subn(rf"(?<![\w-]){re.escape(word)}(?![\w.=/+-])", mark, s)
+                if n:
+                    held[mark] = word
         s = redact(s, self.secrets)
         for mark, word in held.items():
             s = s.replace(mark, word)

@@ -32,33 +32,109 @@ from storage.procs import pid_alive, process_gone, process_start
 
 REDACTED = "***"
 
-# key/token/password-like assignments: "key = AQB...", "password: x", "X-Auth-Token: AUTH_tk..."
+# The secret shapes (one list, every caller: the journal, mutes, the audit, the bot's
+# posts and logs, the CLI's audit and mute listings). Order matters: whole blocks and
+# headers first, so a later pattern never sees half of one.
+
+# PEM private keys, even multi-line or cut short (a text truncated before its END line)
+_PEM_RE = re.compile(
+    r"(-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)(?:.*?"
+    r"(-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)|.*\Z)", re.DOTALL)
+# Authorization / Proxy-Authorization headers: the scheme is kept, the credential goes
+_AUTH_HEADER_RE = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?)"
+    r"(\"[^\"]*\"|[^\s\"']+(?:[ \t]*,[ \t]*[^\s\"',]+)*)")
+# a bearer token standing alone (``curl ... Bearer eyJ...``): only token-shaped words
+_BEARER_RE = re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/-]{8,}=*")
+# URLs with a password: scheme://user:PASSWORD@host
+_URL_CRED_RE = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/]*(?=@)")
+# key/token/password-like assignments: "key = AQB...", "password: x", "pass=x",
+# "X-Auth-Token: AUTH_tk...", JSON's "secret_key": "..."; ``pass`` only as a word of its
+# own (``db_pass=``), never ``bypass=``
 _ASSIGN_RE = re.compile(
-    r"(?i)\b((?:[\w-]*?(?:key|secret|token|password|passwd|pwd))\s*[:=]\s*)"
+    r"(?i)(\b(?:[\w-]*?(?:key|secret|token|password|passwd|passphrase|pwd|credentials?)"
+    r"|(?:[\w-]*[_-])?pass)[\"']?\s*[:=]\s*)"
     r"(\"[^\"]*\"|'[^']*'|[^\s,;\"'}]+)")
-# Ceph keys: base64 of 40 bytes starting with AQ (cephx secrets)
+# Ceph keys: base64 of 28 bytes starting with AQ (cephx secrets)
 _CEPH_KEY_RE = re.compile(r"\bAQ[A-Za-z0-9+/]{36,}={0,2}")
-# Swift tempauth / keystone tokens
+# Swift tempauth / keystone tokens, JWTs, Slack tokens and webhook paths
 _TOKEN_RE = re.compile(r"\b(AUTH_tk[0-9a-f]{16,}|gAAAAA[\w-]{20,}"
-                       r"|x(?:ox[abposr]|app)-[A-Za-z0-9-]{6,})")  # and Slack's tokens
+                       r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*"
+                       r"|x(?:ox[abposre]|app)-[A-Za-z0-9-]{6,})"
+                       r"|(?<=hooks\.slack\.com/services/)[\w/]+")
+# AWS access key ids, and 40-character secret keys near a word that says what they are
+_AWS_ID_RE = re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)"
+                        r"[A-Z0-9]{16}\b")
+_AWS_SECRET_RE = re.compile(
+    r"(?i)((?:aws|secret|access[_ -]?key)[^\n]{0,40}?)"
+    r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 # --key VALUE / -K VALUE / --password VALUE on a command line
-_FLAG_RE = re.compile(r"(?i)(--?(?:key|password|passwd|token|secret|os-password|K)[ =])(\S+)")
+_FLAG_RE = re.compile(
+    r"(?i)(--?(?:key|password|passwd|pass|passphrase|token|secret|os-password|"
+    r"os-token|auth-token|K)[ =])(\S+)")
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Remove secrets from free text: known secret values first, then secret-shaped text."""
+def _cut(m: re.Match[str], found: list[str] | None, keep_head: bool = True,
+         quoted: bool = False) -> str:
+    """The match with its secret part as ``***``: group 1 (the name, the header, the
+    BEGIN line) kept when ``keep_head``; a PEM's END line (group 2) kept; a quoted value
+    keeps its quotes (JSON text stays JSON). The part removed goes to ``found``."""
+    whole = m.group(0)
+    head = m.group(1) if keep_head else ""
+    tail = ""
+    if m.re is _PEM_RE:
+        tail = m.group(2) or ""
+    secret = whole[len(head):len(whole) - len(tail)]
+    q = ""
+    if quoted and secret[:1] in ("'", '"') and secret[-1:] == secret[:1] and len(secret) > 1:
+        q, secret = secret[0], secret[1:-1]
+    if found is not None and secret.strip():
+        found.append(secret.strip())
+    return f"{head}{q}{REDACTED}{q}{tail}"
+
+
+# (pattern, its group 1 is a name to keep, its value may be quoted), in this order
+_RULES: tuple[tuple[re.Pattern[str], bool, bool], ...] = (
+    (_PEM_RE, True, False), (_AUTH_HEADER_RE, True, True), (_BEARER_RE, True, False),
+    (_URL_CRED_RE, True, False), (_CEPH_KEY_RE, False, False), (_TOKEN_RE, False, False),
+    (_AWS_ID_RE, False, False), (_AWS_SECRET_RE, True, False), (_ASSIGN_RE, True, True),
+    (_FLAG_RE, True, False))
+
+
+def _scrub(text: str, secrets: Iterable[str], found: list[str] | None) -> str:
     if not text:
         return text
     for s in sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True):
         text = text.replace(s, REDACTED)
-    text = _CEPH_KEY_RE.sub(REDACTED, text)
-    text = _TOKEN_RE.sub(REDACTED, text)
-    text = _ASSIGN_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _FLAG_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    for rx, head, quoted in _RULES:
+        text = rx.sub(lambda m, h=head, q=quoted: _cut(m, found, h, q), text)  # type: ignore[misc]
     return text
 
 
-_SECRET_KEY_RE = re.compile(r"(?i)(key|secret|token|password|passwd)$")
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove secrets from free text: known secret values first, then secret-shaped text
+    (the shapes above). Ordinary words are left alone: ``passive``, ``tokens 5``,
+    ``keyring /etc/ceph/ceph.keyring``, ``osd.1``, pool names."""
+    return _scrub(text, secrets, None)
+
+
+def secrets_in(text: str) -> tuple[str, ...]:
+    """The secret values ``redact`` would take out of ``text``: what a person pasted, to be
+    taken out of anything said back to them even when it is quoted without its shape (a
+    refusal that quotes one word of ``Authorization: Bearer TOKEN``). Values shorter than
+    4 characters are left out (replacing them everywhere would garble the answer)."""
+    found: list[str] = []
+    _scrub(text, (), found)
+    words = [w for v in found for w in v.split()]  # a key's lines, quoted one by one
+    return tuple(dict.fromkeys(v for v in (*found, *words) if len(v) >= 4))
+
+
+# a mapping key that names a secret: its (string) value goes whatever it looks like
+_SECRET_KEY_RE = re.compile(
+    r"(?i)(?:key|secret|token|password|passwd|passphrase|pwd|credentials?|authorization)$"
+    r"|(?:^|[_-])pass$")
+_NOT_SECRET_KEYS = frozenset({"disk_key"})  # our own evidence: host:device, not a key
 
 
 def redact_obj(obj: Any, secrets: Iterable[str] = ()) -> Any:
@@ -67,10 +143,11 @@ def redact_obj(obj: Any, secrets: Iterable[str] = ()) -> Any:
     if isinstance(obj, Mapping):
         out: dict[str, Any] = {}
         for k, v in obj.items():
-            if isinstance(k, str) and _SECRET_KEY_RE.search(k) and isinstance(v, str) and v:
+            if isinstance(k, str) and _SECRET_KEY_RE.search(k) and \
+                    k not in _NOT_SECRET_KEYS and isinstance(v, str) and v:
                 out[str(k)] = REDACTED
             else:
-                out[str(k)] = redact_obj(v, sec)
+                out[redact(str(k), sec)] = redact_obj(v, sec)
         return out
     if isinstance(obj, (list, tuple)):
         return [redact_obj(v, sec) for v in obj]
@@ -160,11 +237,14 @@ class AuditRun:
 
     @classmethod
     def from_row(cls, r: Mapping[str, Any]) -> AuditRun:
-        return cls(int(r["id"]), str(r["cluster"]), str(r["runbook"]), str(r["target"]),
-                   str(r["user"] or ""), str(r["source"] or ""), str(r["confirmed_by"] or ""),
-                   _json_obj(r["plan"]), float(r["started_at"]),
+        # scrubbed as read too: a row an older version stored raw is never shown raw
+        return cls(int(r["id"]), str(r["cluster"]), str(r["runbook"]),
+                   redact(str(r["target"])), str(r["user"] or ""), str(r["source"] or ""),
+                   str(r["confirmed_by"] or ""), redact_obj(_json_obj(r["plan"])),
+                   float(r["started_at"]),
                    None if r["finished_at"] is None else float(r["finished_at"]),
-                   str(r["outcome"] or ""), str(r["message"] or ""), _json_obj(r["verify"]),
+                   str(r["outcome"] or ""), redact(str(r["message"] or "")),
+                   redact_obj(_json_obj(r["verify"])),
                    None if r.get("pid") is None else int(r["pid"]), r.get("host"))
 
 
@@ -187,10 +267,11 @@ class AuditStep:
 
     @classmethod
     def from_row(cls, r: Mapping[str, Any]) -> AuditStep:
-        return cls(int(r["id"]), int(r["run_id"]), int(r["idx"]), str(r["title"] or ""),
-                   str(r["host"] or ""), str(r["command"] or ""),
-                   None if r["rc"] is None else int(r["rc"]), str(r["stdout"] or ""),
-                   str(r["stderr"] or ""), float(r["duration_s"] or 0.0),
+        return cls(int(r["id"]), int(r["run_id"]), int(r["idx"]),
+                   redact(str(r["title"] or "")), str(r["host"] or ""),
+                   redact(str(r["command"] or "")),
+                   None if r["rc"] is None else int(r["rc"]), redact(str(r["stdout"] or "")),
+                   redact(str(r["stderr"] or "")), float(r["duration_s"] or 0.0),
                    str(r["status"] or ""), float(r["at"] or 0.0))
 
 
@@ -267,8 +348,8 @@ class Audit:
         whose holder is gone from this host is taken over (``takeovers``): the row is
         deleted only as it was read (a live process that took it meanwhile keeps it)."""
         me = pid if pid is not None else os.getpid()
-        row = {"cluster": cluster, "target": target, "owner": owner, "purpose": purpose,
-               "pid": me, "host": self.hostname, "since": time.time(),
+        row = {"cluster": cluster, "target": target, "owner": owner,
+               "purpose": redact(purpose, self.secrets), "pid": me, "host": self.hostname, "since": time.time(),
                "pid_start": process_start(me)}
         for _ in range(3):
             with self.journal.lock:
@@ -319,7 +400,8 @@ class Audit:
                   plan: Mapping[str, Any], confirmed_by: str | None = None) -> int:
         with self.journal.lock:
             return _pk(self.db.table("runbook_runs").insert({
-                "cluster": cluster, "runbook": runbook, "target": target, "user": user,
+                "cluster": cluster, "runbook": runbook, "target": self._r(target),
+                "user": user,
                 "source": source, "confirmed_by": confirmed_by or user,
                 "plan": json.dumps(redact_obj(dict(plan), self.secrets), default=str),
                 "started_at": time.time(), "finished_at": None, "outcome": "running",
@@ -330,7 +412,8 @@ class Audit:
                     status: str) -> int:
         with self.journal.lock:
             return _pk(self.db.table("runbook_steps").insert({
-                "run_id": run_id, "idx": index, "title": self._r(title), "host": where,
+                "run_id": run_id, "idx": index, "title": self._r(title),
+                "host": self._r(where),
                 "command": self._r(command), "rc": rc, "stdout": self._r(stdout)[-20000:],
                 "stderr": self._r(stderr)[-20000:], "duration_s": duration_s,
                 "status": status, "at": time.time()}))
@@ -378,9 +461,11 @@ class Audit:
             undo_args: Mapping[str, Any], undo_command: str) -> int:
         with self.journal.lock:
             return _pk(self.db.table("runbook_owned").insert({
-                "run_id": run_id, "cluster": cluster, "step_idx": step_idx, "what": what,
-                "undo_prefix": undo_prefix, "undo_args": json.dumps(dict(undo_args)),
-                "undo_command": undo_command, "state": "held", "at": time.time()}))
+                "run_id": run_id, "cluster": cluster, "step_idx": step_idx,
+                "what": self._r(what), "undo_prefix": undo_prefix,
+                # the arguments are run again by the undo (a flag's name): kept as they are
+                "undo_args": json.dumps(dict(undo_args)),
+                "undo_command": self._r(undo_command), "state": "held", "at": time.time()}))
 
     def set_owned(self, run_id: int, step_idx: int, state: str) -> None:
         """``undone`` (the run's cleanup ran), ``not_made`` (the step failed), ``left``."""

@@ -11,10 +11,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from storage.audit import redact_obj
 from storage.journal import Journal
 
 _JSON_COLS = ("params", "fingerprint_fields", "state", "error_kinds", "series", "extra",
               "notes")
+_SCRUBBED = ("params", "state", "error_kinds", "extra", "notes")  # not the series
 _COLS: dict[str, type] = {
     "id": int, "group_id": str, "rep": int, "cluster": str, "kind": str, "engine": str,
     "workload": str, "fingerprint": str, "started_at": float, "duration_s": float,
@@ -44,7 +46,9 @@ class BenchStore:
             pk=("cluster", "name"), if_not_exists=True)
 
     def save(self, row: Mapping[str, Any]) -> int:
-        rec = {k: (json.dumps(v, default=str) if k in _JSON_COLS else v)
+        # what a person typed (options, notes) or a tool printed (errors) goes in scrubbed
+        rec = {k: (json.dumps(redact_obj(v) if k in _SCRUBBED else v, default=str)
+                   if k in _JSON_COLS else v)
                for k, v in row.items() if k in _COLS and k != "id"}
         with self.journal.lock, self.db.atomic():
             return int(self.db.table("bench_runs").insert(rec).last_pk or 0)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from storage.audit import redact
 from storage.journal import Journal
 from storage.model import HeldChange
 
@@ -66,7 +67,7 @@ def record(journal: Journal, cluster: str, kind: str, key: str, deadline: float,
     row = {"cluster": cluster, "kind": kind, "key": key,
            "entities": json.dumps(list(entities)), "before": before, "after": after,
            "deadline": deadline, "by": by, "created_at": now, "run_id": run_id,
-           "state": "pending", "reason": reason, "note": "", "ended_at": None,
+           "state": "pending", "reason": redact(reason), "note": "", "ended_at": None,
            "ended_by": None}
     with journal.lock, journal.db.atomic():
         pk = journal.db.table(TABLE).insert(row).last_pk
@@ -80,7 +81,7 @@ def mark(journal: Journal, change_id: int, state: str, note: str = "", by: str =
     _ensure(journal)
     upd: dict[str, Any] = {"state": state}
     if note:
-        upd["note"] = note
+        upd["note"] = redact(note)
     if state not in OPEN_STATES:
         upd["ended_at"] = now
         upd["ended_by"] = by

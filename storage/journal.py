@@ -216,18 +216,21 @@ class Journal:
                          exit_code: int, worst: str | None,
                          findings: Iterable[Mapping[str, Any]], source: str = "cli",
                          host_facts: bool = True) -> int:
-        rows = list(findings)
+        from storage.audit import redact, redact_obj  # (storage.audit imports this module)
+
+        # scrubbed before the write lock is taken: a host's output can quote a secret
+        rows = [{"cluster": cluster, "code": f["code"], "severity": f["severity"],
+                 "entity": f["entity"], "message": redact(f["message"]),
+                 "evidence": json.dumps(redact_obj(json.loads(json.dumps(
+                     f.get("evidence") or {}, default=str)))),
+                 "runbook": f.get("runbook"), "target": f.get("target"),
+                 "since": f.get("since")} for f in findings]
         with self._lock, self.db.atomic():
             run_id = self.db.table("check_runs").insert(
                 {"cluster": cluster, "started_at": started_at, "duration_s": duration_s,
                  "exit_code": exit_code, "worst": worst or "ok", "n_findings": len(rows),
                  "source": source, "host_facts": int(host_facts)}).last_pk
-            self.db.table("findings").insert_all(
-                {"run_id": run_id, "cluster": cluster, "code": f["code"],
-                 "severity": f["severity"], "entity": f["entity"], "message": f["message"],
-                 "evidence": json.dumps(f.get("evidence") or {}, default=str),
-                 "runbook": f.get("runbook"), "target": f.get("target"),
-                 "since": f.get("since")} for f in rows)
+            self.db.table("findings").insert_all({"run_id": run_id, **r} for r in rows)
         assert run_id is not None
         return int(run_id)
 

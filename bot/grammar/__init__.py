@@ -61,6 +61,7 @@ from bot.grammar.words import (
     RUNBOOK_TARGETS,
     SNAPSHOT_RE,
     GrammarError,
+    clip_words,
     parse_entity,
     parse_osd,
     parse_target,
@@ -240,7 +241,7 @@ def _mute(verb: str, rest: Sequence[str], cluster: str | None) -> Command:
         words = words[1:]
     if not words:
         raise GrammarError("`mute` needs a reason after the duration (kept in the audit)")
-    return Mute(code, entity, for_s, " ".join(words)[:300], cluster)
+    return Mute(code, entity, for_s, clip_words(words, 300), cluster)
 
 
 def _maintenance(rest: Sequence[str], cluster: str | None) -> Maintenance:
@@ -288,7 +289,7 @@ def _parse_silence(rest: Sequence[str], cluster: str | None) -> Silence:
             dur = parse_duration(words.pop(0)[4:], SILENCE_MIN_S, SILENCE_MAX_S)
         except ValueError as e:
             raise GrammarError(f"silence for=: {e}") from None
-    reason = " ".join(words)[:200]
+    reason = clip_words(words, 200)
     return Silence(rest[0], dur, reason, cluster)
 
 

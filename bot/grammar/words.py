@@ -9,7 +9,7 @@ with a suggestion instead of a guess. The parser (``bot.grammar``) and the bench
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 MAX_TEXT = 500  # longer text is refused outright: no command needs more
 
@@ -56,9 +56,26 @@ def suggest(word: str, choices: Iterable[str]) -> str:
 
 def show(tok: str) -> str:
     """User text for a refusal, shown inside `code`: clipped, and a backtick (which would
-    end the code span and break Slack's formatting) shown as a look-alike ``ˋ``."""
+    end the code span and break Slack's formatting) shown as a look-alike ``ˋ``. Secrets
+    go before the clip (a clipped key no longer looks like one)."""
+    from storage.audit import redact
+
+    tok = redact(tok)
     tok = tok if len(tok) <= 40 else tok[:37] + "..."
     return tok.replace("`", "\u02cb")
+
+
+def clip_words(words: Sequence[str], limit: int) -> str:
+    """``words`` joined by spaces, whole words only up to ``limit`` characters (a free
+    text such as a mute reason): a word is never cut in two, so a secret in it keeps the
+    shape the redactor knows (a word longer than the limit alone is cut)."""
+    out = ""
+    for w in words:
+        nxt = f"{out} {w}" if out else w
+        if len(nxt) > limit:
+            return out or w[:limit]
+        out = nxt
+    return out
 
 
 def tokenize(text: str) -> list[str]:
