@@ -22,6 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from storage.private import create_private, make_dirs, tighten
+from storage.rowcap import MAX_ENTITY, MAX_MESSAGE, bounded_json, cap_text
 
 
 class ImmediateDatabase(sqlite_utils.Database):
@@ -209,8 +210,9 @@ class Journal:
                  "source": source, "host_facts": int(host_facts)}).last_pk
             self.db.table("findings").insert_all(
                 {"run_id": run_id, "cluster": cluster, "code": f["code"],
-                 "severity": f["severity"], "entity": f["entity"], "message": f["message"],
-                 "evidence": json.dumps(f.get("evidence") or {}, default=str),
+                 "severity": f["severity"], "entity": cap_text(f["entity"], MAX_ENTITY),
+                 "message": cap_text(f["message"], MAX_MESSAGE),
+                 "evidence": bounded_json(f.get("evidence")),  # storage.rowcap
                  "runbook": f.get("runbook"), "target": f.get("target"),
                  "since": f.get("since")} for f in rows)
         assert run_id is not None
