@@ -5,12 +5,13 @@ SSH's facts for the hosts in question), a host whose node_exporter stopped repor
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.hostfacts.prom import NO_KMSG
-from storage.model import ClusterSnapshot, PromStatus, StaleHost
+from storage.model import ClusterSnapshot, PromProblem, PromStatus, StaleHost
 
 CODES = (
     CodeInfo("PROMETHEUS_UNREACHABLE", Severity.WARN,
@@ -18,7 +19,9 @@ CODES = (
              "slow): the hosts in question were looked at over SSH, the others are unknown."),
     CodeInfo("PROMETHEUS_BAD_ANSWER", Severity.WARN,
              "Prometheus answered a query with an HTTP error, garbage, status error or an "
-             "oversized body: that fact family is unknown for every host."),
+             "oversized body: that fact family is unknown for every host; or some samples "
+             "held values it does not send (NaN, +Inf, a string, a flag of 7...): those "
+             "are left out and their hosts looked at over SSH."),
     CodeInfo("HOST_FACTS_STALE", Severity.WARN,
              "A host's node_exporter stopped reporting (up == 0, no series, or its last "
              "sample is older than stale_s): its facts are SSH's or unknown, never healthy."),
@@ -34,11 +37,14 @@ CODES = (
              "configured host: named, not guessed."),
 )
 SHOWN = 10
+SAMPLE = 20  # names kept in a finding's evidence: the journal keeps every run's findings
 
 
 def _at(ts: float | None) -> str:
     if ts is None:
         return "never"
+    if not math.isfinite(ts) or not 0 <= ts < 1e10:
+        return f"an odd time ({ts!r})"
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts))
 
 
@@ -66,6 +72,25 @@ def _stale(st: StaleHost, job: str) -> Finding:
                               f"(systemctl status prometheus-node-exporter) and its port "
                               "reachable from Prometheus (Status > Targets)?"},
                    since=st.last_seen)
+
+
+def _odd(ps: PromStatus, p: PromProblem, sshd: set[str]) -> Finding:
+    """Samples of values Prometheus does not send: the rest of the answer was used, the
+    hosts they were of looked at over SSH."""
+    looked = [h for h in p.hosts if h in sshd]
+    not_looked = [h for h in p.hosts if h not in sshd]
+    tail = (f"; over SSH instead: {_hosts(looked)}" if looked else "") + (
+        f"; not looked at over SSH (ssh_max_hosts): {_hosts(not_looked)}"
+        if not_looked else "")
+    metric = p.query.removeprefix("timestamp(").split("{")[0]
+    return Finding("PROMETHEUS_BAD_ANSWER", Severity.WARN, f"prometheus {p.url} {metric}",
+                   f"Prometheus {p.url} answered badly `{p.query}`: {p.reason}{tail}",
+                   {"url": p.url, "query": p.query, "reason": p.reason,
+                    "samples": p.samples, "hosts": list(p.hosts[:SAMPLE]),
+                    "hosts_count": len(p.hosts), "ssh_hosts": looked[:SAMPLE],
+                    "manual": f"ask it by hand: curl -sG {p.url}/api/v1/query "
+                              f"--data-urlencode 'query={p.query}' and look for the "
+                              "series' values; its exporters' /metrics say what they send"})
 
 
 def _kernel_log(ps: PromStatus) -> list[Finding]:
@@ -100,8 +125,12 @@ def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
     if ps is None:
         return []
     out: list[Finding] = []
-    down = any(p.query.startswith("up{") for p in ps.problems)
+    down = any(p.query.startswith("up{") and not p.samples for p in ps.problems)
+    sshd = {h.split(" (", 1)[0] for h in ps.ssh_hosts}
     for p in ps.problems:
+        if p.samples:
+            out.append(_odd(ps, p, sshd))
+            continue
         ev: dict[str, object] = {
             "url": p.url, "query": p.query, "reason": p.reason,
             "manual": f"ask it by hand: curl -sG {p.url}/api/v1/query --data-urlencode "
@@ -127,8 +156,15 @@ def prometheus_facts(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
         out.extend(_stale(st, ps.job) for st in ps.stale)
     out.extend(_kernel_log(ps))
     if ps.unmatched:
+        # counts and a sample, never every name: a Prometheus scraping 200,000 other
+        # instances made this one journal row 8.6 MB
+        n = max(ps.unmatched_count, len(ps.unmatched))
+        more = f" and {n - SHOWN} more" if n > SHOWN else ""
         out.append(Finding(
             "PROMETHEUS_UNMATCHED", Severity.INFO, f"prometheus {ps.url} job {ps.job}",
-            f"{len(ps.unmatched)} {ps.job} instance(s) match no configured host: "
-            f"{_hosts(ps.unmatched)}", {"instances": list(ps.unmatched)}))
+            f"{n} {ps.job} instance(s) match no configured host: "
+            f"{', '.join(ps.unmatched[:SHOWN])}{more}",
+            {"count": n, "job": ps.job, "by_port": dict(ps.unmatched_ports),
+             "instances": list(ps.unmatched[:SAMPLE]),
+             "instances_shown": min(n, SAMPLE, len(ps.unmatched))}))
     return out

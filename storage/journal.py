@@ -23,6 +23,7 @@ from typing import Any
 import sqlite_utils
 
 from storage.private import create_private, make_dirs, tighten
+from storage.rowcap import MAX_ENTITY, MAX_MESSAGE, bounded_json, cap_text
 
 
 class ImmediateDatabase(sqlite_utils.Database):
@@ -219,9 +220,11 @@ class Journal:
         from storage.audit import redact, redact_obj  # (storage.audit imports this module)
 
         # scrubbed before the write lock is taken: a host's output can quote a secret
+        # then bounded (storage.rowcap): counts and a sample, never every series
         rows = [{"cluster": cluster, "code": f["code"], "severity": f["severity"],
-                 "entity": f["entity"], "message": redact(f["message"]),
-                 "evidence": json.dumps(redact_obj(json.loads(json.dumps(
+                 "entity": cap_text(f["entity"], MAX_ENTITY),
+                 "message": cap_text(redact(f["message"]), MAX_MESSAGE),
+                 "evidence": bounded_json(redact_obj(json.loads(json.dumps(
                      f.get("evidence") or {}, default=str)))),
                  "runbook": f.get("runbook"), "target": f.get("target"),
                  "since": f.get("since")} for f in findings]

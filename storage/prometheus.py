@@ -32,11 +32,15 @@ class PromError(Exception):
 
 @dataclass(frozen=True)
 class Sample:
-    """One series of an instant vector: its labels, value and evaluation time."""
+    """One series of an instant vector: its labels, value and evaluation time. ``odd``:
+    why the sample is not one Prometheus sends (its value missing, not a number's string,
+    a label that is not a string...; ``value`` is then NaN): its series is known, its
+    value is not."""
 
     labels: dict[str, str]
     value: float
     ts: float
+    odd: str = ""
 
 
 def check_url(url: str) -> str:
@@ -155,20 +159,39 @@ class PromClient:
 
 
 def _sample(item: Any, url: str, expr: str) -> Sample:
-    try:
-        metric, (ts, val) = item["metric"], item["value"]
-        labels = {str(k): str(v) for k, v in metric.items()} \
-            if isinstance(metric, dict) else None
-        if labels is None or not isinstance(val, str):
-            raise TypeError
-        v = float(val)  # "NaN", "+Inf" are Prometheus's own spellings
-        t = float(ts)
-        if not math.isfinite(t):
-            raise ValueError
-    except (KeyError, TypeError, ValueError):
+    """One result of the vector. Without a label set it cannot be told whose it is: the
+    whole answer is bad (PromError); with one, a value of another shape makes that one
+    sample ``odd`` (its host is the one in question, not every host)."""
+    metric = item.get("metric") if isinstance(item, dict) else None
+    if not isinstance(metric, dict):
         raise PromError("bad_answer", url, f"{expr}: a sample of another shape: "
-                        f"{str(item)[:120]}") from None
-    return Sample(labels, v, t)
+                        f"{str(item)[:120]}")
+    labels = {str(k): v if isinstance(v, str) else str(v) for k, v in metric.items()}
+    odd = "" if all(isinstance(v, str) for v in metric.values()) else \
+        "a label value that is not a string"
+    val = item.get("value")
+    v = t = math.nan
+    if not (isinstance(val, list) and len(val) == 2):
+        odd = odd or f"value {_brief(val)} is not a [time, \"number\"] pair"
+    else:
+        ts, text = val
+        if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
+            odd = odd or f"sample time {_brief(ts)}"
+        else:
+            t = float(ts)
+        if not isinstance(text, str):
+            odd = odd or f"value {_brief(text)} is not a string"
+        else:
+            try:
+                v = float(text)  # "NaN", "+Inf" are Prometheus's own spellings
+            except ValueError:
+                odd = odd or f"value {_brief(text)} is not a number"
+    return Sample(labels, v if not odd else math.nan, t, odd)
+
+
+def _brief(x: Any) -> str:
+    text = json.dumps(x, default=str)[:40] if not isinstance(x, str) else repr(x[:40])
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _error_of(body: bytes) -> str | None:

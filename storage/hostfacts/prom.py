@@ -40,9 +40,11 @@ is left out of the snapshot (unknown, never healthy) and said by ``checks.promet
 
 from __future__ import annotations
 
+import math
 import os
 import string
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -170,11 +172,71 @@ class HostIndex:
 
 @dataclass
 class Answers:
-    """Each family's samples (None: its query failed) and the failures."""
+    """Each family's samples (None: its query failed) and the failures; ``odd``: each
+    family's samples of a value Prometheus does not send (``odd_value``), kept out of
+    ``families``; ``exprs``: each family's query."""
 
     families: dict[str, list[Sample] | None]
     problems: list[PromProblem]
     now: float  # the server's evaluation time of ``up``
+    odd: dict[str, list[Sample]] = field(default_factory=dict)
+    exprs: dict[str, str] = field(default_factory=dict)
+
+
+# what each family's values may be: 0/1 flags, info and state series (1), a time in
+# epoch seconds, a byte size, a count; anything else (NaN, +Inf, -1, 7 for a flag, a time
+# in the year 3000, a value that is not a number) is not a value node_exporter exports
+FLAG, ONE, TIME, BYTES, COUNT = "flag", "one", "time", "bytes", "count"
+VALUE_KIND: dict[str, str] = {
+    "up": FLAG, "up_ts": TIME, "uname": ONE, "fs_ro": FLAG, "fs_err": FLAG,
+    "fs_size": BYTES, "fs_avail": BYTES, "units": ONE, "kmsg_lines": ONE,
+    "stordoc_kmsg_readable": FLAG, "stordoc_kmsg_time": TIME, "stordoc_kmsg_errors": COUNT}
+MAX_TIME = 1e10  # 2286-11-20: no later time is a sample's or a textfile's
+MAX_BYTES = float(1 << 62)
+
+
+def _shown(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    return f"{v:g}"
+
+
+def odd_value(family: str, s: Sample) -> str:
+    """Why a sample of ``family`` holds no value node_exporter (or Prometheus's
+    ``timestamp()``) sends, or "" when it is a fine one."""
+    if s.odd:
+        return s.odd
+    v = s.value
+    kind = VALUE_KIND.get(s.labels.get("__name__", "") if family == "kmsg" else family)
+    if kind is None:
+        return ""
+    if not math.isfinite(v):
+        return f"value {_shown(v)}"
+    if kind == FLAG and v not in (0.0, 1.0):
+        return f"value {_shown(v)} (0 or 1 expected)"
+    if kind == ONE and v != 1.0:
+        return f"value {_shown(v)} (1 expected)"
+    if kind == TIME and not 0 <= v <= MAX_TIME:
+        return f"value {_shown(v)} (a time in epoch seconds expected)"
+    if kind in (BYTES, COUNT) and not 0 <= v < MAX_BYTES:
+        return f"value {_shown(v)} (a size or count expected)"
+    if kind == COUNT and not v.is_integer():
+        return f"value {_shown(v)} (a whole count expected)"
+    return ""
+
+
+def screen(answers: Answers) -> Answers:
+    """The answers with each family's odd samples moved to ``odd`` (in place)."""
+    for k, samples in answers.families.items():
+        if not samples:
+            continue
+        bad = [s for s in samples if odd_value(k, s)]
+        if bad:
+            answers.odd[k] = answers.odd.get(k, []) + bad
+            answers.families[k] = [s for s in samples if not odd_value(k, s)]
+    return answers
 
 
 def _re2_literal(text: str) -> str:
@@ -219,8 +281,12 @@ def ask(client: PromClient, job: str, mounts: str = ".*") -> Answers:
     try:
         fam["up"] = _query(client, exprs["up"])
     except PromError as e:
-        return Answers(fam, [PromProblem(e.kind, e.url, exprs["up"], e.reason)], time.time())
-    now = max((s.ts for s in fam["up"] or ()), default=time.time())
+        return Answers(fam, [PromProblem(e.kind, e.url, exprs["up"], e.reason)], time.time(),
+                       exprs=exprs)
+    # the evaluation time every sample of an instant vector carries (the most common one:
+    # a sample of an odd time does not move it)
+    times = Counter(s.ts for s in fam["up"] or () if not s.odd)
+    now = times.most_common(1)[0][0] if times else time.time()
     problems: list[PromProblem] = []
     rest = [k for k in QUERIES if k != "up"]
     with ThreadPoolExecutor(max_workers=len(rest)) as pool:
@@ -230,7 +296,7 @@ def ask(client: PromClient, job: str, mounts: str = ".*") -> Answers:
                 fam[k] = fut.result()
             except PromError as e:
                 problems.append(PromProblem(e.kind, e.url, exprs[k], e.reason))
-    return Answers(fam, problems, now)
+    return screen(Answers(fam, problems, now, exprs=exprs))
 
 
 def _query(client: PromClient, expr: str, at: float | None = None) -> list[Sample]:
@@ -267,6 +333,9 @@ class HostSeries:
     # the kernel-log textfile: readable / time / errors, and its lines by section
     kmsg: dict[str, float] = field(default_factory=dict)
     kmsg_lines: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    # samples of values Prometheus does not send: "up: value NaN" (left out: a host
+    # Prometheus cannot vouch for, looked at over SSH)
+    odd: dict[str, str] = field(default_factory=dict)
 
 
 def _norm(p: str) -> str:
@@ -280,11 +349,12 @@ def _num(v: float) -> int | None:
     return int(v) if v == v and abs(v) < 1 << 62 else None  # NaN, inf: unknown
 
 
-def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], list[str]]:
-    """The answers by configured host; the instances that match none (with nodename)."""
+def group(answers: Answers, index: HostIndex
+          ) -> tuple[dict[str, HostSeries], dict[str, str]]:
+    """The answers by configured host; the instances that match none (-> nodename)."""
     fam = answers.families
     nodename: dict[str, str] = {}
-    for s in fam["uname"] or ():
+    for s in [*(fam["uname"] or ()), *answers.odd.get("uname", ())]:
         inst = s.labels.get("instance", "")
         nodename[inst] = s.labels.get("nodename", "")
     by_host: dict[str, HostSeries] = {}
@@ -356,8 +426,23 @@ def group(answers: Answers, index: HostIndex) -> tuple[dict[str, HostSeries], li
         sec, n = s.labels.get("section", ""), s.labels.get("n", "")
         if hs is not None and sec in ("kmsg", "xfslog") and n.isascii() and n.isdigit():
             hs.kmsg_lines.setdefault(sec, []).append((int(n), s.labels.get("line", "")))
-    shown = [f"{i} (nodename {n})" if n else i for i, n in sorted(unmatched.items())]
-    return by_host, shown
+    for k, odd in answers.odd.items():
+        for s in odd:
+            hs = host_of(s)
+            if hs is not None:
+                hs.odd.setdefault(k, odd_value(k, s))
+    return by_host, unmatched
+
+
+def unmatched_summary(unmatched: Mapping[str, str], shown: int = UNMATCHED_SHOWN
+                      ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """The first ``shown`` unmatched instances (sorted, with their nodename) and their
+    number per port ("none": no port), most first: what PROMETHEUS_UNMATCHED keeps of a
+    Prometheus that scrapes 200,000 other instances, not every name."""
+    names = sorted(unmatched)[:shown]
+    sample = tuple(f"{i} (nodename {unmatched[i]})" if unmatched[i] else i for i in names)
+    ports = Counter(str(split_instance(i)[1] or "none") for i in unmatched)
+    return sample, tuple(sorted(ports.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def staleness(hs: HostSeries | None, now: float, stale_s: float) -> str | None:
@@ -576,6 +661,23 @@ def per_host(target: ClusterTarget, ceph: CephState | None, swift: SwiftState | 
     return out
 
 
+def _odd_words(hs: HostSeries) -> str:
+    return "Prometheus sent values it does not send: " + "; ".join(
+        f"{k} {why}" for k, why in sorted(hs.odd.items()))
+
+
+def _odd_problem(url: str, expr: str, family: str, samples: Sequence[Sample],
+                 by_host: Mapping[str, HostSeries]) -> PromProblem:
+    """One family's odd samples as one bad answer, naming the hosts they were of."""
+    eg = "; ".join(f"{s.labels.get('instance', '(no instance label)')[:60]}: "
+                   f"{odd_value(family, s)}" for s in samples[:3])
+    more = f" and {len(samples) - 3} more" if len(samples) > 3 else ""
+    who = tuple(sorted(n for n, hs in by_host.items() if family in hs.odd))
+    return PromProblem("bad_answer", url, expr,
+                       f"{len(samples)} sample(s) of a value it does not send, left out: "
+                       f"{eg}{more}", samples=len(samples), hosts=who)
+
+
 SshCollect = Callable[[ClusterTarget, CephState | None, SwiftState | None],
                       Mapping[str, HostFacts]]
 
@@ -597,7 +699,7 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
                       mount_regex(target))
     index = HostIndex.of(target.hosts)
     by_host, unmatched = group(answers, index) if answers.families["up"] is not None \
-        else ({}, [])
+        else ({}, {})
     fs_known = answers.families["fs_ro"] is not None
     units_known = answers.families["units"] is not None
     kmsg_known = answers.families["kmsg"] is not None
@@ -612,6 +714,10 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
     split = per_host(target, ceph, swift)
     for h in target.hosts:
         hs = by_host.get(h.name)
+        if hs is not None and ("up" in hs.odd or "up_ts" in hs.odd):
+            # neither fresh nor stale: Prometheus cannot vouch for it, SSH looks
+            problems[h.name] = _odd_words(hs)
+            continue
         why = staleness(hs, answers.now, pt.stale_s) if answers.families["up"] is not None \
             else "Prometheus did not answer"
         if why is not None:
@@ -627,6 +733,8 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
         facts, probs = facts_from_series(plan, hs, fs_known, units_known, now_wall, fsid,
                                          up_osds, klog)
         hosts[h.name] = facts
+        if hs.odd:
+            probs.append(_odd_words(hs))
         if probs:
             problems[h.name] = "; ".join(probs)
     # the second pass: SSH for the hosts in question, the named first
@@ -663,9 +771,13 @@ def collect_via_prometheus(target: ClusterTarget, ceph: CephState | None,
     # failed: PROMETHEUS_BAD_ANSWER says it once for all)
     klog_unknown = tuple(f"{n} ({klogs[n].why})" for n in sorted(from_prom)
                          if n in klogs and not klogs[n].known)
+    shown_unmatched, ports = unmatched_summary(unmatched)
+    odd = [_odd_problem(pt.url, answers.exprs.get(k, k), k, samples, by_host)
+           for k, samples in answers.odd.items() if samples]
     status = PromStatus(
-        url=pt.url, job=pt.job, problems=tuple(answers.problems),
-        stale=tuple(stale[n] for n in sorted(stale)), unmatched=tuple(unmatched),
+        url=pt.url, job=pt.job, problems=(*answers.problems, *odd),
+        stale=tuple(stale[n] for n in sorted(stale)), unmatched=shown_unmatched,
+        unmatched_count=len(unmatched), unmatched_ports=ports,
         from_prometheus=tuple(sorted(from_prom)),
         ssh_hosts=tuple(said), unknown=unknown, kernel_log_unknown=klog_unknown,
         duration_s=time.monotonic() - t0)

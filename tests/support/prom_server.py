@@ -80,6 +80,9 @@ GARBAGE, HTTP500, STATUS_ERROR, TRICKLE, HUGE, HUGE_DECLARED, NOT_VECTOR = (
     "garbage", "http500", "status-error", "trickle", "huge", "huge-declared", "not-vector")
 
 
+MISSING = object()  # FakeProm.raw: a sample with no "value" field
+
+
 def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", r"\1", s)
 
@@ -91,6 +94,9 @@ class FakeProm:
         self.job = job
         self.clock = clock  # the server's evaluation time (a replay: the snapshot's)
         self.bad: dict[str, str] = {}
+        # a sample's "value" field sent as given instead of [time, "number"]: (metric or
+        # "timestamp(up)", instance) -> any JSON value, MISSING (no "value" field)
+        self.raw: dict[tuple[str, str], Any] = {}
         self.queries: list[str] = []
         self.trickle_gap_s = 0.2
         self._cache: dict[str, bytes] = {}
@@ -125,7 +131,14 @@ class FakeProm:
                 return
             if keep({"__name__": name, **labels}):
                 lab = dict(labels) if ts_of or eq1 == " == 1" else {"__name__": name, **labels}
-                out.append({"metric": lab, "value": [now, _fmt(value)]})
+                item: dict[str, Any] = {"metric": lab, "value": [now, _fmt(value)]}
+                key = (f"timestamp({name})" if ts_of else name, labels.get("instance", ""))
+                if key in self.raw:
+                    if self.raw[key] is MISSING:
+                        del item["value"]
+                    else:
+                        item["value"] = self.raw[key]
+                out.append(item)
 
         for n in self.nodes:
             common = {**base, "instance": n.instance}

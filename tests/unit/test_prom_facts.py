@@ -34,6 +34,7 @@ from tests.support.prom_server import (
     HTTP500,
     HUGE,
     HUGE_DECLARED,
+    MISSING,
     NOT_VECTOR,
     STATUS_ERROR,
     TRICKLE,
@@ -388,3 +389,114 @@ def test_a_server_that_never_answers_times_out() -> None:
         for c in held:
             c.close()
         srv.close()
+
+
+# ------------------------------------------------------------------ odd sample values
+
+ODD_METRICS = ["up", "timestamp(up)", "node_uname_info", "node_filesystem_readonly",
+               "node_filesystem_device_error", "node_filesystem_size_bytes",
+               "node_filesystem_avail_bytes", "stordoc_kmsg_readable", "stordoc_kmsg_time",
+               "stordoc_kmsg_errors"]
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+                     | st.floats(allow_nan=True, allow_infinity=True),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6)
+# Prometheus's own spellings and what a broken proxy or exporter may put there
+_VALUE_TEXT = st.one_of(
+    st.sampled_from(["NaN", "+Inf", "-Inf", "nan", "inf", "-1", "7", "1e300", "-0", "0",
+                     "1", "0x1", "", " 1", "1,0", "１"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=6))
+_VALUE = st.one_of(
+    st.tuples(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(),
+                        st.text(max_size=4), st.none()), _VALUE_TEXT).map(list),
+    _JSON, st.just(MISSING))
+
+
+def _evidently_odd(value: object) -> bool:
+    """What no Prometheus sends for any metric: not a [time, "number"] pair, or a time or
+    number that is not finite (an oracle of its own, not the code's rule)."""
+    import math
+
+    if not isinstance(value, list) or len(value) != 2:
+        return True
+    t, v = value
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+        return True
+    try:
+        return not isinstance(v, str) or not math.isfinite(float(v))
+    except ValueError:
+        return True
+
+
+def test_odd_sample_values_are_a_bad_answer_and_their_host_goes_to_ssh() -> None:
+    """Any value a sample of one host can carry (NaN, +Inf, a string, a missing field, a
+    list...): never an internal error; the SSH path's findings; a value that is evidently
+    not a number is PROMETHEUS_BAD_ANSWER naming that host, which SSH looked at."""
+    from hypothesis import HealthCheck, settings
+
+    snap, target, _ = saved("reef", "healthy")
+    nodes = nodes_of(snap.hosts)
+    victim = nodes[1]
+    want = keys(snap, snap.taken_at)
+    fake = FakeProm(nodes, clock=at(snap))
+    with fake.serve() as url:
+
+        @settings(max_examples=80, deadline=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture])
+        @given(st.sampled_from(ODD_METRICS), _VALUE)
+        def one(metric: str, value: object) -> None:
+            fake.raw = {(metric, victim.instance): value}
+            fake._cache.clear()
+            got, asked = via_prom(snap, target, url)
+            rep = run_checks(got, now=snap.taken_at)
+            assert not [f for f in rep.findings if f.code == "CHECK_INTERNAL_ERROR"], \
+                [f.message for f in rep.findings]
+            assert keys(got, snap.taken_at) == want
+            bad = [f for f in rep.findings if f.code == "PROMETHEUS_BAD_ANSWER"]
+            if _evidently_odd(value):
+                assert len(bad) == 1, [(f.code, f.message) for f in rep.findings]
+                assert victim.nodename in bad[0].message
+                assert victim.instance in bad[0].message
+            for f in bad:
+                assert victim.nodename in asked and victim.nodename in f.message
+
+        one()
+
+
+@pytest.mark.parametrize("up,stamp", [(0.0, "NaN"), (0.0, "+Inf"), (1.0, "NaN"),
+                                      (1.0, "1e300"), (0.0, "-1e12")])
+def test_an_odd_time_of_a_host_is_no_internal_error(up: float, stamp: str) -> None:
+    """The issue's case: a NaN sample (``timestamp(up)`` of a host whose exporter is
+    down) made HOST_FACTS_STALE's date fail (CHECK_INTERNAL_ERROR: ValueError), and a
+    NaN or far-future time read as fresh."""
+    snap, target, _ = saved("reef", "healthy")
+    nodes = nodes_of(snap.hosts)
+    nodes[1].up = up
+    fake = FakeProm(nodes, clock=at(snap))
+    fake.raw[("timestamp(up)", nodes[1].instance)] = [snap.taken_at, stamp]
+    with fake.serve() as url:
+        got, asked = via_prom(snap, target, url, ssh_max=0)
+    rep = run_checks(got, now=snap.taken_at)
+    assert not [f.message for f in rep.findings if f.code == "CHECK_INTERNAL_ERROR"]
+    bad = [f for f in rep.findings if f.code == "PROMETHEUS_BAD_ANSWER"]
+    assert len(bad) == 1 and "timestamp(up" in bad[0].message
+    assert "node2" in bad[0].message and "not looked at over SSH" in bad[0].message
+    assert "node2" not in got.hosts  # unknown, never vouched for as healthy
+    assert got.prometheus is not None and "node2" in got.prometheus.unknown
+
+
+def test_a_nan_readonly_flag_sends_its_host_to_ssh_which_finds_it_readonly() -> None:
+    snap, target, _ = saved("reef", "swift-device-readonly")
+    want = keys(snap, snap.taken_at)
+    ro = next(k for k in want if k[0] == "FS_READONLY")
+    nodes = nodes_of(snap.hosts)
+    host = next(n for n in nodes if any(f.readonly for f in n.fs))
+    fake = FakeProm(nodes, clock=at(snap))
+    fake.raw[("node_filesystem_readonly", host.instance)] = [snap.taken_at, "NaN"]
+    with fake.serve() as url:
+        got, asked = via_prom(snap, target, url)
+    assert host.nodename in asked
+    assert ro in keys(got, snap.taken_at) and keys(got, snap.taken_at) == want
+    bad = [f for f in run_checks(got, now=snap.taken_at).findings
+           if f.code == "PROMETHEUS_BAD_ANSWER"]
+    assert len(bad) == 1 and f"over SSH instead: {host.nodename}" in bad[0].message
