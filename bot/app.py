@@ -50,7 +50,7 @@ class StordocBot(Commands):
                  admins: Iterable[str] = (), workers: int = 8, working_after_s: float = 2.5,
                  throttle_s: float = 1.0, secrets: Iterable[str] = (),
                  channels: Mapping[str, str] | None = None,
-                 alerts: AlertConfig | None = None) -> None:
+                 alerts: AlertConfig | None = None, verify_token: bool = True) -> None:
         self.backend = backend
         self.command = command
         self.ttl = button_ttl_s
@@ -77,6 +77,7 @@ class StordocBot(Commands):
         self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
         self.desk = AlertDesk(self, self.channels, alerts)
         self.app = App(client=self.client, signing_secret=signing_secret,
+                       token_verification_enabled=verify_token,  # auth.test now
                        process_before_response=True,  # listeners only ack + submit
                        raise_error_for_unhandled_request=True)  # -> _on_bolt_error
         # A signed body of a shape bolt cannot read (``actions: []``, ``event: null``...)

@@ -34,8 +34,6 @@ from urllib.parse import parse_qs
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
-from slack_bolt.error import BoltError
-from slack_sdk.errors import SlackApiError
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
@@ -46,6 +44,7 @@ from bot import alerts as al
 from bot.app import StordocBot
 from bot.auth import RoleSpec
 from bot.redact import Redactor, install
+from bot.slack_retry import describe, is_outage, token_invalid, until_slack_answers
 from bot.wsgi import DRAIN_MAX, TooDeep, drain, load_json
 from checks.model import Severity
 from stordoc.env import Env
@@ -176,16 +175,25 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
     kw.update(overrides)
     red = Redactor([token, secret, *kw["secrets"]])
     install(red)
+    a = env.settings.alerts
+    # auth.test is ours, not bolt's: a Slack that is down is an outage, not a bad token
+    bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
+                     alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
+                                           a.alertmanager_url, a.quiet_hours,
+                                           Severity[a.quiet_min_severity.upper()]),
+                     signing_secret=secret or "not-receiving", verify_token=False, **kw)
     try:
-        a = env.settings.alerts
-        bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
-                         alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
-                                               a.alertmanager_url, a.quiet_hours,
-                                               Severity[a.quiet_min_severity.upper()]),
-                         signing_secret=secret or "not-receiving", **kw)
-    except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
-        raise UserError(f"cannot start the bot: Slack API auth.test failed: "
-                        f"{red.text(str(e)).splitlines()[0][:300]}") from None
+        bot.client.auth_test()  # slack_sdk's own retries (bot.slack_retry) included
+    except Exception as e:
+        why = red.text(describe(e)).splitlines()[0][:300] if str(e) else type(e).__name__
+        if token_invalid(e) or not is_outage(e):
+            bot.close()
+            what = "the Slack bot token is invalid" if token_invalid(e) else \
+                "Slack API auth.test failed"
+            raise UserError(f"cannot start the bot: {what} (auth.test: {why})") from None
+        log.warning("Slack is not answering at start-up (auth.test: %s): going on; "
+                    "auth.test is retried with backoff, said again when Slack answers", why)
+        until_slack_answers(bot.client.auth_test, bot._closing)
     return bot
 
 
