@@ -177,6 +177,7 @@ class Actions(BotCore):
     def plan_reply(self, where: Where, cluster: str, runbook: str, target: str,
                    buttons: bool, options: Mapping[str, Any] | None = None) -> r.Reply:
         pv = self._plan(cluster, runbook, target, where.user, options)
+        target = pv.target  # the canonical target the plan acts on ("NODE2." -> "node2")
         # a runbook that always needs two people says so whatever the cluster's setting
         two = self.auth.two_person(cluster) or _two_people(runbook)
         conf = canc = None

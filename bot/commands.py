@@ -69,7 +69,7 @@ class Commands(Actions):
                                 f"`{cluster}` from here need an admin (slack.channels); use "
                                 "that cluster's channel")
             return
-        need = Level.OPERATOR if isinstance(cmd, g.ACTING) else Level.VIEWER
+        need = Level.VIEWER if _read_only(cmd) else Level.OPERATOR
         refusal = self.auth.refusal(where.user, cluster, need)
         if refusal:
             self._audit(where, cluster, type(cmd).__name__.lower(), "refused", said[:200])
@@ -408,3 +408,11 @@ def _utc(ts: Any) -> str:
         return f"{dt.datetime.fromtimestamp(float(ts), dt.UTC):%Y-%m-%d %H:%M}Z"
     except (TypeError, ValueError):
         return "-"
+
+
+def _read_only(cmd: object) -> bool:
+    """A command that only reads (``health``, ``maintenance list``...): the viewer role
+    is enough; the acting ones (``g.ACTING``) need the operator role."""
+    if isinstance(cmd, g.Maintenance):
+        return cmd.action == "list"
+    return not isinstance(cmd, g.ACTING)

@@ -1,16 +1,19 @@
 """Run the bot: build it from the settings, serve HTTP (signed requests) or Socket Mode.
 
-HTTP mode is bolt's WSGI adapter on a threading WSGI server from the standard library,
+HTTP mode is bolt's WSGI adapter on waitress (a WSGI server),
 bound to loopback (put a TLS reverse proxy in front of it for Slack). In front of bolt,
 ``SignedGate`` does the cheap things first and nothing expensive before authentication:
 the body is bounded (``MAX_BODY``; larger is 413 unread), the timestamp must be an
 integer at most five minutes old (else 400/401), the signature (HMAC-SHA256 of
 ``v0:timestamp:body``) must match (else 401), and only then is the body parsed (not a
 Slack payload: 400) and handed to bolt. A refused request costs one bounded log line,
-never the body or a traceback. Reading a request (headers and body together) has a
-total deadline (``REQUEST_DEADLINE_S``) on top of the per-read timeout, so a client that
-dribbles a byte now and then cannot hold a worker: it gets 408. Socket Mode uses bolt's built-in client with
-the app-level token; no port is opened.
+never the body or a traceback.
+
+The HTTP server is waitress: its loop thread receives every request without blocking and
+hands only complete ones to the workers, so clients that dribble a byte now and then hold
+a socket, never a worker; a request not complete ``REQUEST_DEADLINE_S`` after it began is
+answered 408 and closed, a connection silent for ``READ_TIMEOUT_S`` is closed. Socket
+Mode uses bolt's built-in client with the app-level token; no port is opened.
 """
 
 from __future__ import annotations
@@ -20,26 +23,29 @@ import hmac
 import io
 import ipaddress
 import logging
+import math
 import re
-import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
-from slack_bolt.error import BoltError
-from slack_sdk.errors import SlackApiError
+from waitress import wasyncore
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.server import TcpWSGIServer
+from waitress.task import ErrorTask, ThreadedTaskDispatcher
 
 from bot import alerts as al
 from bot.app import StordocBot
 from bot.auth import RoleSpec
 from bot.redact import Redactor, install
-from bot.wsgi import TooDeep, drain, load_json
+from bot.slack_retry import describe, is_outage, token_invalid, until_slack_answers
+from bot.wsgi import DRAIN_MAX, TooDeep, drain, load_json
 from checks.model import Severity
 from stordoc.env import Env
 from stordoc.errors import UserError
@@ -104,7 +110,11 @@ class SignedGate:
             return answer(400, "Bad Request", f"signed but {why}", size)
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
-        return self.inner(environ, start_response)
+        try:  # bolt's own error handler answers most odd shapes; what escapes it lands here
+            return list(self.inner(environ, start_response))
+        except Exception as e:  # noqa: BLE001 - a signed body bolt cannot read: 400
+            return answer(400, "Bad Request", "signed, but bolt cannot take this payload "
+                          f"({type(e).__name__}: {one_line(str(e))[:160]})", size)
 
 
 def malformed(body: bytes, content_type: str) -> str | None:
@@ -165,16 +175,25 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
     kw.update(overrides)
     red = Redactor([token, secret, *kw["secrets"]])
     install(red)
+    a = env.settings.alerts
+    # auth.test is ours, not bolt's: a Slack that is down is an outage, not a bad token
+    bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
+                     alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
+                                           a.alertmanager_url, a.quiet_hours,
+                                           Severity[a.quiet_min_severity.upper()]),
+                     signing_secret=secret or "not-receiving", verify_token=False, **kw)
     try:
-        a = env.settings.alerts
-        bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
-                         alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
-                                               a.alertmanager_url, a.quiet_hours,
-                                               Severity[a.quiet_min_severity.upper()]),
-                         signing_secret=secret or "not-receiving", **kw)
-    except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
-        raise UserError(f"cannot start the bot: Slack API auth.test failed: "
-                        f"{red.text(str(e)).splitlines()[0][:300]}") from None
+        bot.client.auth_test()  # slack_sdk's own retries (bot.slack_retry) included
+    except Exception as e:
+        why = red.text(describe(e)).splitlines()[0][:300] if str(e) else type(e).__name__
+        if token_invalid(e) or not is_outage(e):
+            bot.close()
+            what = "the Slack bot token is invalid" if token_invalid(e) else \
+                "Slack API auth.test failed"
+            raise UserError(f"cannot start the bot: {what} (auth.test: {why})") from None
+        log.warning("Slack is not answering at start-up (auth.test: %s): going on; "
+                    "auth.test is retried with backoff, said again when Slack answers", why)
+        until_slack_answers(bot.client.auth_test, bot._closing)
     return bot
 
 
@@ -194,9 +213,9 @@ def alert_gate(env: Env, bot: StordocBot) -> al.AlertGate | None:
 class Router:
     """Slack's signed requests to ``SignedGate``; ``/alertmanager`` to the alert gate.
 
-    The last line of defence: a client that stalls mid-body (the socket's read timeout)
-    or is still sending it at the request deadline gets 408, and anything a gate did not expect is one log line and a 500, never a
-    traceback on stderr."""
+    The last line of defence: anything a gate did not expect is one log line and a 500,
+    never a traceback on stderr (waitress hands over only complete requests: the read
+    timeout and the request deadline are the server's, see ``HttpServer``)."""
 
     def __init__(self, slack: WsgiApp, alerts: WsgiApp | None) -> None:
         self.slack = slack
@@ -208,14 +227,6 @@ class Router:
                               and environ.get("PATH_INFO") == al.PATH) else self.slack
         try:
             return list(app(environ, start_response))
-        except RequestDeadline as e:
-            code, reason = 408, "Request Timeout"
-            log.warning("http: refused 408: %s (from %s)", e,
-                        str(environ.get("REMOTE_ADDR", "?"))[:64])
-        except TimeoutError:
-            code, reason = 408, "Request Timeout"
-            log.warning("http: refused 408: the client stalled sending its request "
-                        "(from %s)", str(environ.get("REMOTE_ADDR", "?"))[:64])
         except Exception as e:  # noqa: BLE001 - one line, no traceback, no body
             code, reason = 500, "Internal Server Error"
             log.error("http: internal error on %s: %s: %s",
@@ -233,146 +244,91 @@ def one_line(text: str) -> str:
     return text.encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
-READ_TIMEOUT_S = 15.0  # a client silent this long mid-request is dropped (408 or closed)
-MAX_WORKERS = 32  # requests handled at once; more wait in the listen backlog
-QUEUE_WAIT_S = 10.0  # a connection that finds no free worker this long is answered 503
-REQUEST_DEADLINE_S = 30.0  # headers and body must have arrived this long after pick-up
+READ_TIMEOUT_S = 15.0  # a connection silent this long (mid-request or idle) is closed
+MAX_WORKERS = 32  # complete requests handled at once; more wait in waitress's task queue
+REQUEST_DEADLINE_S = 30.0  # headers and body must have arrived this long after they began
+MAX_CONNECTIONS = 1000  # open connections (slow or not) before accepting pauses
+TICK_S = 0.25  # how often the timeouts are looked at (at least: the loop's wake-up)
 
 
-class RequestDeadline(TimeoutError):
-    """The request (headers and body) was not complete within its total deadline."""
+class _ErrorTask(ErrorTask):  # type: ignore[misc]
+    """waitress's own refusal (a request it cannot parse, a body over its limit): the same
+    one bounded log line as the gates' refusals."""
+
+    def execute(self) -> None:
+        e = self.request.error
+        log.warning("http: refused %s %s: %s (from %s)", e.code, e.reason,
+                    one_line(str(e.body))[:160], str(self.channel.addr[0])[:64])
+        super().execute()
 
 
-class _DeadlineReader(io.RawIOBase):
-    """The connection's read side with a total deadline over all reads: each read waits
-    at most the per-read timeout and never past ``deadline`` (``time.monotonic``); a read
-    cut short by the deadline, or started after it, raises ``RequestDeadline``. Writes
-    (the answer) keep the socket's own timeout."""
+class _Channel(HTTPChannel):  # type: ignore[misc]
+    """waitress's connection, with the clock of the request being received: it starts
+    with the connection and again with the first byte of each next request, and stops
+    once a request is complete (then waitress hands it to a worker)."""
 
-    def __init__(self, sock: socket.socket, read_timeout_s: float | None, deadline: float,
-                 deadline_s: float) -> None:
-        super().__init__()
-        self.sock = sock
-        self.read_timeout_s = read_timeout_s
-        self.deadline = deadline
-        self.deadline_s = deadline_s
+    started: float | None
+    error_task_class = _ErrorTask
 
-    def readable(self) -> bool:
-        return True
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        self.started = time.monotonic()
+        super().__init__(*a, **kw)
 
-    def _late(self) -> RequestDeadline:
-        return RequestDeadline(f"the request was not complete within {self.deadline_s:g} s")
+    def received(self, data: bytes) -> bool:
+        if self.started is None and data:
+            self.started = time.monotonic()
+        done = bool(super().received(data))
+        if self.request is None:  # nothing partial left: no clock until the next byte
+            self.started = None
+        return done
 
-    def readinto(self, b: Any) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise self._late()
-        cut = self.read_timeout_s is None or left < self.read_timeout_s
-        self.sock.settimeout(left if cut else self.read_timeout_s)
-        try:
-            return self.sock.recv_into(b)
-        except TimeoutError:
-            if cut:
-                raise self._late() from None
-            raise
-        finally:
-            self.sock.settimeout(self.read_timeout_s)
+    def late(self, now: float, deadline_s: float) -> bool:
+        return (self.started is not None and now - self.started > deadline_s
+                and not self.requests and not self.will_close
+                and not self.close_when_flushed)
 
-
-class _Server(WSGIServer):
-    """A threading WSGI server with a bounded number of worker threads.
-
-    The accept loop takes a connection only when a worker is free (the kernel's listen
-    backlog holds the rest); one that finds no worker within ``queue_wait_s`` gets a 503.
-    Each worker's socket has a read timeout (``_Quiet.timeout``) and reading the whole
-    request a deadline (``_Quiet.deadline_s``), so a stalled or dribbling client frees
-    its worker."""
-
-    allow_reuse_address = True
-    request_queue_size = 128  # the default 5 drops SYNs under bursts: 1 s retransmits
-    max_workers = MAX_WORKERS
-    queue_wait_s = QUEUE_WAIT_S
-
-    def server_activate(self) -> None:
-        super().server_activate()
-        self.slots = threading.BoundedSemaphore(self.max_workers)
-        self.busy_refusals = 0
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(timeout=self.queue_wait_s):
-            self.busy_refusals += 1
-            log.warning("http: refused 503: all %d workers busy", self.max_workers)
-            try:
-                request.settimeout(1.0)
-                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0"
-                                b"\r\nConnection: close\r\n\r\n")
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
-        t = threading.Thread(target=self._work, args=(request, client_address),
-                             name="stordoc-bot-http-worker", daemon=True)
-        t.start()
-
-    def _work(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception as e:  # noqa: BLE001
-            self.handle_error(request, client_address, e)
-        finally:
-            self.shutdown_request(request)
-            self.slots.release()
-
-    def handle_error(self, request: Any, client_address: Any,
-                     e: BaseException | None = None) -> None:
-        """One log line instead of socketserver's traceback on stderr."""
-        e = e or sys.exc_info()[1]
-        if isinstance(e, RequestDeadline):  # still in the headers: 408, then close
-            log.warning("http: refused 408: %s (from %s)", e, str(client_address[0])[:64])
-            try:
-                request.settimeout(1.0)
-                request.sendall(b"HTTP/1.0 408 Request Timeout\r\nContent-Length: 0"
-                                b"\r\nConnection: close\r\n\r\n")
-            except OSError:
-                pass
-        elif isinstance(e, TimeoutError):
-            log.info("http: dropped a connection from %s: it stalled (read timeout)",
-                     str(client_address[0])[:64])
-        else:
-            log.warning("http: connection from %s failed: %s: %s",
-                        str(client_address[0])[:64], type(e).__name__,
-                        one_line(str(e))[:200])
+    def refuse_late(self) -> None:
+        """408 and close, from the server's loop thread (no task runs for this channel)."""
+        answer = (b"HTTP/1.0 408 Request Timeout\r\nContent-Length: 0\r\n"
+                  b"Connection: close\r\n\r\n")
+        with self.requests_lock:
+            self.request = None
+            self.started = None
+            with self.outbuf_lock:
+                self.outbufs[-1].append(answer)
+                self.current_outbuf_count += len(answer)
+                self.total_outbufs_len += len(answer)
+            self.close_when_flushed = True
 
 
-class _Quiet(WSGIRequestHandler):
-    timeout = READ_TIMEOUT_S  # StreamRequestHandler.setup: settimeout
+class _Server(TcpWSGIServer):  # type: ignore[misc]
+    """waitress's server: one loop thread receives every connection's request without
+    blocking (a slow sender holds a socket, never a worker), and hands complete requests
+    to ``threads`` workers. On top of waitress: the per-request deadline (408, then
+    closed); waitress itself closes connections silent for ``channel_timeout``."""
+
+    channel_class = _Channel
     deadline_s = REQUEST_DEADLINE_S
+    read_timeout_s = READ_TIMEOUT_S
+    late_refusals = 0
 
-    def setup(self) -> None:
-        """The deadline runs from the moment a worker takes the connection."""
-        deadline = time.monotonic() + self.deadline_s
-        super().setup()
-        self.rfile.close()  # socket.makefile's reader: replaced, the socket stays open
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.timeout,
-                                                       deadline, self.deadline_s))
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("http: " + format, *args)
-
-    def get_stderr(self) -> Any:
-        return _LogLines()
-
-
-class _LogLines:
-    """wsgiref's error stream: what it would print (a traceback) becomes bounded lines."""
-
-    def write(self, text: str) -> int:
-        if text.startswith("Traceback"):  # one line per traceback, and not its text
-            log.warning("http: an answer could not be sent (the client went away?)")
-        return len(text)
-
-    def flush(self) -> None:
-        return None
+    def tick(self) -> None:
+        """Close what is late (called from the loop thread every ``TICK_S``): a connection
+        silent for ``read_timeout_s`` (waitress's own ``channel_timeout`` counts whole
+        seconds only), a request not complete ``deadline_s`` after it began (408)."""
+        now, mono = time.time(), time.monotonic()
+        for ch in list(self.active_channels.values()):
+            if not isinstance(ch, _Channel) or ch.will_close or ch.close_when_flushed:
+                continue
+            if ch.late(mono, self.deadline_s):
+                self.late_refusals += 1
+                log.warning("http: refused 408: the request was not complete within %g s "
+                            "(from %s)", self.deadline_s, str(ch.addr[0])[:64])
+                ch.refuse_late()
+            elif not ch.requests and now - ch.last_activity > self.read_timeout_s:
+                log.info("http: closed a connection from %s: silent for %g s",
+                         str(ch.addr[0])[:64], self.read_timeout_s)
+                ch.will_close = True
 
 
 def check_loopback(host: str) -> None:
@@ -386,40 +342,79 @@ def check_loopback(host: str) -> None:
 
 
 class HttpServer:
-    """The bot's HTTP endpoint (``POST /slack/events``) in a background thread."""
+    """The bot's HTTP endpoint (``POST /slack/events``) on waitress.
+
+    waitress reads each request (headers and body) in its loop thread and only a complete
+    one reaches a worker, so slow or stalled senders cannot starve signed requests: each
+    is closed after ``read_timeout_s`` of silence, or answered 408 and closed when its
+    request is not complete ``request_deadline_s`` after it began."""
 
     def __init__(self, bot: StordocBot, host: str = "127.0.0.1", port: int = 3000,
                  alerts: al.AlertGate | None = None, *,
                  read_timeout_s: float = READ_TIMEOUT_S, max_workers: int = MAX_WORKERS,
-                 queue_wait_s: float = QUEUE_WAIT_S,
-                 request_deadline_s: float = REQUEST_DEADLINE_S) -> None:
+                 request_deadline_s: float = REQUEST_DEADLINE_S,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         check_loopback(host)
         self.bot = bot
         gate = SignedGate(SlackRequestHandler(bot.app, PATH), bot.signing_secret, PATH)
-        server = type("_BoundedServer", (_Server,), {"max_workers": max_workers,
-                                                     "queue_wait_s": queue_wait_s})
-        handler = type("_TimedHandler", (_Quiet,), {"timeout": read_timeout_s,
-                                                    "deadline_s": request_deadline_s})
-        self.httpd: _Server = make_server(host, port, Router(gate, alerts),
-                                          server_class=server, handler_class=handler)
-        self.port: int = self.httpd.server_address[1]
+        self.tick_s = min(TICK_S, request_deadline_s / 4, read_timeout_s / 4)
+        adj = Adjustments(  # waitress's timeouts are whole seconds: ours are in tick()
+            host=host, port=port, threads=max_workers, ident="stordoc",
+            channel_timeout=math.ceil(read_timeout_s) + 1,
+            connection_limit=max_connections, asyncore_use_poll=True, backlog=128,
+            # the gate refuses a body over MAX_BODY with 413 itself (it reads and drops at
+            # most DRAIN_MAX of it); waitress refuses larger ones unread
+            max_request_body_size=DRAIN_MAX, log_socket_errors=False,
+            clear_untrusted_proxy_headers=False, expose_tracebacks=False)
+        server = type("_TimedServer", (_Server,), {"deadline_s": request_deadline_s,
+                                                   "read_timeout_s": read_timeout_s})
+        dispatcher = ThreadedTaskDispatcher()
+        dispatcher.set_thread_count(max_workers)
+        self.httpd: _Server = server(Router(gate, alerts), map={}, dispatcher=dispatcher,
+                                     adj=adj)
+        self.port: int = int(self.httpd.effective_port)
         self.url = f"http://{host}:{self.port}{PATH}"
+        self._stop = threading.Event()
+        self._closed = False
         self._t: threading.Thread | None = None
 
     def start(self) -> HttpServer:
-        self._t = threading.Thread(target=self.httpd.serve_forever, name="stordoc-bot-http",
+        self._t = threading.Thread(target=self.serve_forever, name="stordoc-bot-http",
                                    daemon=True)
         self._t.start()
         return self
 
     def serve_forever(self) -> None:
-        self.httpd.serve_forever()
+        """The loop (until ``stop``); then every connection and worker is closed."""
+        next_tick = 0.0
+        try:
+            while not self._stop.is_set():
+                wasyncore.loop(timeout=self.tick_s, map=self.httpd._map, use_poll=True,
+                               count=1)
+                if time.monotonic() >= next_tick:
+                    next_tick = time.monotonic() + self.tick_s
+                    self.httpd.tick()
+        finally:
+            self.close()
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._stop.set()
         if self._t:
-            self._t.join(10)
+            self._t.join(30)
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Close the listening socket, every connection and the workers (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        for obj in list(self.httpd._map.values()):
+            try:
+                obj.close()
+            except OSError:
+                pass
+        self.httpd.task_dispatcher.shutdown(timeout=10)
 
 
 def socket_mode(bot: StordocBot, app_token: str) -> SocketModeHandler:

@@ -145,3 +145,52 @@ class Backoff:
 
     def ok(self) -> None:
         self.failures, self.not_before = 0, 0.0
+
+
+# auth.test answers that mean the token itself is bad (not an outage): exit 64 at start-up
+TOKEN_INVALID = frozenset({"invalid_auth", "not_authed", "account_inactive",
+                           "token_revoked", "token_expired"})
+
+
+def token_invalid(e: BaseException) -> bool:
+    """Slack answered, and said the token is not valid."""
+    if not isinstance(e, SlackApiError):
+        return False
+    resp: Any = e.response
+    return bool(hasattr(resp, "get") and resp.get("error") in TOKEN_INVALID)
+
+
+def is_outage(e: BaseException) -> bool:
+    """A Slack that cannot answer now (5xx, 429, a dropped or refused connection), as
+    opposed to one that answered ``invalid_auth``."""
+    from http.client import HTTPException
+
+    return not token_invalid(e) and (is_slack_failure(e)
+                                     or isinstance(e, (OSError, HTTPException)))
+
+
+def until_slack_answers(call: Any, stop: threading.Event, logger: logging.Logger = log,
+                        first_s: float = 2.0, cap_s: float = 60.0) -> threading.Thread:
+    """Call ``call`` (``auth.test``) in a background thread with exponential backoff and
+    jitter until Slack answers; says once when it does (or that the token is invalid)."""
+    calc = BackoffRetryIntervalCalculator(backoff_factor=first_s, jitter=RandomJitter())
+
+    def run() -> None:
+        n = 0
+        while not stop.wait(min(cap_s, float(calc.calculate_sleep_duration(n)))):
+            n += 1
+            try:
+                call()
+            except Exception as e:  # noqa: BLE001 - said once below or retried
+                if token_invalid(e):
+                    logger.error("Slack answers again, but the bot token is invalid "
+                                 "(auth.test: %s): fix slack.bot_token", describe(e))
+                    return
+                continue
+            logger.warning("Slack answers again (auth.test ok after %d %s): replies and "
+                           "posts go out", n, "retry" if n == 1 else "retries")
+            return
+
+    t = threading.Thread(target=run, name="stordoc-slack-startup", daemon=True)
+    t.start()
+    return t

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 srv.serve_forever()
             finally:
-                srv.httpd.server_close()
+                srv.close()
         else:
             app_token = env.settings.slack.app_token.resolve() or ""
             handler = socket_mode(bot, app_token)

@@ -86,6 +86,9 @@ class FakeSlack:
                 failure = fake._failing(method, params)
                 if failure is not None:
                     status, err = failure
+                    if status == 0:  # a dropped connection: no answer at all
+                        self.close_connection = True
+                        return
                     self.send_response(status)
                     if status == 429:
                         self.send_header("Retry-After", "0")
@@ -117,7 +120,8 @@ class FakeSlack:
     def fail(self, method: str, times: int, status: int = 500,
              error: str = "internal_error") -> None:
         """The next ``times`` calls of ``method`` fail (HTTP ``status``, ``ok: false``);
-        they are kept in ``failed``, not in ``calls``. ``times`` < 0: until ``heal()``."""
+        they are kept in ``failed``, not in ``calls``. ``times`` < 0: until ``heal()``.
+        ``status`` 0: the connection is closed without an answer."""
         with self.cond:
             self._fail[method] = (times, status, error)
 

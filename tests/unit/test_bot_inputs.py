@@ -1,7 +1,8 @@
 """Issue 26.5 on the bot, over real HTTP (the real bolt App and the real WSGI server):
 deeply nested JSON is a one-line 400, never a RecursionError traceback and a 500; a
 stalled client is dropped by a read timeout, a dribbling one by the request deadline, and
-the server never runs more than its bounded number of worker threads."""
+the server never runs more than its bounded number of worker threads (issue 37.8, slow
+clients beside a signed request: test_bot_slow_clients.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import json
 import logging
 import select
 import socket
-import threading
-import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,16 +122,11 @@ def test_parsers_never_raise_anything_but_a_refusal(doc: Any, nest: int, opener:
         assert form is not None and "too deeply" in form
 
 
-def _workers() -> int:
-    return sum(1 for t in threading.enumerate() if t.name == "stordoc-bot-http-worker")
-
-
 def test_stalled_clients_are_dropped_and_workers_are_bounded(
         h: BotHarness, caplog: pytest.LogCaptureFixture,
         capfd: pytest.CaptureFixture[str]) -> None:
     caplog.set_level(logging.DEBUG)
-    srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=0.5, max_workers=2,
-                     queue_wait_s=60).start()
+    srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=0.5, max_workers=2).start()
     try:
         stalled = []
         for i in range(6):  # half a request line, half a body: then silence
@@ -141,16 +135,17 @@ def test_stalled_clients_are_dropped_and_workers_are_bounded(
                       b"Content-Type: application/x-www-form-urlencoded\r\n\r\ntext=he"
                       if i % 2 else b"POST /slack/ev")
             stalled.append(s)
-        seen = 0
         for s in stalled:  # the server hangs up on each (the 30 s is a hang guard only)
-            seen = max(seen, _workers())
             data = b""
-            while chunk := s.recv(4096):
-                data += chunk
+            try:
+                while chunk := s.recv(4096):
+                    data += chunk
+            except ConnectionResetError:  # closed with our bytes unread: closed too
+                pass
             assert data in (b"", ) or data.startswith(b"HTTP/1.0 408"), data
             s.close()
-            assert _workers() <= 2
-        assert seen <= 2
+        # a stalled request never reached a worker: at most the 2 of the server exist
+        assert len(srv.httpd.task_dispatcher.threads) <= 2
         # and the server still answers afterwards
         url = f"http://127.0.0.1:{srv.port}/slack/events"
         body = b"text=x"
@@ -164,27 +159,8 @@ def test_stalled_clients_are_dropped_and_workers_are_bounded(
     finally:
         srv.stop()
     msgs = [r.getMessage() for r in caplog.records]
-    assert any("refused 408" in m for m in msgs)  # the ones stalled mid-body
-    assert any("stalled (read timeout)" in m for m in msgs)  # mid-request-line
+    assert sum("silent for 0.5 s" in m for m in msgs) == 6
     _no_traceback(caplog, capfd)
-
-
-def test_busy_server_answers_503_instead_of_queueing_forever(h: BotHarness) -> None:
-    srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=30, max_workers=1,
-                     queue_wait_s=0.2).start()
-    try:
-        hog = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-        hog.sendall(b"POST /slack/ev")  # holds the one worker (30 s read timeout)
-        while _workers() < 1:
-            time.sleep(0.01)
-        late = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-        late.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-        assert late.recv(100).startswith(b"HTTP/1.0 503")
-        assert srv.httpd.busy_refusals == 1
-        late.close()
-        hog.close()
-    finally:
-        srv.stop()
 
 
 def _dribble(port: int, head: bytes, tail: bytes) -> bytes:
@@ -217,7 +193,7 @@ def test_a_dribbling_client_is_cut_off_by_the_request_deadline(
     total deadline (1 s) can free the one worker; then a normal request is answered."""
     caplog.set_level(logging.DEBUG)
     srv = HttpServer(h.bot, "127.0.0.1", 0, read_timeout_s=30, max_workers=1,
-                     queue_wait_s=60, request_deadline_s=1).start()
+                     request_deadline_s=1).start()
     try:
         sender = SlackSender(srv.url, command=h.slack.command)
         body = sender.command_body("help", VIEWER)
@@ -233,7 +209,7 @@ def test_a_dribbling_client_is_cut_off_by_the_request_deadline(
             assert answer.startswith(b"HTTP/1.0 408 "), answer
         # the worker is free again: a normal request on the same server is answered
         assert sender.slash("help", VIEWER).status == 200
-        assert srv.httpd.busy_refusals == 0
+        assert srv.httpd.late_refusals == 2
     finally:
         srv.stop()
     cut = [r.getMessage() for r in caplog.records
