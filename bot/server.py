@@ -170,7 +170,8 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
         bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
                          alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
                                                a.alertmanager_url, a.quiet_hours,
-                                               Severity[a.quiet_min_severity.upper()]),
+                                               Severity[a.quiet_min_severity.upper()],
+                                               a.thread_window_s),
                          signing_secret=secret or "not-receiving", **kw)
     except (OSError, SlackApiError, BoltError) as e:  # auth.test at start-up failed
         raise UserError(f"cannot start the bot: Slack API auth.test failed: "
