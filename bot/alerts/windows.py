@@ -254,22 +254,24 @@ class Outbox:
                 wait_s = 0.0
                 with self._lock:
                     win = self._wins[key]
-                    batch = self._take(key)
-                    due = not batch and key in self._dirty and \
+                    # the summary first when its time has come (a running count while
+                    # replies are still being sent), else the next packed reply
+                    due = key in self._dirty and \
                         time.monotonic() - last_update >= self.summary_every_s
+                    batch = [] if due else self._take(key)
                     if due:
                         self._dirty.discard(key)
                     if not batch and not due:
                         if key not in self._dirty:
                             return
                         wait_s = self.summary_every_s - (time.monotonic() - last_update)
-                if batch:
+                if due:
+                    self._send(self._update, win)
+                    last_update = time.monotonic()
+                elif batch:
                     self._pace(win.channel)
                     self._send(self._post, win, _pack_text(win, batch),
                                [b for it in batch for b in it.blocks])
-                elif due:
-                    self._send(self._update, win)
-                    last_update = time.monotonic()
                 else:
                     self.stop.wait(max(0.05, wait_s))
         finally:
