@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import re
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -118,7 +119,8 @@ def test_500_groups_of_a_cluster_are_one_top_level_post(tmp_path: Path) -> None:
         tops = top_level(h.fake, EAST)
         assert len(tops) == 1, [all_text(c)[:80] for c in tops]
         root = tops[0]
-        assert "Flood000 firing on east" in all_text(root)
+        first = re.findall(r"Flood[0-9]{3} firing on east", all_text(root))
+        assert first and first[0][:8] in names  # whichever the desk handled first
         assert "stordoc's check finds no finding" in all_text(root)  # healthy: no cause
         ts = root.response.get("ts") or "1700000000.000001"
         posts = in_channel(h.fake, EAST)
