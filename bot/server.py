@@ -180,7 +180,8 @@ def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
     bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
                      alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
                                            a.alertmanager_url, a.quiet_hours,
-                                           Severity[a.quiet_min_severity.upper()]),
+                                           Severity[a.quiet_min_severity.upper()],
+                                           a.thread_window_s),
                      signing_secret=secret or "not-receiving", verify_token=False, **kw)
     try:
         bot.client.auth_test()  # slack_sdk's own retries (bot.slack_retry) included

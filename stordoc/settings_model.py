@@ -86,6 +86,10 @@ class AlertSettings(StrictModel):
     # the others wait for the end of the quiet hours (watch posts them; alerts repeat)
     quiet_hours: str | None = None
     quiet_min_severity: Literal["warn", "crit"] = "crit"
+    # the alert groups of one cluster within this many seconds of its first are one
+    # thread: one top-level post with a running summary, the later groups as replies;
+    # 0: each group its own top-level post
+    thread_window_s: float = Field(300.0, ge=0, le=86_400, allow_inf_nan=False)
 
     @field_validator("quiet_hours")
     @classmethod

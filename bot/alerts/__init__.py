@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bot import render as r
 from bot.alerts.alertmanager import AlertmanagerApi, AlertmanagerError, rfc3339
 from bot.alerts.gate import MAX_BODY, PATH, AlertGate
-from bot.alerts.messages import alert_incident_blocks, alert_quiet_blocks, silence_actions
+from bot.alerts.messages import (
+    alert_incident_blocks,
+    alert_quiet_blocks,
+    alert_quiet_line,
+    silence_actions,
+    window_summary_blocks,
+)
 from bot.alerts.payload import (
     AmAlert,
     AmPayload,
@@ -42,6 +48,7 @@ from bot.alerts.payload import (
 )
 from bot.alerts.threads import AlertThread, AlertThreads
 from bot.alerts.watch import present, sync
+from bot.alerts.windows import AlertWindow, AlertWindows, Item, Outbox
 from bot.slack_retry import is_slack_failure
 from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
@@ -74,6 +81,9 @@ class AlertConfig:
     alertmanager_url: str | None = None
     quiet_hours: str | None = None  # "22:00-07:00", UTC
     quiet_min_severity: Severity = Severity.CRIT
+    # the groups of one cluster within this many seconds of its first: one thread
+    # (``bot.alerts.windows``); 0: each group its own top-level post
+    thread_window_s: float = 300.0
 
     def quiet(self, severity: Severity, now: float | None = None) -> bool:
         """True when an incident of ``severity`` must wait for the end of quiet hours
@@ -90,7 +100,7 @@ class AlertConfig:
 # --------------------------------------------------------------------------- desk
 
 class Pacer(Protocol):
-    def wait(self, channel: str) -> None: ...
+    def wait(self, channel: str, stop: threading.Event | None = None) -> None: ...
 
 
 class DeskHost(Protocol):
@@ -132,6 +142,11 @@ class AlertDesk:
         self.follow_for_s = 1800.0
         self.stop = threading.Event()  # set by the bot's close(): followers end
         self.threads = AlertThreads(bot.store)
+        self.windows = AlertWindows(bot.store, self.config.thread_window_s)
+        self.outbox = Outbox(self._post_in_thread, self._update_summary,
+                             lambda ch: self.bot.throttle.wait(ch, self.stop),
+                             lambda e: self.bot.trouble.failed("alert thread replies", e),
+                             self.stop)
         # alert work has its own workers: a flood never queues a person's command (the
         # bot's pool); per cluster the lock below makes it one at a time anyway
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stordoc-alert")
@@ -214,38 +229,84 @@ class AlertDesk:
 
     def _firing(self, p: AmPayload, cluster: str, out: CheckOutcome,
                 incidents: Sequence[Incident]) -> None:
+        """Post what is new (the window's top-level post, or a reply in its thread), add
+        a line to the threads of incidents posted already, count the group in its window's
+        summary; a repeat of what the window has is counted, not posted."""
         note = f"Alertmanager: *{r.esc(p.name)}* firing ({len(p.alerts)} alert" \
                f"{'s' if len(p.alerts) != 1 else ''})"
+        cur = self.windows.current(cluster)
+        repeat = cur is not None and self.windows.repeats(cur, p)
+        posted: AlertWindow | None = None  # the window this delivery posted news in
+        opened = False
+        touched: list[AlertThread] = []
         if not incidents:
             key = f"{cluster}|alert|{p.groupKey}"
             th = self.threads.get(key)
-            if th is None:
-                self.open_thread(key, cluster, "(none)", f"{p.name} firing on {cluster}",
-                                 alert_quiet_blocks(p, cluster, out, no_data_of(p.alerts))
-                                 + self._silence_actions(cluster, p.name), p.groupKey)
-            else:
+            if th is None and not repeat:  # (a repeat: its alerts are in the window)
+                no_data = no_data_of(p.alerts)
+                posted, opened = self._post_alert(
+                    cur, p, key, cluster, "(none)", f"{p.name} firing on {cluster}",
+                    lambda: alert_quiet_blocks(p, cluster, out, no_data)
+                    + self._silence_actions(cluster, p.name),
+                    lambda: alert_quiet_line(p, cluster, out, no_data,
+                                             self._silence_token(cluster, p.name)))
+            elif th is not None and not repeat:
                 self.reply(th, f"{note} again; stordoc still finds no problem.")
-            return
+                touched.append(th)
         for inc in incidents:
             key = f"{cluster}|{inc.id}"
             th = self.threads.get(key)
             if th is None and self.held(cluster, inc, p.name):
                 continue
             if th is None:
-                blocks = self.incident_blocks(cluster, inc, f"{p.name} firing")
-                blocks += self._silence_actions(cluster, p.name)
-                self.open_thread(key, cluster, inc.id, f"{p.name}: {inc.root.entity} "
-                                 f"{inc.root.code} on {cluster}", blocks, p.groupKey)
-            elif self.threads.link_group(th.key, p.groupKey):
+                def blocks(inc: Incident = inc) -> list[r.Block]:
+                    return (self.incident_blocks(cluster, inc, f"{p.name} firing")
+                            + self._silence_actions(cluster, p.name))
+                win, new = self._post_alert(
+                    posted or cur, p, key, cluster, inc.id,
+                    f"{p.name}: {inc.root.entity} {inc.root.code} on {cluster}", blocks, blocks)
+                posted, opened = posted or win, opened or new
+            elif self.threads.link_group(th.key, p.groupKey) and not repeat:
                 self.reply(th, f"{note}: same cause ({inc.root.entity} {inc.root.code}).")
+                touched.append(th)
+        # the group in a window's summary: the one it was posted in or repeats, else the
+        # one listing it, else the one of the thread it went to
+        win = posted or (cur if cur is not None and (repeat or self.windows.lists(
+            cur, p.groupKey)) else None) or self.windows.listing(cluster, p.groupKey)
+        for th in touched:
+            win = win or self.windows.by_ts(th.channel, th.ts)
+        if win is not None and not opened:
+            self.windows.note(win, p)
+            self.outbox.touch(win)
+
+    def _post_alert(self, cur: AlertWindow | None, p: AmPayload, key: str, cluster: str,
+                    incident: str, title: str, top: Callable[[], list[r.Block]],
+                    item: Callable[[], list[r.Block]]) -> tuple[AlertWindow | None, bool]:
+        """News of an alert group: the cluster's top-level post when no window is open
+        (it opens one), else a reply in the window's thread (sent by the outbox, packed
+        with others at Slack's pace). Returns (the window, whether this opened it)."""
+        if cur is None:
+            ts, blocks = self._post_top(cluster, title, top())
+            self.threads.add(key, cluster, incident, self.channel_of[cluster], ts, title,
+                             p.groupKey)
+            if self.windows.window_s <= 0:
+                return None, False
+            return self.windows.open(cluster, self.channel_of[cluster], ts, title, blocks,
+                                     p), True
+        self.threads.add(key, cluster, incident, cur.channel, cur.ts, title, p.groupKey)
+        self.outbox.put(cur, Item(r.clip(r.esc(title), 300), item()))
+        return cur, False
+
+    def _silence_token(self, cluster: str, alertname: str) -> str | None:
+        if self.api is None:
+            return None
+        return self.bot.store.new_button("silence", cluster, "silence", alertname,
+                                         "alertmanager", self.bot.ttl, {"alertname": alertname})
 
     def _silence_actions(self, cluster: str, alertname: str) -> list[r.Block]:
         """The Silence button (when Alertmanager's API is configured)."""
-        if self.api is None:
-            return []
-        tok = self.bot.store.new_button("silence", cluster, "silence", alertname,
-                                        "alertmanager", self.bot.ttl, {"alertname": alertname})
-        return silence_actions(tok)
+        tok = self._silence_token(cluster, alertname)
+        return [] if tok is None else silence_actions(tok)
 
     def _resolved(self, p: AmPayload, cluster: str, out: CheckOutcome) -> None:
         now_ids = present(out)
@@ -260,6 +321,10 @@ class AlertDesk:
                            f"still sees {r.esc(th.incident)}; following it here until "
                            f"it clears (up to {self.follow_for_s / 60:.0f} min).")
                 self._follow(th)
+        win = self.windows.listing(cluster, p.groupKey)
+        if win is not None:  # its line in the summary says resolved
+            self.windows.note(win, p)
+            self.outbox.touch(win)
 
     def _follow(self, th: AlertThread) -> None:
         """Re-check every ``follow_every_s`` until the thread's incident is gone (then say
@@ -320,6 +385,12 @@ class AlertDesk:
     def open_thread(self, key: str, cluster: str, incident: str, title: str,
                     blocks: list[r.Block], group: str) -> None:
         """Post the incident's message in the cluster's channel and record its thread."""
+        ts, _ = self._post_top(cluster, title, blocks)
+        self.threads.add(key, cluster, incident, self.channel_of[cluster], ts, title, group)
+
+    def _post_top(self, cluster: str, title: str, blocks: list[r.Block]
+                  ) -> tuple[str, list[r.Block]]:
+        """A top-level post in the cluster's channel: its ts and the blocks sent."""
         ch = self.channel_of[cluster]
         self.bot.throttle.wait(ch)
         # the fallback text notifies (mrkdwn: `<!channel>` would ping): escaped
@@ -327,13 +398,36 @@ class AlertDesk:
         m.text = self.bot.redactor.text(m.text)
         r.validate_message(m)
         resp = self.bot.client.chat_postMessage(channel=ch, text=m.text, blocks=m.blocks)
-        self.threads.add(key, cluster, incident, ch, str(resp.get("ts")), title, group)
+        return str(resp.get("ts")), m.blocks
 
     def reply(self, th: AlertThread, text: str) -> None:
-        """One line in the thread (redacted, clipped)."""
+        """One line in the thread (redacted, clipped); in a window's thread it goes with
+        the others queued for it (``windows.Outbox``)."""
+        win = self.windows.by_ts(th.channel, th.ts)
+        if win is not None:
+            self.outbox.put(win, Item(r.clip(text, 300), [r.section(r.clip(text, 2900))]))
+            return
         self.bot.throttle.wait(th.channel)
         self.bot.client.chat_postMessage(channel=th.channel, thread_ts=th.ts,
                                          text=self.bot.redactor.text(r.clip(text, 2900)))
+
+    def _post_in_thread(self, win: AlertWindow, text: str, blocks: list[r.Block]) -> None:
+        """One (packed) reply in a window's thread (the outbox's sender)."""
+        m = r.Message(text=self.bot.redactor.text(text), blocks=self.bot.scrub(blocks))
+        r.validate_message(m)
+        self.bot.client.chat_postMessage(channel=win.channel, thread_ts=win.ts, text=m.text,
+                                         blocks=m.blocks)
+
+    def _update_summary(self, win: AlertWindow) -> None:
+        """The window's top-level post as first sent, with the summary of its groups now."""
+        summary = window_summary_blocks(win.cluster, win.opened_at, self.windows.window_s,
+                                        self.windows.groups(win.key))
+        m = r.Message(text=self.bot.redactor.text(r.clip(r.esc(win.title), 300)),
+                      blocks=[*win.root[:r.MAX_BLOCKS - len(summary)],
+                              *self.bot.scrub(summary)])
+        r.validate_message(m)
+        self.bot.client.chat_update(channel=win.channel, ts=win.ts, text=m.text,
+                                    blocks=m.blocks)
 
     def close_thread(self, th: AlertThread) -> None:
         """Stop following the thread: the next time this incident appears, a new message."""

@@ -9,12 +9,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from bot.render.blocks import Block, button, clip, context, esc, header, section
+from bot.render.blocks import Block, button, clip, context, divider, esc, header, section
 from bot.render.findings import SEV_ICON, evidence_line
 from checks.model import Verdict
 
 if TYPE_CHECKING:
     from bot.alerts.payload import AmPayload
+    from bot.alerts.windows import GroupState
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
 
@@ -53,10 +54,7 @@ def alert_quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome,
                        no_data: str = "") -> list[Block]:
     """An alert stordoc's check explains with no incident: say what the check saw (and,
     for an alert stordoc has no data for here, why: ``checks.alert_map``)."""
-    n = len(out.incidents)
-    seen = ("no finding" if not out.report.findings else
-            f"{n} incident{'s' if n != 1 else ''}, none about this alert" if n else
-            f"{len(out.report.findings)} findings, none grouped as an incident")
+    seen = _seen(out)
     summary = p.commonAnnotations.get("summary") or p.alerts[0].annotations.get("summary", "")
     blocks: list[Block] = [header(f"{p.name} firing on {cluster}")]
     txt = f"stordoc's check finds {seen} (at {time.strftime('%H:%M:%S')})."
@@ -68,6 +66,60 @@ def alert_quiet_blocks(p: AmPayload, cluster: str, out: CheckOutcome,
         txt += f"\nRun `health {cluster}` for the findings."
     blocks.append(section(txt))
     return blocks
+
+
+def _seen(out: CheckOutcome) -> str:
+    n = len(out.incidents)
+    return ("no finding" if not out.report.findings else
+            f"{n} incident{'s' if n != 1 else ''}, none about this alert" if n else
+            f"{len(out.report.findings)} findings, none grouped as an incident")
+
+
+def alert_quiet_line(p: AmPayload, cluster: str, out: CheckOutcome, no_data: str = "",
+                     silence_token: str | None = None) -> list[Block]:
+    """An alert group stordoc explains with no incident, as one block of a window's thread
+    (the window's first group got ``alert_quiet_blocks``): its Silence button beside it."""
+    n = len(p.alerts)
+    summary = p.commonAnnotations.get("summary") or p.alerts[0].annotations.get("summary", "")
+    txt = f"*{esc(p.name)}* firing ({n} alert{'s' if n != 1 else ''})"
+    if summary:
+        txt += f": _{esc(clip(summary, 200))}_"
+    txt += f"\nstordoc's check finds {_seen(out)} (at {time.strftime('%H:%M:%S')})."
+    if no_data:
+        txt += f" No data for it here: {esc(clip(no_data, 200))}."
+    acc = button("Silence 4h", "silence", silence_token) if silence_token else None
+    return [section(txt, acc)]
+
+
+_STATE_ICON = {"firing": ":red_circle:", "resolved": ":white_check_mark:"}
+
+
+def window_summary_blocks(cluster: str, opened_at: float, window_s: float,
+                          groups: list[GroupState]) -> list[Block]:
+    """The running summary under a window's top-level post: how many groups, in which
+    state, one line each (firing first) within a section's 3000 characters."""
+    firing = [g for g in groups if g.status == "firing"]
+    done = [g for g in groups if g.status != "firing"]
+    hm = time.strftime("%H:%M", time.gmtime(opened_at))
+    until = time.strftime("%H:%M", time.gmtime(opened_at + window_s))
+    head = (f"*{len(groups)} alert group{'s' if len(groups) != 1 else ''} on "
+            f"{esc(cluster)}* since {hm} UTC: {len(firing)} firing, {len(done)} resolved"
+            f"\n_until {until} UTC, new groups of {esc(cluster)} go in this thread_")
+    lines: list[str] = []
+    size = len(head)
+    shown = 0
+    for g in firing + done:
+        extra = f", {g.repeats} repeat{'s' if g.repeats != 1 else ''}" if g.repeats else ""
+        line = (f"{_STATE_ICON.get(g.status, '')} *{esc(g.name)}* {g.status} ({g.alerts} "
+                f"alert{'s' if g.alerts != 1 else ''}{extra})")
+        if size + len(line) + 1 > 2850:
+            break
+        lines.append(line)
+        size += len(line) + 1
+        shown += 1
+    if shown < len(groups):
+        lines.append(f"… and {len(groups) - shown} more (in the thread)")
+    return [divider(), section("\n".join([head, *lines]))]
 
 
 def silence_actions(token: str) -> list[Block]:

@@ -37,8 +37,10 @@ def chain(lab: Lab) -> Iterator[AlertChain]:
 
 
 def _harness(lab: Lab, chain: AlertChain, tmp_path: Path, port: int) -> BotHarness:
+    # each group its own top-level post: these tests follow one incident's message and
+    # its thread (one thread per cluster and window: tests/unit/test_alert_windows.py)
     alerts = AlertSettings(token=Secret(file=str(chain.token_file)),
-                           alertmanager_url=chain.alertmanager_url)
+                           alertmanager_url=chain.alertmanager_url, thread_window_s=0)
     return BotHarness(load_settings(lab.config_path),
                       {"lab": {"operators": [OPS, OPS2], "two_person": True}},
                       str(tmp_path / "bot.db"), throttle_s=0.2, port=port,
