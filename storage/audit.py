@@ -64,8 +64,10 @@ _TOKEN_RE = re.compile(r"\b(AUTH_tk[0-9a-f]{16,}|gAAAAA[\w-]{20,}"
                        r"|x(?:ox[abposre]|app)-[A-Za-z0-9-]{6,})"
                        r"|(?<=hooks\.slack\.com/services/)[\w/]+")
 # AWS access key ids, and 40-character secret keys near a word that says what they are
+# (an id pasted with its secret key, ``AKIA... wJalr...``, loses both)
 _AWS_ID_RE = re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)"
-                        r"[A-Z0-9]{16}\b")
+                        r"[A-Z0-9]{16}\b(?:[\s:=,;'\"]{1,4}(?<![A-Za-z0-9/+=])"
+                        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))?")
 _AWS_SECRET_RE = re.compile(
     r"(?i)((?:aws|secret|access[_ -]?key)[^\n]{0,40}?)"
     r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")

@@ -17,6 +17,7 @@ from storage.prometheus import PromClient
 from storage.ssh import FabricRunner, SSHPool
 from storage.swift import collect_swift
 from storage.targets import ClusterTarget
+from storage.why import why
 
 
 def _ceph(target: ClusterTarget) -> tuple[CephState | None, str | None]:
@@ -60,12 +61,12 @@ def collect(target: ClusterTarget, host_facts: bool = True,
             try:
                 ceph, ceph_err = fc.result()
             except Exception as e:  # collectors should not raise; be safe anyway
-                ceph_err = f"{type(e).__name__}: {e}"
+                ceph_err = why(e)
         if fs:
             try:
                 swift, swift_err = fs.result()
             except Exception as e:
-                swift_err = f"{type(e).__name__}: {e}"
+                swift_err = why(e)
         if fo:
             fo.result()  # failures are remembered by the runner and become host errors
         if fp:

@@ -26,6 +26,7 @@ from storage.model import Copy, DispersionPart, DispersionState
 from storage.safefile import check_regular, read_regular
 from storage.swiftlib import RingData
 from storage.targets import SwiftTarget
+from storage.why import why
 
 OBJECT_CONTAINER = "stordoc_dispersion_objects"
 CONTAINER_PREFIX = "stordoc_dispersion_"  # + index: the sampled containers
@@ -138,7 +139,7 @@ def _head(session: requests.Session, c: Copy, path: str, timeout_s: float) -> Co
                          headers={"X-Backend-Storage-Policy-Index": "0"})
     except requests.RequestException as e:
         return Copy(c.kind, c.name, c.ip, c.port, c.device, c.partition, None,
-                    f"{type(e).__name__}: {e}")
+                    f"{why(e)}")
     return Copy(c.kind, c.name, c.ip, c.port, c.device, c.partition, r.status_code,
                 None if r.status_code < 500 else f"HTTP {r.status_code}")
 
@@ -182,7 +183,7 @@ def sample(t: SwiftTarget, ring_paths: dict[str, str], now: float,
     try:
         return _sample(t, ring_paths, now, conf_path)
     except Exception as e:  # noqa: BLE001  (a fact of the snapshot, not a traceback)
-        return DispersionState(populated=False, error=f"{type(e).__name__}: {e}",
+        return DispersionState(populated=False, error=f"{why(e)}",
                                sampled_at=now)
 
 

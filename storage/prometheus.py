@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from storage.why import why
+
 MAX_BYTES = 64 << 20  # an answer for 5,000 hosts' filesystems is a few MiB
 CHUNK = 64 << 10
 CONNECT_TIMEOUT_S = 3.0
@@ -211,8 +213,4 @@ def _preview(body: bytes) -> str:
 
 
 def _short(e: BaseException) -> str:
-    s = str(e)
-    # requests nests urllib3's long reprs: keep the last, telling part
-    if "Errno" in s:
-        s = s[s.rfind("[Errno"):].rstrip("')\"")
-    return f"{type(e).__name__}: {s[:200]}"
+    return why(e)[:200]  # requests nests urllib3's long reprs: the telling part, in words

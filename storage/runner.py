@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from storage.why import why
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -106,7 +108,7 @@ class Spawned:
                     raw, buf = buf.split(b"\n", 1)
                     self._line(raw.decode(errors="replace").rstrip("\r"))
         except Exception as e:  # noqa: BLE001  (a broken pipe ends the output, not us)
-            self._line(f"stordoc: output lost: {type(e).__name__}: {e}")
+            self._line(f"stordoc: output lost: {why(e)}")
         if buf:
             self._line(buf.decode(errors="replace"))
 

@@ -38,6 +38,7 @@ from storage.safefile import (
 )
 from storage.ssh_forward import SocketForward, open_streamlocal
 from storage.targets import HostTarget
+from storage.why import why
 
 # paramiko's reader thread logs a dropped handshake as an ERROR with its traceback; with
 # no logging configured (the CLI) Python printed that on stderr under check's answer, where
@@ -281,11 +282,11 @@ class SSHPool:
                     raise _Transient(t.name, msg, crowded=True) from None  # dropped
                 raise HostUnreachable(t.name, msg) from None
             except _TRANSIENT as e:
-                raise _Transient(t.name, f"{type(e).__name__}: {e}",
+                raise _Transient(t.name, f"{why(e)}",
                                  crowded=not isinstance(e, ConnectionRefusedError | TimeoutError)
                                  ) from None
             except OSError as e:  # no route, no such name: not something a retry mends
-                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+                raise HostUnreachable(t.name, f"{why(e)}") from None
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(30)  # a dead peer is noticed between checks, not at use
@@ -442,10 +443,10 @@ class FabricRunner:
                                      time.monotonic() - t0, timed_out=True)
             except (OSError, EOFError) as e:
                 self._drop(t.name)
-                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+                raise HostUnreachable(t.name, f"{why(e)}") from None
             except Exception as e:  # paramiko.SSHException mid-run  # noqa: BLE001
                 self._drop(t.name)
-                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+                raise HostUnreachable(t.name, f"{why(e)}") from None
         return CommandResult(t.name, tuple(argv), r.exited, r.stdout, r.stderr,
                              time.monotonic() - t0)
 
@@ -460,7 +461,7 @@ class FabricRunner:
             try:
                 sftp = conn.client.open_sftp()
             except Exception as e:  # noqa: BLE001  (paramiko.SSHException: no sftp)
-                raise OSError(f"{t.name}: no SFTP: {type(e).__name__}: {e}") from None
+                raise OSError(f"{t.name}: no SFTP: {why(e)}") from None
             try:
                 sftp.get_channel().settimeout(timeout_s)
                 sftp.put(local_path, remote_path)
@@ -486,10 +487,10 @@ class FabricRunner:
                 chan.exec_command(shlex.join(list(argv)))
             except (OSError, EOFError) as e:
                 self._drop(t.name)
-                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+                raise HostUnreachable(t.name, f"{why(e)}") from None
             except Exception as e:  # noqa: BLE001  (paramiko.SSHException)
                 self._drop(t.name)
-                raise HostUnreachable(t.name, f"{type(e).__name__}: {e}") from None
+                raise HostUnreachable(t.name, f"{why(e)}") from None
         return _ChannelSpawned(t.name, argv, on_line, chan)
 
     def forward_socket(self, host: str, remote_path: str, local_path: str) -> SocketForward:

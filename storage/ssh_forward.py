@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from storage.why import why
+
 STREAMLOCAL = "direct-streamlocal@openssh.com"
 PROHIBITED = 1  # SSH_OPEN_ADMINISTRATIVELY_PROHIBITED (RFC 4254 5.1)
 
@@ -129,7 +131,7 @@ class SocketForward:
                                      f"sockets ({e.text})") from None
             return False
         except (SSHException, OSError, EOFError) as e:
-            raise ForwardRefused(f"{self.host}: {type(e).__name__}: {e}") from None
+            raise ForwardRefused(f"{self.host}: {why(e)}") from None
 
     def _accept(self) -> None:
         while True:

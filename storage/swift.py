@@ -30,6 +30,7 @@ from storage.swift_recon_parse import recon_from_raw as recon_from_raw
 # Always through storage.swiftlib, which puts back the real threading primitives.
 from storage.swiftlib import RingBuilder, RingData
 from storage.targets import SwiftTarget
+from storage.why import why
 
 RECON_CHECKS = ("unmounted", "diskusage", "ringmd5", "swiftconfmd5")
 SWIFT_CONF = "/etc/swift/swift.conf"  # Swift reads the hash prefix/suffix from here always
@@ -81,13 +82,13 @@ def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
             check_regular(ring_path, MAX_RING_BYTES)
             ring = RingData.load(ring_path)
         except Exception as e:  # noqa: BLE001
-            errors.append(f"cannot read {ring_path}: {type(e).__name__}: {e}")
+            errors.append(f"cannot read {ring_path}: {why(e)}")
     if has_builder:
         try:
             check_regular(builder_path, MAX_RING_BYTES)
             builder = RingBuilder.load(builder_path)
         except Exception as e:  # noqa: BLE001
-            errors.append(f"cannot read {builder_path}: {type(e).__name__}: {e}")
+            errors.append(f"cannot read {builder_path}: {why(e)}")
     if ring is None and builder is None:
         return RingState(kind, ring_path if has_ring else None,
                          builder_path if has_builder else None, 0, 0.0, 0, (),
@@ -214,10 +215,10 @@ def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
                 raw["_local_time"] = (t0 + time.time()) / 2
                 raw["_rtt_s"] = time.time() - t0
             if r.status_code >= 400:
-                why = classify_error(None, r.status_code)
+                cls = classify_error(None, r.status_code)
                 msg = f"{url}: HTTP {r.status_code}: {r.text.strip()[:100]}"
                 if i == 0:
-                    err, kind = msg, why
+                    err, kind = msg, cls
                     break
                 errors[what] = msg
                 if what in RECON_CHECKS:
@@ -225,7 +226,7 @@ def fetch_recon(ip: str, port: int, server: str, timeout_s: float,
                 continue
             raw[what] = r.json()
         except (requests.RequestException, ValueError) as e:
-            msg = f"{url}: {type(e).__name__}: {e}"
+            msg = f"{url}: {why(e)}"
             if i == 0 or isinstance(e, (requests.ConnectionError, requests.Timeout)):
                 err, kind = msg, classify_error(e)
                 break
@@ -260,7 +261,7 @@ def _proxy_health(url: str, timeout_s: float) -> tuple[bool | None, str | None]:
     try:
         r = requests.get(url.rstrip("/") + "/healthcheck", timeout=timeout_s)
     except requests.RequestException as e:
-        return False, f"{type(e).__name__}: {e}"
+        return False, f"{why(e)}"
     if r.status_code == 200 and r.text.strip() == "OK":
         return True, None
     return False, f"HTTP {r.status_code}: {r.text.strip()[:100]}"
@@ -271,7 +272,7 @@ def collect_swift(target: SwiftTarget) -> tuple[SwiftState | None, str | None]:
     try:
         return _collect(target), None
     except Exception as e:  # a broken swift_dir is a fact, not a traceback  # noqa: BLE001
-        return None, f"{type(e).__name__}: {e}"
+        return None, f"{why(e)}"
 
 
 def _collect(target: SwiftTarget) -> SwiftState:

@@ -18,6 +18,7 @@ from typing import Any
 from runbooks.bench.common import Session
 from runbooks.model import Refused
 from storage.targets import SwiftTarget
+from storage.why import why
 
 MARK_HEADER = "X-Container-Meta-Stordoc-Bench"
 
@@ -72,7 +73,7 @@ def auth(t: SwiftTarget) -> tuple[str, str]:
     except ClientException as e:
         raise Refused(f"Swift auth failed at {t.auth_url}: {e.http_status} {e.msg}") from None
     except Exception as e:
-        raise Refused(f"Swift auth failed at {t.auth_url}: {type(e).__name__}: {e}") from None
+        raise Refused(f"Swift auth failed at {t.auth_url}: {why(e)}") from None
     return str(url), str(token)
 
 
@@ -93,7 +94,7 @@ def state(s: Session) -> dict[str, Any]:
         h = requests.get(base + "/healthcheck", timeout=5)
         out["health"] = "ok" if h.ok else f"HTTP {h.status_code}"
     except requests.RequestException as e:
-        out["health"] = f"unreachable: {type(e).__name__}"
+        out["health"] = f"unreachable: {why(e)}"
     try:
         info = requests.get(base + "/info", timeout=5).json()
         v = info.get("swift", {}).get("version")

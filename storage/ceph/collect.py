@@ -40,6 +40,7 @@ from storage.ceph.settle import SettleUnavailable, read_osdmap_pgs
 from storage.ceph.state import build_state
 from storage.model import CephState
 from storage.targets import CephTarget
+from storage.why import why
 
 
 @dataclass(frozen=True)
@@ -435,6 +436,6 @@ def collect_ceph(target: CephTarget) -> tuple[CephState | None, str | None]:
     except CephCommandError as e:
         return None, str(e)
     except Exception as e:  # noqa: BLE001  (a parser surprise must not abort the run)
-        return None, f"{type(e).__name__}: {e}"
+        return None, f"{why(e)}"
     finally:
         client.close()

@@ -58,6 +58,7 @@ from storage.model import (
 from storage.runner import HostUnreachable, Runner
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
+from storage.why import why
 
 
 @dataclass(frozen=True)
@@ -306,7 +307,7 @@ def collect_host_facts(target: ClusterTarget, ceph: CephState | None,
                     out[name] = fut.result()
                 except Exception as e:  # never let one host abort the run  # noqa: BLE001
                     out[name] = HostFacts(name=name, address=h.address if h else "",
-                                          error=f"{type(e).__name__}: {e}")
+                                          error=f"{why(e)}")
     finally:
         if own:
             run.close()

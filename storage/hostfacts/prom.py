@@ -78,6 +78,7 @@ from storage.model import (
 from storage.prometheus import PromClient, PromError, Sample
 from storage.runner import Runner
 from storage.targets import ClusterTarget, HostTarget, host_key, ip_of
+from storage.why import why
 
 # the fact families, one instant query each ({job} is the settings' job, validated)
 QUERIES: dict[str, str] = {
@@ -305,7 +306,7 @@ def _query(client: PromClient, expr: str, at: float | None = None) -> list[Sampl
     except PromError:
         raise
     except Exception as e:  # never let a surprise end the check  # noqa: BLE001
-        raise PromError("bad_answer", client.url, f"{type(e).__name__}: {e}") from None
+        raise PromError("bad_answer", client.url, f"{why(e)}") from None
 
 
 # --------------------------------------------------------------------------- mapping

@@ -100,7 +100,8 @@ def aws_secrets(draw: st.DrawFn) -> Shape:
     key = draw(st.text(_B64, min_size=40, max_size=40))
     lead = draw(st.sampled_from(["aws_secret_access_key=", "AWS secret key ",
                                  "aws_secret_access_key: ", "secret access key: ",
-                                 "AWS_SECRET_ACCESS_KEY "]))
+                                 "AWS_SECRET_ACCESS_KEY ", "AKIAIOSFODNN7EXAMPLE ",
+                                 "ASIAIOSFODNN7EXAMPLE:"]))  # the id pasted with its key
     return Shape("aws-secret", lead + key, key)
 
 
