@@ -790,8 +790,12 @@ def prom_variants() -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
         out.append((f"every timestamp {json.dumps(v)}", each_sample(stamp(v))))
     for k, v in [("value", _DELETE), ("value", None), ("value", []), ("value", [1]),
                  ("value", "1"), ("metric", _DELETE), ("metric", None), ("metric", []),
-                 ("metric", "x"), ("values", [[1, "1"]])]:
+                 ("metric", "x")]:
         out.append((f"every sample {k}={v!r}", each_sample(setk(k, v))))
+    # a range vector's "values" in place of an instant vector's "value" (a "values" beside
+    # a good "value" is a good answer: not a case)
+    out.append(("every sample values instead of value", each_sample(
+        lambda s: s.update(values=[s.pop("value")]))))
     for v in [5, None, [], {}]:
         out.append((f"every label value {json.dumps(v)}", each_sample(labels(v))))
     whole: list[tuple[str, Any]] = [

@@ -39,8 +39,9 @@ def check_regular(path: str | os.PathLike[str], max_bytes: int) -> int:
 
 def check_named(named: Iterable[tuple[str, str | None, int]]) -> None:
     """Each ``(what, path, max_bytes)`` whose path exists is a regular file within its
-    limit, else ``FileRefused`` "WHAT PATH: why" (nothing opened). A missing file passes
-    (whoever opens it says so); PermissionError passes through."""
+    limit, else ``FileRefused`` "WHAT PATH: why" (nothing opened), also for a path that
+    cannot be looked at (a symlink loop, a name too long). A missing file passes (whoever
+    opens it says so); PermissionError passes through."""
     for what, path, limit in named:
         if not path:
             continue
@@ -50,6 +51,11 @@ def check_named(named: Iterable[tuple[str, str | None, int]]) -> None:
             raise FileRefused(f"{what} {e}") from None
         except FileNotFoundError:
             continue
+        except PermissionError:
+            raise
+        except OSError as e:  # a symlink loop, a name too long, a file used as a directory
+            raise FileRefused(f"{what} {os.fspath(path)}: "
+                              f"{(e.strerror or 'cannot be read').lower()}: refused") from None
 
 
 def _check(path: str | os.PathLike[str], st: os.stat_result, max_bytes: int) -> None:

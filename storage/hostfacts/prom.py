@@ -274,6 +274,16 @@ def promql_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+# a Prometheus evaluation time before 2001 or over a day ahead of this host's clock is no
+# time at all (a replay's server runs at its snapshot's time, in the past: that is fine)
+EVAL_TIME_MIN = 1e9
+EVAL_TIME_AHEAD_S = 86400.0
+
+
+def _shown_time(t: float) -> str:
+    return f"{t:.0f}" if abs(t) < 1e12 else f"{t:.3g}"
+
+
 def ask(client: PromClient, job: str, mounts: str = ".*") -> Answers:
     """``up`` first (one failure when Prometheus is down, not eight), then the others at
     once; every failure is one ``PromProblem``. ``mounts``: the mount points' regex."""
@@ -288,6 +298,12 @@ def ask(client: PromClient, job: str, mounts: str = ".*") -> Answers:
     # a sample of an odd time does not move it)
     times = Counter(s.ts for s in fam["up"] or () if not s.odd)
     now = times.most_common(1)[0][0] if times else time.time()
+    if not EVAL_TIME_MIN <= now <= time.time() + EVAL_TIME_AHEAD_S:
+        # every staleness is measured from it: a server time of -1 made every host fresh
+        return Answers(dict.fromkeys(QUERIES), [PromProblem(
+            "bad_answer", client.url, exprs["up"],
+            f"its evaluation time {_shown_time(now)} cannot be now")], time.time(),
+            exprs=exprs)
     problems: list[PromProblem] = []
     rest = [k for k in QUERIES if k != "up"]
     with ThreadPoolExecutor(max_workers=len(rest)) as pool:

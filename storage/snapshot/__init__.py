@@ -47,7 +47,7 @@ from storage.snapshot.files import (
     safe_relpath,
     seconds,
 )
-from storage.snapshot.shapes import check_ceph_answer
+from storage.snapshot.shapes import check_ceph_answer, check_ceph_answers
 from storage.targets import ClusterTarget
 
 FORMAT = "stordoc-snapshot"
@@ -168,6 +168,8 @@ def read_snapshot(directory: str) -> SnapshotDoc:
                                         "not a file under ceph/")
                 ceph_raw[key] = r.read_json(str(rel))
                 check_ceph_answer(str(rel), key, ceph_raw[key])
+            rels = {k: str(rel) for rel, k in cp["answers"].items()}
+            check_ceph_answers(ceph_raw, rels.get("osd dump", "ceph/"))
         swift = None
         if m.get("swift") is not None:
             swift = r.read_json(_str(m, "swift") or "")
@@ -205,6 +207,7 @@ def _read_capture(r: Reader, directory: str) -> SnapshotDoc:
         key = back.get(stem, stem.replace("_", " "))
         raw[key] = r.read_json(name)
         check_ceph_answer(name, key, raw[key])
+    check_ceph_answers(raw, f"{RAW_FILE_NAMES.get('osd dump', 'osd_dump')}.json")
     taken = 0.0  # the capture's moment: its status's pgmap stamp, else the osdmap's
     status = raw.get("status")
     if isinstance(status, Mapping):

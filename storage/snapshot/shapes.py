@@ -83,3 +83,22 @@ def _osd_dump(rel: str, d: Mapping[str, Any]) -> None:
         for k in ("up", "in"):
             if k in o and not _int(o[k], 0, 1):
                 raise SnapshotError(f"{rel}: osds[{i}] (osd.{o['osd']}): '{k}' is not 0 or 1")
+
+
+def check_ceph_answers(raw: Mapping[str, Any], where: str) -> None:
+    """What one answer says about another: every OSD ``osd tree`` places must be in ``osd
+    dump``'s OSD map (Ceph builds both from one map). A snapshot whose OSD map lost its
+    OSDs (``"osds": []``) read as a cluster with nothing to check: "OK, no incidents"
+    (hostile run); it is refused instead."""
+    dump, tree = raw.get("osd dump"), raw.get("osd tree")
+    if not isinstance(dump, Mapping) or not isinstance(tree, Mapping):
+        return
+    in_map = {o.get("osd") for o in dump.get("osds") or () if isinstance(o, Mapping)}
+    placed = sorted(n.get("id") for n in tree.get("nodes") or ()
+                    if isinstance(n, Mapping) and n.get("type") == "osd"
+                    and _int(n.get("id"), 0, MAX_OSD_ID))
+    missing = [i for i in placed if i not in in_map]
+    if missing:
+        names = ", ".join(f"osd.{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise SnapshotError(f"{where}: 'osd tree' places {names} but 'osd dump' has no such "
+                            f"OSD: the two answers disagree")

@@ -175,3 +175,15 @@ def test_a_journal_named_through_a_symlink_is_0600_as_a_direct_one(tmp_path: Pat
     e = finishes(lambda: Journal(str(d / "other.db")).close())
     assert isinstance(e, OSError), e
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("field", ["conf", "keyring", "known_hosts", "key_file", "swift_key"])
+def test_a_symlink_loop_named_in_the_config_is_one_line(tmp_path: Path, field: str) -> None:
+    """ELOOP is no FileNotFoundError: it was a traceback out of the preflight (hostile
+    run); now it is refused like a FIFO, in one line naming the key and path."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop.name)
+    r = cli(config(tmp_path, **{field: str(loop)}), "check", timeout=HANG_GUARD_S)
+    assert r.returncode == 64, (r.returncode, r.stderr)
+    one_line(r, str(loop), "too many levels of symbolic links", "refused")
+    assert not (tmp_path / "j.db").exists()

@@ -485,6 +485,21 @@ def test_an_odd_time_of_a_host_is_no_internal_error(up: float, stamp: str) -> No
     assert got.prometheus is not None and "node2" in got.prometheus.unknown
 
 
+@pytest.mark.parametrize("server_time", [-1.0, 0.0, 5e8, 1e15])
+def test_a_server_time_that_cannot_be_now_vouches_for_no_host(server_time: float) -> None:
+    """Every staleness is measured from the server's evaluation time: at -1 every host's
+    last scrape was "in the future", so fresh, and a check said OK from facts it could not
+    date (hostile run). Such an answer is a bad answer and no host is vouched for."""
+    snap, target, _ = saved("reef", "healthy")
+    with FakeProm(nodes_of(snap.hosts), clock=lambda: server_time).serve() as url:
+        got, asked = via_prom(snap, target, url, ssh_max=0)
+    rep = run_checks(got, now=snap.taken_at)
+    bad = [f for f in rep.findings if f.code == "PROMETHEUS_BAD_ANSWER"]
+    assert len(bad) == 1 and "evaluation time" in bad[0].message, rep.findings
+    assert not got.hosts and got.prometheus is not None
+    assert rep.verdict.name != "OK"
+
+
 def test_a_nan_readonly_flag_sends_its_host_to_ssh_which_finds_it_readonly() -> None:
     snap, target, _ = saved("reef", "swift-device-readonly")
     want = keys(snap, snap.taken_at)

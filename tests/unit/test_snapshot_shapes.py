@@ -75,6 +75,7 @@ BAD = [
     ("ceph/osd_dump.json", set_key("osds", {}), "'osds' is not a list"),
     ("ceph/osd_dump.json", lambda d: {**d, "osds": [{**d["osds"][0], "up": "yes"}]},
      "'up' is not 0 or 1"),
+    ("ceph/osd_dump.json", set_key("osds", []), "'osd dump' has no such OSD"),
     ("ceph/osd_tree.json", lambda d: [1], "the answer to 'osd tree' is a list"),
     ("ceph/health_detail.json", lambda d: [], "the answer to 'health detail' is a list"),
     ("ceph/pg_stat.json", lambda d: 7, "the answer to 'pg stat' is a number"),
