@@ -111,6 +111,9 @@ class FindingRecord:
                    None if r["since"] is None else float(r["since"]))
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database
+
+
 class Journal:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -120,12 +123,16 @@ class Journal:
             self.path = os.path.realpath(self.path)
         self.tightened: list[str] = []  # what was said about an older journal's modes
         if self.path != ":memory:":
+            self._regular_or_absent()
             self._private_files()
         self._lock = threading.RLock()
         self._schemas: set[str] = set()
         # check_same_thread=False: the TUI and the bot write from worker threads
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30,
-                               isolation_level=None)
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30,
+                                   isolation_level=None)
+        except sqlite3.DatabaseError as e:
+            raise self._refused(e) from None
         self.db = ImmediateDatabase(conn)
         if self.path == ":memory:":
             self._ensure()
@@ -138,8 +145,48 @@ class Journal:
                 if self.db.journal_mode != "wal":
                     self.db.enable_wal()
                 self._ensure()
+            except sqlite3.DatabaseError as e:
+                if "locked" in str(e) or "busy" in str(e):
+                    raise
+                conn.close()
+                raise self._refused(e) from None
             finally:
                 fcntl.flock(lf, fcntl.LOCK_UN)
+
+    def _regular_or_absent(self) -> None:
+        """A journal that exists is a regular file: a FIFO, a device or a directory named
+        as the journal is refused in one line before SQLite opens it (a FIFO blocked, other
+        kinds were a traceback)."""
+        from storage.safefile import FileRefused, check_regular
+
+        try:
+            size = check_regular(self.path, 1 << 62)
+        except FileNotFoundError:
+            return
+        except FileRefused as e:
+            raise FileRefused(f"journal {e}") from None
+        except PermissionError:
+            raise
+        except OSError as e:
+            raise FileRefused(f"journal {self.path}: "
+                              f"{(e.strerror or 'cannot be read').lower()}: refused") from None
+        if size == 0:
+            return  # SQLite makes an empty file a new database
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        try:
+            head = os.read(fd, len(SQLITE_HEADER))
+        finally:
+            os.close(fd)
+        if head != SQLITE_HEADER:  # someone's file: neither opened by SQLite nor tightened
+            raise FileRefused(f"journal {self.path}: not an SQLite database: refused (name "
+                              f"another file with `journal = ...`)")
+
+    def _refused(self, e: sqlite3.DatabaseError) -> Exception:
+        from storage.safefile import FileRefused
+
+        return FileRefused(f"journal {self.path}: not an SQLite database stordoc can open "
+                           f"({str(e).splitlines()[0][:80] if str(e) else 'unreadable'}): "
+                           f"refused (name another file with `journal = ...`)")
 
     @contextlib.contextmanager
     def _lock_file(self) -> Iterator[int]:

@@ -203,11 +203,12 @@ def _status_of(e: Exception) -> ExitStatus | None:
     traceback); None for anything else. The error types are imported here, once something
     was raised, so that parsing never loads the layers that define them."""
     from runbooks.model import InvalidRequest, Refused
+    from storage.safefile import FileRefused
     from stordoc.service.errors import ActionRefused, InvalidAction
     from stordoc.settings import SettingsError
 
     # InvalidRequest and InvalidAction are kinds of Refused/ActionRefused: asked first
-    if isinstance(e, UserError | SettingsError | InvalidRequest | InvalidAction):
+    if isinstance(e, UserError | SettingsError | InvalidRequest | InvalidAction | FileRefused):
         return ExitStatus.USAGE
     if isinstance(e, Refused | ActionRefused):
         return ExitStatus.REFUSED

@@ -94,7 +94,7 @@ def check_ceph_answers(raw: Mapping[str, Any], where: str) -> None:
     if not isinstance(dump, Mapping) or not isinstance(tree, Mapping):
         return
     in_map = {o.get("osd") for o in dump.get("osds") or () if isinstance(o, Mapping)}
-    placed = sorted(n.get("id") for n in tree.get("nodes") or ()
+    placed = sorted(int(n["id"]) for n in tree.get("nodes") or ()
                     if isinstance(n, Mapping) and n.get("type") == "osd"
                     and _int(n.get("id"), 0, MAX_OSD_ID))
     missing = [i for i in placed if i not in in_map]

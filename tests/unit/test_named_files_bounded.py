@@ -187,3 +187,27 @@ def test_a_symlink_loop_named_in_the_config_is_one_line(tmp_path: Path, field: s
     assert r.returncode == 64, (r.returncode, r.stderr)
     one_line(r, str(loop), "too many levels of symbolic links", "refused")
     assert not (tmp_path / "j.db").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "big", "notdb"])
+def test_a_journal_that_is_no_database_file_is_one_line(tmp_path: Path, kind: str) -> None:
+    """The journal named in the config is a FIFO, a directory or a file that is not an
+    SQLite database: one line naming it, exit 64, never SQLite's traceback ("disk I/O
+    error", "file is not a database": hostile run), and the file is left as it was."""
+    k = kinds(tmp_path)
+    path = tmp_path / "notdb" if kind == "notdb" else Path(k[kind])
+    if kind == "notdb":
+        path.write_text("these are someone's notes, not a journal\n")
+    before = path.read_bytes() if kind == "notdb" else None
+    if kind == "notdb":
+        path.chmod(0o644)
+    mode = path.stat().st_mode & 0o777
+    cfg = config(tmp_path)
+    cfg.write_text(cfg.read_text().replace(str(tmp_path / "j.db"), str(path)))
+    for argv in (("mute", "--list"), ("audit", "--last", "1")):
+        r = cli(cfg, *argv, timeout=HANG_GUARD_S)
+        assert r.returncode == 64, (argv, r.returncode, r.stderr)
+        one_line(r, "journal", str(path), "is a directory" if kind == "dir" else "refused")
+    if before is not None:  # not ours: unchanged, its mode too
+        assert path.read_bytes() == before and path.stat().st_mode & 0o777 == mode
+        assert path.read_bytes() == before
