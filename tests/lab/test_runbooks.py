@@ -191,10 +191,14 @@ def test_refusals_unknown_osd_lock_held_stale_lock_and_no_confirmation(
     r = cli(cfg, "locks", "--clear", "osd.1")
     assert r.returncode == ExitStatus.REFUSED and "still running" in r.stderr
     audit.release(lid)
-    # a stale lock: its process is gone
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    audit.acquire("lab", "osd.1", "bob", "osd-remount osd.1", pid=dead.pid)
+    # a stale lock: held by a process of another host for longer than a run takes (a
+    # lock whose process is gone from this host is taken over instead: the unit tests
+    # test_execute_locks/test_runbook_audit kill a real holder; here nothing may run)
+    old = audit.acquire("lab", "osd.1", "bob", "osd-remount osd.1")
+    with ctx.journal.lock:
+        ctx.journal.db.conn.execute(
+            "update runbook_locks set host = ?, since = since - ? where id = ?",
+            ["another-host", audit.stale_after_s + 60, old])
     assert [lk.target for lk in audit.stale_locks("lab")] == ["osd.1"]
     with pytest.raises(Refused, match="stale"):
         execute(ctx, p, confirmed_by="tester")
