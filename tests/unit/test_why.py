@@ -14,20 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage.why import why
+from tests.support.bot_process import free_port
 
 CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception)\b|HTTPConnectionPool|0x[0-9a-f]+")
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return int(port)
-
 
 def test_a_refused_http_request_is_connection_refused() -> None:
-    port = _free_port()
+    port = free_port()
     with pytest.raises(requests.RequestException) as ei:
         requests.get(f"http://127.0.0.1:{port}/healthcheck", timeout=2)
     assert "HTTPConnectionPool" in str(ei.value)  # what was shown before
