@@ -482,13 +482,14 @@ def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
 
 
 def _read_small(path: str, what: str, limit: int = 64 * 1024) -> str:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
+    from storage.safefile import FileRefused, read_regular
+
+    try:  # a FIFO or a device is refused unopened (a FIFO hung `approve` for good)
+        data = read_regular(path, limit)
+    except FileRefused as e:
+        raise UserError(f"the {what} file {e}") from None
     except OSError as e:
         raise UserError(f"cannot read the {what} file {path}: {e.strerror or e}") from None
-    if len(data) > limit:
-        raise UserError(f"{path} is not a {what} file (over {limit // 1024} KB)")
     try:
         return data.decode()
     except UnicodeDecodeError:

@@ -218,6 +218,34 @@ def test_stordoc_approve_signs_with_ssh_keygen(cli: Any,
     assert "-----BEGIN SSH SIGNATURE-----" in a.signature
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dir", "devzero"])
+def test_a_request_or_approval_that_is_no_regular_file_is_one_line(
+        cli: Any, keys: dict[str, tuple[Path, str]], kind: str) -> None:
+    """A FIFO named as the request hung `stordoc approve` for good (tried by hand); a
+    FIFO, a directory or a device named as the request or the approval is one line, exit
+    64, nothing signed or run."""
+    import os
+    import subprocess as sp
+    import sys
+
+    p = cli.dir / f"odd-{kind}"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "dir":
+        p.mkdir()
+    else:
+        p.symlink_to("/dev/zero")
+    r = sp.run([sys.executable, "-m", "stordoc", "approve", str(p), "--as", "carol", "--key",
+                str(keys["carol"][0]), "--yes"], capture_output=True, text=True, timeout=60,
+               stdin=sp.DEVNULL, check=False)
+    assert r.returncode == 64 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert str(p) in r.stderr and "Traceback" not in r.stderr
+    assert not Path(f"{p}.approval").exists()
+    rc, out, err = cli.run("fix", "pg-mark-unfound-lost", cli.pgid, "-o", "mode=revert",
+                           "--approval", str(p), "--yes")
+    assert rc == 64 and str(p) in err and "Traceback" not in err, err
+
+
 def test_the_two_person_setting_gates_every_destructive_runbook() -> None:
     """A runbook that needs a second person, on a cluster whose role sets two_person, needs
     an approval in the CLI too; pg-mark-unfound-lost always; others not."""
