@@ -160,6 +160,10 @@ MAP: Mapping[str, AlertMapping] = {
     "CephPGUnavilableBlockingIO": AlertMapping(("PG_AVAILABILITY",),
                                                (*_PGS, *_OSD_DOWN_ROOTS), "", "pg",
                                                _OSD_DOWN_FIX),
+    # the rule's name from Squid on (the old one misspelt it): the same alert
+    "CephPGUnavailableBlockingIO": AlertMapping(("PG_AVAILABILITY",),
+                                                (*_PGS, *_OSD_DOWN_ROOTS), "", "pg",
+                                                _OSD_DOWN_FIX),
     "CephPGBackfillAtRisk": AlertMapping(("PG_BACKFILL_FULL",), _FULL, "", "osd", _FULL_FIX),
     "CephPGNotScrubbed": AlertMapping(("PG_NOT_SCRUBBED",), (), "", "pg"),
     "CephPGsHighPerOSD": AlertMapping(("TOO_MANY_PGS",), ("PGS_PER_OSD_HIGH",
