@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from checks.alert_map import MAP as ALERTS
+from checks.alert_map import rule_codes
 from checks.incidents import Incident
 from checks.model import Severity
 from stordoc.service.snapshots import load
@@ -252,3 +253,4 @@ def test_quota_pool_full_is_told_set_quota(tmp_path: Path) -> None:
 def test_squid_spelling_of_the_pg_unavailable_alert_is_mapped() -> None:
     old, new = ALERTS["CephPGUnavilableBlockingIO"], ALERTS.get("CephPGUnavailableBlockingIO")
     assert new == old
+    assert rule_codes("CephPGUnavailableBlockingIO") == ("PG_AVAILABILITY",)
