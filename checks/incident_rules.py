@@ -132,16 +132,6 @@ RULES: tuple[Rule, ...] = (
     Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), CEPH_PG_FULL_CODES, ceph=CEPH_FULL_CODES),
     Rule("OSD_NEAR_FULL", "osd", (), CEPH_PG_FULL_CODES, ceph=CEPH_FULL_CODES),
     Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),
-    # the full ratios out of order (checks.ceph_config): Ceph's OSD_OUT_OF_ORDER_FULL says it
-    Rule("FULL_RATIOS_ORDER", "entity", (), ("OSD_OUT_OF_ORDER_FULL",)),
-    # a pool's PG numbers (checks.pgs): one incident per pool, Ceph's codes naming it in it
-    *(Rule(c, "pool", _after(POOL_PG_CODES, c), ("TOO_FEW_PGS",) if c == "POOL_PG_NUM_LOW"
-           else (), ceph=POOL_PG_CEPH_CODES) for c in POOL_PG_CODES),
-    Rule("PGS_PER_OSD_HIGH", "entity", (), ("TOO_MANY_PGS",)),
-    # a monitor out of quorum or off the leader's clock (checks.cluster): Ceph's MON_DOWN /
-    # MON_CLOCK_SKEW naming that monitor
-    Rule("MON_OUT_OF_QUORUM", "mon", (), ceph=("MON_DOWN",)),
-    Rule("MON_CLOCK_SKEW", "mon", (), ceph=("MON_CLOCK_SKEW",)),
     *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",),
            ceph=("CACHE_POOL_NO_HIT_SET", "CACHE_POOL_NEAR_FULL"))
       for c in CACHE_CODES),
@@ -185,4 +175,16 @@ RULES: tuple[Rule, ...] = (
     Rule("PGS_STUCK", "entity", (), OSD_FOLD),
     # one stuck PG whose blocking OSD has no cause of its own found (checks/pgblocks.py)
     Rule("PG_STUCK", "entity", (), OSD_FOLD),
+    # stordoc's findings that Ceph says too (last: they rank as before, after the causes
+    # above; they claim only their own codes and Ceph's word on the same thing)
+    # the full ratios out of order (checks.ceph_config): Ceph's OSD_OUT_OF_ORDER_FULL says it
+    Rule("FULL_RATIOS_ORDER", "entity", (), ("OSD_OUT_OF_ORDER_FULL",)),
+    # a pool's PG numbers (checks.pgs): one incident per pool, Ceph's codes naming it in it
+    *(Rule(c, "pool", _after(POOL_PG_CODES, c), ("TOO_FEW_PGS",) if c == "POOL_PG_NUM_LOW"
+           else (), ceph=POOL_PG_CEPH_CODES) for c in POOL_PG_CODES),
+    Rule("PGS_PER_OSD_HIGH", "entity", (), ("TOO_MANY_PGS",)),
+    # a monitor out of quorum or off the leader's clock (checks.cluster): Ceph's MON_DOWN /
+    # MON_CLOCK_SKEW naming that monitor
+    Rule("MON_OUT_OF_QUORUM", "mon", (), ceph=("MON_DOWN",)),
+    Rule("MON_CLOCK_SKEW", "mon", (), ceph=("MON_CLOCK_SKEW",)),
 )
