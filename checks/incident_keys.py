@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from checks.model import Finding
+from checks.osd import ceph_flag_name
 from storage.model import ClusterSnapshot
 
 _OSD_RE = re.compile(r"\bosd\.(\d+)\b")
@@ -96,11 +97,11 @@ def flags_named(f: Finding) -> set[str]:
     """The osdmap flags a finding is about: stordoc's OSDMAP_FLAGS (its ``flag``), Ceph's
     OSDMAP_FLAGS (the flags its summary lists, in Ceph's own format)."""
     if f.code == "OSDMAP_FLAGS" and f.evidence.get("flag"):
-        return {str(f.evidence["flag"])}
-    if ceph_code(f) == "OSDMAP_FLAGS":
+        return {ceph_flag_name(str(f.evidence["flag"]))}
+    if ceph_code(f) == "OSDMAP_FLAGS":  # "pauserd,pausewr flag(s) set" is one flag, pause
         m = _FLAGS_RE.match(str(f.evidence.get("summary") or "").strip())
         if m:
-            return {x for x in m.group(1).split(",") if x}
+            return {ceph_flag_name(x) for x in m.group(1).split(",") if x}
     if ceph_code(f) == "OSD_FLAGS":  # per-OSD flags (set-group): "osd.1 has flags noout"
         return {x for line in _detail_lines(f) for m in _OSD_FLAGS_RE.finditer(line)
                 for x in m.group(1).split(",") if x}
