@@ -259,11 +259,32 @@ def _full(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
               f" full {st.full_ratio:.2f}")
     what = _where(st, ds) if ds else ("pool(s) " + ", ".join(pools) if pools else "")
     use = ", ".join(f"{d} {usage[d]}%" for d in ds if d in usage)
+    if _quota(hc) and pools:
+        # a pool at its quota (``pool 'x' has 9 objects (max 10)``, ``pool 'x' is full
+        # (running out of quota)``): the quota is the limit, not the OSDs' space
+        quotas = {p.name: (p.quota_max_bytes, p.quota_max_objects) for p in st.pools}
+        fix = "; ".join(f"`ceph osd pool set-quota {p} max_bytes N` / `max_objects N`"
+                        for p in pools)
+        return Explained(
+            f"{hc.summary} ({what}, at or near its quota): raise the quota ({fix}) or "
+            "delete data from the pool; the OSDs have space",
+            {"pools": pools, "quota": True,
+             "quotas": {p: {"max_bytes": quotas[p][0], "max_objects": quotas[p][1]}
+                        for p in pools if p in quotas},
+             # the pool's own incident (POOL_NEAR_FULL), not the cluster filling
+             "fold_as": "POOL_QUOTA_NEAR_FULL"})
     return Explained(
         f"{hc.summary} ({what}{'; ' + use if use else ''}; ratios {ratios}): add capacity "
         "or delete data; raising the ratios only buys time",
         {"osds": ds, "pools": pools, "hosts": _osd_hosts(st, ds),
          "utilization": {d: usage[d] for d in ds if d in usage}})
+
+
+def _quota(hc: HealthCheck) -> bool:
+    """Ceph's pool-quota codes: POOL_NEAR_FULL is only ever a quota (``src/mon/PGMap.cc``);
+    POOL_FULL is one when its detail says ``(max N)`` or ``running out of quota``."""
+    return hc.code == "POOL_NEAR_FULL" or any(
+        "(max " in line or "running out of quota" in line for line in hc.detail)
 
 
 def _old_version(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
@@ -386,6 +407,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "MGR_DOWN": _mgr_down,
     "OSD_NEARFULL": _full, "OSD_BACKFILLFULL": _full, "OSD_FULL": _full,
     "POOL_NEARFULL": _full, "POOL_FULL": _full, "POOL_BACKFILLFULL": _full,
+    "POOL_NEAR_FULL": _full,
     "DAEMON_OLD_VERSION": _old_version,
     "MGR_MODULE_DEPENDENCY": _mgr_module_dependency,
     "BLUEFS_SPILLOVER": _spillover,

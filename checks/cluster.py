@@ -122,6 +122,9 @@ def _pool_fullness(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding
         if p.quota_max_objects and p.objects >= nearfull * p.quota_max_objects:
             reasons.append(f"{p.objects / p.quota_max_objects:.0%} of its object quota")
             ev["quota_max_objects"] = p.quota_max_objects
+        if reasons and p.percent_used < nearfull - RATIO_TOL:
+            # its quota only: the pool's own incident, not the cluster filling
+            ev["fold_as"] = "POOL_QUOTA_NEAR_FULL"
         if reasons:
             yield Finding("POOL_NEAR_FULL", Severity.WARN, f"pool {p.name}",
                           f"pool {p.name} uses {' and '.join(reasons)}: writes stop when "

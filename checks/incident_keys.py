@@ -10,12 +10,19 @@ import re
 from collections.abc import Sequence
 
 from checks.model import Finding
+from checks.osd import ceph_flag_name
 from storage.model import ClusterSnapshot
 
 _OSD_RE = re.compile(r"\bosd\.(\d+)\b")
 _HOST_RE = re.compile(r"^host (\S+)")
 _SWIFT_SERVER_RE = re.compile(r"^(?P<kind>\w+) server (?P<ip>\S+):(?P<port>\d+)$")
 _POOL_NAME_RE = re.compile(r"'([^']+)'")
+# Ceph's codes that name their pool without quotes: SMALLER_PGP_NUM "pool rbd pg_num 64 >
+# pgp_num 32" (src/mon/PGMap.cc), the autoscaler's POOL_TOO_FEW_PGS / POOL_TOO_MANY_PGS
+# "Pool rbd has 2 placement groups, should have 64" (src/pybind/mgr/pg_autoscaler)
+_POOL_BARE_RE = re.compile(r"^(?:pool ([^\s']+) pg_num \d+ > pgp_num"
+                           r"|Pool ([^\s']+) has \d+ placement groups)")
+_MON_RE = re.compile(r"\bmon\.([A-Za-z0-9_-]+)")
 _SWIFT_RING_RE = re.compile(r"^(?P<kind>object|container|account)(?:-\d+)? ring\b")
 # Ceph's OSDMAP_FLAGS summary: "noout,noscrub flag(s) set"
 _FLAGS_RE = re.compile(r"^([a-z_,-]+) flag\(s\) set$")
@@ -90,11 +97,11 @@ def flags_named(f: Finding) -> set[str]:
     """The osdmap flags a finding is about: stordoc's OSDMAP_FLAGS (its ``flag``), Ceph's
     OSDMAP_FLAGS (the flags its summary lists, in Ceph's own format)."""
     if f.code == "OSDMAP_FLAGS" and f.evidence.get("flag"):
-        return {str(f.evidence["flag"])}
-    if ceph_code(f) == "OSDMAP_FLAGS":
+        return {ceph_flag_name(str(f.evidence["flag"]))}
+    if ceph_code(f) == "OSDMAP_FLAGS":  # "pauserd,pausewr flag(s) set" is one flag, pause
         m = _FLAGS_RE.match(str(f.evidence.get("summary") or "").strip())
         if m:
-            return {x for x in m.group(1).split(",") if x}
+            return {ceph_flag_name(x) for x in m.group(1).split(",") if x}
     if ceph_code(f) == "OSD_FLAGS":  # per-OSD flags (set-group): "osd.1 has flags noout"
         return {x for line in _detail_lines(f) for m in _OSD_FLAGS_RE.finditer(line)
                 for x in m.group(1).split(",") if x}
@@ -106,7 +113,22 @@ def pools_named(f: Finding) -> set[str]:
     if f.entity.startswith("pool "):
         return {f.entity[5:]}
     if ceph_code(f):
-        return {m for line in _detail_lines(f) for m in _POOL_NAME_RE.findall(line)}
+        return {m for line in _detail_lines(f)
+                for m in [*_POOL_NAME_RE.findall(line),
+                          *(x for t in _POOL_BARE_RE.findall(line) for x in t if x)]}
+    return set()
+
+
+def mons_named(f: Finding) -> set[str]:
+    """The monitors a finding is about: its entity (``mon.b``), or those Ceph's code names
+    (``mon.b (rank 1) addr [..] is down (out of quorum)``, ``mon.b clock skew 0.08s > max
+    0.05s``)."""
+    m = re.fullmatch(r"mon\.(\S+)", f.entity)
+    if m:
+        return {m.group(1)}
+    if ceph_code(f):
+        return {x for line in [str(f.evidence.get("summary") or ""), *_detail_lines(f)]
+                for x in _MON_RE.findall(line)}
     return set()
 
 
@@ -163,6 +185,7 @@ class FindingIndex:
                 "swift-device": frozenset([dev] if dev else []),
                 "swift-server": frozenset([kind] if kind else []),
                 "pool": frozenset(pools_named(f)),
+                "mon": frozenset(mons_named(f)),
                 "osdmap-flag": frozenset(flags_named(f)),
                 "entity": frozenset([f.entity])}
             k["disk"] = disk_keys(f, k["osd"], dev, on_disk)

@@ -18,11 +18,14 @@ OSD_DOWN_CODES = ("OSD_DOWN_IN", "OSD_DOWN_OUT", "OSD_NEVER_UP", "OSD_HOST_DOWN"
 CEPH_OSD_CODES = ("OSD_DOWN", "OSD_HOST_DOWN", "OSD_ROOT_DOWN", "OSD_FLAPPING",
                   "SLOW_OPS", "RECENT_CRASH")
 CEPH_FULL_CODES = ("OSD_NEARFULL", "OSD_BACKFILLFULL", "OSD_FULL", "POOL_NEARFULL",
-                   "POOL_BACKFILLFULL", "POOL_FULL")
+                   "POOL_BACKFILLFULL", "POOL_FULL", "POOL_NEAR_FULL")
+# Ceph's PGs that wait for space: the fullness incident's, never a down OSD's
+CEPH_PG_FULL_CODES = ("PG_BACKFILL_FULL", "PG_RECOVERY_FULL")
 # Ceph health codes about PGs: a consequence of OSDs that are down (or just came back).
-CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_RECOVERY_FULL",
-                 "PG_BACKFILL_FULL", "PG_NOT_SCRUBBED", "PG_NOT_DEEP_SCRUBBED",
-                 "OBJECT_MISPLACED", "OBJECT_UNFOUND", "SLOW_OPS")
+# (SLOW_OPS names its OSDs: it joins the incident of the OSD it names, CEPH_OSD_CODES;
+# PGs waiting for space are the fullness incident's, CEPH_PG_FULL_CODES)
+CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_NOT_SCRUBBED",
+                 "PG_NOT_DEEP_SCRUBBED", "OBJECT_MISPLACED", "OBJECT_UNFOUND")
 # Ceph's codes of a failing disk under an OSD (enriched in checks/ceph_codes.py)
 CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMANY",
                    "OSD_TOO_MANY_REPAIRS", "BLUESTORE_SPURIOUS_READ_ERRORS",
@@ -44,7 +47,8 @@ class Rule:
 
     Scopes: ``osd`` (the OSD ids a finding names, its host's OSDs, Ceph's detail lines),
     ``swift-device`` (ip, device), ``osdmap-flag`` (the flag: stordoc's finding and
-    the flags Ceph's OSDMAP_FLAGS summary names), ``swift-server`` (server kind and port: one process per
+    the flags Ceph's OSDMAP_FLAGS summary names), ``mon`` (a monitor: ``mon.b``, and Ceph's
+    codes whose detail names it), ``swift-server`` (server kind and port: one process per
     kind and port, a stopped kind is one cause on every node), ``pool`` (the pool, and
     Ceph's codes whose detail names it), ``entity`` (the same entity string).
     """
@@ -64,6 +68,11 @@ RING_CODES = ("SWIFT_REPLICAS_EXCEED_DEVICES", "SWIFT_REPLICAS_EXCEED_ZONES",
               "SWIFT_BUILDER_RING_MISMATCH", "SWIFT_BUILDER_NEWER_THAN_RING",
               "SWIFT_RING_UNBALANCED", "SWIFT_DISPERSION_HIGH")
 SWIFT_REPL_FOLD = ("SWIFT_REPLICATION_FAILURES",)
+# a pool's PG numbers (checks.pgs), worst first, and Ceph's codes of the same
+POOL_PG_CODES = ("POOL_PG_NUM_LOW", "POOL_PGP_BELOW_PG", "POOL_PG_NUM_HIGH",
+                 "POOL_PG_NOT_POWER_OF_TWO")
+POOL_PG_CEPH_CODES = ("POOL_TOO_FEW_PGS", "SMALLER_PGP_NUM", "POOL_TOO_MANY_PGS",
+                      "POOL_PG_NUM_NOT_POWER_OF_TWO")
 SERVER_CODES = ("SWIFT_SERVER_DOWN", "SWIFT_SERVER_TIMEOUT", "SWIFT_SERVER_HTTP_ERROR",
                 "SWIFT_REPLICATION_STALE", "SWIFT_REPLICATION_FAILURES")
 
@@ -115,11 +124,13 @@ RULES: tuple[Rule, ...] = (
     Rule("OSD_UP_OUT", "osd", (), OSD_FOLD, ceph=CEPH_OSD_CODES),
     # a filling cluster (checks/fill.py): the OSDs past nearfull, the uneven spread and
     # Ceph's nearfull codes are one incident (a full OSD stays one of its own: CRIT)
+    # (a pool near its quota is not the cluster filling: its POOL_NEAR_FULL, stordoc's and
+    # Ceph's, fold in as POOL_QUOTA_NEAR_FULL, the pool's own incident below)
     Rule("CLUSTER_DAYS_TO_FULL", "entity", (),
          ("OSD_NEAR_FULL", "POOL_NEAR_FULL", "OSD_FILL_SPREAD", "OSD_NEARFULL",
-          "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL")),
-    Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), ceph=CEPH_FULL_CODES),
-    Rule("OSD_NEAR_FULL", "osd", (), ceph=CEPH_FULL_CODES),
+          "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES)),
+    Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), CEPH_PG_FULL_CODES, ceph=CEPH_FULL_CODES),
+    Rule("OSD_NEAR_FULL", "osd", (), CEPH_PG_FULL_CODES, ceph=CEPH_FULL_CODES),
     Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),
     *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",),
            ceph=("CACHE_POOL_NO_HIT_SET", "CACHE_POOL_NEAR_FULL"))
@@ -164,4 +175,16 @@ RULES: tuple[Rule, ...] = (
     Rule("PGS_STUCK", "entity", (), OSD_FOLD),
     # one stuck PG whose blocking OSD has no cause of its own found (checks/pgblocks.py)
     Rule("PG_STUCK", "entity", (), OSD_FOLD),
+    # stordoc's findings that Ceph says too (last: they rank as before, after the causes
+    # above; they claim only their own codes and Ceph's word on the same thing)
+    # the full ratios out of order (checks.ceph_config): Ceph's OSD_OUT_OF_ORDER_FULL says it
+    Rule("FULL_RATIOS_ORDER", "entity", (), ("OSD_OUT_OF_ORDER_FULL",)),
+    # a pool's PG numbers (checks.pgs): one incident per pool, Ceph's codes naming it in it
+    *(Rule(c, "pool", _after(POOL_PG_CODES, c), ("TOO_FEW_PGS",) if c == "POOL_PG_NUM_LOW"
+           else (), ceph=POOL_PG_CEPH_CODES) for c in POOL_PG_CODES),
+    Rule("PGS_PER_OSD_HIGH", "entity", (), ("TOO_MANY_PGS",)),
+    # a monitor out of quorum or off the leader's clock (checks.cluster): Ceph's MON_DOWN /
+    # MON_CLOCK_SKEW naming that monitor
+    Rule("MON_OUT_OF_QUORUM", "mon", (), ceph=("MON_DOWN",)),
+    Rule("MON_CLOCK_SKEW", "mon", (), ceph=("MON_CLOCK_SKEW",)),
 )

@@ -173,8 +173,15 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
 
 
 
+def _as(f: Finding) -> str:
+    """The code a finding folds in as: Ceph's (or what its explainer says it is part of),
+    or stordoc's own code unless its evidence says otherwise (``fold_as``: a pool near its
+    quota is POOL_QUOTA_NEAR_FULL, not the cluster filling)."""
+    return fold_code(f) or str(f.evidence.get("fold_as") or f.code)
+
+
 def _folds(rule: Rule, f: Finding) -> bool:
-    return f.code in rule.fold_any or fold_code(f) in rule.fold_any
+    return _as(f) in rule.fold_any
 
 
 def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) -> \
@@ -213,7 +220,7 @@ def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) 
                         take.add(j)
             cons = [todo[j] for j in sorted(take)]
             used |= take
-            folded |= {fold_code(f) or f.code for f in cons if _folds(rule, f)}
+            folded |= {_as(f) for f in cons if _folds(rule, f)}
             incidents.append(_make(root, cons))
     # what no rule claims: one incident per entity (a pool's settings, a ring), worst
     # first; one code on every server of a Swift kind (quarantines grew on each) is one

@@ -33,6 +33,29 @@ FLAG_EFFECTS: dict[str, str] = {
 }
 # Flags that block I/O or recovery outright are critical, the rest are warnings.
 CRIT_FLAGS = frozenset({"pause", "pauserd", "pausewr", "noup", "norecover"})
+# The flag names ``ceph osd set|unset`` takes (Pacific, Reef: its EINVAL lists them).
+# ``osd dump`` spells ``pause`` as two bits, ``pauserd,pausewr``: Ceph refuses
+# ``ceph osd unset pauserd``; ``ceph osd unset pause`` clears both.
+CEPH_SET_FLAGS = ("full", "pause", "noup", "nodown", "noout", "noin", "nobackfill",
+                  "norebalance", "norecover", "noscrub", "nodeep-scrub", "notieragent",
+                  "nosnaptrim", "pglog_hardlimit")
+_OSDMAP_SPELLING = {"pauserd": "pause", "pausewr": "pause"}
+
+
+def ceph_flag_name(flag: str) -> str:
+    """The name ``ceph osd unset`` takes for a flag as ``osd dump`` spells it
+    (``pauserd`` -> ``pause``)."""
+    return _OSDMAP_SPELLING.get(flag, flag)
+
+
+def cluster_flags(flags: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
+    """The cluster's problem flags by the name Ceph takes, each with its osdmap
+    spellings: ``pauserd,pausewr`` is one ``pause``. Feature bits are left out."""
+    out: dict[str, list[str]] = {}
+    for flag in flags:
+        if flag in FLAG_EFFECTS:
+            out.setdefault(ceph_flag_name(flag), []).append(flag)
+    return out
 
 
 def fmt_duration(seconds: float) -> str:
@@ -255,15 +278,18 @@ def set_by(snap: ClusterSnapshot, flag: str, osd: str | None = None) -> str:
 
 
 def _flags(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
-    for flag in st.flags:
-        if flag not in FLAG_EFFECTS:
-            continue  # sortbitwise, recovery_deletes, ...: normal feature bits
+    # sortbitwise, recovery_deletes, ...: normal feature bits, left out; pauserd and
+    # pausewr are one flag, pause: one finding, with the name Ceph takes
+    for flag, spelt in cluster_flags(st.flags).items():
         sev = Severity.CRIT if flag in CRIT_FLAGS else Severity.WARN
         who = set_by(snap, flag)
+        effect = FLAG_EFFECTS[flag if len(spelt) != 1 else spelt[0]]
+        shown = flag if spelt == [flag] else f"{flag} ({','.join(spelt)} in the osdmap)"
         yield Finding("OSDMAP_FLAGS", sev, f"{cluster_entity(snap)} flag {flag}",
-                      f"osdmap flag {flag} is set ({who}): {FLAG_EFFECTS[flag]}; unset it "
+                      f"osdmap flag {shown} is set ({who}): {effect}; unset it "
                       f"when the maintenance is over (ceph osd unset {flag})",
-                      {"flag": flag, "all_flags": list(st.flags), "set_by": who})
+                      {"flag": flag, "osdmap_flags": spelt, "all_flags": list(st.flags),
+                       "set_by": who}, runbook="flag-unset", target=flag)
     for o in st.osds:
         for flag in o.state:
             if flag in FLAG_EFFECTS:

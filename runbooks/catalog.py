@@ -8,6 +8,7 @@ from runbooks import replace_osd  # noqa: F401  osd-replace-disk (listed after t
 # isort: split
 from runbooks import (  # noqa: F401  issue 29: filling, maintenance
     fill,
+    flags,  # noqa: F401  flag-unset (issue 38: a flag by the name Ceph takes)
     maintenance,
     pg_repair,  # noqa: F401  pg-repair (issue 29: scrub errors)
     pg_unfound,  # noqa: F401  pg-mark-unfound-lost (two people; listed last)

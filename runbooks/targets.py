@@ -24,7 +24,7 @@ DEVICE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z", re.ASCII)
 RING_RE = re.compile(r"\A(?:object(?:-[0-9]{1,4})?|account|container)\Z", re.ASCII)
 
 KINDS = ("osd", "pool", "cache-pool", "swift-device", "swift-ring", "swift-server", "host",
-         "mgr", "pg")
+         "mgr", "pg", "osd-flag")
 # the kinds whose target names a host (``DEVICE@HOST``, ``SERVER@HOST``, ``HOST``), with
 # the bot grammar's short names for them
 HOST_QUALIFIED = ("swift-device", "device", "swift-server", "server", "daemon")
@@ -196,7 +196,22 @@ def canonical_daemon(raw: str) -> str:
     return f"{name}@{host}"
 
 
+def canonical_flag(raw: str) -> str:
+    """An osdmap flag by the name ``ceph osd unset`` takes: ``pauserd`` and ``pausewr``
+    (``osd dump``'s spelling) are ``pause``; a name Ceph does not take is refused."""
+    from checks.osd import CEPH_SET_FLAGS, ceph_flag_name
+
+    t = ceph_flag_name(_ascii_printable(raw, "flag").lower())
+    if t not in CEPH_SET_FLAGS:
+        near = closest(t, CEPH_SET_FLAGS)
+        raise InvalidRequest(f"{t!r} is not a flag ceph osd unset takes"
+                             + (f": did you mean {near}?" if near else
+                                f" ({'|'.join(CEPH_SET_FLAGS)})"))
+    return t
+
+
 _BY_KIND = {
+    "osd-flag": canonical_flag, "flag": canonical_flag,
     "daemon": canonical_daemon, "mgr": canonical_mgr,
     "osd": canonical_osd, "pool": canonical_pool, "pg": canonical_pg, "cache-pool": canonical_pool,
     "swift-device": canonical_device, "swift-ring": canonical_ring, "host": canonical_host,

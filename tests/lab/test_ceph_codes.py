@@ -7,6 +7,7 @@ mute with expiry from the CLI on a real finding."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -171,6 +172,46 @@ def test_a_mute_that_is_not_sticky_is_lifted_by_ceph_when_worse_and_said_so(
         ceph(lab, "osd", "unset", "noin")
         ceph(lab, "osd", "unset", "noout")
     until(env, lambda o: ceph_finding(o, "OSDMAP_FLAGS") is None, 60, "flags gone")
+
+
+def test_pause_is_one_incident_and_its_printed_next_step_unsets_it(lab: Lab,
+                                                                   env: Env) -> None:
+    """Issue 38: ``ceph osd set pause`` is ``pauserd,pausewr`` in the osdmap and Ceph
+    refuses ``ceph osd unset pauserd``. ``stordoc check`` prints one incident whose next
+    step is ``stordoc fix flag-unset pause``; running that printed line unsets it (Ceph's
+    ``osd unset pause``) and the check is clean again."""
+    import shlex
+
+    def flags() -> set[str]:
+        return set(json.loads(ceph(lab, "osd", "dump", "--format", "json"))["flags_set"])
+
+    assert not {"pause", "pauserd", "pausewr"} & flags()
+    try:
+        ceph(lab, "osd", "set", "pause")
+        until(env, lambda o: ceph_finding(o, "OSDMAP_FLAGS") is not None, 60, "pause")
+        assert {"pauserd", "pausewr"} <= flags()  # how Ceph's osdmap spells it
+        r = cli(lab, env, "check")
+        text = r.stdout + r.stderr
+        assert "unset pauserd" not in text and "unset pausewr" not in text, text
+        steps = [ln.strip()[len("next: "):] for ln in r.stdout.splitlines()
+                 if ln.strip().startswith("next: ")]
+        # one incident (its own next line, repeated as the report's last line)
+        assert set(steps) == {"stordoc fix flag-unset pause"}, text
+        assert "1. CRIT OSDMAP_FLAGS  cluster lab flag pause" in r.stdout, text
+        assert "\n  2. " not in r.stdout, text
+        argv = shlex.split(steps[0])
+        assert argv[:2] == ["stordoc", "fix"]
+        fix = cli(lab, env, *argv[1:], "--yes")
+        assert fix.returncode == 0, fix.stdout + fix.stderr
+        assert "ceph osd unset pause" in fix.stdout, fix.stdout
+        assert not {"pause", "pauserd", "pausewr"} & flags()
+        until(env, lambda o: ceph_finding(o, "OSDMAP_FLAGS") is None and not o.incidents,
+              60, "clean after flag-unset pause")
+        again = cli(lab, env, "check")
+        assert "next: " not in again.stdout and "flag pause" not in again.stdout, \
+            again.stdout
+    finally:
+        ceph(lab, "osd", "unset", "pause")
 
 
 @pytest.mark.release
