@@ -625,14 +625,7 @@ def snapshot_mutations(rng: random.Random) -> list[tuple[str, Callable[[Path], N
             if raw is not None and not path:
                 p.write_text(raw)
                 return
-            doc = json.loads(p.read_text())
-            cur = doc
-            for k in path[:-1]:
-                cur = cur[k]
-            if value is _DELETE:
-                del cur[path[-1]]
-            else:
-                cur[path[-1]] = value
+            doc = _mutate(json.loads(p.read_text()), path, value)
             text = json.dumps(doc) if raw is None else json.dumps(doc).replace(
                 json.dumps("@@RAW@@"), raw)
             p.write_text(text)
