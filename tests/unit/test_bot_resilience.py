@@ -25,6 +25,7 @@ from storage.targets import ClusterTarget
 from stordoc.env import Env
 from stordoc.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, FakeSlack, SlackSender, all_text
+from tests.support.poll import wait_until
 from tests.unit.test_tui_data import broken_snapshot
 
 VIEWER = "UVIEWER001"
@@ -260,8 +261,8 @@ def test_a_run_under_way_when_asked_answers_and_a_later_ask_checks_again(
         first: list[CheckOutcome] = []
         t = threading.Thread(target=lambda: first.append(svc.check("octopus", "slack")))
         t.start()
-        while env.collects < 1:
-            time.sleep(0.01)
+        wait_until(lambda: env.collects >= 1, 30, "the first check to collect",
+                   interval=0.01)
         asked = time.time()  # while the first run is under way
         env.gate.set()
         t.join(20)

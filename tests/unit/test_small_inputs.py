@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,8 +178,8 @@ def h(tmp_path: Path) -> Iterator[BotHarness]:
 
 def test_expired_button_names_its_real_lifetime(h: BotHarness) -> None:
     tok = h.bot.store.new_button("confirm", "lab", "osd-start", "osd.1", OPERATOR, h.bot.ttl)
-    while not h.bot.store.button(tok).expired():  # type: ignore[union-attr]
-        time.sleep(0.1)  # its own 2 s lifetime (no timing is asserted)
+    wait_until(lambda: h.bot.store.button(tok).expired(),  # type: ignore[union-attr]
+               30, "the button's own 2 s lifetime to pass", interval=0.1)
     h.slack.press("confirm", tok, OPERATOR, "1700000000.000100")
     refusal = h.wait_post("this button expired", ("chat.postEphemeral",))
     assert "buttons last 2 s" in refusal.params["text"], refusal.params["text"]
