@@ -20,7 +20,11 @@ def test_the_catalog_lists_every_runbook_in_its_order() -> None:
 
 
 def test_each_code_goes_to_the_runbook_that_declares_it() -> None:
-    for info in list_runbooks():
+    infos = list_runbooks()
+    for info in infos:
         for code in info.fixes:
-            assert runbook_for_code(f" {code.lower()} ") == info.name
+            # a code two runbooks fix (OSDMAP_FLAGS: flag-unset, maintenance-end) goes to
+            # the first that declares it, in the registry's order
+            first = next(i.name for i in infos if code in i.fixes)
+            assert runbook_for_code(f" {code.lower()} ") == first
     assert runbook_for_code("NO_SUCH_CODE") is None
