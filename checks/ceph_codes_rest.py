@@ -84,8 +84,9 @@ def _reclaim_allowed(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Expla
         todo = ("not yet: clients still need it (AUTH_INSECURE_GLOBAL_ID_RECLAIM: "
                 f"{clients.summary}); upgrade them first, then {todo}")
     return Explained(
-        f"the monitors ({', '.join(mons) or 'all'}) have auth_allow_insecure_global_id_reclaim"
-        f" true: a client can take over another's global_id (CVE-2021-20288): {todo}",
+        f"the monitors ({', '.join(mons) or 'all'}) allow insecure global_id reclaim "
+        "(auth_allow_insecure_global_id_reclaim true: a client can take over another's "
+        f"global_id, CVE-2021-20288): {todo}",
         {"mons": mons, "clients_need_it": clients is not None, "manual": todo},
         runbook="global-id-reclaim-off", target=CLUSTER)
 

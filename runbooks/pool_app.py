@@ -31,7 +31,7 @@ class PoolAppEnable(Runbook):
         "Enable an application on a pool Ceph says has none (ceph osd pool application "
         "enable POOL APP; APP from -o app= or the pool's name: rgw, cephfs, rbd, else "
         "rados).",
-        ("POOL_APP_NOT_ENABLED",), destructive=False, target_kind="pool",
+        (), destructive=False, target_kind="pool",  # Ceph's POOL_APP_NOT_ENABLED
         target_help="pool name")
 
     def lock_keys(self, target: str) -> list[str]:
@@ -71,7 +71,7 @@ class GlobalIdReclaimOff(Runbook):
         "Stop the monitors allowing insecure global_id reclaim (ceph config set mon "
         "auth_allow_insecure_global_id_reclaim false, CVE-2021-20288); refused while a "
         "client still needs it.",
-        ("AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED",), destructive=True,
+        (), destructive=True,  # Ceph's AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED
         target_kind="cluster", target_help="the cluster's name")
 
     def lock_keys(self, target: str) -> list[str]:

@@ -212,8 +212,7 @@ class PoolPgNum(Runbook):
         "pool-pg-num",
         "Raise a pool's pg_num and pgp_num toward the heuristic in power-of-two steps, "
         "waiting for active+clean between steps.",
-        ("POOL_PG_NUM_LOW", "POOL_PGP_BELOW_PG", "MANY_OBJECTS_PER_PG"), destructive=True,
-        target_kind="pool",
+        ("POOL_PG_NUM_LOW", "POOL_PGP_BELOW_PG"), destructive=True, target_kind="pool",
         target_help="pool name")
 
     def lock_keys(self, target: str) -> list[str]:
