@@ -422,8 +422,8 @@ def _large_omap(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 def _telemetry(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     todo = ("the telemetry module collects more than was agreed: read what with `ceph "
-            "telemetry preview-all`, then `ceph telemetry on --license sharing-1-0` to agree"
-            " or `ceph telemetry off`")
+            "telemetry show-all` (Pacific and Reef), then `ceph telemetry on --license "
+            "sharing-1-0` to agree or `ceph telemetry off`")
     return Explained(f"telemetry needs a new opt-in: {todo}", {"module": "telemetry",
                                                                 "manual": todo})
 
