@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from checks.ceph_codes_rest import guess_app
 from runbooks.model import Refused, RunContext
@@ -207,3 +209,19 @@ def test_pool_pg_num_without_cephs_word_still_refuses_a_pool_at_its_target(
                             tmp_path))).outcome.snapshot
     with pytest.raises(Refused, match="nothing to raise"):
         plan_from_snapshot(ctx, snap, "pool-pg-num", "rbd")
+
+
+@given(pool=st.integers(0, 10**6), name=st.text(
+           st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters=":"),
+           min_size=1, max_size=40),
+       ns=st.sampled_from(["", "ns1", "rgw-ns"]), seed=st.integers(0, 0xFFFF),
+       keys=st.integers(0, 10**9), size=st.integers(0, 10**12))
+def test_large_omap_parse_reads_back_what_an_osd_writes(pool: int, name: str, ns: str,
+                                                        seed: int, keys: int,
+                                                        size: int) -> None:
+    pg = f"{pool}.{seed:x}"
+    line = (f"Large omap object found. Object: {pool}:{seed:08x}:{ns}::{name}:head PG: "
+            f"{pool}.{seed:08x} ({pg}) Key count: {keys} Size (bytes): {size}")
+    [o] = parse_large_omap([{"message": line}, {"message": line}])
+    assert (o.pool_id, o.name, o.namespace, o.pgid, o.keys, o.size_bytes) == \
+        (pool, name, ns, pg, keys, size)
