@@ -25,6 +25,9 @@ from checks.osd import fmt_duration
 from storage.model import CephState, HealthCheck, HealthMute
 
 MAX_DETAIL = 20
+# an explainer's target that is the cluster itself (a cluster-wide runbook): the
+# cluster's name, filled in by ``ceph_health_finding``
+CLUSTER = "(cluster)"
 _DAEMON_RE = re.compile(r"\b((?:osd|mon|mgr|mds)\.[A-Za-z0-9_-]+)")
 _PG_RE = re.compile(r"\bpg (\d+\.[0-9a-f]+) is ([a-z+_]+)(?:, acting \[([\d,]*)\])?")
 _BLOCKED_RE = re.compile(r"oldest one blocked for (\d+) sec")
@@ -313,6 +316,9 @@ def _mgr_module_dependency(hc: HealthCheck, st: CephState, ctx: CheckContext) ->
         msg += (f"; not running: {', '.join(acting)}"
                 + (" (no pg autoscaling, no balancing, no crash reports)"
                    if {"pg_autoscaler", "balancer", "crash"} & set(acting) else ""))
+    first = sorted(failed)[0] if failed else None
+    if first and first not in _MODULES_THAT_ACT:
+        msg += (f"; if {first} is not needed here: `ceph mgr module disable {first}`")
     if pyo3:
         msg += ("; the cause is a Python package built with PyO3 (bcrypt or cryptography) "
                 "that refuses ceph-mgr's subinterpreters, a known packaging problem of "
@@ -349,17 +355,20 @@ _DISK_ADVICE: Mapping[str, tuple[str, str]] = {  # code -> (what it means, what 
         "(osd-replace-disk)"),
     "DEVICE_HEALTH_IN_USE": (
         "disks expected to fail are marked out but still hold data under {osds}",
-        "wait until their PGs moved, then replace the disk (osd-replace-disk)"),
+        "wait until their PGs moved (`ceph osd safe-to-destroy {first}` says when), then "
+        "replace the disk (osd-replace-disk)"),
     "DEVICE_HEALTH_TOOMANY": (
         "more disks expected to fail than Ceph may mark out (mon_osd_min_in_ratio) under "
-        "{osds}", "add capacity or replace disks now (osd-replace-disk)"),
+        "{osds}", "`ceph device ls` lists them with their life expectancy; add capacity or "
+        "replace disks now (osd-replace-disk)"),
     "OSD_TOO_MANY_REPAIRS": (
         "the disk under {osds} returned bad data that Ceph repaired from other copies",
-        "read its SMART and the kernel log on {hosts}; replace the disk if it keeps "
+        "`ceph device ls-by-daemon {first}` names it; read its SMART and the kernel log on {hosts}; replace the disk if it keeps "
         "happening (osd-replace-disk); the count is kept until the OSD restarts"),
     "BLUESTORE_SPURIOUS_READ_ERRORS": (
         "BlueStore on {osds} had to retry reads that failed once (an early sign of a "
-        "failing disk)", "read SMART and the kernel log on {hosts}"),
+        "failing disk)", "`ceph device ls-by-daemon {first}` names the disk; read its SMART "
+        "and the kernel log on {hosts}"),
     "BLUESTORE_SLOW_OP_ALERT": (
         "BlueStore on {osds} saw slow disk operations",
         "read `ceph daemon {first} dump_historic_slow_ops` and the disk's latency "
@@ -384,6 +393,31 @@ def _mgrmon(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     from checks import mgrmon_codes
 
     return mgrmon_codes.explain(hc, st, ctx)
+
+
+def _rest(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
+    """The rest of Ceph's list: ``checks.ceph_codes_rest`` (imported here: it imports
+    ``Explained``)."""
+    from checks import ceph_codes_rest
+
+    return ceph_codes_rest.explain(hc, st, ctx)
+
+
+# the codes ``checks.ceph_codes_rest`` explains
+REST_CODES = (
+    "MON_MSGR2_NOT_ENABLED", "AUTH_INSECURE_GLOBAL_ID_RECLAIM",
+    "AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED", "AUTH_BAD_CAPS", "MON_NETSPLIT",
+    "OSD_ROOT_DOWN", "OSD_ORPHAN", "OLD_CRUSH_TUNABLES", "OLD_CRUSH_STRAW_CALC_VERSION",
+    "OSD_NO_SORTBITWISE", "OSD_FILESTORE", "OSD_UNREACHABLE", "BLUEFS_AVAILABLE_SPACE",
+    "BLUEFS_LOW_SPACE", "BLUESTORE_FRAGMENTATION", "BLUESTORE_LEGACY_STATFS",
+    "BLUESTORE_NO_PER_POOL_OMAP", "BLUESTORE_NO_PER_PG_OMAP", "BLUESTORE_DISK_SIZE_MISMATCH",
+    "BLUESTORE_NO_COMPRESSION", "BLOCK_DEVICE_STALLED_READ_ALERT",
+    "WAL_DEVICE_STALLED_READ_ALERT", "DB_DEVICE_STALLED_READ_ALERT", "TOO_FEW_OSDS",
+    "OSD_NO_DOWN_OUT_INTERVAL", "POOL_APP_NOT_ENABLED", "MANY_OBJECTS_PER_PG",
+    "POOL_TARGET_SIZE_BYTES_OVERCOMMITTED", "POOL_HAS_TARGET_SIZE_BYTES_AND_RATIO",
+    "OBJECT_MISPLACED", "PG_SLOW_SNAP_TRIMMING", "LARGE_OMAP_OBJECTS", "TELEMETRY_CHANGED",
+    "DASHBOARD_DEBUG", "DAEMON_OLD_VERSION",
+)
 
 
 def _unfound(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
@@ -415,6 +449,7 @@ EXPLAIN: Mapping[str, Explainer] = {
     "BLUESTORE_DISK_SIZE_MISMATCH": _osd_codes,  # CephOSDInternalDiskSizeMismatch: which OSDs
     "OBJECT_UNFOUND": _unfound,
     **{code: _disk_family for code in _DISK_ADVICE},
+    **{code: _rest for code in REST_CODES},  # after the entries above: it wins for these
 }
 
 
@@ -431,7 +466,8 @@ def mute_terms(m: HealthMute | None, now: float) -> str:
     return ", " + ", ".join(out)
 
 
-def ceph_health_finding(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Finding:
+def ceph_health_finding(hc: HealthCheck, st: CephState, ctx: CheckContext,
+                        cluster: str = "") -> Finding:
     """One of Ceph's own checks as a finding, explained when an explainer exists."""
     sev = Severity.CRIT if hc.severity == "HEALTH_ERR" else Severity.WARN
     ev: dict[str, Any] = {"ceph_code": hc.code, "ceph_severity": hc.severity,
@@ -446,6 +482,8 @@ def ceph_health_finding(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Fi
         msg = ex.message if ex.message.startswith("Ceph ") else f"Ceph {hc.code}: {ex.message}"
         ev.update(ex.evidence)
         runbook, target, since = ex.runbook, ex.target, ex.since
+        if target == CLUSTER:
+            target = cluster or None
     if hc.muted:
         ev["muted_in_ceph"] = True
         terms = mute_terms(hc.mute, ctx.now)

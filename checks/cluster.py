@@ -48,7 +48,7 @@ def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]
     cause = pgs_settling(snap, ctx.now, ctx.thresholds.pg_settle_window_s)
     for hc in st.health_checks:
         # explained (checks/ceph_codes.py); muted in Ceph: an info finding, not dropped
-        f = ceph_health_finding(hc, st, ctx)
+        f = ceph_health_finding(hc, st, ctx, snap.cluster)
         if cause is not None and hc.code in SETTLING_CEPH_CODES and f.severity > Severity.INFO:
             # Ceph's word for the same PGs settling after a change: part of it, INFO
             f = replace(f, severity=Severity.INFO, message=f"{cause.line}: {f.message}",

@@ -29,7 +29,10 @@ CEPH_PG_CODES = ("PG_DEGRADED", "PG_AVAILABILITY", "PG_NOT_SCRUBBED",
 # Ceph's codes of a failing disk under an OSD (enriched in checks/ceph_codes.py)
 CEPH_DISK_CODES = ("DEVICE_HEALTH", "DEVICE_HEALTH_IN_USE", "DEVICE_HEALTH_TOOMANY",
                    "OSD_TOO_MANY_REPAIRS", "BLUESTORE_SPURIOUS_READ_ERRORS",
-                   "BLUESTORE_SLOW_OP_ALERT")
+                   "BLUESTORE_SLOW_OP_ALERT",
+                   # stalled reads (Squid on): the disk under that OSD (checks/ceph_codes_rest)
+                   "BLOCK_DEVICE_STALLED_READ_ALERT", "WAL_DEVICE_STALLED_READ_ALERT",
+                   "DB_DEVICE_STALLED_READ_ALERT")
 # No manager answers (checks.managers), and Ceph's late word on it.
 MGR_FOLD = ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "PGS_STATS_STALE", "MGR_DOWN")
 # Ceph's codes of slow requests and heartbeats (checks.slow_ops explains them per OSD)

@@ -79,7 +79,9 @@ def _module_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explaine
     return Explained(
         f"manager module(s) {', '.join(mods) or '?'} crashed recently ({', '.join(where)})"
         + (f"; while it is down: {'; '.join(effects)}" if effects else "")
-        + f": read `ceph crash info {ids[-1] if ids else 'ID'}`; a module that keeps "
+        + (f": read `ceph crash info {ids[-1]}`" if ids else
+           ": `ceph crash ls-new` lists the reports, read one with `ceph crash info`")
+        + "; a module that keeps "
         "crashing is raised as MGR_MODULE_ERROR; archive the report once read",
         {"crashes": crashes, "modules": mods, "crash_ids": ids[:20]},
         runbook="crash-archive" if ids else None, target=ids[-1] if ids else None)

@@ -13,3 +13,6 @@ from runbooks import (  # noqa: F401  issue 29: filling, maintenance
     pg_repair,  # noqa: F401  pg-repair (issue 29: scrub errors)
     pg_unfound,  # noqa: F401  pg-mark-unfound-lost (two people; listed last)
 )
+
+# isort: split
+from runbooks import pool_app  # noqa: F401  pool-app-enable, global-id-reclaim-off (issue 38)

@@ -7,6 +7,7 @@ before/after in the plan, and sent as typed monitor commands (``osd pool set``).
 from __future__ import annotations
 
 import math
+import re
 
 from checks.pgs import data_pools, ideal_pg_num, in_osd_count, pool_shares
 from runbooks.base import Draft, Runbook, need_ceph, register
@@ -144,6 +145,31 @@ def pg_target(ceph: CephState, pool: PoolState, per_osd: int) -> int:
     return ideal_pg_num(in_osd_count(ceph), pool.size, share, per_osd)
 
 
+_TOO_FEW_RE = re.compile(r"\bPool (\S+) has \d+ placement groups, should have (\d+)")
+_MANY_RE = re.compile(r"\bpool (\S+) objects per pg \(")
+
+
+def ceph_wants(ceph: CephState, pool: str, start: int) -> int | None:
+    """The pg_num Ceph's health asks of ``pool``: POOL_TOO_FEW_PGS's number, or the next
+    power of two above ``start`` when MANY_OBJECTS_PER_PG names it; None when neither."""
+    for hc in ceph.health_checks:
+        for line in hc.detail:
+            m = _TOO_FEW_RE.search(line) if hc.code == "POOL_TOO_FEW_PGS" else None
+            if m and m.group(1) == pool:
+                return next_pow2(int(m.group(2)))
+            m = _MANY_RE.search(line) if hc.code == "MANY_OBJECTS_PER_PG" else None
+            if m and m.group(1) == pool:
+                return next_pow2(start + 1)
+    return None
+
+
+def said_why(ceph: CephState, pool: str) -> str:
+    codes = [hc.code for hc in ceph.health_checks
+             if hc.code in ("POOL_TOO_FEW_PGS", "MANY_OBJECTS_PER_PG")
+             and any(pool in line for line in hc.detail)]
+    return f"Ceph's {'/'.join(codes)} on pool {pool}"
+
+
 def _clean(ceph: CephState) -> tuple[bool, str]:
     bad = {s: n for s, n in ceph.pgs.by_state.items() if s != "active+clean" and n}
     return not bad, ", ".join(f"{n} {s}" for s, n in sorted(bad.items()))
@@ -213,6 +239,12 @@ class PoolPgNum(Runbook):
             if want < 1 or want & (want - 1):
                 raise Refused(f"option pg_num must be a power of two, not {want}")
         start = max(p.pg_num, p.pg_num_target or 0)
+        said = ceph_wants(ceph, p.name, start) if raw is None else None
+        if said is not None and said > want:
+            # Ceph's own word on this pool (MANY_OBJECTS_PER_PG: one doubling;
+            # POOL_TOO_FEW_PGS: its number) where the heuristic has no more to give
+            d.warnings.append(f"pg_num {said}: {said_why(ceph, p.name)}")
+            want = said
         osds = sum(1 for o in ceph.osds if o.exists and o.in_) or 1
         limit = int(ceph.config.get("mon_max_pg_per_osd") or
                     d.ctx.thresholds.mon_max_pg_per_osd)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storage.ceph.parse import as_int, as_list, as_map, parse_stamp
-from storage.model.pgquery import OsdFlaps
+from storage.model.pgquery import LargeOmapObject, OsdFlaps
 
 LOG_LINES = 500
 LOG_FLAPS = "log last flaps"  # its raw key (file log_last_flaps.json)
@@ -147,3 +147,30 @@ def parse_map_flaps(boots: Any, now: float) -> tuple[OsdFlaps, ...]:
                                 failed_reports=0, first=stamps[0], last=stamps[-1],
                                 window_s=max(0.0, now - stamps[0]), stamps=tuple(stamps)))
     return tuple(sorted(out, key=lambda f: f.osd))
+
+
+# ``Large omap object found. Object: 2:5a3f0d67:::big-omap:head PG: 2.e6b0fc5a (2.1a)
+# Key count: 200001 Size (bytes): 3600018`` (an OSD's deep scrub, Pacific and Reef); the
+# object is an hobject ``POOL:HASH:NAMESPACE:KEY:NAME:SNAP`` (``:::`` without namespace
+# and key)
+_OMAP_RE = re.compile(r"Large omap object found\. Object: (-?\d+):[0-9a-f]*:([^:]*):[^:]*:"
+                      r"(.+):[^:]+ PG: \S+ \((\d+\.[0-9a-f]+)\)"
+                      r"(?: Key count: (\d+))?(?: Size \(bytes\): (\d+))?")
+
+
+def parse_large_omap(log: Any) -> tuple[LargeOmapObject, ...]:
+    """The objects the cluster log names as large omap objects, once each, oldest first."""
+    if not isinstance(log, list):
+        return ()
+    seen: dict[tuple[int, str, str], LargeOmapObject] = {}
+    for e in log:
+        msg = e.get("message") if isinstance(e, Mapping) else None
+        m = _OMAP_RE.search(msg) if isinstance(msg, str) else None
+        if m is None:
+            continue
+        o = LargeOmapObject(int(m.group(1)), m.group(3), m.group(4),
+                            int(m.group(5)) if m.group(5) else None,
+                            int(m.group(6)) if m.group(6) else None, m.group(2))
+        seen.pop((o.pool_id, o.namespace, o.name), None)
+        seen[(o.pool_id, o.namespace, o.name)] = o
+    return tuple(seen.values())

@@ -38,7 +38,13 @@ from storage.ceph.parse_daemons import (
 from storage.ceph.parse_devices import parse_device_ls
 from storage.ceph.parse_mgrmon import parse_crush, parse_mgr_dump, parse_mon_data
 from storage.ceph.parse_ops import PING_CODES, parse_laggy, parse_slow
-from storage.ceph.parse_osdlog import LOG_FLAPS, MAP_FLAPS, parse_flaps, parse_map_flaps
+from storage.ceph.parse_osdlog import (
+    LOG_FLAPS,
+    MAP_FLAPS,
+    parse_flaps,
+    parse_large_omap,
+    parse_map_flaps,
+)
 from storage.ceph.parse_pgquery import parse_pg_blocks
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_scrub
 from storage.ceph.parse_settle import PGS_BRIEF, settle_from_raw
@@ -164,6 +170,7 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         slow=_slow(raw, checks),
         scrub=parse_scrub(raw.get(SCRUB_KEY)),
         pg_blocks=parse_pg_blocks(raw.get("pg query"), raw.get("pg dump_stuck")),
+        large_omap=parse_large_omap(raw.get(LOG_FLAPS)),
         **_flaps(raw, collected_at))
 
 

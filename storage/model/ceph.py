@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.model.mgrmon import CrushPlacement, MgrState
-from storage.model.pgquery import OsdFlaps, PgBlock
+from storage.model.pgquery import LargeOmapObject, OsdFlaps, PgBlock
 from storage.model.scrub import ScrubState
 from storage.model.slowops import SlowState
 
@@ -395,6 +395,8 @@ class CephState:
     pg_blocks: tuple[PgBlock, ...] = ()
     osd_flaps: tuple[OsdFlaps, ...] = ()
     log_window_s: float | None = None  # how far back the cluster log read reaches
+    # the large omap objects the cluster log names (LARGE_OMAP_OBJECTS), newest last
+    large_omap: tuple[LargeOmapObject, ...] = ()
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:

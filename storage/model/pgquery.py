@@ -61,6 +61,20 @@ class PgBlock:
 
 
 @dataclass(frozen=True)
+class LargeOmapObject:
+    """One ``Large omap object found`` line of the cluster log (an OSD's deep scrub, the
+    only place Ceph names the object of LARGE_OMAP_OBJECTS): ``Object: 2:5a3f0d67:::NAME:head
+    PG: 2.e6b0fc5a (2.1a) Key count: 200001 Size (bytes): 3600018``."""
+
+    pool_id: int
+    name: str
+    pgid: str
+    keys: int | None = None
+    size_bytes: int | None = None
+    namespace: str = ""
+
+
+@dataclass(frozen=True)
 class OsdFlaps:
     """How often the monitors marked one OSD down while it ran (or its peers reported it
     failed) and it came back, in the cluster log's window."""

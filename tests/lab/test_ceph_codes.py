@@ -266,3 +266,46 @@ def test_cli_mute_with_expiry_hides_a_real_finding_and_is_audited(lab: Lab,
         assert cli(lab, env, "check").returncode == 1
     finally:
         lab.heal("pool-few-pgs")
+
+
+def test_pool_without_application_is_found_and_fixed_by_its_printed_next_step(
+        lab: Lab, env: Env) -> None:
+    """Issue 38: POOL_APP_NOT_ENABLED made by plain commands: a pool created and written
+    with ``rados put``, no application enabled. ``stordoc check`` prints Ceph's code with
+    the pool and the next step ``stordoc fix pool-app-enable lab-noapp``; running that
+    printed line enables it (``ceph osd pool application enable lab-noapp rados``) and
+    Ceph's code clears."""
+    import shlex
+
+    conf = str(lab.base / "ceph" / "ceph.conf")
+    pool = "lab-noapp"
+    try:
+        ceph(lab, "osd", "pool", "create", pool, "32", "32", "replicated")
+        payload = lab.base / "noapp-object"
+        payload.write_bytes(b"x" * 4096)
+        subprocess.run(["rados", "-c", conf, "-p", pool, "put", "obj1", str(payload)],
+                       check=True, timeout=60, capture_output=True)
+        out = until(env, lambda o: ceph_finding(o, "POOL_APP_NOT_ENABLED") is not None,
+                    120, "POOL_APP_NOT_ENABLED")
+        f = ceph_finding(out, "POOL_APP_NOT_ENABLED")
+        assert f is not None and f"pool(s) {pool}" in f.message, f.message
+        r = cli(lab, env, "check")
+        text = r.stdout + r.stderr
+        steps = [ln.strip()[len("next: "):] for ln in r.stdout.splitlines()
+                 if ln.strip().startswith("next: ")]
+        want = f"stordoc fix pool-app-enable {pool}"
+        assert want in steps, text
+        argv = shlex.split(want)
+        fix = cli(lab, env, *argv[1:], "--yes")
+        assert fix.returncode == 0, fix.stdout + fix.stderr
+        assert f"ceph osd pool application enable {pool} rados" in fix.stdout, fix.stdout
+        apps = json.loads(ceph(lab, "osd", "pool", "application", "get", pool,
+                               "--format", "json"))
+        assert list(apps) == ["rados"], apps
+        until(env, lambda o: ceph_finding(o, "POOL_APP_NOT_ENABLED") is None, 90,
+              "POOL_APP_NOT_ENABLED cleared")
+        again = cli(lab, env, "check")
+        assert "pool-app-enable" not in again.stdout, again.stdout
+    finally:
+        if pool in ceph(lab, "osd", "pool", "ls").split():
+            ceph(lab, "osd", "pool", "delete", pool, pool, "--yes-i-really-really-mean-it")

@@ -105,7 +105,8 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
                      "swift-replace-drive", "daemon-restart",
                      "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
                      "maintenance-start", "maintenance-end", "pg-repair",
-                     "pg-mark-unfound-lost"}
+                     "pg-mark-unfound-lost", "flag-unset", "pool-app-enable",
+                     "global-id-reclaim-off"}
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
