@@ -126,6 +126,15 @@ RULES: tuple[Rule, ...] = (
     # Ceph's nearfull codes are one incident (a full OSD stays one of its own: CRIT)
     # (a pool near its quota is not the cluster filling: its POOL_NEAR_FULL, stordoc's and
     # Ceph's, fold in as POOL_QUOTA_NEAR_FULL, the pool's own incident below)
+    # a setting that raises the warning is its cause (checks.ceph_config, issue 38.2): a
+    # full ratio set below Ceph's default under the OSDs' fill takes the fill warnings; an
+    # option lowered under Ceph's slow heartbeat line takes the heartbeat warnings
+    Rule("FULL_RATIO_LOWERED", "entity", (),
+         ("OSD_NEAR_FULL", "OSD_IS_FULL", *CEPH_FULL_CODES, *CEPH_PG_FULL_CODES),
+         when=("explains", "fill")),
+    Rule("CONFIG_OPTION_CAUSE", "entity", (),
+         ("OSD_SLOW_PING", "OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT"),
+         when=("explains", "slow-ping")),
     Rule("CLUSTER_DAYS_TO_FULL", "entity", (),
          ("OSD_NEAR_FULL", "POOL_NEAR_FULL", "OSD_FILL_SPREAD", "OSD_NEARFULL",
           "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES)),

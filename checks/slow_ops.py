@@ -170,8 +170,14 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
         msg = parts[0] + "".join(parts[1:]) + f"; {verdict}"
         ev["manual"] = todo
         oldest = ops.oldest_s if ops is not None else None
+        # a debug injection set for it is the cause: config-restore puts it back
+        sections = sorted({c.section for c in st.config_db if f"{c.name}={c.value}" in debug
+                           and c.section in (f"osd.{osd}", "osd", "global")})
+        fix = ("config-restore", sections[0]) if len(sections) == 1 and not (
+            perf and perf[0] >= SLOW_COMMIT_MS) else (None, None)
         yield Finding("OSD_SLOW_OPS", Severity.WARN, f"osd.{osd}", msg, ev,
-                      since=(now - oldest) if oldest is not None and now else None)
+                      since=(now - oldest) if oldest is not None and now else None,
+                      runbook=fix[0], target=fix[1])
 
 
 def _slow_pings(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:

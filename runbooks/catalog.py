@@ -13,3 +13,6 @@ from runbooks import (  # noqa: F401  issue 29: filling, maintenance
     pg_repair,  # noqa: F401  pg-repair (issue 29: scrub errors)
     pg_unfound,  # noqa: F401  pg-mark-unfound-lost (two people; listed last)
 )
+
+# isort: split
+from runbooks import config  # noqa: F401  config-restore (issue 38.2: an option as the cause)
