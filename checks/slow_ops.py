@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from checks.ceph_config import causing_options
 from checks.disks import disks_of
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import CephState, ClusterSnapshot, HealthCheck
@@ -130,7 +131,10 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
             "commit_latency_ms": perf[0] if perf else None,
             "apply_latency_ms": perf[1] if perf else None,
             "device": f"{dev[1]}@{dev[0]}" if dev else None,
-            "waiting_on_it": others, "debug_settings": debug}
+            "waiting_on_it": others, "debug_settings": debug,
+            # Ceph's slow heartbeat line lowered (checks.ceph_config): its warnings are
+            # that option's incident, not this OSD's
+            "ping_line_lowered": bool(causing_options(st))}
         parts = [f"{where} has slow requests:"]
         if ops is None:
             parts.append(" its ops were not read")

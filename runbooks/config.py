@@ -97,7 +97,7 @@ class ConfigRestore(Runbook):
         "(global, osd, osd.N) that a fault is made of: a warning line lowered under "
         "Ceph's default, a debug injection on (or the one named with -o option=NAME): "
         "to the previous value of ceph config log, else ceph config rm WHO NAME.",
-        ("CONFIG_OPTION_CAUSE", "OSD_SLOW_OPS"), destructive=False,
+        ("CONFIG_OPTION_CAUSE",), destructive=False,
         target_kind="config-section",
         target_help="a configuration database section: global, mon, osd, osd.N")
 

@@ -12,7 +12,9 @@ ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
          "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
          "swift-replicator-start", "osd-replace-disk", "swift-replace-drive",
          "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
-         "maintenance-start", "maintenance-end", "pg-repair", "pg-mark-unfound-lost"]
+         "ratio-restore", "flag-unset",
+         "maintenance-start", "maintenance-end", "pg-repair", "pg-mark-unfound-lost",
+         "config-restore"]
 
 
 def test_the_catalog_lists_every_runbook_in_its_order() -> None:
