@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from checks.ceph_config import causing_options
+from checks.ceph_config import causing_options, shown_value
 from checks.disks import disks_of
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import CephState, ClusterSnapshot, HealthCheck
@@ -213,6 +213,12 @@ def _slow_pings(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
         where = (f"the slowest link is osd.{worst.osd} ({ha or '?'}) to osd.{worst.peer} "
                  f"({hb or '?'}): look at the network between {ha or '?'} and "
                  f"{hb or '?'}")
+    lowered = causing_options(st)
+    if lowered:  # issue 38.2: the warning line, not a link, is why Ceph warns
+        where = ("every one is under Ceph's default line of 1000 ms: Ceph warns because "
+                 + ", ".join(f"{o.name} is {shown_value(o.value)} for {o.who}"
+                             for o in lowered)
+                 + " (" + " and ".join(f"`{o.command}`" for o in lowered) + ")")
     shown = "; ".join(pair(p) for p in mine[:4]) + (" ..." if len(mine) > 4 else "")
     yield Finding(
         "OSD_SLOW_PING", Severity.WARN, f"osd.{hub}",

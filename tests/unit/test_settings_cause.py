@@ -119,6 +119,9 @@ def test_the_lowered_slow_ping_line_is_the_heartbeats_root(release: str) -> None
             "OSD_SLOW_PING"} <= folded, folded
     assert cfg.next_step is not None and \
         cfg.next_step.command == "stordoc fix config-restore global"
+    ping = next(c for c in cfg.consequences if c.code == "OSD_SLOW_PING")
+    assert "under Ceph's default line of 1000 ms" in ping.message and \
+        "network" not in ping.message, ping.message
     slow = by_root["OSD_SLOW_OPS"]
     assert slow.root.entity == "osd.1"
     assert slow.next_step is not None and \
