@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from checks.ceph_config import option_is_fault, ratio_causes
+from checks.model import CheckContext
+from checks.slow_ops import check_slow_ops
 from runbooks.api import plan_from_snapshot
 from runbooks.config import previous_value
 from runbooks.model import InvalidRequest, Refused
 from runbooks.nextstep import planning_context
 from storage import expiring
 from storage.journal import Journal
+from storage.model import ClusterSnapshot
+from storage.snapshot import read_snapshot, replay
 from stordoc.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 
@@ -186,3 +191,32 @@ def test_option_is_fault_takes_any_text(value: str) -> None:
     assert option_is_fault("mon_warn_on_slow_ping_time", "20.000000")
     assert not option_is_fault("mon_warn_on_slow_ping_time", "2000")
     assert not option_is_fault("debug_osd", "20/20")
+
+
+def _young(release: str, age_s: float) -> tuple[ClusterSnapshot, CheckContext]:
+    """The osd-slow-ops snapshot without the delay injection (osd_op_complaint_time 1 s
+    of osd.1 left) and every op ``age_s`` old."""
+    d = str(FIXTURES / release / "osd-slow-ops")
+    snap = replay(read_snapshot(d), load(d).target)
+    ceph = snap.ceph
+    assert ceph is not None
+    ops = tuple(replace(o, in_flight=tuple(replace(x, age_s=age_s) for x in o.in_flight),
+                        historic=tuple(replace(x, duration_s=age_s) for x in o.historic))
+                for o in ceph.slow.ops)
+    cfg = tuple(c for c in ceph.config_db if "inject" not in c.name)
+    s2 = replace(snap, ceph=replace(ceph, config_db=cfg, slow=replace(ceph.slow, ops=ops)))
+    return s2, CheckContext(now=ceph.collected_at)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_slow_ops_younger_than_cephs_complaint_time_name_the_lowered_option(
+        release: str) -> None:
+    snap, ctx = _young(release, 5.0)
+    (f,) = [f for f in check_slow_ops(snap, ctx) if f.code == "OSD_SLOW_OPS"]
+    assert "Ceph warns because osd_op_complaint_time is 1 for osd.1" in f.message
+    assert (f.runbook, f.target) == ("config-restore", "osd.1")
+    assert f.evidence["manual"] == "`ceph config rm osd.1 osd_op_complaint_time`"
+    # ops older than Ceph's 30 s would be slow at the default too: no setting to blame
+    snap, ctx = _young(release, 45.0)
+    (f,) = [f for f in check_slow_ops(snap, ctx) if f.code == "OSD_SLOW_OPS"]
+    assert f.runbook is None and "osd_op_complaint_time" not in f.message
