@@ -245,8 +245,7 @@ def _settings_as_causes(snap: ClusterSnapshot, st: CephState) -> Iterator[Findin
             + f": it alone puts {len(worst.past)} OSD(s) past it (fullest "
             f"{worst.fullest_osd} {worst.fullest:.1%}, under {worst.default:g})"
             + (f", Ceph's {', '.join(codes)}" if codes else "")
-            + "; put it back: " + " and ".join(f"`{r.command}`" for r in reversed(low))
-            + " (stordoc fix ratio-restore puts back the previous value)",
+            + "; put it back: " + " and ".join(f"`{r.command}`" for r in reversed(low)),
             {"ratios": {r.name: r.value for r in low},
              "defaults": {r.name: r.default for r in low},
              "fullest": worst.fullest, "fullest_osd": worst.fullest_osd,
