@@ -105,7 +105,8 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
                      "swift-replace-drive", "daemon-restart",
                      "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
                      "maintenance-start", "maintenance-end", "pg-repair",
-                     "pg-mark-unfound-lost"}
+                     "pg-mark-unfound-lost", "flag-unset",
+                     "ratio-restore", "config-restore"}  # issue 38.2
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
@@ -122,6 +123,8 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert runbook_for_code("SWIFT_SERVER_DOWN") == "swift-server-start"
     assert runbook_for_code("MGR_NOT_ANSWERING") == "mgr-failover"
     assert runbook_for_code("OSD_DAEMON_CRASHED") == "daemon-restart"
+    assert runbook_for_code("FULL_RATIO_LOWERED") == "ratio-restore"
+    assert runbook_for_code("CONFIG_OPTION_CAUSE") == "config-restore"
 
 
 # ------------------------------------------------------------------ osd-remount
