@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -376,19 +377,40 @@ def _osdmap_previous(d: Draft, ceph: CephState, key: str) -> tuple[float, int] |
     if d.ctx.offline or d.ctx.target.ceph is None:
         return None
     cur = getattr(ceph, key)
+    client: CephClient | None = None
     try:
-        with CephClient(d.ctx.target.ceph) as c:
-            for epoch in range(ceph.epoch - 1, max(0, ceph.epoch - OSDMAP_LOOKBACK), -1):
+        for epoch in range(ceph.epoch - 1, max(0, ceph.epoch - OSDMAP_LOOKBACK), -1):
+            ratios = _EPOCH_RATIOS.get((ceph.fsid, epoch))
+            if ratios is None:  # an old epoch never changes: each is asked once
+                if client is None:
+                    client = CephClient(d.ctx.target.ceph)
+                    client.connect()
                 try:
-                    dump = c.mon("osd dump", epoch=epoch) or {}
+                    dump = client.mon("osd dump", epoch=epoch) or {}
                 except CephError:
                     return None  # trimmed: the history stops here
-                v = dump.get(key) if isinstance(dump, Mapping) else None
-                if isinstance(v, (int, float)) and abs(float(v) - cur) > RATIO_TOL_F32:
-                    return round(float(v), 4), epoch
+                ratios = {k: float(v) for k in RATIO_KEYS
+                          if isinstance(dump, Mapping)
+                          and isinstance(v := dump.get(k), (int, float))}
+                with _EPOCH_LOCK:
+                    if len(_EPOCH_RATIOS) >= 4096:
+                        _EPOCH_RATIOS.clear()
+                    _EPOCH_RATIOS[ceph.fsid, epoch] = ratios
+            v = ratios.get(key)
+            if v is not None and abs(v - cur) > RATIO_TOL_F32:
+                return round(v, 4), epoch
     except CephError:
         return None
+    finally:
+        if client is not None:
+            client.close()
     return None
+
+
+# (fsid, epoch) -> its ratios: a plan (each check's next step, each watch cycle) walks the
+# same old epochs again; they are asked of the monitor once per process
+_EPOCH_RATIOS: dict[tuple[str, int], dict[str, float]] = {}
+_EPOCH_LOCK = threading.Lock()
 
 
 RATIO_TOL_F32 = 1e-4
@@ -527,8 +549,8 @@ class RatioRestore(Runbook):
             d.before_after[key] = (round(cur[key], 4), want[key])
             d._add(f"{name} ratio {cur[key]:.4g} -> {want[key]:g} ({source[key]})", "ceph",
                    _end_changes_and_set(name, key, want[key]), None, None)
-        d.wait("wait until the osdmap carries the ratios and Ceph's warnings are gone",
-               "ceph osd dump; ceph health detail: " + (", ".join(codes) or "-")
-               + " cleared", _ratios_back(want, codes), timeout_s=120, interval_s=2.0)
+        d.wait("wait until osd dump has them and Ceph's warnings are gone",
+               "ceph osd dump; ceph health detail", _ratios_back(want, codes),
+               timeout_s=120, interval_s=2.0)
         d.verify_codes = ("FULL_RATIO_LOWERED",)
         d.verify_entities = (f"cluster {d.ctx.cluster} full ratios",)
