@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator, Sequence
 
+from checks.ceph_config import DEFAULT_RATIOS, ratio_causes
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from storage.model import ClusterSnapshot
 
@@ -73,7 +74,10 @@ def check_fill(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
           "fullest": f"osd.{hi.id}", "emptiest": f"osd.{lo.id}",
           "nearfull_ratio": nearfull, "full_ratio": full}
     entity = f"cluster {snap.cluster}"
-    is_nearfull = top >= nearfull - RATIO_TOL
+    # a nearfull ratio lowered under the fill is the cause (FULL_RATIO_LOWERED), not a
+    # filling cluster
+    is_nearfull = top >= nearfull - RATIO_TOL and \
+        not ratio_causes(nearfull, DEFAULT_RATIOS["nearfull"], top)
     if len(usage) > 1 and (spread >= SPREAD_WARN
                            or (is_nearfull and spread >= SPREAD_NEARFULL_WARN)):
         yield Finding("OSD_FILL_SPREAD", Severity.WARN, entity,

@@ -129,6 +129,12 @@ RULES: tuple[Rule, ...] = (
     # Ceph's nearfull codes are one incident (a full OSD stays one of its own: CRIT)
     # (a pool near its quota is not the cluster filling: its POOL_NEAR_FULL, stordoc's and
     # Ceph's, fold in as POOL_QUOTA_NEAR_FULL, the pool's own incident below)
+    # a setting that raises the warning is its cause (checks.ceph_config, issue 38.2): a
+    # full ratio set below Ceph's default under the OSDs' fill takes the fill warnings
+    Rule("FULL_RATIO_LOWERED", "entity", (),
+         ("OSD_NEAR_FULL", "OSD_IS_FULL", "OSD_NEARFULL", "OSD_BACKFILLFULL", "OSD_FULL",
+          "POOL_NEARFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES),
+         when=("explains", "fill")),  # not POOL_NEAR_FULL/POOL_FULL: a quota says them too
     Rule("CLUSTER_DAYS_TO_FULL", "entity", (),
          ("OSD_NEAR_FULL", "POOL_NEAR_FULL", "OSD_FILL_SPREAD", "OSD_NEARFULL",
           "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES)),
@@ -165,7 +171,14 @@ RULES: tuple[Rule, ...] = (
       for c in ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING")),
     # slow requests (checks.slow_ops): the OSD where ops wait takes Ceph's SLOW_OPS and
     # slow heartbeats naming it, and the laggy PGs waiting on it
+    # (issue 38.2: with Ceph's slow heartbeat line lowered under its default, the
+    # heartbeat warnings are the lowered option's, CONFIG_OPTION_CAUSE, not the OSD's)
+    Rule("OSD_SLOW_OPS", "osd", (), ("PGS_LAGGY",), ceph=("SLOW_OPS",),
+         when=("ping_line_lowered", "True")),
     Rule("OSD_SLOW_OPS", "osd", ("OSD_SLOW_PING",), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
+    Rule("CONFIG_OPTION_CAUSE", "entity", (),
+         ("OSD_SLOW_PING", "OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT"),
+         when=("explains", "slow-ping")),
     Rule("OSD_SLOW_PING", "osd", (), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
     # an inconsistent PG (checks/scrub.py): Ceph's PG_DAMAGED and OSD_SCRUB_ERRORS say it
     # (and the PGs read unclean: +inconsistent is not active+clean)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from checks.ceph_config import causing_options, option_is_fault, shown_value
 from checks.disks import disks_of
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from storage.model import CephState, ClusterSnapshot, HealthCheck
+from storage.model import CephState, ClusterSnapshot, ConfigSetting, HealthCheck
 from storage.model.slowops import OsdOps, SlowPing
 
 # commit latency above this (ms, ``osd perf``) says the disk is the slow part
@@ -92,6 +93,23 @@ def _debug_settings(st: CephState, osd: int) -> list[str]:
             and c.value not in ("0", "0.0", "0.000000", "false")]
 
 
+DEFAULT_COMPLAINT_S = 30.0  # Ceph's osd_op_complaint_time (Pacific, Reef)
+
+
+def _lowered_complaint(st: CephState, osd: int, ops: OsdOps | None) -> ConfigSetting | None:
+    """The osd_op_complaint_time the OSD runs with (its most specific section of the
+    configuration database) when it is under Ceph's default and every op it holds is
+    younger than the default: Ceph warns only because of it (issue 38.2)."""
+    mine = {c.section: c for c in st.config_db
+            if c.name == "osd_op_complaint_time" and not c.mask}
+    eff = next((mine[s] for s in (f"osd.{osd}", "osd", "global") if s in mine), None)
+    oldest = ops.oldest_s if ops is not None and not ops.error else None
+    if eff is None or oldest is None or oldest >= DEFAULT_COMPLAINT_S or \
+            not option_is_fault(eff.name, eff.value):
+        return None
+    return eff
+
+
 def _fmt_s(x: float | None) -> str:
     return "?" if x is None else f"{x:.0f} s"
 
@@ -130,7 +148,10 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
             "commit_latency_ms": perf[0] if perf else None,
             "apply_latency_ms": perf[1] if perf else None,
             "device": f"{dev[1]}@{dev[0]}" if dev else None,
-            "waiting_on_it": others, "debug_settings": debug}
+            "waiting_on_it": others, "debug_settings": debug,
+            # Ceph's slow heartbeat line lowered (checks.ceph_config): its warnings are
+            # that option's incident, not this OSD's
+            "ping_line_lowered": bool(causing_options(st))}
         parts = [f"{where} has slow requests:"]
         if ops is None:
             parts.append(" its ops were not read")
@@ -151,6 +172,7 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
         if others:
             parts.append(f"; {', '.join(others)} wait{'s' if len(others) == 1 else ''} "
                          "on it")
+        complaint = _lowered_complaint(st, osd, ops)
         lat = (f"commit/apply latency {perf[0]:g}/{perf[1]:g} ms" if perf
                else "commit latency unknown")
         disk = f"disk {dev[1]}@{dev[0]}" if dev else "its disk"
@@ -158,6 +180,12 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
             verdict = f"{lat} on {disk}: the disk is slow"
             todo = (f"look at {disk}: `iostat -x`, SMART and the kernel log on "
                     f"{host or 'its host'}; `ceph osd set noout` before replacing it")
+        elif complaint is not None and not debug:
+            verdict = (f"{lat} on {disk}; every op is under Ceph's default complaint time "
+                       f"{DEFAULT_COMPLAINT_S:g} s: Ceph warns because "
+                       f"osd_op_complaint_time is {shown_value(complaint.value)} for "
+                       f"{complaint.section}")
+            todo = f"`ceph config rm {complaint.section} osd_op_complaint_time`"
         elif debug:
             verdict = f"{lat} on {disk}, not the disk; {', '.join(debug)} set for it"
             todo = (f"remove the debug setting from osd.{osd}: "
@@ -170,8 +198,16 @@ def _slow_ops(snap: ClusterSnapshot, st: CephState, now: float) -> Iterator[Find
         msg = parts[0] + "".join(parts[1:]) + f"; {verdict}"
         ev["manual"] = todo
         oldest = ops.oldest_s if ops is not None else None
+        # a debug injection set for it is the cause: config-restore puts it back
+        sections = sorted({c.section for c in st.config_db if f"{c.name}={c.value}" in debug
+                           and c.section in (f"osd.{osd}", "osd", "global")})
+        if complaint is not None and not debug:
+            sections = [complaint.section]
+        fix = ("config-restore", sections[0]) if len(sections) == 1 and not (
+            perf and perf[0] >= SLOW_COMMIT_MS) else (None, None)
         yield Finding("OSD_SLOW_OPS", Severity.WARN, f"osd.{osd}", msg, ev,
-                      since=(now - oldest) if oldest is not None and now else None)
+                      since=(now - oldest) if oldest is not None and now else None,
+                      runbook=fix[0], target=fix[1])
 
 
 def _slow_pings(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
@@ -203,6 +239,12 @@ def _slow_pings(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
         where = (f"the slowest link is osd.{worst.osd} ({ha or '?'}) to osd.{worst.peer} "
                  f"({hb or '?'}): look at the network between {ha or '?'} and "
                  f"{hb or '?'}")
+    lowered = causing_options(st)
+    if lowered:  # issue 38.2: the warning line, not a link, is why Ceph warns
+        where = ("every one is under Ceph's default line of 1000 ms: Ceph warns because "
+                 + ", ".join(f"{o.name} is {shown_value(o.value)} for {o.who}"
+                             for o in lowered)
+                 + " (" + " and ".join(f"`{o.command}`" for o in lowered) + ")")
     shown = "; ".join(pair(p) for p in mine[:4]) + (" ..." if len(mine) > 4 else "")
     yield Finding(
         "OSD_SLOW_PING", Severity.WARN, f"osd.{hub}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -314,6 +315,16 @@ class FullRatioRaise(Runbook):
                               + ("osd_failsafe_full_ratio)" if top < MAX_RATIO else
                                  f"{MAX_RATIO})"))
             want = {k: round(v + step, 4) for k, v in cur.items()}
+        from checks.ceph_config import DEFAULT_RATIOS, ratio_causes
+
+        for key in want:  # issue 38.2: never a revert to a value that is the fault
+            name = key.removesuffix("_ratio")
+            if ratio_causes(cur[key], DEFAULT_RATIOS[name], fullest):
+                raise Refused(
+                    f"{name} {cur[key]:.4g} is below Ceph's default "
+                    f"{DEFAULT_RATIOS[name]:g} under the OSDs' fill ({fullest:.1%}): it is "
+                    "the cause, and a temporary raise would put it back at its deadline; "
+                    f"put it back for good: stordoc fix ratio-restore {d.ctx.cluster}")
         for key, v in want.items():
             if v < fullest + MIN_HEADROOM:
                 raise InvalidRequest(
@@ -350,3 +361,196 @@ class FullRatioRaise(Runbook):
 
 __all__ = ["BalancerUpmap", "FullRatioRaise", "ReweightByUtilization", "dry_run_lines",
            "fmt_at"]
+
+
+# ------------------------------------------------------------ ratio-restore (issue 38.2)
+
+OSDMAP_LOOKBACK = 64  # epochs of the osdmap's history asked for a ratio's previous value
+
+
+def _osdmap_previous(d: Draft, ceph: CephState, key: str) -> tuple[float, int] | None:
+    """(the value ``key`` had before its current one, the epoch it last had it) from the
+    monitor's osdmap history (``osd dump EPOCH``, newest first, at most OSDMAP_LOOKBACK
+    epochs back, stopping at the first epoch the monitor trimmed); None when not found."""
+    from storage.ceph import CephClient, CephError
+
+    if d.ctx.offline or d.ctx.target.ceph is None:
+        return None
+    cur = getattr(ceph, key)
+    client: CephClient | None = None
+    try:
+        for epoch in range(ceph.epoch - 1, max(0, ceph.epoch - OSDMAP_LOOKBACK), -1):
+            ratios = _EPOCH_RATIOS.get((ceph.fsid, epoch))
+            if ratios is None:  # an old epoch never changes: each is asked once
+                if client is None:
+                    client = CephClient(d.ctx.target.ceph)
+                    client.connect()
+                try:
+                    dump = client.mon("osd dump", epoch=epoch) or {}
+                except CephError:
+                    return None  # trimmed: the history stops here
+                ratios = {k: float(v) for k in RATIO_KEYS
+                          if isinstance(dump, Mapping)
+                          and isinstance(v := dump.get(k), (int, float))}
+                with _EPOCH_LOCK:
+                    if len(_EPOCH_RATIOS) >= 4096:
+                        _EPOCH_RATIOS.clear()
+                    _EPOCH_RATIOS[ceph.fsid, epoch] = ratios
+            v = ratios.get(key)
+            if v is not None and abs(v - cur) > RATIO_TOL_F32:
+                return round(v, 4), epoch
+    except CephError:
+        return None
+    finally:
+        if client is not None:
+            client.close()
+    return None
+
+
+# (fsid, epoch) -> its ratios: a plan (each check's next step, each watch cycle) walks the
+# same old epochs again; they are asked of the monitor once per process
+_EPOCH_RATIOS: dict[tuple[str, int], dict[str, float]] = {}
+_EPOCH_LOCK = threading.Lock()
+
+
+RATIO_TOL_F32 = 1e-4
+
+
+def _journal_previous(d: Draft, key: str, cur: float) -> tuple[float, int] | None:
+    """(the value before stordoc's last change of ``key`` that set the current value,
+    the change's id) from the journal (``storage.expiring``)."""
+    from storage import expiring
+
+    for c in expiring.history(d.ctx.journal, d.ctx.cluster, limit=200):
+        if c.kind == "ratio" and c.key == key and c.before is not None and \
+                c.after is not None and abs(c.after - cur) <= RATIO_TOL_F32:
+            return c.before, c.id
+    return None
+
+
+def _end_changes_and_set(name: str, key: str, value: float) -> PyOp:
+    """Set the ratio, then end stordoc's open temporary changes of it (a full-ratio-raise
+    would otherwise put its recorded value back at its deadline)."""
+    mon = MonOp(f"osd set-{name}-ratio", {"ratio": value})
+
+    def fn(env: StepEnv) -> tuple[bool, str]:
+        from storage import expiring
+
+        env.ceph.mon(mon.prefix, **dict(mon.args))
+        ended = []
+        for c in expiring.open_changes(env.ctx.journal, env.ctx.cluster):
+            if c.kind == "ratio" and c.key == key:
+                expiring.mark(env.ctx.journal, c.id, "ended",
+                              f"{key} put back to {value:g} by ratio-restore", by=env.ctx.user)
+                ended.append(f"#{c.id}")
+        return True, (f"{mon.command()}: done"
+                      + (f"; stordoc's change {', '.join(ended)} ended" if ended else ""))
+
+    return PyOp(mon.command(), fn)
+
+
+def _ratios_back(want: Mapping[str, float], codes: tuple[str, ...]) -> Any:
+    """The verify probe: the osdmap carries the values and Ceph's health none of the codes
+    the lowered ratios raised."""
+
+    def probe(env: StepEnv) -> tuple[bool, str]:
+        dump = env.ceph.mon("osd dump") or {}
+        off = {k: dump.get(k) for k, v in want.items()
+               if not isinstance(dump.get(k), (int, float))
+               or abs(float(dump[k]) - v) > RATIO_TOL_F32}
+        health = env.ceph.mon("health", detail="detail") or {}
+        left = sorted(set(codes) & set((health.get("checks") or {}) if
+                                       isinstance(health, Mapping) else ()))
+        if off:
+            return False, "osd dump: " + ", ".join(f"{k} {v}" for k, v in off.items())
+        if left:
+            return False, f"Ceph still warns {', '.join(left)}"
+        return True, ("osd dump: " + ", ".join(f"{k} {v:g}" for k, v in want.items())
+                      + f"; Ceph no longer warns {', '.join(codes) or '-'}")
+
+    return probe
+
+
+@register
+class RatioRestore(Runbook):
+    option_keys = ("nearfull", "backfillfull", "full")
+    info = RunbookInfo(
+        "ratio-restore",
+        "Put a nearfull/backfillfull/full ratio set below Ceph's default under the OSDs' "
+        "fill back: to its previous value (stordoc's journal, else the monitor's osdmap "
+        "history) when that one leaves room above the fullest OSD, else Ceph's default "
+        "(0.85/0.90/0.95); never in an order Ceph rejects.",
+        ("FULL_RATIO_LOWERED",), destructive=False, target_kind="cluster",
+        target_help="the cluster's name")
+
+    def lock_keys(self, target: str) -> list[str]:
+        return ["full ratios"]
+
+    def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
+        from checks.ceph_config import DEFAULT_RATIOS, RATIO_CODES, lowered_ratios, ratio_causes
+
+        _cluster_target(d, target)
+        ceph = need_ceph(snap)
+        cur = {k: float(getattr(ceph, k)) for k in RATIO_KEYS}
+        fullest = max((u.utilization / 100.0 for u in ceph.osd_usage), default=0.0)
+        given: dict[str, float] = {}
+        for key in RATIO_KEYS:
+            raw = d.options.get(key.removesuffix("_ratio"))
+            if raw is not None:
+                given[key] = parse_ratio(raw, key.removesuffix("_ratio"))
+        low = {f"{r.name}_ratio": r for r in lowered_ratios(ceph)}
+        todo = sorted(set(low) | set(given), key=RATIO_KEYS.index)
+        if not todo:
+            raise Refused(
+                "no ratio is below Ceph's default under the OSDs' fill (nearfull "
+                f"{cur['nearfull_ratio']:g}, backfillfull {cur['backfillfull_ratio']:g}, "
+                f"full {cur['full_ratio']:g}; fullest OSD {fullest:.1%}): nothing to put "
+                "back")
+        want: dict[str, float] = {}
+        source: dict[str, str] = {}
+        for key in todo:
+            name = key.removesuffix("_ratio")
+            default = DEFAULT_RATIOS[name]
+            if key in given:
+                v = given[key]
+                if ratio_causes(v, default, fullest) or v < fullest + MIN_HEADROOM:
+                    raise InvalidRequest(
+                        f"{name} {v:g} is under the fullest OSD's fill {fullest:.3f} "
+                        f"(+{MIN_HEADROOM}): Ceph would warn on at once")
+                want[key], source[key] = v, "given"
+                continue
+            for found, where in ((_journal_previous(d, key, cur[key]), "stordoc's change #"),
+                                 (_osdmap_previous(d, ceph, key), "osdmap epoch ")):
+                if found is None:
+                    continue
+                prev, ref = found
+                if not ratio_causes(prev, default, fullest) and \
+                        prev >= fullest + MIN_HEADROOM and abs(prev - cur[key]) > 1e-4:
+                    want[key], source[key] = prev, f"previous value, {where}{ref}"
+                    break
+                d.warnings.append(f"{name}'s previous value {prev:g} ({where}{ref}) is "
+                                  "itself under the OSDs' fill: not used")
+                break
+            if key not in want:
+                want[key], source[key] = default, "Ceph's default"
+        merged = {**cur, **want}
+        why = ratio_order_problem(merged["nearfull_ratio"], merged["backfillfull_ratio"],
+                                  merged["full_ratio"], failsafe_ratio(ceph))
+        if why is not None:
+            raise Refused(why)
+        codes = tuple(c for k in low for c in RATIO_CODES[k.removesuffix("_ratio")])
+        d.params.update(fullest_osd=round(fullest, 4),
+                        sources={k.removesuffix("_ratio"): s for k, s in source.items()})
+        # raises go highest first, lowers lowest first: Ceph's order holds at every step
+        ups = [k for k in reversed(RATIO_KEYS) if k in want and want[k] > cur[k]]
+        downs = [k for k in RATIO_KEYS if k in want and want[k] <= cur[k]]
+        for key in (*downs, *ups):
+            name = key.removesuffix("_ratio")
+            d.before_after[key] = (round(cur[key], 4), want[key])
+            d._add(f"{name} ratio {cur[key]:.4g} -> {want[key]:g} ({source[key]})", "ceph",
+                   _end_changes_and_set(name, key, want[key]), None, None)
+        d.wait("wait until osd dump has them and Ceph's warnings are gone",
+               "ceph osd dump; ceph health detail", _ratios_back(want, codes),
+               timeout_s=120, interval_s=2.0)
+        d.verify_codes = ("FULL_RATIO_LOWERED",)
+        d.verify_entities = (f"cluster {d.ctx.cluster} full ratios",)

@@ -108,10 +108,10 @@ def test_nearfull_by_ratio_is_explained_then_muted_in_ceph(lab: Lab, env: Env) -
         assert f is not None and f.evidence["osds"]
         assert set(f.evidence["hosts"].values()) <= {f"node{i + 1}" for i in range(lab.n_osds)}
         assert "nearfull 0.00" in f.message and "%" in f.message
-        # folded into the filling cluster's incident of ours (checks/fill.py: the days to
-        # full, the OSDs past nearfull with it), not an incident of its own
+        # folded into the lowered ratio's incident of ours (issue 38.2: the ratio set under
+        # the OSDs' fill is the cause, the OSDs past nearfull with it), not one of its own
         assert not any(i.root.key == f.key for i in out.incidents)
-        assert any(i.root.code == "CLUSTER_DAYS_TO_FULL" and f in i.consequences
+        assert any(i.root.code == "FULL_RATIO_LOWERED" and f in i.consequences
                    and {c.code for c in i.consequences} >= {"OSD_NEAR_FULL"}
                    for i in out.incidents), [(i.root.code, [c.code for c in i.consequences])
                                              for i in out.incidents]

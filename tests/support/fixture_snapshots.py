@@ -162,11 +162,13 @@ CASES: tuple[Case, ...] = (
     Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
          live_on="reef"),
     # slow requests (lab/scenarios/slow.py): Ceph's dispatch delay on osd.1 under writes;
-    # no runbook: the next step removes the debug option by hand
-    Case("osd-slow-ops", "osd-slow-ops", {"osd": 1}, "OSD_SLOW_OPS", "osd.1", "", 1,
+    # config-restore osd.1 removes the debug options (issue 38.2); the slow heartbeats
+    # are the lowered mon_warn_on_slow_ping_time's own incident (config-restore global)
+    Case("osd-slow-ops", "osd-slow-ops", {"osd": 1}, "OSD_SLOW_OPS", "osd.1",
+         "stordoc fix config-restore osd.1", 1, incidents=2,
          heal_kwargs={"osd": 1}, live_on="reef",
          after_pass=("OSD_SLOW_PING", "CEPH_HEALTH", "PGS_LAGGY"),
-         load_noise=("OSD_SLOW_PING",)),
+         load_noise=("OSD_SLOW_PING", "CONFIG_OPTION_CAUSE")),
     # one replica's object corrupted on disk, then a deep scrub (lab/scenarios/scrub.py):
     # the bad copy named, repaired by its runbook and proven by a deep scrub
     Case("pg-inconsistent", "pg-inconsistent", {}, "PG_INCONSISTENT", "pg <pool>.1",
@@ -188,10 +190,10 @@ CASES: tuple[Case, ...] = (
          repaired_by="test_unfound_lab.py::test_unfound_objects_marked_lost_by_two_people_"
                      "in_slack"),
     # a filling cluster and a maintenance flag left behind (lab/scenarios/fill.py): the
-    # OSDs past nearfull and Ceph's POOL_NEARFULL fold into the days to full (no
-    # runbook: capacity; full-ratio-raise is for a full OSD)
-    Case("cluster-nearfull", "cluster-nearfull", {}, "CLUSTER_DAYS_TO_FULL", "cluster lab",
-         "", 1),
+    # nearfull ratio lowered under the OSDs' fill is the cause (issue 38.2): the OSDs past
+    # it and Ceph's nearfull codes fold into it, ratio-restore puts it back
+    Case("cluster-nearfull", "cluster-nearfull", {}, "FULL_RATIO_LOWERED",
+         "cluster lab full ratios", "stordoc fix ratio-restore lab", 1),
     Case("maintenance-left", "maintenance-left", {"osd": 1}, "OSDMAP_FLAGS",
          "osd.1 flag noout", "stordoc fix maintenance-end node2", 1,
          heal_kwargs={"osd": 1}, live_on="reef"),

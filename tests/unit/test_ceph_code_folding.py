@@ -207,7 +207,8 @@ def test_pgs_waiting_for_space_join_the_fullness_incident_not_a_down_osd(
     assert downs and downs[0].root.code != "CLUSTER_DAYS_TO_FULL"
     for code in pgs:
         inc = _one(incs, code)
-        assert inc.root.code in ("CLUSTER_DAYS_TO_FULL", "OSD_IS_FULL", "OSD_NEAR_FULL"), \
+        assert inc.root.code in ("CLUSTER_DAYS_TO_FULL", "OSD_IS_FULL", "OSD_NEAR_FULL",
+                                 "FULL_RATIO_LOWERED"), \
             (code, inc.id)
 
 
@@ -233,7 +234,7 @@ def test_quota_pool_near_full_is_the_pools_incident_not_the_cluster_filling(
         tmp_path: Path) -> None:
     near = ("HEALTH_WARN", "1 pools nearfull", ["pool 'rbd' has 1 GiB (max 1.1 GiB)"])
     incs = _with(tmp_path, "cluster-nearfull", {"POOL_NEAR_FULL": near}, _rbd_quota(0.9))
-    fill = [i for i in incs if i.root.code == "CLUSTER_DAYS_TO_FULL"]
+    fill = [i for i in incs if i.root.code in ("CLUSTER_DAYS_TO_FULL", "FULL_RATIO_LOWERED")]
     assert fill, [i.id for i in incs]
     inc = _one(incs, "POOL_NEAR_FULL")
     assert inc.id == "POOL_NEAR_FULL pool rbd", [i.id for i in incs]

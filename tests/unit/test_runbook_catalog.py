@@ -11,9 +11,10 @@ ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
          "swift-device-remount", "swift-server-start",
          "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
          "swift-replicator-start", "osd-replace-disk", "swift-replace-drive",
-         "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise", "flag-unset",
+         "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
+         "ratio-restore", "flag-unset",
          "maintenance-start", "maintenance-end", "pg-repair", "pg-mark-unfound-lost",
-         "pool-app-enable", "global-id-reclaim-off"]
+         "pool-app-enable", "global-id-reclaim-off", "config-restore"]
 
 
 def test_the_catalog_lists_every_runbook_in_its_order() -> None:
