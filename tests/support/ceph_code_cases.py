@@ -187,7 +187,9 @@ def _rbd_quota(pct: float) -> Edit:
 
 OSD_ROOTS = ("OSD_DAEMON_STOPPED", "OSD_DAEMON_CRASHED", "OSD_DAEMON_HUNG",
              "OSD_DAEMON_RESTART_LOOP", "OSD_DOWN_IN", "OSD_DOWN_OUT")
-FULL_ROOTS = ("CLUSTER_DAYS_TO_FULL", "OSD_IS_FULL", "OSD_NEAR_FULL")
+# on the cluster-nearfull base the ratios were lowered under the fill: that setting is the
+# root (issue 38.2) unless an OSD is really over Ceph's default line
+FULL_ROOTS = ("CLUSTER_DAYS_TO_FULL", "OSD_IS_FULL", "OSD_NEAR_FULL", "FULL_RATIO_LOWERED")
 MDS_NOTE = ""
 
 

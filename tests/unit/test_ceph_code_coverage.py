@@ -42,7 +42,7 @@ CASES = {c.code: c for c in cases()}
 # step must leave it, one that loses its step fails.
 NO_STEP_YET = frozenset({
     "MON_DOWN", "MON_CLOCK_SKEW", "MGR_DOWN", "OSD_OUT_OF_ORDER_FULL", "OSD_FULL",
-    "OSD_BACKFILLFULL", "OSD_NEARFULL", "POOL_FULL", "PG_RECOVERY_FULL", "PG_BACKFILL_FULL",
+    "POOL_FULL",
     "POOL_PG_NUM_NOT_POWER_OF_TWO", "TOO_MANY_PGS", "POOL_TOO_MANY_PGS", "POOL_NEAR_FULL",
 })
 # codes whose entity stordoc names only through its own root's words (the manager's
