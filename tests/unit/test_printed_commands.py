@@ -81,6 +81,7 @@ def _all_commands(release: str) -> list[tuple[str, str]]:
     findings and incidents, and each runbook's plan for the targets of its findings and
     the usual ones (tests/unit/test_replay_words.EXAMPLES)."""
     out: list[tuple[str, str]] = []
+    journal = Journal(":memory:")
     for rel, name in PAIRS:
         if rel != release:
             continue
@@ -96,8 +97,7 @@ def _all_commands(release: str) -> list[tuple[str, str]]:
                 continue
             for target in sorted(named.get(rb_name, set())
                                  | set(EXAMPLES.get(rb.info.target_kind, ()))):
-                ctx = RunContext("lab", rp.target, Journal(":memory:"), rp.thresholds,
-                                 user="t")
+                ctx = RunContext("lab", rp.target, journal, rp.thresholds, user="t")
                 try:
                     plan = plan_from_snapshot(ctx, snap, rb_name, target)
                 except Refused:
