@@ -47,7 +47,8 @@ _KINDS = ("osd", "mon", "mgr")
 class Judged:
     """One command's verdict: ``ok`` True (Ceph takes it), False (it refuses it: ``why``)
     or None (not judged: ``why``). ``perm`` is the matched command's permission (``r``:
-    read-only), ``table`` where it was looked up (``mon``, ``tell osd``, ``daemon osd``)."""
+    read-only; the tell and admin-socket tables carry none), ``table`` where it was looked
+    up (``mon``, ``tell osd``, ``daemon osd``)."""
 
     command: str
     ok: bool | None
@@ -61,7 +62,7 @@ class Judged:
 
     @property
     def read_only(self) -> bool:
-        return self.ok is True and "w" not in self.perm and "x" not in self.perm
+        return self.ok is True and bool(self.perm) and not set(self.perm) & {"w", "x"}
 
 
 def is_placeholder(word: str) -> bool:

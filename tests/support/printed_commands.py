@@ -92,3 +92,52 @@ def doc_commands(paths: list[Path] | None = None) -> list[tuple[str, str]]:
             out.extend((where, c) for _, cmd in commands_in(line)
                        if not line.strip().startswith("ceph ") for c in expanded(cmd))
     return out
+
+
+# admin-socket and tell commands carry no permission in Ceph's tables: these only read
+DAEMON_READS = ("dump", "perf dump", "bluefs stats", "config get", "config show", "status",
+                "version", "list_unfound", "query", "get_command_descriptions")
+# maintenance that changes no data, map or setting (an online RocksDB compaction)
+HARMLESS = ("compact",)
+# a printed step by hand that undoes a scenario's fault: run where no runbook applies
+UNDOES = ("config rm", "osd unset", "osd unset-group", "osd crush reweight", "osd reweight",
+          "osd in", "osd set-nearfull-ratio", "osd set-backfillfull-ratio",
+          "osd set-full-ratio", "health unmute")
+
+
+def runnable(cmd: str, release: str, undo: bool) -> tuple[bool, str]:
+    """Whether the lab test runs ``cmd`` (and why not): read-only, harmless, or (``undo``:
+    the scenario has no runbook) a by-hand undo; never one with a value to fill in."""
+    from checks.ceph_cli import is_placeholder, judge
+
+    j = judge(cmd, release)
+    if not j.ok:
+        return False, f"refused: {j.why}"
+    if any(is_placeholder(w) for w in shlex.split(cmd)[1:]):
+        return False, "has a value to fill in"
+    if j.read_only or (j.table.split()[0] in ("tell", "daemon")
+                       and j.prefix.startswith(DAEMON_READS)):
+        return True, "reads"
+    if j.prefix in HARMLESS:
+        return True, "harmless"
+    if undo and j.prefix in UNDOES:
+        return True, "undoes the fault"
+    return False, f"changes the cluster ({j.prefix}, {j.perm or j.table})"
+
+
+def run_printed(lab: Any, outcome: Any, undo: bool) -> list[tuple[str, str, int, str]]:
+    """Run on the lab, with its release's own ``ceph`` CLI, each printed command that
+    ``runnable`` allows: (command, why run, exit status, stderr)."""
+    import subprocess
+
+    done = []
+    for cmd in dict.fromkeys(c for _, c in outcome_commands(outcome)):
+        ok, why = runnable(cmd, lab.release, undo)
+        if not ok:
+            assert not why.startswith("refused"), (cmd, why)
+            continue
+        argv = lab.system.argv(("ceph", "-c", lab.system.daemon_path(lab.conf),
+                                *shlex.split(cmd)[1:]))
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        done.append((cmd, why, p.returncode, p.stderr.strip()[-500:]))
+    return done
