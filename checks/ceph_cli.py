@@ -28,7 +28,7 @@ import shlex
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ def _sigdict(release: str, table: str) -> dict[str, dict[str, Any]] | None:
     return cmds
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lenient(cls: type) -> type:
     """``cls`` that also takes a placeholder word as its value."""
 
@@ -129,7 +129,7 @@ def _lenient(cls: type) -> type:
         if is_placeholder(s):
             self.val = s
             return
-        cls.valid(self, s, partial)
+        getattr(cls, "valid")(self, s, partial)  # noqa: B009  (a class made at runtime)
 
     return type(f"Lenient{cls.__name__}", (cls,), {"valid": valid})
 

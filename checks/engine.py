@@ -7,6 +7,7 @@ import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from checks.ceph_cli import vetted
 from checks.model import (
     REGISTRY,
     CheckContext,
@@ -17,7 +18,6 @@ from checks.model import (
     Thresholds,
     Verdict,
 )
-from checks.ceph_cli import vetted
 from checks.mutable import CANNOT_LOOK, mute_ignored
 from storage.model import ClusterSnapshot
 

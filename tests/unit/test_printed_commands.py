@@ -21,8 +21,8 @@ from checks.model import CodeInfo, Finding, Registry, Severity
 from runbooks.api import Refused, RunContext, plan_from_snapshot
 from runbooks.base import registry
 from runbooks.nextstep import planning_context
-from stordoc.service.pipeline import run_check
 from storage.journal import Journal
+from stordoc.service.pipeline import run_check
 from tests.support.printed_commands import doc_commands, outcome_commands, plan_commands
 from tests.unit.test_replay import PAIRS, replay
 from tests.unit.test_replay_words import EXAMPLES
