@@ -23,7 +23,12 @@ from runbooks.base import registry
 from runbooks.nextstep import planning_context
 from storage.journal import Journal
 from stordoc.service.pipeline import run_check
-from tests.support.printed_commands import doc_commands, outcome_commands, plan_commands
+from tests.support.printed_commands import (
+    doc_commands,
+    expanded,
+    outcome_commands,
+    plan_commands,
+)
 from tests.unit.test_replay import PAIRS, replay
 from tests.unit.test_replay_words import EXAMPLES
 
@@ -202,3 +207,36 @@ def test_the_engine_never_prints_a_command_the_release_refuses(release: str) -> 
     assert g.message == text
     assert vetted(text, "squid") == text
 
+
+
+def _help_texts() -> list[tuple[str, str]]:
+    """(where, text) of each help line: ``stordoc --help`` and every subcommand's (and
+    theirs), each runbook's summary and target help."""
+    import argparse
+
+    from stordoc.cli import build_parser
+
+    out: list[tuple[str, str]] = []
+    todo: list[tuple[str, argparse.ArgumentParser]] = [("stordoc", build_parser())]
+    while todo:
+        name, p = todo.pop()
+        out += [(f"{name} --help", line) for line in p.format_help().splitlines()]
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                todo += [(f"{name} {k}", sp) for k, sp in a.choices.items()]
+    for rb_name, rb in registry().items():
+        out += [(f"runbook {rb_name}", rb.info.summary),
+                (f"runbook {rb_name} target", rb.info.target_help)]
+    return out
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_command_a_help_line_names_is_one_ceph_takes(release: str) -> None:
+    # a shorthand (``revert|delete``) stands for each command, as in the docs
+    cmds = [(w, x) for w, text in _help_texts() for _, c in commands_in(text)
+            for x in expanded(c)]
+    assert any("flag-unset" in w for w, _ in cmds), cmds  # `ceph osd unset FLAG` in help
+    bad = _refused(cmds, release)
+    print(f"{release}: {len(cmds)} commands in help lines, "
+          f"{sum(len(v) for v in bad.values())} refused")
+    assert not bad, "\n".join(f"{k}: {v[:3]}" for k, v in bad.items())
