@@ -15,7 +15,8 @@ reader fills in: it stands for any value of its argument.
 
 ``vetted`` is what the check engine applies to every finding's text: a command the
 release refuses is replaced by ``ceph PREFIX -h`` (the CLI's help for the command it
-meant, which lists what that Ceph takes), so it is never printed.
+meant, which lists what that Ceph takes), so it is never printed; one refused only for
+its missing confirmation word (``ceph osd lost 2``: EPERM, ``CONFIRM``) gets the word.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ _OPTS_WITH_VALUE = frozenset({"-f", "--format", "-o", "--out-file", "-i", "--in-
                               "-c", "--conf", "--cluster", "--id", "--user", "-n",
                               "--name", "--connect-timeout", "--setuser", "--setgroup"})
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# commands the monitor refuses (EPERM, "are you SURE?") without their confirmation word,
+# whatever the table says (it lists the word as optional): src/mon/OSDMonitor.cc and
+# MDSMonitor; ``osd lost`` and ``osd purge-new`` measured on the Pacific lab
+CONFIRM: Mapping[str, str] = {
+    "osd lost": "--yes-i-really-mean-it", "osd destroy": "--yes-i-really-mean-it",
+    "osd purge": "--yes-i-really-mean-it", "osd purge-new": "--yes-i-really-mean-it",
+    "osd force-create-pg": "--yes-i-really-mean-it", "fs rm": "--yes-i-really-mean-it",
+    "osd pool delete": "--yes-i-really-really-mean-it",
+    "osd pool rm": "--yes-i-really-really-mean-it",
+}
 _lock = threading.Lock()
 _KINDS = ("osd", "mon", "mgr")
 
@@ -244,8 +255,13 @@ def _judge_in(text: str, release: str, table: str, rest: list[str], helping: boo
             m in why for m in ("missing required parameter", "saw 0 of", "not enough"))
         return Judged(text, False, why, table=table, prefix=prefix, named=named)
     cmd = _matched(sigs, valid)
-    return Judged(text, True, perm=str(cmd.get("perm", "")) if cmd else "",
-                  table=table, prefix=str(valid.get("prefix", prefix)))
+    prefix = str(valid.get("prefix", prefix))
+    perm = str(cmd.get("perm", "")) if cmd else ""
+    sure = CONFIRM.get(prefix) if table == "mon" else None
+    if sure and sure not in rest:
+        return Judged(text, False, f"Ceph asks for {sure} (EPERM: are you SURE?)", perm,
+                      table, prefix)
+    return Judged(text, True, perm=perm, table=table, prefix=prefix)
 
 
 def _words_fit(sig: Sequence[Any], words: Sequence[str], ap: Any) -> bool:
@@ -313,7 +329,12 @@ def vetted(text: str, release: str) -> str:
     for span, cmd in list(commands_in(text)):
         j = _judge_text(cmd, release)
         if j.ok is False and not j.named:
-            text = text.replace(span, f"ceph {j.prefix} -h" if j.prefix else "ceph -h", 1)
+            sure = CONFIRM.get(j.prefix)
+            if sure and _judge_text(f"{cmd} {sure}", release).ok:  # the word it asks for
+                text = text.replace(span, span.replace(cmd, f"{cmd} {sure}", 1), 1)
+            else:
+                text = text.replace(span, f"ceph {j.prefix} -h" if j.prefix else "ceph -h",
+                                    1)
     return text
 
 

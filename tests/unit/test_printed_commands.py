@@ -70,6 +70,10 @@ def test_ceph_s_own_parser_refuses_what_ceph_refuses(release: str) -> None:
     named = judge("ceph config rm", release)
     assert named.ok is False and named.named
     assert judge("ceph osd unset pause", "quincy").ok is None  # no table: not judged
+    # the table lists the confirmation word as optional; the monitor refuses without it
+    lost = judge("ceph osd lost 2", release)
+    assert lost.ok is False and "--yes-i-really-mean-it" in lost.why
+    assert judge("ceph osd lost 2 --yes-i-really-mean-it", release).ok is True
 
 
 def test_commands_are_found_where_they_are_printed() -> None:
@@ -201,6 +205,11 @@ def test_the_engine_never_prints_a_command_the_release_refuses(release: str) -> 
         for _, cmd in commands_in(t):
             j = judge(cmd, release)
             assert j.ok or j.named, (cmd, j.why)
+    # refused only for its confirmation word (EPERM): the word is added
+    (h,) = run_checks(snap, registry=_check_printing(
+        "if it is gone for good, `ceph osd lost 2` lets it go on", "x")).findings
+    assert h.message == ("if it is gone for good, `ceph osd lost 2 --yes-i-really-mean-it` "
+                         "lets it go on")
     # a release without a table: nothing judged, nothing changed
     other = replace(snap, ceph=replace(snap.ceph, release="quincy"))
     (g,) = run_checks(other, registry=_check_printing(text, "x")).findings
