@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from checks.ceph_cli import vetted
 from checks.model import (
     REGISTRY,
     CheckContext,
@@ -162,6 +163,18 @@ def apply_mutes(findings: Iterable[Finding], codes: Mapping[str, CodeInfo],
     return shown, hidden, overridden
 
 
+def _vetted(f: Finding, release: str) -> Finding:
+    """``f`` without a ``ceph ...`` command its cluster's release would refuse, in its
+    cause or its step by hand (``checks.ceph_cli.vetted``): what is printed runs."""
+    if not release:
+        return f
+    message = vetted(f.message, release)
+    manual = f.evidence.get("manual") if f.evidence else None
+    if isinstance(manual, str) and (new := vetted(manual, release)) != manual:
+        return replace(f, message=message, evidence={**f.evidence, "manual": new})
+    return f if message == f.message else replace(f, message=message)
+
+
 def run_checks(
     snap: ClusterSnapshot,
     thresholds: Thresholds | None = None,
@@ -180,6 +193,7 @@ def run_checks(
     t0 = time.monotonic()
     started = time.time()
     findings: list[Finding] = _part_findings(snap)
+    release = snap.ceph.release if snap.ceph is not None else ""
     ran: list[str] = []
     have = {
         "ceph": snap.ceph is not None,
@@ -192,7 +206,7 @@ def run_checks(
             continue
         ran.append(chk.name)
         try:
-            findings.extend(chk.fn(snap, ctx))
+            findings.extend(_vetted(f, release) for f in chk.fn(snap, ctx))
         except Exception as e:  # a broken check becomes a finding, the rest still run
             findings.append(Finding(
                 "CHECK_INTERNAL_ERROR", Severity.WARN, f"check {chk.name}",

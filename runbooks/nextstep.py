@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from checks.ceph_cli import vetted
 from checks.incidents import Incident, NextStep
 from checks.model import Finding, Thresholds
 from runbooks.api import plan_from_snapshot
@@ -72,6 +73,8 @@ def with_next_steps(ctx: RunContext, snap: ClusterSnapshot,
         if step is None:
             manual = manual or why or _manual_hint(inc) or \
                 f"no runbook fixes {inc.root.code}: {inc.root.message}"
+            if snap.ceph is not None:  # a runbook's refusal may name a command too
+                manual = vetted(manual, snap.ceph.release)
         out.append(replace(inc, next_step=step, manual=manual))
     return tuple(out)
 

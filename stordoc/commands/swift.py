@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pop.add_argument("--yes", "-y", action="store_true", help="confirm without asking")
     pop.add_argument("--cluster", help="cluster name from the settings")
     pop.set_defaults(func=cmd_populate)
-    rep = dsub.add_parser("report", help="sample the dispersion objects now: % of copies")
+    rep = dsub.add_parser("report", help="sample the dispersion objects now: %% of copies")
     rep.add_argument("--cluster", help="cluster name from the settings")
     rep.add_argument("--json", action="store_true")
     rep.set_defaults(func=cmd_report)

@@ -3,7 +3,9 @@ both releases' snapshots are saved from real labs and replayed): the live findin
 snapshot's (tests/fixtures/snapshots/<release>/<case>/: so the replay tests' fixtures
 cannot rot), and where the diagnosis offers a next step, that very `next:` command run
 through the CLI repairs the fault and a fresh check is clean again. Faults with no runbook
-are undone by the lab and must leave a clean check too.
+are undone by the lab and must leave a clean check too. Each `ceph ...` command the
+diagnosis prints that reads (or, where no runbook applies, undoes the fault) is run with
+the release's own CLI first: Ceph takes it.
 
 What only reads a broken state (messages, evidence, the CLI's text and JSON, Slack blocks,
 TUI rows) is asserted on the snapshots, without a lab (tests/unit/test_replay.py).
@@ -35,6 +37,7 @@ from tests.support.fixture_snapshots import (
     undo_fault,
 )
 from tests.support.poll import wait_until
+from tests.support.printed_commands import run_printed
 
 REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
 
@@ -129,6 +132,12 @@ def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
         make_fault(lab, case)
         try:
             reach(env, lab, want, case.name, daemons, case.after_pass, case.load_noise)
+            # issue 38.1: each `ceph ...` command the diagnosis prints that reads, or undoes
+            # the fault where no runbook applies, runs on this release and Ceph takes it
+            ran = run_printed(lab, Service(env).check("lab", "test"), undo=not case.next_step)
+            print(f"{case.name} on {lab.release}: ran {[(c, w, rc) for c, w, rc, _ in ran]}")
+            for cmd, _, rc, err in ran:
+                assert rc == 0 and "EINVAL" not in err, (cmd, rc, err)
             if case.next_step and case.repaired_by is None:
                 argv = shlex.split(case.next_step)
                 assert argv[:2] == ["stordoc", "fix"]
