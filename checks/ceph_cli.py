@@ -52,6 +52,11 @@ CONFIRM: Mapping[str, str] = {
 }
 _lock = threading.Lock()
 _KINDS = ("osd", "mon", "mgr")
+# manager modules the labs do not load when the tables are captured: their commands exist
+# only where the module runs (DASHBOARD_DEBUG is raised by a running dashboard), so a
+# command of theirs is not judged, never "refused"
+_UNCAPTURED_MODULES = frozenset({"dashboard", "orch", "cephadm", "nfs", "rgw", "restful",
+                                 "influx", "telegraf", "zabbix", "k8sevents", "rook"})
 
 
 @dataclass(frozen=True)
@@ -217,8 +222,13 @@ def judge(command: str | Sequence[str], release: str) -> Judged:
         return Judged(text, True, perm="r", table="mon")
     routed = _route(args, ap)
     if isinstance(routed, str):
-        return Judged(text, False, routed)
+        return Judged(text, None if "not captured" in routed else False, routed)
     tables, rest = routed
+    if tables == ("mon",) and rest[0] in _UNCAPTURED_MODULES and not any(
+            c["sig"][:1] == [rest[0]]
+            for c in (_raw_table(release) or {}).get("mon", {}).values()):
+        return Judged(text, None, f"the manager module {rest[0]} was not loaded where "
+                      f"Ceph {release}'s table was captured")
     best = Judged(text, None, f"no {tables[0]} table for Ceph {release}")
     for table in tables:
         j = _judge_in(text, release, table, rest, helping, ap)

@@ -165,7 +165,10 @@ def _straw_calc(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 
 def _sortbitwise(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
-    todo = "`ceph osd set sortbitwise` (every OSD is Luminous or newer; none starts without it)"
+    # Pacific and Reef set the flag themselves and refuse `ceph osd set sortbitwise`
+    # (EINVAL): what can still lack it is an OSD older than Luminous
+    todo = ("`ceph osd versions` names each OSD's release: upgrade those older than "
+            "Luminous, then Ceph sets the flag itself")
     return Explained(f"the osdmap flag sortbitwise is not set: {todo}",
                      {"flag": "sortbitwise", "manual": todo})
 

@@ -16,4 +16,6 @@ from runbooks import (  # noqa: F401  issue 29: filling, maintenance
 
 # isort: split
 from runbooks import pool_app  # noqa: F401  pool-app-enable, global-id-reclaim-off (issue 38)
+
+# isort: split
 from runbooks import config  # noqa: F401  config-restore (issue 38.2: an option as the cause)

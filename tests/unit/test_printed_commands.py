@@ -119,7 +119,9 @@ def _refused(cmds: list[tuple[str, str]], release: str) -> dict[str, list[str]]:
     bad: dict[str, list[str]] = {}
     for where, cmd in cmds:
         j = judge(cmd, release)
-        assert j.ok is not None, (cmd, j.why)  # every command is judged, none skipped
+        # every command is judged, none skipped, but those of a manager module the labs
+        # do not run (the dashboard's: its table exists only where it runs)
+        assert j.ok is not None or "was not loaded" in j.why, (cmd, j.why)
         if j.ok is False and not j.named:
             bad.setdefault(f"{cmd}  <- {j.why[:160]}", []).append(where)
     return bad
