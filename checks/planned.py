@@ -52,8 +52,9 @@ def _host_of(snap: ClusterSnapshot, ch: HeldChange) -> str:
     if m:
         return m.group(1)
     st = snap.ceph
-    hosts = {o.host for e in ch.entities if st is not None
-             and (o := st.osd(int(e.removeprefix("osd.")))) is not None and o.host}
+    ids = [int(e[4:]) for e in ch.entities if re.fullmatch(r"osd\.[0-9]{1,9}", e)]
+    hosts = {o.host for i in ids if st is not None and (o := st.osd(i)) is not None
+             and o.host}
     return hosts.pop() if len(hosts) == 1 else ", ".join(ch.entities)
 
 
