@@ -7,6 +7,7 @@ import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from checks import planned
 from checks.ceph_cli import vetted
 from checks.model import (
     REGISTRY,
@@ -212,6 +213,8 @@ def run_checks(
                 "CHECK_INTERNAL_ERROR", Severity.WARN, f"check {chk.name}",
                 f"check {chk.name} failed: {type(e).__name__}: {e}",
                 {"traceback": traceback.format_exc(limit=5)}))
+    # what stordoc changed on purpose, within its deadline, is planned (INFO), not a problem
+    findings = planned.apply(findings, snap, ctx.now)
     sel = Selection.of(only, reg) if only else None
     kept = [f for f in findings if sel is None or sel.keeps(f.code, f.entity)]
     shown, hidden, overridden = apply_mutes(kept, reg.codes, muted, mute_rules)

@@ -27,6 +27,7 @@ from bot.render.blocks import (
 )
 from checks.incidents import Incident, headline
 from checks.model import Finding, Severity, Verdict
+from stordoc.service.fixes import last_line
 
 TokenFn = Callable[[Finding], str | None]
 
@@ -143,6 +144,11 @@ def health_reply(cluster: str, verdict: Verdict, incidents: Sequence[Incident],
         blocks.append(section(f"*Other findings ({len(rest)})*"))
         for f in rest:
             blocks.extend(finding_blocks(f, None))
+    # what to do, last, as the CLI's last line says it (the core's one decision)
+    last = last_line(incidents, findings=findings)
+    blocks.append(section(f"*next:* `{esc(last.removeprefix('next: '))}`"
+                          if not last.startswith(("next: by hand", "next: nothing"))
+                          else f"*next:* {esc(last.removeprefix('next: '))}"))
 
     def plain() -> str:
         lines = [head]
@@ -154,6 +160,7 @@ def health_reply(cluster: str, verdict: Verdict, incidents: Sequence[Incident],
             lines += [f"   explains: {c.code} {c.entity}: {c.message}"
                       for c in inc.consequences]
         lines += [f"[{f.severity.label}] {f.entity} {f.code}: {f.message}" for f in rest]
+        lines.append(last)
         return "\n".join(lines) + "\n"
     return paginate(head, blocks, head, plain, f"{cluster}-health.txt")
 

@@ -233,21 +233,13 @@ def _manual(inc: Incident) -> str:
     return text.replace(f"no runbook fixes {inc.root.code}", "no runbook fixes it", 1)
 
 
-def _last_line(out: CheckOutcome, width: int) -> str | None:
-    """The next step again, as the last line (a screen showing only the end shows what
-    to do): the first incident's runbook, else the first incident that has one (named),
-    else the first incident's step by hand when it fits the line, else where it is."""
-    for n, inc in enumerate(out.incidents, 1):
-        if inc.next_step is not None:
-            return f"next: {inc.next_step.command}" + \
-                ("" if n == 1 else f"  # incident {n}; incident 1 has no runbook")
-    for n, inc in enumerate(out.incidents, 1):
-        if inc.manual:
-            line = f"next: by hand: {_manual(inc)}"
-            if len(line) <= width and "no runbook fixes it" not in line:
-                return line
-            return f"next: by hand, see incident {n} (no runbook applies)"
-    return None
+def _last_line(out: CheckOutcome, width: int) -> str:
+    """What to do, as the last line (a screen showing only the end shows it): the core's
+    one decision (``stordoc.service.fixes.last_line``), as every front end prints it."""
+    from stordoc.service.fixes import last_line
+
+    # words cut to one row (its continuation would be indented two cells)
+    return last_line(out.incidents, width - 2, out.report.findings)
 
 
 def render(out: CheckOutcome, console: Console, verbose: bool = False) -> None:
@@ -298,9 +290,7 @@ def render(out: CheckOutcome, console: Console, verbose: bool = False) -> None:
         _say(console, f"cluster {r.cluster}: exit {int(r.verdict)} ({r.verdict.label}); "
                       f"collect {out.collect_s:.2f}s, "
                       f"checks {out.check_s:.3f}s", hang=2, style="dim")
-    last = _last_line(out, console.width)
-    if last is not None:
-        _say(console, last, hang=2, style="bold green")
+    _say(console, _last_line(out, console.width), hang=2, style="bold green")
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -115,9 +115,11 @@ def _entity(incident_id: str) -> str:
 
 
 def _line(inc: Any) -> str:
-    nxt = (f" -- next: stordoc fix {inc.next_step.runbook} {inc.next_step.target}"
-           if inc.next_step else "")
-    return f"{inc.severity.label} {inc.id}: {inc.impact}{nxt}"
+    """An incident in one line, with what to do about it (the check's own words for its
+    step: ``stordoc.service.fixes.incident_step``)."""
+    from stordoc.service.fixes import incident_step
+
+    return f"{inc.severity.label} {inc.id}: {inc.impact} -- next: {incident_step(inc)}"
 
 
 def loop(svc: Service, cluster: str, every: float, stop: threading.Event,

@@ -36,11 +36,13 @@ from checks.catalog import finding_codes
 from checks.incidents import Incident, NextStep, correlate
 from checks.model import Finding
 from checks.spelling import closest
+from runbooks.nextline import incident_step, last_line  # the one "next:" line of a report
 
 __all__ = ["Ambiguous", "FixChoice", "FixRefused", "NoRunbook",
            "NoSuchFinding", "NotReportedFor", "UnknownFindingCode", "catalogued_code",
            "choose_fix", "fix_for_finding", "fix_for_findings", "incident_fix",
-           "incident_fixes", "incident_in_area", "normalise_code", "proposed"]
+           "incident_fixes", "incident_in_area", "incident_step", "last_line",
+           "normalise_code", "proposed"]
 
 
 @dataclass(frozen=True)

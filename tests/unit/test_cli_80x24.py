@@ -74,16 +74,17 @@ def test_default_check_fits_80x24_and_ends_with_the_next_step(
     verdict_rows = 1 + next((i for i, ln in enumerate(body[1:]) if not ln.startswith("  ")),
                             len(body) - 1)
     after = body[verdict_rows:]
-    if not out.incidents:  # a healthy cluster: the verdict and one line of context
-        assert len(after) <= 1 + len(out.report.findings), text
-        assert not any(ln.startswith("next:") for ln in lines)
+    if not out.incidents:  # a healthy cluster: the verdict, one line of context, and
+        # what to do: nothing
+        assert len(after) <= 2 + len(out.report.findings), text
+        assert lines[-1] == "next: nothing to do", text
         return
     steps = [i.next_step.command for i in out.incidents if i.next_step]
     if steps:
         assert lines[-1].startswith(f"next: {steps[0]}"), text
         assert [ln.strip() for ln in after].count(f"next: {steps[0]}") == 2  # incident, end
-    else:
-        assert lines[-1].startswith("next: by hand"), text
+    else:  # the first step's exact command, else the step in words: never "see ..."
+        assert lines[-1].startswith("next: ") and "see incident" not in text, text
     # each finding code once below the verdict (which names the top incident's cause)
     # (one of Ceph's own codes as a root: its message opens with "Ceph CODE:", by design)
     shown = Counter(CODE.findall(re.sub(r"\bCeph [A-Z0-9_]+: ", "", "\n".join(after))))

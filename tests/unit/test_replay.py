@@ -101,7 +101,7 @@ def test_cli_text_and_json(release: str, name: str) -> None:
     assert lines[1].startswith(f"{label} lab: "), lines[1]
     nexts = [ln.strip() for ln in lines if ln.strip().startswith("next:")]
     if case.root is None:
-        assert "no incidents" in lines[1] and nexts == []
+        assert "no incidents" in lines[1] and nexts == ["next: nothing to do"]
     else:
         top = rp.outcome.incidents[0]
         assert lead(top) in lines[1]

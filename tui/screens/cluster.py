@@ -15,6 +15,7 @@ from textual.widgets import Static
 from checks.incidents import Incident
 from checks.incidents import headline as incidents_headline
 from checks.model import Finding
+from stordoc.service import fixes
 from tui import views
 from tui.table import VirtualTable
 from tui.views import Row
@@ -63,7 +64,10 @@ class OverviewScreen(DataScreen):
         self.query_one("#incident-line", Static).display = bool(out.incidents)
         self._incident_line()
         ov = views.overview(out.snapshot, r.findings)
-        self.query_one("#summary", Static).update(lines_table(ov.lines))
+        # what to do, first of the facts: the core's one decision, the CLI's last line
+        nxt = ("Next", fixes.last_line(out.incidents, findings=r.findings)
+               .removeprefix("next: "), "bold green")
+        self.query_one("#summary", Static).update(lines_table((nxt, *ov.lines)))
         rows = views.finding_rows(r.findings, self.needle, new)
         fill_table(self.query_one("#top", VirtualTable), rows)
 
