@@ -330,18 +330,27 @@ keyring = {p(lab.admin_keyring)}
             raise LabError(step, f"ceph-volume raw activate exited {p.returncode}: "
                            f"{p.stderr or p.stdout}", log)
 
-    def osds_up_in(self) -> tuple[int, int]:
+    def ask(self, prefix: str, mgr: bool = False) -> Any:
+        """A read-only command without arguments (``osd dump``, ``pg stat`` to the manager
+        with ``mgr``) through librados in this process, parsed JSON; None when Ceph does
+        not answer (within the target's 10 s). What the lab's waits poll: a ``ceph`` CLI
+        process costs ~0.45 s of CPU (measured; 2 s of wall time beside two other test
+        sessions on 2 cores), this ~0.02 s."""
         try:
-            d = self.cli("osd", "dump", timeout=10, check=False)
-        except LabError:
-            return (0, 0)
+            with CephClient(self.target()) as c:
+                return c.mgr(prefix) if mgr else c.mon(prefix)
+        except CephError:
+            return None
+
+    def osds_up_in(self) -> tuple[int, int]:
+        d = self.ask("osd dump")
         if not isinstance(d, dict):
             return (0, 0)
         osds = d.get("osds", [])
         return (sum(o["up"] for o in osds), sum(o["in"] for o in osds))
 
     def osd_up(self, i: int) -> bool | None:
-        d = self.cli("osd", "dump", timeout=10, check=False)
+        d = self.ask("osd dump")
         if not isinstance(d, dict):
             return None
         for o in d.get("osds", []):
@@ -351,7 +360,7 @@ keyring = {p(lab.admin_keyring)}
 
     # ------------------------------------------------------------------ pools and PGs
     def pgs_clean(self) -> bool:
-        s = self.cli("pg", "stat", timeout=10, check=False)
+        s = self.ask("pg stat", mgr=True)
         if not isinstance(s, dict):
             return False
         summ = s.get("pg_summary", s)
@@ -399,7 +408,7 @@ keyring = {p(lab.admin_keyring)}
     def health_checks(self) -> set[str]:
         """The monitor's health check names (it hears of the PGs from the manager only
         every few seconds, after ``pg stat`` does)."""
-        h = self.cli("health", timeout=10, check=False)
+        h = self.ask("health")
         return set(h.get("checks", {})) if isinstance(h, dict) else {"(no answer)"}
 
     def unsettled(self, settling_checks: frozenset[str]) -> str | None:

@@ -18,7 +18,7 @@ LAB_AVAIL_WARN = "2"
 
 
 def mgr_stat(lab: Lab) -> dict[str, Any]:
-    got = lab.ceph("mgr", "stat", timeout=10, check=False)
+    got = lab.ceph_cluster.ask("mgr stat")  # librados: polled (CephCluster.ask)
     return got if isinstance(got, dict) else {}
 
 
@@ -48,7 +48,7 @@ def start_standby_mgr(lab: Lab, name: str = STANDBY_MGR) -> None:
 
 
 def _standbys(lab: Lab) -> list[str]:
-    got = lab.ceph("mgr", "dump", timeout=10, check=False)
+    got = lab.ceph_cluster.ask("mgr dump")
     if not isinstance(got, dict):
         return []
     return [str(s.get("name")) for s in got.get("standbys", []) if isinstance(s, dict)]
@@ -71,7 +71,7 @@ def wait_mgr_reports(lab: Lab, step: str) -> None:
     """mgr.x active, and its PG statistics answered (``pg stat``, not the monitors' copy)."""
     wait(lambda: mgr_active(lab, "x"), 90, step, "mgr.x active",
          str(lab.log_dir / "ceph-mgr.x.log"))
-    wait(lambda: lab.ceph_cluster.ok("pg", "stat", timeout=5), 60, step,
+    wait(lambda: lab.ceph_cluster.ask("pg stat", mgr=True) is not None, 60, step,
          "the manager to answer pg stat")
     lab.wait_pgs_clean(120, step)
 

@@ -36,12 +36,12 @@ def ctx(env: Env) -> RunContext:
 
 
 def health(lab: Lab) -> str:
-    h = lab.ceph("health")
+    h = lab.ceph_cluster.ask("health")  # librados: a poll of 0.02 s of CPU, not a CLI's 0.45
     return str(h.get("status") if isinstance(h, dict) else h)
 
 
 def wait_health(lab: Lab, want: str, timeout: float = 120) -> None:
-    wait_until(lambda: health(lab) == want, timeout, f"ceph health {want}", 2.0)
+    wait_until(lambda: health(lab) == want, timeout, f"ceph health {want}", 0.5)
 
 
 def state(lab: Lab) -> dict[str, Any]:
