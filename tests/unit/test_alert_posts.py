@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from checks import alert_map as am
 from runbooks.base import registry
 from storage.snapshot.metrics import (
+    only,
     parse_samples,
     read_metrics,
     scrape,
@@ -119,8 +120,15 @@ def test_the_metrics_are_saved_with_the_snapshot_and_read_back(tmp_path: Path,
 
 
 def test_a_snapshot_without_metrics_has_none() -> None:
-    assert read_metrics(str(FIXTURES / "pacific" / "mgr-not-answering")) == [] or True
     assert read_metrics("/nonexistent-snapshot-dir") == []
+
+
+def test_only_keeps_the_families_asked_for() -> None:
+    kept = only(MGR_TEXT, ("ceph_osd_up",))
+    assert [n for n, _, _ in parse_samples(kept)] == ["ceph_osd_up"] * 3
+    assert "# HELP" not in kept and "ceph_health" not in kept
+    both = only(MGR_TEXT, ("ceph_health_",))
+    assert both.count("# HELP") == 2 and len(parse_samples(both)) == 3
 
 
 _label = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,12}", fullmatch=True)
