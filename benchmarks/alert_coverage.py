@@ -35,15 +35,13 @@ GOAL_FIX, GOAL_ENTITY = 25, 45  # of Pacific's 58 rules (issue 38)
 def measured(release: str, say: bool = False) -> tuple[int, dict[str, dict[str, object]]]:
     """(scenarios with metrics, rule -> what its posts did): per rule, the scenarios it
     fired in, and of its posts those naming the entity and the Fix buttons."""
-    from tests.support.alert_posts import posts_of
-    from tests.support.fixture_snapshots import FIXTURES
+    from tests.support.alert_posts import posts_of, scenario_dirs
 
-    dirs = [d for d in sorted((FIXTURES / release).iterdir())
-            if (d / "metrics" / "index.json").exists()] if (FIXTURES / release).is_dir() else []
+    dirs = scenario_dirs(release)
     rules: dict[str, dict[str, object]] = {}
     for d in dirs:
         with tempfile.TemporaryDirectory(prefix="alert-coverage-") as tmp:
-            got = posts_of(release, d, Path(tmp))
+            got = posts_of(release, d, Path(tmp), dirs)
         if got is None:
             continue
         _, posts = got

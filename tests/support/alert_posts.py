@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from storage.snapshot.metrics import INDEX as INDEX_REL
 from storage.snapshot.metrics import read_metrics, scraped_samples, series_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,8 +143,8 @@ def input_series(snapshot_dir: Path, release: str) -> list[dict[str, str]] | Non
     return out
 
 
-_BLOCK = re.compile(r"alertname: (\w+), time: [^,]*,\s*exp:\[.*?\],\s*got:\[(.*?)\n\s*\]",
-                    re.S)
+_BLOCK = re.compile(r"name: (t\d+),\s*alertname: (\w+), time: [^,]*,\s*exp:\[.*?\],\s*"
+                    r"got:\[(.*?)\n\s*\]", re.S)
 _GOT = re.compile(r"Labels:(\{.*?\})\s*\n\s*Annotations:(\{.*?\})(?:,)?\s*$", re.M)
 _PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -162,41 +163,61 @@ def _promtool(test: dict[str, Any], work: Path) -> subprocess.CompletedProcess[s
 
 def evaluate(release: str, snapshot_dir: Path) -> list[Fired] | None:
     """The alerts the release's rules fire on the snapshot's metrics (None: no metrics
-    saved with it): promtool's own answer, proven by a second run that expects it."""
-    series = input_series(snapshot_dir, release)
-    if series is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="stordoc-promtool-") as tmp:
-        work = Path(tmp)
-        rules = rule_file(release, work)
-        names = rule_names(release)
-        at = f"{hold_min(release)}m"
-        test: dict[str, Any] = {
-            "rule_files": [str(rules)], "evaluation_interval": "1m",
-            "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [
-                {"eval_time": at, "alertname": n, "exp_alerts": []} for n in names]}]}
-        r = _promtool(test, work)
-        fired: list[Fired] = []
-        if r.returncode != 0:
-            blocks = _BLOCK.findall(r.stdout + r.stderr)
-            if not blocks:
-                raise PromtoolError(f"promtool failed: {(r.stdout + r.stderr)[-2000:]}")
-            for name, got in blocks:
-                for lab, ann in _GOT.findall(got):
-                    fired.append(Fired(name, _go_map(lab), _go_map(ann)))
-        # the proof: expecting exactly what was parsed, promtool passes
-        by: dict[str, list[Fired]] = {}
-        for f in fired:
-            by.setdefault(f.name, []).append(f)
-        test["tests"][0]["alert_rule_test"] = [
-            {"eval_time": at, "alertname": n, "exp_alerts": [
-                {"exp_labels": {k: v for k, v in f.labels.items() if k != "alertname"},
-                 "exp_annotations": f.annotations} for f in by.get(n, [])]} for n in names]
-        r2 = _promtool(test, work)
-        if r2.returncode != 0:
-            raise PromtoolError("promtool's alerts were misread: expecting them failed: "
-                                f"{(r2.stdout + r2.stderr)[-2000:]}")
-    return fired
+    saved with it)."""
+    return evaluate_many(release, (snapshot_dir,))[snapshot_dir]
+
+
+_EVALUATED: dict[tuple[str, tuple[Path, ...]], dict[Path, list[Fired] | None]] = {}
+
+
+def evaluate_many(release: str, dirs: tuple[Path, ...]) -> dict[Path, list[Fired] | None]:
+    """:func:`evaluate` of several snapshots in one promtool run (one test group each):
+    promtool's own answer, proven by a second run that expects exactly it. Kept for the
+    process (the tests of each scenario share one run)."""
+    key = (release, dirs)
+    if key in _EVALUATED:
+        return _EVALUATED[key]
+    series = {d: input_series(d, release) for d in dirs}
+    out: dict[Path, list[Fired] | None] = {d: None if s is None else [] for d, s in series.items()}
+    tagged = [(f"t{i}", d) for i, d in enumerate(dirs) if series[d] is not None]
+    if tagged:
+        by_tag = dict(tagged)
+        with tempfile.TemporaryDirectory(prefix="stordoc-promtool-") as tmp:
+            work = Path(tmp)
+            rules = rule_file(release, work)
+            names = rule_names(release)
+            at = f"{hold_min(release)}m"
+            test: dict[str, Any] = {
+                "rule_files": [str(rules)], "evaluation_interval": "1m",
+                "tests": [{"name": tag, "interval": "1m", "input_series": series[d],
+                           "alert_rule_test": [{"eval_time": at, "alertname": n,
+                                                "exp_alerts": []} for n in names]}
+                          for tag, d in tagged]}
+            r = _promtool(test, work)
+            if r.returncode != 0:
+                blocks = _BLOCK.findall(r.stdout + r.stderr)
+                if not blocks:
+                    raise PromtoolError(f"promtool failed: {(r.stdout + r.stderr)[-2000:]}")
+                for tag, name, got in blocks:
+                    for lab, ann in _GOT.findall(got):
+                        out[by_tag[tag]].append(  # type: ignore[union-attr]
+                            Fired(name, _go_map(lab), _go_map(ann)))
+            # the proof: expecting exactly what was parsed, promtool passes
+            for group, (_, d) in zip(test["tests"], tagged, strict=True):
+                mine: dict[str, list[Fired]] = {}
+                for f in out[d] or []:
+                    mine.setdefault(f.name, []).append(f)
+                group["alert_rule_test"] = [
+                    {"eval_time": at, "alertname": n, "exp_alerts": [
+                        {"exp_labels": {k: v for k, v in f.labels.items() if k != "alertname"},
+                         "exp_annotations": f.annotations} for f in mine.get(n, [])]}
+                    for n in names]
+            r2 = _promtool(test, work)
+            if r2.returncode != 0:
+                raise PromtoolError("promtool's alerts were misread: expecting them failed: "
+                                    f"{(r2.stdout + r2.stderr)[-2000:]}")
+    _EVALUATED[key] = out
+    return out
 
 
 # ------------------------------------------------------------------ the webhook's post
@@ -321,11 +342,23 @@ class Desk:
             h.close()
 
 
-def posts_of(release: str, snapshot_dir: Path, work: Path) -> tuple[list[Fired], list[Post]] | None:
-    """The alerts a scenario fires and the bot's post for each group (None: no metrics)."""
+def scenario_dirs(release: str) -> tuple[Path, ...]:
+    """The saved scenarios of a release that hold metrics."""
+    from tests.support.fixture_snapshots import FIXTURES
+
+    base = FIXTURES / release
+    return tuple(d for d in sorted(base.iterdir()) if (d / "metrics" / INDEX_REL).exists()
+                 ) if base.is_dir() else ()
+
+
+def posts_of(release: str, snapshot_dir: Path, work: Path,
+             together: tuple[Path, ...] = ()) -> tuple[list[Fired], list[Post]] | None:
+    """The alerts a scenario fires and the bot's post for each group (None: no metrics);
+    ``together``: the scenarios evaluated in the same promtool run (cached)."""
     from stordoc.service.snapshots import load
 
-    fired = evaluate(release, snapshot_dir)
+    fired = (evaluate_many(release, together)[snapshot_dir] if snapshot_dir in together
+             else evaluate(release, snapshot_dir))
     if fired is None:
         return None
     outcome = load(str(snapshot_dir)).outcome

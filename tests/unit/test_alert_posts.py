@@ -32,6 +32,7 @@ from tests.support.alert_posts import (
     evaluate,
     posts_of,
     rule_names,
+    scenario_dirs,
 )
 from tests.support.fixture_snapshots import FIXTURES
 
@@ -48,9 +49,7 @@ ceph_osd_up{ceph_daemon="osd.2"} 1.0
 ceph_osd_metadata{back_iface="",ceph_daemon="osd.1",cluster_addr="127.0.0.1",device_class="hdd",front_iface="",hostname="node2",objectstore="bluestore",public_addr="127.0.0.1",ceph_version="ceph version 16.2.15"} 1.0
 """
 
-CASES = [(rel, d.name) for rel in ("pacific", "reef") if (FIXTURES / rel).is_dir()
-         for d in sorted((FIXTURES / rel).iterdir())
-         if (d / "metrics" / "index.json").exists()]
+CASES = [(rel, d.name) for rel in ("pacific", "reef") for d in scenario_dirs(rel)]
 
 needs_promtool = pytest.mark.skipif(not Path(PROMTOOL).exists(),
                                     reason="promtool not installed (Debian's prometheus)")
@@ -194,7 +193,7 @@ def test_every_listed_runbook_is_attached_to_a_finding() -> None:
 @pytest.mark.parametrize("release,name", CASES)
 def test_each_firing_group_is_posted_once_with_the_fix_the_map_names(
         release: str, name: str, tmp_path: Path) -> None:
-    got = posts_of(release, FIXTURES / release / name, tmp_path)
+    got = posts_of(release, FIXTURES / release / name, tmp_path, scenario_dirs(release))
     assert got is not None
     fired, posts = got
     assert {p.rule for p in posts} == {f.name for f in fired}  # each group posted
