@@ -423,10 +423,30 @@ NODE_FAMILIES = ("node_filesystem_", "node_network_", "node_bonding_", "node_cpu
                  "node_uname_info")
 
 
-def _scrape_of(source: str, url: str, job: str) -> Any:
+_LAB_MOUNT = re.compile(r'mountpoint="(/var/tmp/stordoc-[^/"]+)[/"]')
+
+
+def own_mounts(text: str, base: str) -> str:
+    """A node_exporter's text without the filesystems of other labs on this machine
+    (``/var/tmp/stordoc-*`` other than ``base``): other helpers' and CI's labs, not a
+    host of this one."""
+    def other(line: str) -> bool:
+        m = _LAB_MOUNT.search(line)
+        return bool(m) and m.group(1) != base.rstrip("/")
+
+    return "".join(ln + "\n" for ln in text.split("\n") if ln and not other(ln))
+
+
+def _scrape_of(lab: Any, source: str, url: str, job: str) -> Any:
+    import dataclasses
+
     from storage.snapshot.metrics import scrape
 
-    return scrape(source, url, job, keep=NODE_FAMILIES if source.startswith("node-") else ())
+    if not source.startswith("node-"):
+        return scrape(source, url, job)
+    s = scrape(source, url, job, keep=NODE_FAMILIES)
+    return s if s.text is None else dataclasses.replace(s, text=own_mounts(s.text,
+                                                                         str(lab.base)))
 
 
 def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None],
@@ -473,7 +493,7 @@ def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None],
                     if not metrics_only:
                         save(env, "lab", str(d))
                     if targets:
-                        write_metrics(str(d), [_scrape_of(*t) for t in targets])
+                        write_metrics(str(d), [_scrape_of(lab, *t) for t in targets])
                 finally:
                     say(f"{name}: {undo_fault(lab, case)}")
         finally:

@@ -171,6 +171,22 @@ def test_a_manager_that_does_not_answer_fires_the_module_inactive_rule(tmp_path:
     assert "CephHealthWarning" not in names  # no metric of Ceph's at all
 
 
+@needs_promtool
+def test_the_saved_unfound_objects_fire_no_object_missing_while_an_osd_is_down() -> None:
+    """Issue 38's case on the saved scenario: its health codes hold OBJECT_UNFOUND, so the
+    guess from codes fired CephObjectMissing; its metrics show osd.2 down, and the rule's
+    expression (every OSD up) does not fire."""
+    from tests.unit.test_alert_map import fired, replay
+
+    d = FIXTURES / "pacific" / "pg-unfound"
+    if d not in scenario_dirs("pacific"):
+        pytest.skip("pg-unfound saved without metrics")
+    guessed = {a["labels"]["alertname"] for a in fired(replay("pacific", "pg-unfound"))}
+    real = {f.name for f in evaluate("pacific", d) or []}
+    assert "CephObjectMissing" in guessed and "CephObjectMissing" not in real
+    assert {"CephOSDDown", "CephPGsDamaged"} <= real
+
+
 def test_squids_renamed_rules_are_evaluated_with_reefs() -> None:
     assert set(am.RENAMED) <= set(rule_names("reef"))
     assert not set(am.RENAMED) & set(rule_names("pacific"))
