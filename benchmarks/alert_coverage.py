@@ -12,8 +12,12 @@ Not a time: counts are exact for the saved scenarios.
 
     .venv/bin/python benchmarks/alert_coverage.py [--release pacific,reef] [--list]
 
-Measured (2026-11-28, Pacific's 22 Ceph scenarios): see the report of issue 38's helper
-"alerts" (the counts change as runbooks are added: run it).
+Measured (2026-11-28, Pacific's 22 saved Ceph scenarios with metrics): of 58 rules, 18
+fire in some scenario, 17 of them get a post naming the entity, 9 a post with a Fix
+button (goal: 25 and 45). 40 fire in none: CephFS, cephadm, hardware and host network
+rules have no data in the lab; CephOSDFlapping and the growth rules need a time series, a
+snapshot is one instant; full, backfillfull, clock skew, monitor down have no scenario.
+Declared by checks/alert_map.py: 49 diagnosed with the entity, 23 with a runbook listed.
 """
 
 from __future__ import annotations
