@@ -204,28 +204,11 @@ def test_labels_name_the_entity() -> None:
 
 # ------------------------------------------------------------------ replayed diagnosis
 
-def really_fired(release: str, name: str, rp: Replay) -> list[dict[str, Any]]:
-    """The alerts Ceph's rules really fire on the scenario: promtool on the metrics saved
-    with it (tests/support/alert_posts.py), with Prometheus' external label; a scenario
-    saved without metrics falls back to :func:`fired`'s guess from its health codes."""
-    from tests.support.alert_posts import PROMTOOL, evaluate_many, scenario_dirs
-
-    d = FIXTURES / release / name
-    dirs = scenario_dirs(release)
-    if d not in dirs or not Path(PROMTOOL).exists():
-        return list(fired(rp))
-    return [{"status": "firing", "labels": {**f.labels, "cluster": "lab"},
-             "annotations": f.annotations, "startsAt": "2026-11-27T05:00:00.000Z",
-             "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "",
-             "fingerprint": f"{abs(hash(json.dumps(f.labels, sort_keys=True))):016x}"[:16]}
-            for f in evaluate_many(release, dirs)[d] or []]
-
-
 @pytest.mark.parametrize("release,name", CEPH_CASES)
 def test_every_fired_alert_selects_its_explaining_incident(release: str, name: str) -> None:
     rp = replay(release, name)
     incidents = list(rp.outcome.incidents)
-    for a in really_fired(release, name, rp):
+    for a in fired(rp):
         p = payload(a)
         m = am.MAP[p.name]
         sel = am.select_one(p.name, p.alerts[0].labels, incidents)
