@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +37,22 @@ from checks.alert_rules import RULES, SOURCES  # noqa: E402
 GOAL_FIX, GOAL_ENTITY = 25, 45  # of Pacific's 58 rules (issue 38)
 
 
-def measured(release: str, say: bool = False) -> tuple[int, dict[str, dict[str, object]]]:
+@dataclass
+class RulePosts:
+    """What one rule's posts did over the scenarios."""
+
+    fired: set[str] = field(default_factory=set)  # scenarios it fired in
+    entity: set[str] = field(default_factory=set)  # those whose post named the entity
+    fix: set[str] = field(default_factory=set)  # "runbook target" of its Fix buttons
+
+
+def measured(release: str, say: bool = False) -> tuple[int, dict[str, RulePosts]]:
     """(scenarios with metrics, rule -> what its posts did): per rule, the scenarios it
     fired in, and of its posts those naming the entity and the Fix buttons."""
     from tests.support.alert_posts import posts_of, scenario_dirs
 
     dirs = scenario_dirs(release)
-    rules: dict[str, dict[str, object]] = {}
+    rules: dict[str, RulePosts] = {}
     for d in dirs:
         with tempfile.TemporaryDirectory(prefix="alert-coverage-") as tmp:
             got = posts_of(release, d, Path(tmp), dirs)
@@ -50,14 +60,12 @@ def measured(release: str, say: bool = False) -> tuple[int, dict[str, dict[str, 
             continue
         _, posts = got
         for p in posts:
-            r = rules.setdefault(p.rule, {"fired": set(), "entity": set(), "fix": set(),
-                                          "incidents": set()})
-            r["fired"].add(d.name)  # type: ignore[attr-defined]
+            r = rules.setdefault(p.rule, RulePosts())
+            r.fired.add(d.name)
             if p.names_entity:
-                r["entity"].add(d.name)  # type: ignore[attr-defined]
+                r.entity.add(d.name)
             if p.fix:
-                r["fix"].add(f"{p.fix[0]} {p.fix[1]}")  # type: ignore[attr-defined]
-            r["incidents"].update(p.incidents)  # type: ignore[attr-defined]
+                r.fix.add(f"{p.fix[0]} {p.fix[1]}")
         if say:
             print(f"  {d.name}: {len({p.rule for p in posts})} rules fire, "
                   f"{len(posts)} posts", file=sys.stderr, flush=True)
@@ -84,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                   "fixture_snapshots --metrics-only on a lab up --with-alerts)")
         else:
             fired = len(rules)
-            entity = sum(1 for r in rules.values() if r["entity"])
-            fix = sum(1 for r in rules.values() if r["fix"])
+            entity = sum(1 for r in rules.values() if r.entity)
+            fix = sum(1 for r in rules.values() if r.fix)
             print(f"  measured on {n} scenarios' metrics (promtool, the webhook's real "
                   f"posts), of {total} rules:")
             print(f"    rules that fire in some scenario   {fired}")
@@ -99,10 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             if a.list:
                 for name in sorted(rules):
                     r = rules[name]
-                    print(f"    {name}: fired in {len(r['fired'])} "  # type: ignore[arg-type]
-                          f"({', '.join(sorted(r['fired']))[:120]}); entity named in "  # type: ignore[arg-type]
-                          f"{len(r['entity'])}; Fix "  # type: ignore[arg-type]
-                          f"{', '.join(sorted(r['fix'])) or '-'}")  # type: ignore[arg-type]
+                    print(f"    {name}: fired in {len(r.fired)} "
+                          f"({', '.join(sorted(r.fired))[:120]}); entity named in "
+                          f"{len(r.entity)}; Fix {', '.join(sorted(r.fix)) or '-'}")
                 print(f"    never fired: {', '.join(never)}")
         c = am.coverage(rel)
         print(f"  declared (checks/alert_map.py, not measured): rules {c.total}, mapped "

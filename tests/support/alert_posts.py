@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from storage.snapshot.metrics import INDEX as INDEX_REL
 from storage.snapshot.metrics import read_metrics, scraped_samples, series_text
@@ -233,7 +233,7 @@ def am_payload(name: str, alerts: list[Fired], started: float) -> dict[str, Any]
     """Alertmanager's webhook JSON (v4) for one firing group; Prometheus' external label
     ``cluster`` on every alert, as the lab's Prometheus sets it."""
     when = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(started))
-    items = []
+    items: list[dict[str, Any]] = []
     for f in alerts:
         labels = {**f.labels, "cluster": CLUSTER}
         fp = f"{abs(hash(json.dumps(labels, sort_keys=True))):016x}"[:16]
@@ -276,8 +276,8 @@ def read_post(call: Any, rule: str, n: int) -> Post:
     cm = re.search(r"consequences: (.*)", text)
     if m and cm:
         names += [c.rsplit(" ", 1)[0] for c in cm.group(1).split("; ")]
-    named = bool(m) and (any(_is_entity(e) for e in names)
-                         or bool(_ENTITY.search(m.group(3))))
+    named = m is not None and (any(_is_entity(e) for e in names)
+                               or bool(_ENTITY.search(m.group(3))))
     return Post(rule, n, text, cause, named, None)
 
 
@@ -310,7 +310,8 @@ class Desk:
                        str(self.work / f"bot-{self.n}.db"), throttle_s=0.0,
                        channels={CHANNEL: CLUSTER}, alerts=self.alerts)
         try:
-            h.bot.backend.check = lambda *a, **k: outcome  # the snapshot's replayed check
+            h.bot.backend.check = (  # type: ignore[method-assign]
+                lambda *a, **k: outcome)  # the snapshot's replayed check
             body = json.dumps(am_payload(name, alerts, time.time() - 120)).encode()
             req = urllib.request.Request(
                 h.base_url + "/alertmanager", data=body, method="POST",

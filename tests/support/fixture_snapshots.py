@@ -432,7 +432,7 @@ def own_mounts(text: str, base: str) -> str:
     host of this one."""
     def other(line: str) -> bool:
         m = _LAB_MOUNT.search(line)
-        return bool(m) and m.group(1) != base.rstrip("/")
+        return m is not None and m.group(1) != base.rstrip("/")
 
     return "".join(ln + "\n" for ln in text.split("\n") if ln and not other(ln))
 
