@@ -1,23 +1,33 @@
-"""How many of Ceph's own Prometheus alert rules the webhook diagnoses by name (issue 29
-item 6): per release's rule file (checks/alert_rules.py, Debian's ceph-prometheus-alerts:
-Pacific's is the one the lab's Prometheus loads), the rules, those mapped
-(checks/alert_map.py), those diagnosed with the entity named (an OSD, pool, host, PG,
-daemon), those whose cause has a runbook (the Fix button), and, with --replay, the alerts
-the saved lab scenarios fire and what they select. Not a time: counts are exact.
+"""How many of Ceph's own Prometheus alert rules reach a useful Slack post, counted from the
+posts alone (issue 38 item 8): per release, on every saved lab scenario that holds the
+metrics the lab's manager and node_exporters served (tests/fixtures/snapshots/<release>/
+<case>/metrics/), ``promtool test rules`` evaluates the release's rule file
+(tests/fixtures/alert_rules/: Debian's ceph-prometheus-alerts; Reef's with Squid's renamed
+rules) and each firing group is POSTed to the real bot's webhook, its check answered by
+the scenario's snapshot; the chat.postMessage Slack receives is read
+(tests/support/alert_posts.py). Printed: the rules that fire in some scenario, those whose
+post names the entity (an OSD, pool, PG, host, daemon, disk), those whose post carries a
+Fix button. What checks/alert_map.py declares is printed apart, labelled "declared".
+Not a time: counts are exact for the saved scenarios.
 
-    .venv/bin/python benchmarks/alert_coverage.py [--release pacific,reef] [--list] [--replay]
+    .venv/bin/python benchmarks/alert_coverage.py [--release pacific,reef] [--list]
 
-Measured (2026-11-27): Pacific 58 rules, 58 mapped, 49 diagnosed with the entity, 28 with
-a Fix (11 of them only through runbooks other issue-29 work adds), 9 with no data here (7
-CephFS, cephadm paused, Prometheus' own job); Reef 83 rules, 83 mapped, 51 diagnosed, 29
-with a Fix, 32 with no data (also 14 NVMe-oF, 4 rbd-mirror, 5 Redfish hardware).
-Replayed: 9 alert names fired by the saved scenarios, each selecting its cause.
+Measured (2026-11-28, Pacific's 22 saved Ceph scenarios with metrics): of 58 rules, 18
+fire in some scenario, 17 of them get a post naming the entity, 9 a post with a Fix
+button (goal: 25 and 45). 40 fire in none: CephFS, cephadm, hardware and host network
+rules have no data in the lab; CephOSDFlapping and the growth rules need a time series, a
+snapshot is one instant; full, backfillfull, clock skew, monitor down have no scenario.
+Declared by checks/alert_map.py: 49 diagnosed with the entity, 23 with a runbook listed.
+Reef (its 22 saved Ceph scenarios): of 83 rules, 17 fire (CephMgrPrometheusModuleInactive
+with the manager stopped too), 16 posts name the entity, 9 carry a Fix.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,69 +36,87 @@ sys.path.insert(0, str(ROOT))
 from checks import alert_map as am  # noqa: E402
 from checks.alert_rules import RULES, SOURCES  # noqa: E402
 
+GOAL_FIX, GOAL_ENTITY = 25, 45  # of Pacific's 58 rules (issue 38)
 
-def replayed() -> list[str]:
-    """Each alert the saved scenarios fire (tests/unit/test_alert_map.py builds them as
-    Alertmanager sends them) and what it selects."""
-    from tests.unit.test_alert_map import CEPH_CASES, fired, payload, replay
 
-    seen: dict[str, set[str]] = {}
-    for rel, name in CEPH_CASES:
-        rp = replay(rel, name)
-        incs = list(rp.outcome.incidents)
-        for a in fired(rp):
-            p = payload(a)
-            sel = am.select_one(p.name, p.alerts[0].labels, incs)
-            what = ", ".join(
-                i.id + (f" [Fix {i.next_step.runbook} {i.next_step.target}]"
-                        if i.next_step else "") for i in sel.incidents) or "nothing"
-            seen.setdefault(p.name, set()).add(f"{name}: {sel.how}: {what}")
-    out = []
-    for n in sorted(seen):
-        out.append(f"  {n}")
-        out += [f"    {x}" for x in sorted(seen[n])[:3]]
-    return [f"replayed: {len(seen)} alert names fired by the saved scenarios", *out]
+@dataclass
+class RulePosts:
+    """What one rule's posts did over the scenarios."""
+
+    fired: set[str] = field(default_factory=set)  # scenarios it fired in
+    entity: set[str] = field(default_factory=set)  # those whose post named the entity
+    fix: set[str] = field(default_factory=set)  # "runbook target" of its Fix buttons
+
+
+def measured(release: str, say: bool = False) -> tuple[int, dict[str, RulePosts]]:
+    """(scenarios with metrics, rule -> what its posts did): per rule, the scenarios it
+    fired in, and of its posts those naming the entity and the Fix buttons."""
+    from tests.support.alert_posts import posts_of, scenario_dirs
+
+    dirs = scenario_dirs(release)
+    rules: dict[str, RulePosts] = {}
+    for d in dirs:
+        with tempfile.TemporaryDirectory(prefix="alert-coverage-") as tmp:
+            got = posts_of(release, d, Path(tmp), dirs)
+        if got is None:
+            continue
+        _, posts = got
+        for p in posts:
+            r = rules.setdefault(p.rule, RulePosts())
+            r.fired.add(d.name)
+            if p.names_entity:
+                r.entity.add(d.name)
+            if p.fix:
+                r.fix.add(f"{p.fix[0]} {p.fix[1]}")
+        if say:
+            print(f"  {d.name}: {len({p.rule for p in posts})} rules fire, "
+                  f"{len(posts)} posts", file=sys.stderr, flush=True)
+    return len(dirs), rules
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--release", default="pacific,reef")
-    ap.add_argument("--list", action="store_true", help="each rule and its mapping")
-    ap.add_argument("--replay", action="store_true", help="the saved scenarios' alerts")
+    ap.add_argument("--list", action="store_true", help="each firing rule and its posts")
+    ap.add_argument("--progress", action="store_true", help="each scenario on stderr")
     a = ap.parse_args(argv)
     for rel in a.release.split(","):
         if rel not in SOURCES:
             print(f"alert_coverage: unknown release {rel!r} (one of {', '.join(SOURCES)})",
                   file=sys.stderr)
             return 64
-        c = am.coverage(rel)
+    for rel in a.release.split(","):
+        total = sum(1 for r in RULES if rel in r.releases)
+        n, rules = measured(rel, a.progress)
         print(f"{rel}: {SOURCES[rel]}")
-        print(f"  rules {c.total}, mapped {c.mapped}, diagnosed with entity {c.diagnosed}, "
-              f"with fix {c.with_fix}, no data here {len(c.no_data)}, "
-              f"unmapped {len(c.unmapped)}")
-        pend = sum(1 for r in RULES if rel in r.releases and am.MAP.get(r.name)
-                   and set(am.MAP[r.name].runbooks) <= set(am.PENDING_RUNBOOKS)
-                   and am.MAP[r.name].runbooks)
-        print(f"  of the fixes, {pend} only through pending runbooks "
-              f"({', '.join(am.PENDING_RUNBOOKS)})")
-        if c.unmapped:
-            print(f"  UNMAPPED: {', '.join(c.unmapped)}")
-        if a.list:
-            for r in RULES:
-                if rel not in r.releases:
-                    continue
-                m = am.MAP.get(r.name)
-                if m is None:
-                    print(f"    {r.name}: UNMAPPED")
-                elif m.no_data:
-                    print(f"    {r.name}: no data: {m.no_data}")
-                else:
-                    print(f"    {r.name}: ceph {','.join(m.ceph) or '-'}; codes "
-                          f"{','.join(m.codes) or ('any' if m.any_incident else '-')}; "
-                          f"entity {m.labels or 'from the incident'} -> {m.names}; "
-                          f"fix {','.join(m.runbooks) or '-'}")
-    if a.replay:
-        print("\n".join(replayed()))
+        if n == 0:
+            print("  measured: no saved scenario holds metrics (tests.support."
+                  "fixture_snapshots --metrics-only on a lab up --with-alerts)")
+        else:
+            fired = len(rules)
+            entity = sum(1 for r in rules.values() if r.entity)
+            fix = sum(1 for r in rules.values() if r.fix)
+            print(f"  measured on {n} scenarios' metrics (promtool, the webhook's real "
+                  f"posts), of {total} rules:")
+            print(f"    rules that fire in some scenario   {fired}")
+            print(f"    rules whose post names the entity  {entity}")
+            print(f"    rules whose post has a Fix button  {fix}")
+            if rel == "pacific":
+                print(f"    goal (issue 38): Fix >= {GOAL_FIX}, entity >= {GOAL_ENTITY}: "
+                      f"{'met' if fix >= GOAL_FIX and entity >= GOAL_ENTITY else 'not met'}")
+            never = [r.name for r in RULES if rel in r.releases and r.name not in rules]
+            print(f"    fire in no saved scenario: {len(never)}")
+            if a.list:
+                for name in sorted(rules):
+                    r = rules[name]
+                    print(f"    {name}: fired in {len(r.fired)} "
+                          f"({', '.join(sorted(r.fired))[:120]}); entity named in "
+                          f"{len(r.entity)}; Fix {', '.join(sorted(r.fix)) or '-'}")
+                print(f"    never fired: {', '.join(never)}")
+        c = am.coverage(rel)
+        print(f"  declared (checks/alert_map.py, not measured): rules {c.total}, mapped "
+              f"{c.mapped}, diagnosed with entity {c.diagnosed}, with a runbook listed "
+              f"{c.with_fix}, no data here {len(c.no_data)}, unmapped {len(c.unmapped)}")
     return 0
 
 

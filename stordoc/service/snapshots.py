@@ -11,6 +11,7 @@ hostile config (one line), and its command templates are never run: a replay onl
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,10 +60,13 @@ class Replay:
     thresholds: Thresholds
 
 
-def save(env: Env, cluster: str | None, directory: str, host_facts: bool = True
-         ) -> SnapshotDoc:
+def save(env: Env, cluster: str | None, directory: str, host_facts: bool = True,
+         metrics: Sequence[tuple[str, str, str]] = ()) -> SnapshotDoc:
     """Collect ``cluster`` once, as ``stordoc check`` does, and write it to ``directory``
-    (which must not exist yet). Reads the journal (recon history, mutes) but records no run."""
+    (which must not exist yet). Reads the journal (recon history, mutes) but records no run.
+    ``metrics``: (source, URL, Prometheus job) of each Prometheus target to scrape right
+    after (the mgr ``prometheus`` module, node_exporters): saved under ``metrics/``
+    (storage/snapshot/metrics.py), a target that does not answer saved as such."""
     from storage.collect import collect
     from storage.mutes import active_mutes
     from storage.snapshot.files import check_new_directory
@@ -80,8 +84,13 @@ def save(env: Env, cluster: str | None, directory: str, host_facts: bool = True
         rules = [(m.code, m.entity) for m in active_mutes(env.journal, name)]
         snap = with_swift_history(snap, SwiftHistory(env.journal), name,
                                   thresholds.swift_history_window_s)
-    return write_snapshot(directory, snap, settings_doc(name, cs, thresholds, rules),
-                          written_by())
+    doc = write_snapshot(directory, snap, settings_doc(name, cs, thresholds, rules),
+                         written_by())
+    if metrics:
+        from storage.snapshot.metrics import scrape, write_metrics
+
+        write_metrics(doc.directory, [scrape(src, url, job) for src, url, job in metrics])
+    return doc
 
 
 def _validated(doc: SnapshotDoc) -> tuple[str, ClusterSettings, list[tuple[str, str | None]]]:

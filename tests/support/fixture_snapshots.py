@@ -9,6 +9,12 @@ Regenerate (each release on its own lab; ``scripts/snapshots`` does both):
     .venv/bin/python -m tests.support.fixture_snapshots --dir /var/tmp/stordoc-lab \\
         --out tests/fixtures/snapshots/pacific [CASE ...]
 
+With the lab's alert chain running (``lab up --with-alerts``: the mgr ``prometheus``
+module), each snapshot also holds the metrics Prometheus would scrape then (``metrics/``:
+the module's ``/metrics`` and every host's node_exporter, storage/snapshot/metrics.py);
+``--metrics-only`` breaks each case again and adds only ``metrics/`` to its saved
+snapshot, leaving the snapshot's other files as they are.
+
 A case is saved once the fault is visible (its root incident is on top) and the findings
 stayed the same over ``STABLE_READS`` checks ``STABLE_GAP_S`` apart with no PG peering,
 activating or recovering: the steady broken state a live run reaches too.
@@ -394,16 +400,76 @@ def wait_steady(env: Any, lab: Any, case: Case, say: Callable[[str], None],
                      f"{sorted(last or ())}")
 
 
-def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -> list[str]:
+def lab_metrics(lab: Any) -> list[tuple[str, str, str]]:
+    """(source, URL, job) of the Prometheus targets the lab's Prometheus scrapes: the mgr
+    ``prometheus`` module (job ``ceph``, only with the alert chain) and each host's
+    node_exporter (job ``node``, when the host metrics run)."""
+    from lab.alerts import AlertChain
+    from lab.hostmetrics import NODE_JOB, HostMetrics
+
+    out: list[tuple[str, str, str]] = []
+    if lab.read_state().get("alerts"):
+        out.append(("mgr", f"http://127.0.0.1:{AlertChain(lab).ports.exporter}/metrics",
+                    "ceph"))
+    metrics = HostMetrics(lab)
+    if metrics.on():
+        out += [(f"node-{h}", f"http://{t}/metrics", NODE_JOB)
+                for h, t in metrics.exporters.targets().items()]
+    return out
+
+
+# of a node_exporter, the families Ceph's alert rules read (checks/alert_rules.py: its
+# filesystems, network, bonding, CPU): the rest (disk statistics, the kernel log lines
+# of scripts/stordoc-kmsg-textfile) is 95% of its text and no rule's
+NODE_FAMILIES = ("node_filesystem_", "node_network_", "node_bonding_", "node_cpu_",
+                 "node_uname_info")
+
+
+_LAB_MOUNT = re.compile(r'mountpoint="(/var/tmp/stordoc-[^/"]+)[/"]')
+
+
+def own_mounts(text: str, base: str) -> str:
+    """A node_exporter's text without the filesystems of other labs on this machine
+    (``/var/tmp/stordoc-*`` other than ``base``): other helpers' and CI's labs, not a
+    host of this one."""
+    def other(line: str) -> bool:
+        m = _LAB_MOUNT.search(line)
+        return m is not None and m.group(1) != base.rstrip("/")
+
+    return "".join(ln + "\n" for ln in text.split("\n") if ln and not other(ln))
+
+
+def _scrape_of(lab: Any, source: str, url: str, job: str) -> Any:
+    import dataclasses
+
+    from storage.snapshot.metrics import scrape
+
+    if not source.startswith("node-"):
+        return scrape(source, url, job)
+    s = scrape(source, url, job, keep=NODE_FAMILIES)
+    return s if s.text is None else dataclasses.replace(s, text=own_mounts(s.text,
+                                                                         str(lab.base)))
+
+
+def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None],
+            metrics_only: bool = False) -> list[str]:
+    from storage.snapshot.metrics import write_metrics
     from stordoc.env import Env
     from stordoc.service.snapshots import save
     from stordoc.settings import load_settings
+
+    targets = lab_metrics(lab)
+    if metrics_only and not any(src == "mgr" for src, _, _ in targets):
+        raise SystemExit("--metrics-only: the lab's alert chain (the mgr prometheus module) "
+                         "is not running: `stordoc lab up --with-alerts`")
 
     written = []
     for name in names:
         case = BY_NAME[name]
         d = out / name
-        if d.exists():
+        if metrics_only and not (d / "snapshot.json").exists():
+            raise SystemExit(f"--metrics-only: no saved snapshot {d}")
+        if d.exists() and not metrics_only:
             shutil.rmtree(d)
         wait_until(lambda: lab.unsettled(frozenset({"PG_AVAILABILITY", "PG_DEGRADED",
                                                     "OSD_DOWN"})) is None,
@@ -418,8 +484,18 @@ def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -
                 say(f"{name}: {make_fault(lab, case)}")
                 try:
                     wait_passes(lab, t0, say)
-                    wait_steady(env, lab, case, say, t0)
-                    save(env, "lab", str(d))
+                    try:
+                        wait_steady(env, lab, case, say, t0)
+                    except SystemExit as e:
+                        if not metrics_only:
+                            raise
+                        # the saved snapshot has the diagnosis; its metrics are those of
+                        # the same fault, held WAIT_S (a daemon's words vary: issue 38)
+                        say(f"{name}: {e}; its metrics saved all the same")
+                    if not metrics_only:
+                        save(env, "lab", str(d))
+                    if targets:
+                        write_metrics(str(d), [_scrape_of(lab, *t) for t in targets])
                 finally:
                     say(f"{name}: {undo_fault(lab, case)}")
         finally:
@@ -427,7 +503,8 @@ def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None]) -
             journal.unlink(missing_ok=True)
         written.append(str(d))
         manifest = json.loads((d / "snapshot.json").read_text())
-        say(f"{name}: saved {d} ({len(manifest['hosts'])} hosts)")
+        say(f"{name}: saved {d} ({len(manifest['hosts'])} hosts"
+            f"{', metrics of ' + str(len(targets)) + ' targets' if targets else ''})")
     return written
 
 
@@ -438,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="a running lab's base directory")
     ap.add_argument("--out", required=True, help="tests/fixtures/snapshots/<release>")
+    ap.add_argument("--metrics-only", action="store_true",
+                    help="add only metrics/ to each case's saved snapshot")
     ap.add_argument("cases", nargs="*", default=[c.name for c in CASES])
     a = ap.parse_args(argv)
     unknown = [c for c in a.cases if c not in BY_NAME]
@@ -448,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"no lab under {a.dir}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    done = capture(lab, out, a.cases, lambda s: print(s, flush=True))
+    done = capture(lab, out, a.cases, lambda s: print(s, flush=True), a.metrics_only)
     print(json.dumps(done))
     return 0
 
