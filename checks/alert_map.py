@@ -71,11 +71,15 @@ _MON_ROOTS = ("MON_OUT_OF_QUORUM", "DAEMON_STOPPED", "DAEMON_CRASHED", "DAEMON_H
               "DAEMON_RESTART_LOOP", "HOST_UNREACHABLE")
 _DISK = ("DEVICE_FAILING", "DEVICE_IO_ERRORS", "OSD_DEVICE_IO_ERRORS", "FS_SHUTDOWN",
          "FS_READONLY")
+# FULL_RATIO_LOWERED: a ratio set under the OSDs' fill is the warning's cause (issue 38.2)
 _FULL = ("OSD_IS_FULL", "OSD_NEAR_FULL", "OSD_FILL_SPREAD", "CLUSTER_DAYS_TO_FULL",
-         "POOL_NEAR_FULL")
-_FULL_FIX = ("osd-reweight-by-utilization",)
+         "POOL_NEAR_FULL", "FULL_RATIO_LOWERED")
+_FULL_FIX = ("osd-reweight-by-utilization", "ratio-restore")
 _PGS = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PG_STUCK", "PGS_LAGGY")
 _NET = ("OSD_SLOW_PING", "OSD_FLAPPING")
+# CONFIG_OPTION_CAUSE: a lowered warning line (mon_warn_on_slow_ping_time) is the cause
+_PING = (*_NET, "CONFIG_OPTION_CAUSE")
+_SLOW = ("OSD_SLOW_OPS", "PGS_LAGGY", "CONFIG_OPTION_CAUSE")
 _MGR = ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "DAEMON_STOPPED", "DAEMON_CRASHED",
         "DAEMON_HUNG", "DAEMON_RESTART_LOOP")
 _NO_MDS = ("stordoc reads no MDS or file system map and the lab runs no CephFS: Ceph's own "
@@ -115,10 +119,10 @@ MAP: Mapping[str, AlertMapping] = {
     "CephOSDBackfillFull": AlertMapping(("OSD_BACKFILLFULL",), _FULL, "", "osd", _FULL_FIX),
     "CephOSDTooManyRepairs": AlertMapping(("OSD_TOO_MANY_REPAIRS",), _DISK, "", "osd",
                                           ()),
-    "CephOSDTimeoutsPublicNetwork": AlertMapping(("OSD_SLOW_PING_TIME_FRONT",), _NET, "",
-                                                 "osd"),
-    "CephOSDTimeoutsClusterNetwork": AlertMapping(("OSD_SLOW_PING_TIME_BACK",), _NET, "",
-                                                  "osd"),
+    "CephOSDTimeoutsPublicNetwork": AlertMapping(("OSD_SLOW_PING_TIME_FRONT",), _PING, "",
+                                                 "osd", ("config-restore",)),
+    "CephOSDTimeoutsClusterNetwork": AlertMapping(("OSD_SLOW_PING_TIME_BACK",), _PING, "",
+                                                  "osd", ("config-restore",)),
     "CephOSDInternalDiskSizeMismatch": AlertMapping(("BLUESTORE_DISK_SIZE_MISMATCH",), (), "",
                                                     "osd"),
     "CephDeviceFailurePredicted": AlertMapping(("DEVICE_HEALTH",), _DISK, "", "disk",
@@ -187,9 +191,9 @@ MAP: Mapping[str, AlertMapping] = {
     "CephPoolNearFull": AlertMapping(("POOL_NEAR_FULL", "POOL_NEARFULL"), _FULL, "", "pool",
                                      _FULL_FIX),
     # slow requests
-    "CephSlowOps": AlertMapping(("SLOW_OPS",), ("OSD_SLOW_OPS", "PGS_LAGGY"), "", "osd"),
-    "CephDaemonSlowOps": AlertMapping(("SLOW_OPS",), ("OSD_SLOW_OPS", "PGS_LAGGY"), "daemon",
-                                      "osd"),
+    "CephSlowOps": AlertMapping(("SLOW_OPS",), _SLOW, "", "osd", ("config-restore",)),
+    "CephDaemonSlowOps": AlertMapping(("SLOW_OPS",), _SLOW, "daemon", "osd",
+                                      ("config-restore",)),
     # cephadm
     "CephadmUpgradeFailed": AlertMapping(("UPGRADE_EXCEPTION", "DAEMON_OLD_VERSION"),
                                          ("CEPH_VERSIONS_MIXED",), "", "daemon"),
