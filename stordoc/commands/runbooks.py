@@ -88,6 +88,8 @@ def fix_namespace(args: argparse.Namespace, **over: Any) -> argparse.Namespace:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("runbooks", help="list the runbooks and the finding codes each fixes")
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="one runbook: its target, what it does, how to plan and run it")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runbooks)
 
@@ -231,8 +233,37 @@ def _event_printer(console: Console, ev: RunEvent) -> None:
 # ------------------------------------------------------------------ commands
 
 
+def _info_dict(i: Any) -> dict[str, Any]:
+    return {"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
+            "destructive": i.destructive, "needs_second_person": i.needs_second_person,
+            "target_kind": i.target_kind, "target": i.target_help}
+
+
+def hanging(console: Console, label: Text | str, text: Text | str, indent: int) -> None:
+    """``label`` padded to ``indent`` columns, then ``text`` wrapped on spaces to the
+    console's width, its next rows indented as far: a code or a name is never cut or
+    split (a word wider than the room gets a row of its own), no row has trailing blanks."""
+    from rich.text import Text
+
+    import textwrap
+
+    label = label if isinstance(label, Text) else Text(label)
+    text = text if isinstance(text, Text) else Text(text)
+    room = max(20, console.width - indent)
+    rows = textwrap.wrap(text.plain, room, break_long_words=False,
+                         break_on_hyphens=False) or [""]
+    for n, row in enumerate(rows):
+        head = label.copy() if n == 0 else Text()
+        if head.cell_len < indent:
+            head.pad_right(indent - head.cell_len)
+        else:
+            head.append(" ")
+        console.print(Text.assemble(head, (row, text.style)), soft_wrap=True)
+
+
 def cmd_runbooks(args: argparse.Namespace) -> int:
-    from rich.table import Table
+    """The catalogue at a glance (one row per runbook, its codes whole, wrapped between
+    them), or one runbook (``stordoc runbooks NAME``): target, what it does, how to run."""
     from rich.text import Text
 
     from runbooks.api import list_runbooks
@@ -240,23 +271,39 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
     term = term_of(args)
     console = term.out
     infos = list_runbooks()
-    if args.json:
-        term.line(json.dumps([{"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
-                           "destructive": i.destructive,
-                           "needs_second_person": i.needs_second_person,
-                           "target_kind": i.target_kind,
-                           "target": i.target_help} for i in infos], indent=2))
+    if args.name is not None:
+        name = runbook_name(args.name)
+        info = next((i for i in infos if i.name == name), None)
+        if info is None:  # a benchmark's name: planned by `stordoc bench`
+            raise UserError(f"{args.name} is a benchmark, not a runbook: see "
+                            "`stordoc bench --help`")
+        if args.json:
+            term.line(json.dumps(_info_dict(info), indent=2))
+            return 0
+        head = Text(info.name, style="bold")
+        if info.destructive:
+            head.append("  moves data or changes placement", style="yellow")
+        if info.needs_second_person:
+            head.append("  needs a second person (--approval)", style="yellow")
+        console.print(head)
+        for label, text in (("target", info.target_help or "-"),
+                            ("fixes", ", ".join(info.fixes) or "no finding code: by hand"),
+                            ("does", info.summary),
+                            ("plan", f"stordoc plan {info.name} TARGET  (changes nothing)"),
+                            ("run", f"stordoc fix {info.name} TARGET")):
+            hanging(console, label, text, 8)
         return 0
-    t = Table(show_edge=False)
-    t.add_column("runbook", style="bold")
-    t.add_column("target")
-    t.add_column("fixes")
-    t.add_column("what it does")
-    for i in infos:
-        t.add_row(i.name + (" *" if i.destructive else ""), i.target_help, "\n".join(i.fixes),
-                  i.summary)
-    console.print(t)
-    console.print(Text("* moves data or changes placement", style="dim"))
+    if args.json:
+        term.line(json.dumps([_info_dict(i) for i in infos], indent=2))
+        return 0
+    names = [i.name + (" *" if i.destructive else "") for i in infos]
+    indent = max(map(len, names)) + 2
+    hanging(console, Text("runbook", style="bold"), Text("fixes", style="bold"), indent)
+    for name, i in zip(names, infos):
+        hanging(console, Text(name, style="bold"),
+                ", ".join(i.fixes) or Text("(by hand: no finding code)", style="dim"), indent)
+    console.print(Text("* moves data or changes placement; details: stordoc runbooks NAME",
+                       style="dim"))
     return 0
 
 
