@@ -38,14 +38,13 @@ class Parser(argparse.ArgumentParser):
         # a misspelt command: one line with the closest name, not argparse's whole list
         if (isinstance(action, argparse._SubParsersAction) and action.choices is not None
                 and value not in action.choices):
-            import difflib
-
+            from checks.spelling import closest
             from stordoc.terminal import Terminal
 
             where = self.prog.partition(" ")[2]
             named = f"{where} {value}" if where else str(value)
-            near = difflib.get_close_matches(str(value), list(action.choices), n=1)
-            hint = (f"; did you mean '{f'{where} {near[0]}' if where else near[0]}'?" if near
+            near = closest(str(value), action.choices)
+            hint = (f"; did you mean '{f'{where} {near}' if where else near}'?" if near
                     else f" (see '{self.prog} --help')")
             (Parser.term or Terminal.from_sys()).error(f"unknown command '{named}'{hint}")
             sys.exit(ExitStatus.USAGE)
