@@ -29,6 +29,7 @@ from stordoc.service.task import Task
 
 if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from rich.console import Console
+    from rich.text import Text
 
     from runbooks.aftermath import Aftermath
     from runbooks.model import Plan, RunEvent
@@ -193,11 +194,11 @@ def render_plan(console: Console, plan: Any, show_scripts: bool = False) -> None
         from runbooks.model import value_text  # words, never a Python repr
 
         # a long value a step's command shows whole (a path, a crash id) is not repeated
-        shown = [f"{k}={t}" for k, v in plan.params.items()
-                 if not (len(t := value_text(v)) > 24
-                         and any(t in s.command for s in plan.steps))]
-        if shown:
-            hanging(console, "Parameters:", "; ".join(shown), 12)
+        pairs = [f"{k}={val}" for k, v in plan.params.items()
+                 if not (len(val := value_text(v)) > 24
+                         and any(val in s.command for s in plan.steps))]
+        if pairs:
+            hanging(console, "Parameters:", "; ".join(pairs), 12)
     if plan.before_after:
         t = Table(title="Changes", title_justify="left", show_edge=False)
         t.add_column("setting")
@@ -670,9 +671,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             hanging(console, "", run.message, 0)
             scripts: dict[str, str] = {}
             for s in steps:  # a block per step: head, command, the end of its output
-                head = f"{s.status}  [{s.host}]" + ("" if s.rc is None else f"  rc {s.rc}") \
+                what = f"{s.status}  [{s.host}]" + ("" if s.rc is None else f"  rc {s.rc}") \
                     + f"  {s.duration_s:.1f} s  {s.title}"
-                hanging(console, f"{s.idx:>3}.", head, 5)
+                hanging(console, f"{s.idx:>3}.", what, 5)
                 shown = inline_script(s.command)
                 if shown is not None:
                     scripts.setdefault(shown[1], shown[2])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -58,26 +59,35 @@ def problem(words: str, top: argparse.ArgumentParser) -> str | None:
     from stordoc.service.actions import is_bench
 
     p, path = top, ["stordoc"]
-    toks = words.split()
+    try:  # quoted words are one argument (--reason "disk swap")
+        toks = [w.strip("[]") for w in shlex.split(words)]
+    except ValueError:
+        toks = [w.strip("[]") for w in words.split()]
     positional = 0
     i = 0
     while i < len(toks):
         t = toks[i]
         i += 1
-        if t in ("-c", "--config"):
-            i += 1
-            continue
-        if t.startswith("--"):
+        if t.startswith("-") and t != "-":
             opt = t.split("=", 1)[0]
-            if opt not in p._option_string_actions and not opt.endswith("..."):
-                return f"{' '.join(path)} has no option {opt}"
-            continue
-        if t.startswith("-"):
+            act = p._option_string_actions.get(opt)
+            if act is None:
+                if opt.startswith("--") and not opt.endswith("..."):
+                    return f"{' '.join(path)} has no option {opt}"
+                continue
+            if act.nargs != 0 and "=" not in t and i < len(toks) \
+                    and not toks[i].startswith("-"):
+                i += 1  # the option's value
             continue
         sub = _subparsers(p)
         if sub is None or sub.choices is None:  # a positional argument
             args = [a for a in p._actions if not a.option_strings]
-            dest = args[positional].dest if positional < len(args) else ""
+            if positional >= len(args) and not any(a.nargs in ("*", "+", argparse.REMAINDER)
+                                                   for a in args):
+                if re.fullmatch(r"[a-z][a-z0-9-]*", t):
+                    return f"{' '.join(path)} takes no argument {t!r}"
+                continue
+            dest = args[min(positional, len(args) - 1)].dest
             positional += 1
             if ((" ".join(path), dest) in RUNBOOK_ARGS and re.fullmatch(r"[a-z][a-z-]*", t)
                     and t not in runbook_names() and not is_bench(t)):
