@@ -238,7 +238,10 @@ def _plan_text(case: str, show_scripts: bool = False) -> tuple[object, str]:
 
     p = plan_of("reef", case, "daemon-restart", "osd.2")
     con = Console(file=io.StringIO(), width=80, highlight=False)
-    render_plan(con, p, show_scripts)
+    if show_scripts:
+        render_plan(con, p, show_scripts=True)
+    else:
+        render_plan(con, p)  # as `stordoc plan` and `fix` print it by default
     return p, con.file.getvalue()  # type: ignore[attr-defined]
 
 
