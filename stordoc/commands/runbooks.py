@@ -189,7 +189,7 @@ def render_plan(console: Console, plan: Any, show_scripts: bool = False) -> None
         head.append("  moves data", style="yellow")
     console.print(head)
     if plan.summary:
-        console.print(Text(plan.summary, style="dim"))
+        hanging(console, "", Text(plan.summary, style="dim"), 0)
     if plan.params:
         from runbooks.model import value_text  # words, never a Python repr
 
