@@ -34,6 +34,22 @@ class Parser(argparse.ArgumentParser):
                        "not '--'")
         return super()._get_values(action, arg_strings)
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # a misspelt command: one line with the closest name, not argparse's whole list
+        if (isinstance(action, argparse._SubParsersAction) and action.choices is not None
+                and value not in action.choices):
+            from checks.spelling import closest
+            from stordoc.terminal import Terminal
+
+            where = self.prog.partition(" ")[2]
+            named = f"{where} {value}" if where else str(value)
+            near = closest(str(value), action.choices)
+            hint = (f"; did you mean '{f'{where} {near}' if where else near}'?" if near
+                    else f" (see '{self.prog} --help')")
+            (Parser.term or Terminal.from_sys()).error(f"unknown command '{named}'{hint}")
+            sys.exit(ExitStatus.USAGE)
+        super()._check_value(action, value)
+
     def error(self, message: str) -> NoReturn:
         from stordoc.terminal import Terminal
 

@@ -27,8 +27,18 @@ from rich.text import Text
 from stordoc.fmt import printable
 from stordoc.streams import GuardedStream, guarded
 
-# the width of tables and charts when stdout is no terminal (a file, a pipe, CI logs)
-PIPE_WIDTH = 150
+# the width of tables and charts when stdout is no terminal (a file, a pipe, CI logs) and
+# COLUMNS does not say one: what `less` or a mail shows without folding
+PIPE_WIDTH = 80
+
+
+def pipe_width() -> int:
+    """The width for output that goes to no terminal: ``$COLUMNS`` when it is a number
+    (``COLUMNS=200 stordoc bench ... > log``), else ``PIPE_WIDTH``."""
+    import os
+
+    cols = os.environ.get("COLUMNS", "").strip()
+    return int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -86,9 +96,10 @@ class Terminal:
 
     @cached_property
     def wide(self) -> Console:
-        """Rich output on stdout for tables: the terminal's width, or PIPE_WIDTH in a pipe."""
+        """Rich output on stdout for tables: the terminal's width, or in a pipe $COLUMNS
+        (else PIPE_WIDTH)."""
         w = self.width if self.width is not None else (None if self.stdout_isatty
-                                                      else PIPE_WIDTH)
+                                                      else pipe_width())
         return SafeConsole(file=self.stdout, highlight=False, width=w)
 
     @cached_property

@@ -278,10 +278,10 @@ class StordocApp(App[None]):
 
     def _busy(self) -> bool:
         """A runbook or benchmark running on the visible screen: stay, so its log and
-        result are seen (k cancels it)."""
+        result are seen (s stops it, after a yes)."""
         scr = self.screen
         if isinstance(scr, (S.RunbookScreen, S.BenchScreen)) and scr.running:
-            self.notify("still running: its log stays on this screen (k cancels it)",
+            self.notify("still running: its log stays on this screen (s stops it)",
                         severity="warning", timeout=3)
             return True
         return False
@@ -443,7 +443,7 @@ class StordocApp(App[None]):
             else:
                 generic.append(item)
         # the keys that act first: Fix leads the line
-        own.sort(key=lambda kd: kd[1] not in ("Fix", "Apply…", "Cancel run"))
+        own.sort(key=lambda kd: kd[1] not in ("Fix", "Apply…", "Stop run…"))
         t = Text()
         title = getattr(scr, "TITLE_TEXT", "") or "stordoc"
 

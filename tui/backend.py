@@ -40,6 +40,7 @@ class LogLine:
     kind: str  # an EventKind, or "info" for the aftermath lines
     text: str
     ok: bool | None = None
+    index: int | None = None  # the step's number (its text starts "N. title")
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def log_line(ev: RunEvent) -> LogLine:
     if ok is None:
         ok = {EventKind.STEP_DONE: True, EventKind.STEP_FAILED: False,
               EventKind.CANCELLED: False}.get(EventKind(ev.kind))
-    return LogLine(str(ev.kind), text, ok)
+    return LogLine(str(ev.kind), text, ok, ev.index)
 
 
 def _run_view(res: RunReport) -> RunView:

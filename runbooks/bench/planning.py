@@ -57,10 +57,15 @@ class BenchPlan:
                 f"{self.limits.max_bytes / 1024**2:,.0f} MiB written; lock '{LOCK_TARGET}'"),
                (f"  engine {o.engine}, modes {', '.join(o.modes)}, concurrency "
                 f"{o.concurrency}, repeat {o.repeat}")]
-        if self.state.get("health"):
-            out.append(f"  cluster: {self.state.get('health')}, "
-                       f"{self.state.get('num_up_osds', '?')}/"
-                       f"{self.state.get('num_osds', '?')} OSDs up")
+        st = self.state
+        if st.get("health") and "num_osds" in st:  # Ceph's state (rados, rbd)
+            out.append(f"  cluster: {st.get('health')}, {st.get('num_up_osds', '?')}/"
+                       f"{st['num_osds']} OSDs up")
+        elif st.get("health") and st.get("proxy"):  # a Swift proxy's: no OSDs to count
+            ver = f", Swift {st['swift_version']}" if st.get("swift_version") else ""
+            out.append(f"  Swift proxy {st['proxy']}: {st['health']}{ver}")
+        elif st.get("health"):
+            out.append(f"  cluster: {st['health']}")
         out.append("Steps:")
         out += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
         out += [f"Warning: {w}" for w in self.warnings]

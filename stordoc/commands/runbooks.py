@@ -29,6 +29,7 @@ from stordoc.service.task import Task
 
 if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from rich.console import Console
+    from rich.text import Text
 
     from runbooks.aftermath import Aftermath
     from runbooks.model import Plan, RunEvent
@@ -65,6 +66,8 @@ def _fix_args(p: argparse.ArgumentParser) -> None:
                    "operator (`stordoc approve` on their machine)")
     p.add_argument("--approved-by", metavar="ID",
                    help="with --approval: who must have signed it (checked)")
+    p.add_argument("--show-scripts", action="store_true",
+                   help="print the whole script a step runs (the plan names it)")
     p.add_argument("--follow", type=duration(0, 3600), default=300.0, metavar="DURATION",
                    help="after a successful OSD/pool fix, report what the cluster still does "
                    "(peering, recovery, Ceph's ETA) until clean or this long (default 5m; "
@@ -88,6 +91,8 @@ def fix_namespace(args: argparse.Namespace, **over: Any) -> argparse.Namespace:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("runbooks", help="list the runbooks and the finding codes each fixes")
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="one runbook: its target, what it does, how to plan and run it")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runbooks)
 
@@ -99,6 +104,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--approval-request", metavar="FILE",
                    help="a run that needs two people: write the text the approver signs "
                    "(`stordoc approve FILE` on their machine)")
+    p.add_argument("--show-scripts", action="store_true",
+                   help="print the whole script a step runs (the plan names it)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("approve", help="on the approver's own machine: sign a plan that "
@@ -123,6 +130,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--last", type=int_range(1, 100_000), default=20, metavar="N")
     p.add_argument("--run", type=int_range(1, 2**63 - 1), metavar="ID",
                    help="one run with its steps")
+    p.add_argument("--show-scripts", action="store_true",
+                   help="with --run: print the whole script a step ran (the step names it)")
     p.add_argument("--cluster")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit)
@@ -166,11 +175,12 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 # ------------------------------------------------------------------ rendering
 
 
-def render_plan(console: Console, plan: Any) -> None:
+def render_plan(console: Console, plan: Any, show_scripts: bool = False) -> None:
     from rich.table import Table
     from rich.text import Text
 
     from runbooks.api import Plan
+    from stordoc.fmt import inline_script
 
     assert isinstance(plan, Plan)
     head = Text(f"Plan: {plan.runbook} {plan.target}", style="bold")
@@ -179,12 +189,16 @@ def render_plan(console: Console, plan: Any) -> None:
         head.append("  moves data", style="yellow")
     console.print(head)
     if plan.summary:
-        console.print(Text(plan.summary, style="dim"))
+        hanging(console, "", Text(plan.summary, style="dim"), 0)
     if plan.params:
         from runbooks.model import value_text  # words, never a Python repr
 
-        console.print(Text("Parameters: " + "; ".join(f"{k}={value_text(v)}"
-                                                      for k, v in plan.params.items())))
+        # a long value a step's command shows whole (a path, a crash id) is not repeated
+        pairs = [f"{k}={val}" for k, v in plan.params.items()
+                 if not (len(val := value_text(v)) > 24
+                         and any(val in s.command for s in plan.steps))]
+        if pairs:
+            hanging(console, "Parameters:", "; ".join(pairs), 12)
     if plan.before_after:
         t = Table(title="Changes", title_justify="left", show_edge=False)
         t.add_column("setting")
@@ -194,18 +208,30 @@ def render_plan(console: Console, plan: Any) -> None:
             t.add_row(k, value_text(b), value_text(a))
         console.print(t)
     console.print(Text("Steps:", style="bold"))
+    scripts: list[tuple[int, str, str]] = []  # (step, name, body)
     for s in plan.steps:
-        line = Text(f"  {s.index}. ")
-        line.append(f"[{s.where}] ", style="cyan")
-        line.append(s.title)
+        title = f"[{s.where}] {s.title}"
         if s.cleanup_of is not None:
-            line.append(" (also runs after a failure)", style="dim")
-        console.print(line)
-        console.print(Text(f"       $ {s.command}", style="bold"), soft_wrap=True)
-    console.print(Text(f"Verify: {', '.join(plan.verify_codes)} cleared for "
-                       f"{', '.join(plan.verify_entities) or plan.target}", style="dim"))
+            title += " (also runs after a failure)"
+        hanging(console, f"  {s.index}.", title, 2 + len(f"{s.index}. "))
+        # a script is named, not inlined (its body on request: --show-scripts); the
+        # command that runs, is signed and audited is the whole one
+        shown = inline_script(s.command)
+        if shown is not None:
+            scripts.append((s.index, shown[1], shown[2]))
+        hanging(console, "       $", Text(shown[0] if shown else s.command, style="bold"), 9)
+    hanging(console, "Verify:", Text(f"{', '.join(plan.verify_codes)} cleared for "
+                                     f"{', '.join(plan.verify_entities) or plan.target}",
+                                     style="dim"), 8)
     for w in plan.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
+    if scripts and not show_scripts:
+        names = ", ".join(dict.fromkeys(name for _, name, _ in scripts))
+        console.print(Text(f"scripts ({names}): --show-scripts prints them", style="dim"))
+    for index, name, body in scripts if show_scripts else ():
+        console.print(Text(f"script {name} (step {index}), run with sh:", style="bold"))
+        for ln in body.splitlines():
+            console.print(Text(f"    {ln}"), soft_wrap=True)  # code: never re-wrapped
 
 
 def _event_printer(console: Console, ev: RunEvent) -> None:
@@ -231,8 +257,37 @@ def _event_printer(console: Console, ev: RunEvent) -> None:
 # ------------------------------------------------------------------ commands
 
 
+def _info_dict(i: Any) -> dict[str, Any]:
+    return {"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
+            "destructive": i.destructive, "needs_second_person": i.needs_second_person,
+            "target_kind": i.target_kind, "target": i.target_help}
+
+
+def hanging(console: Console, label: Text | str, text: Text | str, indent: int) -> None:
+    """``label`` padded to ``indent`` columns, then ``text`` wrapped on spaces to the
+    console's width, its next rows indented as far: a code or a name is never cut or
+    split (only a word wider than a row, a long path, is broken: ``fmt.wrap_words``), no
+    row has trailing blanks."""
+    from rich.text import Text
+
+    from stordoc.fmt import wrap_words
+
+    label = label if isinstance(label, Text) else Text(label)
+    text = text if isinstance(text, Text) else Text(text)
+    room = max(20, console.width - indent)
+    rows = wrap_words(text.plain, room)
+    for n, row in enumerate(rows):
+        head = label.copy() if n == 0 else Text()
+        if head.cell_len < indent:
+            head.pad_right(indent - head.cell_len)
+        elif head.cell_len:
+            head.append(" ")
+        console.print(Text.assemble(head, (row, text.style)), soft_wrap=True)
+
+
 def cmd_runbooks(args: argparse.Namespace) -> int:
-    from rich.table import Table
+    """The catalogue at a glance (one row per runbook, its codes whole, wrapped between
+    them), or one runbook (``stordoc runbooks NAME``): target, what it does, how to run."""
     from rich.text import Text
 
     from runbooks.api import list_runbooks
@@ -240,23 +295,39 @@ def cmd_runbooks(args: argparse.Namespace) -> int:
     term = term_of(args)
     console = term.out
     infos = list_runbooks()
-    if args.json:
-        term.line(json.dumps([{"name": i.name, "summary": i.summary, "fixes": list(i.fixes),
-                           "destructive": i.destructive,
-                           "needs_second_person": i.needs_second_person,
-                           "target_kind": i.target_kind,
-                           "target": i.target_help} for i in infos], indent=2))
+    if args.name is not None:
+        name = runbook_name(args.name)
+        info = next((i for i in infos if i.name == name), None)
+        if info is None:  # a benchmark's name: planned by `stordoc bench`
+            raise UserError(f"{args.name} is a benchmark, not a runbook: see "
+                            "`stordoc bench --help`")
+        if args.json:
+            term.line(json.dumps(_info_dict(info), indent=2))
+            return 0
+        head = Text(info.name, style="bold")
+        if info.destructive:
+            head.append("  moves data or changes placement", style="yellow")
+        if info.needs_second_person:
+            head.append("  needs a second person (--approval)", style="yellow")
+        console.print(head)
+        for label, text in (("target", info.target_help or "-"),
+                            ("fixes", ", ".join(info.fixes) or "no finding code: by hand"),
+                            ("does", info.summary),
+                            ("plan", f"stordoc plan {info.name} TARGET  (changes nothing)"),
+                            ("run", f"stordoc fix {info.name} TARGET")):
+            hanging(console, label, text, 8)
         return 0
-    t = Table(show_edge=False)
-    t.add_column("runbook", style="bold")
-    t.add_column("target")
-    t.add_column("fixes")
-    t.add_column("what it does")
-    for i in infos:
-        t.add_row(i.name + (" *" if i.destructive else ""), i.target_help, "\n".join(i.fixes),
-                  i.summary)
-    console.print(t)
-    console.print(Text("* moves data or changes placement", style="dim"))
+    if args.json:
+        term.line(json.dumps([_info_dict(i) for i in infos], indent=2))
+        return 0
+    names = [i.name + (" *" if i.destructive else "") for i in infos]
+    indent = max(map(len, names)) + 2
+    hanging(console, Text("runbook", style="bold"), Text("fixes", style="bold"), indent)
+    for name, i in zip(names, infos):
+        hanging(console, Text(name, style="bold"),
+                ", ".join(i.fixes) or Text("(by hand: no finding code)", style="dim"), indent)
+    console.print(Text("* moves data or changes placement; details: stordoc runbooks NAME",
+                       style="dim"))
     return 0
 
 
@@ -287,7 +358,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.json:
             env.term.line(json.dumps(p.to_dict(), indent=2, default=str))
         else:
-            render_plan(env.term.out, p)
+            render_plan(env.term.out, p, args.show_scripts)
         _approval_hint(env, args, p.cluster, p)
         if not args.json:
             env.term.out.print(Text("Nothing was changed (plan only).", style="dim"))
@@ -424,7 +495,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         svc, ap, plan = _plan(env, args, runbook, target, snap, svc)
         console = env.term.out
         confirmed_by = _second_person(env, args, ap.cluster, plan, ap.user)
-        render_plan(console, plan)
+        render_plan(console, plan, args.show_scripts)
         confirm(env.term, "Run this plan?", args.yes)
 
         term = env.term
@@ -575,9 +646,9 @@ def _when(ts: float | None) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from rich.table import Table
     from rich.text import Text
 
+    from stordoc.fmt import inline_script, wrap_words
     from stordoc.service import Service
 
     env = env_from_args(args)
@@ -592,21 +663,33 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 env.term.line(json.dumps({"run": asdict(run), "steps": [asdict(s) for s in steps]},
                                          indent=2, default=str))
                 return 0
-            console.print(Text(f"run {run.id}: {run.runbook} {run.target} on "
-                               f"{run.cluster} by {run.user} ({run.source}), "
-                               f"confirmed by {run.confirmed_by}", style="bold"))
-            console.print(f"started {_when(run.started_at)}, finished "
-                          f"{_when(run.finished_at)}: {run.outcome}")
-            console.print(Text(run.message))
-            t = Table(show_edge=False)
-            for c in ("#", "status", "where", "command", "rc", "s", "output"):
-                t.add_column(c, overflow="fold")
-            for s in steps:
+            hanging(console, "", Text(f"run {run.id}: {run.runbook} {run.target} on "
+                                      f"{run.cluster} by {run.user} ({run.source}), "
+                                      f"confirmed by {run.confirmed_by}", style="bold"), 0)
+            hanging(console, "", f"started {_when(run.started_at)}, finished "
+                    f"{_when(run.finished_at)}: {run.outcome}", 0)
+            hanging(console, "", run.message, 0)
+            scripts: dict[str, str] = {}
+            for s in steps:  # a block per step: head, command, the end of its output
+                what = f"{s.status}  [{s.host}]" + ("" if s.rc is None else f"  rc {s.rc}") \
+                    + f"  {s.duration_s:.1f} s  {s.title}"
+                hanging(console, f"{s.idx:>3}.", what, 5)
+                shown = inline_script(s.command)
+                if shown is not None:
+                    scripts.setdefault(shown[1], shown[2])
+                hanging(console, "       $", Text(shown[0] if shown else s.command,
+                                                 style="bold"), 9)
                 outp = (s.stderr or s.stdout).strip()
-                t.add_row(str(s.idx), s.status, s.host, s.command,
-                          "" if s.rc is None else str(s.rc), f"{s.duration_s:.1f}",
-                          outp[-300:])
-            console.print(t)
+                if outp:
+                    hanging(console, "", Text(" | ".join(outp[-300:].splitlines()),
+                                              style="dim"), 9)
+            if scripts and not args.show_scripts:
+                console.print(Text(f"scripts ({', '.join(scripts)}): --show-scripts prints "
+                                   "them", style="dim"))
+            for name, body in scripts.items() if args.show_scripts else ():
+                console.print(Text(f"script {name}, run with sh:", style="bold"))
+                for ln in body.splitlines():
+                    console.print(Text(f"    {ln}"), soft_wrap=True)  # code: as it ran
             return 0
         runs = recs.audit(args.cluster, limit=max(1, args.last))
         if args.json:
@@ -615,14 +698,32 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if not runs:
             console.print("no runbook runs recorded")
             return 0
-        t = Table(show_edge=False)
-        for c in ("id", "when", "cluster", "runbook", "target", "user", "outcome", "message"):
-            t.add_column(c, overflow="fold")
+        # a block per run: its id, when, what, on what, by whom, how it ended (never cut
+        # or split), then its message wrapped on spaces, at most two rows
+        clusters = {r.cluster for r in runs}
+        width = max(len(str(r.id)) for r in runs)
         for r in runs:
             style = {"success": "green", "running": "cyan"}.get(r.outcome, "red")
-            t.add_row(str(r.id), _when(r.started_at), r.cluster, r.runbook,
-                      r.target, r.user, Text(r.outcome, style=style), r.message[:160])
-        console.print(t)
+            head = Text(f"{r.id:>{width}}  {_when(r.started_at)[:16]}  ")
+            head.append(r.runbook, style="bold")
+            head.append(f" {r.target}")
+            if len(clusters) > 1:
+                head.append(f" on {r.cluster}")
+            head.append("  ")
+            head.append(r.outcome, style=style)
+            head.append(f"  by {r.user}" if r.user else "")
+            hanging(console, "", head, 0)
+            if r.message:
+                rows = wrap_words(r.message, max(20, console.width - width - 2))
+                if len(rows) > 2:  # cut between words, never inside one
+                    rows = [rows[0], wrap_words(rows[1], console.width - width - 4)[0] + " …"]
+                for row in rows:
+                    console.print(Text(" " * (width + 2) + row, style="dim"), soft_wrap=True)
+        if len(clusters) == 1:
+            console.print(Text(f"cluster {next(iter(clusters))}; one run with its steps: "
+                               "stordoc audit --run ID", style="dim"))
+        else:
+            console.print(Text("one run with its steps: stordoc audit --run ID", style="dim"))
         return 0
     finally:
         env.close()

@@ -165,7 +165,7 @@ async def start_fix(app: Any, pilot: Any, b: FixBackend) -> S.RunbookScreen:
     await pilot.press("a")
     await pilot.pause()
     await pilot.press("y")
-    await pilot_wait(pilot, lambda: scr.running and "2. mount" in log_text(scr))
+    await pilot_wait(pilot, lambda: scr.running and "step 2/6 started: mount" in log_text(scr))
     return scr
 
 
@@ -256,6 +256,51 @@ async def test_q_while_a_fix_runs_says_what_happens_then_stops_after_cleanup() -
         await pilot_wait(pilot, lambda: bool(exits))
     assert exits == [(["ceph osd unset noout"], True)]  # quit only after the cleanup ran
     assert b.proceed.is_set() is False  # the run never went on to step 3
+
+
+@sync
+async def test_no_cursor_key_stops_a_fix_and_s_stops_it_only_after_a_yes() -> None:
+    """A tester pressed k ("up" in the help) in the run log: the fix was cancelled. Every
+    key that moves a cursor or scrolls now leaves the run alone; ``s`` asks, ``n`` or Esc
+    keeps it running, ``y`` stops it before its next step. The log says it in words."""
+    b = fix_backend()
+    app = make_app(b)
+    async with app.run_test(size=SMALL) as pilot:
+        try:
+            await _keys_then_stop(app, pilot, b)
+        finally:  # a failed assertion never leaves the run's thread waiting for good
+            b.proceed.set()
+
+
+async def _keys_then_stop(app: Any, pilot: Any, b: FixBackend) -> None:
+    """Cursor keys, then s with n and Esc (the run goes on), then s and y."""
+    scr = await start_fix(app, pilot, b)
+    for key in ("k", "j", "up", "down", "g", "G", "home", "end", "pageup", "pagedown",
+                "left", "right", "tab"):
+        await pilot.press(key)
+        await pilot.pause()
+        assert not scr.cancel_event.is_set() and scr.running, key
+        assert app.screen is scr, key
+    for no in ("n", "escape"):
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, S.StopModal)
+        assert "6. clear noout" in app.screen.question
+        await pilot.press(no)
+        await pilot.pause()
+        assert app.screen is scr and scr.running and not scr.cancel_event.is_set()
+    await pilot.press("s")
+    await pilot.pause()
+    await pilot.press("y")
+    await pilot_wait(pilot, lambda: scr.done is not None)
+    await pilot.pause()
+    assert scr.cancel_event.is_set() and b.proceed.is_set() is False
+    text = log_text(scr)
+    assert "[" + "step_started]" not in text and "_done]" not in text, text
+    assert "step 1/6 started: set noout" in text and "step 1/6 done: set noout" in text
+    assert "step 2/6 cancelled: mount" in text, text
+    assert "step 6/6 started: clear noout" in text  # the cleanup still ran
+    assert "FAILED: cancelled during step 2" in text
 
 
 @sync

@@ -37,7 +37,7 @@ from tui.screens.findings import (
 )
 from tui.screens.help import HelpScreen
 from tui.screens.history import AuditRunScreen, HistoryScreen, RunFindingsScreen
-from tui.screens.runbook import ConfirmModal, QuitGuard, RunbookScreen
+from tui.screens.runbook import ConfirmModal, QuitGuard, RunbookScreen, StopModal
 
 __all__ = [
     "BENCH_COLUMNS", "ActionRefusedInput", "AuditRunScreen", "BenchScreen", "CacheScreen",
@@ -45,6 +45,6 @@ __all__ = [
     "FindingDetailScreen", "FindingsScreen", "HelpScreen", "HistoryScreen", "IncidentScreen",
     "MuteModal",
     "OsdDetailScreen", "OsdScreen", "OverviewScreen", "PoolScreen", "QuitGuard",
-    "RunFindingsScreen", "RunbookScreen", "StatusLine", "SwiftScreen", "bench_rows",
+    "RunFindingsScreen", "RunbookScreen", "StatusLine", "StopModal", "SwiftScreen", "bench_rows",
     "fill_table", "lines_table",
 ]

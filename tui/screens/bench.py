@@ -34,7 +34,7 @@ from tui.views import Row
 if TYPE_CHECKING:
     from tui.app import ClusterState
 from tui.screens.base import ActionRefusedInput, DataScreen, fill_table
-from tui.screens.runbook import ConfirmModal, QuitGuard
+from tui.screens.runbook import ConfirmModal, QuitGuard, StopModal
 
 BENCH_COLUMNS = ("when", "kind", "workload", "status", "ops/s", "MB/s", "lat avg", "p50",
                  "p90", "p99", "max", "errors")
@@ -63,7 +63,7 @@ class BenchScreen(DataScreen, QuitGuard):
     TITLE_TEXT = "Benchmarks"
     BINDINGS = [
         Binding("l", "bench_launch", "Launch…", id="bench_launch"),
-        Binding("k", "bench_cancel", "Cancel bench", id="bench_cancel"),
+        Binding("s", "bench_cancel", "Stop bench…", id="bench_cancel"),
     ]
 
     def __init__(self) -> None:
@@ -89,7 +89,7 @@ class BenchScreen(DataScreen, QuitGuard):
             yield Input("5", placeholder="seconds", type="number", id="bench-duration")
             yield Input("16", placeholder="concurrency", type="integer", id="bench-conc")
             yield Input("4096", placeholder="size KiB", type="integer", id="bench-size")
-        yield Static("l launches (plan, then confirm); k cancels a running benchmark",
+        yield Static("l launches (plan, then confirm); s stops a running one (asks first)",
                      id="bench-live")
         yield Sparkline([], id="bench-spark")
         with VerticalScroll(id="bench-out"):
@@ -168,7 +168,8 @@ class BenchScreen(DataScreen, QuitGuard):
 
     def quit_warning(self) -> str:
         return ("a benchmark is running: q again stops it (its in-flight operations end "
-                "and what it wrote is removed), then stordoc quits; k stops it and stays")
+                "and what it wrote is removed), then stordoc quits; s stops it (asks first) "
+                "and stays")
 
     def stop_for_quit(self) -> None:
         self.quitting = True
@@ -219,6 +220,15 @@ class BenchScreen(DataScreen, QuitGuard):
         self.run_worker(work, thread=True, group="bench-run", exit_on_error=False)
 
     def action_bench_cancel(self) -> None:
+        """``s``: asks first; only a yes stops the benchmark."""
+        if not self.running:
+            return
+        self.app.push_screen(StopModal("Stop the benchmark? (its in-flight operations end "
+                                       "and what it wrote is removed)"), self._stop)
+
+    def _stop(self, yes: bool | None) -> None:
+        if not yes or not self.running:
+            return
         self.cancel_event.set()
         self.query_one("#bench-live", Static).update(
             Text("cancelling: cleaning up…", style="yellow"))

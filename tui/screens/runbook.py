@@ -131,6 +131,57 @@ class ConfirmModal(ModalScreen[bool]):
         self.dismiss(True)
 
 
+class StopModal(ModalScreen[bool]):
+    """"Stop the run?": only ``y`` (or the red button) stops it; ``n`` or Esc keeps it
+    running. The key that opens it moves no cursor, so no key meant to move can stop."""
+
+    BINDINGS = [Binding("y", "stop", "Stop it"),
+                Binding("escape,n", "keep", "Keep running")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(Text(self.question, style="bold"), id="confirm-title")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("Stop it (y)", variant="error", id="yes")
+                yield Button("Keep running (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_stop(self) -> None:
+        self.dismiss(True)
+
+    def action_keep(self) -> None:
+        self.dismiss(False)
+
+
+# the step log's words for a runbook's progress events (never its internal kinds)
+_WORDS = {"step_started": "started", "step_done": "done", "step_failed": "FAILED",
+          "cancelled": "cancelled", "verify_started": "verifying", "bench": "benchmark"}
+
+
+def log_words(ev: LogLine, steps: int) -> str:
+    """A step-log line in words: ``step 2/5 started: mount ...``, ``verified: ...``."""
+    if ev.kind == "verify_done":
+        word = "verified" if ev.ok else "not verified"
+    else:
+        word = _WORDS.get(ev.kind, "")
+    text = ev.text
+    if ev.index is not None and word:
+        text = text.removeprefix(f"{ev.index}. ")
+        of = f"/{steps}" if steps else ""
+        return f"step {ev.index}{of} {word}: {text}"
+    return f"{word}: {text}" if word and text else (text or word)
+
+
 class QuitGuard:
     """What a screen that runs work (a runbook, a benchmark) tells the App on quit."""
 
@@ -150,7 +201,7 @@ class RunbookScreen(DataScreen, QuitGuard):
 
     BINDINGS = [
         Binding("a", "apply", "Apply…", id="apply"),
-        Binding("k", "cancel_run", "Cancel run", id="cancel_run"),
+        Binding("s", "cancel_run", "Stop run…", id="cancel_run"),
     ]
 
     def __init__(self, runbook: str, target: str) -> None:
@@ -290,6 +341,16 @@ class RunbookScreen(DataScreen, QuitGuard):
                                            exit_on_error=False)
 
     def action_cancel_run(self) -> None:
+        """``s``: asks first; only a yes stops the run (before its next step)."""
+        if not self.running or self.quitting:
+            return
+        self.app.push_screen(StopModal(f"Stop {self.runbook} {self.target_name} before its "
+                                       f"next step{self._cleanup_note()}?"), self._stop)
+
+    def _stop(self, yes: bool | None) -> None:
+        if not yes or not self.running:
+            self.write_log(Text("not stopped: the run goes on", style="dim"))
+            return
         self.cancel_event.set()
         self.write_log(Text("cancel requested: stops before the next step"
                       + self._cleanup_note(), style="yellow"))
@@ -303,7 +364,7 @@ class RunbookScreen(DataScreen, QuitGuard):
         what = f"{self.runbook} {self.target_name}"
         return (f"a fix is running ({what}): q again stops it before its next step"
                 f"{self._cleanup_note()}, its locks are released, then stordoc quits; "
-                "k stops it and stays")
+                "s stops it (asks first) and stays")
 
     def stop_for_quit(self) -> None:
         self.quitting = True
@@ -327,7 +388,8 @@ class RunbookScreen(DataScreen, QuitGuard):
     def on_run_logged(self, msg: RunLogged) -> None:
         ev = msg.event
         style = {True: "green", False: "bold red"}.get(ev.ok, "") if ev.ok is not None else ""
-        self.write_log(Text(f"[{ev.kind}] {ev.text}", style=style))
+        steps = self.plan.runbook_plan.steps if self.plan and self.plan.runbook_plan else ()
+        self.write_log(Text(log_words(ev, len(steps)), style=style))
 
     def on_run_finished(self, msg: RunFinished) -> None:
         self.running = False
