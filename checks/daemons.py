@@ -38,6 +38,8 @@ _ASSERT_RE = re.compile(r"ceph_assert|FAILED assert|terminate called")
 _CLEAN_RE = re.compile(r"received  ?signal: (Terminated|Interrupt|Hangup)|Got [Ss]ignal "
                        r"(Terminated|Interrupt)|starting shutdown|shutdown complete|SIGTERM")
 _TS_RE = re.compile(r"\s*(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)")
+# who sent a stop: Ceph's "received  signal: Terminated from bash /dev/fd/3  (PID: 4795)"
+_FROM_RE = re.compile(r"signal: \w+ from (.*?)\s*\(PID: (\d+)\)")
 
 
 def _line_time(line: str) -> float | None:
@@ -146,17 +148,21 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
             return status(DaemonLife.LOOPING, f"restart-looping: {loop_why}; "
                           f"running now as pid {f.pid}", fatal=since[-3:])
         return status(DaemonLife.RUNNING, f"running as pid {f.pid}")
-    caught = [m.group(1) for m in (_CAUGHT_RE.search(ln) for ln in since) if m]
-    asserted = [ln for ln in since if _ASSERT_RE.search(ln)]
-    clean = [ln for ln in since if _CLEAN_RE.search(ln)]
+    caught_at = [i for i, ln in enumerate(since)
+                 if _CAUGHT_RE.search(ln) or _ASSERT_RE.search(ln)]
+    stop_at = [i for i, ln in enumerate(since) if _CLEAN_RE.search(ln)]
+    # a stop asked for before any crash line: the life ended on purpose, whatever
+    # happened while it shut down (ceph-mgr may crash in its modules' teardown)
+    stopped_first = bool(stop_at) and (not caught_at or stop_at[0] < caught_at[0])
     if looping:
         last = (since[-1] if since else f.log_last)[:200]
         return status(DaemonLife.LOOPING, f"restart-looping: {loop_why}; not running now"
                       + (f"; last: {last}" if last else ""), fatal=since[-3:])
-    if caught or asserted:
+    if caught_at and not stopped_first:
+        caught = [m.group(1) for m in (_CAUGHT_RE.search(ln) for ln in since) if m]
         sig = _SIGNALS.get(caught[-1], caught[-1]) if caught else "SIGABRT"
         what = f"{sig} ({caught[-1]})" if caught else "an assertion (abort)"
-        fatal = [ln for ln in since if _CAUGHT_RE.search(ln) or _ASSERT_RE.search(ln)]
+        fatal = [since[i] for i in caught_at]
         return status(DaemonLife.CRASHED, f"crashed: {what}"
                       + (f", crash report {crash}" if crash else "")
                       + (f"; log: {fatal[-1].strip()[:200]}" if fatal else ""),
@@ -170,11 +176,25 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
     if f.oom_lines:
         return status(DaemonLife.CRASHED, f"killed by the kernel's OOM killer: "
                       f"{f.oom_lines[-1][:200]}", "SIGKILL", f.oom_lines[-1:])
-    if clean:
-        return status(DaemonLife.STOPPED, "stopped on purpose: " + clean[0].strip()[:200],
-                      fatal=clean[:3])
+    if stopped_first:
+        first = since[stop_at[0]]
+        stop_sig = stop_signal(first)
+        if caught_at:
+            ev.append(f"it crashed while shutting down: {since[caught_at[0]].strip()[:200]}")
+        if f.kind in QUIET_STOP:
+            # the same words whether or not the daemon got to log its stop (below)
+            return status(DaemonLife.STOPPED, quiet_stop(f), stop_sig,
+                          fatal=[since[i] for i in stop_at][:3])
+        who = _FROM_RE.search(first)
+        by = f" from {who.group(1).strip()} (pid {who.group(2)})" if who else ""
+        return status(DaemonLife.STOPPED,
+                      f"stopped cleanly by {stop_sig}{by}" if stop_sig else
+                      f"stopped cleanly: {_TS_RE.sub('', first).strip()[:160]}", stop_sig,
+                      fatal=[since[i] for i in stop_at][:3])
     if crash:
         return status(DaemonLife.CRASHED, f"crashed: crash report {crash}", None, since[-3:])
+    if f.pid_file_present and f.kind in QUIET_STOP:
+        return status(DaemonLife.STOPPED, quiet_stop(f))
     if f.pid_file_present and f.kind in CEPH_KINDS:
         # Ceph's own handler logs every fatal signal it can catch: silence is SIGKILL
         told = "no crash report, no fatal or shutdown line in its log" if f.log_read else \
@@ -184,12 +204,46 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
                       "file is left behind", "SIGKILL?")
     if f.pid_file_present:
         return status(DaemonLife.CRASHED, f"died: pid {f.pid} is gone and its pid file is "
-                      "left behind (a clean stop removes it); nothing in its log says why "
-                      "(a signal: SIGKILL, SIGSEGV, the OOM killer)")
+                      "left behind; nothing in its log says why")
     if not f.log_read and not f.start_lines and not f.crash_ids:
         return status(DaemonLife.MISSING, "missing: no process, no pid file, no log")
+    if f.kind in QUIET_STOP:
+        return status(DaemonLife.STOPPED, quiet_stop(f))
     return status(DaemonLife.STOPPED, "stopped: no process, and its pid file was removed as "
                   "a clean stop does" + (f"; log: {f.log_last[:160]}" if f.log_last else ""))
+
+
+# Daemons whose stop leaves no reliable word: ceph-mgr answers SIGTERM/SIGINT with
+# ``_exit(0)`` at once (its Python modules do not shut down reliably), leaving its pid
+# file and admin socket, and its "*** Got signal Terminated ***" line is lost as often
+# as not (its log is written by a thread that dies with it); a Swift server with
+# ``workers = 0`` dies of SIGTERM's default action, and swift-init, not the server,
+# removes its pid file; memcached and rsync say nothing. Gone without a crash line, a
+# crash report or an OOM kill, such a daemon is judged stopped, in the same words
+# whether or not a stop line made it to its log: two stops are one diagnosis.
+QUIET_STOP = frozenset({"mgr", "proxy-server", "account-server", "container-server",
+                        "object-server", "account-replicator", "container-replicator",
+                        "object-replicator", "account-auditor", "container-auditor",
+                        "object-auditor", "container-updater", "object-updater",
+                        "object-expirer", "memcached", "rsyncd"})
+_STOP_SIGNALS = (("Terminated", "SIGTERM"), ("SIGTERM", "SIGTERM"), ("Interrupt", "SIGINT"),
+                 ("SIGINT", "SIGINT"), ("Hangup", "SIGHUP"), ("SIGHUP", "SIGHUP"))
+
+
+def stop_signal(line: str) -> str | None:
+    """The signal a stop line names (``received  signal: Terminated`` -> SIGTERM); None
+    for a shutdown logged without one."""
+    return next((sig for word, sig in _STOP_SIGNALS if word in line), None)
+
+
+def quiet_stop(f: DaemonFacts) -> str:
+    """The one summary of a daemon of ``QUIET_STOP`` that is gone without a crash."""
+    seen = "no crash report, no crash line in its log" if f.kind == "mgr" else \
+        "no crash line in its log" if f.log_read else "no log to read"
+    how = ("ceph-mgr exits at once on SIGTERM, without a clean shutdown" if f.kind == "mgr"
+           else "a plain kill leaves its pid file" if f.pid_file_present
+           else "its pid file was removed, as a stop by its init script does")
+    return f"stopped: its process is gone without a crash ({seen}, no OOM kill; {how})"
 
 
 def statuses(facts: HostFacts) -> Iterator[DaemonStatus]:
@@ -234,7 +288,8 @@ CODES = (
     CodeInfo("DAEMON_RESTART_LOOP", Severity.CRIT,
              "A daemon started again and again: read what the loop shows."),
     CodeInfo("DAEMON_STOPPED", Severity.WARN,
-             "A daemon was stopped on purpose (a clean shutdown) and is not running."),
+             "A daemon was stopped (a clean shutdown, or gone without any crash) and is "
+             "not running.", "daemon-start"),
     CodeInfo("DAEMON_MISSING", Severity.WARN,
              "A daemon named in the host's settings left no trace: no process, no pid file, "
              "no log."),
@@ -288,9 +343,10 @@ def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 sev = Severity.WARN if st.life in (DaemonLife.STOPPED, DaemonLife.MISSING) \
                     else Severity.CRIT
                 since = None
-            fixable = st.life in (DaemonLife.CRASHED, DaemonLife.HUNG)
+            runbook = "daemon-restart" if st.life in (DaemonLife.CRASHED, DaemonLife.HUNG) \
+                else "daemon-start" if st.life is DaemonLife.STOPPED else None
             out.append(Finding(code, sev, st.entity,
                                f"{st.name} on {hname} {st.summary}", evidence(st),
-                               runbook="daemon-restart" if fixable else None,
-                               target=st.entity if fixable else None, since=since))
+                               runbook=runbook, target=st.entity if runbook else None,
+                               since=since))
     return out

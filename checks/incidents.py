@@ -166,6 +166,10 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
         return sev, f"{codes['OSD_DOWN_IN'].entity} down but still in: its PGs are degraded"
     if "OSD_DOWN_OUT" in codes:
         return sev, f"{codes['OSD_DOWN_OUT'].entity} down and out: one disk fewer"
+    worse = [c for c in cons if c.severity > root.severity]
+    if root.code.startswith("DAEMON_") and worse:
+        # a stopped daemon (warn) is why its service is down (crit): say what is down
+        return sev, max(worse, key=lambda c: c.severity).message
     alike = 1 + sum(1 for c in cons if c.code == root.code)
     if alike > 1:
         return sev, f"on {alike} servers alike: {root.message}"

@@ -1,0 +1,146 @@
+"""Daemon words are true and stable (issue 38.4): the same stop gives the same diagnosis
+each time, from what a lab host really said after a plain ``kill -TERM PID``
+(tests/fixtures/daemons/: the facts script's sections), and from the saved mgr-stopped
+snapshot with those facts in it. A stopped daemon's incident names ``daemon-start``; the
+Swift proxy's failed healthcheck is words inside the proxy daemon's one incident."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from checks.daemons import evidence, judge
+from checks.incidents import correlate
+from checks.model import Finding, Severity
+from checks.swift_rings import proxy_words
+from runbooks.nextstep import planning_context, with_next_steps
+from storage.hostfacts.parse import (
+    parse_daemon_section,
+    parse_oom,
+    parse_probes,
+    split_sections,
+)
+from storage.model import DaemonFacts, DaemonLife
+from storage.model.daemons import daemon_kind
+from stordoc.service.pipeline import run_check
+from tests.unit.test_replay import replay
+
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "daemons" / "pacific"
+LAB = "/var/tmp/stordoc-lab-daemon"
+FILES = {"mgr.x": (f"{LAB}/ceph/run/ceph-mgr.x.pid", f"{LAB}/log/ceph-mgr.x.log", "asok"),
+         "mon.a": (f"{LAB}/ceph/run/ceph-mon.a.pid", f"{LAB}/log/ceph-mon.a.log", "asok"),
+         "swift-proxy-server": (f"{LAB}/pids/swift-proxy.pid", f"{LAB}/log/swift-proxy.log",
+                                "http")}
+
+
+def captured(name: str, extra: tuple[str, ...] = ()) -> DaemonFacts:
+    """The daemon's facts as the lab host said them (``extra``: lines added to its
+    section, as a log that got to say more would have)."""
+    text = (CAPTURES / f"{name}.txt").read_text()
+    sec = split_sections(text)
+    dname = next(k for k in sec if k.startswith("daemon "))[len("daemon "):]
+    pid_file, log_file, what = FILES[dname]
+    lines = [*sec[f"daemon {dname}"], *extra]
+    return parse_daemon_section(dname, daemon_kind(dname), lines,
+                                parse_probes(sec.get("probes", [])),
+                                parse_oom(sec.get("oom", [])), float(sec["now"][0]),
+                                pid_file, log_file, what)
+
+
+def words(s: str) -> str:
+    """A summary without the numbers that change from stop to stop (pids, times)."""
+    return re.sub(r"\d+", "N", s)
+
+
+def test_the_manager_stopped_twice_by_sigterm_is_one_diagnosis() -> None:
+    a, b = (judge(captured(f"mgr-sigterm-{n}"), "node1") for n in (1, 2))
+    assert a.life is b.life is DaemonLife.STOPPED
+    assert a.summary == b.summary  # not even a pid differs
+    assert "crash" in a.summary and "SIGKILL" not in a.summary
+    # ceph-mgr's "*** Got signal Terminated ***" reaches its log only now and then (it
+    # _exit()s at once): with it the words are the same, and so with a crash in its
+    # modules' teardown after it
+    t = "2026-11-28T16:58:59.900+0000 7f10c3fff6c0 -1 "
+    said = judge(captured("mgr-sigterm-2", (f"fatal {t} *** Got signal Terminated ***",)),
+                 "node1")
+    torn = judge(captured("mgr-sigterm-2", (
+        f"fatal {t} *** Got signal Terminated ***",
+        f"fatal {t} *** Caught signal (Segmentation fault) **")), "node1")
+    assert said.life is torn.life is DaemonLife.STOPPED
+    assert said.summary == torn.summary == a.summary
+    assert said.signal == "SIGTERM"
+    assert any("crashed while shutting down" in e for e in torn.evidence)
+    # a crash with no stop asked for first is still a crash
+    crash = judge(captured("mgr-sigterm-2", (
+        f"fatal {t} *** Caught signal (Segmentation fault) **",)), "node1")
+    assert crash.life is DaemonLife.CRASHED and crash.signal == "SIGSEGV"
+
+
+def test_a_swift_proxy_stopped_by_sigterm_is_stopped_not_died_of_sigsegv() -> None:
+    st = judge(captured("proxy-sigterm"), "node1")
+    assert st.life is DaemonLife.STOPPED
+    assert "SIGSEGV" not in st.summary and "died" not in st.summary
+    assert "a plain kill leaves its pid file" in st.summary
+    assert st.entity == "swift-proxy-server@node1"
+
+
+def test_the_monitor_stopped_by_sigterm_names_the_signal_and_who_sent_it() -> None:
+    st = judge(captured("mon-sigterm"), "node1")
+    assert st.life is DaemonLife.STOPPED and st.signal == "SIGTERM"
+    assert st.summary == "stopped cleanly by SIGTERM from bash /dev/fd/3 (pid 4795)"
+
+
+def _mgr_stopped(release: str, name: str):  # type: ignore[no-untyped-def]
+    """mgr-stopped's snapshot (no manager; saved before the lab watched its daemons) with
+    node1's daemon settings and facts of the osd-crash capture, mgr.x as a lab host said
+    it after ``kill -TERM`` (capture ``name``); and the settings that name its start."""
+    snap = replay(release, "mgr-stopped").outcome.snapshot
+    crash = replay(release, "osd-crash")
+    facts = crash.outcome.snapshot.hosts["node1"].daemon_facts
+    mgr = captured(name)
+    node1 = dataclasses.replace(snap.hosts["node1"], daemon_facts=tuple(
+        mgr if d.name == "mgr.x" else d for d in facts if d.kind != "osd"))
+    return dataclasses.replace(snap, hosts={**snap.hosts, "node1": node1}), crash.target
+
+
+@pytest.mark.parametrize("release", ["pacific", "reef"])
+def test_the_manager_stopped_is_one_incident_whose_next_step_starts_it(release: str) -> None:
+    rp = replay(release, "mgr-stopped")
+    tops = []
+    for name in ("mgr-sigterm-1", "mgr-sigterm-2"):
+        snap, target = _mgr_stopped(release, name)
+        out = run_check(target, rp.thresholds, (), None, snapshot=snap,
+                        now=rp.doc.taken_at, source="snapshot")
+        ctx = planning_context("lab", target, rp.thresholds, offline=True)
+        incidents = with_next_steps(ctx, snap, out.incidents)
+        top = incidents[0]
+        assert (top.root.code, top.root.entity) == ("DAEMON_STOPPED", "mgr.x"), top.root
+        assert top.severity is Severity.CRIT  # no manager: the impact is CRIT
+        assert {"MGR_NO_ACTIVE", "PGS_STATS_STALE"} <= {f.code for f in top.consequences}
+        assert top.next_step is not None
+        assert top.next_step.command == "stordoc fix daemon-start mgr.x"
+        # one problem, one incident (the other daemons of the capture run)
+        assert [i.root.entity for i in incidents] == ["mgr.x"], [i.id for i in incidents]
+        tops.append((top.root.code, words(top.root.message), top.next_step.command))
+    assert tops[0] == tops[1]
+
+
+def test_the_proxy_healthcheck_is_words_inside_the_proxy_daemons_incident() -> None:
+    url = "http://127.0.0.1:12010"
+    st = judge(captured("proxy-sigterm"), "node1")
+    daemon = Finding("DAEMON_STOPPED", Severity.WARN, st.entity,
+                     f"{st.name} on node1 {st.summary}", evidence(st),
+                     runbook="daemon-start", target=st.entity)
+    proxy = Finding("SWIFT_PROXY_UNHEALTHY", Severity.CRIT, f"swift proxy {url}",
+                    proxy_words(url, "connection refused"),
+                    {"url": url, "error": "connection refused"})
+    assert proxy.message.startswith("proxy 127.0.0.1:12010 refuses connections")
+    snap = replay("pacific", "healthy").outcome.snapshot
+    incidents = correlate([daemon, proxy], snap)
+    assert len(incidents) == 1
+    inc = incidents[0]
+    assert inc.root.code == "DAEMON_STOPPED" and inc.severity is Severity.CRIT
+    assert inc.impact.startswith("proxy 127.0.0.1:12010 refuses connections")
