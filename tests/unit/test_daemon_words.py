@@ -25,6 +25,7 @@ from storage.hostfacts.parse import (
 )
 from storage.model import DaemonFacts, DaemonLife
 from storage.model.daemons import daemon_kind
+from storage.model.mgrmon import MgrState
 from stordoc.service.pipeline import run_check
 from tests.unit.test_replay import replay
 
@@ -144,3 +145,38 @@ def test_the_proxy_healthcheck_is_words_inside_the_proxy_daemons_incident() -> N
     inc = incidents[0]
     assert inc.root.code == "DAEMON_STOPPED" and inc.severity is Severity.CRIT
     assert inc.impact.startswith("proxy 127.0.0.1:12010 refuses connections")
+
+
+def _manager_back(after_s: float):  # type: ignore[no-untyped-def]
+    """The healthy snapshot as the manager answers ``after_s`` seconds after it became
+    active, before the OSDs reported to it: every PG unknown, ``pg dump_stuck`` listing
+    them inactive (what a check read ~9 s after mgr.x came back on the lab)."""
+    rp = replay("pacific", "healthy")
+    snap = rp.outcome.snapshot
+    st = snap.ceph
+    assert st is not None and st.collected_at
+    n = st.pgs.num_pgs
+    pgids = tuple(f"1.{i:x}" for i in range(n))
+    pgs = dataclasses.replace(st.pgs, by_state={"unknown": n}, stuck={"inactive": pgids})
+    mgr = MgrState(epoch=9, active="x", active_gid=4100, available=True,
+                   active_change=st.collected_at - after_s, answered=True)
+    st2 = dataclasses.replace(st, pgs=pgs, mgr=mgr, pg_settle=None)
+    return rp, dataclasses.replace(snap, ceph=st2)
+
+
+def test_a_manager_just_back_is_settling_not_pgs_stuck() -> None:
+    rp, snap = _manager_back(4.0)
+    out = run_check(rp.target, rp.thresholds, (), None, snapshot=snap,
+                    now=rp.doc.taken_at, source="snapshot")
+    got = {f.code: f for f in out.report.findings}
+    assert got["PGS_STUCK"].severity is Severity.INFO
+    assert got["PGS_SETTLING"].severity is Severity.INFO
+    assert "mgr.x became active 4 s ago" in got["PGS_SETTLING"].message
+    assert "not reported yet" in got["PGS_SETTLING"].message
+    assert int(out.report.verdict) == 0, [(f.code, f.severity) for f in out.report.findings]
+    # unknown to a manager that has run for ten minutes: judged as always (CRIT)
+    rp, late = _manager_back(600.0)
+    out = run_check(rp.target, rp.thresholds, (), None, snapshot=late,
+                    now=rp.doc.taken_at, source="snapshot")
+    stuck = next(f for f in out.report.findings if f.code == "PGS_STUCK")
+    assert stuck.severity is Severity.CRIT
