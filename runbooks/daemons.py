@@ -162,6 +162,13 @@ class DaemonRestart(Runbook):
                    _alive_probe(ht.name, st.pid_file), interval_s=0.5, where=ht.name)
         d.verify_codes = (*self.info.fixes, "OSD_DAEMON_STOPPED", "DAEMON_STOPPED")
         d.verify_entities = (st.entity,)
+        if st.kind == "mgr":  # done when a manager answers again, not when a process runs
+            d.wait(f"wait until {st.name} is in the manager map",
+                   f"ceph mgr dump: {st.name} active or standby",
+                   _mgr_probe(st.name.split(".", 1)[1]), interval_s=1.0)
+            d.verify_codes += ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING", "PGS_STATS_STALE")
+            d.verify_entities += (f"{cluster_entity(snap)} mgr", st.entity,
+                                  f"{cluster_entity(snap)} pgs")
         d.verify_host_facts = True
 
 

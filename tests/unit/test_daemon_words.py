@@ -180,3 +180,22 @@ def test_a_manager_just_back_is_settling_not_pgs_stuck() -> None:
                     now=rp.doc.taken_at, source="snapshot")
     stuck = next(f for f in out.report.findings if f.code == "PGS_STUCK")
     assert stuck.severity is Severity.CRIT
+
+
+def test_no_manager_while_stordoc_restarts_it_is_that_runs_doing() -> None:
+    from checks.incidents import run_of
+    from storage.model import RecentRun
+
+    snap = replay("pacific", "mgr-stopped").outcome.snapshot
+    out = replay("pacific", "mgr-stopped").outcome
+    inc = out.incidents[0]
+    assert inc.root.code == "MGR_NO_ACTIVE"
+    running = RecentRun(7, "daemon-restart", "mgr.x", snap.taken_at - 5, None, "running")
+    by = run_of(inc, (running,))
+    assert by is not None and by[0] is running and "MGR_NO_ACTIVE" in by[1]
+    # once the run ended, what is still wrong is its own incident again
+    done = dataclasses.replace(running, finished_at=snap.taken_at - 1, outcome="failed")
+    assert run_of(inc, (done,)) is None
+    # a run on something else explains nothing
+    other = dataclasses.replace(running, runbook="osd-start", target="osd.1")
+    assert run_of(inc, (other,)) is None
