@@ -301,6 +301,20 @@ _OSD_CODE = {DaemonLife.CRASHED: "OSD_DAEMON_CRASHED", DaemonLife.HUNG: "OSD_DAE
              DaemonLife.LOOPING: "OSD_DAEMON_RESTART_LOOP"}
 
 
+STORAGE_SERVERS = ("account-server", "container-server", "object-server")
+
+
+def _recon_refused(snap: ClusterSnapshot, facts: HostFacts, kind: str) -> bool:
+    """Recon of this host's ``kind`` server (``object-server``) refuses connections: the
+    one problem is SWIFT_SERVER_DOWN's (its runbook starts the server), not a second
+    incident of the daemon."""
+    if snap.swift is None:
+        return False
+    server = kind.split("-", 1)[0]
+    return any(r.server == server and r.ip == facts.address
+               and r.error_kind in ("refused", "unreachable") for r in snap.swift.recon)
+
+
 def evidence(st: DaemonStatus) -> dict[str, object]:
     ev: dict[str, object] = {"host": st.host, "daemon": st.name, "kind": st.kind,
                              "life": st.life.value,
@@ -317,7 +331,7 @@ def evidence(st: DaemonStatus) -> dict[str, object]:
     return ev
 
 
-@check("daemon-life", codes=CODES, needs=("hosts",))
+@check("daemon-life", codes=CODES, needs=("hosts",), reads=("swift",))
 def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     """Every watched daemon's life on its host. An OSD that is stopped on purpose stays
     ``OSD_DAEMON_STOPPED`` (checks/mounts.py, with the shutdown line as evidence)."""
@@ -338,6 +352,8 @@ def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 # OSD down a moment later, a hung one after its peers' grace (20 s)
                 sev = Severity.CRIT if o.in_ else Severity.WARN
                 since = o.down_since
+            elif st.kind in STORAGE_SERVERS and _recon_refused(snap, facts, st.kind):
+                continue  # SWIFT_SERVER_DOWN says it, with this life (checks/swift_servers)
             else:
                 code = _CODE[st.life]
                 sev = Severity.WARN if st.life in (DaemonLife.STOPPED, DaemonLife.MISSING) \

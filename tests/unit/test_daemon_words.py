@@ -199,3 +199,29 @@ def test_no_manager_while_stordoc_restarts_it_is_that_runs_doing() -> None:
     # a run on something else explains nothing
     other = dataclasses.replace(running, runbook="osd-start", target="osd.1")
     assert run_of(inc, (other,)) is None
+
+
+@pytest.mark.parametrize("release", ["pacific", "reef"])
+def test_a_stopped_storage_server_is_one_incident_with_its_daemons_words(release: str) -> None:
+    """swift-object-server-stopped's snapshot (recon refused on every node; saved before
+    the lab watched its daemons) with node1's daemon facts of the osd-crash capture, the
+    object server stopped as ``lab break`` stops it (SIGTERM, pid file removed): one
+    incident, SWIFT_SERVER_DOWN, whose words say the daemon's life; no second one."""
+    rp = replay(release, "swift-object-server-stopped")
+    snap = rp.outcome.snapshot
+    crash = replay(release, "osd-crash")
+    facts = crash.outcome.snapshot.hosts["node1"].daemon_facts
+    stopped = tuple(dataclasses.replace(d, alive=False, proc_state="", probe="",
+                                        pid_file_present=False)
+                    if d.name == "swift-object-server" else d
+                    for d in facts if d.kind != "osd")
+    node1 = dataclasses.replace(snap.hosts["node1"], daemon_facts=stopped)
+    snap = dataclasses.replace(snap, hosts={**snap.hosts, "node1": node1})
+    out = run_check(crash.target, rp.thresholds, (), None, snapshot=snap,
+                    now=rp.doc.taken_at, source="snapshot")
+    assert [i.root.code for i in out.incidents] == ["SWIFT_SERVER_DOWN"], \
+        [i.id for i in out.incidents]
+    assert not [f for f in out.report.findings if f.code.startswith("DAEMON_")]
+    root = out.incidents[0].root
+    assert "its daemon stopped: " in root.message, root.message
+    assert root.evidence["daemon"]["life"] == "stopped"  # type: ignore[index]
