@@ -225,3 +225,29 @@ def test_a_stopped_storage_server_is_one_incident_with_its_daemons_words(release
     root = out.incidents[0].root
     assert "its daemon stopped: " in root.message, root.message
     assert root.evidence["daemon"]["life"] == "stopped"  # type: ignore[index]
+
+
+def test_the_lab_config_names_a_start_command_for_every_lab_daemon(tmp_path: Path) -> None:
+    """Every ``[[clusters.lab.hosts.daemons]]`` the lab writes has a ``start`` (so
+    daemon-start can start any of them), and the start script it names knows the proxy
+    and rsyncd, each recording the pid file the settings name."""
+    import shlex
+    import tomllib
+
+    from lab import Lab
+    from lab.config import config_text
+    from lab.swift_conf import start_script
+
+    lab = Lab(tmp_path / "lab", 29000, "mixed")
+    cfg = tomllib.loads(config_text(lab))
+    daemons = [d for h in cfg["clusters"]["lab"]["hosts"] for d in h.get("daemons", [])]
+    names = {d["name"] for d in daemons}
+    assert {"mon.a", "mgr.x", "swift-proxy-server", "memcached", "rsyncd",
+            "swift-object-server"} <= names
+    assert [d["name"] for d in daemons if not d.get("start")] == []
+    script = start_script(lab, "server")
+    for d in daemons:
+        if d["start"][0] == str(lab.swift_start_script):
+            case = d["start"][1]
+            body = script.split(f"\n{case}) ", 1)[1].split(";;", 1)[0]
+            assert f"echo $! >{shlex.quote(d['pid_file'])}" in body, (case, body)
