@@ -186,7 +186,10 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
             return status(DaemonLife.STOPPED, quiet_stop(f), stop_sig,
                           fatal=[since[i] for i in stop_at][:3])
         who = _FROM_RE.search(first)
-        by = f" from {who.group(1).strip()} (pid {who.group(2)})" if who else ""
+        # the sender's program (its whole command line stays in the evidence's log lines)
+        prog = who.group(1).split()[0].rsplit("/", 1)[-1] if who and who.group(1).split() \
+            else "?"
+        by = f" from {prog} (pid {who.group(2)})" if who else ""
         return status(DaemonLife.STOPPED,
                       f"stopped cleanly by {stop_sig}{by}" if stop_sig else
                       f"stopped cleanly: {_TS_RE.sub('', first).strip()[:160]}", stop_sig,

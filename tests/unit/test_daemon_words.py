@@ -91,7 +91,8 @@ def test_a_swift_proxy_stopped_by_sigterm_is_stopped_not_died_of_sigsegv() -> No
 def test_the_monitor_stopped_by_sigterm_names_the_signal_and_who_sent_it() -> None:
     st = judge(captured("mon-sigterm"), "node1")
     assert st.life is DaemonLife.STOPPED and st.signal == "SIGTERM"
-    assert st.summary == "stopped cleanly by SIGTERM from bash /dev/fd/3 (pid 4795)"
+    assert st.summary == "stopped cleanly by SIGTERM from bash (pid 4795)"
+    assert "from bash /dev/fd/3  (PID: 4795)" in st.fatal_lines[0]
 
 
 def _mgr_stopped(release: str, name: str):  # type: ignore[no-untyped-def]
