@@ -20,6 +20,7 @@ import pytest
 from lab import Lab
 from lab.scenarios.mgrmon import mgr_stat, start_standby_mgr, stop_standby_mgr
 from storage.audit import Audit
+from storage.procs import pid_alive
 from stordoc.env import Env
 from stordoc.exitstatus import ExitStatus
 from tests.support.cli import cli
@@ -83,7 +84,8 @@ def _kill_term(lab: Lab, name: str) -> None:
     pid = lab.pid(name)
     assert pid is not None, f"{name} is not running"
     os.kill(pid, signal.SIGTERM)
-    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, f"{name} (pid {pid}) gone")
+    # gone, or a zombie of this test process (a lab it brought up spawned it)
+    wait_until(lambda: not pid_alive(pid), 60, f"{name} (pid {pid}) gone")
 
 
 def _top(cfg: Path, entity: str) -> dict:  # type: ignore[type-arg]
