@@ -30,6 +30,7 @@ from stordoc.service.pipeline import run_check
 from tests.unit.test_replay import replay
 
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "daemons" / "pacific"
+REEF = CAPTURES.parent / "reef"
 LAB = "/var/tmp/stordoc-lab-daemon"
 FILES = {"mgr.x": (f"{LAB}/ceph/run/ceph-mgr.x.pid", f"{LAB}/log/ceph-mgr.x.log", "asok"),
          "mon.a": (f"{LAB}/ceph/run/ceph-mon.a.pid", f"{LAB}/log/ceph-mon.a.log", "asok"),
@@ -37,10 +38,10 @@ FILES = {"mgr.x": (f"{LAB}/ceph/run/ceph-mgr.x.pid", f"{LAB}/log/ceph-mgr.x.log"
                                 "http")}
 
 
-def captured(name: str, extra: tuple[str, ...] = ()) -> DaemonFacts:
+def captured(name: str, extra: tuple[str, ...] = (), where: Path = CAPTURES) -> DaemonFacts:
     """The daemon's facts as the lab host said them (``extra``: lines added to its
     section, as a log that got to say more would have)."""
-    text = (CAPTURES / f"{name}.txt").read_text()
+    text = (where / f"{name}.txt").read_text()
     sec = split_sections(text)
     dname = next(k for k in sec if k.startswith("daemon "))[len("daemon "):]
     pid_file, log_file, what = FILES[dname]
@@ -252,3 +253,14 @@ def test_the_lab_config_names_a_start_command_for_every_lab_daemon(tmp_path: Pat
             case = d["start"][1]
             body = script.split(f"\n{case}) ", 1)[1].split(";;", 1)[0]
             assert f"echo $! >{shlex.quote(d['pid_file'])}" in body, (case, body)
+
+
+def test_a_reef_manager_whose_modules_raised_is_stopped_not_crashed() -> None:
+    """Reef's ceph-mgr reports each Python module exception as a crash of ``mgr.x``
+    (``mgr_module`` in the crash meta) while the daemon runs on: such a report is not how
+    the daemon ended, so its stop reads as the Pacific one does."""
+    f = captured("mgr-sigterm-modules", where=REEF)
+    assert f.crash_ids == ()  # ten module crashes, none of them the daemon's end
+    st = judge(f, "node1")
+    assert st.life is DaemonLife.STOPPED and st.crash_id is None
+    assert st.summary == judge(captured("mgr-sigterm-1"), "node1").summary
