@@ -208,7 +208,10 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
     if f.pid_file_present:
         return status(DaemonLife.CRASHED, f"died: pid {f.pid} is gone and its pid file is "
                       "left behind; nothing in its log says why")
-    if not f.log_read and not f.start_lines and not f.crash_ids:
+    # a daemon with no log configured (memcached) and its pid file removed was stopped:
+    # missing is a configured log (or no pid file to go by) with no trace either
+    if not f.log_read and not f.start_lines and not f.crash_ids \
+            and (f.log_file or not f.pid_file or f.kind not in QUIET_STOP):
         return status(DaemonLife.MISSING, "missing: no process, no pid file, no log")
     if f.kind in QUIET_STOP:
         return status(DaemonLife.STOPPED, quiet_stop(f))

@@ -264,3 +264,17 @@ def test_a_reef_manager_whose_modules_raised_is_stopped_not_crashed() -> None:
     st = judge(f, "node1")
     assert st.life is DaemonLife.STOPPED and st.crash_id is None
     assert st.summary == judge(captured("mgr-sigterm-1"), "node1").summary
+
+
+def test_memcached_stopped_by_sigterm_is_stopped_not_missing() -> None:
+    """memcached removes its pid file on SIGTERM and has no log (the Reef lab's, after
+    ``kill -TERM``): stopped, and daemon-start's to start; not "no trace"."""
+    f = parse_daemon_section("memcached", "memcached", ["pidfile 0"], {}, {}, 1795888500.0,
+                             f"{LAB}/pids/memcached.pid", "", "memcached")
+    st = judge(f, "node1")
+    assert st.life is DaemonLife.STOPPED
+    assert "its pid file was removed" in st.summary and "no log to read" in st.summary
+    # configured with a log that is not there either: no trace at all
+    g = parse_daemon_section("rsyncd", "rsyncd", ["pidfile 0", "log 0"], {}, {},
+                             1795888500.0, f"{LAB}/pids/rsyncd.pid", f"{LAB}/log/rsyncd.log")
+    assert judge(g, "node1").life is DaemonLife.MISSING
