@@ -38,6 +38,8 @@ _ASSERT_RE = re.compile(r"ceph_assert|FAILED assert|terminate called")
 _CLEAN_RE = re.compile(r"received  ?signal: (Terminated|Interrupt|Hangup)|Got [Ss]ignal "
                        r"(Terminated|Interrupt)|starting shutdown|shutdown complete|SIGTERM")
 _TS_RE = re.compile(r"\s*(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)")
+# who sent a stop: Ceph's "received  signal: Terminated from bash /dev/fd/3  (PID: 4795)"
+_FROM_RE = re.compile(r"signal: \w+ from (.*?)\s*\(PID: (\d+)\)")
 
 
 def _line_time(line: str) -> float | None:
@@ -146,17 +148,21 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
             return status(DaemonLife.LOOPING, f"restart-looping: {loop_why}; "
                           f"running now as pid {f.pid}", fatal=since[-3:])
         return status(DaemonLife.RUNNING, f"running as pid {f.pid}")
-    caught = [m.group(1) for m in (_CAUGHT_RE.search(ln) for ln in since) if m]
-    asserted = [ln for ln in since if _ASSERT_RE.search(ln)]
-    clean = [ln for ln in since if _CLEAN_RE.search(ln)]
+    caught_at = [i for i, ln in enumerate(since)
+                 if _CAUGHT_RE.search(ln) or _ASSERT_RE.search(ln)]
+    stop_at = [i for i, ln in enumerate(since) if _CLEAN_RE.search(ln)]
+    # a stop asked for before any crash line: the life ended on purpose, whatever
+    # happened while it shut down (ceph-mgr may crash in its modules' teardown)
+    stopped_first = bool(stop_at) and (not caught_at or stop_at[0] < caught_at[0])
     if looping:
         last = (since[-1] if since else f.log_last)[:200]
         return status(DaemonLife.LOOPING, f"restart-looping: {loop_why}; not running now"
                       + (f"; last: {last}" if last else ""), fatal=since[-3:])
-    if caught or asserted:
+    if caught_at and not stopped_first:
+        caught = [m.group(1) for m in (_CAUGHT_RE.search(ln) for ln in since) if m]
         sig = _SIGNALS.get(caught[-1], caught[-1]) if caught else "SIGABRT"
         what = f"{sig} ({caught[-1]})" if caught else "an assertion (abort)"
-        fatal = [ln for ln in since if _CAUGHT_RE.search(ln) or _ASSERT_RE.search(ln)]
+        fatal = [since[i] for i in caught_at]
         return status(DaemonLife.CRASHED, f"crashed: {what}"
                       + (f", crash report {crash}" if crash else "")
                       + (f"; log: {fatal[-1].strip()[:200]}" if fatal else ""),
@@ -170,11 +176,28 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
     if f.oom_lines:
         return status(DaemonLife.CRASHED, f"killed by the kernel's OOM killer: "
                       f"{f.oom_lines[-1][:200]}", "SIGKILL", f.oom_lines[-1:])
-    if clean:
-        return status(DaemonLife.STOPPED, "stopped on purpose: " + clean[0].strip()[:200],
-                      fatal=clean[:3])
+    if stopped_first:
+        first = since[stop_at[0]]
+        stop_sig = stop_signal(first)
+        if caught_at:
+            ev.append(f"it crashed while shutting down: {since[caught_at[0]].strip()[:200]}")
+        if f.kind in QUIET_STOP:
+            # the same words whether or not the daemon got to log its stop (below)
+            return status(DaemonLife.STOPPED, quiet_stop(f), stop_sig,
+                          fatal=[since[i] for i in stop_at][:3])
+        who = _FROM_RE.search(first)
+        # the sender's program (its whole command line stays in the evidence's log lines)
+        prog = who.group(1).split()[0].rsplit("/", 1)[-1] if who and who.group(1).split() \
+            else "?"
+        by = f" from {prog} (pid {who.group(2)})" if who else ""
+        return status(DaemonLife.STOPPED,
+                      f"stopped cleanly by {stop_sig}{by}" if stop_sig else
+                      f"stopped cleanly: {_TS_RE.sub('', first).strip()[:160]}", stop_sig,
+                      fatal=[since[i] for i in stop_at][:3])
     if crash:
         return status(DaemonLife.CRASHED, f"crashed: crash report {crash}", None, since[-3:])
+    if f.pid_file_present and f.kind in QUIET_STOP:
+        return status(DaemonLife.STOPPED, quiet_stop(f))
     if f.pid_file_present and f.kind in CEPH_KINDS:
         # Ceph's own handler logs every fatal signal it can catch: silence is SIGKILL
         told = "no crash report, no fatal or shutdown line in its log" if f.log_read else \
@@ -184,12 +207,49 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
                       "file is left behind", "SIGKILL?")
     if f.pid_file_present:
         return status(DaemonLife.CRASHED, f"died: pid {f.pid} is gone and its pid file is "
-                      "left behind (a clean stop removes it); nothing in its log says why "
-                      "(a signal: SIGKILL, SIGSEGV, the OOM killer)")
-    if not f.log_read and not f.start_lines and not f.crash_ids:
+                      "left behind; nothing in its log says why")
+    # a daemon with no log configured (memcached) and its pid file removed was stopped:
+    # missing is a configured log (or no pid file to go by) with no trace either
+    if not f.log_read and not f.start_lines and not f.crash_ids \
+            and (f.log_file or not f.pid_file or f.kind not in QUIET_STOP):
         return status(DaemonLife.MISSING, "missing: no process, no pid file, no log")
+    if f.kind in QUIET_STOP:
+        return status(DaemonLife.STOPPED, quiet_stop(f))
     return status(DaemonLife.STOPPED, "stopped: no process, and its pid file was removed as "
                   "a clean stop does" + (f"; log: {f.log_last[:160]}" if f.log_last else ""))
+
+
+# Daemons whose stop leaves no reliable word: ceph-mgr answers SIGTERM/SIGINT with
+# ``_exit(0)`` at once (its Python modules do not shut down reliably), leaving its pid
+# file and admin socket, and its "*** Got signal Terminated ***" line is lost as often
+# as not (its log is written by a thread that dies with it); a Swift server with
+# ``workers = 0`` dies of SIGTERM's default action, and swift-init, not the server,
+# removes its pid file; memcached and rsync say nothing. Gone without a crash line, a
+# crash report or an OOM kill, such a daemon is judged stopped, in the same words
+# whether or not a stop line made it to its log: two stops are one diagnosis.
+QUIET_STOP = frozenset({"mgr", "proxy-server", "account-server", "container-server",
+                        "object-server", "account-replicator", "container-replicator",
+                        "object-replicator", "account-auditor", "container-auditor",
+                        "object-auditor", "container-updater", "object-updater",
+                        "object-expirer", "memcached", "rsyncd"})
+_STOP_SIGNALS = (("Terminated", "SIGTERM"), ("SIGTERM", "SIGTERM"), ("Interrupt", "SIGINT"),
+                 ("SIGINT", "SIGINT"), ("Hangup", "SIGHUP"), ("SIGHUP", "SIGHUP"))
+
+
+def stop_signal(line: str) -> str | None:
+    """The signal a stop line names (``received  signal: Terminated`` -> SIGTERM); None
+    for a shutdown logged without one."""
+    return next((sig for word, sig in _STOP_SIGNALS if word in line), None)
+
+
+def quiet_stop(f: DaemonFacts) -> str:
+    """The one summary of a daemon of ``QUIET_STOP`` that is gone without a crash."""
+    seen = "no crash report, no crash line in its log" if f.kind == "mgr" else \
+        "no crash line in its log" if f.log_read else "no log to read"
+    how = ("ceph-mgr exits at once on SIGTERM, without a clean shutdown" if f.kind == "mgr"
+           else "a plain kill leaves its pid file" if f.pid_file_present
+           else "its pid file was removed, as a stop by its init script does")
+    return f"stopped: its process is gone without a crash ({seen}, no OOM kill; {how})"
 
 
 def statuses(facts: HostFacts) -> Iterator[DaemonStatus]:
@@ -234,7 +294,8 @@ CODES = (
     CodeInfo("DAEMON_RESTART_LOOP", Severity.CRIT,
              "A daemon started again and again: read what the loop shows."),
     CodeInfo("DAEMON_STOPPED", Severity.WARN,
-             "A daemon was stopped on purpose (a clean shutdown) and is not running."),
+             "A daemon was stopped (a clean shutdown, or gone without any crash) and is "
+             "not running.", "daemon-start"),
     CodeInfo("DAEMON_MISSING", Severity.WARN,
              "A daemon named in the host's settings left no trace: no process, no pid file, "
              "no log."),
@@ -244,6 +305,20 @@ _CODE = {DaemonLife.CRASHED: "DAEMON_CRASHED", DaemonLife.HUNG: "DAEMON_HUNG",
          DaemonLife.MISSING: "DAEMON_MISSING"}
 _OSD_CODE = {DaemonLife.CRASHED: "OSD_DAEMON_CRASHED", DaemonLife.HUNG: "OSD_DAEMON_HUNG",
              DaemonLife.LOOPING: "OSD_DAEMON_RESTART_LOOP"}
+
+
+STORAGE_SERVERS = ("account-server", "container-server", "object-server")
+
+
+def _recon_refused(snap: ClusterSnapshot, facts: HostFacts, kind: str) -> bool:
+    """Recon of this host's ``kind`` server (``object-server``) refuses connections: the
+    one problem is SWIFT_SERVER_DOWN's (its runbook starts the server), not a second
+    incident of the daemon."""
+    if snap.swift is None:
+        return False
+    server = kind.split("-", 1)[0]
+    return any(r.server == server and r.ip == facts.address
+               and r.error_kind in ("refused", "unreachable") for r in snap.swift.recon)
 
 
 def evidence(st: DaemonStatus) -> dict[str, object]:
@@ -262,7 +337,7 @@ def evidence(st: DaemonStatus) -> dict[str, object]:
     return ev
 
 
-@check("daemon-life", codes=CODES, needs=("hosts",))
+@check("daemon-life", codes=CODES, needs=("hosts",), reads=("swift",))
 def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     """Every watched daemon's life on its host. An OSD that is stopped on purpose stays
     ``OSD_DAEMON_STOPPED`` (checks/mounts.py, with the shutdown line as evidence)."""
@@ -283,14 +358,17 @@ def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 # OSD down a moment later, a hung one after its peers' grace (20 s)
                 sev = Severity.CRIT if o.in_ else Severity.WARN
                 since = o.down_since
+            elif st.kind in STORAGE_SERVERS and _recon_refused(snap, facts, st.kind):
+                continue  # SWIFT_SERVER_DOWN says it, with this life (checks/swift_servers)
             else:
                 code = _CODE[st.life]
                 sev = Severity.WARN if st.life in (DaemonLife.STOPPED, DaemonLife.MISSING) \
                     else Severity.CRIT
                 since = None
-            fixable = st.life in (DaemonLife.CRASHED, DaemonLife.HUNG)
+            runbook = "daemon-restart" if st.life in (DaemonLife.CRASHED, DaemonLife.HUNG) \
+                else "daemon-start" if st.life is DaemonLife.STOPPED else None
             out.append(Finding(code, sev, st.entity,
                                f"{st.name} on {hname} {st.summary}", evidence(st),
-                               runbook="daemon-restart" if fixable else None,
-                               target=st.entity if fixable else None, since=since))
+                               runbook=runbook, target=st.entity if runbook else None,
+                               since=since))
     return out

@@ -166,6 +166,14 @@ RULES: tuple[Rule, ...] = (
     # manager answers: the manager findings and the stale PG statistics fold into it
     *(Rule(c, "entity", (), MGR_FOLD, when=("kind", "mgr"))
       for c in ("DAEMON_CRASHED", "DAEMON_HUNG", "DAEMON_RESTART_LOOP", "DAEMON_STOPPED")),
+    # the Swift proxy's daemon stopped, crashed, hangs or loops (checks.daemons): that is
+    # why its /healthcheck fails (checks.swift_rings): one incident
+    *(Rule(c, "entity", (), ("SWIFT_PROXY_UNHEALTHY",), when=("kind", "proxy-server"))
+      for c in ("DAEMON_CRASHED", "DAEMON_HUNG", "DAEMON_RESTART_LOOP", "DAEMON_STOPPED")),
+    # a monitor daemon that stopped or crashed: the monitors not answering this check is
+    # its consequence (the one mon of a small cluster; a quorum of others still answers)
+    *(Rule(c, "entity", (), ("CEPH_UNREACHABLE",), when=("kind", "mon"))
+      for c in ("DAEMON_CRASHED", "DAEMON_HUNG", "DAEMON_RESTART_LOOP", "DAEMON_STOPPED")),
     # no manager (checks.managers): the PG statistics are stale, Ceph's MGR_DOWN says it late
     *(Rule(c, "entity", (), ("PGS_STATS_STALE", "MGR_DOWN"))
       for c in ("MGR_NO_ACTIVE", "MGR_NOT_ANSWERING")),

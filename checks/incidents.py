@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checks.incident_keys import FindingIndex, ceph_code, fold_code, swift_server_kind
+from checks.incident_rules import MGR_FOLD, Rule
 from checks.incident_rules import RULES as RULES
-from checks.incident_rules import Rule
 from checks.model import Finding, Severity, Verdict
 from storage.model import ClusterSnapshot, RecentRun
 
@@ -166,6 +166,10 @@ def _impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, str]:
         return sev, f"{codes['OSD_DOWN_IN'].entity} down but still in: its PGs are degraded"
     if "OSD_DOWN_OUT" in codes:
         return sev, f"{codes['OSD_DOWN_OUT'].entity} down and out: one disk fewer"
+    worse = [c for c in cons if c.severity > root.severity]
+    if root.code.startswith("DAEMON_") and worse:
+        # a stopped daemon (warn) is why its service is down (crit): say what is down
+        return sev, max(worse, key=lambda c: c.severity).message
     alike = 1 + sum(1 for c in cons if c.code == root.code)
     if alike > 1:
         return sev, f"on {alike} servers alike: {root.message}"
@@ -275,6 +279,9 @@ def run_of(inc: Incident, runs: Sequence[RecentRun]) -> tuple[RecentRun, str] | 
         return None
     for r in runs:  # the fault the running run works on, as it changes under it
         if r.finished_at is None and r.target in (root.entity, root.target):
+            return r, f"working on {r.target} ({root.code})"
+        # a manager being started or restarted: no manager answers meanwhile
+        if r.finished_at is None and r.target.startswith("mgr.") and root.code in MGR_FOLD:
             return r, f"working on {r.target} ({root.code})"
     if root.code != "OSDMAP_FLAGS" or not root.evidence.get("flag"):
         return None

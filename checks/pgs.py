@@ -287,7 +287,8 @@ def _settling_after(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
     total = sum(bad.values())
     listing = ", ".join(f"{n} {s}" for s, n in sorted(bad.items(), key=lambda kv: -kv[1]))
     window = ctx.thresholds.pg_settle_window_s
-    what = "peering" if blocking else "recovering"
+    what = "not reported yet" if set(bad) <= {"unknown"} else \
+        "peering" if blocking else "recovering"
     run = cause.run
     return Finding(
         "PGS_SETTLING", Severity.INFO, f"{cluster_entity(snap)} pgs",

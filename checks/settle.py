@@ -189,6 +189,24 @@ def pgs_settling(snap: ClusterSnapshot, now: float, window_s: float) -> SettleCa
     if st is None:
         return None
     unclean = unclean_states(st.pgs.by_state)
+    if unclean and set(unclean) <= {"unknown"}:
+        return manager_back(st, st.collected_at or now, window_s)
     if not unclean or any(set(s.split("+")) & NOT_SETTLING for s in unclean):
         return None
     return settle_cause(st, snap.runs, st.collected_at or now, window_s)
+
+
+def manager_back(st: CephState, now: float, window_s: float) -> SettleCause | None:
+    """A manager that became active within ``window_s``: until the OSDs report to it (every
+    ``mgr_stats_period``, 5 s) it knows no PG's state and calls them all unknown, and
+    ``pg dump_stuck`` lists them inactive. That is the manager settling, not 65 PGs stuck:
+    None when no manager is active and answering, or it became active earlier (PGs unknown
+    to a manager that has run a while are judged as always)."""
+    mgr = st.mgr
+    if mgr is None or not mgr.available or not mgr.active or mgr.answered is False:
+        return None
+    at = mgr.active_change
+    if at is None or not math.isfinite(at) or not -CLOCK_SKEW_S <= now - at <= window_s:
+        return None
+    return SettleCause(f"mgr.{mgr.active} became active {max(0, int(now - at))} s ago "
+                       "(its PG states come with the OSDs' next reports)", at)

@@ -254,6 +254,23 @@ def swift_rings(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     if sw.proxy_url and sw.proxy_healthy is False:
         out.append(Finding(
             "SWIFT_PROXY_UNHEALTHY", Severity.CRIT, f"swift proxy {sw.proxy_url}",
-            f"proxy {sw.proxy_url} /healthcheck failed: {sw.proxy_error}",
+            proxy_words(sw.proxy_url, sw.proxy_error),
             {"url": sw.proxy_url, "error": sw.proxy_error}))
     return out
+
+
+def proxy_words(url: str, error: str | None) -> str:
+    """What a failed ``/healthcheck`` says, in words: ``proxy 127.0.0.1:8080 refuses
+    connections`` (nothing listens: its process is down), ``... does not answer in time``,
+    else the answer it gave."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    where = u.netloc or url
+    err = (error or "").strip()
+    if err in ("connection refused", "cannot connect"):
+        return (f"proxy {where} refuses connections: nothing listens there (GET "
+                f"{url.rstrip('/')}/healthcheck)")
+    if "timed out" in err:
+        return f"proxy {where} does not answer /healthcheck in time ({err})"
+    return f"proxy {where} /healthcheck failed: {err or 'no answer'}"

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from checks.daemons import status_on
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
-from storage.model import ClusterSnapshot, HostFacts, ReconHost
+from storage.model import ClusterSnapshot, DaemonLife, HostFacts, ReconHost
 
 START = "swift-server-start"
 CODES = (
@@ -81,6 +82,10 @@ def server_findings(r: ReconHost, snap: ClusterSnapshot) -> list[Finding]:
                 (f"; {n} other swift-{r.server}-server process(es) run there" if n else "") + ")"
         elif conf.get("port_free") is False:
             extra = f" ({conf['ssh']}{where})"
+        life = status_on(facts, f"swift-{r.server}-server") if facts is not None else None
+        if life is not None and life.life is not DaemonLife.RUNNING:
+            ev["daemon"] = {"name": life.name, "life": life.life.value, "summary": life.summary}
+            extra += f"; its daemon {life.summary}"
         return [Finding("SWIFT_SERVER_DOWN", Severity.CRIT, ent,
                         f"{r.server} server {r.ip}:{r.port}{where} {why}: process down"
                         + extra, ev, runbook=START,

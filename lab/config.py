@@ -65,7 +65,8 @@ evidence_dir = "{lab.base / 'evidence'}"
 
 def _daemons(lab: LabParts) -> str:
     """node1 carries the lab's one monitor, manager, and every Swift daemon (one process
-    of each serves all lab hosts): their pid files, logs, sockets/ports, start commands."""
+    of each serves all lab hosts): their pid files, logs, sockets/ports, and a start
+    command for every one of them (``daemon-start``)."""
     cc = lab.ceph_cluster
     out = ""
 
@@ -96,11 +97,12 @@ start = {json.dumps(start)}
         add(f"swift-{k}-replicator", lab.pids / f"swift-{k}-replicator.pid",
             lab.log_dir / f"swift-{k}-replicator.log", [str(lab.replicator_start_script), k])
     add("swift-proxy-server", lab.pids / "swift-proxy.pid", lab.log_dir / "swift-proxy.log",
-        [], port=lab.ports.proxy, address="127.0.0.1")
-    add("memcached", lab.pids / "memcached.pid", None, [], port=lab.ports.memcached,
-        address="127.0.0.1")
-    add("rsyncd", lab.pids / "rsyncd.pid", lab.log_dir / "rsyncd.log", [],
-        port=lab.ports.rsync, address=SWIFT_REPLICATION_IP)
+        [str(lab.swift_start_script), "proxy"], port=lab.ports.proxy, address="127.0.0.1")
+    add("memcached", lab.pids / "memcached.pid", None, lab.swift_cluster.memcached_argv(),
+        port=lab.ports.memcached, address="127.0.0.1")
+    add("rsyncd", lab.pids / "rsyncd.pid", lab.log_dir / "rsyncd.log",
+        [str(lab.swift_start_script), "rsyncd"], port=lab.ports.rsync,
+        address=SWIFT_REPLICATION_IP)
     return out
 
 

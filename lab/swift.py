@@ -40,12 +40,17 @@ class SwiftCluster:
         self.mounts = mounts
 
     # ------------------------------------------------------------------ set up
-    def up_memcached(self) -> None:
+    def memcached_argv(self) -> list[str]:
+        """memcached as a daemon of its own, with its pid file (also the lab host's start
+        command for it: lab/config.py)."""
         lab = self.lab
+        return ["memcached", "-d", "-u", "root", "-l", "127.0.0.1", "-p",
+                str(lab.ports.memcached), "-U", "0", "-m", "64",
+                "-P", str(lab.pids / "memcached.pid")]
+
+    def up_memcached(self) -> None:
         step = "memcached"
-        run(["memcached", "-d", "-u", "root", "-l", "127.0.0.1", "-p",
-             str(lab.ports.memcached), "-U", "0", "-m", "64",
-             "-P", str(lab.pids / "memcached.pid")], step)
+        run(self.memcached_argv(), step)
         # 10 s proved short once: both labs of a run waited in vain at load ~10
         wait(lambda: self.procs.pid("memcached") is not None, 30, step, "memcached")
 
@@ -109,9 +114,7 @@ class SwiftCluster:
             self.start_server(kind)
         wait(lambda: self.healthy() is True, 30, "swift",
              "the Swift proxy healthcheck", str(lab.log_dir / "swift-proxy.log"))
-        self.procs.spawn("rsyncd", ["rsync", "--daemon", "--no-detach",
-                                   f"--config={lab.swift_etc / 'rsyncd.conf'}"],
-                        "start rsyncd")
+        self.procs.spawn("rsyncd", swift_conf.rsyncd_argv(lab), "start rsyncd")
         t0 = time.time()
         for kind in SWIFT_SERVERS:
             self.start_replicator(kind)

@@ -138,17 +138,27 @@ def server_argv(lab: LabSite, kind: str, role: str = "server") -> list[str]:
                             "-v"])
 
 
+def rsyncd_argv(lab: LabSite) -> list[str]:
+    """The lab's rsync daemon in the foreground (its pid is the one its starter records)."""
+    return ["rsync", "--daemon", "--no-detach", f"--config={lab.swift_etc / 'rsyncd.conf'}"]
+
+
 def start_script(lab: LabSite, role: str) -> str:
-    """The lab's ``swift_server_start`` (role ``server``) or ``swift_replicator_start``
-    (``replicator``): start one storage server's daemon detached, with the pid file
-    ``lab down`` stops it by."""
+    """The lab's ``swift_server_start`` (role ``server``: a storage server, the proxy or
+    the rsync daemon) or ``swift_replicator_start`` (``replicator``): start one daemon
+    detached, with the pid file ``lab down`` stops it by (and the host's daemon settings
+    name: lab/config.py)."""
     suffix = "" if role == "server" else "-replicator"
+    kinds = (*SWIFT_SERVERS, "proxy") if role == "server" else SWIFT_SERVERS
+    runs = [(kind, server_argv(lab, kind, role), f"swift-{kind}{suffix}") for kind in kinds]
+    if role == "server":
+        runs.append(("rsyncd", rsyncd_argv(lab), "rsyncd"))
     cases = "".join(
-        f"{kind}) setsid {shlex.join(server_argv(lab, kind, role))} \\\n"
-        f"  >>{shlex.quote(str(lab.log_dir / f'swift-{kind}{suffix}.log'))} 2>&1 "
-        f"</dev/null & ;;\n"
-        for kind in SWIFT_SERVERS)
-    what = "one Swift storage server" if role == "server" \
+        f"{kind}) setsid {shlex.join(argv)} \\\n"
+        f"  >>{shlex.quote(str(lab.log_dir / f'{name}.log'))} 2>&1 </dev/null &\n"
+        f"  echo $! >{shlex.quote(str(lab.pids / f'{name}.pid'))};;\n"
+        for kind, argv, name in runs)
+    what = "one Swift storage server, the proxy or rsyncd" if role == "server" \
         else "the replicator of one Swift storage server"
     return f"""#!/bin/sh
 # stordoc lab: start {what} of the lab under {lab.base}
@@ -156,5 +166,4 @@ set -e
 case "$1" in
 {cases}*) echo "unknown server: $1" >&2; exit 64;;
 esac
-echo $! >"{lab.pids}/swift-$1{suffix}.pid"
 """

@@ -418,6 +418,7 @@ def parse_daemon_section(name: str, kind: str, lines: Sequence[str],
     starts: list[str] = []
     crashes: list[str] = []
     posted: list[str] = []
+    module_crashes: set[str] = set()  # a mgr module's exception: not the daemon's end
     unit: dict[str, str] = {}
     for ln in lines:
         key, _, rest = _ANSI_RE.sub("", ln).partition(" ")
@@ -437,6 +438,8 @@ def parse_daemon_section(name: str, kind: str, lines: Sequence[str],
             starts.append(rest.rstrip())
         elif key == "last":
             last = rest.rstrip()
+        elif key == "modcrash":
+            module_crashes.add(os.path.basename(os.path.dirname(rest.strip())))
         elif key == "crash":
             meta = rest.strip()
             crash_id = os.path.basename(os.path.dirname(meta))
@@ -458,7 +461,8 @@ def parse_daemon_section(name: str, kind: str, lines: Sequence[str],
         if m:
             pids.add(int(m.group(1) or m.group(2)))
     restarts = unit.get("restarts", "")
-    crashes.sort()  # crash ids begin with their time
+    crashes = sorted(c for c in crashes if c not in module_crashes)  # ids begin with a time
+    posted = [c for c in posted if c not in module_crashes]
     return DaemonFacts(
         name=name, kind=kind, pid_file=pid_file, pid_file_present=present, pid=pid,
         alive=alive, proc_state=state, cmdline=cmd.strip(), probe=probe,

@@ -191,6 +191,8 @@ while [ $# -gt 0 ]; do
       fi
       if [ -n "$6" ] && [ -d "$6" ]; then
         grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10 | sed 's/^/crash /'
+        # a manager module's Python exception is reported as a crash of its mgr (which runs on)
+        grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10 | xargs -r grep -lF '"mgr_module"' 2>/dev/null | sed 's/^/modcrash /'
       fi
       if [ -n "$7" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
         systemctl show --no-pager -p Id,NRestarts,Result,ExecMainStatus,ExecMainCode -- "$7" 2>/dev/null | sed 's/^/unit /'

@@ -57,8 +57,9 @@ def test_sigterm_is_stopped_on_purpose_and_names_who() -> None:
                 "fatal " + T.format(m=23) + "received  signal: Terminated from bash (PID: 9) UID: 0",
                 "fatal " + T.format(m=23) + "osd.2 28 *** Got signal Terminated ***")
     st = judge(f, "node3")
-    assert st.life is DaemonLife.STOPPED
-    assert "received  signal: Terminated from bash (PID: 9)" in st.summary
+    assert st.life is DaemonLife.STOPPED and st.signal == "SIGTERM"
+    assert st.summary == "stopped cleanly by SIGTERM from bash (pid 9)"
+    assert "received  signal: Terminated from bash (PID: 9)" in st.fatal_lines[0]
 
 
 def test_sigkill_leaves_its_pid_file_and_no_word() -> None:
@@ -125,9 +126,11 @@ def test_a_daemon_without_a_trace_is_missing_and_a_removed_pid_file_is_a_stop() 
                              {}, {}, NOW, "/p", "/l")
     st = judge(f, "node1")
     assert st.life is DaemonLife.STOPPED and st.entity == "swift-object-server@node1"
+    # gone with its pid file left and no crash line: a plain kill (SIGTERM kills a
+    # workers=0 server outright), not a crash (issue 38.4)
     dead = parse_daemon_section("swift-object-server", "object-server",
                                 ["pidfile 1 77", "log 1"], {}, {}, NOW, "/p", "/l")
-    assert judge(dead, "node1").life is DaemonLife.CRASHED
+    assert judge(dead, "node1").life is DaemonLife.STOPPED
 
 
 @pytest.mark.parametrize(("raw", "want"), [

@@ -120,17 +120,32 @@ CASES = {"swift-device-remount": ("swift-device-unmounted", "d2", "node2"),
          "swift-server-start": ("swift-object-server-stopped", "object", "node1"),
          "swift-replicator-start": ("swift-replication-stalled", "object", "node1"),
          "swift-replace-drive": ("swift-device-unmounted", "d2", "node2"),
-         "daemon-restart": ("osd-crash", "swift-object-server", "node1")}
+         "daemon-restart": ("osd-crash", "swift-object-server", "node1"),
+         "daemon-start": ("osd-crash", "swift-object-server", "node1")}
 
 
 def _object_server_killed(snap: ClusterSnapshot) -> ClusterSnapshot:
-    """The osd-crash snapshot with node1's object server gone (pid file left): a daemon
-    daemon-restart restarts."""
+    """The osd-crash snapshot with node1's object server killed by the OOM killer (pid
+    file left): a daemon daemon-restart restarts."""
+    hf = snap.hosts["node1"]
+    dfs = tuple(dataclasses.replace(
+        d, alive=False, proc_state="", probe="",
+        oom_lines=(f"Out of memory: Killed process {d.pid} (swift-object-se)",))
+        if d.name == "swift-object-server" else d for d in hf.daemon_facts)
+    return dataclasses.replace(snap, hosts={**snap.hosts,
+                                            "node1": dataclasses.replace(hf, daemon_facts=dfs)})
+
+
+def _object_server_stopped(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """The osd-crash snapshot with node1's object server stopped by a plain kill (pid file
+    left, no crash, its port free): a daemon daemon-start starts."""
     hf = snap.hosts["node1"]
     dfs = tuple(dataclasses.replace(d, alive=False, proc_state="", probe="")
                 if d.name == "swift-object-server" else d for d in hf.daemon_facts)
-    return dataclasses.replace(snap, hosts={**snap.hosts,
-                                            "node1": dataclasses.replace(hf, daemon_facts=dfs)})
+    pid = next(d.pid for d in hf.daemon_facts if d.name == "swift-object-server")
+    free = {port: held for port, held in (hf.listeners or {}).items() if held[0] != pid}
+    return dataclasses.replace(snap, hosts={**snap.hosts, "node1": dataclasses.replace(
+        hf, daemon_facts=dfs, listeners=free)})
 
 
 def test_every_host_qualified_runbook_is_covered() -> None:
@@ -151,6 +166,8 @@ def test_every_host_qualified_runbook_plans_locks_and_audits_the_configured_name
         snap, opts = with_builders(snap, tmp_path, 3), {"device": NEW}
     if runbook == "daemon-restart":
         snap = _object_server_killed(snap)
+    if runbook == "daemon-start":
+        snap = _object_server_stopped(snap)
     base = plan_from_snapshot(ctx, snap, runbook, f"{left}@{host}", opts)
     for spelt in (ht.address, host.upper(), host + ".", f"::ffff:{ht.address}"):
         p = plan_from_snapshot(ctx, snap, runbook, f"{left}@{spelt}", opts)

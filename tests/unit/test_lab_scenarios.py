@@ -91,9 +91,9 @@ def test_every_ceph_and_swift_command_line_goes_through_the_release_seam(
     cfg = config_text(lab)
     assert cfg.count('osd_start = ["chroot", "/srv/rootfs", "ceph-osd"') == lab.n_hosts
     assert cfg.count('osd_activate_raw = ["chroot", "/srv/rootfs", "env"') == lab.n_hosts
-    for role in ("server", "replicator"):
+    for role, n in (("server", 4), ("replicator", 3)):  # the servers (and the proxy)
         script = start_script(lab, role)
-        assert script.count("setsid chroot /srv/rootfs /usr/bin/swift-") == 3
+        assert script.count("setsid chroot /srv/rootfs /usr/bin/swift-") == n
     plain = Lab(tmp_path / "lab", 29000, "mixed")
     assert plain.ceph_cluster.osd_start_argv() == ["ceph-osd", "-c", str(plain.conf), "-i",
                                                    "{id}"]

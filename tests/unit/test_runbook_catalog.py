@@ -7,7 +7,7 @@ from __future__ import annotations
 from runbooks.api import list_runbooks, runbook_for_code
 
 ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
-         "daemon-restart", "mgr-failover", "cache-tier-tune", "pool-pg-num",
+         "daemon-restart", "daemon-start", "mgr-failover", "cache-tier-tune", "pool-pg-num",
          "swift-device-remount", "swift-server-start",
          "swift-ring-rebalance", "swift-ring-push", "swift-dispersion-populate",
          "swift-replicator-start", "osd-replace-disk", "swift-replace-drive",

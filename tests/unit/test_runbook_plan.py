@@ -102,7 +102,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
                      "pool-pg-num", "swift-device-remount", "swift-ring-rebalance",
                      "swift-server-start", "swift-ring-push", "swift-dispersion-populate",
                      "crash-archive", "swift-replicator-start", "mgr-failover", "osd-replace-disk",
-                     "swift-replace-drive", "daemon-restart",
+                     "swift-replace-drive", "daemon-restart", "daemon-start",
                      "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
                      "maintenance-start", "maintenance-end", "pg-repair",
                      "pg-mark-unfound-lost", "flag-unset", "pool-app-enable",
