@@ -104,8 +104,9 @@ MAP: Mapping[str, AlertMapping] = {
     "CephHealthWarning": AlertMapping(any_incident=True, names="incident"),
     # monitors
     "CephMonDownQuorumAtRisk": AlertMapping(("MON_DOWN",), _MON_ROOTS, "", "mon",
-                                            ("daemon-restart",)),
-    "CephMonDown": AlertMapping(("MON_DOWN",), _MON_ROOTS, "", "mon", ("daemon-restart",)),
+                                            ("daemon-restart", "daemon-start")),
+    "CephMonDown": AlertMapping(("MON_DOWN",), _MON_ROOTS, "", "mon",
+                                ("daemon-restart", "daemon-start")),
     "CephMonDiskspaceCritical": AlertMapping(("MON_DISK_CRIT",), ("FS_FULL",), "", "mon"),
     "CephMonDiskspaceLow": AlertMapping(("MON_DISK_LOW",), ("FS_FULL",), "", "mon"),
     "CephMonClockSkew": AlertMapping(("MON_CLOCK_SKEW",), ("MON_CLOCK_SKEW",), "", "mon"),
@@ -150,7 +151,8 @@ MAP: Mapping[str, AlertMapping] = {
     "CephMgrModuleCrash": AlertMapping(("RECENT_MGR_MODULE_CRASH",), (), "", "mgr",
                                        ("crash-archive",)),
     "CephMgrPrometheusModuleInactive": AlertMapping(("MGR_DOWN",), _MGR, "", "mgr",
-                                                    ("mgr-failover", "daemon-restart")),
+                                                    ("mgr-failover", "daemon-restart",
+                                                     "daemon-start")),
     # PGs: the pool is in the labels; the cause is what took the OSDs away
     "CephPGsInactive": AlertMapping(("PG_AVAILABILITY",), (*_PGS, *_OSD_DOWN_ROOTS), "pool",
                                     "osd", _OSD_DOWN_FIX),
@@ -199,7 +201,7 @@ MAP: Mapping[str, AlertMapping] = {
                                          ("CEPH_VERSIONS_MIXED",), "", "daemon"),
     "CephadmDaemonFailed": AlertMapping(("CEPHADM_FAILED_DAEMON",),
                                         (*_OSD_DOWN_ROOTS, *_MGR, "MON_OUT_OF_QUORUM"), "",
-                                        "daemon", (*_OSD_DOWN_FIX, "mgr-failover")),
+                                        "daemon", (*_OSD_DOWN_FIX, "mgr-failover", "daemon-start")),
     "CephadmPaused": AlertMapping(("CEPHADM_PAUSED",), no_data=(
         "the cephadm orchestrator was paused by hand (`ceph orch resume`); this deployment "
         "runs no cephadm")),
