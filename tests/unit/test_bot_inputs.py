@@ -179,8 +179,14 @@ def _dribble(port: int, head: bytes, tail: bytes) -> bytes:
             except OSError:  # the server closed first: its answer is in the buffer
                 break
         data = b""
-        while chunk := s.recv(4096):
-            data += chunk
+        try:
+            while chunk := s.recv(4096):
+                data += chunk
+        except ConnectionResetError:
+            # a byte the dribbler sent after the 408 made the server's close a reset, and
+            # a reset may drop the answer unread (seen under CI load): said as such; the
+            # server's own count and log lines below still prove the deadline cut it
+            return data or b"RESET"
         return data
     finally:
         s.close()
@@ -206,7 +212,7 @@ def test_a_dribbling_client_is_cut_off_by_the_request_deadline(
         in_headers = _dribble(srv.port, line, headers * 20)
         in_body = _dribble(srv.port, line + headers + b"\r\n", body * 20)
         for answer in (in_headers, in_body):
-            assert answer.startswith(b"HTTP/1.0 408 "), answer
+            assert answer.startswith(b"HTTP/1.0 408 ") or answer == b"RESET", answer
         # the worker is free again: a normal request on the same server is answered
         assert sender.slash("help", VIEWER).status == 200
         assert srv.httpd.late_refusals == 2
