@@ -19,7 +19,8 @@ from checks.osd import cluster_entity
 from runbooks.base import Draft, Runbook, host_of, register
 from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from runbooks.osd import UP_POLL_S, _start_and_up, _start_argv, osd_up_probe
-from storage.model import ClusterSnapshot, DaemonLife, DaemonStatus
+from storage.model import ClusterSnapshot, DaemonLife, DaemonStatus, HostFacts, OsdState
+from storage.targets import HostTarget
 
 # what is saved before anything changes: constant script, typed arguments
 # $1 evidence dir, $2 log file, $3 crash report dir, $4 pid (a hung process)
@@ -73,6 +74,24 @@ def _status(snap: ClusterSnapshot, target: str) -> DaemonStatus:
     return st
 
 
+def _osd_safe_to_start(snap: ClusterSnapshot, name: str, ht: HostTarget, facts: HostFacts,
+                       verb: str) -> OsdState:
+    """The osdmap's OSD ``name``, refused when its disk shows kernel I/O errors or its
+    data dir is not in place (restarting or starting it then is unsafe or useless)."""
+    osd = snap.ceph.osd(int(name.split(".", 1)[1])) if snap.ceph is not None else None
+    if osd is None:
+        raise Refused(f"{name} is not in the osdmap")
+    dg = diagnose_osd(facts, osd, snap.ceph.fsid if snap.ceph else "", snap.taken_at)
+    if dg is not None and dg.io_errors:
+        e = dg.io_errors[-1]
+        raise Refused(f"{e.device} on {ht.name} shows kernel I/O errors, {verb} "
+                      f"{name} is unsafe: {e.line.strip()}")
+    if dg is not None and dg.mount is None and not dg.populated:
+        raise Refused(f"{dg.data_dir} is not in place on {ht.name}: use "
+                      f"{dg.runbook() or 'osd-remount'}")
+    return osd
+
+
 @register
 class DaemonRestart(Runbook):
     info = RunbookInfo(
@@ -104,18 +123,7 @@ class DaemonRestart(Runbook):
                           f"restarts only a crashed or hung daemon{hint}")
         ht, facts = host_of(d.ctx, snap, st.host, st.name)
         if st.kind == "osd":
-            osd_id = int(st.name.split(".", 1)[1])
-            osd = snap.ceph.osd(osd_id) if snap.ceph is not None else None
-            if osd is None:
-                raise Refused(f"{st.name} is not in the osdmap")
-            dg = diagnose_osd(facts, osd, snap.ceph.fsid if snap.ceph else "", snap.taken_at)
-            if dg is not None and dg.io_errors:
-                e = dg.io_errors[-1]
-                raise Refused(f"{e.device} on {ht.name} shows kernel I/O errors, restarting "
-                              f"{st.name} is unsafe: {e.line.strip()}")
-            if dg is not None and dg.mount is None and not dg.populated:
-                raise Refused(f"{dg.data_dir} is not in place on {ht.name}: use "
-                              f"{dg.runbook() or 'osd-remount'}")
+            osd_id = _osd_safe_to_start(snap, st.name, ht, facts, "restarting").id
             start = _start_argv(d, ht, osd_id)
         else:
             conf = next((x for x in ht.daemons if x.name == st.name), None)
@@ -234,18 +242,7 @@ class DaemonStart(Runbook):
         ht, facts = host_of(d.ctx, snap, st.host, st.name)
         d.params.update(daemon=st.name, host=ht.name, life=st.life.value, why=st.summary)
         if st.kind == "osd":
-            osd_id = int(st.name.split(".", 1)[1])
-            osd = snap.ceph.osd(osd_id) if snap.ceph is not None else None
-            if osd is None:
-                raise Refused(f"{st.name} is not in the osdmap")
-            dg = diagnose_osd(facts, osd, snap.ceph.fsid if snap.ceph else "", snap.taken_at)
-            if dg is not None and dg.io_errors:
-                e = dg.io_errors[-1]
-                raise Refused(f"{e.device} on {ht.name} shows kernel I/O errors, starting "
-                              f"{st.name} is unsafe: {e.line.strip()}")
-            if dg is not None and dg.mount is None and not dg.populated:
-                raise Refused(f"{dg.data_dir} is not in place on {ht.name}: use "
-                              f"{dg.runbook() or 'osd-remount'}")
+            osd = _osd_safe_to_start(snap, st.name, ht, facts, "starting")
             _start_and_up(d, ht, osd, False)
             d.verify_codes = ("DAEMON_STOPPED", "OSD_DAEMON_STOPPED")
             d.verify_entities = (st.entity,)
