@@ -30,6 +30,7 @@ from tests.support.alert_posts import (
     PROMTOOL,
     attached_runbooks,
     evaluate,
+    hold_min,
     posts_of,
     rule_names,
     scenario_dirs,
@@ -225,3 +226,12 @@ def test_each_firing_group_is_posted_once_with_the_fix_the_map_names(
             assert rb in registry() and target, p.fix
             # the map's claim holds in what is posted (and the other way: test_alert_map)
             assert m.any_incident or rb in m.runbooks, (p.rule, p.fix, m.runbooks)
+
+
+def test_the_hold_is_the_longest_wait_of_a_rule_that_can_fire_on_what_is_served() -> None:
+    # Reef's NVMe-oF version rule waits 1h: only when a gateway's metric is served
+    assert hold_min("reef", frozenset({"ceph_health_status"})) == 20
+    assert hold_min("reef", frozenset({"ceph_nvmeof_gateway_info"})) == 65
+    assert hold_min("reef") == 65  # every rule
+    # a rule asking for an absent metric can fire on nothing served
+    assert hold_min("pacific", frozenset()) >= 5
