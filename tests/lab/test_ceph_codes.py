@@ -217,7 +217,7 @@ def test_pause_is_one_incident_and_its_printed_next_step_unsets_it(lab: Lab,
         ceph(lab, "osd", "unset", "pause")
 
 
-@pytest.mark.release
+@pytest.mark.on_reef  # the manager stopped on Pacific: test_mgrmon_lab.py (daemon-start)
 def test_stopped_manager_the_osd_picture_then_mgr_down_says_what_is_stale(
         lab: Lab, env: Env) -> None:
     """One manager stop, two facts: the collector still gives the OSD picture (the manager
