@@ -329,9 +329,7 @@ class Commands(Actions):
             from runbooks.expiry import describe_open
 
             env = self.backend.env
-            env.sweep_expired(cluster, "slack")
-            lines = [f"expired: {x}" for x in env.take_reverted()]
-            lines += describe_open(env.journal, cluster) or [
+            lines = describe_open(env.journal, cluster) or [
                 f"no temporary change held on {cluster}"]
             return r.text_reply(f"{cluster}: temporary changes\n" + "\n".join(lines))
         assert cmd.host is not None

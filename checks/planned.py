@@ -7,7 +7,9 @@ Until the deadline, the findings they explain are one INFO finding each, saying 
 on, until when and by whom (``maintenance node2 on until 14:30 by alice``), with no Fix:
 the next on-call is never told to end a colleague's window, and the check exits 0 for it.
 Past its deadline the findings stay as the checks made them (a WARN whose next step ends
-or reverts it). A flag set by hand, with no window in the journal, stays a problem.
+or reverts it) and say the change is overdue: the check never reverts it (a read never
+writes, issue 39.3); ``watch``, the bot's timer and ``stordoc maintenance sweep`` do. A
+flag set by hand, with no window in the journal, stays a problem.
 
 Applied by the engine after every check ran (``checks.engine.run_checks``), so the CLI,
 the Slack bot, the TUI and ``watch`` read the same verdict.
@@ -105,9 +107,46 @@ def _ratios_planned(f: Finding, changes: Sequence[HeldChange]) -> HeldChange | N
     return min(found, key=lambda c: c.deadline)
 
 
+def _overdue_note(ch: HeldChange, now: float) -> str:
+    return (f"overdue: change #{ch.id} ({ch.what}, by {ch.by}) outlived its deadline "
+            f"{until(ch.deadline, now)} UTC by {_left(now - ch.deadline)}; watch and the "
+            f"bot revert it at its deadline, a check never does (now: stordoc maintenance "
+            f"sweep)")
+
+
+def _said_overdue(findings: Sequence[Finding], snap: ClusterSnapshot,
+                  now: float) -> list[Finding]:
+    """Past its deadline a change is not reverted by the check that sees it (a read
+    never writes): each finding it explains keeps its severity and next step and says
+    the change is overdue, and how it is put back."""
+    late = [c for c in snap.changes if c.deadline <= now]
+    if not late:
+        return list(findings)
+    out = []
+    for f in findings:
+        ev = f.evidence
+        ch: HeldChange | None = None
+        if f.code == "OSDMAP_FLAGS" and ev.get("osd") is not None and ev.get("flag"):
+            ch = _window_of(late, str(ev["flag"]), f"osd.{ev['osd']}")
+        elif f.code == "CEPH_HEALTH" and ev.get("ceph_code") == "OSD_FLAGS":
+            chs = _ceph_flags_planned(f, late)
+            ch = chs[0] if chs else None
+        elif f.code == "FULL_RATIOS_RAISED":
+            ch = _ratios_planned(f, late)
+        if ch is None:
+            out.append(f)
+            continue
+        out.append(replace(f, message=f"{f.message} ({_overdue_note(ch, now)})",
+                           evidence={**ev, "overdue": {"change_id": ch.id, "by": ch.by,
+                                                       "deadline": ch.deadline}}))
+    return out
+
+
 def apply(findings: Sequence[Finding], snap: ClusterSnapshot, now: float) -> list[Finding]:
     """``findings`` with what an open temporary change explains made planned (INFO,
-    saying until when and by whom), the flags of one window as one finding."""
+    saying until when and by whom), the flags of one window as one finding; what a
+    change past its deadline explains said to be overdue."""
+    findings = _said_overdue(findings, snap, now)
     changes = _open(snap, now)
     if not changes:
         return list(findings)

@@ -233,6 +233,9 @@ def _revert(ctx: RunContext, audit: Audit, changes: list[HeldChange]) -> list[st
 def describe_open(ctx_journal: Any, cluster: str, now: float | None = None) -> list[str]:
     """One line per open temporary change (for ``maintenance list`` and status)."""
     now = time.time() if now is None else now
-    return [f"#{c.id} {c.what}: set by {c.by} at {fmt_at(c.created_at)}, reverted at "
-            f"{fmt_at(c.deadline)} (in {max(0, int(c.deadline - now))} s)"
+    return [f"#{c.id} {c.what}: set by {c.by} at {fmt_at(c.created_at)}, " + (
+            f"reverted at {fmt_at(c.deadline)} (in {int(c.deadline - now)} s)"
+            if c.deadline > now else
+            f"OVERDUE: its deadline {fmt_at(c.deadline)} passed {int(now - c.deadline)} s "
+            f"ago (watch and the bot revert it; now: stordoc maintenance sweep)")
             for c in expiring.open_changes(ctx_journal, cluster)]

@@ -138,10 +138,13 @@ class Env:
         return collect(target, host_facts=host_facts,
                        ssh_pool=self.ssh_pool if host_facts and target.hosts else None)
 
-    def sweep_expired(self, cluster: str, source: str = "cli") -> list[str]:
+    def sweep_expired(self, cluster: str, source: str = "cli",
+                      remember: bool = True) -> list[str]:
         """Revert the cluster's temporary changes whose deadline has passed (a raised
-        full ratio, a maintenance window's noout): whoever runs next does it, also after
-        stordoc was restarted or killed. Cheap when nothing is due (one journal read)."""
+        full ratio, a maintenance window's noout): its own audited step, run by ``watch``
+        at each deadline, the bot's timer and ``stordoc maintenance sweep``, never by a
+        check or a fix (a read never writes; issue 39.3). Also after stordoc was restarted
+        or killed: the changes are in the journal. Cheap when nothing is due."""
         if self._sweeping or not os.path.exists(os.path.expanduser(self.settings.journal)):
             return []
         from storage.expiring import due
@@ -155,7 +158,8 @@ class Env:
             lines = sweep(self.run_context(cluster, source=source))
         finally:
             self._sweeping = False
-        self.reverted.extend(lines)
+        if remember:  # for take_reverted (watch, the CLI); the bot's timer logs its own
+            self.reverted.extend(lines)
         return lines
 
     def take_reverted(self) -> list[str]:
@@ -164,12 +168,10 @@ class Env:
         return lines
 
     def run_context(self, cluster: str | None, source: str = "cli") -> RunContext:
-        """What the runbooks need for one cluster: target, journal, limits, who acts.
-        Expired temporary changes are reverted first (``sweep_expired``)."""
+        """What the runbooks need for one cluster: target, journal, limits, who acts."""
         from runbooks.api import RunContext
 
         n = self.cluster_name(cluster)
-        self.sweep_expired(n, source)
         cs = self.settings.clusters[n]
         preflight_cluster(cs)
         rs = self.settings.runbooks

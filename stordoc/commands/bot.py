@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from stordoc.argtypes import duration, int_range
@@ -62,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("stordoc.bot")
     _mark_interrupted(env, log)
     stop = threading.Event()
-    for name in args.watch:
-        _start_watch(env, bot, env.cluster_name(name), args.every, stop, log)
+    watched = {env.cluster_name(name) for name in args.watch}
+    for name in sorted(watched):
+        _start_watch(env, bot, name, args.every, stop, log)
+    # the clusters no watch loop looks after: their temporary changes reverted on time
+    _start_sweeper(env, [c for c in env.settings.clusters if c not in watched], stop, log)
     try:
         if args.http:
             try:
@@ -110,6 +114,45 @@ def _start_watch(env: Env, bot: StordocBot, cluster: str, every: float,
                 log.warning("watch %s: %s", cluster, e)
                 stop.wait(every)
     threading.Thread(target=run, name=f"stordoc-watch-{cluster}", daemon=True).start()
+
+
+def _start_sweeper(env: Env, clusters: list[str], stop: threading.Event,
+                   log: logging.Logger, poll_s: float = 30.0) -> threading.Thread | None:
+    """The bot's timer: wakes at the next deadline of a temporary change stordoc holds on
+    ``clusters`` (and every ``poll_s``, to see changes other stordoc processes made) and
+    reverts what is due (``Env.sweep_expired``: one audited ``expiry-revert`` run). A
+    check never does it (issue 39.3)."""
+    if not clusters:
+        return None
+    from storage.expiring import open_changes
+
+    def next_deadline(cluster: str) -> float | None:
+        try:
+            return min((c.deadline for c in open_changes(env.journal, cluster)), default=None)
+        except Exception as e:  # the journal busy or gone: tried again at the next wake
+            log.warning("cluster %s: temporary changes unreadable: %s", cluster, e)
+            return None
+
+    def run() -> None:
+        while not stop.is_set():
+            soonest = time.time() + poll_s
+            for cluster in clusters:
+                due = next_deadline(cluster)
+                if due is not None and due <= time.time():
+                    try:
+                        for line in env.sweep_expired(cluster, "bot", remember=False):
+                            log.info("cluster %s: expired: %s", cluster, line)
+                    except Exception as e:  # a failed revert stays held: tried again
+                        log.warning("cluster %s: reverting expired changes: %s", cluster, e)
+                    due = next_deadline(cluster)
+                    if due is not None and due <= time.time():
+                        continue  # not reverted (the cluster did not answer): next poll
+                if due is not None:
+                    soonest = min(soonest, due + 0.05)
+            stop.wait(max(0.05, soonest - time.time()))
+    t = threading.Thread(target=run, name="stordoc-expiry-timer", daemon=True)
+    t.start()
+    return t
 
 
 def _mark_interrupted(env: Env, log: logging.Logger) -> None:

@@ -319,8 +319,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         out = _service(env).check(args.cluster, "cli", _policy(args), only=only,
                                   host_facts=args.host_facts)
-        for line in env.take_reverted():  # temporary changes past their deadline
-            env.term.note(f"expired: {line}")
     finally:
         env.close()
     if args.json:

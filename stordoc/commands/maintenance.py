@@ -2,7 +2,9 @@
 window on one host (runbooks ``maintenance-start``/``maintenance-end``: noout on that
 host's OSDs only, unset by stordoc at the deadline, ``runbooks.expiry``), planned,
 confirmed and audited like every fix. ``list`` shows every temporary change stordoc holds
-(windows and raised full ratios) and when each ends."""
+(windows and raised full ratios) and when each ends, or that it is overdue: a read never
+reverts. ``sweep`` reverts what is past its deadline now, the step ``watch`` and the bot's
+timer run at each deadline."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def _window(text: str) -> str:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("maintenance", help="a maintenance window on a host: noout on its "
-                       "OSDs until a deadline (start, end, list)")
+                       "OSDs until a deadline (start, end, list, sweep)")
     msub = p.add_subparsers(dest="action", metavar="ACTION")
     s = msub.add_parser("start", help="noout on HOST's OSDs for --for (stordoc unsets it "
                         "at the deadline)")
@@ -39,7 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         x.add_argument("--cluster", help="cluster name from the settings")
         x.add_argument("--yes", "-y", action="store_true", help="confirm without asking")
     ls = msub.add_parser("list", help="the temporary changes stordoc holds and their ends")
-    ls.add_argument("--cluster", help="cluster name from the settings")
+    sw = msub.add_parser("sweep", help="revert the temporary changes past their deadline "
+                         "now (what watch and the bot do at each deadline), audited")
+    for x in (ls, sw):
+        x.add_argument("--cluster", help="cluster name from the settings")
     p.set_defaults(func=cmd_maintenance)
 
 
@@ -48,8 +53,11 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
     if args.action == "list":
         return _list(args)
+    if args.action == "sweep":
+        return _sweep(args)
     if args.action not in ("start", "end"):
-        raise UserError("maintenance needs an action: start HOST --for 2h, end HOST, list")
+        raise UserError("maintenance needs an action: start HOST --for 2h, end HOST, list, "
+                        "sweep")
     if not args.host.strip():
         raise UserError(f"maintenance {args.action}: the host is empty: it takes a "
                         f"configured host name (stordoc maintenance {args.action} HOST)")
@@ -65,12 +73,25 @@ def _list(args: argparse.Namespace) -> int:
     env = env_from_args(args)
     try:
         cluster = env.cluster_name(args.cluster)
-        env.sweep_expired(cluster)
-        for line in env.take_reverted():
-            env.term.line(f"expired: {line}")
-        lines = describe_open(env.journal, cluster)
+        lines = describe_open(env.journal, cluster)  # a read: overdue ones are said so
         for line in lines or [f"no temporary change held on {cluster}"]:
             env.term.line(line)
         return 0
+    finally:
+        env.close()
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """Revert what is past its deadline now: one audited ``expiry-revert`` run (exit 1
+    when a revert failed or the cluster did not answer: the change stays held)."""
+    env = env_from_args(args)
+    try:
+        cluster = env.cluster_name(args.cluster)
+        env.target(cluster)  # an unknown or unusable cluster: one line, nothing done
+        env.sweep_expired(cluster)
+        lines = env.take_reverted()
+        for line in lines or [f"nothing past its deadline on {cluster}"]:
+            env.term.line(f"expired: {line}" if lines else line)
+        return 1 if any("FAILED" in x or "not reverted" in x for x in lines) else 0
     finally:
         env.close()

@@ -140,10 +140,13 @@ def loop(svc: Service, cluster: str, every: float, stop: threading.Event,
     backoff = Backoff(every)
     while not stop.is_set() and (count is None or n < count):
         t0 = time.monotonic()
+        # temporary changes past their deadline: reverted here, as its own audited step
+        # (a check only reads and says they are overdue)
+        env.sweep_expired(cluster, source)
+        for line in env.take_reverted():
+            emit(f"{stamp()} {cluster} EXPIRED {line}")
         out = svc.check(cluster, source)
         n += 1
-        for line in env.take_reverted():  # temporary changes past their deadline
-            emit(f"{stamp()} {cluster} EXPIRED {line}")
         for line in changes(seen, out):
             emit(line)
         if out.report.verdict != Verdict.UNREACHABLE and desk is not None and \

@@ -115,15 +115,15 @@ class Inspector:
 
     def _pipeline(self, cluster: str, source: str, record: bool,
                   only: tuple[str, ...] | None, host_facts: bool) -> CheckOutcome:
-        """The settings' part of a check, then ``pipeline.run_check``: expired temporary
-        changes reverted first (whoever checks next does it), the mutes of the journal
-        honoured even when the run is not recorded, next steps planned."""
+        """The settings' part of a check, then ``pipeline.run_check``: the mutes of the
+        journal honoured even when the run is not recorded, next steps planned. A check
+        never reverts an expired temporary change (it says it is overdue:
+        checks/planned.py); ``Env.sweep_expired`` is its own step."""
         from runbooks.nextstep import planning_context
 
         env = self.env
         cs = env.settings.clusters[cluster]
         preflight_cluster(cs)
-        env.sweep_expired(cluster, source)
         mutes_from = env.journal if record or os.path.exists(
             os.path.expanduser(env.settings.journal)) else None
         target = cs.target(cluster)

@@ -153,9 +153,11 @@ def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
     """The CLI end to end on the real cluster: ``maintenance start`` sets noout on that
     host's OSDs only (``set-group``), ``list`` names it, ``end`` clears it; an unknown
     host is one line and changes nothing; so is an empty host and a ratio past Ceph's
-    order (full above the failsafe 0.97). A temporary ``full-ratio-raise`` is reverted at
-    its deadline by the next stordoc process that runs (here ``maintenance list``: the
-    one that made it is gone, as after a crash), audited as ``expiry-revert``."""
+    order (full above the failsafe 0.97). A temporary ``full-ratio-raise`` past its
+    deadline is said overdue by ``maintenance list`` and ``check``, which change nothing
+    (a read never writes), and reverted by ``maintenance sweep`` (the step ``watch`` and
+    the bot's timer run; the process that made it is gone, as after a crash), audited as
+    ``expiry-revert``."""
     from storage import expiring
     from storage.audit import Audit
 
@@ -202,9 +204,19 @@ def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
         assert len(held) == 1, held
         time.sleep(max(0.0, held[0].deadline - time.time()) + 0.5)
         assert abs(_full_ratio(lab) - want) < 1e-4  # nothing runs: nothing reverts it
+        # issue 39.3: a read never writes: list and check say it is overdue, and leave it
         ls = cli(lab, env, "maintenance", "list")
-        assert ls.returncode == 0 and "expired and reverted" in ls.stdout, \
-            ls.stdout + ls.stderr
+        assert ls.returncode == 0 and "OVERDUE" in ls.stdout, ls.stdout + ls.stderr
+        r = cli(lab, env, "check", "--json")
+        said = [f["message"] for f in json.loads(r.stdout)["findings"]
+                if "overdue: change #" in f["message"]]
+        assert said and "maintenance sweep" in said[0], r.stdout[-3000:]
+        assert abs(_full_ratio(lab) - want) < 1e-4
+        assert not [x for x in Audit(env.journal).runs(cluster="lab")
+                    if x.runbook == "expiry-revert"]
+        sw = cli(lab, env, "maintenance", "sweep")  # the step watch and the bot run
+        assert sw.returncode == 0 and "expired and reverted" in sw.stdout, \
+            sw.stdout + sw.stderr
         assert abs(_full_ratio(lab) - full0) < 1e-4
         assert not expiring.open_changes(env.journal, "lab")
         runs = [x for x in Audit(env.journal).runs(cluster="lab")
