@@ -1,7 +1,7 @@
 """OSD deployment layouts on the real lab, per release: the session's `mixed` lab names each
 OSD's flavour (ceph-disk style XFS, ceph-volume raw) with no finding; a second lab of
-another layout (raw only, on Pacific) comes up healthy beside it, survives its processes
-being killed (a second `lab up` cleans up and starts again) and leaves nothing behind.
+another layout (raw only, on Pacific) comes up healthy beside it, and with every process
+killed (a crash), `lab down` leaves nothing behind.
 
 The tmpfs seed fault (osd-not-activated) is broken for real and repaired by its `next:`
 line on both releases in test_scenarios.py; its diagnosis, plan and the TUI/Slack views
@@ -49,7 +49,7 @@ def test_healthy_lab_gives_no_host_finding_and_names_each_flavour(lab: Lab, env:
 
 # on Pacific only (its lab starts in a third of Reef's time): the session's mixed lab holds
 # both OSD kinds on both releases, and this is mostly the lab tool's own proof
-def test_a_second_lab_of_another_layout_side_by_side_survives_a_crash_and_leaves_nothing(
+def test_a_second_lab_of_another_layout_side_by_side_crashed_leaves_nothing(
         lab: Lab) -> None:
     layout = OTHER_LAYOUT.get(lab.release, "raw")
     base = Path("/var/tmp") / f"stordoc-lab-{layout}-{os.getpid()}"
@@ -74,23 +74,21 @@ def test_a_second_lab_of_another_layout_side_by_side_survives_a_crash_and_leaves
             wait_until(quiet, 180, f"no finding on the fresh {layout} lab ({last})", 2.0)
         finally:
             e.close()
-        # the lab dies: every process killed, mounts and loop devices stay
-        for pid in other.status()["processes"].values():
-            if pid:
-                os.kill(pid, signal.SIGKILL)
+        # the lab dies: every process killed, mounts and loop devices stay; `lab down`
+        # (below) cleans up after it (a second `lab up` over the remains is no longer
+        # tried here: 40-70 s of CI's budget for the lab tool's own proof)
+        pids = [p for p in other.status()["processes"].values() if p]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
         wait_until(lambda: not any(other.status()["processes"].values()), 60, "every process gone",
              0.3)
         assert other.mounts.under_base() and other.loop_devices()
-        other.up()
-        assert other.running() and lab.running()
         # XFS OSDs: data image + block; raw OSDs: block only; 4 Swift devices
         assert len(other.loop_devices()) == \
             sum(2 if k == "xfs" else 1 for k in other.kinds) + 4
         assert "raw" not in other.kinds or other.bootstrap_keyring.exists()
-        pids = [p for p in other.status()["processes"].values() if p]
     finally:
-        res = other.down(quiet=True)
-    assert res["stopped"]
+        other.down(quiet=True)
     assert not base.exists()
     assert other.loop_devices() == {}
     mounts = Path("/proc/mounts").read_text()
