@@ -20,7 +20,7 @@ from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
 from bot.core import BotError, Where, log
 from bot.redact import hide_paths
-from checks.incidents import Incident, correlate
+from checks.incidents import Incident
 from checks.model import Finding
 from checks.outcome import CheckOutcome
 from storage.audit import secrets_in
@@ -214,9 +214,9 @@ class Commands(Actions):
         if run is None:
             return r.text_reply(f"no check run recorded for {cluster} yet: try "
                                 f"`{self.command} health {cluster}`")
-        # recorded findings: no snapshot to plan on; the root's runbook, which the plan
-        # still guards when pressed (stordoc.service.fixes.proposed)
-        incs = fixes.proposed(correlate(list(fs)))
+        # recorded findings: no snapshot to plan on; the core proposes the root's runbook,
+        # which the plan still guards when pressed
+        incs = fixes.recorded_incidents(fs)
         return r.findings_reply(cluster, fs, self.token_for(cluster, where.user, incs),
                                 note=f"from check run #{run.id}")
 

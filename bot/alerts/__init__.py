@@ -52,6 +52,7 @@ from bot.alerts.windows import AlertWindow, AlertWindows, Item, Outbox
 from bot.slack_retry import is_slack_failure
 from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
+from stordoc.service import fixes
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -375,9 +376,8 @@ class AlertDesk:
     def incident_blocks(self, cluster: str, inc: Incident, why: str) -> list[r.Block]:
         """The incident's message; its Fix button's token when it has a next step."""
         tok = None
-        if inc.next_step is not None:
-            ns = inc.next_step
-            tok = self.bot.store.new_button("fix", cluster, ns.runbook, ns.target,
+        if (fx := fixes.incident_fix(inc)) is not None:
+            tok = self.bot.store.new_button("fix", cluster, fx.runbook, fx.target,
                                             "alertmanager", self.bot.ttl,
                                             {"code": inc.root.code, "entity": inc.root.entity})
         return alert_incident_blocks(cluster, inc, why, tok)

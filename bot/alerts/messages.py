@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from bot.render.blocks import Block, button, clip, context, divider, esc, header, section
 from bot.render.findings import SEV_ICON, evidence_line
 from checks.model import Verdict
+from stordoc.service import fixes
 
 if TYPE_CHECKING:
     from bot.alerts.payload import AmPayload
@@ -31,9 +32,8 @@ def alert_incident_blocks(cluster: str, inc: Incident, why: str,
     txt = (f"{icon} *Cause:* *{esc(root.entity)}* `{root.code}`\n{esc(root.message)}"
            f"\n_{imp}:_ {esc(inc.impact)}")
     acc = None
-    if inc.next_step is not None:
-        ns = inc.next_step
-        txt += f"\n_next:_ `fix {ns.runbook} {esc(ns.target)}`"
+    if (fx := fixes.incident_fix(inc)) is not None:
+        txt += f"\n_next:_ `fix {fx.runbook} {esc(fx.target)}`"
         if fix_token is not None:
             acc = button("Fix", "fix", fix_token, style="primary")
     elif inc.manual:

@@ -27,6 +27,7 @@ from bot.render.blocks import (
 )
 from checks.incidents import Incident, headline
 from checks.model import Finding, Severity, Verdict
+from stordoc.service import fixes
 from stordoc.service.fixes import last_line
 
 TokenFn = Callable[[Finding], str | None]
@@ -101,12 +102,13 @@ def incident_blocks(n: int, inc: Incident, token: str | None) -> list[Block]:
         txt += f"\n_impact ({inc.severity.label}):_ {esc(inc.impact)}"
     elif inc.impact != inc.root.message:
         txt += f"\n_impact:_ {esc(inc.impact)}"
-    if inc.next_step is not None:
-        txt += f"\n_next:_ `{esc(inc.next_step.command)}`"
+    fx = fixes.incident_fix(inc)
+    if fx is not None:
+        txt += f"\n_next:_ `{esc(fx.command)}`"
     elif inc.manual:
         txt += f"\n_by hand:_ {esc(clip(inc.manual, 400))}"
     acc = (button("Fix", "fix", token, style="primary")
-           if token and inc.next_step is not None else None)
+           if token and fx is not None else None)
     blocks = [section(clip(txt, MAX_SECTION - 20), acc)]
     if inc.consequences:
         blocks.append(context("explains: " + esc(clip(", ".join(
@@ -156,7 +158,8 @@ def health_reply(cluster: str, verdict: Verdict, incidents: Sequence[Incident],
             imp = f"impact ({inc.severity.label})" if inc.escalated else "impact"
             lines.append(f"{n}. [{inc.root.severity.label}] {inc.root.code} {inc.root.entity}: "
                          f"{inc.root.message} | {imp}: {inc.impact}"
-                         + (f" | next: {inc.next_step.command}" if inc.next_step else ""))
+                         + (f" | next: {fx.command}"
+                            if (fx := fixes.incident_fix(inc)) is not None else ""))
             lines += [f"   explains: {c.code} {c.entity}: {c.message}"
                       for c in inc.consequences]
         lines += [f"[{f.severity.label}] {f.entity} {f.code}: {f.message}" for f in rest]

@@ -195,6 +195,8 @@ def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False)
     root's message), the impact when it says more, what it explains (``verbose``) and its
     one next step. An incident whose impact is worse than its root (PGs blocking client
     I/O under a warn finding) says so on its impact line: ``impact (crit): ...``."""
+    from stordoc.service import fixes  # the fix is the core's decision, worded here
+
     new = set(out.delta.new) if out.delta else set()
     for n, inc in enumerate(out.incidents, 1):
         pre = f"{n}. "
@@ -214,8 +216,8 @@ def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False)
             if verbose:
                 also = ", ".join(f"{c.code} {c.entity}" for c in inc.consequences)
                 _say(console, f"explains: {also}", indent=ind, style="dim")
-        if inc.next_step is not None:
-            _say(console, f"next: {inc.next_step.command}", indent=ind, style="green")
+        if (fx := fixes.incident_fix(inc)) is not None:
+            _say(console, f"next: {fx.command}", indent=ind, style="green")
         elif inc.manual:
             _say(console, f"by hand: {_manual(inc)}", indent=ind,
                  style="yellow")

@@ -406,12 +406,11 @@ def _pick_finding(svc: Service, args: argparse.Namespace
 
     code = finding_code(args.finding, FIX_CEPH_HINT)
     entity = args.entity or None
-    # the whole check: which finding is a root and which a consequence is the
-    # correlation's, and the fix an incident's next step (stordoc.service.fixes)
-    out = svc.check(args.cluster, "cli-fix")
-    cluster = out.report.cluster
+    # the core's one call (Service.fix_for): the whole check, then the fix an incident's
+    # next step (stordoc.service.fixes); this front end only words its refusals
+    cluster = svc.env.cluster_name(args.cluster)
     try:
-        choice = fixes.choose_fix(out.report.findings, code, entity, out.incidents)
+        out, choice = svc.fix_for(cluster, code, entity, "cli-fix")
     except fixes.NotReportedFor as e:
         raise Refused(f"no {code} finding for {entity} on cluster {cluster} right now "
                       f"(checked just now; it is reported for "

@@ -37,12 +37,13 @@ from checks.incidents import Incident, NextStep, correlate
 from checks.model import Finding
 from checks.spelling import closest
 from runbooks.nextline import incident_step, last_line  # the one "next:" line of a report
+from storage.model import CephState
 
 __all__ = ["Ambiguous", "FixChoice", "FixRefused", "NoRunbook",
            "NoSuchFinding", "NotReportedFor", "UnknownFindingCode", "catalogued_code",
            "choose_fix", "fix_for_finding", "fix_for_findings", "incident_fix",
            "incident_fixes", "incident_in_area", "incident_step", "last_line",
-           "normalise_code", "proposed"]
+           "maintenance_runbook", "normalise_code", "proposed", "recorded_incidents"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class FixChoice:
     target: str
     finding: Finding
     root: Finding | None = None  # set when ``finding`` is a consequence: the fix is its root's
+
+    @property
+    def command(self) -> str:
+        return f"stordoc fix {self.runbook} {self.target}"
 
 
 class FixRefused(Exception):
@@ -156,10 +161,26 @@ def proposed(incidents: Iterable[Incident]) -> tuple[Incident, ...]:
     return tuple(out)
 
 
+def recorded_incidents(findings: Iterable[Finding]) -> tuple[Incident, ...]:
+    """Findings read back from the journal as incidents, each with its root's runbook
+    proposed (``proposed``: no snapshot to plan on; the plan still guards it)."""
+    return proposed(correlate(list(findings)))
+
+
 def incident_fix(inc: Incident) -> FixChoice | None:
     """An incident's fix: its next step, on its root; None when it is fixed by hand."""
     step = inc.next_step
     return FixChoice(step.runbook, step.target, inc.root) if step is not None else None
+
+
+def maintenance_runbook(ceph: CephState, host: str) -> str:
+    """The maintenance runbook a host gets: ``maintenance-end`` when one of its OSDs
+    carries noout already (a window is on), else ``maintenance-start`` (the TUI's ``m``;
+    the core decides, the front end opens the plan)."""
+    crush = next((h for h in ceph.hosts if h.name == host), None)
+    flagged = crush is not None and any(
+        (x := ceph.osd(i)) is not None and "noout" in x.state for i in crush.osd_ids)
+    return "maintenance-end" if flagged else "maintenance-start"
 
 
 def incident_fixes(incidents: Iterable[Incident]) -> tuple[FixChoice, ...]:

@@ -120,12 +120,20 @@ class _Svc:
         self.findings = findings
         self.checked: list[tuple[str | None, list[str] | None, str]] = []
         self.buf = io.StringIO()
-        self.env = SimpleNamespace(term=SimpleNamespace(out=Console(file=self.buf, width=200)))
+        self.env = SimpleNamespace(term=SimpleNamespace(out=Console(file=self.buf, width=200)),
+                                   cluster_name=lambda name: name or "lab")
 
     def check(self, cluster: str | None, source: str, only: list[str] | None = None
               ) -> Any:  # the service's check
         self.checked.append((cluster, only, source))
         return _outcome(self.findings)
+
+    def fix_for(self, cluster: str | None, code: str, target: str | None, source: str
+                ) -> Any:  # the service's one call: the check, then the core's choice
+        from stordoc.service import fixes
+
+        out = self.check(cluster, source)
+        return out, fixes.choose_fix(out.report.findings, code, target, out.incidents)
 
 
 def _args(code: str, entity: str | None = None) -> argparse.Namespace:
@@ -137,7 +145,7 @@ def test_cli_finding_picks_the_fix_and_says_which_finding() -> None:
     assert _pick_finding(env, _args(" osd_down_out ", "osd.3")) == (  # type: ignore[arg-type]
         "osd-start", "osd.3", SNAP)
     # the whole check (which finding is a root is the correlation's), not only that code
-    assert env.checked == [(None, None, "cli-fix")]
+    assert env.checked == [("lab", None, "cli-fix")]
     assert "OSD_DOWN_OUT osd.3: osd.3 is down and out" in env.buf.getvalue()
 
 

@@ -209,20 +209,22 @@ class DataScreen(Screen[None]):
         if inc.escalated:
             t.append(f"({inc.severity.label}) ", style=views.SEV_STYLE[inc.severity])
         t.append(inc.impact)
-        if inc.next_step is not None and not self.sapp.read_only:
-            t.append(f"   x: {inc.next_step.runbook} {inc.next_step.target}", style="cyan")
+        fx = fixes.incident_fix(inc)
+        if fx is not None and not self.sapp.read_only:
+            t.append(f"   x: {fx.runbook} {fx.target}", style="cyan")
         elif inc.manual:
             t.append(f"   by hand: {inc.manual}", style="dim")
         return t
 
     def fix_screen_incident(self) -> None:
         inc = self.screen_incident()
-        if inc is None or inc.next_step is None:
+        fx = fixes.incident_fix(inc) if inc is not None else None
+        if inc is None or fx is None:
             self.notify("nothing to fix here" if inc is None else
                         f"no runbook applies: {inc.manual or inc.root.message}",
                         severity="warning")
             return
-        self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
+        self.sapp.open_runbook(fx.runbook, fx.target)
 
     def fix_findings(self, findings: Sequence[Finding], what: str = "here") -> None:
         """``x`` on one thing: its incident's fix, the root's for a consequence

@@ -92,11 +92,12 @@ class OverviewScreen(DataScreen):
         if inc is None:
             self.notify("no incident to fix", severity="information")
             return
-        if inc.next_step is None:
+        fx = fixes.incident_fix(inc)
+        if fx is None:
             self.notify(f"{inc.root.code} {inc.root.entity}: no runbook applies; "
-                        f"{inc.manual or 'see the finding'}", severity="warning")
+                        f"{fixes.incident_step(inc)}", severity="warning")
             return
-        self.sapp.open_runbook(inc.next_step.runbook, inc.next_step.target)
+        self.sapp.open_runbook(fx.runbook, fx.target)
 
     @on(VirtualTable.RowSelected, "#incidents")
     def _drill_incident(self, event: VirtualTable.RowSelected) -> None:
@@ -184,10 +185,7 @@ class OsdScreen(DataScreen):
         if not isinstance(host, str) or ceph is None:
             self.notify("select a host or an OSD first", severity="warning")
             return
-        crush = next((h for h in ceph.hosts if h.name == host), None)
-        flagged = crush is not None and any(
-            (x := ceph.osd(i)) is not None and "noout" in x.state for i in crush.osd_ids)
-        self.sapp.open_runbook("maintenance-end" if flagged else "maintenance-start", host)
+        self.sapp.open_runbook(fixes.maintenance_runbook(ceph, host), host)
 
     @on(VirtualTable.RowSelected, "#osds")
     def _drill(self, event: VirtualTable.RowSelected) -> None:

@@ -17,6 +17,7 @@ from textual.widgets import (
 from checks.incidents import Incident
 from checks.model import Finding
 from checks.mutable import mute_refusal
+from stordoc.service import fixes
 from tui import views
 from tui.table import VirtualTable
 
@@ -117,12 +118,12 @@ class IncidentScreen(DetailScreen):
         return views.incident_lines(self.incident, not self.sapp.read_only)
 
     def action_fix(self) -> None:
-        step = self.incident.next_step
-        if step is None:
+        fx = fixes.incident_fix(self.incident)
+        if fx is None:
             self.notify(f"no runbook applies: {self.incident.manual or 'see the findings'}",
                         severity="warning")
             return
-        self.sapp.open_runbook(step.runbook, step.target)
+        self.sapp.open_runbook(fx.runbook, fx.target)
 
 
 class FindingDetailScreen(DetailScreen):

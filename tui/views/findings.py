@@ -10,6 +10,7 @@ from rich.text import Text
 
 from checks.incidents import Incident
 from checks.model import Finding, Severity
+from stordoc.service import fixes
 from tui.views.common import SEV_STYLE, Row, _row
 
 FINDING_COLUMNS = ("severity", "code", "entity", "message", "runbook")
@@ -22,7 +23,7 @@ def incident_rows(incidents: Sequence[Incident], new: Iterable[tuple[str, str]] 
     new_set = set(new)
     rows = []
     for inc in incidents:
-        step = inc.next_step
+        step = fixes.incident_fix(inc)
         nxt = f"{step.runbook} {step.target}" if step else "by hand"
         mark = " *new*" if inc.root.key in new_set else ""
         # the root's own severity (one per finding everywhere); a worse incident says so
@@ -93,7 +94,7 @@ def incident_line(inc: Incident | None, fix_key: bool = True) -> Text:
     if inc is None:
         return Text("")
     t = Text()
-    step = inc.next_step
+    step = fixes.incident_fix(inc)
     if step is not None:
         t.append("next step: ", style="bold")
         t.append(f"{'x runs ' if fix_key else ''}{step.runbook} {step.target}", style="cyan")
@@ -106,7 +107,7 @@ def incident_line(inc: Incident | None, fix_key: bool = True) -> Text:
 
 def incident_lines(inc: Incident, fix_key: bool = True) -> list[tuple[str, str, str]]:
     """One incident, whole: cause, impact, the one next step, every finding in it."""
-    step = inc.next_step
+    step = fixes.incident_fix(inc)
     out = [
         ("incident", f"{inc.root.severity.label} {inc.headline}", SEV_STYLE[inc.root.severity]),
         ("cause", f"{inc.root.code} {inc.root.entity}: {inc.root.message}", "bold"),
