@@ -127,10 +127,12 @@ class ConfigRestore(Runbook):
         "Put back the options of one section of the monitors' configuration database "
         "(global, osd, osd.N) that a fault is made of: a warning line lowered under "
         "Ceph's default, a debug injection on (or the one named with -o option=NAME): "
-        "to the previous value of ceph config log, else ceph config rm WHO NAME.",
+        "to the previous value of ceph config log, else ceph config rm WHO NAME; for "
+        "mon.X, a warning line set at runtime (ceph tell) back to what it overrode.",
         ("CONFIG_OPTION_CAUSE",), destructive=False,
         target_kind="config-section",
-        target_help="a configuration database section: global, mon, osd, osd.N")
+        target_help="a configuration database section: global, mon, mgr, osd, osd.N; "
+                    "or mon.X for a value set at runtime")
 
     def lock_keys(self, target: str) -> list[str]:
         return [f"config {target}"]

@@ -165,8 +165,10 @@ CASES: tuple[Case, ...] = (
     Case("mgr-stopped", "mgr-stopped", {}, "MGR_NO_ACTIVE", "cluster lab mgr", "", 2),
     Case("osd-crush-weight-zero", "osd-crush-weight-zero", {"osd": 1}, "OSD_NO_DATA",
          "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
-    Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
-         live_on="reef"),
+    # the free-space line raised at runtime is the cause (issue 38.2): config-restore mon.a
+    # puts back the ceph.conf value it overrode (`ceph tell mon.a config set ...`)
+    Case("mon-disk-low", "mon-disk-low", {}, "CONFIG_OPTION_CAUSE", "config mon.a",
+         "stordoc fix config-restore mon.a", 1, live_on="reef"),
     # slow requests (lab/scenarios/slow.py): Ceph's dispatch delay on osd.1 under writes;
     # config-restore osd.1 removes the debug options (issue 38.2); the slow heartbeats
     # are the lowered mon_warn_on_slow_ping_time's own incident (config-restore global)
