@@ -128,7 +128,7 @@ class ConfigRestore(Runbook):
         "(global, osd, osd.N) that a fault is made of: a warning line lowered under "
         "Ceph's default, a debug injection on (or the one named with -o option=NAME): "
         "to the previous value of ceph config log, else ceph config rm WHO NAME; for "
-        "mon.X, a warning line set at runtime (ceph tell) back to what it overrode.",
+        "mon.X, a warning line set at runtime on that monitor back to what it overrode.",
         ("CONFIG_OPTION_CAUSE",), destructive=False,
         target_kind="config-section",
         target_help="a configuration database section: global, mon, mgr, osd, osd.N; "
