@@ -108,7 +108,9 @@ MAP: Mapping[str, AlertMapping] = {
     "CephMonDown": AlertMapping(("MON_DOWN",), _MON_ROOTS, "", "mon",
                                 ("daemon-restart", "daemon-start")),
     "CephMonDiskspaceCritical": AlertMapping(("MON_DISK_CRIT",), ("FS_FULL",), "", "mon"),
-    "CephMonDiskspaceLow": AlertMapping(("MON_DISK_LOW",), ("FS_FULL",), "", "mon"),
+    # a free-space line raised at runtime (ceph tell) is the cause (issue 38.2)
+    "CephMonDiskspaceLow": AlertMapping(("MON_DISK_LOW",), ("FS_FULL",), "", "mon",
+                                        ("config-restore",)),
     "CephMonClockSkew": AlertMapping(("MON_CLOCK_SKEW",), ("MON_CLOCK_SKEW",), "", "mon"),
     # OSDs
     "CephOSDDownHigh": AlertMapping(("OSD_DOWN",), _OSD_DOWN_ROOTS, "", "osd", _OSD_DOWN_FIX),
@@ -169,10 +171,15 @@ MAP: Mapping[str, AlertMapping] = {
                                                (*_PGS, *_OSD_DOWN_ROOTS), "", "pg",
                                                _OSD_DOWN_FIX),
     "CephPGBackfillAtRisk": AlertMapping(("PG_BACKFILL_FULL",), _FULL, "", "osd", _FULL_FIX),
-    "CephPGNotScrubbed": AlertMapping(("PG_NOT_SCRUBBED",), (), "", "pg"),
+    # the scrub lines or mon_max_pg_per_osd lowered for the manager are the cause (38.2:
+    # CONFIG_OPTION_CAUSE's incident holds Ceph's code, which selects it)
+    "CephPGNotScrubbed": AlertMapping(("PG_NOT_SCRUBBED",), (), "", "pg",
+                                      ("config-restore",)),
     "CephPGsHighPerOSD": AlertMapping(("TOO_MANY_PGS",), ("PGS_PER_OSD_HIGH",
-                                                          "POOL_PG_NUM_HIGH"), "", "pool"),
-    "CephPGNotDeepScrubbed": AlertMapping(("PG_NOT_DEEP_SCRUBBED",), (), "", "pg"),
+                                                          "POOL_PG_NUM_HIGH"), "", "pool",
+                                      ("config-restore",)),
+    "CephPGNotDeepScrubbed": AlertMapping(("PG_NOT_DEEP_SCRUBBED",), (), "", "pg",
+                                          ("config-restore",)),
     # nodes (node_exporter): the host is in the labels; stordoc's host facts say what lives
     # there and suffers (its OSDs' slow pings and flaps, a full or failing disk)
     "CephNodeRootFilesystemFull": AlertMapping(("MON_DISK_CRIT", "MON_DISK_LOW"), ("FS_FULL",),

@@ -9,8 +9,10 @@ Ratios in the osdmap are float32: compared with a tolerance.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity
@@ -41,7 +43,11 @@ CONFIG_CODES = (
     CodeInfo("CONFIG_OPTION_CAUSE", Severity.WARN,
              "An option set in the monitors' configuration database, changed from Ceph's "
              "default, raises a warning Ceph would not raise at the default (e.g. "
-             "mon_warn_on_slow_ping_time lowered: OSD_SLOW_PING_TIME_*).", "config-restore"),
+             "mon_warn_on_slow_ping_time lowered: OSD_SLOW_PING_TIME_*; "
+             "osd_scrub_max_interval, osd_deep_scrub_interval or mon_max_pg_per_osd "
+             "lowered for the manager: PG_NOT_SCRUBBED, PG_NOT_DEEP_SCRUBBED, "
+             "TOO_MANY_PGS), or a monitor's mon_data_avail_warn raised at runtime "
+             "(ceph tell) above the value it overrides: MON_DISK_LOW.", "config-restore"),
 )
 
 
@@ -231,6 +237,159 @@ def causing_options(st: CephState) -> list[CausingOption]:
     return out
 
 
+# ---------------------------------------------------------------- warning lines
+# (issue 38.2: an option that sets the line a Ceph warning is raised at, moved so that
+# Ceph warns where its line would not: the scrub stamps' age lines and the PGs per OSD the
+# manager's PGMap judges by its own value of them, a monitor's free-space line)
+
+
+@dataclass(frozen=True)
+class LineRule:
+    """An option that draws the line of one Ceph health warning. ``default`` is Ceph's
+    (``ceph config help NAME``, the same on Pacific 16.2 and Reef 18.2); ``raised``: the
+    warning comes sooner when the value goes up (else when it goes down); ``sections``: the
+    configuration database sections the daemon that raises the warning reads, most
+    specific first (the manager computes PG_NOT_SCRUBBED, PG_NOT_DEEP_SCRUBBED and
+    TOO_MANY_PGS in its PGMap: an OSD's own scrub schedule is not changed by them)."""
+
+    name: str
+    default: float
+    code: str
+    sections: tuple[str, ...]
+    raised: bool = False
+    also: tuple[str, ...] = ()  # stordoc's own findings of the same warning
+
+
+# PG_NOT_SCRUBBED: a PG's last scrub older than osd_scrub_max_interval x (1 +
+# mon_warn_pg_not_scrubbed_ratio 0.5); PG_NOT_DEEP_SCRUBBED: osd_deep_scrub_interval x
+# (1 + mon_warn_pg_not_deep_scrubbed_ratio 0.75) (src/mon/PGMap.cc, run in the manager)
+SCRUB_WARN_RATIO = {"PG_NOT_SCRUBBED": 0.5, "PG_NOT_DEEP_SCRUBBED": 0.75}
+LINE_RULES = {r.name: r for r in (
+    LineRule("osd_scrub_max_interval", 604800.0, "PG_NOT_SCRUBBED", ("mgr", "global")),
+    LineRule("osd_deep_scrub_interval", 604800.0, "PG_NOT_DEEP_SCRUBBED", ("mgr", "global")),
+    LineRule("mon_max_pg_per_osd", 250.0, "TOO_MANY_PGS", ("mgr", "global"),
+             also=("PGS_PER_OSD_HIGH",)),
+    LineRule("mon_data_avail_warn", 30.0, "MON_DISK_LOW", ("mon", "global"), raised=True),
+)}
+_SINCE_RE = re.compile(r"\bnot (?:deep-)?scrubbed since (\S+)")
+_PER_OSD_RE = re.compile(r"\((\d+) > max (\d+)\)")
+_AVAIL_RE = re.compile(r"\bmon\.(\S+) has (\d+)% avail")
+# the sources ``config show`` names, most binding first: the value a runtime override hides
+_UNDER_OVERRIDE = ("cmdline", "env", "mon", "file")
+
+
+@dataclass(frozen=True)
+class LineOption:
+    """An option whose value moves a Ceph warning's line so that Ceph warns where its
+    line at ``base`` would not. ``who`` is the configuration database section (``mgr``,
+    ``global``), or the daemon (``mon.a``) for a value set at runtime (``ceph tell``:
+    ``config show`` source ``override``), which goes back to ``base``: the value it
+    overrides (ceph.conf, the database), else Ceph's default."""
+
+    who: str
+    name: str
+    value: str
+    default: float
+    base: str
+    code: str  # the Ceph code it raises
+    folds: tuple[str, ...]  # the codes, Ceph's and stordoc's, it explains
+    runtime: bool = False
+    why: str = ""  # what proves Ceph would not warn at ``base``
+
+    @property
+    def command(self) -> str:
+        if self.runtime:
+            return f"ceph tell {self.who} config set {self.name} {self.base}"
+        return f"ceph config rm {self.who} {self.name}"
+
+
+def _stamp(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("+0000", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _line_not_crossed(rule: LineRule, st: CephState, base: float, now: float | None
+                      ) -> str | None:
+    """Why Ceph, with this line at ``base``, would not raise ``rule.code`` (None: it
+    would, or that is not known)."""
+    hc = next((h for h in st.health_checks if h.code == rule.code and not h.muted), None)
+    if hc is None:
+        return None
+    if rule.code in SCRUB_WARN_RATIO:
+        line = base * (1 + SCRUB_WARN_RATIO[rule.code])
+        stamps = [t for d in hc.detail if (m := _SINCE_RE.search(d))
+                  and (t := _stamp(m.group(1))) is not None]
+        if not stamps or not now:
+            return None
+        age = now - min(stamps)
+        if age >= line:
+            return None
+        return (f"the oldest {'deep-' if 'DEEP' in rule.code else ''}scrub is "
+                f"{_age(age)} old; at {base:g} s Ceph warns after {_age(line)}")
+    if rule.code == "TOO_MANY_PGS":
+        m = _PER_OSD_RE.search(hc.summary)
+        if m is None or int(m.group(1)) > base:
+            return None
+        return f"{m.group(1)} PGs per OSD, not above {base:g}"
+    if rule.code == "MON_DISK_LOW":
+        avail = [int(m.group(2)) for d in hc.detail if (m := _AVAIL_RE.search(d))]
+        # Ceph warns at avail <= mon_data_avail_warn (src/mon/HealthMonitor.cc)
+        if not avail or min(avail) <= base:
+            return None
+        return f"{min(avail)}% free, above {base:g} %"
+    return None
+
+
+def _age(s: float) -> str:
+    if s >= 2 * 86400:
+        return f"{s / 86400:.0f} d"
+    if s >= 2 * 3600:
+        return f"{s / 3600:.0f} h"
+    return f"{s:.0f} s"
+
+
+def line_options(st: CephState, now: float | None = None) -> list[LineOption]:
+    """Options set in the configuration database for the section the warning's daemon
+    reads (the most specific one it has), or at runtime on a monitor, that move a
+    warning's line past Ceph's default so that Ceph warns now where the default (the
+    value a runtime override hides) would not."""
+    out: list[LineOption] = []
+    db = {(c.section, c.name): c for c in st.config_db if not c.mask}
+    for rule in LINE_RULES.values():
+        base = rule.default
+        for section in rule.sections:
+            c = db.get((section, rule.name))
+            if c is None:
+                continue
+            v = _num(c.value)
+            moved = v is not None and (v > base + TOL if rule.raised else v < base - TOL)
+            why = _line_not_crossed(rule, st, base, now) if moved else None
+            if why:
+                out.append(LineOption(section, rule.name, c.value, rule.default,
+                                      f"{rule.default:g}", rule.code,
+                                      (rule.code, *rule.also), why=why))
+            break  # the most specific section set is what the daemon runs
+    for mon, info in sorted(st.mon_data.items()):
+        for rule in LINE_RULES.values():
+            if "mon" not in rule.sections or info.get(f"{rule.name}.source") != "override":
+                continue
+            under = next((info[k] for s in _UNDER_OVERRIDE
+                          if (k := f"{rule.name}.{s}") in info), f"{rule.default:g}")
+            v, b = _num(info.get(rule.name, "")), _num(under)
+            if v is None or b is None:
+                continue
+            moved = v > b + TOL if rule.raised else v < b - TOL
+            why = _line_not_crossed(rule, st, b, now) if moved else None
+            if why and any(f"mon.{mon} " in f"{d} " for h in st.health_checks
+                           if h.code == rule.code for d in h.detail):
+                out.append(LineOption(f"mon.{mon}", rule.name, info.get(rule.name, ""),
+                                      rule.default, shown_value(under), rule.code,
+                                      (rule.code, *rule.also), runtime=True, why=why))
+    return out
+
+
 def _settings_as_causes(snap: ClusterSnapshot, st: CephState) -> Iterator[Finding]:
     low = lowered_ratios(st)
     if low:
@@ -269,6 +428,29 @@ def _settings_as_causes(snap: ClusterSnapshot, st: CephState) -> Iterator[Findin
              "defaults": {o.name: o.default for o in opts}, "ceph_codes": codes,
              "explains": "slow-ping", "commands": [o.command for o in opts]},
             runbook="config-restore", target=who)
+    by_who_line: dict[str, list[LineOption]] = {}
+    for lo in line_options(st, snap.taken_at):
+        by_who_line.setdefault(lo.who, []).append(lo)
+    for who, los in by_who_line.items():
+        codes = sorted({lo.code for lo in los})
+        folds = sorted({c for lo in los for c in lo.folds})
+        how = "at runtime on" if los[0].runtime else "for"
+        yield Finding(
+            "CONFIG_OPTION_CAUSE", Severity.WARN, f"config {who}",
+            ", ".join(f"{lo.name} {shown_value(lo.value)} ("
+                      + (f"overriding {lo.base}, Ceph's default {lo.default:g}"
+                         if lo.runtime else f"Ceph's default {lo.default:g}") + ")"
+                      for lo in los)
+            + f" set {how} {who} raises Ceph's {', '.join(codes)}, which "
+            + ("the value it overrides" if los[0].runtime else "Ceph's default")
+            + " would not (" + "; ".join(lo.why for lo in los) + "); put it back: "
+            + " and ".join(f"`{lo.command}`" for lo in los),
+            {"who": who, "options": {lo.name: lo.value for lo in los},
+             "defaults": {lo.name: lo.default for lo in los},
+             "back_to": {lo.name: lo.base for lo in los},
+             "runtime": los[0].runtime, "ceph_codes": codes, "folds": folds,
+             "explains": "warn-line", "commands": [lo.command for lo in los]},
+            runbook="config-restore", target=who)
 
 
 # Ceph's defaults of the options a fault is made of (``ceph config help NAME``, read on
@@ -281,6 +463,12 @@ FAULT_DEFAULTS: dict[str, tuple[float, str]] = {
     "osd_op_history_slow_op_threshold": (10.0, "below"),
     "osd_debug_inject_dispatch_delay_probability": (0.0, "above"),
     "osd_debug_inject_dispatch_delay_duration": (0.1, "other"),
+    # warning lines (LINE_RULES): scrub stamp ages and PGs per OSD lowered, a monitor's
+    # free-space line raised
+    "osd_scrub_max_interval": (604800.0, "below"),
+    "osd_deep_scrub_interval": (604800.0, "below"),
+    "mon_max_pg_per_osd": (250.0, "below"),
+    "mon_data_avail_warn": (30.0, "above"),
 }
 
 

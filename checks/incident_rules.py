@@ -62,6 +62,9 @@ class Rule:
     fold_any: tuple[str, ...] = ()
     when: tuple[str, str] | None = None
     ceph: tuple[str, ...] = ()  # Ceph's own codes that fold in when they name the entity
+    # fold_any only the codes the root's evidence lists under ``folds`` (one section's
+    # lowered warning lines explain its own warnings, not another section's)
+    named_only: bool = False
 
 
 OSD_FOLD = (*PG_CODES, *CEPH_PG_CODES)
@@ -188,6 +191,12 @@ RULES: tuple[Rule, ...] = (
          ("OSD_SLOW_PING", "OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT"),
          when=("explains", "slow-ping")),
     Rule("OSD_SLOW_PING", "osd", (), ("PGS_LAGGY",), ceph=SLOW_CEPH_CODES),
+    # a warning line moved (checks.ceph_config.LINE_RULES: scrub intervals and
+    # mon_max_pg_per_osd lowered for the manager, a monitor's mon_data_avail_warn raised
+    # at runtime): Ceph's warning, and stordoc's finding of the same, are that option's
+    Rule("CONFIG_OPTION_CAUSE", "entity", (),
+         ("PG_NOT_SCRUBBED", "PG_NOT_DEEP_SCRUBBED", "TOO_MANY_PGS", "PGS_PER_OSD_HIGH",
+          "MON_DISK_LOW"), when=("explains", "warn-line"), named_only=True),
     # an inconsistent PG (checks/scrub.py): Ceph's PG_DAMAGED and OSD_SCRUB_ERRORS say it
     # (and the PGs read unclean: +inconsistent is not active+clean)
     Rule("PG_INCONSISTENT", "entity", (), ("PG_DAMAGED", "OSD_SCRUB_ERRORS",

@@ -217,7 +217,8 @@ def correlate(findings: Sequence[Finding], snap: ClusterSnapshot | None = None) 
                 if same or ceph_code(f) in rule.ceph:
                     take.add(j)
             for code in rule.fold_any:
-                if code in folded:
+                if code in folded or (rule.named_only and
+                                      code not in (root.evidence.get("folds") or ())):
                     continue
                 for j in idx.by_code.get(code, ()):
                     if j not in used and _folds(rule, todo[j]):

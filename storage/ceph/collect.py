@@ -343,10 +343,35 @@ def _mon_data(s: _Session, raw: dict[str, Any]) -> None:
             except (CephCommandError, CephUnreachable) as e:
                 s.errors[f"mon data {mon}"] = str(e)
                 break
+        if got and not s.mgr_dead:
+            got.update(_runtime_sources(s, mon))
         if got:
             out[mon] = got
     if out:
         raw["mon data"] = out
+
+
+def _runtime_sources(s: _Session, mon: str) -> dict[str, str]:
+    """Where the monitor's MON_DATA_KEYS come from (``config show mon.X``, a manager
+    command): ``NAME.source`` (``file``, ``mon``, ``override`` for a ``ceph tell ... config
+    set`` at runtime) and ``NAME.SOURCE`` for each value it overrides (``NAME.file``:
+    its ceph.conf value)."""
+    try:
+        shown = s.client.mgr("config show", who=f"mon.{mon}")
+    except (CephCommandError, CephUnreachable) as err:
+        s.errors[f"mon config show {mon}"] = str(err)
+        return {}
+    out: dict[str, str] = {}
+    for entry in as_list(shown):
+        name = str(as_map(entry).get("name", ""))
+        if name not in MON_DATA_KEYS:
+            continue
+        out[f"{name}.source"] = str(as_map(entry).get("source", ""))
+        for o in as_list(as_map(entry).get("overrides")):
+            src = str(as_map(o).get("source", ""))
+            if src:
+                out[f"{name}.{src}"] = str(as_map(o).get("value", ""))
+    return out
 
 
 def _slow_ops(s: _Session, raw: dict[str, Any]) -> None:

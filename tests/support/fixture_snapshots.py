@@ -165,8 +165,10 @@ CASES: tuple[Case, ...] = (
     Case("mgr-stopped", "mgr-stopped", {}, "MGR_NO_ACTIVE", "cluster lab mgr", "", 2),
     Case("osd-crush-weight-zero", "osd-crush-weight-zero", {"osd": 1}, "OSD_NO_DATA",
          "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
-    Case("mon-disk-low", "mon-disk-low", {}, "CEPH_HEALTH", "ceph MON_DISK_LOW", "", 1,
-         live_on="reef"),
+    # the free-space line raised at runtime is the cause (issue 38.2): config-restore mon.a
+    # puts back the ceph.conf value it overrode (`ceph tell mon.a config set ...`)
+    Case("mon-disk-low", "mon-disk-low", {}, "CONFIG_OPTION_CAUSE", "config mon.a",
+         "stordoc fix config-restore mon.a", 1, live_on="reef"),
     # slow requests (lab/scenarios/slow.py): Ceph's dispatch delay on osd.1 under writes;
     # config-restore osd.1 removes the debug options (issue 38.2); the slow heartbeats
     # are the lowered mon_warn_on_slow_ping_time's own incident (config-restore global)
@@ -203,6 +205,13 @@ CASES: tuple[Case, ...] = (
     Case("maintenance-left", "maintenance-left", {"osd": 1}, "OSDMAP_FLAGS",
          "osd.1 flag noout", "stordoc fix maintenance-end node2", 1,
          heal_kwargs={"osd": 1}, live_on="reef"),
+    # warning lines lowered by plain `ceph config set` (issue 38.2): each section's lowered
+    # options are one CONFIG_OPTION_CAUSE incident (config-restore puts a whole section
+    # back), Ceph's codes folded in: global (mon_max_pg_per_osd: TOO_MANY_PGS and
+    # PGS_PER_OSD_HIGH) tops, mgr (the scrub intervals: PG_NOT_(DEEP_)SCRUBBED) second
+    Case("config-warn-lines", None, {}, "CONFIG_OPTION_CAUSE", "config global",
+         "stordoc fix config-restore global", 1, incidents=2,
+         plain="ceph config set (warning lines)"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
@@ -285,10 +294,31 @@ def _in_osd2(lab: Any) -> None:
     lab.ceph("osd", "in", "2")
 
 
+# warning lines moved (issue 38.2): the manager's scrub-stamp lines (it computes
+# PG_NOT_SCRUBBED / PG_NOT_DEEP_SCRUBBED in its PGMap; set for mgr only, the OSDs keep
+# their own scrub schedule) and PGs per OSD under the lab's ~49 (TOO_MANY_PGS; above a
+# third of it, osd_max_pg_per_osd_hard_ratio 3: the OSDs still create their PGs)
+WARN_LINES = (("mgr", "osd_scrub_max_interval", "10"),
+              ("mgr", "osd_deep_scrub_interval", "10"),
+              ("global", "mon_max_pg_per_osd", "30"))
+
+
+def _warn_lines(lab: Any) -> str:
+    for who, name, value in WARN_LINES:
+        lab.ceph("config", "set", who, name, value)
+    return "; ".join(f"ceph config set {w} {n} {v}" for w, n, v in WARN_LINES)
+
+
+def _unwarn_lines(lab: Any) -> None:
+    for who, name, _ in WARN_LINES:
+        lab.ceph("config", "rm", who, name)
+
+
 # plain fault -> (make it, undo it)
 PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
     "kill -9 osd.2": (_kill_osd2, _unkill_osd2),
     "ceph osd out 2": (_out_osd2, _in_osd2),
+    "ceph config set (warning lines)": (_warn_lines, _unwarn_lines),
 }
 
 

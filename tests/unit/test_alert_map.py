@@ -246,7 +246,8 @@ def test_an_alert_picks_its_own_incident_among_others(release: str) -> None:
     assert ids(alert("CephOSDDown")) == ["OSD_DATA_UNMOUNTED osd.2"]
     assert ids(alert("CephOSDHostDown")) == ["OSD_DATA_UNMOUNTED osd.2"]
     assert ids(alert("CephOSDDownHigh")) == ["OSD_DATA_UNMOUNTED osd.2"]
-    assert ids(alert("CephMonDiskspaceLow")) == ["CEPH_HEALTH ceph MON_DISK_LOW"]
+    # (its free-space line raised at runtime is the cause, issue 38.2: MON_DISK_LOW in it)
+    assert ids(alert("CephMonDiskspaceLow")) == ["CONFIG_OPTION_CAUSE config mon.a"]
     assert ids(alert("CephOSDTooManyRepairs")) == ["CEPH_HEALTH ceph OSD_TOO_MANY_REPAIRS"]
     pools = [p.name for p in replay(release, "osd-unmounted-in").outcome.snapshot.ceph.pools]
     assert ids(alert("CephPGsUnclean", name=pools[0], pool_id="1")) == \

@@ -95,7 +95,7 @@ def test_every_snapshot_ends_with_what_to_do(monkeypatch: pytest.MonkeyPatch,
 @pytest.mark.parametrize("release,name,rc,want", [
     ("pacific", "healthy", 0, "next: nothing to do"),
     ("reef", "osd-crash", 2, "next: stordoc fix daemon-restart osd.2"),
-    ("pacific", "mon-disk-low", 1, "next: ceph tell mon.a compact"),
+    ("pacific", "mon-disk-low", 1, "next: stordoc fix config-restore mon.a"),
     ("reef", "osd-crush-weight-zero", 1, "next: ceph osd crush reweight osd.1 0.0098"),
     # its only command is for when it was set by hand: the first step is said in words
     ("reef", "swift-device-readonly", 2,

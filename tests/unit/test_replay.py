@@ -402,11 +402,26 @@ def _noout_left(rp: Replay) -> None:
 
 
 def _mon_disk_low(rp: Replay) -> None:
-    f = rp.outcome.incidents[0].root
+    """The free-space line raised at runtime is the root (issue 38.2); Ceph's MON_DISK_LOW,
+    still naming the monitor's data directory, is folded into it."""
+    inc = rp.outcome.incidents[0]
+    assert (inc.root.code, inc.root.entity) == ("CONFIG_OPTION_CAUSE", "config mon.a")
+    assert "`ceph tell mon.a config set mon_data_avail_warn 2`" in inc.root.message
+    (f,) = [c for c in inc.consequences if c.entity == "ceph MON_DISK_LOW"]
     path = f.evidence["mons"]["a"]["path"]
     assert str(path).endswith("/ceph/mon/ceph-a")
     assert f"free on the filesystem of {path}" in f.message
-    assert "mon_data_avail_warn (99 %)" in f.message and "ceph tell mon.a compact" in f.message
+    assert "mon_data_avail_warn (99 %)" in f.message
+
+
+def _warn_lines(rp: Replay) -> None:
+    """Each section's lowered warning lines are one incident, Ceph's codes in it."""
+    by = {i.root.entity: i for i in rp.outcome.incidents}
+    assert set(by) == {"config global", "config mgr"}
+    assert {c.entity for c in by["config mgr"].consequences} == {
+        "ceph PG_NOT_SCRUBBED", "ceph PG_NOT_DEEP_SCRUBBED"}
+    assert {c.entity for c in by["config global"].consequences} == {
+        "ceph TOO_MANY_PGS", "cluster lab"}
 
 
 def _slow_ops(rp: Replay) -> None:
@@ -509,6 +524,7 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "swift-replication-lost": _lost,
     "swift-dispersion-missing": _dispersion,
     "osd-slow-ops": _slow_ops,
+    "config-warn-lines": _warn_lines,
 }
 
 
