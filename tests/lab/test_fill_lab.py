@@ -243,10 +243,12 @@ def _run_next(lab: Lab, env: Env, step: str) -> subprocess.CompletedProcess[str]
     return cli(lab, env, *argv[1:], "--yes")
 
 
-@pytest.mark.release
+# on Reef: on Pacific the same two runbooks run live from plain-command faults in
+# test_scenarios.py (cluster-full: ratio-restore; config-warn-lines: config-restore)
+@pytest.mark.on_reef
 def test_a_lowered_ratio_and_a_lowered_warning_line_are_the_cause_and_put_back(
         lab: Lab, env: Env) -> None:
-    """Issue 38.2 on the real lab of each release, faults made by plain commands:
+    """Issue 38.2 on the real lab, faults made by plain commands:
 
     - ``ceph osd set-nearfull-ratio`` under the OSDs' fill (twice: the osdmap's previous
       value is itself under the fill): one incident, FULL_RATIO_LOWERED, naming ``ceph osd
