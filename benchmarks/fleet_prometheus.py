@@ -97,7 +97,7 @@ def one(n: int) -> dict[str, Any]:
     from storage.ceph import build_state
     from storage.hostfacts.prom import collect_via_prometheus
     from storage.model import ClusterSnapshot, HostFacts, SwiftState
-    from stordoc.service.pipeline import run_check
+    from stordoc.service.pipeline import CheckRequest, run_check
 
     ces.OSDS_PER_HOST = OSDS_PER_HOST
     raw = ces.synthetic_ceph_raw(n * OSDS_PER_HOST)
@@ -124,7 +124,7 @@ def one(n: int) -> dict[str, Any]:
         c2 = time.process_time()
         snap = ClusterSnapshot("fleet", now, ceph=st, swift=swift, hosts=hosts,
                                host_facts_collected=True, prometheus=status)
-        out = run_check(target, snapshot=snap, now=now)
+        out = run_check(CheckRequest(target, snapshot=snap, now=now))
         phases.update(ceph_cpu=c1 - c0, prom_cpu=c2 - c1,
                       checks_cpu=time.process_time() - c2)
         return out, status

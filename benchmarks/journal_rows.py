@@ -44,7 +44,7 @@ def main() -> int:
     a = ap.parse_args()
     os.chdir(ROOT)
     from storage.journal import Journal
-    from stordoc.service.pipeline import run_check
+    from stordoc.service.pipeline import CheckRequest, run_check
     from tests.support.prom_server import FakeProm, Node
     from tests.unit.test_prom_facts import at, nodes_of, saved, via_prom
 
@@ -58,8 +58,8 @@ def main() -> int:
         j = Journal(path)
         sizes = [_size(path)]
         for _ in range(a.checks):
-            run_check(replace(target, prometheus=None), snapshot=got, journal=j,
-                      now=snap.taken_at)
+            run_check(CheckRequest(replace(target, prometheus=None), snapshot=got, journal=j,
+                      now=snap.taken_at))
             sizes.append(_size(path))
         j.close()
         with sqlite3.connect(path) as c:

@@ -20,7 +20,7 @@ from enum import Enum
 
 from checks.outcome import CheckOutcome
 from stordoc.env import Env, preflight_cluster
-from stordoc.service.pipeline import record_outcome, run_check
+from stordoc.service.pipeline import CheckRequest, record_outcome, run_check
 
 
 class RecordPolicy(Enum):
@@ -130,7 +130,7 @@ class Inspector:
         thresholds = env.settings.thresholds_for(cluster)
         t0 = time.monotonic()
         snap = env.collect(target, host_facts)
-        return run_check(target, thresholds, cs.muted, env.journal if record else None,
+        return run_check(CheckRequest(target, thresholds, cs.muted, env.journal if record else None,
                          only=only, host_facts=host_facts, source=source,
                          mutes_from=mutes_from, collected=(snap, time.monotonic() - t0),
-                         planning=planning_context(cluster, target, thresholds))
+                         planning=planning_context(cluster, target, thresholds)))

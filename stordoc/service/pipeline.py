@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from checks.engine import CheckReport, Selection, run_checks
 from checks.incidents import correlate
@@ -96,23 +96,41 @@ def record_fill(journal: Journal, cluster: str, snap: ClusterSnapshot) -> None:
                     max(u.utilization for u in st.osd_usage) / 100.0, used)
 
 
-def run_check(target: ClusterTarget, thresholds: Thresholds | None = None,
-              muted: Iterable[str] = (), journal: Journal | None = None,
-              only: Iterable[str] | None = None, host_facts: bool = True,
-              source: str = "cli", snapshot: ClusterSnapshot | None = None,
-              mutes_from: Journal | None = None,
-              mute_rules: Iterable[tuple[str, str | None]] | None = None,
-              now: float | None = None, planning: RunContext | None = None,
-              collected: tuple[ClusterSnapshot, float] | None = None) -> CheckOutcome:
-    """One check, in order. ``journal`` records the run; ``mutes_from`` (default: the
-    same journal) only reads the mutes with expiry, so a check that is not recorded still
-    honours them. ``snapshot``: judge that one instead of collecting (a saved snapshot:
-    what stordoc did recently is not added, nothing of the cluster is recorded);
-    ``mute_rules`` are mutes given directly (a snapshot's), ``now`` the moment the checks
-    judge ages against (a snapshot's time; default: the clock). ``planning``: the
-    context the incidents' next steps are planned in (none: no next steps).
-    ``collected``: the live snapshot the caller read (``Env.collect``) and the seconds it
-    took; default: collect here (``storage.collect``)."""
+@dataclass(frozen=True)
+class CheckRequest:
+    """What one check is asked (issue 39.4: one value, not thirteen parameters).
+    ``journal`` records the run; ``mutes_from`` (default: the same journal) only reads the
+    mutes with expiry, so a check that is not recorded still honours them. ``snapshot``:
+    judge that one instead of collecting (a saved snapshot: what stordoc did recently is
+    not added, nothing of the cluster is recorded); ``mute_rules`` are mutes given
+    directly (a snapshot's), ``now`` the moment the checks judge ages against (a
+    snapshot's time; default: the clock). ``planning``: the context the incidents' next
+    steps are planned in, once per check (none: no next steps). ``collected``: the live
+    snapshot the caller read (``Env.collect``) and the seconds it took; default: collect
+    here (``storage.collect``)."""
+
+    target: ClusterTarget
+    thresholds: Thresholds | None = None
+    muted: Iterable[str] = ()
+    journal: Journal | None = None
+    only: Iterable[str] | None = None
+    host_facts: bool = True
+    source: str = "cli"
+    snapshot: ClusterSnapshot | None = None
+    mutes_from: Journal | None = None
+    mute_rules: Iterable[tuple[str, str | None]] | None = None
+    now: float | None = None
+    planning: RunContext | None = None
+    collected: tuple[ClusterSnapshot, float] | None = None
+
+
+def run_check(req: CheckRequest) -> CheckOutcome:
+    """One check, in order: collect (or the given snapshot), what stordoc did recently and
+    the journal's mutes, the checks, the record, the incidents, their next steps."""
+    target, thresholds, muted, journal = req.target, req.thresholds, req.muted, req.journal
+    only, host_facts, source, snapshot = req.only, req.host_facts, req.source, req.snapshot
+    mutes_from, mute_rules, now = req.mutes_from, req.mute_rules, req.now
+    planning, collected = req.planning, req.collected
     t0 = time.monotonic()
     live = snapshot is None
     if snapshot is not None:

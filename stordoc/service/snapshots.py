@@ -22,7 +22,7 @@ from checks.outcome import CheckOutcome
 from storage.snapshot import SnapshotDoc, SnapshotError, read_snapshot, replay, write_snapshot
 from storage.targets import ClusterTarget
 from stordoc.env import Env
-from stordoc.service.pipeline import run_check, with_swift_history
+from stordoc.service.pipeline import CheckRequest, run_check, with_swift_history
 from stordoc.settings import ClusterSettings, ThresholdSettings
 
 SECRET_FIELDS: dict[str, set[str]] = {"ceph": {"keyring"}, "swift": {"key"},
@@ -127,9 +127,9 @@ def load(directory: str, only: list[str] | None = None) -> Replay:
     target = cs.target(name)
     thresholds = cs.thresholds.apply(Thresholds())
     snap = replay(doc, target)
-    out = run_check(target, thresholds, cs.muted, None, only=only, snapshot=snap,
+    out = run_check(CheckRequest(target, thresholds, cs.muted, None, only=only, snapshot=snap,
                     mute_rules=rules, now=doc.taken_at, source="snapshot",
-                    planning=planning_context(name, target, thresholds, offline=True))
+                    planning=planning_context(name, target, thresholds, offline=True)))
     return Replay(doc, out, target, thresholds)
 
 

@@ -26,7 +26,7 @@ from storage.hostfacts.parse import (
 from storage.model import DaemonFacts, DaemonLife
 from storage.model.daemons import daemon_kind
 from storage.model.mgrmon import MgrState
-from stordoc.service.pipeline import run_check
+from stordoc.service.pipeline import CheckRequest, run_check
 from tests.unit.test_replay import replay
 
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "daemons" / "pacific"
@@ -115,8 +115,8 @@ def test_the_manager_stopped_is_one_incident_whose_next_step_starts_it(release: 
     tops = []
     for name in ("mgr-sigterm-1", "mgr-sigterm-2"):
         snap, target = _mgr_stopped(release, name)
-        out = run_check(target, rp.thresholds, (), None, snapshot=snap,
-                        now=rp.doc.taken_at, source="snapshot")
+        out = run_check(CheckRequest(target, rp.thresholds, (), None, snapshot=snap,
+                        now=rp.doc.taken_at, source="snapshot"))
         ctx = planning_context("lab", target, rp.thresholds, offline=True)
         incidents = with_next_steps(ctx, snap, out.incidents)
         top = incidents[0]
@@ -168,8 +168,8 @@ def _manager_back(after_s: float):  # type: ignore[no-untyped-def]
 
 def test_a_manager_just_back_is_settling_not_pgs_stuck() -> None:
     rp, snap = _manager_back(4.0)
-    out = run_check(rp.target, rp.thresholds, (), None, snapshot=snap,
-                    now=rp.doc.taken_at, source="snapshot")
+    out = run_check(CheckRequest(rp.target, rp.thresholds, (), None, snapshot=snap,
+                    now=rp.doc.taken_at, source="snapshot"))
     got = {f.code: f for f in out.report.findings}
     assert got["PGS_STUCK"].severity is Severity.INFO
     assert got["PGS_SETTLING"].severity is Severity.INFO
@@ -178,8 +178,8 @@ def test_a_manager_just_back_is_settling_not_pgs_stuck() -> None:
     assert int(out.report.verdict) == 0, [(f.code, f.severity) for f in out.report.findings]
     # unknown to a manager that has run for ten minutes: judged as always (CRIT)
     rp, late = _manager_back(600.0)
-    out = run_check(rp.target, rp.thresholds, (), None, snapshot=late,
-                    now=rp.doc.taken_at, source="snapshot")
+    out = run_check(CheckRequest(rp.target, rp.thresholds, (), None, snapshot=late,
+                    now=rp.doc.taken_at, source="snapshot"))
     stuck = next(f for f in out.report.findings if f.code == "PGS_STUCK")
     assert stuck.severity is Severity.CRIT
 
@@ -219,8 +219,8 @@ def test_a_stopped_storage_server_is_one_incident_with_its_daemons_words(release
                     for d in facts if d.kind != "osd")
     node1 = dataclasses.replace(snap.hosts["node1"], daemon_facts=stopped)
     snap = dataclasses.replace(snap, hosts={**snap.hosts, "node1": node1})
-    out = run_check(crash.target, rp.thresholds, (), None, snapshot=snap,
-                    now=rp.doc.taken_at, source="snapshot")
+    out = run_check(CheckRequest(crash.target, rp.thresholds, (), None, snapshot=snap,
+                    now=rp.doc.taken_at, source="snapshot"))
     assert [i.root.code for i in out.incidents] == ["SWIFT_SERVER_DOWN"], \
         [i.id for i in out.incidents]
     assert not [f for f in out.report.findings if f.code.startswith("DAEMON_")]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from storage.journal import Journal
 from storage.rowcap import CUT, MAX_EVIDENCE, MAX_ROW, bounded_json, cap_text
-from stordoc.service.pipeline import run_check
+from stordoc.service.pipeline import CheckRequest, run_check
 from tests.support.prom_server import FakeProm, Node
 from tests.unit.test_prom_facts import at, nodes_of, saved, via_prom
 
@@ -82,7 +82,7 @@ def test_200k_unmatched_series_keep_each_journal_row_bounded(tmp_path: Path) -> 
     assert asked == []
     t = replace(target, prometheus=None)
     for _ in range(6):
-        out = run_check(t, snapshot=got, journal=j, now=snap.taken_at)
+        out = run_check(CheckRequest(t, snapshot=got, journal=j, now=snap.taken_at))
         assert out.run_id is not None
         sizes.append(_size(path))
     j.close()

@@ -11,7 +11,7 @@ import pytest
 
 from runbooks.nextstep import planning_context, with_next_steps
 from storage.model import ClusterSnapshot
-from stordoc.service.pipeline import run_check
+from stordoc.service.pipeline import CheckRequest, run_check
 from tests.unit.test_replay import replay
 
 
@@ -35,8 +35,8 @@ def _mgr_crashed(release: str) -> ClusterSnapshot:
 def test_a_crashed_manager_is_the_root_of_no_manager(release: str) -> None:
     rp = replay(release, "mgr-stopped")
     snap = _mgr_crashed(release)
-    out = run_check(rp.target, rp.thresholds, (), None, snapshot=snap,
-                        now=rp.doc.taken_at, source="snapshot")
+    out = run_check(CheckRequest(rp.target, rp.thresholds, (), None, snapshot=snap,
+                        now=rp.doc.taken_at, source="snapshot"))
     ctx = planning_context("lab", rp.target, rp.thresholds, offline=True)
     incidents = with_next_steps(ctx, snap, out.incidents)
     top = incidents[0]

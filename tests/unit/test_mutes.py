@@ -118,21 +118,21 @@ def test_unrecorded_checks_honour_mutes_and_recorded_ones_date_every_finding() -
 
     from storage.ceph import build_state, load_raw_dir
     from storage.targets import ClusterTarget
-    from stordoc.service.pipeline import run_check
+    from stordoc.service.pipeline import CheckRequest, run_check
 
     raw = load_raw_dir(str(ROOT / "tests" / "fixtures" / "ceph-pacific" / "pool-few-pgs"))
     st = build_state(raw)
     snap = ClusterSnapshot(cluster="lab", taken_at=0.0, ceph=st, swift=None, hosts={})
     j = Journal(":memory:")
     target = ClusterTarget("lab")
-    out = run_check(target, journal=j, snapshot=snap)
+    out = run_check(CheckRequest(target, journal=j, snapshot=snap))
     low = [f for f in out.report.findings if f.code == "POOL_PG_NUM_LOW"]
     assert low and all(f.since is not None for f in low)  # dated from the journal
     first = low[0].since
-    out2 = run_check(target, journal=j, snapshot=dataclasses.replace(snap, taken_at=9.0))
+    out2 = run_check(CheckRequest(target, journal=j, snapshot=dataclasses.replace(snap, taken_at=9.0)))
     assert [f.since for f in out2.report.findings if f.key == low[0].key] == [first]
     add_mute(j, "lab", "POOL_PG_NUM_LOW", low[0].entity, 4e9, "alice", "known")
-    out3 = run_check(target, journal=None, mutes_from=j, snapshot=snap)
+    out3 = run_check(CheckRequest(target, journal=None, mutes_from=j, snapshot=snap))
     assert low[0].key not in {f.key for f in out3.report.findings}
     assert low[0].key in {f.key for f in out3.report.muted}
     assert _json.dumps([i.to_dict() for i in out3.incidents], default=str)

@@ -22,7 +22,7 @@ from runbooks.api import Refused, RunContext, plan_from_snapshot
 from runbooks.base import registry
 from runbooks.nextstep import planning_context
 from storage.journal import Journal
-from stordoc.service.pipeline import run_check
+from stordoc.service.pipeline import CheckRequest, run_check
 from tests.support.printed_commands import (
     doc_commands,
     expanded,
@@ -165,8 +165,8 @@ def test_pause_set_prints_no_command_ceph_refuses(release: str) -> None:
     assert snap.ceph is not None
     paused = replace(snap, ceph=replace(snap.ceph,
                                         flags=(*snap.ceph.flags, "pauserd", "pausewr")))
-    out = run_check(rp.target, rp.thresholds, snapshot=paused, now=rp.doc.taken_at,
-                    planning=planning_context("lab", rp.target, rp.thresholds, offline=True))
+    out = run_check(CheckRequest(rp.target, rp.thresholds, snapshot=paused, now=rp.doc.taken_at,
+                    planning=planning_context("lab", rp.target, rp.thresholds, offline=True)))
     assert any(f.code == "OSDMAP_FLAGS" for f in out.report.findings)
     cmds = outcome_commands(out)
     for inc in out.incidents:

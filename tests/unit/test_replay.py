@@ -611,7 +611,7 @@ def test_a_stalled_replicator_is_stale_under_a_lower_threshold(release: str) -> 
     replication is SWIFT_REPLICATION_STALE (the default, hours, keeps it quiet)."""
     from dataclasses import replace as dc_replace
 
-    from stordoc.service.pipeline import run_check
+    from stordoc.service.pipeline import CheckRequest, run_check
 
     rp = replay(release, "swift-replication-stalled")
     snap = rp.outcome.snapshot
@@ -620,9 +620,9 @@ def test_a_stalled_replicator_is_stale_under_a_lower_threshold(release: str) -> 
              if h.server == "object" and h.replication and h.replication["last"]]
     age = snap.taken_at - max(lasts)
     assert age > 2, "the snapshot was saved before the stall could show"
-    out = run_check(rp.target, dc_replace(rp.thresholds,
+    out = run_check(CheckRequest(rp.target, dc_replace(rp.thresholds,
                                               swift_replication_age_warn_s=age / 2),
-                        snapshot=snap, now=snap.taken_at)
+                        snapshot=snap, now=snap.taken_at))
     stale = {f.entity for f in out.report.findings if f.code == "SWIFT_REPLICATION_STALE"}
     # the object servers' passes stopped; any other server whose last pass is older than
     # the lowered threshold is stale as well, and said so

@@ -20,7 +20,7 @@ from storage.audit import Audit
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
 from stordoc.commands.watch import Seen, changes
-from stordoc.service.pipeline import recent_runs, run_check
+from stordoc.service.pipeline import CheckRequest, recent_runs, run_check
 from stordoc.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 from tests.unit.settle_fixtures import settle_of
@@ -65,8 +65,8 @@ def fix_run(snap: ClusterSnapshot, *, finished_ago: float | None = 5.0,
 
 def outcome(snap: ClusterSnapshot) -> CheckOutcome:
     rp = _replay("healthy")
-    return run_check(rp.target, rp.thresholds, snapshot=snap,
-                         now=snap.ceph.collected_at if snap.ceph else None)
+    return run_check(CheckRequest(rp.target, rp.thresholds, snapshot=snap,
+                         now=snap.ceph.collected_at if snap.ceph else None))
 
 
 def codes(snap: ClusterSnapshot) -> dict[str, Severity]:
