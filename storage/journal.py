@@ -264,7 +264,7 @@ class Journal:
                          exit_code: int, worst: str | None,
                          findings: Iterable[Mapping[str, Any]], source: str = "cli",
                          host_facts: bool = True) -> int:
-        from storage.audit import redact, redact_obj  # (storage.audit imports this module)
+        from storage.redact import redact, redact_obj
 
         # scrubbed before the write lock is taken: a host's output can quote a secret
         # then bounded (storage.rowcap): counts and a sample, never every series

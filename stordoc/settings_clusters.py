@@ -25,6 +25,12 @@ from storage.targets import (
     SwiftTarget,
 )
 
+
+class SettingsError(Exception):
+    """A config file that cannot be used; the message names the file and the key. (Here,
+    with the cluster tables that raise it first; stordoc.settings_model re-exports it.)"""
+
+
 MAX_SECRET_BYTES = 64 * 1024  # a token, a key, a keyring: far smaller
 
 
@@ -76,7 +82,6 @@ class Secret(StrictModel):
                 try:  # a FIFO, a device or a huge file is refused, never read unbounded
                     return read_text(p, MAX_SECRET_BYTES).strip()
                 except FileRefused as e:
-                    from stordoc.settings_model import SettingsError  # it imports us
                     raise SettingsError(f"secret file {e}") from None
         return self.value
 

@@ -14,12 +14,13 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from checks.model import Thresholds
-from stordoc.settings_clusters import ClusterSettings, Secret, StrictModel, ThresholdSettings
-
-
-class SettingsError(Exception):
-    """A config file that cannot be used; the message names the file and the key."""
-
+from stordoc.settings_clusters import (
+    ClusterSettings,
+    Secret,
+    SettingsError,  # re-exported: its home is the cluster tables' module (no circle)
+    StrictModel,
+    ThresholdSettings,
+)
 
 # every timeout, in seconds: above zero, at most a day (1e308 "timed out" after 2 s)
 MAX_TIMEOUT_S = 86400.0

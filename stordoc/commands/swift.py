@@ -31,19 +31,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_populate(args: argparse.Namespace) -> int:
-    from stordoc.cli import build_parser
-    from stordoc.commands.runbooks import cmd_fix
+    from stordoc.commands.runbooks import cmd_fix, fix_namespace
 
     # exactly `stordoc fix swift-dispersion-populate dispersion -o ...`: every option
-    # `fix` has gets its default from fix's own parser
-    argv = ["fix", "swift-dispersion-populate", "dispersion",
-            "-o", f"objects={args.objects}", "-o", f"containers={args.containers}"]
-    argv += ["--yes"] if args.yes else []
-    argv += ["--cluster", args.cluster] if args.cluster else []
-    ns = build_parser().parse_args(argv)
-    for key in ("config", "term"):
-        if getattr(args, key, None) is not None:
-            setattr(ns, key, getattr(args, key))
+    # `fix` has gets its default from fix's own parser (no re-parse through the CLI's
+    # parser: the command modules never import stordoc.cli back)
+    ns = fix_namespace(args, runbook="swift-dispersion-populate", target="dispersion",
+                       option=[f"objects={args.objects}", f"containers={args.containers}"],
+                       yes=bool(args.yes), cluster=args.cluster, command="fix")
     return cmd_fix(ns)
 
 
