@@ -9,6 +9,7 @@ from checks import (  # noqa: F401
     daemons,
     device_health,
     disks,
+    engine_codes,
     fill,
     managers,
     mounts,
@@ -28,7 +29,6 @@ from checks import (  # noqa: F401
 
 def finding_codes() -> tuple[str, ...]:
     """Every code a finding can carry: the checks' above and the engine's own, sorted."""
-    import checks.engine  # noqa: F401  (registers the engine's own codes)
     from checks.model import REGISTRY
 
     return tuple(sorted(REGISTRY.codes))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from checks import planned
 from checks.ceph_cli import vetted
+from checks.engine_codes import ENGINE_CODES as ENGINE_CODES  # (registered on import)
 from checks.model import (
     REGISTRY,
     CheckContext,
@@ -21,19 +22,6 @@ from checks.model import (
 )
 from checks.mutable import CANNOT_LOOK, mute_ignored
 from storage.model import ClusterSnapshot
-
-ENGINE_CODES = (
-    CodeInfo("CHECK_INTERNAL_ERROR", Severity.WARN,
-             "A check raised an exception; the other checks still ran."),
-    CodeInfo("CEPH_UNREACHABLE", Severity.CRIT,
-             "The Ceph monitors did not answer within the timeout."),
-    CodeInfo("SWIFT_UNREACHABLE", Severity.CRIT,
-             "The Swift rings or servers could not be read."),
-    CodeInfo("HOST_UNREACHABLE", Severity.WARN,
-             "A configured host did not answer over SSH; its facts are missing."),
-)
-for _ci in ENGINE_CODES:
-    REGISTRY.add_code(_ci)
 
 
 @dataclass(frozen=True)
