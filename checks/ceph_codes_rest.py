@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from checks.ceph_codes import CLUSTER, Explained, _osd_hosts, _where, daemons_named
+from checks.ceph_explained import CLUSTER, Explained, _osd_hosts, _where, daemons_named
 from checks.model import CheckContext
 from storage.model import CephState, HealthCheck
 
@@ -111,7 +111,7 @@ def _netsplit(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 
 def _old_version(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
-    from checks.ceph_codes import _old_version as explained
+    from checks.ceph_explained import _old_version as explained
 
     ex = explained(hc, st, ctx)
     todo = "`ceph versions` shows which daemons run which release"
@@ -390,7 +390,7 @@ def _large_omap(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     """LARGE_OMAP_OBJECTS: the objects by name from the cluster log (an OSD's deep scrub
     wrote ``Large omap object found``); an RGW bucket index object names its bucket's
     instance id (``.dir.ID.SHARD``)."""
-    from checks.ceph_codes import _large_omap as by_pool
+    from checks.ceph_explained import _large_omap as by_pool
 
     pools = _pools(hc)
     names = {p.id: p.name for p in st.pools}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from checks.ceph_codes import Explained
+from checks.ceph_explained import Explained
 from checks.model import CheckContext
 from storage.model import CephState, HealthCheck
 

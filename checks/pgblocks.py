@@ -23,7 +23,7 @@ from storage.model.ceph import CephState
 from storage.model.pgquery import PgBlock
 
 if TYPE_CHECKING:
-    from checks.ceph_codes import Explained
+    from checks.ceph_explained import Explained
     from storage.model import HealthCheck
 
 FLAP_WINDOW_S = 3600.0
@@ -162,7 +162,7 @@ def explain_unfound(hc: HealthCheck, st: CephState) -> Explained:
     """Ceph's OBJECT_UNFOUND: per queried PG, where the objects might be, and the options
     with their cost; the runbook only when one PG holds them and every OSD that might have
     them was asked or is down."""
-    from checks.ceph_codes import Explained
+    from checks.ceph_explained import Explained
 
     pgs = [b for b in st.pg_blocks if b.num_unfound]
     if not pgs:
