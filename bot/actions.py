@@ -165,7 +165,7 @@ class ProgressMessage:
 def _two_people(runbook: str) -> bool:
     """A runbook that always needs a second person (``RunbookInfo.two_people``:
     pg-mark-unfound-lost), whatever the cluster's two_person setting."""
-    from runbooks.base import registry
+    from runbooks.catalog import registry
 
     rb = registry().get(runbook)
     return bool(rb is not None and rb.info.two_people)

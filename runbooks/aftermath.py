@@ -115,7 +115,7 @@ PG_KINDS = frozenset({"osd", "pool", "cache-pool"})
 
 def worth_following(runbook: str) -> bool:
     """Runbooks whose success moves PGs (an OSD back, pg_num changed): follow them."""
-    from runbooks.base import registry
+    from runbooks.catalog import registry
 
     rb = registry().get(runbook)
     return rb is not None and rb.info.target_kind in PG_KINDS

@@ -111,12 +111,6 @@ def register(cls: type[Runbook]) -> type[Runbook]:
     return cls
 
 
-def registry() -> Mapping[str, Runbook]:
-    import runbooks.catalog  # noqa: F401  (explicit list of runbook modules)
-
-    return dict(_REGISTRY)
-
-
 # ------------------------------------------------------------------ shared helpers
 
 def need_ceph(snap: ClusterSnapshot) -> CephState:

@@ -1,4 +1,10 @@
-"""The explicit list of runbook modules: importing one registers its runbooks."""
+"""The explicit list of runbook modules: importing one registers its runbooks, and the
+registry of them all (``registry()``). The runbook modules import ``runbooks.base``, never
+this list back (issue 39.6: no circle)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
 
 from runbooks import crash, daemons, mgr, osd, pools, swift  # noqa: F401
 
@@ -19,3 +25,11 @@ from runbooks import pool_app  # noqa: F401  pool-app-enable, global-id-reclaim-
 
 # isort: split
 from runbooks import config  # noqa: F401  config-restore (issue 38.2: an option as the cause)
+
+# isort: split
+from runbooks.base import _REGISTRY, Runbook
+
+
+def registry() -> Mapping[str, Runbook]:
+    """Every runbook by name, in the order of the list above."""
+    return dict(_REGISTRY)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import runbooks.catalog  # noqa: F401  (registers the runbooks, in the importing thread)
 from checks.spelling import closest
-from runbooks.base import Draft, Runbook, registry
+from runbooks.base import Draft, Runbook
+from runbooks.catalog import registry  # registers the runbooks, in the importing thread
 from runbooks.model import InvalidRequest, Plan, Refused, RunbookInfo, RunContext
 from runbooks.targets import canonical_target_on
 from storage.model import ClusterSnapshot

@@ -95,7 +95,7 @@ def request_text(plan: Any, approval_params: Collection[str] = ()) -> str:
 
 def request_for(plan: Any) -> str:
     """``request_text`` with the plan's runbook's ``approval_params``."""
-    from runbooks.base import registry
+    from runbooks.catalog import registry
 
     rb = registry().get(plan.runbook)
     return request_text(plan, getattr(rb, "approval_params", ()) if rb is not None else ())
@@ -105,7 +105,7 @@ def needs_approval(settings: Any, cluster: str, plan: Any) -> bool:
     """Does a CLI run of ``plan`` need a second person's approval: its runbook always
     needs two people, or it needs a second person and the cluster's role (or "*") sets
     ``two_person`` (the same rule as the bot's Confirm button)."""
-    from runbooks.base import registry
+    from runbooks.catalog import registry
 
     rb = registry().get(plan.runbook)
     if rb is not None and rb.info.two_people:

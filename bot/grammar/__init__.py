@@ -190,7 +190,7 @@ def _runbook_options(verb: str, runbook: str, words: Sequence[str]
     judges the values (an unknown mode is its one-line refusal)."""
     if not words:
         return ()
-    from runbooks.base import registry
+    from runbooks.catalog import registry
 
     rb = registry().get(runbook)
     keys = tuple(rb.option_keys) if rb is not None else ()

@@ -370,7 +370,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def empty_target(runbook: str) -> str:
     """The one line for a target typed empty (``''``): which target the runbook takes."""
     name = runbook_name(runbook)
-    from runbooks.base import registry
+    from runbooks.catalog import registry
 
     rb = registry().get(name)
     what = rb.info.target_help if rb is not None and rb.info.target_help else "a target"

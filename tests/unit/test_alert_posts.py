@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks import alert_map as am
-from runbooks.base import registry
+from runbooks.catalog import registry
 from storage.snapshot.metrics import (
     only,
     parse_samples,

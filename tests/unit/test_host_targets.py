@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from bot import grammar as g
 from runbooks.api import RunContext, plan_from_snapshot
-from runbooks.base import registry
+from runbooks.catalog import registry
 from runbooks.model import InvalidRequest, Refused
 from runbooks.targets import HOST_QUALIFIED, canonical_target_on, resolve_host
 from storage.journal import Journal

@@ -19,7 +19,7 @@ from checks.ceph_cli import commands_in, judge, releases, vetted
 from checks.engine import run_checks
 from checks.model import CodeInfo, Finding, Registry, Severity
 from runbooks.api import Refused, RunContext, plan_from_snapshot
-from runbooks.base import registry
+from runbooks.catalog import registry
 from runbooks.nextstep import planning_context
 from storage.journal import Journal
 from stordoc.service.pipeline import CheckRequest, run_check

@@ -13,7 +13,7 @@ import pytest
 from bot import render as r
 from checks.swift_names import host_names
 from runbooks.api import Refused, RunContext, plan_from_snapshot
-from runbooks.base import registry
+from runbooks.catalog import registry
 from storage.journal import Journal
 from tests.unit.test_replay import PAIRS, replay
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bot.grammar import Fix, GrammarError, parse
 from runbooks.api import plan_from_snapshot
-from runbooks.base import registry
+from runbooks.catalog import registry
 from runbooks.model import Refused
 from runbooks.targets import canonical_osd, canonical_target
 from tests.unit.test_runbook_plan import ctx_for, osd1_unmounted
