@@ -267,6 +267,16 @@ def _proxy_health(url: str, timeout_s: float) -> tuple[bool | None, str | None]:
     return False, f"HTTP {r.status_code}: {r.text.strip()[:100]}"
 
 
+def proxy_health(url: str, timeout_s: float) -> tuple[bool | None, str | None]:
+    """The proxy's ``/healthcheck``: (True, None) when it says OK, else (False, why)."""
+    return _proxy_health(url, timeout_s)
+
+
+def ring_server(kind: str) -> str:
+    """The storage server a ring's devices name (``object-1`` -> ``object``)."""
+    return _server(kind)
+
+
 def collect_swift(target: SwiftTarget) -> tuple[SwiftState | None, str | None]:
     """Rings, recon of every ring endpoint and the proxy health; never raises."""
     try:

@@ -81,6 +81,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
         bench,
         bot,
         check,
+        doctor,
         lab,
         maintenance,
         mutes,
@@ -97,7 +98,8 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
                "77 permission denied, 130 interrupted).")
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for mod in (check, snapshot, mutes, runbooks, maintenance, bench, bot, watch, tui, lab, swift):
+    for mod in (check, snapshot, mutes, runbooks, maintenance, bench, bot, watch, tui, lab, swift,
+                doctor):
         if mod is lab:
             mod.register(sub, full=argv is None or "lab" in argv)
         else:
