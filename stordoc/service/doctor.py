@@ -12,6 +12,7 @@ The front ends print these (``stordoc doctor``); ``worst`` is the exit status.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -124,6 +125,14 @@ def ceph_access(cs: ClusterSettings, needs: RunbookNeeds) -> list[Access]:
     t = cs.target("doctor").ceph
     assert t is not None
     name = f"ceph {t.client}"
+    for what, path in (("ceph config", t.conf), ("keyring", t.keyring)):
+        # librados says nothing of a missing keyring: it waits out its timeout
+        if path and not os.path.isfile(path):
+            return [Access("fail", name, f"{what} {path}: no such file",
+                           "check Ceph or run any Ceph runbook")]
+        if path and not os.access(path, os.R_OK):
+            return [Access("fail", name, f"{what} {path}: permission denied",
+                           "check Ceph or run any Ceph runbook")]
     try:
         c = CephClient(t)
         c.connect()
@@ -256,7 +265,7 @@ def prometheus_access(cs: ClusterSettings) -> list[Access]:
     p = cs.prometheus
     without = "take host facts from node_exporter (SSH reads every host instead)"
     try:
-        samples = PromClient(p.url, p.timeout_s).query("up")
+        samples = PromClient(p.url, p.timeout_s).query('up{job!=""}')
     except PromError as e:
         return [Access("warn", "prometheus", f"{p.url}: {e.reason}", without)]
     jobs: dict[str, list[float]] = {}
