@@ -3,8 +3,9 @@
 ============  ====  =================================================================
 OK               0  done; the cluster (or the result) is fine
 WARN             1  warnings: a WARN finding (``check``), a benchmark slower than its
-                    baseline (``bench --compare``)
-CRIT             2  a CRIT finding (``check``, ``swift dispersion report``)
+                    baseline (``bench --compare``), an optional access missing (``doctor``)
+CRIT             2  a CRIT finding (``check``, ``swift dispersion report``), a configured
+                    access that fails (``doctor``)
 UNREACHABLE      3  the cluster (its monitors, Swift, the lab) could not be reached
 REFUSED          4  nothing was run: the runbook or benchmark refused (a lock held, the
                     cluster changed since the plan, a safety gate, a bad target)

@@ -111,3 +111,20 @@ def test_one_connection_per_host_is_reused(target: ClusterTarget) -> None:
         assert a.ok and b.stdout == "a b; echo c\n"  # an argument, not shell text
     finally:
         r.close()
+
+
+@pytest.mark.on_reef
+def test_doctor_names_every_access_ok(lab: Lab) -> None:
+    """``stordoc doctor`` on the healthy lab (issue 40.2): every configured access is
+    ``ok`` (read-only: nothing is changed), Slack and Prometheus not configured, exit 0."""
+    from tests.support.cli import run_main
+
+    rc, out, err = run_main("--config", str(lab.config_path), "doctor", width=80)
+    heads = [ln for ln in out.splitlines() if not ln.startswith(" ")]
+    assert rc == 0, out + err
+    assert [h.split(":")[0] for h in heads if h.startswith("ok")] == (
+        ["ok    ceph client.admin"] + [f"ok    ssh node{i + 1}" for i in range(lab.n_hosts)]
+        + ["ok    swift recon", "ok    swift proxy", "ok    swift auth"])
+    assert {h.split(":")[0] for h in heads if not h.startswith("ok")} == {
+        "off   prometheus", "off   slack"}
+    assert all(len(ln) <= 80 for ln in out.splitlines())
