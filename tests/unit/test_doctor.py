@@ -200,3 +200,10 @@ def test_worst_and_lines() -> None:
     assert all(len(ln) <= 80 for ln in long.lines())
     assert all(ln.startswith("      ") for ln in long.lines()[1:])
     assert RunbookNeeds((), (), ()).ceph == ()
+
+
+def test_unknown_cluster_is_one_line_exit_64(tmp_path: Path) -> None:
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(f'journal = "{tmp_path}/j.db"\n[clusters.c.ceph]\nconf = "/nonexistent"\n')
+    rc, out, err = run_main("--config", str(cfg), "doctor", "--cluster", "nope")
+    assert (rc, out, err.strip()) == (64, "", "error: unknown cluster 'nope'; configured: c")
