@@ -327,7 +327,7 @@ def _idle_manual(r: ReconHost, snap: ClusterSnapshot, hname: str | None, devs: l
                     and d.replication_ip != d.ip})
     if builder and len(wrong) == 1:
         setinfo = (f"`swift-ring-builder {builder} set_info --replication-ip {wrong[0]} "
-                   f"--change-replication-ip {r.ip}`")
+                   f"--change-replication-ip {r.ip} --yes`")
     else:
         setinfo = (f"`swift-ring-builder {r.server}.builder set_info --replication-ip OLD "
                    "--change-replication-ip NEW`")
