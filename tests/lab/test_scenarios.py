@@ -37,7 +37,7 @@ from tests.support.fixture_snapshots import (
     undo_fault,
 )
 from tests.support.poll import wait_until
-from tests.support.printed_commands import run_host_printed, run_printed
+from tests.support.printed_commands import printed_steps, run_host_printed, run_printed
 
 REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
 
@@ -151,6 +151,13 @@ def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
             print(f"{case.name} on {lab.release}: ran {[(c, w, rc) for c, w, rc, _ in ran]}")
             for cmd, _, rc, err in ran:
                 assert rc == 0, (cmd, rc, err)
+            # a `stordoc plan` the saved snapshot prints (it cannot plan from a pickle
+            # builder) is planned here, live, on the broken lab
+            for where, cmd, _ in printed_steps(rp.outcome):
+                if cmd.startswith("stordoc plan "):
+                    rc, err = _plan(cfg, *shlex.split(cmd)[1:])
+                    print(f"{case.name} on {lab.release}: snapshot's {cmd!r}: {rc}")
+                    assert rc == 0, (where, cmd, err)
             if case.next_step and case.repaired_by is None:
                 argv = shlex.split(case.next_step)
                 assert argv[:2] == ["stordoc", "fix"]
