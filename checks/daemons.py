@@ -337,6 +337,18 @@ def evidence(st: DaemonStatus) -> dict[str, object]:
     return ev
 
 
+def loop_step(st: DaemonStatus) -> str | None:
+    """A restart loop's first step by hand, an exact command that shows why its lives end:
+    Ceph's crash report when one was posted, else the end of its log on its host (no
+    runbook restarts a loop: one more start would end the same way)."""
+    tail = "fix that, then start it once (daemon-start refuses a loop)"
+    if st.crash_id and st.crash_posted:
+        return f"read why it crashed: `ceph crash info {st.crash_id}`; {tail}"
+    if st.log_file and not any(c.isspace() or c in "`'\"$" for c in st.log_file):
+        return f"read why each life ended: `tail -n 50 {st.log_file}` on {st.host}; {tail}"
+    return None
+
+
 @check("daemon-life", codes=CODES, needs=("hosts",), reads=("swift",))
 def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
     """Every watched daemon's life on its host. An OSD that is stopped on purpose stays
@@ -367,8 +379,11 @@ def daemon_life(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
                 since = None
             runbook = "daemon-restart" if st.life in (DaemonLife.CRASHED, DaemonLife.HUNG) \
                 else "daemon-start" if st.life is DaemonLife.STOPPED else None
+            ev = evidence(st)
+            if st.life is DaemonLife.LOOPING and (why := loop_step(st)):
+                ev["manual"] = why
             out.append(Finding(code, sev, st.entity,
-                               f"{st.name} on {hname} {st.summary}", evidence(st),
+                               f"{st.name} on {hname} {st.summary}", ev,
                                runbook=runbook, target=st.entity if runbook else None,
                                since=since))
     return out

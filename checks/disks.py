@@ -26,6 +26,8 @@ from storage.model import ClusterSnapshot, FsProbe, HostFacts, SmartReport, XfsE
 # evidence and the manual hint until they exist in this tree's catalog
 OSD_REPLACE = "osd-replace-disk"
 SWIFT_REPLACE = "swift-replace-drive"
+# the kernel log's errors and warnings, with wall-clock times: a person's first look on the host
+DMESG = "dmesg -T --level=err,warn"
 
 DISK_CODES = (
     CodeInfo("FS_SHUTDOWN", Severity.CRIT,
@@ -203,7 +205,7 @@ def _judge(facts: HostFacts, d: Disk, now: float, window: float,
             add("FS_SHUTDOWN", Severity.CRIT,
                 f"the XFS of {_where(p)} on {d.host} ({p.source}) shut itself down: every "
                 f"read and write fails ({p.write_error or 'EIO'}); {sw}",
-                f"read the kernel log on {d.host} (dmesg) for why; stop what uses "
+                f"read the kernel log on {d.host} (`{DMESG}`) for why; stop what uses "
                 f"{p.path}, unmount it, `xfs_repair -n {p.source}` shows the damage; "
                 f"{replace}a remount alone only hides it", since=e.when,
                 kernel_line=e.line, path=p.path)
@@ -232,8 +234,8 @@ def _judge(facts: HostFacts, d: Disk, now: float, window: float,
             add("FS_READONLY", Severity.CRIT,
                 f"{_where(p)} on {d.host} ({p.source}) is mounted read-only: writes to it "
                 f"fail; {sw}",
-                f"read the kernel log on {d.host} (dmesg) for why it went read-only; if the "
-                "kernel did it after errors, " + (replace or "replace the drive; ")
+                f"read the kernel log on {d.host} (`{DMESG}`) for why it went read-only; "
+                "if the kernel did it after errors, " + (replace or "replace the drive; ")
                 + f"if it was set by hand, `mount -o remount,rw {p.path}`", path=p.path)
         elif "no space left" in err:
             add("FS_FULL", Severity.CRIT,
@@ -245,7 +247,7 @@ def _judge(facts: HostFacts, d: Disk, now: float, window: float,
             add("FS_WRITE_FAILED", Severity.CRIT,
                 f"a write to {_where(p)} on {d.host} ({p.source}) failed: "
                 f"{p.write_error}; {sw}",
-                f"read the kernel log on {d.host} (dmesg) and check the disk; "
+                f"read the kernel log on {d.host} (`{DMESG}`) and check the disk; "
                 + (replace.removesuffix("; ") or "replace it if it is failing"), path=p.path)
     return found
 

@@ -141,7 +141,8 @@ def _manager(snap: ClusterSnapshot, st: CephState, mgr: MgrState,
     elif mgr.answered is False:
         runbook = "mgr-failover" if standbys else None
         what = (f"fail it over to the standby (ceph mgr fail {mgr.active})" if standbys
-                else f"restart ceph-mgr {mgr.active} on its host (no standby to fail over to)")
+                else f"find its host (`ceph mgr metadata {mgr.active}`: hostname) and restart "
+                f"ceph-mgr {mgr.active} there (no standby to fail over to)")
         yield Finding(
             "MGR_NOT_ANSWERING", Severity.CRIT, f"mgr.{mgr.active}",
             f"mgr.{mgr.active} is the active manager in the map but did not answer this "

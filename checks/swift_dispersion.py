@@ -9,7 +9,7 @@ missing: the server's own finding says why.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.swift_names import device_name, host_names
@@ -72,8 +72,27 @@ def swift_dispersion(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Findi
     out: list[Finding] = []
     for part in (d.objects, d.containers):
         if part is not None:
-            out.extend(part_findings(part, ctx, host_names(snap)))
+            ring = sw.ring(part.kind)
+            out.extend(with_locate_step(f, ring.ring_path if ring is not None else None,
+                                        d.account)
+                       for f in part_findings(part, ctx, host_names(snap)))
     return out
+
+
+def with_locate_step(f: Finding, ring_path: str | None, account: str | None) -> Finding:
+    """A missing copy's first step by hand, an exact command: where the ring puts each
+    copy of the first missing name, with a ``curl`` per copy (``swift-get-nodes``, which
+    reads the ring file only)."""
+    names = (f.evidence or {}).get("names") or []
+    if not ring_path or not account or not names:
+        return f
+    name = str(names[0])
+    if any(c.isspace() or c in "`'\"$" for c in name + account + ring_path):
+        return f  # said as one command only when every word is plain
+    return replace(f, evidence=dict(
+        f.evidence, manual=f"see where each copy of {name} belongs and ask each: "
+        f"`swift-get-nodes -a {ring_path} {account} {name.replace('/', ' ', 1)}`; a copy "
+        "missing from a primary is rebuilt by the replicator's next pass"))
 
 
 @dataclass(frozen=True)

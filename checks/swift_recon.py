@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.swift_names import device_name, host_names
@@ -126,7 +128,11 @@ def host_findings(r: ReconHost, ctx: CheckContext, history: Mapping[str, Mapping
                     f"{age_h(now - base[0])} ago (now {v:.0f}; warn at "
                     f"+{th.swift_quarantine_growth_warn})",
                     {"kind": k, "now": v, "before": base[1], "before_at": base[0],
-                     "growth": grew, "warn": th.swift_quarantine_growth_warn}))
+                     "growth": grew, "warn": th.swift_quarantine_growth_warn,
+                     # the server's recon, as swift-recon reads it: by device and policy
+                     "manual": f"see where they are: `curl -s http://{ep}/recon/"
+                     f"quarantined`; the {r.server} server's log names why each was "
+                     "quarantined"}))
     load = r.load
     l5 = load.avg_5m if load is not None else None
     if load is not None and l5 is not None and l5 > th.swift_load5_warn:
@@ -307,11 +313,27 @@ def idle_findings(r: ReconHost, snap: ClusterSnapshot, ctx: CheckContext) -> lis
         evidence={"host": hname, "ip": r.ip, "server": r.server, "last": rep["last"],
                   "attempted": 0, "partitions": parts, "replication_addresses": repl,
                   "host_addresses": list(facts.addresses),
-                  "manual": f"give the {r.server} ring's devices on {hname} a replication "
-                  f"address {hname} has (now {', '.join(repl)}; `ip -br addr` there): "
-                  f"`swift-ring-builder {r.server}.builder set_info --replication-ip OLD "
-                  "--change-replication-ip NEW`, write_ring, push the ring; or, if the "
-                  "address is right, bring it up on the host"})]
+                  "manual": _idle_manual(r, snap, hname, devs, repl)})]
+
+
+def _idle_manual(r: ReconHost, snap: ClusterSnapshot, hname: str | None, devs: list[Any],
+                 repl: list[str]) -> str:
+    """Give the devices their own address back: the exact ``set_info`` on the builder
+    stordoc reads (each wrong replication address changed to the device's own), when the
+    builder's path is known; else the command with its values to fill in."""
+    ring = snap.swift.ring(r.server) if snap.swift is not None else None
+    builder = ring.builder_path if ring is not None and ring.builder_path else None
+    wrong = sorted({d.replication_ip for d in devs if d.replication_ip
+                    and d.replication_ip != d.ip})
+    if builder and len(wrong) == 1:
+        setinfo = (f"`swift-ring-builder {builder} set_info --replication-ip {wrong[0]} "
+                   f"--change-replication-ip {r.ip} --yes`")
+    else:
+        setinfo = (f"`swift-ring-builder {r.server}.builder set_info --replication-ip OLD "
+                   "--change-replication-ip NEW`")
+    return (f"give the {r.server} ring's devices on {hname} a replication address "
+            f"{hname} has (now {', '.join(repl)}): {setinfo}, write_ring, push the ring; "
+            f"or, if the address is right, bring it up on {hname} (`ip -br addr` there)")
 
 
 @check("swift-recon", codes=RECON_CODES, needs=("swift",), reads=("hosts",))
@@ -326,5 +348,20 @@ def swift_recon(snap: ClusterSnapshot, ctx: CheckContext) -> Iterable[Finding]:
             out.extend(replicator_findings(r, snap, ctx.now or time.time()))
             out.extend(idle_findings(r, snap, ctx))
             nodes.add(r.ip)
-    out.extend(fill_findings(sw, ctx, host_names(snap)))
+    out.extend(with_fill_step(f, snap) for f in fill_findings(sw, ctx, host_names(snap)))
     return out
+
+
+def with_fill_step(f: Finding, snap: ClusterSnapshot) -> Finding:
+    """A full device's first step by hand, an exact command: what fills it, read on its
+    host (``du`` over its mount, one level: objects, tmp, quarantined, async_pending)."""
+    if f.code != "SWIFT_DEVICE_FULL" or not f.evidence:
+        return f
+    hname, facts = host_for(snap, str(f.evidence.get("ip")))
+    path = facts.swift_dirs.get(str(f.evidence.get("device"))) if facts is not None else None
+    if hname is None or not path:
+        return f
+    return replace(f, evidence=dict(
+        f.evidence, host=hname,
+        manual=f"see what fills it: `du -xh --max-depth=1 {path}` on {hname}; then add "
+        "capacity or lower its weight in the ring (`swift-ring-builder`, rebalance)"))

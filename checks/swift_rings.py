@@ -84,7 +84,7 @@ def ring_findings(ring: RingState, ctx: CheckContext,
         out.append(Finding(
             "SWIFT_REPLICAS_EXCEED_DEVICES", Severity.CRIT, ent,
             f"{where} {replicas:g} replicas but only {len(weighted)} weighted devices",
-            ev_shape))
+            dict(ev_shape, manual=_replicas_manual(ring, len(weighted)))))
     if weighted and replicas > len(zones) + 1e-9:
         out.append(Finding(
             "SWIFT_REPLICAS_EXCEED_ZONES", Severity.WARN, ent,
@@ -274,3 +274,13 @@ def proxy_words(url: str, error: str | None) -> str:
     if "timed out" in err:
         return f"proxy {where} does not answer /healthcheck in time ({err})"
     return f"proxy {where} /healthcheck failed: {err or 'no answer'}"
+
+
+def _replicas_manual(ring: RingState, weighted: int) -> str:
+    """Replicas back to what the devices can hold: the live ring's count when only the
+    builder plans more, else one per weighted device; then the rebalance."""
+    n = ring.replicas if (ring.builder_replicas or 0) > ring.replicas + 1e-9 \
+        and ring.replicas <= weighted else float(weighted)
+    builder = ring.builder_path or f"{ring.kind}.builder"
+    return (f"set the replicas to {n:g}: `swift-ring-builder {builder} set_replicas {n:g}`; "
+            f"then rebalance and write the ring (`stordoc plan {RB} {ring.kind}`)")

@@ -21,12 +21,13 @@ from checks.model import Finding, Severity
 _PROGRAMS = frozenset({
     "ceph", "ceph-volume", "ceph-bluestore-tool", "ceph-objectstore-tool", "rados", "rbd",
     "radosgw-admin", "stordoc", "swift-ring-builder", "swift-init", "systemctl",
-    "journalctl", "mount", "umount", "xfs_repair", "smartctl", "dmesg", "ip"})
+    "journalctl", "mount", "umount", "xfs_repair", "smartctl", "dmesg", "ip",
+    "swift-get-nodes", "swift-recon", "curl", "tail", "du"})
 # commands that read or act on one host (a daemon's admin socket, a disk, a unit): said
 # with the host the incident is on
 _ON_HOST = ("ceph daemon ", "ceph-volume ", "ceph-bluestore-tool ", "ceph-objectstore-tool ",
             "systemctl ", "journalctl ", "mount ", "umount ", "xfs_repair ", "smartctl ",
-            "dmesg", "ip ")
+            "dmesg", "ip ", "tail ", "du ")
 _SPAN_RE = re.compile(r"`([^`\n]+)`")
 _PLACEHOLDER_RE = re.compile(r"(?:\A|\s)(?:[A-Z][A-Z_]+|<[^>]*>|\.\.\.|…)(?=\s|\Z)")
 NOTHING_TO_DO = "nothing to do"

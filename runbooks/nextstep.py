@@ -71,7 +71,11 @@ def with_next_steps(ctx: RunContext, snap: ClusterSnapshot,
                     why = f"no runbook fixes {inc.root.code}; {why}"
                     break
         if step is None:
-            manual = manual or why or _manual_hint(inc) or \
+            hint = _manual_hint(inc)
+            if not manual and why and hint and why.startswith(f"no runbook fixes {inc.root.code}"):
+                # a consequence's runbook is no way out; the root's own advice is the step
+                manual = f"{why}; next: {hint}"
+            manual = manual or why or hint or \
                 f"no runbook fixes {inc.root.code}: {inc.root.message}"
             if snap.ceph is not None:  # a runbook's refusal may name a command too
                 manual = vetted(manual, snap.ceph.release)

@@ -87,7 +87,7 @@ class SwiftRingRebalance(Runbook):
             # snapshot names
             raise Refused("its plan reads the cluster's own builder file: plan it where "
                           "stordoc reaches the cluster's swift_dir "
-                          f"(stordoc plan swift-ring-rebalance {target})")
+                          f"(`stordoc plan swift-ring-rebalance {target}`)")
         swift_dir = d.ctx.target.swift.swift_dir if d.ctx.target.swift else ""
         builder_path = (ring.builder_path if ring else None) or \
             os.path.join(swift_dir, f"{target}.builder")

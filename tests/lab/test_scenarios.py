@@ -37,7 +37,7 @@ from tests.support.fixture_snapshots import (
     undo_fault,
 )
 from tests.support.poll import wait_until
-from tests.support.printed_commands import run_printed
+from tests.support.printed_commands import printed_steps, run_host_printed, run_printed
 
 REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
 
@@ -86,6 +86,12 @@ def reach(env: Env, lab: Lab, want: set[object], what: str, daemons: bool = True
     wait_until(same, REACH_S, why, 2.0)
 
 
+def _plan(cfg: Path, *args: str) -> tuple[int, str]:
+    """A printed ``stordoc plan ...`` through the CLI: (exit status, stderr)."""
+    r = cli(cfg, *args)
+    return r.returncode, r.stderr
+
+
 def audited(env: Env, runbook: str, target: str) -> None:
     """The run is in the audit as a verified success, every step done, no lock left, and
     no flag of its own (noout) left set."""
@@ -100,12 +106,11 @@ def audited(env: Env, runbook: str, target: str) -> None:
     assert audit.locks("lab") == [] and not audit.leftovers("lab")
 
 
-# mgr-stopped is replayed, not broken live here: how the stopped manager's own process
-# reads (a clean shutdown logged or not) differs between runs and releases, and a live
-# manager outage is tested by tests/lab/test_mgrmon_lab.py (failover, then no manager)
+# mgr-stopped is broken live here: a stopped manager reads the same each time (issue
+# 38.4), and its daemon-start repairs it (the failover: tests/lab/test_mgrmon_lab.py)
 # pg-unfound is broken live once, on Reef, by tests/lab/test_unfound_lab.py: it compares
 # with the snapshot there, then repairs it through Slack with two people (one live break)
-LIVE = [c for c in CASES if c.name not in ("mgr-stopped", "pg-unfound")]
+LIVE = [c for c in CASES if c.name != "pg-unfound"]
 
 
 MARKS = {"both": (pytest.mark.release,), "reef": (pytest.mark.on_reef,), "pacific": ()}
@@ -134,10 +139,25 @@ def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
             reach(env, lab, want, case.name, daemons, case.after_pass, case.load_noise)
             # issue 38.1: each `ceph ...` command the diagnosis prints that reads, or undoes
             # the fault where no runbook applies, runs on this release and Ceph takes it
-            ran = run_printed(lab, Service(env).check("lab", "test"), undo=not case.next_step)
+            out = Service(env).check("lab", "test")
+            ran = run_printed(lab, out, undo=not case.next_step)
             print(f"{case.name} on {lab.release}: ran {[(c, w, rc) for c, w, rc, _ in ran]}")
             for cmd, _, rc, err in ran:
                 assert rc == 0 and "EINVAL" not in err, (cmd, rc, err)
+            # issue 38.6: each other exact step it prints (a host's command, said with its
+            # host; a Swift tool; a recon read; a `stordoc plan`) runs there and exits 0
+            ran = run_host_printed(lab, env.target("lab"), out, undo=not case.next_step,
+                                   plan=lambda *a: _plan(cfg, *a))
+            print(f"{case.name} on {lab.release}: ran {[(c, w, rc) for c, w, rc, _ in ran]}")
+            for cmd, _, rc, err in ran:
+                assert rc == 0, (cmd, rc, err)
+            # a `stordoc plan` the saved snapshot prints (it cannot plan from a pickle
+            # builder) is planned here, live, on the broken lab
+            for where, cmd, _ in printed_steps(rp.outcome):
+                if cmd.startswith("stordoc plan "):
+                    rc, err = _plan(cfg, *shlex.split(cmd)[1:])
+                    print(f"{case.name} on {lab.release}: snapshot's {cmd!r}: {rc}")
+                    assert rc == 0, (where, cmd, err)
             if case.next_step and case.repaired_by is None:
                 argv = shlex.split(case.next_step)
                 assert argv[:2] == ["stordoc", "fix"]

@@ -162,7 +162,8 @@ CASES: tuple[Case, ...] = (
          plain="ceph osd out 2"),
     # manager, monitors, placement (lab/scenarios/mgrmon.py): no runbook, said by hand
     # (the manager's failover runbook needs a standby: test_mgrmon_lab.py)
-    Case("mgr-stopped", "mgr-stopped", {}, "MGR_NO_ACTIVE", "cluster lab mgr", "", 2),
+    Case("mgr-stopped", "mgr-stopped", {}, "DAEMON_STOPPED", "mgr.x",
+         "stordoc fix daemon-start mgr.x", 2),
     Case("osd-crush-weight-zero", "osd-crush-weight-zero", {"osd": 1}, "OSD_NO_DATA",
          "osd.1", "", 1, heal_kwargs={"osd": 1}, live_on="reef"),
     # the free-space line raised at runtime is the cause (issue 38.2): config-restore mon.a
@@ -347,6 +348,8 @@ def _pg_transient(lab: Any) -> bool:
     try:
         s = lab.ceph("pg", "stat", check=False, timeout=10)
     except LabError:  # no manager answers (mgr-stopped): no PG states to wait out
+        return False
+    if s is None and lab.pid("mgr.x") is None:  # the same, said as no answer (check=False)
         return False
     summ = s.get("pg_summary", s) if isinstance(s, dict) else {}
     names = {str(x.get("name")) for x in summ.get("num_pg_by_state", [])}

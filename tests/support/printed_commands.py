@@ -141,3 +141,99 @@ def run_printed(lab: Any, outcome: Any, undo: bool) -> list[tuple[str, str, int,
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
         done.append((cmd, why, p.returncode, p.stderr.strip()[-500:]))
     return done
+
+
+# ------------------------------------------------------------- commands run on a host
+# the last line's step of an incident with no runbook (runbooks/nextline.py) that is not a
+# ``ceph`` command: a host command said with its host (``dmesg ...  # on node2``), a Swift
+# tool run where stordoc reads the rings (``swift-get-nodes``, ``swift-ring-builder``), a
+# ``curl`` of a server's recon, a ``stordoc plan`` (made live by the lab test's CLI)
+_ON = "  # on "
+# programs that only read, whatever their arguments (curl: without a method or data)
+READ_PROGRAMS = frozenset({"dmesg", "tail", "du", "df", "findmnt", "ls", "swift-get-nodes",
+                           "swift-recon", "ip", "journalctl"})
+# swift-ring-builder BUILDER [SUBCOMMAND]: what only reads the builder, what undoes a
+# scenario's fault where no runbook applies (the lab's heal restores the rings anyway)
+RING_READS = ("", "search", "list_parts", "validate")
+RING_UNDOES = ("set_replicas", "set_info")
+
+
+def printed_steps(outcome: Any) -> list[tuple[str, str, str | None]]:
+    """(where, command, host or None) of each step a check prints as an exact command
+    that is not a ``ceph`` one (those are ``outcome_commands``'): each incident's step
+    by hand as the last line says it (``runbooks.nextline.incident_step``)."""
+    from runbooks.nextline import actionable, incident_step
+
+    out = []
+    for inc in outcome.incidents:
+        if inc.next_step is not None or not actionable(inc):
+            continue
+        step = incident_step(inc)
+        if step.startswith(("by hand: ", "ceph ")):
+            continue
+        cmd, _, host = step.partition(_ON)
+        out.append((f"incident {inc.id} step", cmd.strip(), host.strip() or None))
+    return out
+
+
+def host_runnable(cmd: str, undo: bool) -> tuple[bool, str]:
+    """Whether the lab test runs a printed host or Swift command (and why not): it reads,
+    or (``undo``: the scenario has no runbook) it undoes the fault."""
+    argv = shlex.split(cmd)
+    prog = argv[0]
+    if prog == "stordoc":
+        return (argv[1:2] == ["plan"]), "plans (changes nothing)"
+    if prog in READ_PROGRAMS:
+        if prog == "ip" and not set(argv[1:]) <= {"-br", "-o", "addr", "link", "show"}:
+            return False, "changes the host (ip)"
+        return True, "reads"
+    if prog == "curl":
+        if any(a in ("-X", "--request", "-d", "--data", "-T", "-F") for a in argv[1:]):
+            return False, "changes a server (curl with a method or a body)"
+        return True, "reads"
+    if prog == "swift-ring-builder" and len(argv) >= 2:
+        sub = argv[2] if len(argv) > 2 else ""
+        if sub in RING_READS:
+            return True, "reads"
+        if undo and sub in RING_UNDOES:
+            return True, "undoes the fault"
+        return False, f"changes the builder ({sub})"
+    return False, f"not a command the test knows to be safe ({prog})"
+
+
+def run_host_printed(lab: Any, target: Any, outcome: Any, undo: bool,
+                     plan: Any = None) -> list[tuple[str, str, int, str]]:
+    """Run on the lab each printed step ``host_runnable`` allows: a command said with its
+    host over SSH to that lab host (stordoc's own runner, argv never shell text), a Swift
+    tool where the rings are (this machine, through the lab release's ``argv``: Reef's
+    root filesystem), ``curl`` here, ``stordoc plan`` through ``plan`` (a callable taking
+    its arguments and returning (exit status, stderr)). (command, why run, exit status,
+    stderr)."""
+    import subprocess
+
+    from storage.ssh import FabricRunner
+
+    done = []
+    runner = FabricRunner(target.hosts)
+    try:
+        for where, cmd, host in dict.fromkeys(printed_steps(outcome)):
+            ok, why = host_runnable(cmd, undo)
+            assert ok or not why.startswith("not a command"), (where, cmd, why)
+            if not ok:
+                continue
+            argv = shlex.split(cmd)
+            if argv[0] == "stordoc":
+                assert plan is not None, (where, cmd)
+                rc, err = plan(*argv[1:])
+            elif host is not None:
+                r = runner.run(host, argv, timeout_s=120)
+                rc, err = (r.rc if not r.timed_out else -1), r.stderr
+            else:
+                full = lab.system.argv(argv) if argv[0].startswith("swift-") else argv
+                p = subprocess.run(full, capture_output=True, text=True, timeout=120,
+                                   check=False)
+                rc, err = p.returncode, p.stderr
+            done.append((f"{cmd}{_ON}{host}" if host else cmd, why, rc, err.strip()[-500:]))
+    finally:
+        runner.close()
+    return done

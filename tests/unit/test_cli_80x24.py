@@ -83,8 +83,11 @@ def test_default_check_fits_80x24_and_ends_with_the_next_step(
     if steps:
         assert lines[-1].startswith(f"next: {steps[0]}"), text
         assert [ln.strip() for ln in after].count(f"next: {steps[0]}") == 2  # incident, end
-    else:  # the first step's exact command, else the step in words: never "see ..."
-        assert lines[-1].startswith("next: ") and "see incident" not in text, text
+    else:  # the first step's exact command (a long one goes on over indented rows, never
+        # cut: cut, it is no longer the command), never the step in words, never "see ..."
+        last = max(n for n, ln in enumerate(lines) if ln.startswith("next: "))
+        assert all(ln.startswith("  ") for ln in lines[last + 1:]), text
+        assert not lines[last].startswith("next: by hand") and "see incident" not in text
     # each finding code once below the verdict (which names the top incident's cause)
     # (one of Ceph's own codes as a root: its message opens with "Ceph CODE:", by design)
     # (one code may root incidents of different entities: CONFIG_OPTION_CAUSE of `config

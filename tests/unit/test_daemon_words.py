@@ -191,10 +191,11 @@ def test_no_manager_while_stordoc_restarts_it_is_that_runs_doing() -> None:
     snap = replay("pacific", "mgr-stopped").outcome.snapshot
     out = replay("pacific", "mgr-stopped").outcome
     inc = out.incidents[0]
-    assert inc.root.code == "MGR_NO_ACTIVE"
-    running = RecentRun(7, "daemon-restart", "mgr.x", snap.taken_at - 5, None, "running")
+    assert inc.root.code == "DAEMON_STOPPED"  # no manager is its consequence
+    running = RecentRun(7, "daemon-start", "mgr.x", snap.taken_at - 5, None, "running")
     by = run_of(inc, (running,))
-    assert by is not None and by[0] is running and "MGR_NO_ACTIVE" in by[1]
+    assert by is not None and by[0] is running and "DAEMON_STOPPED" in by[1]
+    assert "MGR_NO_ACTIVE" in {f.code for f in inc.consequences}  # said by the run too
     # once the run ended, what is still wrong is its own incident again
     done = dataclasses.replace(running, finished_at=snap.taken_at - 1, outcome="failed")
     assert run_of(inc, (done,)) is None

@@ -47,5 +47,5 @@ def test_a_crashed_manager_is_the_root_of_no_manager(release: str) -> None:
     # its fix restarts that daemon (the capture's settings name no start command for
     # mgr.x, so offline planning says so instead of offering the button)
     assert (top.root.runbook, top.root.target) == ("daemon-restart", "mgr.x")
-    # the replay as captured (no daemon facts) keeps the manager finding as its root
-    assert rp.outcome.incidents[0].root.code == "MGR_NO_ACTIVE"
+    # the replay as saved: the host's facts say the daemon stopped (SIGTERM), the root
+    assert rp.outcome.incidents[0].root.code == "DAEMON_STOPPED"

@@ -6,8 +6,9 @@
    hand with no window stays a problem. The Slack ``health`` reply (the real bolt App)
    reads the same verdict and ends with the same line.
 6. The last line always says what to do: every saved snapshot of both releases through
-   `stordoc check --from` ends with a runbook, an exact command of the incident, "nothing
-   to do", or the step in words: never "see incident N".
+   `stordoc check --from` ends with a runbook (`stordoc fix ...`), a plan to make live
+   (`stordoc plan ...`), an exact command of the incident (with the host it runs on), or
+   "nothing to do": never the step in words (`by hand: ...`), never "see incident N".
 """
 
 from __future__ import annotations
@@ -82,14 +83,15 @@ def test_every_snapshot_ends_with_what_to_do(monkeypatch: pytest.MonkeyPatch,
         assert line.startswith("next: nothing to do"), text
     elif with_runbook:
         assert line.split("  # ")[0] == f"next: {with_runbook[0].next_step.command}", text
-    elif line.startswith("next: by hand: "):
-        # words only where no incident holds an exact command: the step's own words
-        said = line.removeprefix("next: by hand: ").rstrip("…")
-        assert any(said in (i.manual or "") + i.root.message for i in todo), (said, text)
-    else:  # an exact command, word for word as the incident says it
+    else:  # an exact command, word for word as the incident says it: never words alone
+        assert not line.startswith("next: by hand"), text
         cmd = line.removeprefix("next: ").split("  # on ")[0]
         assert re.fullmatch(r"[a-z][a-z_-]* \S.*", cmd), line
+        assert exact_command(f"`{cmd}`") == cmd, line  # a known program, nothing to fill in
         assert any(cmd in (i.manual or "") for i in todo), (cmd, text)
+        if "  # on " in line:  # said with the host the incident is on
+            host = line.split("  # on ")[1]
+            assert any(host == (i.root.evidence or {}).get("host") for i in todo), line
 
 
 @pytest.mark.parametrize("release,name,rc,want", [
@@ -97,9 +99,16 @@ def test_every_snapshot_ends_with_what_to_do(monkeypatch: pytest.MonkeyPatch,
     ("reef", "osd-crash", 2, "next: stordoc fix daemon-restart osd.2"),
     ("pacific", "mon-disk-low", 1, "next: stordoc fix config-restore mon.a"),
     ("reef", "osd-crush-weight-zero", 1, "next: ceph osd crush reweight osd.1 0.0098"),
-    # its only command is for when it was set by hand: the first step is said in words
-    ("reef", "swift-device-readonly", 2,
-     "next: by hand: read the kernel log on node2 (dmesg) for why it went read-only"),
+    # the kernel log on the disk's host says why it went read-only (issue 38.6)
+    ("reef", "swift-device-readonly", 2, "next: dmesg -T --level=err,warn  # on node2"),
+    # a restart loop: what ended its lives, on its host; a builder that plans more
+    # replicas than devices: back to the live ring's; a ring to rebalance: planned live
+    ("pacific", "osd-restart-loop", 2,
+     "next: tail -n 50 /var/tmp/stordoc-lab-daemons/log/ceph-osd.2.log  # on node3"),
+    ("reef", "swift-ring-replicas", 2, "next: swift-ring-builder "
+     "/var/tmp/stordoc-snapshots-reef/swift/etc/object.builder set_replicas 3"),
+    ("pacific", "swift-ring-drift", 1, "next: stordoc plan swift-ring-rebalance object"),
+    ("pacific", "mgr-not-answering", 2, "next: ceph mgr metadata x"),
 ])
 def test_the_real_cli_prints_it_last(release: str, name: str, rc: int, want: str) -> None:
     """`python -m stordoc check --from DIR` as on-call runs it, in a real process."""
@@ -122,6 +131,10 @@ def test_the_real_cli_prints_it_last(release: str, name: str, rc: int, want: str
      None),  # the step's command has placeholders: no exact one
     ("set a class: `ceph osd crush set-device-class CLASS osd.1`", None),
     ("read the kernel log on node2 (dmesg) for why", None),
+    ("read the kernel log on node2 (`dmesg -T --level=err,warn`) for why",
+     "dmesg -T --level=err,warn"),
+    ("plan it live (`stordoc plan swift-ring-rebalance object`)",
+     "stordoc plan swift-ring-rebalance object"),
     ("look at it with `less /var/log/x`", None),  # not a program stordoc names
     ("restart ceph-mgr x on its host", None),
 ])

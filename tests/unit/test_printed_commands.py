@@ -26,8 +26,10 @@ from stordoc.service.pipeline import CheckRequest, run_check
 from tests.support.printed_commands import (
     doc_commands,
     expanded,
+    host_runnable,
     outcome_commands,
     plan_commands,
+    printed_steps,
 )
 from tests.unit.test_replay import PAIRS, replay
 from tests.unit.test_replay_words import EXAMPLES
@@ -251,3 +253,33 @@ def test_every_command_a_help_line_names_is_one_ceph_takes(release: str) -> None
     print(f"{release}: {len(cmds)} commands in help lines, "
           f"{sum(len(v) for v in bad.values())} refused")
     assert not bad, "\n".join(f"{k}: {v[:3]}" for k, v in bad.items())
+
+
+# ------------------------------------------------- the other exact steps (issue 38.6)
+@pytest.mark.parametrize("release,name", PAIRS)
+def test_each_printed_host_step_is_one_the_lab_test_runs_or_knows(release: str,
+                                                                    name: str) -> None:
+    """Each non-``ceph`` exact step a saved scenario prints (a host's command with its
+    host, a Swift tool, a recon read, a ``stordoc plan``) is one the lab test
+    (test_scenarios.py, ``run_host_printed``) runs there: it reads, or undoes the fault
+    where no runbook applies. A step of a program it does not know fails here first."""
+    for where, cmd, host in printed_steps(replay(release, name).outcome):
+        ok, why = host_runnable(cmd, undo=True)
+        assert ok, (where, cmd, why)
+        assert host is None or host.startswith("node"), (where, cmd, host)
+
+
+@pytest.mark.parametrize("cmd,ok", [
+    ("dmesg -T --level=err,warn", True), ("tail -n 50 /var/log/x.log", True),
+    ("curl -s http://127.0.0.2:6200/recon/quarantined", True),
+    ("curl -s -X DELETE http://127.0.0.2:6200/d1/1/a/c/o", False),
+    ("swift-ring-builder /etc/swift/object.builder", True),
+    ("swift-ring-builder /etc/swift/object.builder set_replicas 3", True),  # undo=True
+    ("swift-ring-builder /etc/swift/object.builder rebalance", False),
+    ("stordoc plan swift-ring-rebalance object", True),
+    ("stordoc fix daemon-start mgr.x", False),
+    ("ip addr add 127.0.0.99/8 dev lo", False), ("xfs_repair /dev/loop1", False),
+])
+def test_host_runnable(cmd: str, ok: bool) -> None:
+    assert host_runnable(cmd, undo=True)[0] is ok
+

@@ -376,7 +376,11 @@ def _mgr_stopped(rp: Replay) -> None:
     assert stale.since == ceph.mgr.last_pg_report and "the manager's last report" in \
         stale.message and "active+clean" in stale.message
     assert not {k for k in fs if k[0] in ("PGS_NOT_ACTIVE_CLEAN", "PGS_SETTLING")}
-    assert rp.outcome.incidents[0].manual and "start ceph-mgr" in rp.outcome.incidents[0].manual
+    # the stopped daemon is the root (its host's facts say it), whose runbook starts it
+    top = rp.outcome.incidents[0]
+    assert (top.root.code, top.root.entity) == ("DAEMON_STOPPED", "mgr.x")
+    assert top.severity is Severity.CRIT and root in top.consequences
+    assert top.next_step is not None and top.next_step.command == "stordoc fix daemon-start mgr.x"
 
 
 def _crush_zero(rp: Replay) -> None:
