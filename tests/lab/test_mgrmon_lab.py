@@ -2,8 +2,8 @@
 input and its refusal without a standby change nothing; with a standby mgr.y started for
 the test it fails mgr.x over; then the active manager is stopped by its pid and `check`
 exits 2 before Ceph's 30 s beacon grace, naming it and the failover to its standby, which
-the `next:` runbook then does. The only manager (both releases) and the Swift proxy
-(Reef) stopped by a plain `kill -TERM PID`: the printed `daemon-start` starts them to a
+the `next:` runbook then does. The only manager and the Swift proxy stopped by a
+plain `kill -TERM PID` (Reef; Pacific's stopped manager: test_scenarios.py's mgr-stopped): the printed `daemon-start` starts them to a
 clean check (issue 38.4; the same words for two kills: tests/unit/test_daemon_words.py). (What the three new scenarios read is asserted on their
 snapshots: tests/unit/test_replay.py; their one live break each: test_scenarios.py.)"""
 
@@ -98,11 +98,13 @@ def _top(cfg: Path, entity: str) -> dict:  # type: ignore[type-arg]
     return top
 
 
-@pytest.mark.release
+# on Reef: on Pacific the stopped manager is test_scenarios.py's live mgr-stopped case,
+# repaired by its printed daemon-start
+@pytest.mark.on_reef
 def test_a_manager_and_the_proxy_stopped_by_a_plain_kill_are_started_by_daemon_start(
         lab: Lab, cfg: Path, env: Env) -> None:
-    # once per release: that two kills give the same words is proven on the daemons'
-    # captured evidence (tests/unit/test_daemon_words.py), not by a second live kill
+    # once: that two kills give the same words is proven on the daemons' captured
+    # evidence (tests/unit/test_daemon_words.py), not by a second live kill
     _kill_term(lab, "mgr.x")
     top = _top(cfg, "mgr.x")
     assert top["next_step"]["command"] == "stordoc fix daemon-start mgr.x"
@@ -115,21 +117,21 @@ def test_a_manager_and_the_proxy_stopped_by_a_plain_kill_are_started_by_daemon_s
     assert mgr_stat(lab).get("active_name") == "x"
     expected = [("daemon-start", "mgr.x", "success")]
 
-    if lab.release == "reef":  # Swift is the same on both labs: its proxy once, on Reef
-        _kill_term(lab, "swift-proxy")
-        top = _top(cfg, "swift-proxy-server@node1")
-        # the proxy's refused healthcheck is in words, inside the daemon's one incident
-        assert [c["code"] for c in top["consequences"]] == ["SWIFT_PROXY_UNHEALTHY"], top
-        assert top["severity"] == "crit" and top["impact"].startswith(
-            f"proxy 127.0.0.1:{lab.ports.proxy} refuses connections"), top
-        assert "SIGSEGV" not in top["root"]["message"] and "Error(" not in json.dumps(top)
-        assert top["next_step"]["command"] == \
-            "stordoc fix daemon-start swift-proxy-server@node1"
-        r = cli(cfg, *top["next_step"]["command"].split()[1:], "--yes")
-        assert r.returncode == 0 and "verified" in r.stdout, r.stdout[-2000:] + r.stderr
-        assert lab.swift_cluster.healthy() is True
-        r = cli(cfg, "check", "--json")
-        assert r.returncode == 0, r.stdout[-3000:]
-        expected.insert(0, ("daemon-start", "swift-proxy-server@node1", "success"))
+    # the Swift proxy (the same Swift on both labs)
+    _kill_term(lab, "swift-proxy")
+    top = _top(cfg, "swift-proxy-server@node1")
+    # the proxy's refused healthcheck is in words, inside the daemon's one incident
+    assert [c["code"] for c in top["consequences"]] == ["SWIFT_PROXY_UNHEALTHY"], top
+    assert top["severity"] == "crit" and top["impact"].startswith(
+        f"proxy 127.0.0.1:{lab.ports.proxy} refuses connections"), top
+    assert "SIGSEGV" not in top["root"]["message"] and "Error(" not in json.dumps(top)
+    assert top["next_step"]["command"] == \
+        "stordoc fix daemon-start swift-proxy-server@node1"
+    r = cli(cfg, *top["next_step"]["command"].split()[1:], "--yes")
+    assert r.returncode == 0 and "verified" in r.stdout, r.stdout[-2000:] + r.stderr
+    assert lab.swift_cluster.healthy() is True
+    r = cli(cfg, "check", "--json")
+    assert r.returncode == 0, r.stdout[-3000:]
+    expected.insert(0, ("daemon-start", "swift-proxy-server@node1", "success"))
     runs = Audit(env.journal).runs(cluster="lab")
     assert [(x.runbook, x.target, x.outcome) for x in runs] == expected  # newest first

@@ -160,8 +160,8 @@ CASES: tuple[Case, ...] = (
          "osd.2", "", 2, heal_kwargs={"osd": 2}, live_on="reef"),
     Case("osd-out", None, {}, "OSD_UP_OUT", "osd.2", "stordoc fix osd-in osd.2", 1,
          plain="ceph osd out 2"),
-    # manager, monitors, placement (lab/scenarios/mgrmon.py): no runbook, said by hand
-    # (the manager's failover runbook needs a standby: test_mgrmon_lab.py)
+    # manager, monitors, placement (lab/scenarios/mgrmon.py): the stopped manager is
+    # started by daemon-start (the failover runbook needs a standby: test_mgrmon_lab.py)
     Case("mgr-stopped", "mgr-stopped", {}, "DAEMON_STOPPED", "mgr.x",
          "stordoc fix daemon-start mgr.x", 2),
     Case("osd-crush-weight-zero", "osd-crush-weight-zero", {"osd": 1}, "OSD_NO_DATA",
