@@ -22,7 +22,7 @@ from tests.conftest import ROOT
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "swift" / "healthy"
 
 NOT_IN_A_CHECK = ("swift", "eventlet", "pkg_resources", "storage.swiftlib", "runbooks.api",
-                  "runbooks.catalog", "runbooks.execute", "stordoc.service.actions")
+                  "runbooks.catalog", "runbooks.execute", "stordoc.service.actions", "numpy")
 
 PROBE = textwrap.dedent("""
     import json, sys
@@ -58,3 +58,29 @@ def test_a_check_loads_neither_swift_nor_the_runbooks() -> None:
     loaded = set(got["modules"])
     assert sorted(m for m in NOT_IN_A_CHECK if m in loaded) == []
     assert not any(m.startswith(("swift.", "eventlet.")) for m in loaded)
+
+
+NUMPY_PROBE = textwrap.dedent("""
+    import json, sys
+    from storage.journal import Journal
+    j = Journal(sys.argv[1])
+    before = "numpy" in sys.modules
+    import numpy as np
+    j.db["t"].insert({"f64": np.float64(1.5), "f32": np.float32(2.5), "i64": np.int64(3),
+                      "u8": np.uint8(4), "i": 5, "s": "x"})
+    print(json.dumps({"before": before, "types": {c.name: c.type for c in j.db["t"].columns},
+                      "rows": j.db["t"].count}))
+""")
+
+
+def test_the_journal_types_numpy_values_as_sqlite_utils_does(tmp_path: Path) -> None:
+    """sqlite-utils is imported without numpy (storage.sqlite_lib), yet a numpy value a
+    benchmark records later gets the column type sqlite-utils gives it with numpy."""
+    p = subprocess.run([sys.executable, "-c", NUMPY_PROBE, str(tmp_path / "j.db")],
+                       capture_output=True, text=True, cwd=ROOT, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["before"] is False
+    assert got["types"] == {"f64": "REAL", "f32": "REAL", "i64": "INTEGER", "u8": "INTEGER",
+                            "i": "INTEGER", "s": "TEXT"}
+    assert got["rows"] == 1
