@@ -1,10 +1,10 @@
-"""Swift: rings and builders read offline with the swift package, live facts from recon.
+"""Swift: rings and builders read offline, live facts from recon.
 
 Rings (``*.ring.gz``) and builders are read by ``storage.ringfile`` (Swift's formats,
 without Swift's import chain). A builder is a pickle, so only files inside the configured
-``swift_dir`` are ever loaded (never a path that came from anywhere else). Recon is asked over HTTP on every
-(ip, port) that appears in a ring, in parallel, each with a timeout; the proxy's
-``/healthcheck`` too. Anything unreachable becomes an error string in the state.
+``swift_dir`` are ever loaded (never a path that came from anywhere else). Recon is asked
+over HTTP on every (ip, port) that appears in a ring, in parallel, each with a timeout;
+the proxy's ``/healthcheck`` too. Anything unreachable becomes an error string in the state.
 """
 
 from __future__ import annotations

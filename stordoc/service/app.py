@@ -38,6 +38,11 @@ class Service:
                 self._actions = Actions(self.env)
             return self._actions
 
+    @actions.setter
+    def actions(self, actions: Actions) -> None:  # a test's stand-in
+        with self._actions_lock:
+            self._actions = actions
+
     def clusters(self) -> list[str]:
         return sorted(self.env.settings.clusters)
 
