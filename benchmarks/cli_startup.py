@@ -23,6 +23,21 @@ Measured (2026-11-26, quiet machine, load 1.9-2.2, Pacific lab, 7 rounds, median
   pkg_resources, swift.common.utils: ~0.3 s) and paramiko (~0.2 s), both needed by a
   check that reads rings and SSHes to hosts.
 
+Issue 39.7 (2026-11-28, Reef lab /var/tmp/stordoc-lab-me, 7 rounds, medians; a shared
+2-core machine at load 6-10, so only the ratios within one run mean anything; "before" is
+faaff73 run with this script right before "after", same lab, same hour):
+  before: stordoc check --json 7.067 s wall (1.763 s CPU) against ceph health detail
+  1.272 s (0.372 s CPU): 5.6x wall, 4.7x CPU; its imports alone 1.373 s CPU (Swift's ring
+  library: eventlet, pkg_resources, swift.common.utils; the runbook machinery; numpy
+  through sqlite-utils); collect+check inside 2.956 s.
+  after: stordoc check --json 4.374 s wall (1.166 s CPU) against ceph health detail
+  0.843 s (0.338 s CPU): 5.2x wall, 3.5x CPU; its imports 0.549 s CPU; collect+check
+  inside 2.856 s (host facts over SSH: ~1 s per host at that load, the facts script on
+  the hosts). A second pair of runs (before/after back to back, load 6-7): 6.0x -> 4.3x
+  wall, 4.4x -> 3.2x CPU, 1.947 -> 1.384 s CPU.
+  Goals: <= 5x met on CPU in every run and on wall in one of two; <= 1.0 s wall not
+  measurable on this machine at this load (what is left is collection, not imports).
+
 ``stordoc`` runs as ``python -m stordoc`` from this checkout (first on ``sys.path``), so a
 worktree measures its own code, not an editable install elsewhere. The Ceph command gets
 the cluster's ``conf``, ``keyring`` and ``client`` from the same settings file.
