@@ -15,7 +15,6 @@ from dataclasses import replace
 from checks.ceph_cli import vetted
 from checks.incidents import Incident, NextStep
 from checks.model import Finding, Thresholds
-from runbooks.api import plan_from_snapshot
 from runbooks.model import Refused, RunContext
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
@@ -47,6 +46,9 @@ def check_step(ctx: RunContext, snap: ClusterSnapshot, f: Finding) -> tuple[
     """(the step, None) when the finding's runbook plans cleanly, else (None, why not)."""
     if not f.runbook or not f.target:
         return None, None
+    # here, not at the top: a check that plans nothing never loads every runbook
+    from runbooks.api import plan_from_snapshot
+
     try:
         plan_from_snapshot(ctx, snap, f.runbook, f.target)
     except Refused as e:

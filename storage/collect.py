@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-# The collectors are imported here, at module level, on purpose: swift pulls in eventlet,
-# and eventlet (or rados) imported for the first time inside a pool worker, or in two
-# threads at once, leaves that thread unjoinable and collect() hangs at pool shutdown.
+# The collectors are imported here, at module level, on purpose: rados (or eventlet)
+# imported for the first time inside a pool worker, or in two threads at once, leaves that
+# thread unjoinable and collect() hangs at pool shutdown. (Swift's library, which pulls in
+# eventlet, is no longer among them: storage.ringfile reads the rings.)
 from storage.ceph import collect_ceph
 from storage.hostfacts import collect_host_facts
 from storage.hostfacts.prom import Answers, ask, collect_via_prometheus, mount_regex

@@ -23,8 +23,8 @@ from urllib.parse import quote, urlparse
 import requests
 
 from storage.model import Copy, DispersionPart, DispersionState
+from storage.ringfile import load_ring
 from storage.safefile import check_regular, read_regular
-from storage.swiftlib import RingData
 from storage.targets import SwiftTarget
 from storage.why import why
 
@@ -213,7 +213,7 @@ def _sample(t: SwiftTarget, ring_paths: dict[str, str], now: float,
     for kind in ("object", "container"):
         if kind in ring_paths:
             check_regular(ring_paths[kind], 1 << 30)  # not a FIFO or device, bounded
-            rings[kind] = RingData.load(ring_paths[kind])
+            rings[kind] = load_ring(ring_paths[kind])
     if "object" in rings:
         todo += _plan_copies("object", rings["object"], prefix, suffix, account,
                              ((OBJECT_CONTAINER, o) for o in objs))

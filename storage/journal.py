@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from storage.private import create_private, make_dirs, tighten
 from storage.rowcap import MAX_ENTITY, MAX_MESSAGE, bounded_json, cap_text
+from storage.sqlite_lib import sqlite_utils
 
 
 class ImmediateDatabase(sqlite_utils.Database):

@@ -1,10 +1,10 @@
-"""Swift: rings and builders read offline with the swift package, live facts from recon.
+"""Swift: rings and builders read offline, live facts from recon.
 
-Rings (``*.ring.gz``) are read with ``RingData.load``; builders with ``RingBuilder.load``.
-A builder is a pickle, so only files inside the configured ``swift_dir`` are ever loaded
-(never a path that came from anywhere else). Recon is asked over HTTP on every
-(ip, port) that appears in a ring, in parallel, each with a timeout; the proxy's
-``/healthcheck`` too. Anything unreachable becomes an error string in the state.
+Rings (``*.ring.gz``) and builders are read by ``storage.ringfile`` (Swift's formats,
+without Swift's import chain). A builder is a pickle, so only files inside the configured
+``swift_dir`` are ever loaded (never a path that came from anywhere else). Recon is asked
+over HTTP on every (ip, port) that appears in a ring, in parallel, each with a timeout;
+the proxy's ``/healthcheck`` too. Anything unreachable becomes an error string in the state.
 """
 
 from __future__ import annotations
@@ -22,13 +22,9 @@ import requests
 
 from storage.dispersion import sample as sample_dispersion
 from storage.model import ReconHost, RingDevice, RingState, SwiftState
+from storage.ringfile import load_builder, load_ring
 from storage.safefile import FileRefused, check_regular, read_regular
 from storage.swift_recon_parse import recon_from_raw as recon_from_raw
-
-# Imported at module level on purpose: swift pulls in eventlet, and eventlet imported for the
-# first time inside a worker thread leaves that thread unjoinable (a pool shutdown hangs).
-# Always through storage.swiftlib, which puts back the real threading primitives.
-from storage.swiftlib import RingBuilder, RingData
 from storage.targets import SwiftTarget
 from storage.why import why
 
@@ -80,13 +76,13 @@ def read_ring(swift_dir: str, kind: str, now: float | None = None) -> RingState:
     if has_ring:
         try:
             check_regular(ring_path, MAX_RING_BYTES)
-            ring = RingData.load(ring_path)
+            ring = load_ring(ring_path)
         except Exception as e:  # noqa: BLE001
             errors.append(f"cannot read {ring_path}: {why(e)}")
     if has_builder:
         try:
             check_regular(builder_path, MAX_RING_BYTES)
-            builder = RingBuilder.load(builder_path)
+            builder = load_builder(builder_path)
         except Exception as e:  # noqa: BLE001
             errors.append(f"cannot read {builder_path}: {why(e)}")
     if ring is None and builder is None:

@@ -373,6 +373,10 @@ def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> in
     timeout, one line each printed as soon as it is ready (a dead cluster holds back no
     other line: it gets its own, "unreachable after Ns", when its time is up); the worst
     exit. ``--json`` waits for all and lists them in config order."""
+    # Swift's library in this (main) thread, before the checks' threads start: a check
+    # with an incident plans its fix, which loads the ring runbooks and, through them,
+    # eventlet; eventlet imported first in a thread leaves it unjoinable (storage.swiftlib)
+    import storage.swiftlib  # noqa: F401
     from stordoc.errors import UserError
     from stordoc.service.fleet import check_many
 

@@ -2,25 +2,46 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from checks.outcome import CheckOutcome
 from storage.targets import ClusterTarget
 from stordoc.env import Env
-from stordoc.service.actions import Actions
 from stordoc.service.fixes import FixChoice, choose_fix
 from stordoc.service.inspect import Inspector, RecordPolicy
 from stordoc.service.locks import Locks
 from stordoc.service.records import Records
+
+if TYPE_CHECKING:
+    from stordoc.service.actions import Actions
 
 
 class Service:
     def __init__(self, env: Env) -> None:
         self.env = env
         self.inspector = Inspector(env)
-        self.actions = Actions(env)
         self.records = Records(env)
         self.locks = Locks(env)
+        self._actions: Actions | None = None
+        self._actions_lock = threading.Lock()
+
+    @property
+    def actions(self) -> Actions:
+        """Runbooks and benchmarks: made on first use, so that a check never loads the
+        runbook machinery (nor, through the ring runbooks, Swift's library)."""
+        with self._actions_lock:
+            if self._actions is None:
+                from stordoc.service.actions import Actions
+
+                self._actions = Actions(self.env)
+            return self._actions
+
+    @actions.setter
+    def actions(self, actions: Actions) -> None:  # a test's stand-in
+        with self._actions_lock:
+            self._actions = actions
 
     def clusters(self) -> list[str]:
         return sorted(self.env.settings.clusters)

@@ -1,0 +1,86 @@
+"""Issue 39.7: what a check loads leaves out Swift's library and the runbook machinery.
+
+A fresh interpreter (this test process has imported everything already) imports what
+``stordoc check`` imports (the Env, the Service, the check command, the collectors, every
+check), makes a ``Service`` and reads the lab's real rings and builders with
+``storage.swift.read_ring`` (what the Swift collector does), then lists ``sys.modules``.
+Swift's ``swift``/``eventlet``/``pkg_resources`` come only with what writes rings (the ring
+runbooks, ``storage.swiftlib``); the runbooks only with a plan. Nothing here measures
+time (``benchmarks/cli_startup.py`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "swift" / "healthy"
+
+NOT_IN_A_CHECK = ("swift", "eventlet", "pkg_resources", "storage.swiftlib", "runbooks.api",
+                  "runbooks.catalog", "runbooks.execute", "stordoc.service.actions", "numpy")
+
+PROBE = textwrap.dedent("""
+    import json, sys
+    import checks.catalog, storage.collect, stordoc.commands.check, stordoc.env
+    from storage.swift import read_ring, ring_kinds
+    from stordoc.env import Env
+    from stordoc.service import Service
+    from stordoc.settings import Settings
+
+    ring_dir = sys.argv[1]
+    rings = [read_ring(ring_dir, k) for k in ring_kinds(ring_dir)]
+    svc = Service(Env(Settings(journal=":memory:", clusters={})))
+    print(json.dumps({
+        "rings": [[r.kind, r.error, r.part_power, len(r.devices), r.builder_matches_ring,
+                   r.balance] for r in rings],
+        "checks": len(checks.catalog.finding_codes()),
+        "service": type(svc).__name__,
+        "modules": sorted(sys.modules),
+    }))
+""")
+
+
+def test_a_check_loads_neither_swift_nor_the_runbooks() -> None:
+    p = subprocess.run([sys.executable, "-c", PROBE, str(FIX)], capture_output=True,
+                       text=True, cwd=ROOT, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    # the rings were really read (without Swift): every kind, devices, builder compared
+    assert [r[0] for r in got["rings"]] == ["account", "container", "object"]
+    assert all(r[1] is None and r[2] > 0 and r[3] > 0 and r[4] is True
+               and r[5] is not None for r in got["rings"]), got["rings"]
+    assert got["checks"] > 0 and got["service"] == "Service"
+    loaded = set(got["modules"])
+    assert sorted(m for m in NOT_IN_A_CHECK if m in loaded) == []
+    assert not any(m.startswith(("swift.", "eventlet.")) for m in loaded)
+
+
+NUMPY_PROBE = textwrap.dedent("""
+    import json, sys
+    from storage.journal import Journal
+    j = Journal(sys.argv[1])
+    before = "numpy" in sys.modules
+    import numpy as np
+    j.db["t"].insert({"f64": np.float64(1.5), "f32": np.float32(2.5), "i64": np.int64(3),
+                      "u8": np.uint8(4), "i": 5, "s": "x"})
+    print(json.dumps({"before": before, "types": {c.name: c.type for c in j.db["t"].columns},
+                      "rows": j.db["t"].count}))
+""")
+
+
+def test_the_journal_types_numpy_values_as_sqlite_utils_does(tmp_path: Path) -> None:
+    """sqlite-utils is imported without numpy (storage.sqlite_lib), yet a numpy value a
+    benchmark records later gets the column type sqlite-utils gives it with numpy."""
+    p = subprocess.run([sys.executable, "-c", NUMPY_PROBE, str(tmp_path / "j.db")],
+                       capture_output=True, text=True, cwd=ROOT, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["before"] is False
+    assert got["types"] == {"f64": "REAL", "f32": "REAL", "i64": "INTEGER", "u8": "INTEGER",
+                            "i": "INTEGER", "s": "TEXT"}
+    assert got["rows"] == 1
