@@ -203,6 +203,19 @@ CASES: tuple[Case, ...] = (
     Case("maintenance-left", "maintenance-left", {"osd": 1}, "OSDMAP_FLAGS",
          "osd.1 flag noout", "stordoc fix maintenance-end node2", 1,
          heal_kwargs={"osd": 1}, live_on="reef"),
+    # the full ratios lowered under the OSDs' fill by plain commands (issue 38.2): the
+    # lab's OSDs hold the same fill to 4 KB, so one case has them all full (OSD_FULL,
+    # POOL_FULL "no space"), the other all backfillfull (OSD_BACKFILLFULL,
+    # POOL_BACKFILLFULL); every Ceph full code folds into FULL_RATIO_LOWERED
+    Case("cluster-full", None, {}, "FULL_RATIO_LOWERED", "cluster lab full ratios",
+         "stordoc fix ratio-restore lab", 2, plain="ceph osd set-full-ratio under the fill"),
+    Case("cluster-backfillfull", None, {}, "FULL_RATIO_LOWERED", "cluster lab full ratios",
+         "stordoc fix ratio-restore lab", 1,
+         plain="ceph osd set-backfillfull-ratio under the fill", live_on="reef"),
+    # a pool quota under the pool's use (`ceph osd pool set-quota rbd max_objects 4` with 4
+    # objects in it): Ceph's POOL_FULL "running out of quota"; quota-restore puts it back
+    Case("pool-quota", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
+         "stordoc fix quota-restore rbd", 2, plain="ceph osd pool set-quota rbd max_objects"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
@@ -285,10 +298,74 @@ def _in_osd2(lab: Any) -> None:
     lab.ceph("osd", "in", "2")
 
 
+RATIO_NAMES = ("nearfull", "backfillfull", "full")
+
+
+def _lower_ratios(lab: Any, names: tuple[str, ...]) -> str:
+    """The ratios ``names`` set to half the emptiest OSD's fill (lowest first: Ceph's
+    order nearfull <= backfillfull <= full holds at every step)."""
+    from lab.scenarios.fill import _below_fill, _ratio
+
+    before = {n: _ratio(lab, f"{n}_ratio") for n in RATIO_NAMES}
+    if all(v is not None and v > 0.5 for v in before.values()):  # the lab's own values
+        lab.write_state(plain_ratios=before)
+    low = _below_fill(lab)
+    for n in names:
+        lab.ceph("osd", f"set-{n}-ratio", low)
+    want = {"full": "OSD_FULL", "backfillfull": "OSD_BACKFILLFULL"}[names[-1]]
+    wait_until(lambda: want in lab.health_checks(), 90, want)
+    return "; ".join(f"ceph osd set-{n}-ratio {low}" for n in names)
+
+
+def _restore_ratios(lab: Any) -> None:
+    """The lab's ratios back (highest first), whatever a fix left."""
+    saved = lab.read_state().get("plain_ratios") or {}
+    for n, d in reversed(list(zip(RATIO_NAMES, (0.85, 0.90, 0.95), strict=True))):
+        lab.ceph("osd", f"set-{n}-ratio", f"{float(saved.get(n) or d):.4f}")
+    wait_until(lambda: not {"OSD_FULL", "OSD_BACKFILLFULL", "OSD_NEARFULL"}
+               & set(lab.health_checks()), 90, "the full codes cleared")
+
+
+QUOTA_POOL, QUOTA_OBJECTS = "rbd", 4
+
+
+def _rados(lab: Any, *args: str) -> None:
+    from lab.procs import run
+
+    cc = lab.ceph_cluster
+    run(cc._argv("rados", "-c", cc._p(lab.conf), "-p", QUOTA_POOL, *args), "pool-quota")
+
+
+def _set_quota(lab: Any) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("wb", suffix=".obj") as f:
+        f.write(b"quota")
+        f.flush()
+        for i in range(QUOTA_OBJECTS):
+            _rados(lab, "put", f"stordoc-quota-{i}", f.name)
+    lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", str(QUOTA_OBJECTS))
+    wait_until(lambda: "POOL_FULL" in lab.health_checks(), 120, "POOL_FULL (quota)")
+    return (f"{QUOTA_OBJECTS} objects put in {QUOTA_POOL}; ceph osd pool set-quota "
+            f"{QUOTA_POOL} max_objects {QUOTA_OBJECTS}")
+
+
+def _unset_quota(lab: Any) -> None:
+    lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", "0")
+    wait_until(lambda: "POOL_FULL" not in lab.health_checks(), 120, "POOL_FULL cleared")
+    for i in range(QUOTA_OBJECTS):
+        _rados(lab, "rm", f"stordoc-quota-{i}")
+
+
 # plain fault -> (make it, undo it)
 PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
     "kill -9 osd.2": (_kill_osd2, _unkill_osd2),
     "ceph osd out 2": (_out_osd2, _in_osd2),
+    "ceph osd set-full-ratio under the fill": (
+        lambda lab: _lower_ratios(lab, RATIO_NAMES), _restore_ratios),
+    "ceph osd set-backfillfull-ratio under the fill": (
+        lambda lab: _lower_ratios(lab, RATIO_NAMES[:2]), _restore_ratios),
+    "ceph osd pool set-quota rbd max_objects": (_set_quota, _unset_quota),
 }
 
 
