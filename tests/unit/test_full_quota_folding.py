@@ -137,13 +137,84 @@ def test_a_pool_quota_under_its_use_is_the_pools_root_with_quota_restore(
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_quota_restore_refuses_when_it_cannot_tell_the_previous_value(release: str) -> None:
-    """Offline (no osdmap history to ask): refused, with the command that removes it."""
+def test_quota_restore_puts_back_the_value_the_osdmap_history_shows(release: str) -> None:
+    """The check read the osdmap history with the snapshot (quota_history.json): the
+    pool had no quota before, so the plan sets 0, naming the epoch."""
     rp = load(str(FIXTURES / release / "pool-quota"))
+    ceph = rp.outcome.snapshot.ceph
+    assert ceph is not None
+    prev = ceph.quota_history["rbd"]["max_objects"]
+    assert prev.value == 0 and prev.epoch is not None and prev.epoch < ceph.epoch
     ctx = planning_context("lab", rp.target, rp.thresholds, offline=True)
-    with pytest.raises(Refused, match=r"previous max_objects quota of pool rbd is unknown.*"
-                                      r"`ceph osd pool set-quota rbd max_objects 0`"):
+    plan = plan_from_snapshot(ctx, rp.outcome.snapshot, "quota-restore", "rbd")
+    assert [s.command for s in plan.steps][0] == "ceph osd pool set-quota rbd max_objects 0"
+    assert f"osdmap epoch {prev.epoch}, no quota" in plan.steps[0].title
+    assert plan.before_after["pool rbd quota max_objects"] == (4, 0)
+
+
+def _history(d: Path, value: Any) -> None:
+    """The snapshot's quota_history.json: None = the check read none (a snapshot saved
+    before it, or none asked)."""
+    (d / "ceph" / "quota_history.json").write_text(json.dumps(value or {}))
+
+
+@pytest.mark.parametrize("history,match", [
+    (None, r"previous max_objects quota of pool rbd is unknown \(the osdmap history"),
+    ({"rbd": {"max_objects": {"why": "the osdmap history stops at epoch 9 (trimmed)"}}},
+     r"unknown \(the osdmap history stops at epoch 9 \(trimmed\)\)"),
+    ({"rbd": {"max_objects": {"value": 3, "epoch": 9}}},
+     r"previous max_objects quota of pool rbd, 3 \(osdmap epoch 9\), is itself at or near"),
+])
+def test_quota_restore_refuses_when_it_cannot_tell_a_good_previous_value(
+        tmp_path: Path, history: Any, match: str) -> None:
+    """Offline with no history read, history trimmed, or a previous value itself under
+    the use: refused, with the command that removes the quota by hand."""
+    d = tmp_path / "q"
+    shutil.copytree(FIXTURES / "pacific" / "pool-quota", d)
+    _history(d, history)
+    rp = load(str(d))
+    ctx = planning_context("lab", rp.target, rp.thresholds, offline=True)
+    with pytest.raises(Refused, match=match) as e:
         plan_from_snapshot(ctx, rp.outcome.snapshot, "quota-restore", "rbd")
+    if "unknown" in match:
+        assert "`ceph osd pool set-quota rbd max_objects 0` removes it" in str(e.value)
+
+
+def _dump(epoch: int, quotas: dict[str, int] | None) -> dict[str, Any]:
+    pools = [] if quotas is None else [{"pool": 2, "pool_name": "rbd",
+                                        **{f"quota_{k}": v for k, v in quotas.items()}}]
+    return {"epoch": epoch, "pools": pools}
+
+
+@pytest.mark.parametrize("maps,want", [
+    # set at epoch 50 from 0: 0 at epoch 49
+    ({49: {"max_objects": 0, "max_bytes": 0}}, {"value": 0, "epoch": 49}),
+    # raised from 10 long ago, unchanged since
+    ({**{e: {"max_objects": 4, "max_bytes": 0} for e in range(40, 50)},
+      39: {"max_objects": 10, "max_bytes": 0}}, {"value": 10, "epoch": 39}),
+    # the monitor trimmed epoch 47 and older
+    ({49: {"max_objects": 4, "max_bytes": 0}, 48: {"max_objects": 4, "max_bytes": 0}},
+     {"why": "the osdmap history stops at epoch 48 (trimmed)"}),
+    # the pool was created at epoch 49 with the quota
+    ({49: {"max_objects": 4, "max_bytes": 0}, 48: None},
+     {"why": "pool rbd has had it since it was created (epoch 49)"}),
+])
+def test_the_quota_history_finds_the_last_epoch_it_differed(
+        maps: dict[int, dict[str, int] | None], want: dict[str, Any]) -> None:
+    from storage.ceph.quota_history import read_quota_history
+
+    asked: list[int] = []
+
+    def ask(epoch: int) -> tuple[bool, Any]:
+        asked.append(epoch)
+        if epoch not in maps:
+            return False, None
+        return True, _dump(epoch, maps[epoch])
+
+    got = read_quota_history(f"fsid-{id(maps)}", 50, {"rbd": {"max_objects": 4,
+                                                             "max_bytes": 0}}, ask)
+    assert got == {"rbd": {"max_objects": want}}
+    assert asked == sorted(asked, reverse=True) and asked[0] == 49  # newest first, each once
 
 
 def test_quota_restore_refuses_a_pool_without_a_quota_at_its_use() -> None:
