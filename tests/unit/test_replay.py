@@ -475,6 +475,23 @@ def _pg_unfound(rp: Replay) -> None:
     assert inc.impact.startswith(f"8 objects unfound in pg {pgid} (reads of them wait); ")
 
 
+def _ratios_lowered(rp: Replay, own: str, ceph: set[str]) -> None:
+    [inc] = rp.outcome.incidents  # issue 38.2: every full code under the lowered ratios
+    assert inc.root.code == "FULL_RATIO_LOWERED"
+    assert {f.entity for f in inc.findings if f.code == own} == {
+        "osd.0", "osd.1", "osd.2", "osd.3"}
+    assert {str(f.evidence.get("ceph_code")) for f in inc.findings
+            if f.code == "CEPH_HEALTH"} == ceph
+
+
+def _pool_quota(rp: Replay) -> None:
+    inc = rp.outcome.incidents[0]  # issue 38.2: the quota, its value and the pool's use
+    assert inc.id == "POOL_QUOTA_CAUSE pool rbd"
+    assert "max_objects 4 with 4 objects in it (100%)" in inc.root.message
+    assert {str(f.evidence.get("ceph_code")) for f in inc.findings
+            if f.code == "CEPH_HEALTH"} == {"POOL_FULL"}
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
     "pg-inconsistent": _pg_inconsistent,
     "pg-unfound": _pg_unfound,
@@ -509,6 +526,10 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "swift-replication-lost": _lost,
     "swift-dispersion-missing": _dispersion,
     "osd-slow-ops": _slow_ops,
+    "cluster-full": lambda rp: _ratios_lowered(rp, "OSD_IS_FULL", {"OSD_FULL", "POOL_FULL"}),
+    "cluster-backfillfull": lambda rp: _ratios_lowered(
+        rp, "OSD_NEAR_FULL", {"OSD_BACKFILLFULL", "POOL_BACKFILLFULL"}),
+    "pool-quota": _pool_quota,
 }
 
 
