@@ -329,21 +329,21 @@ def _restore_ratios(lab: Any) -> None:
 QUOTA_POOL, QUOTA_OBJECTS = "rbd", 4
 
 
-def _rados(lab: Any, *args: str) -> None:
+def _rados(lab: Any, *args: str, input: str | None = None) -> str:
     from lab.procs import run
 
     cc = lab.ceph_cluster
-    run(cc._argv("rados", "-c", cc._p(lab.conf), "-p", QUOTA_POOL, *args), "pool-quota")
+    return run(cc._argv("rados", "-c", cc._p(lab.conf), "-p", QUOTA_POOL, *args),
+               "pool-quota", input=input).stdout
 
 
 def _set_quota(lab: Any) -> str:
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("wb", suffix=".obj") as f:
-        f.write(b"quota")
-        f.flush()
-        for i in range(QUOTA_OBJECTS):
-            _rados(lab, "put", f"stordoc-quota-{i}", f.name)
+    # from stdin: a file is not seen inside the Reef lab's chroot (and rados exits 0
+    # when it cannot read its input file)
+    names = [f"stordoc-quota-{i}" for i in range(QUOTA_OBJECTS)]
+    for n in names:
+        _rados(lab, "put", n, "-", input="quota")
+    assert set(names) <= set(_rados(lab, "ls").split()), "rados put wrote nothing"
     lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", str(QUOTA_OBJECTS))
     wait_until(lambda: "POOL_FULL" in lab.health_checks(), 120, "POOL_FULL (quota)")
     return (f"{QUOTA_OBJECTS} objects put in {QUOTA_POOL}; ceph osd pool set-quota "
