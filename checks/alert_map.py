@@ -192,8 +192,9 @@ MAP: Mapping[str, AlertMapping] = {
     "CephPoolBackfillFull": AlertMapping(("POOL_BACKFILLFULL",), _FULL, "", "pool", _FULL_FIX),
     "CephPoolFull": AlertMapping(("POOL_FULL",), (*_FULL, *_QUOTA), "", "pool",
                                  (*_FULL_FIX, *_QUOTA_FIX)),
-    # the rule's expression asks for POOL_NEAR_FULL, but Ceph's code is POOL_NEARFULL: as
-    # shipped it never fires; mapped to both should a fixed rule file spell it right
+    # the rule's expression asks for POOL_NEAR_FULL: Ceph's code of a pool near its quota
+    # (with mon_pool_quota_warn_threshold set: pool-quota-near), not POOL_NEARFULL (the
+    # OSDs' nearfull ratio); mapped to both
     "CephPoolNearFull": AlertMapping(("POOL_NEAR_FULL", "POOL_NEARFULL"), (*_FULL, *_QUOTA),
                                      "", "pool", (*_FULL_FIX, *_QUOTA_FIX)),
     # slow requests

@@ -216,6 +216,12 @@ CASES: tuple[Case, ...] = (
     # objects in it): Ceph's POOL_FULL "running out of quota"; quota-restore puts it back
     Case("pool-quota", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
          "stordoc fix quota-restore rbd", 2, plain="ceph osd pool set-quota rbd max_objects"),
+    # near the quota: Ceph warns POOL_NEAR_FULL only with mon_pool_quota_warn_threshold
+    # set (0, off, by default), as an operator who wants the warning sets it: 4 objects
+    # under max_objects 6 with the warning at 50%
+    Case("pool-quota-near", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
+         "stordoc fix quota-restore rbd", 1,
+         plain="ceph osd pool set-quota rbd max_objects (near)", live_on="reef"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
@@ -337,22 +343,32 @@ def _rados(lab: Any, *args: str, input: str | None = None) -> str:
                "pool-quota", input=input).stdout
 
 
-def _set_quota(lab: Any) -> str:
+QUOTA_WARN = "mon_pool_quota_warn_threshold"  # percent of a quota Ceph warns at (0: off)
+
+
+def _set_quota(lab: Any, near: bool = False) -> str:
     # from stdin: a file is not seen inside the Reef lab's chroot (and rados exits 0
     # when it cannot read its input file)
     names = [f"stordoc-quota-{i}" for i in range(QUOTA_OBJECTS)]
     for n in names:
         _rados(lab, "put", n, "-", input="quota")
     assert set(names) <= set(_rados(lab, "ls").split()), "rados put wrote nothing"
-    lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", str(QUOTA_OBJECTS))
-    wait_until(lambda: "POOL_FULL" in lab.health_checks(), 120, "POOL_FULL (quota)")
-    return (f"{QUOTA_OBJECTS} objects put in {QUOTA_POOL}; ceph osd pool set-quota "
-            f"{QUOTA_POOL} max_objects {QUOTA_OBJECTS}")
+    made = f"{QUOTA_OBJECTS} objects put in {QUOTA_POOL}; "
+    if near:
+        lab.ceph("config", "set", "global", QUOTA_WARN, "50")
+        made += f"ceph config set global {QUOTA_WARN} 50; "
+    quota = QUOTA_OBJECTS + 2 if near else QUOTA_OBJECTS
+    lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", str(quota))
+    code = "POOL_NEAR_FULL" if near else "POOL_FULL"
+    wait_until(lambda: code in lab.health_checks(), 120, f"{code} (quota)")
+    return made + f"ceph osd pool set-quota {QUOTA_POOL} max_objects {quota}"
 
 
 def _unset_quota(lab: Any) -> None:
     lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", "0")
-    wait_until(lambda: "POOL_FULL" not in lab.health_checks(), 120, "POOL_FULL cleared")
+    lab.ceph("config", "rm", "global", QUOTA_WARN)
+    wait_until(lambda: not {"POOL_FULL", "POOL_NEAR_FULL"} & lab.health_checks(), 120,
+               "POOL_FULL / POOL_NEAR_FULL cleared")
     for i in range(QUOTA_OBJECTS):
         _rados(lab, "rm", f"stordoc-quota-{i}")
 
@@ -366,6 +382,8 @@ PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
     "ceph osd set-backfillfull-ratio under the fill": (
         lambda lab: _lower_ratios(lab, RATIO_NAMES[:2]), _restore_ratios),
     "ceph osd pool set-quota rbd max_objects": (_set_quota, _unset_quota),
+    "ceph osd pool set-quota rbd max_objects (near)": (
+        lambda lab: _set_quota(lab, near=True), _unset_quota),
 }
 
 

@@ -235,6 +235,7 @@ FULLNESS = [
     ("cluster-backfillfull", {"CephOSDBackfillFull": ("ratio-restore", "lab"),
                               "CephPoolBackfillFull": ("ratio-restore", "lab")}),
     ("pool-quota", {"CephPoolFull": ("quota-restore", "rbd")}),
+    ("pool-quota-near", {"CephPoolNearFull": ("quota-restore", "rbd")}),
 ]
 
 

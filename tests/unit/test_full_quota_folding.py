@@ -225,3 +225,20 @@ def test_quota_restore_refuses_a_pool_without_a_quota_at_its_use() -> None:
     with pytest.raises(Refused, match="does not exist"):
         plan_from_snapshot(ctx, rp.outcome.snapshot, "quota-restore", "nosuchpool")
     assert runbook_for_code("POOL_QUOTA_CAUSE") == "quota-restore"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_pool_near_its_quota_is_the_quotas_warning_not_the_cluster_filling(
+        release: str) -> None:
+    """pool-quota-near: 4 objects under max_objects 6, Ceph warning at 50% of a quota
+    (mon_pool_quota_warn_threshold): Ceph's POOL_NEAR_FULL ("has 4 objects (max 6)") is
+    the quota's, WARN, with quota-restore; no other incident says it."""
+    rp = load(str(FIXTURES / release / "pool-quota-near"))
+    [inc] = rp.outcome.incidents
+    assert inc.id == "POOL_QUOTA_CAUSE pool rbd" and inc.severity == Severity.WARN
+    assert "max_objects 6 with 4 objects in it (67%)" in inc.root.message
+    assert _ceph_codes(inc.consequences) == {"POOL_NEAR_FULL"}
+    assert inc.next_step is not None and inc.next_step.command == "stordoc fix quota-restore rbd"
+    ctx = planning_context("lab", rp.target, rp.thresholds, offline=True)
+    plan = plan_from_snapshot(ctx, rp.outcome.snapshot, "quota-restore", "rbd")
+    assert plan.steps[0].command == "ceph osd pool set-quota rbd max_objects 0"

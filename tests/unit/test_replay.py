@@ -484,12 +484,13 @@ def _ratios_lowered(rp: Replay, own: str, ceph: set[str]) -> None:
             if f.code == "CEPH_HEALTH"} == ceph
 
 
-def _pool_quota(rp: Replay) -> None:
+def _pool_quota(rp: Replay, said: str = "max_objects 4 with 4 objects in it (100%)",
+                code: str = "POOL_FULL") -> None:
     inc = rp.outcome.incidents[0]  # issue 38.2: the quota, its value and the pool's use
     assert inc.id == "POOL_QUOTA_CAUSE pool rbd"
-    assert "max_objects 4 with 4 objects in it (100%)" in inc.root.message
+    assert said in inc.root.message
     assert {str(f.evidence.get("ceph_code")) for f in inc.findings
-            if f.code == "CEPH_HEALTH"} == {"POOL_FULL"}
+            if f.code == "CEPH_HEALTH"} == {code}
 
 
 DETAILS: dict[str, Callable[[Replay], None]] = {
@@ -530,6 +531,8 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "cluster-backfillfull": lambda rp: _ratios_lowered(
         rp, "OSD_NEAR_FULL", {"OSD_BACKFILLFULL", "POOL_BACKFILLFULL"}),
     "pool-quota": _pool_quota,
+    "pool-quota-near": lambda rp: _pool_quota(rp, "max_objects 6 with 4 objects in it (67%)",
+                                              "POOL_NEAR_FULL"),
 }
 
 
