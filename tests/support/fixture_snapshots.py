@@ -222,6 +222,12 @@ CASES: tuple[Case, ...] = (
     Case("pool-quota-near", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
          "stordoc fix quota-restore rbd", 1,
          plain="ceph osd pool set-quota rbd max_objects (near)", live_on="reef"),
+    # the full ratios lowered with an OSD out: its PGs' objects cannot be recovered onto
+    # the full OSDs (Ceph's PG_RECOVERY_FULL, recovery_toofull): the ratio's incident; the
+    # OSD out is a second one (osd-in)
+    Case("cluster-full-out", None, {}, "FULL_RATIO_LOWERED", "cluster lab full ratios",
+         "stordoc fix ratio-restore lab", 2, incidents=2,
+         plain="ceph osd out 3 under the lowered full ratios"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
@@ -373,6 +379,28 @@ def _unset_quota(lab: Any) -> None:
         _rados(lab, "rm", f"stordoc-quota-{i}")
 
 
+RECOVERY_OBJECTS = 32
+
+
+def _full_out(lab: Any) -> str:
+    """Objects to recover (a PG log never trimmed: log-based recovery, which the full
+    ratio holds back), the ratios under the fill, then osd.3 out."""
+    for i in range(RECOVERY_OBJECTS):
+        _rados(lab, "put", f"stordoc-recovery-{i}", "-", input="x" * 100)
+    made = _lower_ratios(lab, RATIO_NAMES)
+    lab.ceph("osd", "out", "3")
+    wait_until(lambda: "PG_RECOVERY_FULL" in lab.health_checks(), 120, "PG_RECOVERY_FULL")
+    return f"{RECOVERY_OBJECTS} objects put in {QUOTA_POOL}; {made}; ceph osd out 3"
+
+
+def _undo_full_out(lab: Any) -> None:
+    lab.ceph("osd", "in", "3")
+    _restore_ratios(lab)
+    for i in range(RECOVERY_OBJECTS):
+        _rados(lab, "rm", f"stordoc-recovery-{i}")
+    wait_until(lambda: not _pg_transient(lab), 180, "PGs active+clean")
+
+
 # plain fault -> (make it, undo it)
 PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
     "kill -9 osd.2": (_kill_osd2, _unkill_osd2),
@@ -384,6 +412,7 @@ PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
     "ceph osd pool set-quota rbd max_objects": (_set_quota, _unset_quota),
     "ceph osd pool set-quota rbd max_objects (near)": (
         lambda lab: _set_quota(lab, near=True), _unset_quota),
+    "ceph osd out 3 under the lowered full ratios": (_full_out, _undo_full_out),
 }
 
 
@@ -417,7 +446,8 @@ def _pg_transient(lab: Any) -> bool:
     names = {str(x.get("name")) for x in summ.get("num_pg_by_state", [])}
     bad = ("peering", "activating", "unknown", "creating", "recover", "backfill")
     # objects unfound: recovery waits for them, a steady state (pg-unfound)
-    steady = {"recovery_unfound", "backfill_unfound"}
+    # PGs waiting for space (the full ratios: cluster-full-out) wait until it is given
+    steady = {"recovery_unfound", "backfill_unfound", "recovery_toofull", "backfill_toofull"}
     return not names or any(b in part for n in names for part in set(n.split("+")) - steady
                             for b in bad)
 

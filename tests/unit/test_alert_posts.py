@@ -236,6 +236,8 @@ FULLNESS = [
                               "CephPoolBackfillFull": ("ratio-restore", "lab")}),
     ("pool-quota", {"CephPoolFull": ("quota-restore", "rbd")}),
     ("pool-quota-near", {"CephPoolNearFull": ("quota-restore", "rbd")}),
+    ("cluster-full-out", {"CephPGRecoveryAtRisk": ("ratio-restore", "lab"),
+                          "CephOSDFull": ("ratio-restore", "lab")}),
 ]
 
 

@@ -242,3 +242,22 @@ def test_a_pool_near_its_quota_is_the_quotas_warning_not_the_cluster_filling(
     ctx = planning_context("lab", rp.target, rp.thresholds, offline=True)
     plan = plan_from_snapshot(ctx, rp.outcome.snapshot, "quota-restore", "rbd")
     assert plan.steps[0].command == "ceph osd pool set-quota rbd max_objects 0"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_pgs_that_cannot_recover_onto_full_osds_join_the_lowered_ratio_not_the_out_osd(
+        release: str) -> None:
+    """cluster-full-out: the ratios under the fill and osd.3 out; its PGs' objects wait
+    for space on the full OSDs (Ceph's PG_RECOVERY_FULL, recovery_toofull): the ratio's
+    incident, CRIT, first; the OSD out is its own incident (osd-in) with the degraded
+    PGs, and no full code."""
+    incs = load(str(FIXTURES / release / "cluster-full-out")).outcome.incidents
+    assert [i.id for i in incs] == ["FULL_RATIO_LOWERED cluster lab full ratios",
+                                    "OSD_UP_OUT osd.3"]
+    ratio, out = incs
+    assert {"PG_RECOVERY_FULL", "OSD_FULL", "POOL_FULL"} <= _ceph_codes(ratio.consequences)
+    assert ratio.severity == Severity.CRIT
+    assert ratio.next_step is not None and \
+        ratio.next_step.command == "stordoc fix ratio-restore lab"
+    assert not _ceph_codes(out.findings) & set(FULL_CODES), out.id
+    assert out.next_step is not None and out.next_step.command == "stordoc fix osd-in osd.3"

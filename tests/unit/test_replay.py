@@ -484,6 +484,12 @@ def _ratios_lowered(rp: Replay, own: str, ceph: set[str]) -> None:
             if f.code == "CEPH_HEALTH"} == ceph
 
 
+def _full_out(rp: Replay) -> None:
+    ratio, out = rp.outcome.incidents  # the ratio holds the PGs waiting for space
+    assert ratio.root.code == "FULL_RATIO_LOWERED" and out.id == "OSD_UP_OUT osd.3"
+    assert "PG_RECOVERY_FULL" in {str(f.evidence.get("ceph_code")) for f in ratio.findings}
+
+
 def _pool_quota(rp: Replay, said: str = "max_objects 4 with 4 objects in it (100%)",
                 code: str = "POOL_FULL") -> None:
     inc = rp.outcome.incidents[0]  # issue 38.2: the quota, its value and the pool's use
@@ -531,6 +537,7 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "cluster-backfillfull": lambda rp: _ratios_lowered(
         rp, "OSD_NEAR_FULL", {"OSD_BACKFILLFULL", "POOL_BACKFILLFULL"}),
     "pool-quota": _pool_quota,
+    "cluster-full-out": _full_out,
     "pool-quota-near": lambda rp: _pool_quota(rp, "max_objects 6 with 4 objects in it (67%)",
                                               "POOL_NEAR_FULL"),
 }
