@@ -139,9 +139,10 @@ MAP: Mapping[str, AlertMapping] = {
                                                         "OSD_DAEMON_RESTART_LOOP"), "osd", "osd"),
     "CephOSDReadErrors": AlertMapping(("BLUESTORE_SPURIOUS_READ_ERRORS",), _DISK, "", "osd",
                                       ()),
+    # an OSD out holds no PGs (cluster-full-out): OSD_UP_OUT is the imbalance's cause
     "CephPGImbalance": AlertMapping((), ("OSD_FILL_SPREAD", "OSD_BELOW_SHARE", "OSD_NO_DATA",
-                                         "PGS_PER_OSD_HIGH"), "osd", "osd",
-                                    ("osd-reweight-by-utilization",)),
+                                         "PGS_PER_OSD_HIGH", "OSD_UP_OUT"), "osd", "osd",
+                                    ("osd-reweight-by-utilization", "osd-in")),
     # CephFS
     "CephFilesystemDamaged": _mds("MDS_DAMAGE"),
     "CephFilesystemOffline": _mds("MDS_ALL_DOWN"),
