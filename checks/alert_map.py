@@ -75,6 +75,9 @@ _DISK = ("DEVICE_FAILING", "DEVICE_IO_ERRORS", "OSD_DEVICE_IO_ERRORS", "FS_SHUTD
 _FULL = ("OSD_IS_FULL", "OSD_NEAR_FULL", "OSD_FILL_SPREAD", "CLUSTER_DAYS_TO_FULL",
          "POOL_NEAR_FULL", "FULL_RATIO_LOWERED")
 _FULL_FIX = ("osd-reweight-by-utilization", "ratio-restore")
+# POOL_QUOTA_CAUSE: a pool quota at its use is the cause of POOL_FULL / POOL_NEAR_FULL
+_QUOTA = ("POOL_QUOTA_CAUSE",)
+_QUOTA_FIX = ("quota-restore",)
 _PGS = ("PGS_NOT_ACTIVE_CLEAN", "PGS_STUCK", "PG_STUCK", "PGS_LAGGY")
 _NET = ("OSD_SLOW_PING", "OSD_FLAPPING")
 # CONFIG_OPTION_CAUSE: a lowered warning line (mon_warn_on_slow_ping_time) is the cause
@@ -138,9 +141,10 @@ MAP: Mapping[str, AlertMapping] = {
                                                         "OSD_DAEMON_RESTART_LOOP"), "osd", "osd"),
     "CephOSDReadErrors": AlertMapping(("BLUESTORE_SPURIOUS_READ_ERRORS",), _DISK, "", "osd",
                                       ()),
+    # an OSD out holds no PGs (cluster-full-out): OSD_UP_OUT is the imbalance's cause
     "CephPGImbalance": AlertMapping((), ("OSD_FILL_SPREAD", "OSD_BELOW_SHARE", "OSD_NO_DATA",
-                                         "PGS_PER_OSD_HIGH"), "osd", "osd",
-                                    ("osd-reweight-by-utilization",)),
+                                         "PGS_PER_OSD_HIGH", "OSD_UP_OUT"), "osd", "osd",
+                                    ("osd-reweight-by-utilization", "osd-in")),
     # CephFS
     "CephFilesystemDamaged": _mds("MDS_DAMAGE"),
     "CephFilesystemOffline": _mds("MDS_ALL_DOWN"),
@@ -194,11 +198,13 @@ MAP: Mapping[str, AlertMapping] = {
     "CephPoolGrowthWarning": AlertMapping((), ("POOL_NEAR_FULL", "CLUSTER_DAYS_TO_FULL",
                                                "OSD_NEAR_FULL"), "pool", "pool"),
     "CephPoolBackfillFull": AlertMapping(("POOL_BACKFILLFULL",), _FULL, "", "pool", _FULL_FIX),
-    "CephPoolFull": AlertMapping(("POOL_FULL",), _FULL, "", "pool", _FULL_FIX),
-    # the rule's expression asks for POOL_NEAR_FULL, but Ceph's code is POOL_NEARFULL: as
-    # shipped it never fires; mapped to both should a fixed rule file spell it right
-    "CephPoolNearFull": AlertMapping(("POOL_NEAR_FULL", "POOL_NEARFULL"), _FULL, "", "pool",
-                                     _FULL_FIX),
+    "CephPoolFull": AlertMapping(("POOL_FULL",), (*_FULL, *_QUOTA), "", "pool",
+                                 (*_FULL_FIX, *_QUOTA_FIX)),
+    # the rule's expression asks for POOL_NEAR_FULL: Ceph's code of a pool near its quota
+    # (with mon_pool_quota_warn_threshold set: pool-quota-near), not POOL_NEARFULL (the
+    # OSDs' nearfull ratio); mapped to both
+    "CephPoolNearFull": AlertMapping(("POOL_NEAR_FULL", "POOL_NEARFULL"), (*_FULL, *_QUOTA),
+                                     "", "pool", (*_FULL_FIX, *_QUOTA_FIX)),
     # slow requests
     "CephSlowOps": AlertMapping(("SLOW_OPS",), _SLOW, "", "osd", ("config-restore",)),
     "CephDaemonSlowOps": AlertMapping(("SLOW_OPS",), _SLOW, "daemon", "osd",

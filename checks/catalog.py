@@ -17,6 +17,7 @@ from checks import (  # noqa: F401
     pgblocks,
     pgs,
     placement,
+    pool_quota,
     prometheus,
     scrub,
     slow_ops,

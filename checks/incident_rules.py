@@ -136,13 +136,18 @@ RULES: tuple[Rule, ...] = (
     # full ratio set below Ceph's default under the OSDs' fill takes the fill warnings
     Rule("FULL_RATIO_LOWERED", "entity", (),
          ("OSD_NEAR_FULL", "OSD_IS_FULL", "OSD_NEARFULL", "OSD_BACKFILLFULL", "OSD_FULL",
-          "POOL_NEARFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES),
-         when=("explains", "fill")),  # not POOL_NEAR_FULL/POOL_FULL: a quota says them too
+          "POOL_NEARFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES,
+          # a quota's POOL_FULL / POOL_NEAR_FULL fold as POOL_QUOTA_NEAR_FULL, never here
+          "POOL_FULL", "POOL_NEAR_FULL"),
+         when=("explains", "fill")),
     Rule("CLUSTER_DAYS_TO_FULL", "entity", (),
          ("OSD_NEAR_FULL", "POOL_NEAR_FULL", "OSD_FILL_SPREAD", "OSD_NEARFULL",
           "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL", *CEPH_PG_FULL_CODES)),
     Rule("OSD_IS_FULL", "osd", ("OSD_NEAR_FULL",), CEPH_PG_FULL_CODES, ceph=CEPH_FULL_CODES),
     Rule("OSD_NEAR_FULL", "osd", (), CEPH_PG_FULL_CODES, ceph=CEPH_FULL_CODES),
+    # a pool quota under the pool's use is the cause (checks.pool_quota, issue 38.2):
+    # stordoc's POOL_NEAR_FULL of that pool and Ceph's quota codes naming it
+    Rule("POOL_QUOTA_CAUSE", "pool", ("POOL_NEAR_FULL",), ceph=("POOL_FULL", "POOL_NEAR_FULL")),
     Rule("POOL_NEAR_FULL", "pool", (), ceph=CEPH_FULL_CODES),
     *(Rule(c, "pool", _after(CACHE_CODES, c) + ("CACHE_TIER_DEPRECATED",),
            ceph=("CACHE_POOL_NO_HIT_SET", "CACHE_POOL_NEAR_FULL"))

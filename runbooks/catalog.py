@@ -27,6 +27,9 @@ from runbooks import pool_app  # noqa: F401  pool-app-enable, global-id-reclaim-
 from runbooks import config  # noqa: F401  config-restore (issue 38.2: an option as the cause)
 
 # isort: split
+from runbooks import quota  # noqa: F401  quota-restore (issue 38.2: a pool quota as the cause)
+
+# isort: split
 from runbooks.base import _REGISTRY, Runbook
 
 

@@ -36,6 +36,7 @@ from storage.ceph.parse_osdlog import (
 from storage.ceph.parse_pgquery import MAX_PG_QUERIES, blocked_candidates
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_pg_ls
 from storage.ceph.parse_settle import OSDMAP_PGS, PGS_BRIEF, worth_comparing
+from storage.ceph.quota_history import QUOTA_HISTORY, near_quota, read_quota_history
 from storage.ceph.settle import SettleUnavailable, read_osdmap_pgs
 from storage.ceph.state import build_state
 from storage.model import CephState
@@ -182,8 +183,27 @@ def collect_raw(client: CephClient) -> dict[str, Any]:
         if ok:
             cfg[name] = value
     raw["config"] = cfg
+    _quota_history(s, raw)
     raw["errors"] = s.errors
     return raw
+
+
+def _quota_history(s: _Session, raw: dict[str, Any]) -> None:
+    """A quota at or near its pool's use: its previous value (storage.ceph.quota_history),
+    read only then."""
+    dump = as_map(raw["osd dump"])
+    near = near_quota(dump, raw.get("df"))
+    if not near:
+        return
+
+    def ask(epoch: int) -> tuple[bool, Any]:
+        try:
+            return True, s.client.mon("osd dump", epoch=epoch)
+        except CephCommandError:  # trimmed from the monitor's store
+            return False, None
+
+    raw[QUOTA_HISTORY] = read_quota_history(str(dump.get("fsid") or ""),
+                                            as_int(dump.get("epoch")), near, ask)
 
 
 def _down_epoch_stamps(s: _Session, dump: Mapping[str, Any]) -> dict[str, str]:

@@ -48,6 +48,7 @@ from storage.ceph.parse_osdlog import (
 from storage.ceph.parse_pgquery import parse_pg_blocks
 from storage.ceph.parse_scrub import SCRUB_KEY, parse_scrub
 from storage.ceph.parse_settle import PGS_BRIEF, settle_from_raw
+from storage.ceph.quota_history import QUOTA_HISTORY, parse_quota_history
 from storage.model import (
     CephState,
     CephVersions,
@@ -171,6 +172,7 @@ def build_state(raw: Mapping[str, Any], collected_at: float | None = None) -> Ce
         scrub=parse_scrub(raw.get(SCRUB_KEY)),
         pg_blocks=parse_pg_blocks(raw.get("pg query"), raw.get("pg dump_stuck")),
         large_omap=parse_large_omap(raw.get(LOG_FLAPS)),
+        quota_history=parse_quota_history(raw.get(QUOTA_HISTORY)),
         **_flaps(raw, collected_at))
 
 

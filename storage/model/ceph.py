@@ -328,6 +328,17 @@ class CephDevice:
 
 
 @dataclass(frozen=True)
+class QuotaPrevious:
+    """A pool quota's previous value from the osdmap history (``osd dump EPOCH``): the
+    value it had in the last epoch it differed (0: no quota), or None and why not
+    (trimmed, the pool had it since it was created, not found within the look-back)."""
+
+    value: int | None
+    epoch: int | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class CephState:
     """What the monitors and the manager said, every fact in a typed field.
 
@@ -397,6 +408,9 @@ class CephState:
     log_window_s: float | None = None  # how far back the cluster log read reaches
     # the large omap objects the cluster log names (LARGE_OMAP_OBJECTS), newest last
     large_omap: tuple[LargeOmapObject, ...] = ()
+    # pool -> quota field (max_objects, max_bytes) -> its previous value, read only for a
+    # quota at or near its pool's use (storage.ceph.quota_history)
+    quota_history: Mapping[str, Mapping[str, QuotaPrevious]] = field(default_factory=dict)
 
     def osd(self, osd_id: int) -> OsdState | None:
         for o in self.osds:

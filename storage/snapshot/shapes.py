@@ -33,6 +33,7 @@ CEPH_SHAPES: Mapping[str, tuple[str, ...]] = {
     "osd slow ops": (OBJECT,), "mon data": (OBJECT,), "config show": (OBJECT,),
     "config": (OBJECT,), "errors": (OBJECT,),
     "osd metadata": (LIST,), "mon metadata": (LIST,), "mgr metadata": (LIST,),
+    "quota history": (OBJECT,),
 }
 MAX_OSD_ID = 2**31 - 1
 

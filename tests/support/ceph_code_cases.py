@@ -256,7 +256,7 @@ def cases() -> list[Case]:
              detail=("osd.1 is running Filestore",), names=("osd.1",)),
         Case("POOL_FULL", "HEALTH_ERR", "1 pools full",
              ("pool 'rbd' has 1.05 GiB (max 1.1 GiB)",), edits=(_rbd_quota(0.96),),
-             roots=("POOL_NEAR_FULL",), names=("rbd",)),
+             roots=("POOL_QUOTA_CAUSE",), names=("rbd",)),  # the quota is the cause
         osd_alert("BLUEFS_SPILLOVER", "experiencing BlueFS spillover",
                   "spilled over 1.2 GiB metadata from 'db' device (3.1 GiB used of 30 GiB) "
                   "to slow device"),

@@ -213,6 +213,31 @@ CASES: tuple[Case, ...] = (
     Case("config-warn-lines", None, {}, "CONFIG_OPTION_CAUSE", "config global",
          "stordoc fix config-restore global", 1, incidents=2,
          plain="ceph config set (warning lines)"),
+    # the full ratios lowered under the OSDs' fill by plain commands (issue 38.2): the
+    # lab's OSDs hold the same fill to 4 KB, so one case has them all full (OSD_FULL,
+    # POOL_FULL "no space"), the other all backfillfull (OSD_BACKFILLFULL,
+    # POOL_BACKFILLFULL); every Ceph full code folds into FULL_RATIO_LOWERED
+    Case("cluster-full", None, {}, "FULL_RATIO_LOWERED", "cluster lab full ratios",
+         "stordoc fix ratio-restore lab", 2, plain="ceph osd set-full-ratio under the fill"),
+    Case("cluster-backfillfull", None, {}, "FULL_RATIO_LOWERED", "cluster lab full ratios",
+         "stordoc fix ratio-restore lab", 1,
+         plain="ceph osd set-backfillfull-ratio under the fill", live_on="reef"),
+    # a pool quota under the pool's use (`ceph osd pool set-quota rbd max_objects 4` with 4
+    # objects in it): Ceph's POOL_FULL "running out of quota"; quota-restore puts it back
+    Case("pool-quota", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
+         "stordoc fix quota-restore rbd", 2, plain="ceph osd pool set-quota rbd max_objects"),
+    # near the quota: Ceph warns POOL_NEAR_FULL only with mon_pool_quota_warn_threshold
+    # set (0, off, by default), as an operator who wants the warning sets it: 4 objects
+    # under max_objects 6 with the warning at 50%
+    Case("pool-quota-near", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
+         "stordoc fix quota-restore rbd", 1,
+         plain="ceph osd pool set-quota rbd max_objects (near)", live_on="reef"),
+    # the full ratios lowered with an OSD out: its PGs' objects cannot be recovered onto
+    # the full OSDs (Ceph's PG_RECOVERY_FULL, recovery_toofull): the ratio's incident; the
+    # OSD out is a second one (osd-in)
+    Case("cluster-full-out", None, {}, "FULL_RATIO_LOWERED", "cluster lab full ratios",
+         "stordoc fix ratio-restore lab", 2, incidents=2,
+         plain="ceph osd out 3 under the lowered full ratios"),
 )
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
@@ -313,6 +338,95 @@ def _warn_lines(lab: Any) -> str:
 def _unwarn_lines(lab: Any) -> None:
     for who, name, _ in WARN_LINES:
         lab.ceph("config", "rm", who, name)
+RATIO_NAMES = ("nearfull", "backfillfull", "full")
+
+
+def _lower_ratios(lab: Any, names: tuple[str, ...]) -> str:
+    """The ratios ``names`` set to half the emptiest OSD's fill (lowest first: Ceph's
+    order nearfull <= backfillfull <= full holds at every step)."""
+    from lab.scenarios.fill import _below_fill, _ratio
+
+    before = {n: _ratio(lab, f"{n}_ratio") for n in RATIO_NAMES}
+    if all(v is not None and v > 0.5 for v in before.values()):  # the lab's own values
+        lab.write_state(plain_ratios=before)
+    low = _below_fill(lab)
+    for n in names:
+        lab.ceph("osd", f"set-{n}-ratio", low)
+    want = {"full": "OSD_FULL", "backfillfull": "OSD_BACKFILLFULL"}[names[-1]]
+    wait_until(lambda: want in lab.health_checks(), 90, want)
+    return "; ".join(f"ceph osd set-{n}-ratio {low}" for n in names)
+
+
+def _restore_ratios(lab: Any) -> None:
+    """The lab's ratios back (highest first), whatever a fix left."""
+    saved = lab.read_state().get("plain_ratios") or {}
+    for n, d in reversed(list(zip(RATIO_NAMES, (0.85, 0.90, 0.95), strict=True))):
+        lab.ceph("osd", f"set-{n}-ratio", f"{float(saved.get(n) or d):.4f}")
+    wait_until(lambda: not {"OSD_FULL", "OSD_BACKFILLFULL", "OSD_NEARFULL"}
+               & set(lab.health_checks()), 90, "the full codes cleared")
+
+
+QUOTA_POOL, QUOTA_OBJECTS = "rbd", 4
+
+
+def _rados(lab: Any, *args: str, input: str | None = None) -> str:
+    from lab.procs import run
+
+    cc = lab.ceph_cluster
+    return run(cc._argv("rados", "-c", cc._p(lab.conf), "-p", QUOTA_POOL, *args),
+               "pool-quota", input=input).stdout
+
+
+QUOTA_WARN = "mon_pool_quota_warn_threshold"  # percent of a quota Ceph warns at (0: off)
+
+
+def _set_quota(lab: Any, near: bool = False) -> str:
+    # from stdin: a file is not seen inside the Reef lab's chroot (and rados exits 0
+    # when it cannot read its input file)
+    names = [f"stordoc-quota-{i}" for i in range(QUOTA_OBJECTS)]
+    for n in names:
+        _rados(lab, "put", n, "-", input="quota")
+    assert set(names) <= set(_rados(lab, "ls").split()), "rados put wrote nothing"
+    made = f"{QUOTA_OBJECTS} objects put in {QUOTA_POOL}; "
+    if near:
+        lab.ceph("config", "set", "global", QUOTA_WARN, "50")
+        made += f"ceph config set global {QUOTA_WARN} 50; "
+    quota = QUOTA_OBJECTS + 2 if near else QUOTA_OBJECTS
+    lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", str(quota))
+    code = "POOL_NEAR_FULL" if near else "POOL_FULL"
+    wait_until(lambda: code in lab.health_checks(), 120, f"{code} (quota)")
+    return made + f"ceph osd pool set-quota {QUOTA_POOL} max_objects {quota}"
+
+
+def _unset_quota(lab: Any) -> None:
+    lab.ceph("osd", "pool", "set-quota", QUOTA_POOL, "max_objects", "0")
+    lab.ceph("config", "rm", "global", QUOTA_WARN)
+    wait_until(lambda: not {"POOL_FULL", "POOL_NEAR_FULL"} & lab.health_checks(), 120,
+               "POOL_FULL / POOL_NEAR_FULL cleared")
+    for i in range(QUOTA_OBJECTS):
+        _rados(lab, "rm", f"stordoc-quota-{i}")
+
+
+RECOVERY_OBJECTS = 32
+
+
+def _full_out(lab: Any) -> str:
+    """Objects to recover (a PG log never trimmed: log-based recovery, which the full
+    ratio holds back), the ratios under the fill, then osd.3 out."""
+    for i in range(RECOVERY_OBJECTS):
+        _rados(lab, "put", f"stordoc-recovery-{i}", "-", input="x" * 100)
+    made = _lower_ratios(lab, RATIO_NAMES)
+    lab.ceph("osd", "out", "3")
+    wait_until(lambda: "PG_RECOVERY_FULL" in lab.health_checks(), 120, "PG_RECOVERY_FULL")
+    return f"{RECOVERY_OBJECTS} objects put in {QUOTA_POOL}; {made}; ceph osd out 3"
+
+
+def _undo_full_out(lab: Any) -> None:
+    lab.ceph("osd", "in", "3")
+    _restore_ratios(lab)
+    for i in range(RECOVERY_OBJECTS):
+        _rados(lab, "rm", f"stordoc-recovery-{i}")
+    wait_until(lambda: not _pg_transient(lab), 180, "PGs active+clean")
 
 
 # plain fault -> (make it, undo it)
@@ -320,6 +434,14 @@ PLAIN: dict[str, tuple[Callable[[Any], str], Callable[[Any], None]]] = {
     "kill -9 osd.2": (_kill_osd2, _unkill_osd2),
     "ceph osd out 2": (_out_osd2, _in_osd2),
     "ceph config set (warning lines)": (_warn_lines, _unwarn_lines),
+    "ceph osd set-full-ratio under the fill": (
+        lambda lab: _lower_ratios(lab, RATIO_NAMES), _restore_ratios),
+    "ceph osd set-backfillfull-ratio under the fill": (
+        lambda lab: _lower_ratios(lab, RATIO_NAMES[:2]), _restore_ratios),
+    "ceph osd pool set-quota rbd max_objects": (_set_quota, _unset_quota),
+    "ceph osd pool set-quota rbd max_objects (near)": (
+        lambda lab: _set_quota(lab, near=True), _unset_quota),
+    "ceph osd out 3 under the lowered full ratios": (_full_out, _undo_full_out),
 }
 
 
@@ -355,7 +477,8 @@ def _pg_transient(lab: Any) -> bool:
     names = {str(x.get("name")) for x in summ.get("num_pg_by_state", [])}
     bad = ("peering", "activating", "unknown", "creating", "recover", "backfill")
     # objects unfound: recovery waits for them, a steady state (pg-unfound)
-    steady = {"recovery_unfound", "backfill_unfound"}
+    # PGs waiting for space (the full ratios: cluster-full-out) wait until it is given
+    steady = {"recovery_unfound", "backfill_unfound", "recovery_toofull", "backfill_toofull"}
     return not names or any(b in part for n in names for part in set(n.split("+")) - steady
                             for b in bad)
 

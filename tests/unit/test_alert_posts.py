@@ -235,3 +235,32 @@ def test_the_hold_is_the_longest_wait_of_a_rule_that_can_fire_on_what_is_served(
     assert hold_min("reef") == 65  # every rule
     # a rule asking for an absent metric can fire on nothing served
     assert hold_min("pacific", frozenset()) >= 5
+
+
+# issue 38.2: the full ratios and a pool quota as causes: the alerts of fullness reach a
+# post with the Fix that undoes the setting (cluster-full, cluster-backfillfull, pool-quota)
+FULLNESS = [
+    ("cluster-full", {"CephOSDFull": ("ratio-restore", "lab"),
+                      "CephPoolFull": ("ratio-restore", "lab")}),
+    ("cluster-backfillfull", {"CephOSDBackfillFull": ("ratio-restore", "lab"),
+                              "CephPoolBackfillFull": ("ratio-restore", "lab")}),
+    ("pool-quota", {"CephPoolFull": ("quota-restore", "rbd")}),
+    ("pool-quota-near", {"CephPoolNearFull": ("quota-restore", "rbd")}),
+    ("cluster-full-out", {"CephPGRecoveryAtRisk": ("ratio-restore", "lab"),
+                          "CephOSDFull": ("ratio-restore", "lab")}),
+]
+
+
+@needs_promtool
+@pytest.mark.parametrize("release", ["pacific", "reef"])
+@pytest.mark.parametrize("name,want", FULLNESS, ids=[n for n, _ in FULLNESS])
+def test_fullness_alerts_post_the_fix_of_the_setting_that_causes_them(
+        release: str, name: str, want: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    got = posts_of(release, FIXTURES / release / name, tmp_path, scenario_dirs(release))
+    assert got is not None
+    _, posts = got
+    by_rule = {p.rule: p for p in posts}
+    for rule, fix in want.items():
+        assert rule in by_rule, sorted(by_rule)
+        p = by_rule[rule]
+        assert p.fix == fix and p.names_entity, (rule, p.fix, p.text[:300])

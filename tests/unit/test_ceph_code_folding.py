@@ -155,8 +155,8 @@ TEN: list[tuple[str, str, str, list[str], tuple[Callable[[Path], None], ...], st
      (_pool(pg_placement_num=32, pg_placement_num_target=32),), "POOL_PGP_BELOW_PG",
      "pool rbd"),
     ("POOL_NEAR_FULL", "HEALTH_WARN", "1 pools nearfull",
-     ["pool 'rbd' has 1 GiB (max 1.1 GiB)"], (_rbd_quota(0.9),), "POOL_NEAR_FULL",
-     "pool rbd"),
+     ["pool 'rbd' has 1 GiB (max 1.1 GiB)"], (_rbd_quota(0.9),), "POOL_QUOTA_CAUSE",
+     "pool rbd"),  # the quota is the cause (issue 38.2: checks.pool_quota)
 ]
 
 
@@ -237,14 +237,14 @@ def test_quota_pool_near_full_is_the_pools_incident_not_the_cluster_filling(
     fill = [i for i in incs if i.root.code in ("CLUSTER_DAYS_TO_FULL", "FULL_RATIO_LOWERED")]
     assert fill, [i.id for i in incs]
     inc = _one(incs, "POOL_NEAR_FULL")
-    assert inc.id == "POOL_NEAR_FULL pool rbd", [i.id for i in incs]
+    assert inc.id == "POOL_QUOTA_CAUSE pool rbd", [i.id for i in incs]
 
 
 def test_quota_pool_full_is_told_set_quota(tmp_path: Path) -> None:
     full = ("HEALTH_ERR", "1 pools full", ["pool 'rbd' has 1.05 GiB (max 1.1 GiB)"])
     incs = _with(tmp_path, "healthy", {"POOL_FULL": full}, _rbd_quota(0.96))
     inc = _one(incs, "POOL_FULL")
-    assert inc.id == "POOL_NEAR_FULL pool rbd", [i.id for i in incs]
+    assert inc.id == "POOL_QUOTA_CAUSE pool rbd", [i.id for i in incs]
     f = next(f for f in inc.findings if f.evidence.get("ceph_code") == "POOL_FULL")
     assert f.severity == Severity.CRIT and inc.severity == Severity.CRIT
     assert "ceph osd pool set-quota rbd" in f.message, f.message

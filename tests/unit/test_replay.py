@@ -494,6 +494,30 @@ def _pg_unfound(rp: Replay) -> None:
     assert inc.impact.startswith(f"8 objects unfound in pg {pgid} (reads of them wait); ")
 
 
+def _ratios_lowered(rp: Replay, own: str, ceph: set[str]) -> None:
+    [inc] = rp.outcome.incidents  # issue 38.2: every full code under the lowered ratios
+    assert inc.root.code == "FULL_RATIO_LOWERED"
+    assert {f.entity for f in inc.findings if f.code == own} == {
+        "osd.0", "osd.1", "osd.2", "osd.3"}
+    assert {str(f.evidence.get("ceph_code")) for f in inc.findings
+            if f.code == "CEPH_HEALTH"} == ceph
+
+
+def _full_out(rp: Replay) -> None:
+    ratio, out = rp.outcome.incidents  # the ratio holds the PGs waiting for space
+    assert ratio.root.code == "FULL_RATIO_LOWERED" and out.id == "OSD_UP_OUT osd.3"
+    assert "PG_RECOVERY_FULL" in {str(f.evidence.get("ceph_code")) for f in ratio.findings}
+
+
+def _pool_quota(rp: Replay, said: str = "max_objects 4 with 4 objects in it (100%)",
+                code: str = "POOL_FULL") -> None:
+    inc = rp.outcome.incidents[0]  # issue 38.2: the quota, its value and the pool's use
+    assert inc.id == "POOL_QUOTA_CAUSE pool rbd"
+    assert said in inc.root.message
+    assert {str(f.evidence.get("ceph_code")) for f in inc.findings
+            if f.code == "CEPH_HEALTH"} == {code}
+
+
 DETAILS: dict[str, Callable[[Replay], None]] = {
     "pg-inconsistent": _pg_inconsistent,
     "pg-unfound": _pg_unfound,
@@ -529,6 +553,13 @@ DETAILS: dict[str, Callable[[Replay], None]] = {
     "swift-dispersion-missing": _dispersion,
     "osd-slow-ops": _slow_ops,
     "config-warn-lines": _warn_lines,
+    "cluster-full": lambda rp: _ratios_lowered(rp, "OSD_IS_FULL", {"OSD_FULL", "POOL_FULL"}),
+    "cluster-backfillfull": lambda rp: _ratios_lowered(
+        rp, "OSD_NEAR_FULL", {"OSD_BACKFILLFULL", "POOL_BACKFILLFULL"}),
+    "pool-quota": _pool_quota,
+    "cluster-full-out": _full_out,
+    "pool-quota-near": lambda rp: _pool_quota(rp, "max_objects 6 with 4 objects in it (67%)",
+                                              "POOL_NEAR_FULL"),
 }
 
 

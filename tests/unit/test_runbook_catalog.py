@@ -14,7 +14,8 @@ ORDER = ["crash-archive", "osd-remount", "osd-activate", "osd-start", "osd-in",
          "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
          "ratio-restore", "flag-unset",
          "maintenance-start", "maintenance-end", "pg-repair", "pg-mark-unfound-lost",
-         "pool-app-enable", "global-id-reclaim-off", "config-restore"]
+         "pool-app-enable", "global-id-reclaim-off", "config-restore",
+         "quota-restore"]
 
 
 def test_the_catalog_lists_every_runbook_in_its_order() -> None:

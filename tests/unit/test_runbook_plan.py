@@ -106,7 +106,8 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
                      "osd-reweight-by-utilization", "balancer-upmap", "full-ratio-raise",
                      "maintenance-start", "maintenance-end", "pg-repair",
                      "pg-mark-unfound-lost", "flag-unset", "pool-app-enable",
-                     "global-id-reclaim-off", "ratio-restore", "config-restore"}  # issue 38
+                     "global-id-reclaim-off", "ratio-restore", "config-restore",
+                     "quota-restore"}  # issue 38
     codes = REGISTRY.codes
     for info in list_runbooks():
         for code in info.fixes:
@@ -125,6 +126,7 @@ def test_runbooks_and_codes_agree_with_the_checks() -> None:
     assert runbook_for_code("OSD_DAEMON_CRASHED") == "daemon-restart"
     assert runbook_for_code("FULL_RATIO_LOWERED") == "ratio-restore"
     assert runbook_for_code("CONFIG_OPTION_CAUSE") == "config-restore"
+    assert runbook_for_code("POOL_QUOTA_CAUSE") == "quota-restore"
 
 
 # ------------------------------------------------------------------ osd-remount
