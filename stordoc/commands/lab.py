@@ -34,6 +34,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos")
     if not full:
         return
+    try:
+        import lab  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name != "lab":
+            raise
+        # an installed wheel has no lab (pyproject.toml): one line, not a traceback
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(func=_no_lab)
+        return
     from lab import DEFAULT_DIR, DEFAULT_LAYOUT, DEFAULT_PORT_BASE, LAYOUTS
     from lab.rootfs import HOST_RELEASE, RELEASES
 
@@ -119,6 +128,11 @@ def _lab(args: argparse.Namespace) -> Lab:
         raise UserError("--port-base must be between 1024 and 65000")
     return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None),
                release=getattr(args, "release", None))
+
+
+def _no_lab(args: argparse.Namespace) -> int:
+    raise UserError("stordoc lab: this install has no lab (the lab runs from a source "
+                    "checkout of stordoc, set up with scripts/setup)")
 
 
 def _is_default(lab: Lab) -> bool:
