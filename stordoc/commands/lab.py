@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import json
 import os
 from collections.abc import Callable
@@ -31,7 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     """``full=False``: only the ``lab`` line of the top-level help, for an argv that does
     not name ``lab`` (its options come from the scenario registry, and importing the lab
     package costs more than every other command's parser together)."""
-    p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos")
+    here = importlib.util.find_spec("lab") is not None  # a path search, no import
+    p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos"
+                       if here else "not in this install: the lab runs from a source checkout")
     if not full:
         return
     try:

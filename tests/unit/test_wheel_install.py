@@ -14,6 +14,7 @@ there), so ``stordoc`` comes from the wheel alone: the test asserts it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def test_the_console_script_checks_a_snapshot_outside_the_checkout(
                             capture_output=True, text=True)
     assert helped.returncode == 0, helped.stderr
     assert "check" in helped.stdout
+    assert re.search(r"lab\s+not in this install", helped.stdout), helped.stdout
     checked = subprocess.run([str(venv / "bin" / "stordoc"), "check", "--from", str(HEALTHY)],
                              cwd=work, env=env, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
