@@ -137,6 +137,13 @@ def test_systemd_analyze_verifies_the_units(tmp_path: Path) -> None:
     # it says an unknown key or a bad value on stderr and still exits 0
     ours = [ln for ln in r.stderr.splitlines() if "stordoc" in ln]
     assert r.returncode == 0 and not ours, r.stderr
+    # systemd's own exposure score of the sandbox (0 safest .. 10): at most 2.0 ("OK";
+    # 6.6 "MEDIUM" before the capability, namespace and system call limits)
+    for unit in ("./stordoc-bot.service", "./stordoc-watch@prod.service"):
+        sec = subprocess.run(["systemd-analyze", "security", "--offline=true",
+                              "--threshold=20", unit], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+        assert sec.returncode == 0, sec.stdout[-3000:] + sec.stderr
 
 
 # --- the credentials the units hand over, read by the settings ---------------------------
