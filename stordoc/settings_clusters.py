@@ -73,6 +73,18 @@ class Secret(StrictModel):
     file: str | None = None
     value: str | None = None
 
+    @field_validator("file")
+    @classmethod
+    def _credentials_dir(cls, v: str | None) -> str | None:
+        """``$CREDENTIALS_DIRECTORY`` (or ``${...}``) is the directory systemd gives a unit
+        with ``LoadCredential=`` (deploy/systemd/); unset (a shell, not the unit), the path
+        stays as written, names no file, and the secret is missing like any absent file."""
+        where = os.environ.get("CREDENTIALS_DIRECTORY")
+        if v and where:
+            v = v.replace("${CREDENTIALS_DIRECTORY}", where).replace("$CREDENTIALS_DIRECTORY",
+                                                                     where)
+        return v
+
     def resolve(self) -> str | None:
         if self.env and os.environ.get(self.env):
             return os.environ[self.env]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import json
 import os
 from collections.abc import Callable
@@ -31,8 +32,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     """``full=False``: only the ``lab`` line of the top-level help, for an argv that does
     not name ``lab`` (its options come from the scenario registry, and importing the lab
     package costs more than every other command's parser together)."""
-    p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos")
+    here = importlib.util.find_spec("lab") is not None  # a path search, no import
+    p = sub.add_parser("lab", help="a real local Ceph + Swift cluster for tests and demos"
+                       if here else "not in this install: the lab runs from a source checkout")
     if not full:
+        return
+    try:
+        import lab  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name != "lab":
+            raise
+        # an installed wheel has no lab (pyproject.toml): one line, not a traceback
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(func=_no_lab)
         return
     from lab import DEFAULT_DIR, DEFAULT_LAYOUT, DEFAULT_PORT_BASE, LAYOUTS
     from lab.rootfs import HOST_RELEASE, RELEASES
@@ -119,6 +131,11 @@ def _lab(args: argparse.Namespace) -> Lab:
         raise UserError("--port-base must be between 1024 and 65000")
     return Lab(args.dir, args.port_base, getattr(args, "osd_layout", None),
                release=getattr(args, "release", None))
+
+
+def _no_lab(args: argparse.Namespace) -> int:
+    raise UserError("stordoc lab: this install has no lab (the lab runs from a source "
+                    "checkout of stordoc, set up with scripts/setup)")
 
 
 def _is_default(lab: Lab) -> bool:

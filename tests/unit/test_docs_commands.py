@@ -20,9 +20,10 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # `stordoc check --from DIR`, and in fenced blocks a line running stordoc
 TICKED = re.compile(r"`([^`\n]*\bstordoc [^`\n]*)`")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
-# a command line starts with stordoc (after `$ `, `sudo`, VAR=value or `python -m `), or
+# a command line starts with stordoc (after `$ `, `sudo [-u USER]`, VAR=value or
+# `python -m `), or
 # follows a pipe, `;`, `&&` or `$(`: the words up to the next of those
-COMMAND = re.compile(r"(?:^\s*(?:\$ )?(?:sudo )?(?:[A-Z_]+=\S* )*|[;|&(] ?)"
+COMMAND = re.compile(r"(?:^\s*(?:\$ )?(?:sudo (?:-u \S+ )?)?(?:[A-Z_]+=\S* )*|[;|&(] ?)"
                      r"(?:python3? -m )?stordoc((?: [^ ;|&)`]+)+)")
 
 
