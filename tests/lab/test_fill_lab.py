@@ -9,8 +9,6 @@ import re
 import subprocess
 import time
 
-import pytest
-
 from lab import Lab
 from stordoc.env import Env
 from tests.lab.test_ceph_codes import ceph, cli
@@ -148,7 +146,7 @@ def _ratios(lab: Lab) -> tuple[float, float, float]:
             round(float(d["full_ratio"]), 4))
 
 
-def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
+def test_maintenance_window_and_a_ratio_raise_said_overdue_then_swept(
         lab: Lab, env: Env) -> None:
     """The CLI end to end on the real cluster: ``maintenance start`` sets noout on that
     host's OSDs only (``set-group``), ``list`` names it, ``end`` clears it; an unknown
@@ -228,84 +226,3 @@ def test_maintenance_window_and_a_ratio_raise_reverted_by_the_next_stordoc(
             ceph(lab, "osd", "unset-group", "noout", *(f"osd.{i}" for i in sorted(left)))
         if abs(_full_ratio(lab) - full0) >= 1e-4:
             ceph(lab, "osd", "set-full-ratio", str(full0))
-
-
-def _next_steps(out: str) -> list[str]:
-    return [ln.strip()[len("next: "):] for ln in out.splitlines()
-            if ln.strip().startswith("next: ")]
-
-
-def _run_next(lab: Lab, env: Env, step: str) -> subprocess.CompletedProcess[str]:
-    import shlex
-
-    argv = shlex.split(step)
-    assert argv[:2] == ["stordoc", "fix"], step
-    return cli(lab, env, *argv[1:], "--yes")
-
-
-# on Reef: on Pacific the same two runbooks run live from plain-command faults in
-# test_scenarios.py (cluster-full: ratio-restore; config-warn-lines: config-restore)
-@pytest.mark.on_reef
-def test_a_lowered_ratio_and_a_lowered_warning_line_are_the_cause_and_put_back(
-        lab: Lab, env: Env) -> None:
-    """Issue 38.2 on the real lab, faults made by plain commands:
-
-    - ``ceph osd set-nearfull-ratio`` under the OSDs' fill (twice: the osdmap's previous
-      value is itself under the fill): one incident, FULL_RATIO_LOWERED, naming ``ceph osd
-      set-nearfull-ratio 0.85``; full-ratio-raise refuses a raise that would revert to it;
-      the printed next step puts back Ceph's default (not the previous, faulty value).
-    - ``ceph config set global mon_warn_on_slow_ping_time 0.01``: Ceph's slow heartbeat
-      warnings are CONFIG_OPTION_CAUSE's; the printed next step (``ceph config rm``) leaves
-      the option at Ceph's default and the cluster clean."""
-    from tests.lab.test_ceph_codes import until
-
-    assert _ratios(lab)[0] == 0.85  # the lab runs Ceph's default
-    df = json.loads(ceph(lab, "osd", "df", "--format=json"))
-    fill = min(float(n["utilization"]) for n in df["nodes"] if n["kb"]) / 100.0
-    low, lower = f"{fill / 2:.4f}", f"{fill / 3:.4f}"
-    try:
-        ceph(lab, "osd", "set-nearfull-ratio", low)
-        ceph(lab, "osd", "set-nearfull-ratio", lower)
-        until(env, lambda o: any(i.root.code == "FULL_RATIO_LOWERED" for i in o.incidents)
-              and "OSD_NEARFULL" in {h.code for h in o.snapshot.ceph.health_checks}
-              if o.snapshot.ceph else False, 90, "FULL_RATIO_LOWERED with OSD_NEARFULL")
-        r = cli(lab, env, "check")
-        text = r.stdout + r.stderr
-        assert "1. WARN FULL_RATIO_LOWERED  cluster lab full ratios" in r.stdout, text
-        assert "ceph osd set-nearfull-ratio 0.85" in r.stdout and "not enough history" \
-            not in text and "CLUSTER_DAYS_TO_FULL" not in text, text
-        assert set(_next_steps(r.stdout)) == {"stordoc fix ratio-restore lab"}, text
-        bad = cli(lab, env, "fix", "full-ratio-raise", "lab", "-o", "nearfull=0.85", "--yes")
-        assert bad.returncode == 4 and "it is the cause" in bad.stderr and \
-            "Traceback" not in bad.stderr, bad.stdout + bad.stderr
-        plan = cli(lab, env, "plan", "ratio-restore", "lab")
-        assert plan.returncode == 0 and f"previous value {float(low):g}" in plan.stdout \
-            and "ceph osd set-nearfull-ratio 0.85" in plan.stdout, plan.stdout + plan.stderr
-        fix = _run_next(lab, env, "stordoc fix ratio-restore lab")
-        assert fix.returncode == 0 and "verified" in fix.stdout, fix.stdout + fix.stderr
-        assert _ratios(lab)[0] == 0.85
-        assert "OSD_NEARFULL" not in ceph(lab, "health", "detail")
-        until(env, lambda o: not o.incidents, 60, "clean after ratio-restore")
-
-        ceph(lab, "config", "set", "global", "mon_warn_on_slow_ping_time", "0.01")
-        until(env, lambda o: any(i.root.code == "CONFIG_OPTION_CAUSE" for i in o.incidents),
-              90, "CONFIG_OPTION_CAUSE for the lowered ping line")
-        r = cli(lab, env, "check")
-        text = r.stdout + r.stderr
-        assert "CONFIG_OPTION_CAUSE  config global" in r.stdout and \
-            "ceph config rm global mon_warn_on_slow_ping_time" in r.stdout, text
-        assert set(_next_steps(r.stdout)) == {"stordoc fix config-restore global"}, text
-        fix = _run_next(lab, env, "stordoc fix config-restore global")
-        assert fix.returncode == 0 and "verified" in fix.stdout, fix.stdout + fix.stderr
-        assert "ceph config rm global mon_warn_on_slow_ping_time" in fix.stdout
-        assert "mon_warn_on_slow_ping_time" not in ceph(lab, "config", "dump")
-        assert float(ceph(lab, "config", "get", "mon", "mon_warn_on_slow_ping_time")) == 0
-        until(env, lambda o: not o.incidents, 90, "clean after config-restore")
-        again = cli(lab, env, "check")
-        # a clean check's only next line is its last: nothing to do (issue 38.6)
-        assert again.returncode == 0 and _next_steps(again.stdout) == ["nothing to do"], \
-            again.stdout
-    finally:
-        ceph(lab, "config", "rm", "global", "mon_warn_on_slow_ping_time")
-        if _ratios(lab)[0] != 0.85:
-            ceph(lab, "osd", "set-nearfull-ratio", "0.85")
