@@ -225,7 +225,8 @@ CASES: tuple[Case, ...] = (
     # a pool quota under the pool's use (`ceph osd pool set-quota rbd max_objects 4` with 4
     # objects in it): Ceph's POOL_FULL "running out of quota"; quota-restore puts it back
     Case("pool-quota", None, {}, "POOL_QUOTA_CAUSE", "pool rbd",
-         "stordoc fix quota-restore rbd", 2, plain="ceph osd pool set-quota rbd max_objects"),
+         "stordoc fix quota-restore rbd", 2, plain="ceph osd pool set-quota rbd max_objects",
+         live_on="reef"),
     # near the quota: Ceph warns POOL_NEAR_FULL only with mon_pool_quota_warn_threshold
     # set (0, off, by default), as an operator who wants the warning sets it: 4 objects
     # under max_objects 6 with the warning at 50%
