@@ -25,7 +25,7 @@ from runbooks.model import (
     RunContext,
     WaitOp,
 )
-from storage.model import CephState, ClusterSnapshot, HostFacts
+from storage.model import CephState, ClusterSnapshot, HostFacts, PoolState
 from storage.targets import HostTarget
 
 
@@ -118,6 +118,15 @@ def need_ceph(snap: ClusterSnapshot) -> CephState:
         why = snap.ceph_error or "no Ceph configured for this cluster"
         raise Refused(f"cannot read the Ceph cluster: {why}")
     return snap.ceph
+
+
+def need_pool(ceph: CephState, name: str) -> PoolState:
+    """The pool ``name``, refused (naming the pools there are) when it does not exist."""
+    p = ceph.pool(name)
+    if p is None:
+        known = ", ".join(sorted(x.name for x in ceph.pools)) or "none"
+        raise Refused(f"pool {name!r} does not exist (pools: {known})")
+    return p
 
 
 def parse_osd(target: str, ceph: CephState) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from checks.ceph_codes_rest import guess_app
-from runbooks.base import Draft, Runbook, need_ceph, register
+from runbooks.base import Draft, Runbook, need_ceph, need_pool, register
 from runbooks.model import Refused, RunbookInfo
 from storage.model import ClusterSnapshot
 
@@ -39,10 +39,7 @@ class PoolAppEnable(Runbook):
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         ceph = need_ceph(snap)
-        p = ceph.pool(target)
-        if p is None:
-            known = ", ".join(sorted(x.name for x in ceph.pools)) or "none"
-            raise Refused(f"pool {target!r} does not exist (pools: {known})")
+        p = need_pool(ceph, target)
         if p.application:
             raise Refused(f"pool {p.name} already has application(s) "
                           f"{', '.join(p.application)}: nothing to enable (a second one "

@@ -10,7 +10,7 @@ import math
 import re
 
 from checks.pgs import data_pools, ideal_pg_num, in_osd_count, pool_shares
-from runbooks.base import Draft, Runbook, need_ceph, register
+from runbooks.base import Draft, Runbook, need_ceph, need_pool, register
 from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from storage.model import CephState, ClusterSnapshot, PoolState
 
@@ -18,14 +18,6 @@ DEFAULT_RATIOS = (0.4, 0.6, 0.8)  # Ceph's documented defaults: dirty, dirty_hig
 DEFAULT_HEADROOM = 0.8
 _ROUND = 64 * 1024**2  # target_max_bytes granularity
 DEFAULT_HIT_SET_PERIOD = 3600
-
-
-def _pool(ceph: CephState, name: str) -> PoolState:
-    p = ceph.pool(name)
-    if p is None:
-        known = ", ".join(sorted(x.name for x in ceph.pools)) or "none"
-        raise Refused(f"pool {name!r} does not exist (pools: {known})")
-    return p
 
 
 def _float_opt(d: Draft, key: str, default: float, lo: float, hi: float) -> float:
@@ -71,7 +63,7 @@ class CacheTierTune(Runbook):
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         ceph = need_ceph(snap)
-        p = _pool(ceph, target)
+        p = need_pool(ceph, target)
         if p.tier_of < 0 or p.cache_mode in ("none", ""):
             raise Refused(f"pool {p.name} is not a cache tier (cache_mode {p.cache_mode})")
         base = next((x.name for x in ceph.pools if x.id == p.tier_of), str(p.tier_of))
@@ -220,7 +212,7 @@ class PoolPgNum(Runbook):
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
         ceph = need_ceph(snap)
-        p = _pool(ceph, target)
+        p = need_pool(ceph, target)
         ok, why = _clean(ceph)
         if not ok:
             raise Refused(f"not all PGs are active+clean ({why}): wait for the cluster to "

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runbooks.base import Draft, Runbook, need_ceph, register
+from runbooks.base import Draft, Runbook, need_ceph, need_pool, register
 from runbooks.model import Refused, RunbookInfo, StepEnv
 from storage.ceph.quota_history import (
     FIELDS,
@@ -101,10 +101,7 @@ class QuotaRestore(Runbook):
         from checks.pool_quota import quota_pools_named
 
         ceph = need_ceph(snap)
-        p = ceph.pool(target)
-        if p is None:
-            names = ", ".join(sorted(x.name for x in ceph.pools)) or "none"
-            raise Refused(f"pool {target!r} does not exist (pools: {names})")
+        p = need_pool(ceph, target)
         cur = {"max_objects": p.quota_max_objects, "max_bytes": p.quota_max_bytes}
         nearfull = ceph.nearfull_ratio or 0.85
         named = p.name in quota_pools_named(ceph)
