@@ -272,7 +272,10 @@ def _mgr_module_dependency(hc: HealthCheck, st: CephState, ctx: CheckContext) ->
                 "manager")
     else:
         msg += "; install the missing Python packages on the manager hosts and restart it"
-    return Explained(msg, {"modules": failed, "acting": acting, "pyo3": pyo3})
+    return Explained(msg, {"modules": failed, "acting": acting, "pyo3": pyo3,
+                           "manual": "`ceph mgr module ls` shows which modules run; "
+                                     "install the missing Python packages on the manager "
+                                     "hosts and restart it, or disable a module not needed"})
 
 
 def _spillover(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
@@ -282,7 +285,9 @@ def _spillover(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
         f"BlueFS metadata spilled from the fast DB device to the slow device on "
         f"{_where(st, ds) or 'some OSDs'}: slower metadata I/O; read `ceph tell {first} "
         f"bluefs stats`, compact it (`ceph tell {first} compact`) or give it a larger DB",
-        {"osds": ds, "hosts": _osd_hosts(st, ds)})
+        {"osds": ds, "hosts": _osd_hosts(st, ds),
+         "manual": f"`ceph tell {first} bluefs stats` shows what spilled; compact it "
+                   f"(`ceph tell {first} compact`) or give it a larger DB"})
 
 
 def _osd_codes(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:

@@ -103,9 +103,9 @@ def _bad_caps(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 def _netsplit(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     mons = [d for d in daemons_named(hc) if d.startswith("mon.")]
-    todo = ("they reach the others but not each other: check the network between their "
-            "hosts (ports 3300 and 6789, firewalls, routes); their addresses: `ceph mon "
-            "dump`")
+    todo = ("`ceph mon dump` gives their addresses; they reach the others but not each "
+            "other: check the network between their hosts (ports 3300 and 6789, firewalls, "
+            "routes)")
     return Explained(f"network partition between {' and '.join(mons[:4]) or hc.summary}: "
                      f"{todo}", {"mons": mons, "manual": todo})
 
@@ -127,8 +127,8 @@ _SUBTREE_RE = re.compile(r"^(\S+) (\S+) \((\d+) osds\) is down")
 def _subtree_down(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     trees = [m.groups() for line in hc.detail if (m := _SUBTREE_RE.search(line))]
     what = ", ".join(f"{kind} {name} ({n} OSDs)" for kind, name, n in trees) or hc.summary
-    todo = ("every OSD under it is down, the PGs mapped there only are inactive: a power "
-            "or network outage of its hosts; list them with `ceph osd tree down`")
+    todo = ("`ceph osd tree down` lists them; every OSD under it is down, the PGs mapped "
+            "there only are inactive: a power or network outage of its hosts")
     return Explained(f"all OSDs of CRUSH {what} are down: {todo}",
                      {"subtrees": [{"type": k, "name": n, "osds": int(c)} for k, n, c in trees],
                       "manual": todo})
@@ -258,8 +258,8 @@ def _bluestore(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
 
 def _too_few_osds(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
     up_in = sum(1 for o in st.osds if o.exists and o.in_)
-    todo = ("add OSDs; until then new pools cannot place all their copies (`ceph osd stat`"
-            " counts them), or lower osd_pool_default_size knowingly")
+    todo = ("`ceph osd stat` counts them; add OSDs: until then new pools cannot place all "
+            "their copies (or lower osd_pool_default_size knowingly)")
     return Explained(f"fewer OSDs ({up_in} in) than osd_pool_default_size: {todo}",
                      {"osds_in": up_in, "manual": todo})
 

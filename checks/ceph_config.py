@@ -74,7 +74,8 @@ def check_config(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
                           f"{ratios['nearfull']:.2f}, backfillfull {ratios['backfillfull']:.2f}"
                           f", full {ratios['full']:.2f} (must rise in that order): Ceph "
                           "blocks backfill or writes before it warns",
-                          {k: round(v, 4) for k, v in ratios.items()})
+                          {**{k: round(v, 4) for k, v in ratios.items()},
+                           "manual": _order_fix(ratios)})
         elif raised:
             yield Finding("FULL_RATIOS_RAISED", Severity.WARN, ent,
                           "full ratios raised above Ceph's defaults ("
@@ -153,6 +154,16 @@ def lowered_ratios(st: CephState) -> list[LoweredRatio]:
             out.append(LoweredRatio(name, round(value, 4), default, round(fullest, 4),
                                     f"osd.{top.id}", past))
     return out
+
+
+def _order_fix(r: dict[str, float]) -> str:
+    """The one command that puts the full ratios back in order (the lower one lowered to
+    the next, never above Ceph's default), as a person runs it."""
+    if r["nearfull"] > r["backfillfull"] + TOL:
+        v = min(DEFAULT_RATIOS["nearfull"], r["backfillfull"])
+        return f"`ceph osd set-nearfull-ratio {v:.2f}` puts nearfull under backfillfull"
+    v = min(DEFAULT_RATIOS["backfillfull"], r["full"])
+    return f"`ceph osd set-backfillfull-ratio {v:.2f}` puts backfillfull under full"
 
 
 @dataclass(frozen=True)

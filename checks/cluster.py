@@ -63,7 +63,9 @@ def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]
                               f"{len(st.mon_names)} in: {', '.join(sorted(quorum))}); one "
                               f"more monitor lost may stop the cluster",
                               {"mon": mon, "quorum": sorted(quorum),
-                               "mons": list(st.mon_names)})
+                               "mons": list(st.mon_names),
+                               "manual": f"`ceph quorum_status` names the monitors in; start "
+                                         f"mon.{mon} on its host, its log says why it left"})
     yield from _osd_fullness(snap, ctx)
     yield from _pool_fullness(snap, ctx)
     for mon, skew in sorted(st.mon_time_skew.items()):
@@ -73,7 +75,9 @@ def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]
                           f"{ctx.thresholds.clock_skew_max_s * 1000:.0f} ms): check its "
                           f"NTP/chrony",
                           {"mon": mon, "skew_s": skew,
-                           "limit_s": ctx.thresholds.clock_skew_max_s})
+                           "limit_s": ctx.thresholds.clock_skew_max_s,
+                           "manual": f"`ceph time-sync-status` shows each monitor's offset; "
+                                     f"fix NTP/chrony on mon.{mon}'s host"})
 
 
 def _osd_fullness(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
@@ -94,7 +98,9 @@ def _osd_fullness(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]
             yield Finding("OSD_IS_FULL", Severity.CRIT, f"osd.{u.id}",
                           f"osd.{u.id}{where} is {ratio:.1%} full (full ratio {full:.2f}): "
                           f"writes to its PGs are blocked; add capacity or delete data",
-                          ev)
+                          {**ev, "manual": "`ceph osd df` shows every OSD's fill; add "
+                                           "capacity or delete data (a raised full ratio "
+                                           "only buys time)"})
         elif ratio >= nearfull - RATIO_TOL:
             what = "backfillfull" if ratio >= backfill - RATIO_TOL else "nearfull"
             yield Finding("OSD_NEAR_FULL", Severity.WARN, f"osd.{u.id}",

@@ -61,7 +61,9 @@ def _module_error(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explaine
         f"manager module(s) failed: {mods or hc.summary}"
         + (f"; stopped: {'; '.join(effects)}" if effects else "")
         + f"; read its traceback (`ceph crash ls`, the active manager's log), then {hint}",
-        {"modules": failed, "effects": effects}, runbook=runbook, target=target)
+        {"modules": failed, "effects": effects,
+         "manual": f"`ceph crash ls` lists the module's tracebacks (the active manager's log "
+                   f"too); then {hint}"}, runbook=runbook, target=target)
 
 
 def _module_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explained:
@@ -83,7 +85,10 @@ def _module_crash(hc: HealthCheck, st: CephState, ctx: CheckContext) -> Explaine
            ": `ceph crash ls-new` lists the reports, read one with `ceph crash info`")
         + "; a module that keeps "
         "crashing is raised as MGR_MODULE_ERROR; archive the report once read",
-        {"crashes": crashes, "modules": mods, "crash_ids": ids[:20]},
+        {"crashes": crashes, "modules": mods, "crash_ids": ids[:20],
+         "manual": (f"`ceph crash info {ids[-1]}` shows its traceback" if ids else
+                    "`ceph crash ls-new` lists the reports; read one with `ceph crash "
+                    "info`, archive it once read")},
         runbook="crash-archive" if ids else None, target=ids[-1] if ids else None)
 
 

@@ -134,7 +134,10 @@ def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> It
                           f"pool {p.name} has pg_num {p.pg_num}, not a power of two: its "
                           f"PGs hold unequal amounts of data (use {nearest_pow2(p.pg_num)})",
                           {"pool": p.name, "pg_num": p.pg_num,
-                           "pg_num_target": p.pg_num_target})
+                           "pg_num_target": p.pg_num_target,
+                           "manual": f"`ceph osd pool set {p.name} pg_num "
+                                     f"{nearest_pow2(p.pg_num)}` (Ceph splits or merges "
+                                     f"the PGs step by step)"})
         pgp_target = p.pgp_num_target if p.pgp_num_target is not None else p.pgp_num
         if p.pgp_num < p.pg_num and pgp_target < p.pg_num:
             yield Finding("POOL_PGP_BELOW_PG", Severity.WARN, ent,
@@ -166,7 +169,8 @@ def _pool_pg_nums(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> It
             yield Finding("POOL_PG_NUM_HIGH", Severity.WARN, ent,
                           f"pool {p.name} has pg_num {current}, about {ideal} expected "
                           f"{why}: too many PGs cost OSD memory and peering time",
-                          ev)
+                          {**ev, "manual": "`ceph osd pool autoscale-status` shows what "
+                                           "the autoscaler would set; lower pg_num to it"})
 
 
 def _autoscaler_says(pool: str, mode: str | None, current: int,
@@ -207,7 +211,9 @@ def _pgs_per_osd(snap: ClusterSnapshot, st: CephState, ctx: CheckContext) -> Ite
                       f"increases; add OSDs or reduce pg_num",
                       {"average": round(avg, 1), "limit": limit, "in_osds": n_in,
                        "pg_replicas": replicas,
-                       "max_osd": {"osd": worst[0], "pgs": worst[1]} if worst else None})
+                       "max_osd": {"osd": worst[0], "pgs": worst[1]} if worst else None,
+                       "manual": "`ceph osd pool autoscale-status` shows the pools that "
+                                 "hold the PGs; add OSDs or lower their pg_num"})
 
 
 def _pgs_by_osd(st: CephState) -> dict[int, int]:

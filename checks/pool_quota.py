@@ -67,7 +67,10 @@ def check_pool_quota(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Findi
             f"{shown[0][0]} 0`)",
             {"pool": p.name, "quota": {k: q for k, q, _ in limits},
              "use": {k: use for k, _, use in limits}, "reached": [k for k, _, _ in at],
-             "ceph_says": p.name in named, "explains": "quota"},
+             "ceph_says": p.name in named, "explains": "quota",
+             # when quota-restore cannot tell the previous value: the exact undo by hand
+             "manual": f"`ceph osd pool set-quota {p.name} {shown[0][0]} 0` removes the "
+                       f"quota (or set the value the pool's owner wants)"},
             runbook="quota-restore", target=p.name)
 
 

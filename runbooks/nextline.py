@@ -80,11 +80,10 @@ def _by_hand_text(inc: Incident) -> str:
     (then its root's message is the advice: its ``next:`` part, when it has one)."""
     manual = inc.manual or ""
     lead = f"no runbook fixes {inc.root.code}"
-    if manual.startswith(lead):
-        rest = manual[len(lead):].lstrip(":; ")
-        nxt = next((c for c in _clauses(rest) if c.startswith("next: ")), None)
-        return nxt.removeprefix("next: ") if nxt else rest
-    return manual
+    rest = manual[len(lead):].lstrip(":; ") if manual.startswith(lead) else manual
+    # a runbook's refusal, then the root's own advice after "next:" (runbooks.nextstep)
+    nxt = next((c for c in _clauses(rest) if c.startswith("next: ")), None)
+    return nxt.removeprefix("next: ") if nxt else rest
 
 
 def planned(f: Finding) -> str | None:
@@ -119,6 +118,8 @@ def incident_step(inc: Incident) -> str:
         if host and any(cmd.startswith(p) for p in _ON_HOST):
             return f"{cmd}  # on {host}"
         return cmd
+    if first.strip().lower().startswith(NOTHING_TO_DO):  # Ceph does it by itself
+        return f"{NOTHING_TO_DO} (Ceph settles this by itself)"
     return f"by hand: {first or inc.root.message}"
 
 

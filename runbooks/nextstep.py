@@ -74,8 +74,9 @@ def with_next_steps(ctx: RunContext, snap: ClusterSnapshot,
                     break
         if step is None:
             hint = _manual_hint(inc)
-            if not manual and why and hint and why.startswith(f"no runbook fixes {inc.root.code}"):
-                # a consequence's runbook is no way out; the root's own advice is the step
+            if not manual and why and hint:
+                # the root's or a consequence's runbook is no way out (said first); the
+                # root's own advice is the step
                 manual = f"{why}; next: {hint}"
             manual = manual or why or hint or \
                 f"no runbook fixes {inc.root.code}: {inc.root.message}"

@@ -424,9 +424,14 @@ def exact_command(text: str) -> str | None:
 
 
 def next_step(inc: Incident) -> str | None:
-    if inc.next_step is not None:
-        return inc.next_step.command
-    return exact_command(inc.manual or "")
+    """The incident's step as every front end prints it (``stordoc.service.fixes.
+    incident_step``: the runbook, the exact command of its first step by hand, or nothing
+    to do); None when that is a sentence (``by hand: ...``), counted from what is printed,
+    not from a command found anywhere in the text."""
+    from stordoc.service.fixes import incident_step
+
+    step = incident_step(inc)
+    return None if step.startswith("by hand") else step
 
 
 def judge(case: Case, incidents: tuple[Incident, ...]) -> Result:

@@ -40,10 +40,7 @@ CASES = {c.code: c for c in cases()}
 # pool's pg_num) that prints no exact command yet: the work of the items on ratios and
 # next lines (issue 38 items 2 and 6). The set may only shrink: a code that gains a next
 # step must leave it, one that loses its step fails.
-NO_STEP_YET = frozenset({
-    "MON_DOWN", "MON_CLOCK_SKEW", "OSD_OUT_OF_ORDER_FULL", "OSD_FULL",
-    "POOL_PG_NUM_NOT_POWER_OF_TWO", "TOO_MANY_PGS", "POOL_TOO_MANY_PGS",
-})  # POOL_FULL, POOL_NEAR_FULL of a quota: quota-restore, or the command removing it
+NO_STEP_YET: frozenset[str] = frozenset()  # every code ends in a runbook or a command
 # codes whose entity stordoc names only through its own root's words (the manager's
 # daemon: the mgr-stopped scenario's root is the stopped daemon, item 4's)
 UNNAMED_YET = frozenset({"MGR_DOWN"})
