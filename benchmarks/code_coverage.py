@@ -11,8 +11,11 @@ that name the entity, the next step (a runbook that plans, or an exact command).
 Prints: codes, bare (Ceph's text alone), shown twice, misfiled (root not its cause),
 with the entity named, with a next step. Exact counts, not a time.
 
-Measured (2026-11-28): Reef 74 codes; bare 0, shown twice 0, not shown 0, misfiled 0, with
-entity 73, with next step 60; since Reef 5 codes; bare 0, with entity 5, with next step 5.
+Measured (2026-11-28, fifth round): Reef 74 codes; bare 0, shown twice 0, not shown 0,
+misfiled 0, with entity 74, with next step 74 (counted as printed: the incident's step
+as every front end says it, a runbook, an exact command or nothing to do, never a
+sentence; 60 by the older count of any command in the text); since Reef 5 codes; bare 0,
+with entity 5, with next step 5.
 Before issue 38's explainers (checks/ceph_codes_rest.py): Reef bare 27, with entity 51,
 with next step 25; since Reef bare 5, with entity 0, with next step 0.
 """
