@@ -129,7 +129,10 @@ def test_same_findings_as_ssh_with_ssh_for_the_hosts_in_question(case: str) -> N
 # what only a host's process list and addresses over SSH tell (node_exporter has no such
 # metric): found through Prometheus once the host is in question (with the systemd
 # collector, a replicator unit stopped beside its running server sends it to SSH)
-SSH_ONLY = {"SWIFT_REPLICATOR_NOT_RUNNING", "SWIFT_REPLICATOR_IDLE"}
+# A stopped manager's process is seen in a host's process list only: with host facts from
+# Prometheus its outage is MGR_NO_ACTIVE, and DAEMON_STOPPED mgr.x (with daemon-start)
+# needs SSH to its host (not asked: no OSD of that host is in question). Left open.
+SSH_ONLY = {"SWIFT_REPLICATOR_NOT_RUNNING", "SWIFT_REPLICATOR_IDLE", "DAEMON_STOPPED"}
 
 
 @pytest.mark.parametrize("release", ["pacific", "reef"])
