@@ -87,10 +87,17 @@ class _Svc:
     def __init__(self, out: Any) -> None:
         self.out = out
         self.env = SimpleNamespace(term=SimpleNamespace(out=Console(file=io.StringIO(),
-                                                                    width=200)))
+                                                                    width=200)),
+                                   cluster_name=lambda name: name or "lab")
 
     def check(self, cluster: str | None, source: str, only: Any = None) -> Any:
         return self.out
+
+    def fix_for(self, cluster: str | None, code: str, target: str | None, source: str
+                ) -> Any:  # the real service's one call, on this check
+        from stordoc.service import Service
+
+        return Service.fix_for(self, cluster, code, target, source)  # type: ignore[arg-type]
 
 
 def cli_offer(out: Any, f: Finding) -> Fix:
