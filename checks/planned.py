@@ -114,6 +114,21 @@ def _overdue_note(ch: HeldChange, now: float) -> str:
             f"sweep)")
 
 
+def _explaining(f: Finding, changes: Sequence[HeldChange]) -> list[HeldChange]:
+    """The temporary changes among ``changes`` that explain ``f``: a window's flag on an
+    OSD, Ceph's OSD_FLAGS when windows set each flag it lists, ratios a change raised."""
+    ev = f.evidence
+    if f.code == "OSDMAP_FLAGS" and ev.get("osd") is not None and ev.get("flag"):
+        ch = _window_of(changes, str(ev["flag"]), f"osd.{ev['osd']}")
+        return [ch] if ch is not None else []
+    if f.code == "CEPH_HEALTH" and ev.get("ceph_code") == "OSD_FLAGS":
+        return _ceph_flags_planned(f, changes)
+    if f.code == "FULL_RATIOS_RAISED":
+        ch = _ratios_planned(f, changes)
+        return [ch] if ch is not None else []
+    return []
+
+
 def _said_overdue(findings: Sequence[Finding], snap: ClusterSnapshot,
                   now: float) -> list[Finding]:
     """Past its deadline a change is not reverted by the check that sees it (a read
@@ -125,14 +140,8 @@ def _said_overdue(findings: Sequence[Finding], snap: ClusterSnapshot,
     out = []
     for f in findings:
         ev = f.evidence
-        ch: HeldChange | None = None
-        if f.code == "OSDMAP_FLAGS" and ev.get("osd") is not None and ev.get("flag"):
-            ch = _window_of(late, str(ev["flag"]), f"osd.{ev['osd']}")
-        elif f.code == "CEPH_HEALTH" and ev.get("ceph_code") == "OSD_FLAGS":
-            chs = _ceph_flags_planned(f, late)
-            ch = chs[0] if chs else None
-        elif f.code == "FULL_RATIOS_RAISED":
-            ch = _ratios_planned(f, late)
+        chs = _explaining(f, late)
+        ch = chs[0] if chs else None
         if ch is None:
             out.append(f)
             continue
@@ -154,21 +163,24 @@ def apply(findings: Sequence[Finding], snap: ClusterSnapshot, now: float) -> lis
     windows: dict[int, tuple[HeldChange, list[str], float | None]] = {}
     for f in findings:
         ev = f.evidence
-        if f.code == "OSDMAP_FLAGS" and ev.get("osd") is not None and ev.get("flag"):
-            ch = _window_of(changes, str(ev["flag"]), f"osd.{ev['osd']}")
-            if ch is not None:
-                _, osds, since = windows.setdefault(ch.id, (ch, [], f.since))
-                osds.append(f"osd.{ev['osd']}")
-                continue
-        if f.code == "CEPH_HEALTH" and ev.get("ceph_code") == "OSD_FLAGS" and \
-                (chs := _ceph_flags_planned(f, changes)):
+        chs = _explaining(f, changes)
+        if not chs:
+            out.append(f)
+            continue
+        if f.code == "OSDMAP_FLAGS":
+            ch = chs[0]
+            _, osds, since = windows.setdefault(ch.id, (ch, [], f.since))
+            osds.append(f"osd.{ev['osd']}")
+            continue
+        if f.code == "CEPH_HEALTH":
             summary = "; ".join(f"maintenance {_host_of(snap, c)} on until "
                                 f"{until(c.deadline, now)} by {c.by}" for c in chs)
             out.append(replace(f, severity=Severity.INFO,
                                message=f"{f.message} (planned: {summary})",
                                evidence={**ev, "planned": {"summary": summary}}))
             continue
-        if f.code == "FULL_RATIOS_RAISED" and (ch := _ratios_planned(f, changes)):
+        else:  # FULL_RATIOS_RAISED
+            ch = chs[0]
             summary = f"full ratios raised until {until(ch.deadline, now)} by {ch.by}"
             out.append(replace(
                 f, severity=Severity.INFO,
@@ -178,8 +190,6 @@ def apply(findings: Sequence[Finding], snap: ClusterSnapshot, now: float) -> lis
                 evidence={**ev, "planned": {"summary": summary, "by": ch.by,
                                             "until": ch.deadline, "change_id": ch.id,
                                             "reason": ch.reason}}))
-            continue
-        out.append(f)
     for ch, osds, since in windows.values():
         out.append(_window_finding(snap, ch, sorted(osds, key=lambda o: int(o[4:])),
                                    since, now))

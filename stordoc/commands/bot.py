@@ -124,27 +124,20 @@ def _start_sweeper(env: Env, clusters: list[str], stop: threading.Event,
     check never does it (issue 39.3)."""
     if not clusters:
         return None
-    from storage.expiring import open_changes
-
-    def next_deadline(cluster: str) -> float | None:
-        try:
-            return min((c.deadline for c in open_changes(env.journal, cluster)), default=None)
-        except Exception as e:  # the journal busy or gone: tried again at the next wake
-            log.warning("cluster %s: temporary changes unreadable: %s", cluster, e)
-            return None
+    from stordoc.commands.watch import next_deadline
 
     def run() -> None:
         while not stop.is_set():
             soonest = time.time() + poll_s
             for cluster in clusters:
-                due = next_deadline(cluster)
+                due = next_deadline(env, cluster)
                 if due is not None and due <= time.time():
                     try:
                         for line in env.sweep_expired(cluster, "bot", remember=False):
                             log.info("cluster %s: expired: %s", cluster, line)
                     except Exception as e:  # a failed revert stays held: tried again
                         log.warning("cluster %s: reverting expired changes: %s", cluster, e)
-                    due = next_deadline(cluster)
+                    due = next_deadline(env, cluster)
                     if due is not None and due <= time.time():
                         continue  # not reverted (the cluster did not answer): next poll
                 if due is not None:

@@ -180,7 +180,7 @@ def _wait_reverting(env: Env, cluster: str, until: float, stop: threading.Event,
         left = until - time.monotonic()
         if left <= 0:
             return
-        soon = _next_deadline(env, cluster)
+        soon = next_deadline(env, cluster)
         if soon is None or soon - time.time() >= left:
             stop.wait(left)
             return
@@ -189,13 +189,15 @@ def _wait_reverting(env: Env, cluster: str, until: float, stop: threading.Event,
         env.sweep_expired(cluster, source)
         for line in env.take_reverted():
             emit(f"{stamp()} {cluster} EXPIRED {line}")
-        nxt = _next_deadline(env, cluster)
+        nxt = next_deadline(env, cluster)
         if nxt is not None and nxt <= time.time():  # not reverted (the cluster did not
             stop.wait(max(0.0, until - time.monotonic()))  # answer...): the check retries
             return
 
 
-def _next_deadline(env: Env, cluster: str) -> float | None:
+def next_deadline(env: Env, cluster: str) -> float | None:
+    """The soonest deadline of the cluster's open temporary changes (None: none, or the
+    journal busy or gone: the next wake tries again); watch and the bot's timer."""
     from storage.expiring import open_changes
 
     try:
