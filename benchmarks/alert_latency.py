@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from lab import Lab
 from lab.alerts import AlertChain
-from stordoc.settings import AlertSettings, Secret, load_settings
+from core.settings import AlertSettings, Secret, load_settings
 from tests.support.fake_slack import BotHarness, all_text
 
 CHANNEL = "CBENCHALRT"

@@ -35,8 +35,8 @@ from runbooks.bench.common import Session
 from runbooks.bench.rados import cleanup_objects
 from runbooks.bench.swift import _conn, auth, cleanup
 from storage.rados_io import RadosIO
-from stordoc.env import Env
-from stordoc.settings import load_settings
+from core.env import Env
+from core.settings import load_settings
 
 ONE, THREE = ("node1",), ("node1", "node2", "node3")
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from runbooks.bench.measure import latency_summary
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
-from stordoc.settings import load_settings
+from core.settings import load_settings
 
 MIB = 1024 * 1024
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
-from stordoc.settings import load_settings
+from core.settings import load_settings
 
 
 def _children_cpu() -> float:

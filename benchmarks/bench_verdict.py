@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from runbooks.bench import api
 from runbooks.bench.stats import compare_groups
-from stordoc.env import Env
-from stordoc.settings import load_settings
+from core.env import Env
+from core.settings import load_settings
 
 
 def _ceph(conf: str, *args: str) -> None:

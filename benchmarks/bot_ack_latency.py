@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from stordoc.service import Service
+from core.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -39,8 +39,8 @@ def pct(xs: list[float], p: float) -> float:
 def serve(config: str, cluster: str | None, base_url: str, journal: str, n_tokens: int) -> None:
     """The bot process: HTTP server + a health check looping in the bot's own pool."""
     from bot.server import HttpServer, build_bot
-    from stordoc.env import Env
-    from stordoc.settings import Role, Secret, SlackSettings, load_settings
+    from core.env import Env
+    from core.settings import Role, Secret, SlackSettings, load_settings
     from tests.support.fake_slack import SIGNING_SECRET, TOKEN
 
     s = load_settings(config)

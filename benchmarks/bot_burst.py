@@ -49,8 +49,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from stordoc.service import Service
-from stordoc.service.inspect import RecordPolicy
+from core.service import Service
+from core.service.inspect import RecordPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -64,8 +64,8 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def expected_codes(config: Path, cluster: str) -> set[str]:
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
+    from core.env import Env
+    from core.settings import load_settings
 
     env = Env(load_settings(config))
     try:
@@ -249,13 +249,13 @@ def health_rounds(args: argparse.Namespace) -> int:
     """C concurrent `health`, R rounds, on the bot as it is and on the unshared variant."""
     import threading
 
-    from stordoc.settings import load_settings, parse_settings
+    from core.settings import load_settings, parse_settings
     from tests.support.fake_slack import BotHarness, SlackSender, all_text
 
     tmp = Path(tempfile.mkdtemp(prefix="stordoc-burst-"))
     cluster, rp = args.cluster, None
     if args.replay is not None:
-        from stordoc.service.snapshots import load
+        from core.service.snapshots import load
 
         rp = load(str(args.replay))
         cluster = rp.doc.cluster

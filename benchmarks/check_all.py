@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import sys
 from dataclasses import replace
-from stordoc.env import Env
-from stordoc.service.snapshots import load
+from core.env import Env
+from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 snaps = [load(str(FIXTURES / "reef" / n)).outcome.snapshot

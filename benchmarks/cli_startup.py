@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 GOAL_HELP_S = 0.3
 GOAL_CHECK_S = 1.0
 GOAL_CHECK_RATIO = 5.0
-CHECK_IMPORTS = ("stordoc.cli", "stordoc.commands.check", "stordoc.env", "stordoc.service.app")
+CHECK_IMPORTS = ("stordoc.cli", "stordoc.commands.check", "core.env", "core.service.app")
 
 
 @dataclass

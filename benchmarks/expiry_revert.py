@@ -120,7 +120,7 @@ def main() -> int:
     a = ap.parse_args()
     cfg = str(Path(a.dir) / "stordoc.toml")
     conf = str(Path(a.dir) / "ceph" / "ceph.conf")
-    from stordoc.settings import load_settings
+    from core.settings import load_settings
 
     settings = load_settings(cfg)
     cluster = settings.cluster_name(None)

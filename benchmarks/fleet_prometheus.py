@@ -13,7 +13,7 @@ would reach is printed.
 
 Measured per size, in a fresh process each: the real path of a check after the Ceph read
 (Prometheus's ten queries over HTTP with ``collect_via_prometheus``, the Ceph JSON
-parsed, ``stordoc.service.pipeline.run_check``: checks, incidents), the second of two
+parsed, ``core.service.pipeline.run_check``: checks, incidents), the second of two
 runs (``watch`` repeats it; the first is printed too): wall time, CPU time of this
 process, peak RSS (getrusage) and Python's peak (tracemalloc, a third run).
 
@@ -97,7 +97,7 @@ def one(n: int) -> dict[str, Any]:
     from storage.ceph import build_state
     from storage.hostfacts.prom import collect_via_prometheus
     from storage.model import ClusterSnapshot, HostFacts, SwiftState
-    from stordoc.service.pipeline import CheckRequest, run_check
+    from core.service.pipeline import CheckRequest, run_check
 
     ces.OSDS_PER_HOST = OSDS_PER_HOST
     raw = ces.synthetic_ceph_raw(n * OSDS_PER_HOST)

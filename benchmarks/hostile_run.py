@@ -51,7 +51,7 @@ run. Exit status 1 when any bad-outcome count is non-zero or a goal is missed.
     .venv/bin/python benchmarks/hostile_run.py --quick -v # smaller, and the first examples
 
 Only public entry points are used (``stordoc.cli.main``/``build_parser``, settings
-loading, ``stordoc.service.snapshots.load``, the bot's ``build_bot`` through
+loading, ``core.service.snapshots.load``, the bot's ``build_bot`` through
 tests/support's BotHarness), so the script keeps working while internals change.
 Attribution is per input where the input is known (its own Slack channel, its own CLI
 run); log records and stderr text written by the bot's background workers are counted
@@ -412,7 +412,7 @@ def parse_only(argv: Sequence[str]) -> Run:
     except BaseException:
         return Run(None, "", traceback.format_exc())
     try:
-        from stordoc.argtypes import check_strings
+        from core.argtypes import check_strings
     except ImportError:
         return Run(0)
     try:
@@ -1181,7 +1181,7 @@ def bot_cluster_doc(conf: Path) -> dict[str, Any]:
 
 
 def start_bot(tmp: Path, snapshots_dir: Path) -> Bot:
-    from stordoc.settings import parse_settings
+    from core.settings import parse_settings
     from tests.support.fake_slack import BotHarness
 
     conf = tmp / "ceph.conf"
@@ -1197,7 +1197,7 @@ def start_bot(tmp: Path, snapshots_dir: Path) -> Bot:
                    snapshots_dir=str(snapshots_dir), working_after_s=0.5, throttle_s=0.0)
     bot = Bot(h, tmp, cfg, journal)
     try:  # the cluster answers as the snapshot (as benchmarks/bot_burst.py --replay)
-        from stordoc.service.snapshots import load
+        from core.service.snapshots import load
 
         snap = load(str(SNAPSHOT)).outcome.snapshot
 

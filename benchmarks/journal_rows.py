@@ -4,7 +4,7 @@ journal file's growth per check (after a WAL checkpoint), for N unmatched series
 
 The Prometheus is ``tests.support.prom_server.FakeProm`` on 127.0.0.1, answering for the
 saved Reef ``healthy`` lab's 4 hosts and N other node_exporters of the same job; the
-check is ``stordoc.service.pipeline.run_check`` on that snapshot with a real journal
+check is ``core.service.pipeline.run_check`` on that snapshot with a real journal
 file. Bytes, not times: one run says it.
 
     .venv/bin/python benchmarks/journal_rows.py [--series 200000] [--checks 6]
@@ -44,7 +44,7 @@ def main() -> int:
     a = ap.parse_args()
     os.chdir(ROOT)
     from storage.journal import Journal
-    from stordoc.service.pipeline import CheckRequest, run_check
+    from core.service.pipeline import CheckRequest, run_check
     from tests.support.prom_server import FakeProm, Node
     from tests.unit.test_prom_facts import at, nodes_of, saved, via_prom
 

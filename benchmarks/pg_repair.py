@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from stordoc.service import Service
+from core.service import Service
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -64,8 +64,8 @@ def cycle(lab: object, env: object) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     from lab import Lab
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
+    from core.env import Env
+    from core.settings import load_settings
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="a running lab's base directory")

@@ -29,7 +29,7 @@ def main() -> None:
 
     from storage.audit import redact, redact_obj
     from storage.journal import Journal
-    from stordoc.service.snapshots import load
+    from core.service.snapshots import load
 
     runs = []
     for case in sorted((ROOT / "tests" / "fixtures" / "snapshots").glob("*/*")):

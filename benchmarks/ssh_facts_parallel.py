@@ -29,7 +29,7 @@ from storage.collect import collect
 from storage.hostfacts import collect_host_facts, collect_one, plan_for
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget
-from stordoc.settings import load_settings
+from core.settings import load_settings
 
 
 def fleet(target: ClusterTarget, n: int, known_hosts: str) -> ClusterTarget:

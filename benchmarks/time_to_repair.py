@@ -78,9 +78,9 @@ sys.path.insert(0, str(ROOT))
 
 from lab import Lab
 from runbooks.api import RunEvent, execute, plan
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.settings import load_settings
+from core.env import Env
+from core.service import Service
+from core.settings import load_settings
 
 # health checks that say the lab is still re-peering after the previous cycle
 SETTLING_CHECKS = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN", "OSD_HOST_DOWN",

@@ -20,7 +20,7 @@ from bot.store import Button
 from runbooks.bench.api import BenchOptions
 from runbooks.bench.model import Progress as BenchProgress
 from runbooks.model import EventKind, RunEvent
-from stordoc.service.actions import (
+from core.service.actions import (
     ActionPlan,
     ActionRefused,
     PlanKind,

@@ -28,8 +28,8 @@ from bot.core import ChannelThrottle, Where, log
 from bot.redact import Redactor
 from bot.slack_retry import SlackTrouble, retry_handlers
 from bot.store import BotStore
-from stordoc.service import Service
-from stordoc.service.actions import ActionPlan
+from core.service import Service
+from core.service.actions import ActionPlan
 
 # the bot's parts live in bot.core (delivery), bot.commands (the command table) and
 # bot.actions (the buttons); these names stay importable from here

@@ -25,10 +25,10 @@ from checks.model import Finding
 from checks.outcome import CheckOutcome
 from storage.audit import secrets_in
 from storage.model import CephState
-from stordoc.service import fixes
-from stordoc.service.actions import BENCH_PREFIX
-from stordoc.service.inspect import RecordPolicy
-from stordoc.service.records import MuteRefused, UnknownCode
+from core.service import fixes
+from core.service.actions import BENCH_PREFIX
+from core.service.inspect import RecordPolicy
+from core.service.records import MuteRefused, UnknownCode
 
 # a command handler: (bot, where, cluster, the parsed command) -> the reply
 Handler = Callable[["Commands", Where, str, Any], r.Reply]
@@ -109,7 +109,7 @@ class Commands(Actions):
     def token_for(self, cluster: str, user: str, incidents: Iterable[Incident]
                   ) -> Callable[[Finding], str | None]:
         """A Fix button on a finding that is its incident's root, for that incident's fix
-        (``stordoc.service.fixes``: a consequence's fix is its root's button)."""
+        (``core.service.fixes``: a consequence's fix is its root's button)."""
         incs = tuple(incidents)
 
         def make(f: Finding) -> str | None:
@@ -170,7 +170,7 @@ class Commands(Actions):
         if cmd.snapshot is not None:
             return self._health_from(cluster, cmd.snapshot)
         # a run under way when the person asked answers them: 20 at once are one run,
-        # even when the pool takes them up in batches (stordoc.service.inspect)
+        # even when the pool takes them up in batches (core.service.inspect)
         out = self.backend.check(cluster, "slack", since=where.at)
         note = None
         if out.delta is not None and out.delta.previous_run_id is not None:
@@ -187,7 +187,7 @@ class Commands(Actions):
         """``health [CLUSTER] from NAME``: a saved snapshot's diagnosis, read-only (no Fix
         button: the snapshot is the past), only of the cluster the user may view."""
         from storage.snapshot import SnapshotError
-        from stordoc.service.snapshots import load_named
+        from core.service.snapshots import load_named
 
         try:
             rp = load_named(self.backend.env.settings.slack.snapshots_dir, name)
@@ -281,7 +281,7 @@ class Commands(Actions):
                                buttons=isinstance(cmd, g.Fix), options=dict(cmd.options))
 
     def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
-        """``fix CODE [TARGET]``: a fresh check, then stordoc.service.fixes' one rule;
+        """``fix CODE [TARGET]``: a fresh check, then core.service.fixes' one rule;
         only the wording of its refusals is the bot's."""
         try:
             _, choice = self.backend.fix_for(cluster, cmd.code, cmd.target, "slack")

@@ -25,8 +25,8 @@ from bot.auth import Authorizer
 from bot.redact import Redactor, incident_ref
 from bot.slack_retry import SlackTrouble, is_slack_failure
 from bot.store import BotStore
-from stordoc.service import Service
-from stordoc.service.actions import ActionPlan
+from core.service import Service
+from core.service.actions import ActionPlan
 
 log = logging.getLogger("stordoc.bot")
 

@@ -47,9 +47,9 @@ from bot.redact import Redactor, install
 from bot.slack_retry import describe, is_outage, token_invalid, until_slack_answers
 from bot.wsgi import DRAIN_MAX, TooDeep, drain, load_json
 from checks.model import Severity
-from stordoc.env import Env
-from stordoc.errors import UserError
-from stordoc.service import Service
+from core.env import Env
+from core.errors import UserError
+from core.service import Service
 
 log = logging.getLogger("stordoc.bot")
 PATH = "/slack/events"

@@ -1,6 +1,6 @@
 """A filling cluster: the fill per OSD and its spread (max - min, standard deviation),
 and the days until the fullest OSD reaches the full ratio, fitted on the journal's
-history of checks (``storage.fillhist``, put in the snapshot by ``stordoc.service.pipeline``).
+history of checks (``storage.fillhist``, put in the snapshot by ``core.service.pipeline``).
 
 The first OSD to reach the full ratio stops the writes to its PGs, so the fullest OSD
 is what is projected, not the cluster's average; an uneven spread is fixed by

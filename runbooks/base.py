@@ -85,7 +85,7 @@ class Runbook:
     needs_host_facts: bool = False
     option_keys: tuple[str, ...] = ()  # the ``-o KEY=VALUE`` keys it reads; others refused
     # the plan parameters a second person's approval is bound to besides the steps
-    # (``stordoc.approvals``): what the steps do not show (pg-mark-unfound-lost's count)
+    # (``core.approvals``): what the steps do not show (pg-mark-unfound-lost's count)
     approval_params: tuple[str, ...] = ()
 
     def lock_keys(self, target: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Temporary changes: made by a runbook step that writes the change to the journal
 (``storage.expiring``) before it makes it, and reverted at the deadline by ``sweep``,
 which whoever runs next calls (``stordoc watch`` each interval, the bot's periodic
-checks, the next command that touches the cluster: ``stordoc.env.Env``), also after
+checks, the next command that touches the cluster: ``core.env.Env``), also after
 stordoc was restarted or killed.
 
 The revert is audited as a run of its own (``expiry-revert``, one step per change) and

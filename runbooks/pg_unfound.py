@@ -15,7 +15,7 @@ version (or forgets a new one), ``delete`` forgets them: both lose data for good
   (``bot.actions``) whatever the cluster's two_person setting; in the CLI the run needs
   ``--approval FILE``: this plan (the PG, the mode, the unfound count, the steps) signed
   with the SSH key of another admin or operator of the cluster on their own machine
-  (``stordoc.approvals``: ``stordoc approve``, verified against ``[approver_keys]``), or
+  (``core.approvals``: ``stordoc approve``, verified against ``[approver_keys]``), or
   it is refused with exit 64.
 """
 

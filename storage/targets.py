@@ -1,6 +1,6 @@
 """Where a cluster is and how to reach it: plain typed values built from the settings.
 
-``storage`` imports nothing of ours, so the settings model (in ``stordoc.settings``) turns
+``storage`` imports nothing of ours, so the settings model (in ``core.settings``) turns
 the TOML into these before any collector or runner sees it.
 """
 

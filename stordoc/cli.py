@@ -16,12 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from stordoc.argtypes import check_strings
-from stordoc.errors import UserError, permission_file
-from stordoc.exitstatus import ExitStatus
+from core.argtypes import check_strings
+from core.errors import UserError, permission_file
+from core.exitstatus import ExitStatus
 
 if TYPE_CHECKING:
-    from stordoc.terminal import Terminal
+    from core.terminal import Terminal
 
 
 class Parser(argparse.ArgumentParser):
@@ -39,7 +39,7 @@ class Parser(argparse.ArgumentParser):
         if (isinstance(action, argparse._SubParsersAction) and action.choices is not None
                 and value not in action.choices):
             from checks.spelling import closest
-            from stordoc.terminal import Terminal
+            from core.terminal import Terminal
 
             where = self.prog.partition(" ")[2]
             named = f"{where} {value}" if where else str(value)
@@ -51,7 +51,7 @@ class Parser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
-        from stordoc.terminal import Terminal
+        from core.terminal import Terminal
 
         # one line: the problem and where the usage is (not the usage itself)
         (Parser.term or Terminal.from_sys()).error(f"{message} (see '{self.prog} --help')")
@@ -93,7 +93,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     )
 
     p = Parser(prog="stordoc", description="Health checks, runbooks and benchmarks for "
-               "Ceph and Swift clusters. Exit status: see 'stordoc.exitstatus' "
+               "Ceph and Swift clusters. Exit status: see 'core.exitstatus' "
                "(0 ok, 1 warn, 2 crit, 3 unreachable, 4 refused, 5 failed, 64 usage, "
                "77 permission denied, 130 interrupted).")
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
@@ -130,7 +130,7 @@ def _leave_if_abandoned(rc: int) -> None:
     """``check --all`` gave up on a cluster whose check still runs (blocked in librados
     or a socket, each with its own timeout): the process ends now, its answer printed,
     rather than when that check does (the interpreter joins thread pools at exit)."""
-    fleet = sys.modules.get("stordoc.service.fleet")
+    fleet = sys.modules.get("core.service.fleet")
     if fleet is None or not fleet.abandoned():
         return
     import os
@@ -144,11 +144,11 @@ def _leave_if_abandoned(rc: int) -> None:
 
 
 def _guarded(stream: Any) -> Any:
-    """``stream`` behind stordoc.streams' guard (``stordoc check | head -1`` exits with
+    """``stream`` behind core.streams' guard (``stordoc check | head -1`` exits with
     the check's status, argparse's ``--help | head -1`` with 0, never a traceback)."""
     if stream is None:
         return None
-    from stordoc.streams import GuardedStream, guarded
+    from core.streams import GuardedStream, guarded
 
     g = guarded(stream)
     if isinstance(g, GuardedStream) and stream is sys.stdout and g.default is None:
@@ -189,7 +189,7 @@ def _main(argv: Sequence[str] | None, term: Terminal | None) -> ExitStatus:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if term is None:
-        from stordoc.terminal import Terminal
+        from core.terminal import Terminal
 
         term = Terminal.from_sys()
     args.term = term
@@ -222,8 +222,8 @@ def _status_of(e: Exception) -> ExitStatus | None:
     was raised, so that parsing never loads the layers that define them."""
     from runbooks.model import InvalidRequest, Refused
     from storage.safefile import FileRefused
-    from stordoc.service.errors import ActionRefused, InvalidAction
-    from stordoc.settings import SettingsError
+    from core.service.errors import ActionRefused, InvalidAction
+    from core.settings import SettingsError
 
     # InvalidRequest and InvalidAction are kinds of Refused/ActionRefused: asked first
     if isinstance(e, UserError | SettingsError | InvalidRequest | InvalidAction | FileRefused):

@@ -484,7 +484,7 @@ class StordocApp(App[None]):
             yield SystemCommand("Cycle OSD host filter", "key n", screen.action_cycle_host)
         if self.read_only:
             return
-        from stordoc.service.fixes import incident_fixes
+        from core.service.fixes import incident_fixes
 
         for fx in incident_fixes(self.state.outcome.incidents if self.state.outcome else ()):
             yield SystemCommand(f"Fix: {fx.runbook} {fx.target}",

@@ -1,7 +1,7 @@
 """What the TUI needs from the rest of stordoc, as one small protocol.
 
 The App takes a ``Backend`` in its constructor (harlequin-style): a real ``Env``
-(``EnvBackend``: the application service, ``stordoc.service``), a saved snapshot
+(``EnvBackend``: the application service, ``core.service``), a saved snapshot
 (``tui.saved.SavedSnapshotBackend``), or in tests a double (``SnapshotBackend``,
 tests/support/tui_backend.py). Every method may block: the App calls them only from thread
 workers, never on the event loop. The adapter only turns the service's objects into what the screens draw.
@@ -21,12 +21,12 @@ from runbooks.model import EventKind, RunEvent
 from storage.audit import AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
 from storage.targets import ClusterTarget
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.actions import ActionPlan, RunReport
-from stordoc.service.actions import ActionRefused as ServiceRefused
-from stordoc.service.inspect import RecordPolicy
-from stordoc.service.records import AlertPost, MuteRefused
+from core.env import Env
+from core.service import Service
+from core.service.actions import ActionPlan, RunReport
+from core.service.actions import ActionRefused as ServiceRefused
+from core.service.inspect import RecordPolicy
+from core.service.records import AlertPost, MuteRefused
 
 
 class ActionRefused(Exception):
@@ -173,7 +173,7 @@ def warm_imports() -> None:
 
 
 class EnvBackend:
-    """The real thing: the application service (``stordoc.service``) for one Env."""
+    """The real thing: the application service (``core.service``) for one Env."""
 
     def __init__(self, env: Env, source: str = "tui") -> None:
         self.env = env
@@ -189,7 +189,7 @@ class EnvBackend:
 
     def refresh(self, cluster: str) -> CheckOutcome:
         """Collect and check; recorded when the findings changed (or every 5 minutes),
-        not every 10 s a TUI is open (the rule lives in stordoc.service.inspect)."""
+        not every 10 s a TUI is open (the rule lives in core.service.inspect)."""
         return self.service.check(cluster, self.source, RecordPolicy.ON_CHANGE)
 
     def runbooks(self) -> Sequence[str]:

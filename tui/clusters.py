@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from stordoc.fmt import human_age
+from core.fmt import human_age
 
 if TYPE_CHECKING:
     from tui.app import StordocApp

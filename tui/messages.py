@@ -8,7 +8,7 @@ from typing import Any
 from textual.message import Message
 
 from checks.outcome import CheckOutcome
-from stordoc.service.actions import ActionPlan
+from core.service.actions import ActionPlan
 from tui.backend import BenchProgressView, BenchView, LogLine, RunView
 
 

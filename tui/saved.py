@@ -13,9 +13,9 @@ from checks.outcome import CheckOutcome
 from storage.audit import AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
 from storage.targets import ClusterTarget
-from stordoc.service.actions import ActionPlan
-from stordoc.service.records import AlertPost
-from stordoc.service.snapshots import Replay
+from core.service.actions import ActionPlan
+from core.service.records import AlertPost
+from core.service.snapshots import Replay
 from tui.backend import ActionRefused, BenchView, LogSink, ProgressSink, RunView
 
 READ_ONLY = "a saved snapshot: nothing can be run, muted or benchmarked through it"
@@ -23,7 +23,7 @@ READ_ONLY = "a saved snapshot: nothing can be run, muted or benchmarked through 
 
 @dataclass
 class SavedSnapshotBackend:
-    """One replayed snapshot (``stordoc.service.snapshots.load``); every refresh returns it."""
+    """One replayed snapshot (``core.service.snapshots.load``); every refresh returns it."""
 
     replay: Replay
 

@@ -52,7 +52,7 @@ from bot.alerts.windows import AlertWindow, AlertWindows, Item, Outbox
 from bot.slack_retry import is_slack_failure
 from checks.model import Severity, Verdict
 from checks.mutable import mute_refusal
-from stordoc.service import fixes
+from core.service import fixes
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from bot.store import BotStore
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
-    from stordoc.service import Service
+    from core.service import Service
 
 __all__ = [
     "MAX_BODY", "PATH", "AlertConfig", "AlertDesk", "AlertGate", "AlertThread", "AlertmanagerApi",
@@ -88,8 +88,8 @@ class AlertConfig:
 
     def quiet(self, severity: Severity, now: float | None = None) -> bool:
         """True when an incident of ``severity`` must wait for the end of quiet hours
-        (the rule: ``stordoc.service.quiet``)."""
-        from stordoc.service.quiet import held_in_quiet_hours
+        (the rule: ``core.service.quiet``)."""
+        from core.service.quiet import held_in_quiet_hours
 
         return held_in_quiet_hours(severity, self.quiet_hours, self.quiet_min_severity, now)
 
@@ -177,7 +177,7 @@ class AlertDesk:
         """Run the check, then post or thread (one cluster at a time: no double posts).
         The check is coalesced: a run under way when the alert began (or, for a start
         time missing or in the future, when the delivery arrived) answers it, so a flood
-        of deliveries is one check, not one each (``stordoc.service.inspect``)."""
+        of deliveries is one check, not one each (``core.service.inspect``)."""
         at = time.time() if received_at is None else received_at
         began = p.since()
         since = at if began is None else min(began, at)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bot.render.blocks import Block, button, clip, context, divider, esc, header, section
 from bot.render.findings import SEV_ICON, evidence_line
 from checks.model import Verdict
-from stordoc.service import fixes
+from core.service import fixes
 
 if TYPE_CHECKING:
     from bot.alerts.payload import AmPayload

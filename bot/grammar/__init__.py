@@ -216,7 +216,7 @@ def _runbook_options(verb: str, runbook: str, words: Sequence[str]
 
 
 def _mute(verb: str, rest: Sequence[str], cluster: str | None) -> Command:
-    from stordoc.argtypes import parse_duration
+    from core.argtypes import parse_duration
 
     if verb == "mute" and len(rest) == 1 and rest[0].lower() == "list":
         return MuteList(cluster)
@@ -276,7 +276,7 @@ def _maintenance(rest: Sequence[str], cluster: str | None) -> Maintenance:
 
 
 def _parse_silence(rest: Sequence[str], cluster: str | None) -> Silence:
-    from stordoc.argtypes import parse_duration
+    from core.argtypes import parse_duration
 
     if not rest:
         raise GrammarError(f"`silence` needs an alert name; usage: {USAGE['silence']}")

@@ -14,7 +14,7 @@ from bot.render.blocks import Reply, esc, header, paginate, sections_of
 from bot.render.findings import TokenFn, finding_blocks
 from checks.model import Finding
 from storage.model import CephState, SwiftState
-from stordoc.fmt import human_age
+from core.fmt import human_age
 
 
 def osd_tree_reply(cluster: str, ceph: CephState) -> Reply:

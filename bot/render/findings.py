@@ -27,8 +27,8 @@ from bot.render.blocks import (
 )
 from checks.incidents import Incident, headline
 from checks.model import Finding, Severity, Verdict
-from stordoc.service import fixes
-from stordoc.service.fixes import last_line
+from core.service import fixes
+from core.service.fixes import last_line
 
 TokenFn = Callable[[Finding], str | None]
 

@@ -145,10 +145,10 @@ class ClusterSnapshot:
     host_facts_collected: bool = False
     duration_s: float = 0.0
     # runbook runs of this cluster running or finished lately (the journal's, put here by
-    # ``stordoc.service.pipeline``; not saved with a snapshot)
+    # ``core.service.pipeline``; not saved with a snapshot)
     runs: tuple[RecentRun, ...] = ()
     # time-limited changes stordoc holds on the cluster (storage.expiring; the journal's,
-    # put here by ``stordoc.service.pipeline``; not saved with a snapshot)
+    # put here by ``core.service.pipeline``; not saved with a snapshot)
     changes: tuple[HeldChange, ...] = ()
     # (epoch s, fill of the fullest OSD 0..1) of earlier checks (storage.fillhist), oldest
     # first: what ``checks.fill`` fits days-to-full on

@@ -1,9 +1,9 @@
 """`stordoc bench rados|swift|rbd|limits|history|baseline|show`: quick benchmarks.
 
 The plan is shown first; ``--yes`` (or answering y on a terminal) runs it. The run happens
-in a worker thread (``stordoc.service.task.Task``) so Ctrl-C in the main thread only sets
+in a worker thread (``core.service.task.Task``) so Ctrl-C in the main thread only sets
 the cancel flag: the benchmark stops, cleans up, and the partial results are kept. Exit
-status (``stordoc.exitstatus``): 0 done (and not slower), 1 a comparison says slower,
+status (``core.exitstatus``): 0 done (and not slower), 1 a comparison says slower,
 4 refused, 5 the run failed, 130 interrupted, 64 bad input.
 """
 
@@ -15,19 +15,19 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from stordoc.argtypes import float_range, int_range, plain_name
+from core.argtypes import float_range, int_range, plain_name
 from stordoc.commands.common import env_from_args, term_of
-from stordoc.errors import UserError
-from stordoc.exitstatus import ExitStatus
-from stordoc.service.task import Task
+from core.errors import UserError
+from core.exitstatus import ExitStatus
+from core.service.task import Task
 
 if TYPE_CHECKING:  # the handlers import them (the parser stays light)
     from rich.table import Table
 
-    from stordoc.env import Env
-    from stordoc.service import Service
-    from stordoc.service.actions import ActionPlan, Actions, RunReport
-    from stordoc.terminal import Terminal
+    from core.env import Env
+    from core.service import Service
+    from core.service.actions import ActionPlan, Actions, RunReport
+    from core.terminal import Terminal
 
 
 def _size(text: str) -> int:
@@ -221,7 +221,7 @@ def _options(a: argparse.Namespace) -> Any:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from runbooks.bench import api
-    from stordoc.confirm import confirm
+    from core.confirm import confirm
 
     env = env_from_args(a)
     try:
@@ -472,6 +472,6 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def _service(env: Env) -> Service:
-    from stordoc.service import Service
+    from core.service import Service
 
     return Service(env)

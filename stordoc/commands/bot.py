@@ -13,12 +13,12 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from stordoc.argtypes import duration, int_range
+from core.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 
 if TYPE_CHECKING:
     from bot.app import StordocBot
-    from stordoc.env import Env
+    from core.env import Env
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bot.server import HttpServer, alert_gate, build_bot, check_loopback, socket_mode
-    from stordoc.errors import UserError
+    from core.errors import UserError
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -102,7 +102,7 @@ def _start_watch(env: Env, bot: StordocBot, cluster: str, every: float,
     from stordoc.commands.watch import loop
 
     if cluster not in env.settings.slack.channels.values():
-        from stordoc.errors import UserError
+        from core.errors import UserError
         raise UserError(f"--watch {cluster}: no Slack channel is bound to it (slack.channels)")
 
     def run() -> None:
@@ -151,7 +151,7 @@ def _start_sweeper(env: Env, clusters: list[str], stop: threading.Event,
 def _mark_interrupted(env: Env, log: logging.Logger) -> None:
     """Start-up reconciliation: runs whose process died become ``interrupted``; what they
     left is logged (undoing it needs a person: `stordoc locks --yes` or the next fix)."""
-    from stordoc.service import Service
+    from core.service import Service
 
     locks = Service(env).locks
     for name in env.settings.clusters:

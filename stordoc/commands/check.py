@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from checks.model import Finding, Severity, Verdict
 from stordoc.commands.common import env_from_args
-from stordoc.exitstatus import ExitStatus
-from stordoc.fmt import human_age
+from core.exitstatus import ExitStatus
+from core.fmt import human_age
 
 if TYPE_CHECKING:  # the handler imports them (the parser stays light)
     from rich.console import Console
@@ -32,9 +32,9 @@ if TYPE_CHECKING:  # the handler imports them (the parser stays light)
 
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
-    from stordoc.env import Env
-    from stordoc.service.app import Service
-    from stordoc.service.inspect import RecordPolicy
+    from core.env import Env
+    from core.service.app import Service
+    from core.service.inspect import RecordPolicy
 
 STYLE = {Severity.CRIT: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 # the default output's bounds, for a terminal of 80x24: rows of an incident's cause (the
@@ -195,7 +195,7 @@ def render_incidents(out: CheckOutcome, console: Console, verbose: bool = False)
     root's message), the impact when it says more, what it explains (``verbose``) and its
     one next step. An incident whose impact is worse than its root (PGs blocking client
     I/O under a warn finding) says so on its impact line: ``impact (crit): ...``."""
-    from stordoc.service import fixes  # the fix is the core's decision, worded here
+    from core.service import fixes  # the fix is the core's decision, worded here
 
     new = set(out.delta.new) if out.delta else set()
     for n, inc in enumerate(out.incidents, 1):
@@ -237,8 +237,8 @@ def _manual(inc: Incident) -> str:
 
 def _last_line(out: CheckOutcome, width: int) -> str:
     """What to do, as the last line (a screen showing only the end shows it): the core's
-    one decision (``stordoc.service.fixes.last_line``), as every front end prints it."""
-    from stordoc.service.fixes import last_line
+    one decision (``core.service.fixes.last_line``), as every front end prints it."""
+    from core.service.fixes import last_line
 
     # words cut to one row (its continuation would be indented two cells)
     return last_line(out.incidents, width - 2, out.report.findings)
@@ -305,7 +305,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         unknown = [c for c in only if c.upper() not in REGISTRY.codes]
         if unknown:
             from checks.spelling import closest
-            from stordoc.errors import UserError
+            from core.errors import UserError
 
             def said(c: str) -> str:
                 near = closest(c, REGISTRY.codes)
@@ -331,13 +331,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _service(env: Env) -> Service:
-    from stordoc.service import Service
+    from core.service import Service
 
     return Service(env)
 
 
 def _policy(args: argparse.Namespace) -> RecordPolicy:
-    from stordoc.service.inspect import RecordPolicy
+    from core.service.inspect import RecordPolicy
 
     return RecordPolicy.NEVER if args.no_record else RecordPolicy.ALWAYS
 
@@ -345,7 +345,7 @@ def _policy(args: argparse.Namespace) -> RecordPolicy:
 def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
     """A saved snapshot, judged as a live check would have judged it; no settings read."""
     from stordoc.commands.common import load_snapshot, term_of
-    from stordoc.errors import UserError
+    from core.errors import UserError
 
     term = term_of(args)
     if args.all or args.cluster:
@@ -377,8 +377,8 @@ def _check_all(env: Env, args: argparse.Namespace, only: list[str] | None) -> in
     # with an incident plans its fix, which loads the ring runbooks and, through them,
     # eventlet; eventlet imported first in a thread leaves it unjoinable (storage.swiftlib)
     import storage.swiftlib  # noqa: F401
-    from stordoc.errors import UserError
-    from stordoc.service.fleet import check_many
+    from core.errors import UserError
+    from core.service.fleet import check_many
 
     names = list(env.settings.clusters)
     if not names:

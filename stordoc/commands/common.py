@@ -13,16 +13,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stordoc.env import Env
-    from stordoc.service.snapshots import Replay
-    from stordoc.terminal import Terminal
+    from core.env import Env
+    from core.service.snapshots import Replay
+    from core.terminal import Terminal
 
 _frozen = False
 
 
 def term_of(args: argparse.Namespace) -> Terminal:
     """The command's terminal (``main`` sets it; a handler called directly gets sys's)."""
-    from stordoc.terminal import Terminal
+    from core.terminal import Terminal
 
     t = getattr(args, "term", None)
     return t if isinstance(t, Terminal) else Terminal.from_sys()
@@ -47,8 +47,8 @@ def finding_code(code: str, ceph_hint: str) -> str:
     exit 64, before anything is read or changed: ``unknown finding code OSD_DATA_UNMOUNT:
     did you mean OSD_DATA_UNMOUNTED?``, or, with nothing close, where the codes are and
     how Ceph's own are named (``ceph_hint``: this command's way to name one)."""
-    from stordoc.errors import UserError
-    from stordoc.service import fixes
+    from core.errors import UserError
+    from core.service import fixes
 
     try:
         return fixes.catalogued_code(code)
@@ -70,8 +70,8 @@ def env_from_args(args: argparse.Namespace) -> Env:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        from stordoc.env import Env
-        from stordoc.settings import load_settings
+        from core.env import Env
+        from core.settings import load_settings
 
         term = term_of(args)
         env = Env(load_settings(getattr(args, "config", None),
@@ -90,8 +90,8 @@ def load_snapshot(directory: str, only: list[str] | None = None) -> Replay:
     """``--from DIR`` of check and tui: the snapshot's diagnosis, or one line and exit 64
     for anything it cannot take."""
     from storage.snapshot import SnapshotError
-    from stordoc.errors import UserError
-    from stordoc.service.snapshots import load
+    from core.errors import UserError
+    from core.service.snapshots import load
 
     try:
         return load(directory, only)

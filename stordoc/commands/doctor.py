@@ -1,7 +1,7 @@
 """``stordoc doctor [--cluster C] [--json]``: one line per access stordoc uses (the Ceph
 user and its caps, each host's SSH, Prometheus, Swift, the Slack tokens), what works and
 what stordoc will not do without the missing part; exit status by the worst
-(``stordoc.service.doctor`` does the work; this only prints)."""
+(``core.service.doctor`` does the work; this only prints)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from stordoc.service.doctor import Access, diagnose, worst
+    from core.service.doctor import Access, diagnose, worst
 
     env = env_from_args(args)
     try:

@@ -2,7 +2,7 @@
 
 The one door from the product into ``lab/`` (tests/unit/test_import_layers.py): no other
 product module imports the lab; a running default lab's config reaches the settings as
-the pointer file this command writes (``stordoc.settings.LAB_POINTER``).
+the pointer file this command writes (``core.settings.LAB_POINTER``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stordoc.argtypes import int_range
+from core.argtypes import int_range
 from stordoc.commands.common import term_of
-from stordoc.errors import UserError
-from stordoc.exitstatus import ExitStatus
+from core.errors import UserError
+from core.exitstatus import ExitStatus
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -145,9 +145,9 @@ def _is_default(lab: Lab) -> bool:
 
 
 def _announce(lab: Lab) -> None:
-    """The default lab tells the product where its config is (stordoc.settings reads the
+    """The default lab tells the product where its config is (core.settings reads the
     pointer: the product never imports the lab)."""
-    from stordoc.settings import announce_lab
+    from core.settings import announce_lab
 
     pid = lab.pid("mon.a")
     if _is_default(lab) and pid:
@@ -219,7 +219,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     console = term_of(args).out
     lab = _lab(args)
     if _is_default(lab):
-        from stordoc.settings import forget_lab
+        from core.settings import forget_lab
 
         forget_lab()
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from stordoc.commands.common import env_from_args
-from stordoc.errors import UserError
+from core.errors import UserError
 
 
 def _window(text: str) -> str:

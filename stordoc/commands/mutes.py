@@ -8,9 +8,9 @@ import argparse
 import time
 
 from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
-from stordoc.argtypes import duration
+from core.argtypes import duration
 from stordoc.commands.common import env_from_args, finding_code
-from stordoc.errors import UserError
+from core.errors import UserError
 
 MAX_MUTE_S = 30 * 86400.0
 CEPH_HINT = "stordoc mute CEPH_HEALTH 'ceph CODE'"
@@ -40,8 +40,8 @@ def _when(ts: float) -> str:
 def cmd_mute(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from stordoc.service import Service
-    from stordoc.service.records import MuteRefused, UnknownCode
+    from core.service import Service
+    from core.service.records import MuteRefused, UnknownCode
 
     env = env_from_args(args)
     recs = Service(env).records
@@ -86,8 +86,8 @@ def cmd_mute(args: argparse.Namespace) -> int:
 
 
 def cmd_unmute(args: argparse.Namespace) -> int:
-    from stordoc.service import Service
-    from stordoc.service.records import UnknownCode
+    from core.service import Service
+    from core.service.records import UnknownCode
 
     finding_code(args.code, CEPH_HINT.replace("mute", "unmute"))
     env = env_from_args(args)

@@ -16,16 +16,16 @@ import threading
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from stordoc.argtypes import duration, int_range
+from core.argtypes import duration, int_range
 from stordoc.commands.common import (
     cancel_when_stdout_lost,
     env_from_args,
     finding_code,
     term_of,
 )
-from stordoc.errors import UserError
-from stordoc.exitstatus import ExitStatus
-from stordoc.service.task import Task
+from core.errors import UserError
+from core.exitstatus import ExitStatus
+from core.service.task import Task
 
 if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from rich.console import Console
@@ -34,10 +34,10 @@ if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from runbooks.aftermath import Aftermath
     from runbooks.model import Plan, RunEvent
     from storage.model import ClusterSnapshot
-    from stordoc.env import Env
-    from stordoc.service import Service
-    from stordoc.service.actions import ActionPlan, RunReport
-    from stordoc.terminal import Terminal
+    from core.env import Env
+    from core.service import Service
+    from core.service.actions import ActionPlan, RunReport
+    from core.terminal import Terminal
 
 
 FIX_CEPH_HINT = "--finding CEPH_HEALTH --entity 'ceph CODE'"
@@ -180,7 +180,7 @@ def render_plan(console: Console, plan: Any, show_scripts: bool = False) -> None
     from rich.text import Text
 
     from runbooks.api import Plan
-    from stordoc.fmt import inline_script
+    from core.fmt import inline_script
 
     assert isinstance(plan, Plan)
     head = Text(f"Plan: {plan.runbook} {plan.target}", style="bold")
@@ -270,7 +270,7 @@ def hanging(console: Console, label: Text | str, text: Text | str, indent: int) 
     row has trailing blanks."""
     from rich.text import Text
 
-    from stordoc.fmt import wrap_words
+    from core.fmt import wrap_words
 
     label = label if isinstance(label, Text) else Text(label)
     text = text if isinstance(text, Text) else Text(text)
@@ -337,7 +337,7 @@ def _plan(env: Env, args: argparse.Namespace, runbook: str, target: str,
     """A refusal (unknown runbook, a target the cluster does not have, a safety gate)
     reaches main() as ActionRefused: one line, exit 4 (a misspelt request: 64).
     ``snapshot``: the check that chose the finding, planned on without collecting again."""
-    from stordoc.service import Service
+    from core.service import Service
 
     svc = svc or Service(env)
     ap = svc.actions.plan(env.cluster_name(args.cluster), runbook, target, source="cli",
@@ -383,7 +383,7 @@ def runbook_name(name: str) -> str:
     mean osd-remount?``), before anything is collected or changed."""
     from runbooks.model import InvalidRequest
     from runbooks.planning import runbook_named
-    from stordoc.service.actions import is_bench
+    from core.service.actions import is_bench
 
     if is_bench(name):
         return name
@@ -396,18 +396,18 @@ def runbook_name(name: str) -> str:
 def _pick_finding(svc: Service, args: argparse.Namespace
                   ) -> tuple[str, str, ClusterSnapshot]:
     """``--finding CODE [--entity E]``: a fresh check, then the one rule of
-    ``stordoc.service.fixes``; its refusals become Refused (exit 4) or UserError (64).
+    ``core.service.fixes``; its refusals become Refused (exit 4) or UserError (64).
     A code no check reports is a typo (64), not "no such finding"; a known code with no
     finding says so with the cluster, never in words that read like all clear."""
     from rich.text import Text
 
     from runbooks.model import Refused
-    from stordoc.service import fixes
+    from core.service import fixes
 
     code = finding_code(args.finding, FIX_CEPH_HINT)
     entity = args.entity or None
     # the core's one call (Service.fix_for): the whole check, then the fix an incident's
-    # next step (stordoc.service.fixes); this front end only words its refusals
+    # next step (core.service.fixes); this front end only words its refusals
     cluster = svc.env.cluster_name(args.cluster)
     try:
         out, choice = svc.fix_for(cluster, code, entity, "cli-fix")
@@ -467,7 +467,7 @@ def _follow(term: Terminal, svc: Service, cluster: str, runbook: str,
 def cmd_fix(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from stordoc.confirm import confirm
+    from core.confirm import confirm
 
     if args.finding:
         if args.runbook or args.target:
@@ -484,7 +484,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     try:
         _settle_interrupted(env, args)
         snap = None
-        from stordoc.service import Service
+        from core.service import Service
 
         svc = Service(env)  # one service: the check that picks the finding, then the plan
         if args.finding:  # the check that found it is planned on: one collection fewer
@@ -528,10 +528,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
                    user: str) -> str:
-    """Who confirms: the runner, or for a run that needs two people (``stordoc.approvals``)
+    """Who confirms: the runner, or for a run that needs two people (``core.approvals``)
     the second authorized person whose SSH signature over this very plan ``--approval``
     gives; one line and exit 64 otherwise (nothing runs)."""
-    from stordoc import approvals
+    from core import approvals
 
     if not approvals.needs_approval(env.settings, cluster, plan):
         if args.approved_by or args.approval:
@@ -571,7 +571,7 @@ def _approval_hint(env: Env, args: argparse.Namespace, cluster: str, plan: Plan)
     (printed, and written to ``--approval-request FILE``)."""
     from rich.text import Text
 
-    from stordoc import approvals
+    from core import approvals
 
     need = approvals.needs_approval(env.settings, cluster, plan)
     if not need:
@@ -610,8 +610,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
     ssh-keygen (argv, no shell) and write the approval file; reads no settings."""
     from rich.text import Text
 
-    from stordoc import approvals
-    from stordoc.confirm import confirm
+    from core import approvals
+    from core.confirm import confirm
 
     term = term_of(args)
     req = _read_small(args.request, "approval request")
@@ -647,8 +647,8 @@ def _when(ts: float | None) -> str:
 def cmd_audit(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from stordoc.fmt import inline_script, wrap_words
-    from stordoc.service import Service
+    from core.fmt import inline_script, wrap_words
+    from core.service import Service
 
     env = env_from_args(args)
     console = env.term.out
@@ -734,8 +734,8 @@ def _settle_interrupted(env: Env, args: argparse.Namespace, ask: bool = True) ->
     (listing locks) it is only shown, unless ``--yes``."""
     from rich.text import Text
 
-    from stordoc.confirm import confirm
-    from stordoc.service import Service
+    from core.confirm import confirm
+    from core.service import Service
 
     locks = Service(env).locks
     left = locks.interrupted(args.cluster, source="cli")
@@ -757,7 +757,7 @@ def cmd_locks(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from stordoc.service import Service
+    from core.service import Service
 
     env = env_from_args(args)
     console = env.term.out

@@ -8,7 +8,7 @@ import argparse
 import contextlib
 from collections.abc import Iterator
 
-from stordoc.exitstatus import ExitStatus
+from core.exitstatus import ExitStatus
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _usage(p: argparse.ArgumentParser):  # type: ignore[no-untyped-def]
     def show(args: argparse.Namespace) -> int:
-        from stordoc.errors import UserError
+        from core.errors import UserError
 
         raise UserError("snapshot: say what to do: 'stordoc snapshot save DIR' (see "
                         "'stordoc snapshot --help')")
@@ -39,8 +39,8 @@ def _usage(p: argparse.ArgumentParser):  # type: ignore[no-untyped-def]
 def cmd_save(args: argparse.Namespace) -> int:
     from storage.snapshot import SnapshotError
     from stordoc.commands.common import env_from_args
-    from stordoc.errors import UserError
-    from stordoc.service.snapshots import save
+    from core.errors import UserError
+    from core.service.snapshots import save
 
     env = env_from_args(args)
     try:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from stordoc.argtypes import int_range
+from core.argtypes import int_range
 from stordoc.commands.common import env_from_args
-from stordoc.exitstatus import ExitStatus
+from core.exitstatus import ExitStatus
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,7 +47,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     env = env_from_args(args)
     try:
-        from stordoc.service import Service
+        from core.service import Service
 
         out = Service(env).check(args.cluster, "cli-dispersion",
                                  only=[c.code for c in CODES])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from stordoc.argtypes import float_range
-from stordoc.errors import UserError
+from core.argtypes import float_range
+from core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

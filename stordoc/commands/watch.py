@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from checks.incidents import alarming, run_of
 from checks.model import Verdict
-from stordoc.argtypes import duration, int_range
+from core.argtypes import duration, int_range
 from stordoc.commands.common import env_from_args
 
 if TYPE_CHECKING:
     from bot.alerts import AlertDesk
     from bot.app import StordocBot
     from checks.outcome import CheckOutcome
-    from stordoc.env import Env
-    from stordoc.service.app import Service
+    from core.env import Env
+    from core.service.app import Service
 
 MIN_EVERY_S, MAX_EVERY_S = 5.0, 86400.0
 
@@ -116,8 +116,8 @@ def _entity(incident_id: str) -> str:
 
 def _line(inc: Any) -> str:
     """An incident in one line, with what to do about it (the check's own words for its
-    step: ``stordoc.service.fixes.incident_step``)."""
-    from stordoc.service.fixes import incident_step
+    step: ``core.service.fixes.incident_step``)."""
+    from core.service.fixes import incident_step
 
     return f"{inc.severity.label} {inc.id}: {inc.impact} -- next: {incident_step(inc)}"
 
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            from stordoc.service import Service
+            from core.service import Service
 
             loop(Service(env), cluster, args.every, stop, env.term.line,
                  bot.desk if bot is not None else None, args.count,

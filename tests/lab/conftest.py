@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from stordoc.env import Env
-from stordoc.settings import load_settings
+from core.env import Env
+from core.settings import load_settings
 from tests.support.broken import osd1_unmounted  # noqa: F401  (the fixture)
 from tests.support.poll import wait_until
 

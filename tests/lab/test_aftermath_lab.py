@@ -19,7 +19,7 @@ from runbooks.bench.common import ClusterNotSettled, ceph_gate
 from storage.ceph import CephClient, SettleMethod, collect_ceph, settle_from_json
 from storage.model import ClusterSnapshot
 from storage.rados_io import RadosIO
-from stordoc.env import Env
+from core.env import Env
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -18,8 +18,8 @@ import pytest
 
 from lab import Lab
 from lab.alerts import AlertChain
-from stordoc.service import Service
-from stordoc.settings import AlertSettings, Secret, load_settings
+from core.service import Service
+from core.settings import AlertSettings, Secret, load_settings
 from tests.support.cli import cli
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.poll import wait_until

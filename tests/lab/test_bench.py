@@ -42,8 +42,8 @@ def named_pool(lab: Lab) -> Any:
 
 
 def _ceph_target(lab: Lab) -> Any:
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
+    from core.env import Env
+    from core.settings import load_settings
 
     e = Env(load_settings(lab.config_path))
     try:

@@ -43,8 +43,8 @@ CLIENTS = ("node1", "node2", "node3")
 def named_pool(lab: Lab) -> Iterator[str]:
     """The pool the settings name ([bench] pool) for these runs, made by the test: the
     tests look into it while a run goes (a run's own pool has a name of its own)."""
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
+    from core.env import Env
+    from core.settings import load_settings
 
     e = Env(load_settings(lab.config_path))
     t = e.run_context(None, source="test").target.ceph
@@ -349,7 +349,7 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     if kind != "swift":
         assert "creates pool stordoc-bench-<run>" in out + err
     from storage.journal import Journal
-    from stordoc.settings import load_settings
+    from core.settings import load_settings
     j = Journal(load_settings(cfg).journal)
     try:
         run = [r for r in Audit(j).runs(5) if r.runbook == f"bench-{kind}"][0]
@@ -384,7 +384,7 @@ timeout = 5
     assert "nothing was started" in lines[0] and "Traceback" not in r.stderr
     assert _objects(ctx) == before
     from storage.journal import Journal
-    from stordoc.settings import load_settings
+    from core.settings import load_settings
     j = Journal(load_settings(cfg).journal)
     try:
         assert BenchStore(j).history("lab", 5) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from stordoc.settings import load_settings
+from core.settings import load_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 
 OPS, OPS2, VIEWER, STRANGER = "UOPSLAB001", "UOPSLAB002", "UVIEWLAB01", "USTRANGE01"

@@ -19,8 +19,8 @@ import pytest
 
 from checks.outcome import CheckOutcome
 from lab import Lab
-from stordoc.env import Env
-from stordoc.service import Service
+from core.env import Env
+from core.service import Service
 from tests.support.cli import cli as _cli
 from tests.support.labtools import config_with_journal
 from tests.support.poll import wait_until

@@ -26,7 +26,7 @@ CEPH_PREFIXES = ("OSD", "POOL", "PGS", "CACHE", "CEPH", "MON")
 
 @pytest.fixture(scope="module")
 def target(lab: Lab) -> CephTarget:
-    from stordoc.settings import load_settings
+    from core.settings import load_settings
 
     settings = load_settings(lab.config_path)
     ct = settings.cluster("lab").target("lab")

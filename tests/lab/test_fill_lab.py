@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from lab import Lab
-from stordoc.env import Env
+from core.env import Env
 from tests.lab.test_ceph_codes import ceph, cli
 from tests.support.poll import wait_until
 

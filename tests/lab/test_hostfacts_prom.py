@@ -32,7 +32,7 @@ from storage.hostfacts import collect_host_facts
 from storage.hostfacts.prom import collect_via_prometheus
 from storage.model import ClusterSnapshot, HostFacts, PromStatus
 from storage.targets import ClusterTarget
-from stordoc.settings import load_settings
+from core.settings import load_settings
 from tests.support.broken import broken
 from tests.support.poll import wait_until
 

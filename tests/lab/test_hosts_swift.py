@@ -20,7 +20,7 @@ from storage.model import ClusterSnapshot
 from storage.runner import HostUnreachable
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
-from stordoc.settings import load_settings
+from core.settings import load_settings
 
 OURS = {c.code for c in OSD_CODES + SWIFT_CODES + RING_CODES} | {"HOST_UNREACHABLE"}
 

@@ -20,8 +20,8 @@ from lab import Lab
 from lab.scenarios.mgrmon import mgr_stat, start_standby_mgr, stop_standby_mgr
 from storage.audit import Audit
 from storage.procs import pid_alive
-from stordoc.env import Env
-from stordoc.exitstatus import ExitStatus
+from core.env import Env
+from core.exitstatus import ExitStatus
 from tests.support.cli import cli
 from tests.support.poll import wait_until
 

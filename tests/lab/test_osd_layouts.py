@@ -17,10 +17,10 @@ import pytest
 
 from checks.hostdiag import Flavour, osd_diagnoses
 from lab import Lab
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.inspect import RecordPolicy
-from stordoc.settings import load_settings
+from core.env import Env
+from core.service import Service
+from core.service.inspect import RecordPolicy
+from core.settings import load_settings
 from tests.support.poll import wait_until
 
 HOST_CODES = {"OSD_DATA_UNMOUNTED", "OSD_NOT_ACTIVATED", "OSD_DAEMON_STOPPED",

@@ -29,7 +29,7 @@ from lab.replace import (
 from runbooks.api import Refused, RunContext, execute, plan
 from storage.dispersion import sample
 from storage.swiftlib import RingBuilder
-from stordoc.env import Env
+from core.env import Env
 from tests.support.cli import cli
 from tests.support.poll import wait_until
 

@@ -20,9 +20,9 @@ from checks.model import Finding
 from lab import Lab
 from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
 from storage.audit import Audit
-from stordoc.env import Env
-from stordoc.exitstatus import ExitStatus
-from stordoc.service import Service
+from core.env import Env
+from core.exitstatus import ExitStatus
+from core.service import Service
 from tests.support.broken import break_until_teardown
 from tests.support.cli import cli
 from tests.support.poll import wait_until

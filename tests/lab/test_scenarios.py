@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.snapshots import load
-from stordoc.settings import load_settings
+from core.env import Env
+from core.service import Service
+from core.service.snapshots import load
+from core.settings import load_settings
 from tests.support.cli import cli
 from tests.support.fixture_snapshots import (
     CASES,

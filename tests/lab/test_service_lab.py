@@ -17,11 +17,11 @@ import pytest
 from checks.model import Finding
 from lab import Lab
 from storage.journal import CheckRun
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.actions import ActionRefused, InvalidAction
-from stordoc.service.inspect import RecordPolicy
-from stordoc.service.records import UnknownCode
+from core.env import Env
+from core.service import Service
+from core.service.actions import ActionRefused, InvalidAction
+from core.service.inspect import RecordPolicy
+from core.service.records import UnknownCode
 
 
 def _codes(findings: tuple[Finding, ...] | list[Finding]) -> set[tuple[str, str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lab import Lab
-from stordoc.exitstatus import ExitStatus
+from core.exitstatus import ExitStatus
 from tests.support.cli import ROOT, cli, cli_argv
 from tests.support.labtools import (
     cancelled_and_undone,

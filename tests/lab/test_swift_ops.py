@@ -15,7 +15,7 @@ import pytest
 from checks.engine import run_checks
 from lab import Lab
 from storage.collect import collect
-from stordoc.settings import load_settings
+from core.settings import load_settings
 from tests.support.cli import cli
 from tests.support.poll import wait_until
 

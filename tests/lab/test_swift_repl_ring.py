@@ -16,7 +16,7 @@ from checks.model import Thresholds
 from lab import Lab
 from storage.collect import collect
 from storage.swift import file_md5
-from stordoc.settings import load_settings
+from core.settings import load_settings
 from tests.support.poll import wait_until
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from textual.widgets import DataTable
 
 from lab import Lab
-from stordoc.env import Env
-from stordoc.service import Service
+from core.env import Env
+from core.service import Service
 from tests.lab.test_tui_lab import SIZE
 from tests.support.cli import cli
 from tests.support.tui import lab_env, pilot_wait, sync
@@ -32,7 +32,7 @@ def _alert_posted_for_far(env: Env, tmp_path: Path) -> None:
     import json
     import urllib.request
 
-    from stordoc.settings import AlertSettings, Secret
+    from core.settings import AlertSettings, Secret
     from tests.support.fake_slack import BotHarness
 
     h = BotHarness(env.settings, {"far": {"operators": ["UOPSFAR001"]}}, env.settings.journal,
@@ -111,7 +111,7 @@ def test_check_all_one_line_per_cluster_worst_exit(lab: Lab, tmp_path: Path) -> 
     # one verdict per cluster, wrapped at the width: continuation rows are indented
     lines = [ln for ln in run.stdout.splitlines() if ln.strip() and not ln.startswith("  ")]
     assert len(lines) == 2, run.stdout
-    # each printed when ready (stordoc.service.fleet): in the order they finish
+    # each printed when ready (core.service.fleet): in the order they finish
     assert sum(ln.startswith("UNREACHABLE far:") for ln in lines) == 1
     assert sum(" lab:" in ln for ln in lines) == 1, run.stdout
     js = cli(cfg, "check", "--all", "--json", timeout=300, columns=None)

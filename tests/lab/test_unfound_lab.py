@@ -28,10 +28,10 @@ from lab.scenarios.unfound import (
     num_unfound,
     pool_pgid,
 )
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.snapshots import load
-from stordoc.settings import load_settings
+from core.env import Env
+from core.service import Service
+from core.service.snapshots import load
+from core.settings import load_settings
 from tests.lab.test_scenarios import reach
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.fixture_snapshots import BY_NAME, FIXTURES, finding_keys, snapshot_ports
@@ -67,7 +67,7 @@ def _objects(lab: Lab) -> list[str]:
 
 def _cli(cfg: Path, *argv: str) -> tuple[int, str, str]:
     from stordoc.cli import main
-    from stordoc.terminal import Terminal
+    from core.terminal import Terminal
 
     term = Terminal.capture(width=200)
     rc = main(["--config", str(cfg), *argv], term)
@@ -80,7 +80,7 @@ def _cli_approvals(cfg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, l
     """On the real fault, as OPS (``SUDO_USER``): a signature over the delete plan, OPS's
     own, or by another key is refused in one line; OPS2's over this plan passes the gate
     (the run then stops at the confirmation: no --yes and no terminal). Nothing runs."""
-    from stordoc import approvals
+    from core import approvals
     from tests.unit.test_approvals import _keypair
 
     keys = {n: _keypair(tmp_path, n) for n in (OPS, OPS2, "other")}

@@ -337,7 +337,7 @@ class Desk:
         conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
         tok = work / "token"
         tok.write_text(TOKEN + "\n")
-        from stordoc.settings import AlertSettings, Secret, parse_settings
+        from core.settings import AlertSettings, Secret, parse_settings
 
         self.settings = parse_settings({"journal": str(work / "j.db"), "clusters": {
             CLUSTER: {"ceph": {"conf": str(conf), "timeout": 2}}}})
@@ -400,7 +400,7 @@ def posts_of(release: str, snapshot_dir: Path, work: Path,
              together: tuple[Path, ...] = ()) -> tuple[list[Fired], list[Post]] | None:
     """The alerts a scenario fires and the bot's post for each group (None: no metrics);
     ``together``: the scenarios evaluated in the same promtool run (cached)."""
-    from stordoc.service.snapshots import load
+    from core.service.snapshots import load
 
     fired = (evaluate_many(release, together)[snapshot_dir] if snapshot_dir in together
              else evaluate(release, snapshot_dir))

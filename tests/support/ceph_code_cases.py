@@ -424,11 +424,11 @@ def exact_command(text: str) -> str | None:
 
 
 def next_step(inc: Incident) -> str | None:
-    """The incident's step as every front end prints it (``stordoc.service.fixes.
+    """The incident's step as every front end prints it (``core.service.fixes.
     incident_step``: the runbook, the exact command of its first step by hand, or nothing
     to do); None when that is a sentence (``by hand: ...``), counted from what is printed,
     not from a command found anywhere in the text."""
-    from stordoc.service.fixes import incident_step
+    from core.service.fixes import incident_step
 
     step = incident_step(inc)
     return None if step.startswith("by hand") else step
@@ -455,6 +455,6 @@ def judge(case: Case, incidents: tuple[Incident, ...]) -> Result:
 
 
 def measure(case: Case, tmp: Path) -> Result:
-    from stordoc.service.snapshots import load
+    from core.service.snapshots import load
 
     return judge(case, load(str(prepare(case, tmp))).outcome.incidents)

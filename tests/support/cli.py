@@ -20,7 +20,7 @@ def run_main(*argv: str, width: int = 200) -> tuple[int, str, str]:
     import io
 
     from stordoc.cli import main
-    from stordoc.terminal import Terminal
+    from core.terminal import Terminal
 
     term = Terminal.capture(width=width)
     rc = main(list(argv), term)

@@ -458,8 +458,8 @@ class BotHarness:
                  channels: Mapping[str, str] | None = None, alerts: Any = None,
                  snapshots_dir: str | None = None, **bot_kw: Any) -> None:
         from bot.server import HttpServer, alert_gate, build_bot
-        from stordoc.env import Env
-        from stordoc.settings import Role, Secret, SlackSettings
+        from core.env import Env
+        from core.settings import Role, Secret, SlackSettings
 
         self.fake = FakeSlack(groups=groups).start()
         slack = SlackSettings(

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stordoc.service import Service
+from core.service import Service
 from tests.support.poll import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -611,9 +611,9 @@ def _scrape_of(lab: Any, source: str, url: str, job: str) -> Any:
 def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None],
             metrics_only: bool = False) -> list[str]:
     from storage.snapshot.metrics import write_metrics
-    from stordoc.env import Env
-    from stordoc.service.snapshots import save
-    from stordoc.settings import load_settings
+    from core.env import Env
+    from core.service.snapshots import save
+    from core.settings import load_settings
 
     targets = lab_metrics(lab)
     if metrics_only and not any(src == "mgr" for src, _, _ in targets):

@@ -46,8 +46,8 @@ def lab_env(lab: Any, tmp_path: Path, ceph_timeout: float | None = None, extra: 
             name: str = "stordoc.toml") -> Any:
     """An Env on the lab's config written to ``tmp_path/name``: a journal of the test's
     own, the lab's Ceph timeout set to ``ceph_timeout``, ``extra`` TOML appended."""
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
+    from core.env import Env
+    from core.settings import load_settings
 
     cfg = config_with_journal(lab.config_path, tmp_path / "journal.db", tmp_path / name)
     text = cfg.read_text()

@@ -2,7 +2,7 @@
 
 Every refresh returns the same snapshot; the findings pass through the engine's one mute
 rule (``checks.engine.apply_mutes``) with the mutes made here, which go through the real
-checks too (``stordoc.service.records.known_code``, ``checks.mutable.mute_refusal`` and
+checks too (``core.service.records.known_code``, ``checks.mutable.mute_refusal`` and
 ``storage.mutes.add_mute`` into an in-memory journal): a mute refused or ignored by the
 product is refused or ignored here.
 """
@@ -26,8 +26,8 @@ from storage.journal import CheckRun, FindingRecord, Journal
 from storage.model import ClusterSnapshot
 from storage.mutes import active_mutes, add_mute
 from storage.targets import ClusterTarget
-from stordoc.service.actions import ActionPlan
-from stordoc.service.records import AlertPost, UnknownCode, known_code
+from core.service.actions import ActionPlan
+from core.service.records import AlertPost, UnknownCode, known_code
 from tui.backend import ActionRefused, BenchView, LogSink, ProgressSink, RunView
 
 

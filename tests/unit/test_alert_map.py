@@ -23,7 +23,7 @@ from checks.catalog import finding_codes
 from checks.ceph_codes import EXPLAIN
 from checks.incidents import Incident
 from runbooks.catalog import registry
-from stordoc.service.snapshots import Replay, load
+from core.service.snapshots import Replay, load
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.fixture_snapshots import FIXTURES
 
@@ -273,7 +273,7 @@ def test_an_alert_picks_its_own_incident_among_others(release: str) -> None:
 def test_the_webhook_posts_the_selected_incident_with_its_fix(tmp_path: Path) -> None:
     """The desk itself (fake Slack, the replayed check): CephOSDDown among three faults
     posts osd.2's incident with its Fix (osd-remount osd.2), nothing else."""
-    from stordoc.settings import parse_settings
+    from core.settings import parse_settings
 
     conf = tmp_path / "ceph.conf"
     conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
@@ -301,7 +301,7 @@ def test_the_webhook_posts_the_selected_incident_with_its_fix(tmp_path: Path) ->
 
 
 def test_an_alert_without_data_here_says_why_and_blames_nothing(tmp_path: Path) -> None:
-    from stordoc.settings import parse_settings
+    from core.settings import parse_settings
 
     conf = tmp_path / "ceph.conf"
     conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")

@@ -19,7 +19,7 @@ from typing import Any
 from storage.ceph import build_state
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
-from stordoc.settings import AlertSettings, Secret, parse_settings
+from core.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, Call, FakeSlack, all_text
 from tests.unit.test_tui_data import healthy_snapshot, octopus_raw
 

@@ -27,7 +27,7 @@ from bot.alerts import (
 )
 from bot.alerts.payload import _epoch
 from lab.alerts import CEPH_RULES, lab_rules
-from stordoc.settings import AlertSettings, Secret, SettingsError, parse_settings
+from core.settings import AlertSettings, Secret, SettingsError, parse_settings
 from tests.support.fake_slack import BotHarness, all_text
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / \

@@ -1,5 +1,5 @@
 """Issue #37.1: the CLI's second person is a signature by the approver's own SSH key over
-the exact plan (``stordoc.approvals``), verified with the real ``ssh-keygen -Y verify``
+the exact plan (``core.approvals``), verified with the real ``ssh-keygen -Y verify``
 against the public keys of ``[approver_keys]``. On the saved pg-unfound fault (Reef lab:
 8 unfound objects): root alone with the settings cannot run it (the old computed code is
 refused); a signature by the right key over this plan passes; one over another PG, mode
@@ -21,7 +21,7 @@ import pytest
 
 from storage.audit import Audit
 from storage.journal import Journal
-from stordoc import approvals
+from core import approvals
 from tests.unit.test_pgblocks import UNFOUND_SNAP
 
 NAME = "pg-mark-unfound-lost"
@@ -55,8 +55,8 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     carol an operator of lab, dave has a key but no role; mallory's key is nobody's."""
     from runbooks import api as rb_api
     from stordoc.cli import main
-    from stordoc.service.snapshots import load
-    from stordoc.terminal import Terminal
+    from core.service.snapshots import load
+    from core.terminal import Terminal
 
     rp = load(str(UNFOUND_SNAP))
     snap = rp.outcome.snapshot
@@ -136,9 +136,9 @@ def test_root_alone_with_the_settings_cannot_run_it(cli: Any) -> None:
 def test_a_signature_by_the_approvers_key_over_this_plan_passes(
         cli: Any, keys: dict[str, tuple[Path, str]]) -> None:
     from stordoc.commands.runbooks import _plan, _second_person
-    from stordoc.env import Env
-    from stordoc.settings import load_settings
-    from stordoc.terminal import Terminal
+    from core.env import Env
+    from core.settings import load_settings
+    from core.terminal import Terminal
 
     for who in ("bob", "carol"):  # an admin, an operator of the cluster
         approval = _approval(cli, _request(cli), who, keys[who][0])
@@ -203,7 +203,7 @@ def test_stordoc_approve_signs_with_ssh_keygen(cli: Any,
     req = cli.dir / "req.txt"
     req.write_text(_request(cli))
     from stordoc.cli import main
-    from stordoc.terminal import Terminal
+    from core.terminal import Terminal
 
     term = Terminal.capture(width=250)
     rc = main(["approve", str(req), "--as", "carol", "--key", str(keys["carol"][0]),
@@ -249,7 +249,7 @@ def test_a_request_or_approval_that_is_no_regular_file_is_one_line(
 def test_the_two_person_setting_gates_every_destructive_runbook() -> None:
     """A runbook that needs a second person, on a cluster whose role sets two_person, needs
     an approval in the CLI too; pg-mark-unfound-lost always; others not."""
-    from stordoc.settings_model import Role, SlackSettings
+    from core.settings_model import Role, SlackSettings
 
     def settings(two: bool) -> Any:
         return SimpleNamespace(slack=SlackSettings(roles={"lab": Role(two_person=two)}))
@@ -272,8 +272,8 @@ def test_the_two_person_setting_gates_every_destructive_runbook() -> None:
 ])
 def test_approver_keys_are_checked_when_the_settings_load(tmp_path: Path, table: str,
                                                           why: str) -> None:
-    from stordoc.settings import load_settings
-    from stordoc.settings_model import SettingsError
+    from core.settings import load_settings
+    from core.settings_model import SettingsError
 
     cfg = tmp_path / "s.toml"
     cfg.write_text(f'[clusters.lab.ceph]\nconf = "{_empty_conf(tmp_path)}"\n[approver_keys]\n' + table + "\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stordoc.cli import main
-from stordoc.exitstatus import ExitStatus
+from core.exitstatus import ExitStatus
 from tests.support.cli import unreachable_config
 
 

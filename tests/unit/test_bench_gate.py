@@ -106,8 +106,8 @@ def test_the_benchmark_after_a_fix_waits_while_the_cluster_settles(
     from runbooks import verify
     from runbooks.bench import api
     from runbooks.model import RunEvent
-    from stordoc.env import Env
-    from stordoc.settings import parse_settings
+    from core.env import Env
+    from core.settings import parse_settings
 
     conf = tmp_path / "ceph.conf"
     conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")

@@ -18,7 +18,7 @@ from bot import render as r
 from bot.app import Where
 from bot.server import socket_mode
 from checks.model import Finding, Severity
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.fake_slack import (
     APP_TOKEN,
     SIGNING_SECRET,
@@ -167,7 +167,7 @@ def test_unreachable_cluster_says_still_working_then_answers(h: BotHarness) -> N
 
 def test_long_answers_are_split_or_uploaded_and_all_within_limits(h: BotHarness) -> None:
     from checks.incidents import correlate
-    from stordoc.service.fixes import proposed
+    from core.service.fixes import proposed
 
     fs = [Finding("OSD_DOWN_OUT", Severity.WARN, f"osd.{i}", f"osd.{i} is down and out",
                   {"host": "node1"}, "osd-start", f"osd.{i}") for i in range(300)]

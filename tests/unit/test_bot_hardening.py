@@ -19,7 +19,7 @@ import pytest
 
 from bot.app import valid_ids
 from bot.server import MAX_BODY
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.fake_slack import SIGNING_SECRET, TOKEN, BotHarness, all_text, sign
 
 VIEWER, OPERATOR = "UVIEWER01", "UOPERATOR1"

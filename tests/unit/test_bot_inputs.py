@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from bot.alerts.payload import Refused, parse_payload
 from bot.server import HttpServer, malformed
 from bot.wsgi import MAX_DEPTH, depth
-from stordoc.settings import AlertSettings, Secret, parse_settings
+from core.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import SIGNING_SECRET, BotHarness, SlackSender, sign
 from tests.unit.test_bot_hardening import FORM, raw_post
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from stordoc.service.actions import ActionPlan
-from stordoc.service.snapshots import load
-from stordoc.settings import parse_settings
+from core.service.actions import ActionPlan
+from core.service.snapshots import load
+from core.settings import parse_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.fixture_snapshots import FIXTURES
 

@@ -22,8 +22,8 @@ import pytest
 from checks.outcome import CheckOutcome
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
-from stordoc.env import Env
-from stordoc.settings import AlertSettings, Secret, parse_settings
+from core.env import Env
+from core.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, FakeSlack, SlackSender, all_text
 from tests.support.poll import wait_until
 from tests.unit.test_tui_data import broken_snapshot
@@ -248,7 +248,7 @@ def test_a_run_under_way_when_asked_answers_and_a_later_ask_checks_again(
         tmp_path: Path) -> None:
     """`since` is met by a run that ended at or after it (it was under way then, or began
     later), never by one that ended before it."""
-    from stordoc.service import Service
+    from core.service import Service
     from tests.unit.test_service import CapturedEnv
 
     conf = tmp_path / "ceph.conf"

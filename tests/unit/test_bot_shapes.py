@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.fake_slack import SIGNING_SECRET, BotHarness, sign
 from tests.unit.test_bot_hardening import FORM, raw_post
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.server import HttpServer
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.fake_slack import BotHarness, SlackSender
 from tests.support.slowloris import SlowClients
 

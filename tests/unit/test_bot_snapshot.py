@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.fake_slack import BotHarness, all_text, buttons
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots" / "pacific"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.exitstatus import ExitStatus
+from core.exitstatus import ExitStatus
 from tests.support.bot_process import ROOT, BotProcess, free_port
 from tests.support.fake_slack import SIGNING_SECRET, TOKEN, FakeSlack, SlackSender
 from tests.support.poll import wait_until

@@ -22,7 +22,7 @@ from runbooks.planning import plan_from_snapshot
 from storage.ceph.parse_osdlog import parse_large_omap
 from storage.journal import Journal
 from storage.targets import CephTarget, ClusterTarget
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.ceph_code_cases import (
     ALL_CODES,
     REEF_CODES,

@@ -20,7 +20,7 @@ from checks.alert_map import MAP as ALERTS
 from checks.alert_map import rule_codes
 from checks.incidents import Incident
 from checks.model import Severity
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 REL = "reef"

@@ -21,9 +21,9 @@ import pytest
 
 from storage.targets import ClusterTarget
 from stordoc.cli import main
-from stordoc.env import Env
-from stordoc.service import fleet
-from stordoc.terminal import Terminal
+from core.env import Env
+from core.service import fleet
+from core.terminal import Terminal
 from tests.support.fixture_snapshots import FIXTURES
 
 HEALTHY = 48
@@ -79,7 +79,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 def test_fifty_clusters_one_dead_one_silent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                             silent_mon: int) -> None:
-    from stordoc.service.snapshots import load
+    from core.service.snapshots import load
 
     cfg = _write_config(tmp_path, silent_mon)
     snaps = [load(str(FIXTURES / "reef" / n)).outcome.snapshot
@@ -119,7 +119,7 @@ def test_json_lists_every_cluster_in_config_order(monkeypatch: pytest.MonkeyPatc
                                                   tmp_path: Path, silent_mon: int) -> None:
     import json
 
-    from stordoc.service.snapshots import load
+    from core.service.snapshots import load
 
     cfg = _write_config(tmp_path, silent_mon)
     snap = load(str(FIXTURES / "reef" / "healthy")).outcome.snapshot

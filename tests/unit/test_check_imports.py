@@ -22,15 +22,15 @@ from tests.conftest import ROOT
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "swift" / "healthy"
 
 NOT_IN_A_CHECK = ("swift", "eventlet", "pkg_resources", "storage.swiftlib", "runbooks.api",
-                  "runbooks.catalog", "runbooks.execute", "stordoc.service.actions", "numpy")
+                  "runbooks.catalog", "runbooks.execute", "core.service.actions", "numpy")
 
 PROBE = textwrap.dedent("""
     import json, sys
-    import checks.catalog, storage.collect, stordoc.commands.check, stordoc.env
+    import checks.catalog, storage.collect, stordoc.commands.check, core.env
     from storage.swift import read_ring, ring_kinds
-    from stordoc.env import Env
-    from stordoc.service import Service
-    from stordoc.settings import Settings
+    from core.env import Env
+    from core.service import Service
+    from core.settings import Settings
 
     ring_dir = sys.argv[1]
     rings = [read_ring(ring_dir, k) for k in ring_kinds(ring_dir)]

@@ -249,7 +249,7 @@ def _plan_text(case: str, show_scripts: bool = False) -> tuple[object, str]:
 def test_a_plan_names_the_script_a_step_runs_and_shows_it_on_request(
         case: str, snapshot: object) -> None:
     from runbooks.daemons import EVIDENCE_SCRIPT, KILL_SCRIPT
-    from stordoc import approvals
+    from core import approvals
 
     p, text = _plan_text(case)
     rows = readable(text)

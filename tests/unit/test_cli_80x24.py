@@ -18,8 +18,8 @@ from checks.incidents import Incident, NextStep
 from checks.model import Finding, Severity
 from stordoc.cli import main
 from stordoc.commands.check import render
-from stordoc.service.snapshots import Replay, load
-from stordoc.terminal import Terminal
+from core.service.snapshots import Replay, load
+from core.terminal import Terminal
 from tests.support.fixture_snapshots import CASES, FIXTURES, ROOT
 
 RELEASES = ("pacific", "reef")
@@ -197,7 +197,7 @@ def test_live_check_and_all_use_the_same_renderer(monkeypatch: pytest.MonkeyPatc
     `--all -v` each cluster's details."""
     from pathlib import Path
 
-    from stordoc.service.app import Service
+    from core.service.app import Service
 
     assert isinstance(tmp_path, Path)
     cfg = tmp_path / "stordoc.toml"

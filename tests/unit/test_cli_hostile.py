@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stordoc.cli import build_parser, main
-from stordoc.settings import SettingsError, parse_settings
+from core.settings import SettingsError, parse_settings
 from tests.support.cli import unreachable_config
 
 HOSTILE = [
@@ -108,7 +108,7 @@ def _run(cfg: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
             args = build_parser().parse_args(full)
         except SystemExit as e:
             return int(e.code or 0), capsys.readouterr().err
-        from stordoc.argtypes import check_strings
+        from core.argtypes import check_strings
 
         bad = check_strings(args)
         return (64 if bad else 0), (f"error: {bad}\n" if bad else "")
@@ -246,7 +246,7 @@ def test_the_issues_settings_are_refused(path: tuple[Any, ...], value: Any, msg:
 
 
 def test_durations_parse_and_refuse() -> None:
-    from stordoc.argtypes import parse_duration
+    from core.argtypes import parse_duration
 
     assert parse_duration("90", 1, 86400) == 90
     assert parse_duration("5m", 1, 86400) == 300

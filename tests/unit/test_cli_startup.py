@@ -108,7 +108,7 @@ def test_parsing_every_subcommand_loads_no_heavy_library() -> None:
 def test_the_probe_sees_a_heavy_import() -> None:
     """The probe is meaningful: what a handler imports does load Swift and the rest (a
     check's handler no Swift, a plan's the runbooks and, through the ring ones, Swift)."""
-    code = ("import json, sys; import stordoc.env, stordoc.service.app, runbooks.api;"
+    code = ("import json, sys; import core.env, core.service.app, runbooks.api;"
             "print('@@' + json.dumps({'modules': sorted(sys.modules)}))")
     heavy = _heavy(_probe(code)["modules"])
     for name in ("swift", "eventlet", "pydantic", "sqlite_utils", "requests", "rich",

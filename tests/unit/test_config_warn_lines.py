@@ -19,7 +19,7 @@ from checks.incidents import Incident
 from runbooks.api import plan_from_snapshot
 from runbooks.model import Refused
 from runbooks.nextstep import planning_context
-from stordoc.service.snapshots import Replay, load
+from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 
 RELEASES = ("pacific", "reef")

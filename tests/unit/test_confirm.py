@@ -1,13 +1,13 @@
 """One confirmation rule for `fix`, `bench` and the TUI (issue 10.8), asked through the
-command line's one I/O boundary (``stordoc.terminal.Terminal``)."""
+command line's one I/O boundary (``core.terminal.Terminal``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from stordoc.confirm import confirm, is_yes
-from stordoc.errors import UserError
-from stordoc.terminal import Terminal
+from core.confirm import confirm, is_yes
+from core.errors import UserError
+from core.terminal import Terminal
 
 
 @pytest.mark.parametrize("answer", ["y", "Y", "yes", "YES", " yes\n", "Yes"])

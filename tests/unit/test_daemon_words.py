@@ -26,7 +26,7 @@ from storage.hostfacts.parse import (
 from storage.model import DaemonFacts, DaemonLife
 from storage.model.daemons import daemon_kind
 from storage.model.mgrmon import MgrState
-from stordoc.service.pipeline import CheckRequest, run_check
+from core.service.pipeline import CheckRequest, run_check
 from tests.unit.test_replay import replay
 
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "daemons" / "pacific"

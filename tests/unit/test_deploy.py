@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from stordoc.cli import build_parser
-from stordoc.settings import load_settings
-from stordoc.settings_model import SlackSettings
+from core.settings import load_settings
+from core.settings_model import SlackSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = ROOT / "deploy" / "systemd"

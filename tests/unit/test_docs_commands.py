@@ -57,7 +57,7 @@ RUNBOOK_ARGS = {("stordoc runbooks", "name"), ("stordoc fix", "runbook"),
 
 def problem(words: str, top: argparse.ArgumentParser) -> str | None:
     """Why ``stordoc WORDS`` is no command of the parser, or None."""
-    from stordoc.service.actions import is_bench
+    from core.service.actions import is_bench
 
     p, path = top, ["stordoc"]
     try:  # quoted words are one argument (--reason "disk swap")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.service.doctor import (
+from core.service.doctor import (
     Access,
     RunbookNeeds,
     _from_caps,

@@ -80,7 +80,7 @@ def test_a_renderer_that_exits_does_not_abort_the_run_before_its_cleanup(
 
     def printer(ev: RunEvent) -> None:
         if ev.kind == EventKind.STEP_DONE and ev.index == 1:
-            cancel.set()  # what the closed stdout's listener does (stordoc.streams)
+            cancel.set()  # what the closed stdout's listener does (core.streams)
             raise SystemExit(1)  # what rich does on a closed stdout
 
     res = execute(ctx, _plan([_step(1, "set flag", op("set")), _step(2, "mount", op("mount")),

@@ -20,8 +20,8 @@ from storage.journal import Journal
 from storage.model import ClusterSnapshot, HeldChange, OsdUsage
 from storage.targets import CephTarget, ClusterTarget, HostTarget
 from stordoc.cli import main
-from stordoc.service.snapshots import load
-from stordoc.terminal import Terminal
+from core.service.snapshots import load
+from core.terminal import Terminal
 from tests.support.fixture_snapshots import FIXTURES
 
 HOSTS = tuple(HostTarget(f"node{i}", f"127.0.0.{i + 1}") for i in range(1, 5))

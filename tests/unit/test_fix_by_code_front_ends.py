@@ -1,5 +1,5 @@
 """``fix CODE [TARGET]`` in the bot and ``stordoc fix --finding CODE [--entity E]`` in the
-CLI: both ask stordoc.service.fixes and only word its answer (the wording and exit codes
+CLI: both ask core.service.fixes and only word its answer (the wording and exit codes
 are the ones they had before the service). Also: the bot's command table answers every
 command of the grammar."""
 
@@ -20,8 +20,8 @@ from bot.core import BotError
 from checks.model import Finding, Severity
 from runbooks.model import Refused
 from stordoc.commands.runbooks import _pick_finding
-from stordoc.errors import UserError
-from stordoc.service.fixes import choose_fix
+from core.errors import UserError
+from core.service.fixes import choose_fix
 
 
 def _down_out(i: int, runbook: str | None = "osd-start") -> Finding:
@@ -38,7 +38,7 @@ SNAP = object()  # the check's snapshot: the plan is made on it, not on a second
 
 def _outcome(findings: list[Finding]) -> Any:
     from checks.incidents import correlate
-    from stordoc.service.fixes import proposed
+    from core.service.fixes import proposed
 
     return SimpleNamespace(report=SimpleNamespace(findings=tuple(findings), cluster="lab"),
                            snapshot=SNAP, incidents=proposed(correlate(list(findings))))
@@ -130,7 +130,7 @@ class _Svc:
 
     def fix_for(self, cluster: str | None, code: str, target: str | None, source: str
                 ) -> Any:  # the service's one call: the check, then the core's choice
-        from stordoc.service import fixes
+        from core.service import fixes
 
         out = self.check(cluster, source)
         return out, fixes.choose_fix(out.report.findings, code, target, out.incidents)

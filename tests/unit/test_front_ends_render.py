@@ -1,6 +1,6 @@
 """Front ends render; the core decides (issue 39.2): no front end (bot/, tui/, the CLI's
 stordoc/commands/) reads an incident's ``next_step`` or picks a maintenance runbook
-itself: each asks ``stordoc.service.fixes`` (``incident_fix``, ``incident_step``,
+itself: each asks ``core.service.fixes`` (``incident_fix``, ``incident_step``,
 ``maintenance_runbook``), so the CLI, Slack and the TUI cannot disagree. What each
 front end then shows for every saved scenario: tests/unit/test_replay.py."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.service import fixes
+from core.service import fixes
 from tests.support.fixture_snapshots import FIXTURES
 from tests.unit.test_tui_data import healthy_snapshot
 
@@ -61,7 +61,7 @@ def test_the_cli_slack_and_tui_offer_the_same_fix_in_every_saved_scenario(releas
                                                                           ) -> None:
     from bot import render as r
     from stordoc.commands.check import render_incidents
-    from stordoc.service.snapshots import load
+    from core.service.snapshots import load
     from tui import views
 
     for d in sorted((FIXTURES / release).iterdir()):

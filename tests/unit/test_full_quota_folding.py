@@ -19,7 +19,7 @@ from runbooks.api import plan_from_snapshot
 from runbooks.model import Refused
 from runbooks.nextstep import planning_context
 from runbooks.planning import runbook_for_code
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 RELEASES = ("pacific", "reef")

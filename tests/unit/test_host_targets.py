@@ -211,7 +211,7 @@ def test_cli_refuses_a_look_alike_host_before_any_io(tmp_path: Path) -> None:
 def test_the_bot_refuses_an_unknown_host_with_the_closest_name(tmp_path: Path) -> None:
     """Slack plans through the same function: a misspelt host or a foreign address is
     refused before anything is collected (the SSH port here is closed)."""
-    from stordoc.settings import parse_settings
+    from core.settings import parse_settings
     from tests.support.fake_slack import BotHarness
 
     s = parse_settings({"journal": str(tmp_path / "j.db"), "default_cluster": "lab",
@@ -234,10 +234,10 @@ def test_the_bot_refuses_an_unknown_host_with_the_closest_name(tmp_path: Path) -
 
 def test_a_lock_is_named_by_any_spelling_of_its_host(tmp_path: Path) -> None:
     from storage.audit import Audit
-    from stordoc.env import Env
-    from stordoc.service import Service
-    from stordoc.service.errors import InvalidAction
-    from stordoc.settings import parse_settings
+    from core.env import Env
+    from core.service import Service
+    from core.service.errors import InvalidAction
+    from core.settings import parse_settings
 
     e = Env(parse_settings({"journal": str(tmp_path / "j.db"), "clusters": {"lab": {
         "swift": {"proxy_url": "http://127.0.0.1:1"},

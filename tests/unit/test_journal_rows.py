@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from storage.journal import Journal
 from storage.rowcap import CUT, MAX_EVIDENCE, MAX_ROW, bounded_json, cap_text
-from stordoc.service.pipeline import CheckRequest, run_check
+from core.service.pipeline import CheckRequest, run_check
 from tests.support.prom_server import FakeProm, Node
 from tests.unit.test_prom_facts import at, nodes_of, saved, via_prom
 

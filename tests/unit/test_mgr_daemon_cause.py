@@ -11,7 +11,7 @@ import pytest
 
 from runbooks.nextstep import planning_context, with_next_steps
 from storage.model import ClusterSnapshot
-from stordoc.service.pipeline import CheckRequest, run_check
+from core.service.pipeline import CheckRequest, run_check
 from tests.unit.test_replay import replay
 
 

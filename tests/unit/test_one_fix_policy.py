@@ -1,4 +1,4 @@
-"""One fix policy (stordoc.service.fixes), seen through the three front ends: every lab
+"""One fix policy (core.service.fixes), seen through the three front ends: every lab
 scenario's saved snapshot (both releases) is shown by the bot (its Fix buttons, as stored
 for the press), the CLI (``stordoc fix --finding CODE --entity E``) and the TUI (``x``
 on an incident, on each finding, on an OSD); for every finding all three offer the same
@@ -23,7 +23,7 @@ from checks.model import Finding
 from runbooks.model import Refused
 from storage.journal import Journal
 from stordoc.commands.runbooks import _pick_finding
-from stordoc.service.snapshots import Replay
+from core.service.snapshots import Replay
 from tests.unit.test_replay import PAIRS, replay
 from tests.unit.test_tui_app import settle, sync
 from tui import screens as S
@@ -95,7 +95,7 @@ class _Svc:
 
     def fix_for(self, cluster: str | None, code: str, target: str | None, source: str
                 ) -> Any:  # the real service's one call, on this check
-        from stordoc.service import Service
+        from core.service import Service
 
         return Service.fix_for(self, cluster, code, target, source)  # type: ignore[arg-type]
 

@@ -14,7 +14,7 @@ import pytest
 
 from checks.engine import Selection
 from checks.model import Verdict
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.cli import cli, run_main, unreachable_config
 from tests.support.fixture_snapshots import FIXTURES
 

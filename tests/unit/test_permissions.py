@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stordoc.cli import main
-from stordoc.exitstatus import ExitStatus
+from core.exitstatus import ExitStatus
 
 STORDOC = str(Path(sys.executable).with_name("stordoc"))
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),

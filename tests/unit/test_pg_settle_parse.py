@@ -419,7 +419,7 @@ def test_captures_save_and_replay_the_computed_mapping(tmp_path: Path) -> None:
 
 
 def test_the_osdmaptool_setting(tmp_path: Path) -> None:
-    from stordoc.settings import SettingsError, parse_settings
+    from core.settings import SettingsError, parse_settings
 
     def target(ceph: dict[str, Any]) -> Any:
         s = parse_settings({"journal": str(tmp_path / "j.db"),

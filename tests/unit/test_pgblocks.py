@@ -288,8 +288,8 @@ def unfound_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     from runbooks import api as rb_api
     from stordoc.cli import main
-    from stordoc.service.snapshots import load
-    from stordoc.terminal import Terminal
+    from core.service.snapshots import load
+    from core.terminal import Terminal
 
     rp = load(str(UNFOUND_SNAP))
     snap = rp.outcome.snapshot

@@ -33,9 +33,9 @@ from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from stordoc.cli import main
 from stordoc.commands.check import render
-from stordoc.env import Env
-from stordoc.service.snapshots import Replay, load
-from stordoc.terminal import Terminal
+from core.env import Env
+from core.service.snapshots import Replay, load
+from core.terminal import Terminal
 from tests.support.fixture_snapshots import FIXTURES, ROOT
 
 RELEASES = ("pacific", "reef")
@@ -243,7 +243,7 @@ def test_another_osds_flag_beside_a_window_stays_a_problem(
 
 def test_slack_health_says_the_same_verdict_and_last_line(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from stordoc.settings import parse_settings
+    from core.settings import parse_settings
     from tests.support.fake_slack import BotHarness, all_text
 
     monkeypatch.setattr(Env, "collect", lambda self, target, host_facts=True:

@@ -22,7 +22,7 @@ from runbooks.api import Refused, RunContext, plan_from_snapshot
 from runbooks.catalog import registry
 from runbooks.nextstep import planning_context
 from storage.journal import Journal
-from stordoc.service.pipeline import CheckRequest, run_check
+from core.service.pipeline import CheckRequest, run_check
 from tests.support.printed_commands import (
     doc_commands,
     expanded,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage.hostfacts.prom import QUERIES
-from stordoc.settings import SettingsError, parse_settings
+from core.settings import SettingsError, parse_settings
 from tests.support.cli import run_main
 from tests.support.prom_server import GARBAGE, FakeProm, FsSeries, Node
 

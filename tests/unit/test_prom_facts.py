@@ -27,7 +27,7 @@ from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
 from storage.prometheus import PromClient, PromError
 from storage.snapshot import replay
 from storage.targets import ClusterTarget, HostTarget, PromTarget
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 from tests.support.prom_server import (
     GARBAGE,

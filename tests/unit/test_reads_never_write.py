@@ -27,10 +27,10 @@ from storage.targets import CephTarget, ClusterTarget
 from stordoc.cli import main
 from stordoc.commands.bot import _start_sweeper
 from stordoc.commands.watch import loop
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.settings import parse_settings
-from stordoc.terminal import Terminal
+from core.env import Env
+from core.service import Service
+from core.settings import parse_settings
+from core.terminal import Terminal
 from tests.unit.test_expiring import FakeMon, _raise_full, mon  # noqa: F401
 from tests.unit.test_tui_data import healthy_snapshot
 

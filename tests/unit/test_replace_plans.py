@@ -110,7 +110,7 @@ def test_osd_replace_xfs_refuses_a_device_with_a_filesystem(release: str) -> Non
     """No mkfs.xfs -f: a new device that holds a filesystem is in use, and a host template
     that forces mkfs.xfs is refused by the settings and by the plan."""
     from storage.model import BlockDevice
-    from stordoc.settings_clusters import HostSettings
+    from core.settings_clusters import HostSettings
 
     rp = replay(release, "healthy")
     snap = rp.outcome.snapshot

@@ -16,7 +16,7 @@ import pytest
 from bot import render as r
 from checks.incidents import Incident
 from checks.model import Severity
-from stordoc.service.snapshots import Replay, load
+from core.service.snapshots import Replay, load
 from tests.support.cli import run_main as cli
 from tests.support.fixture_snapshots import (
     BY_NAME,
@@ -646,7 +646,7 @@ def test_a_stalled_replicator_is_stale_under_a_lower_threshold(release: str) -> 
     replication is SWIFT_REPLICATION_STALE (the default, hours, keeps it quiet)."""
     from dataclasses import replace as dc_replace
 
-    from stordoc.service.pipeline import CheckRequest, run_check
+    from core.service.pipeline import CheckRequest, run_check
 
     rp = replay(release, "swift-replication-stalled")
     snap = rp.outcome.snapshot

@@ -24,7 +24,7 @@ from storage.ceph.parse_scrub import parse_inconsistent_obj, parse_pg_ls, parse_
 from storage.model import ClusterSnapshot
 from storage.model.scrub import PgScrub
 from storage.targets import CephTarget, ClusterTarget
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "scrub"
@@ -186,7 +186,7 @@ def test_cli_refuses_a_malformed_pgid_in_one_line_with_64(tmp_path: Path, pgid: 
     import io
 
     from stordoc.cli import main
-    from stordoc.terminal import Terminal
+    from core.terminal import Terminal
 
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'

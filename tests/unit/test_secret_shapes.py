@@ -34,7 +34,7 @@ from storage.audit import Audit, redact, redact_obj
 from storage.benchstore import BenchStore
 from storage.expiring import record as record_change
 from storage.journal import Journal
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.cli import run_main
 from tests.support.fake_slack import BotHarness, all_text
 

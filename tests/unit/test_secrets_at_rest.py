@@ -18,7 +18,7 @@ import pytest
 import lab.config as labconfig
 from storage.journal import Journal
 from storage.mutes import add_mute, list_mutes
-from stordoc.settings import parse_settings
+from core.settings import parse_settings
 from tests.support.cli import cli
 from tests.support.fake_slack import TOKEN, BotHarness
 

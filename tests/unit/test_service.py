@@ -23,18 +23,18 @@ from checks.outcome import CheckOutcome
 from runbooks.model import EventKind, Outcome, RunEvent
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.actions import (
+from core.env import Env
+from core.service import Service
+from core.service.actions import (
     PlanKind,
     RunReport,
     _fingerprint,
     bench_option_values,
     is_bench,
 )
-from stordoc.service.inspect import RecordPolicy
-from stordoc.service.records import MuteRefused, UnknownCode
-from stordoc.settings import parse_settings
+from core.service.inspect import RecordPolicy
+from core.service.records import MuteRefused, UnknownCode
+from core.settings import parse_settings
 from tests.unit.test_tui_data import broken_snapshot, healthy_snapshot
 from tui.backend import log_line
 
@@ -136,7 +136,7 @@ def test_a_failed_check_reaches_every_waiter_and_the_next_call_retries(
 
 
 def test_unknown_cluster_is_a_clear_error_and_records_nothing(env: CapturedEnv) -> None:
-    from stordoc.settings import SettingsError
+    from core.settings import SettingsError
 
     svc = Service(env)
     with pytest.raises((SettingsError, KeyError, ValueError)):
@@ -262,7 +262,7 @@ def _stored(env: CapturedEnv, group: str, ops: list[float], workload: str = "wri
 
 def test_stored_benchmarks_baselines_and_their_refusals(env: CapturedEnv) -> None:
     """What `stordoc bench history|baseline|show` asks of the service, on a real journal."""
-    from stordoc.service.errors import ActionRefused, InvalidAction
+    from core.service.errors import ActionRefused, InvalidAction
 
     svc = Service(env)
     acts = svc.actions

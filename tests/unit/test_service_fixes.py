@@ -1,4 +1,4 @@
-"""stordoc.service.fixes alone: which runbook fixes the current finding with a code, and
+"""core.service.fixes alone: which runbook fixes the current finding with a code, and
 each typed refusal, on Finding objects built here (no cluster, no front end)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from checks.model import Finding, Severity
-from stordoc.service.fixes import (
+from core.service.fixes import (
     Ambiguous,
     FixChoice,
     FixRefused,
@@ -178,7 +178,7 @@ def test_an_osds_findings_get_their_incidents_fix() -> None:
     """The TUI's x on an OSD: the fix of the worst incident its findings belong to, root
     or consequence; a finding's own Fix (the bot's button) only on a root."""
     from checks.incidents import correlate
-    from stordoc.service.fixes import fix_for_finding, fix_for_findings, incident_fixes, proposed
+    from core.service.fixes import fix_for_finding, fix_for_findings, incident_fixes, proposed
 
     # the lab's osd.1 with its data dir unmounted: the down+out finding is a consequence
     down_out = Finding("OSD_DOWN_OUT", Severity.CRIT, "osd.1", "osd.1 is down and out", {},
@@ -220,6 +220,6 @@ def test_a_runbook_that_refuses_now_is_said_with_its_reason() -> None:
 
 def proposed_of(fs: list[Finding]):  # type: ignore[no-untyped-def]
     from checks.incidents import correlate
-    from stordoc.service.fixes import proposed
+    from core.service.fixes import proposed
 
     return proposed(correlate(fs))

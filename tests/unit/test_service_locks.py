@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from storage.audit import Audit
-from stordoc.env import Env
-from stordoc.service import Service
-from stordoc.service.errors import ActionRefused, InvalidAction
-from stordoc.settings import parse_settings
-from stordoc.settings_model import SettingsError
+from core.env import Env
+from core.service import Service
+from core.service.errors import ActionRefused, InvalidAction
+from core.settings import parse_settings
+from core.settings_model import SettingsError
 
 
 @pytest.fixture

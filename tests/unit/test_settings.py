@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.settings import SettingsError, load_settings, parse_settings
+from core.settings import SettingsError, load_settings, parse_settings
 from tests.support.cli import ROOT, cli
 
 GOOD = """

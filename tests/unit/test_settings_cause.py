@@ -26,7 +26,7 @@ from storage import expiring
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from storage.snapshot import read_snapshot, replay
-from stordoc.service.snapshots import Replay, load
+from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 
 RELEASES = ("pacific", "reef")

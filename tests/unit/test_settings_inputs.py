@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import stordoc.settings as settings_mod
+import core.settings as settings_mod
 from storage import safefile
 from storage.safefile import FileRefused, read_regular
-from stordoc.settings import SettingsError, load_settings, parse_settings
+from core.settings import SettingsError, load_settings, parse_settings
 from tests.support.cli import cli
 
 

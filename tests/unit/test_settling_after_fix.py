@@ -20,8 +20,8 @@ from storage.audit import Audit
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
 from stordoc.commands.watch import Seen, changes
-from stordoc.service.pipeline import CheckRequest, recent_runs, run_check
-from stordoc.service.snapshots import Replay, load
+from core.service.pipeline import CheckRequest, recent_runs, run_check
+from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 from tests.unit.settle_fixtures import settle_of
 

@@ -23,7 +23,7 @@ from storage.ceph.client import CephCommandError
 from storage.ceph.parse_ops import parse_op, parse_osd_ops, parse_ping_lines, parse_slow
 from storage.model import ClusterSnapshot
 from storage.snapshot import read_snapshot, replay
-from stordoc.service.snapshots import load
+from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "slow_ops" / "reef"

@@ -27,7 +27,7 @@ from storage.audit import Audit
 from storage.journal import Journal
 from storage.targets import ClusterTarget
 from stordoc.cli import main
-from stordoc.settings import AlertSettings, Secret, parse_settings
+from core.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, all_text
 from tests.support.poll import wait_until
 from tests.unit.test_alerts import payload

@@ -1,4 +1,4 @@
-"""A reader that goes away (stordoc.streams, stordoc.terminal): ``| head -1``, ``| tee log``
+"""A reader that goes away (core.streams, core.terminal): ``| head -1``, ``| tee log``
 and Ctrl-C, a dropped SSH session. On real pipes and a real pseudo-terminal; the CLI
 itself on a replay snapshot (tests/fixtures/snapshots) with its stdout closed."""
 
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from rich.text import Text
 
 from stordoc.commands.common import cancel_when_stdout_lost
-from stordoc.service.task import Task
-from stordoc.streams import GuardedStream, guarded, reader_gone
-from stordoc.terminal import Terminal
+from core.service.task import Task
+from core.streams import GuardedStream, guarded, reader_gone
+from core.terminal import Terminal
 from tests.conftest import ROOT
 from tests.support.cli import cli_argv
 

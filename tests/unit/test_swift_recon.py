@@ -150,7 +150,7 @@ def test_quarantine_growth_from_the_journal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("key", ["swift_fill_warn", "swift_async_pending_warn"])
 def test_thresholds_come_from_the_settings(key: str) -> None:
-    from stordoc.settings import ThresholdSettings
+    from core.settings import ThresholdSettings
 
     th = ThresholdSettings(**{key: 0.5 if "fill" in key else 3}).apply(Thresholds())
     assert getattr(th, key) == (0.5 if "fill" in key else 3)

@@ -1,4 +1,4 @@
-"""The one cancellable runner (stordoc.service.task): a signal cancels, never abandons."""
+"""The one cancellable runner (core.service.task): a signal cancels, never abandons."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from stordoc.service.task import Task
+from core.service.task import Task
 
 
 def _steps(started: threading.Event, release: threading.Event, log: list[str]):  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 """Text from outside never drives the terminal (issue #37.14): a snapshot's host name and a
 Prometheus server's error text holding ESC sequences reach the CLI's output with their
 control characters shown (``\\x1b``), not obeyed; rich's own styles still work. The one
-rule is ``stordoc.fmt.printable``, applied by ``stordoc.terminal`` to everything printed."""
+rule is ``core.fmt.printable``, applied by ``core.terminal`` to everything printed."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.text import Text
 
-from stordoc.fmt import printable
-from stordoc.terminal import SafeConsole
+from core.fmt import printable
+from core.terminal import SafeConsole
 from tests.support.cli import run_main
 from tests.support.fixture_snapshots import FIXTURES
 from tests.support.prom_server import FakeProm, FsSeries, Node

@@ -15,9 +15,9 @@ from checks.catalog import finding_codes
 from checks.spelling import closest
 from runbooks.model import InvalidRequest
 from runbooks.planning import list_runbooks, runbook_named
-from stordoc.exitstatus import ExitStatus
-from stordoc.service.fixes import UnknownFindingCode, catalogued_code
-from stordoc.service.records import UnknownCode, known_code
+from core.exitstatus import ExitStatus
+from core.service.fixes import UnknownFindingCode, catalogued_code
+from core.service.records import UnknownCode, known_code
 from tests.support.cli import run_main
 
 CODES = finding_codes()

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("stordoc", "bot", "tui", "runbooks", "checks", "storage", "lab")
+SOURCES = ("stordoc", "core", "bot", "tui", "runbooks", "checks", "storage", "lab")
 HEALTHY = ROOT / "tests" / "fixtures" / "snapshots" / "pacific" / "healthy"
 
 
@@ -74,7 +74,7 @@ def test_the_wheel_holds_the_product_and_no_lab(installed: tuple[Path, Path, Pat
     wheel, _, _ = installed
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info/" not in n}
-    assert tops == {"stordoc", "bot", "tui", "runbooks", "checks", "storage"}
+    assert tops == {"stordoc", "core", "bot", "tui", "runbooks", "checks", "storage"}
     assert "checks/ceph_cmdtables/" in "".join(names)  # package data comes along
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "stordoc = stordoc.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -26,7 +26,7 @@ from textual.worker import Worker
 from checks.catalog import area_codes
 from checks.incidents import Incident
 from checks.model import Finding
-from stordoc.service import fixes
+from core.service import fixes
 from tui import views
 from tui.table import VirtualTable
 from tui.views import Row
@@ -228,7 +228,7 @@ class DataScreen(Screen[None]):
 
     def fix_findings(self, findings: Sequence[Finding], what: str = "here") -> None:
         """``x`` on one thing: its incident's fix, the root's for a consequence
-        (``stordoc.service.fixes``, the bot's and the CLI's rule)."""
+        (``core.service.fixes``, the bot's and the CLI's rule)."""
         fx = fixes.fix_for_findings(self.incidents(), findings)
         if fx is None:
             self.notify(f"nothing to fix {what}: no runbook applies", severity="warning")

@@ -18,8 +18,8 @@ from textual.widgets import (
     Static,
 )
 
-from stordoc.service.actions import ActionPlan
-from stordoc.service.task import Task
+from core.service.actions import ActionPlan
+from core.service.task import Task
 from tui import views
 from tui.backend import BenchProgressView, BenchView
 from tui.messages import (

@@ -15,7 +15,7 @@ from textual.widgets import Static
 from checks.incidents import Incident
 from checks.incidents import headline as incidents_headline
 from checks.model import Finding
-from stordoc.service import fixes
+from core.service import fixes
 from tui import views
 from tui.table import VirtualTable
 from tui.views import Row

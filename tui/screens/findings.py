@@ -17,7 +17,7 @@ from textual.widgets import (
 from checks.incidents import Incident
 from checks.model import Finding
 from checks.mutable import mute_refusal
-from stordoc.service import fixes
+from core.service import fixes
 from tui import views
 from tui.table import VirtualTable
 
@@ -176,7 +176,7 @@ class MuteModal(ModalScreen["tuple[float, str] | None"]):
 
     @on(Input.Submitted)
     def _submit(self, event: Input.Submitted) -> None:
-        from stordoc.argtypes import parse_duration
+        from core.argtypes import parse_duration
 
         err = self.query_one("#mute-error", Static)
         try:

@@ -28,8 +28,8 @@ from textual.widgets import (
 )
 from textual.worker import Worker, WorkerState
 
-from stordoc.service.actions import ActionPlan
-from stordoc.service.task import Task
+from core.service.actions import ActionPlan
+from core.service.task import Task
 from tui.backend import LogLine, RunView
 from tui.messages import (
     Planned,

@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from checks.model import Severity
-from stordoc.fmt import human_age  # noqa: F401  (re-exported for the screens)
+from core.fmt import human_age  # noqa: F401  (re-exported for the screens)
 
 # --------------------------------------------------------------------------- formatting
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from checks.incidents import Incident
 from checks.model import Finding, Severity
-from stordoc.service import fixes
+from core.service import fixes
 from tui.views.common import SEV_STYLE, Row, _row
 
 FINDING_COLUMNS = ("severity", "code", "entity", "message", "runbook")

@@ -24,9 +24,9 @@ from storage.safefile import (
     check_named,
 )
 from storage.targets import ClusterTarget
-from stordoc.settings import ClusterSettings, Settings, SettingsError
-from stordoc.settings_clusters import MAX_SECRET_BYTES
-from stordoc.terminal import Terminal
+from core.settings import ClusterSettings, Settings, SettingsError
+from core.settings_clusters import MAX_SECRET_BYTES
+from core.terminal import Terminal
 
 if TYPE_CHECKING:
     from runbooks.api import RunContext

@@ -28,7 +28,7 @@ from storage.targets import (
 
 class SettingsError(Exception):
     """A config file that cannot be used; the message names the file and the key. (Here,
-    with the cluster tables that raise it first; stordoc.settings_model re-exports it.)"""
+    with the cluster tables that raise it first; core.settings_model re-exports it.)"""
 
 
 MAX_SECRET_BYTES = 64 * 1024  # a token, a key, a keyring: far smaller

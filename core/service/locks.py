@@ -13,8 +13,8 @@ from runbooks.leftovers import Leftover, reconcile, undo_leftovers
 from runbooks.model import Refused
 from runbooks.targets import canonical_osd, canonical_target_on
 from storage.audit import Audit, LockInfo
-from stordoc.env import Env
-from stordoc.service.errors import ActionRefused, InvalidAction
+from core.env import Env
+from core.service.errors import ActionRefused, InvalidAction
 
 __all__ = ["Leftover", "LockInfo", "Locks"]
 

@@ -6,8 +6,8 @@ from the environment or from files named here, never written in the file itself 
 lab's generated config is the one exception: it lives outside the repo).
 
 Here: where the file is found (``--config``, $STORDOC_CONFIG, the default paths, a running
-default lab) and how a bad one is worded. The models are in ``stordoc.settings_model``
-(top level, front ends, runbooks, bench) and ``stordoc.settings_clusters`` (the cluster
+default lab) and how a bad one is worded. The models are in ``core.settings_model``
+(top level, front ends, runbooks, bench) and ``core.settings_clusters`` (the cluster
 tables); the names used elsewhere are importable from here.
 """
 
@@ -24,14 +24,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from storage.safefile import FileRefused, read_text
-from stordoc.settings_clusters import ClusterSettings as ClusterSettings
-from stordoc.settings_clusters import Secret as Secret
-from stordoc.settings_clusters import ThresholdSettings as ThresholdSettings
-from stordoc.settings_model import AlertSettings as AlertSettings
-from stordoc.settings_model import Role as Role
-from stordoc.settings_model import Settings as Settings
-from stordoc.settings_model import SettingsError as SettingsError
-from stordoc.settings_model import SlackSettings as SlackSettings
+from core.settings_clusters import ClusterSettings as ClusterSettings
+from core.settings_clusters import Secret as Secret
+from core.settings_clusters import ThresholdSettings as ThresholdSettings
+from core.settings_model import AlertSettings as AlertSettings
+from core.settings_model import Role as Role
+from core.settings_model import Settings as Settings
+from core.settings_model import SettingsError as SettingsError
+from core.settings_model import SlackSettings as SlackSettings
 
 DEFAULT_PATHS = (
     Path(os.environ.get("STORDOC_CONFIG", "")) if os.environ.get("STORDOC_CONFIG") else None,

@@ -36,8 +36,8 @@ from runbooks.model import (
 from storage.audit import LockHeld
 from storage.benchstore import BenchStore
 from storage.model import ClusterSnapshot
-from stordoc.env import Env
-from stordoc.service.errors import ActionRefused, InvalidAction
+from core.env import Env
+from core.service.errors import ActionRefused, InvalidAction
 
 __all__ = ["ActionPlan", "ActionRefused", "Actions", "InvalidAction", "BenchProgress", "BenchSummary",
            "EventKind", "Outcome", "PlanKind", "RunEvent", "RunReport"]

@@ -6,7 +6,7 @@ Nothing else in ``stordoc/commands`` reads ``sys.stdin``, calls ``input()`` or
 ``isatty()``, or keeps a module-level console.
 
 A reader that goes away (``| head -1``, ``| tee log`` and Ctrl-C, a dropped SSH session)
-is no error of the command: ``from_sys`` guards the output streams (``stordoc.streams``),
+is no error of the command: ``from_sys`` guards the output streams (``core.streams``),
 later output goes nowhere, ``on_stdout_lost`` says so to whoever asked (a running fix
 cancels, its cleanup still runs) and ``tell`` moves what must be seen to stderr.
 """
@@ -24,8 +24,8 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from stordoc.fmt import printable
-from stordoc.streams import GuardedStream, guarded
+from core.fmt import printable
+from core.streams import GuardedStream, guarded
 
 # the width of tables and charts when stdout is no terminal (a file, a pipe, CI logs) and
 # COLUMNS does not say one: what `less` or a mail shows without folding
@@ -49,7 +49,7 @@ def _isatty(stream: TextIO) -> bool:
 
 
 class SafeConsole(Console):
-    """A rich Console whose text segments pass ``stordoc.fmt.printable``: every text the
+    """A rich Console whose text segments pass ``core.fmt.printable``: every text the
     CLI prints (tables, findings, errors, whatever it came from) shows its control
     characters instead of obeying them, while rich's own styles and cursor controls still
     work. Nested renderables come back through ``render``: the rule is applied once per
@@ -109,7 +109,7 @@ class Terminal:
 
     def line(self, text: str) -> None:
         """A plain line on stdout (JSON, machine-readable output): no markup, no wrap,
-        control characters shown (``stordoc.fmt.printable``)."""
+        control characters shown (``core.fmt.printable``)."""
         self.stdout.write(printable(text) + "\n")
         self.stdout.flush()
 

@@ -27,7 +27,7 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """``text`` with every control character shown (``\\x1b``), never obeyed: the one rule
     for all text from outside (a host name in a snapshot, a server's error text, Ceph's
-    messages) on its way to a terminal (``stordoc.terminal`` applies it to everything the
+    messages) on its way to a terminal (``core.terminal`` applies it to everything the
     CLI prints; newlines and tabs stay)."""
     if not _CONTROLS.search(text):
         return text

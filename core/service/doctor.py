@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from stordoc.exitstatus import ExitStatus
-from stordoc.settings import ClusterSettings, Settings
+from core.exitstatus import ExitStatus
+from core.settings import ClusterSettings, Settings
 
 Status = Literal["ok", "warn", "fail", "off"]
 WIDTH = 80

@@ -1,7 +1,7 @@
 """The settings file's model above the cluster tables: the top level (``Settings``: journal,
 default cluster, clusters) and the tables of the front ends and runbooks (``[slack]``,
 ``[alerts]``, ``[tui]``, ``[runbooks]``, ``[bench]``). The cluster tables are in
-``stordoc.settings_clusters``; reading a file is ``stordoc.settings``.
+``core.settings_clusters``; reading a file is ``core.settings``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from checks.model import Thresholds
-from stordoc.settings_clusters import (
+from core.settings_clusters import (
     ClusterSettings,
     Secret,
     SettingsError,  # re-exported: its home is the cluster tables' module (no circle)
@@ -196,7 +196,7 @@ class Settings(StrictModel):
     runbooks: RunbookSettings = RunbookSettings()
     bench: BenchSettings = BenchSettings()
     check: CheckSettings = CheckSettings()
-    # Slack user id -> the OpenSSH public keys of that approver (``stordoc.approvals``):
+    # Slack user id -> the OpenSSH public keys of that approver (``core.approvals``):
     # the CLI's second person signs the plan with the private key on their own machine
     approver_keys: dict[str, list[str]] = {}
     source: str | None = None
@@ -204,7 +204,7 @@ class Settings(StrictModel):
     @field_validator("approver_keys", mode="before")
     @classmethod
     def _approver_keys(cls, v: Any) -> Any:
-        from stordoc.approvals import USER_ID_RE, public_key
+        from core.approvals import USER_ID_RE, public_key
 
         if not isinstance(v, dict):
             return v

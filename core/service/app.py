@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 from checks.outcome import CheckOutcome
 from storage.targets import ClusterTarget
-from stordoc.env import Env
-from stordoc.service.fixes import FixChoice, choose_fix
-from stordoc.service.inspect import Inspector, RecordPolicy
-from stordoc.service.locks import Locks
-from stordoc.service.records import Records
+from core.env import Env
+from core.service.fixes import FixChoice, choose_fix
+from core.service.inspect import Inspector, RecordPolicy
+from core.service.locks import Locks
+from core.service.records import Records
 
 if TYPE_CHECKING:
-    from stordoc.service.actions import Actions
+    from core.service.actions import Actions
 
 
 class Service:
@@ -33,7 +33,7 @@ class Service:
         runbook machinery (nor, through the ring runbooks, Swift's library)."""
         with self._actions_lock:
             if self._actions is None:
-                from stordoc.service.actions import Actions
+                from core.service.actions import Actions
 
                 self._actions = Actions(self.env)
             return self._actions
@@ -56,7 +56,7 @@ class Service:
               record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None,
               only: Iterable[str] | None = None, host_facts: bool = True) -> CheckOutcome:
         """The one way a front end, ``watch`` or the bot checks a cluster
-        (``stordoc.service.pipeline``, through the inspector's sharing and recording)."""
+        (``core.service.pipeline``, through the inspector's sharing and recording)."""
         return self.inspector.check(cluster, source, record, since, only, host_facts)
 
     def fix_for(self, cluster: str | None, code: str, target: str | None, source: str

@@ -16,7 +16,7 @@ abandons the work either, nor does an exception in the waiting thread (a failed 
 the notice): the work is cancelled and its cleanup finishes before ``wait`` returns.
 
 SIGPIPE stays ignored (Python's default): a closed stdout is a failed write, EPIPE, that
-``stordoc.streams`` turns into the same cancel (``Terminal.on_stdout_lost``). A handler of
+``core.streams`` turns into the same cancel (``Terminal.on_stdout_lost``). A handler of
 ours would also fire on any socket's EPIPE (an SSH connection a step retries) and cancel
 a repair for it.
 """

@@ -14,9 +14,9 @@ from checks.mutable import mute_refusal
 from storage.audit import Audit, AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord
 from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
-from stordoc.env import Env
-from stordoc.service.fixes import UnknownFindingCode, catalogued_code
-from stordoc.settings_model import SettingsError
+from core.env import Env
+from core.service.fixes import UnknownFindingCode, catalogued_code
+from core.settings_model import SettingsError
 
 __all__ = ["AlertPost", "AuditRun", "AuditStep", "CheckRun", "FindingRecord", "Mute",
            "MuteRefused", "Records", "UnknownCode", "known_code"]

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from checks.outcome import CheckOutcome
-from stordoc.env import Env, preflight_cluster
-from stordoc.service.pipeline import CheckRequest, record_outcome, run_check
+from core.env import Env, preflight_cluster
+from core.service.pipeline import CheckRequest, record_outcome, run_check
 
 
 class RecordPolicy(Enum):

@@ -21,9 +21,9 @@ from checks.model import Thresholds
 from checks.outcome import CheckOutcome
 from storage.snapshot import SnapshotDoc, SnapshotError, read_snapshot, replay, write_snapshot
 from storage.targets import ClusterTarget
-from stordoc.env import Env
-from stordoc.service.pipeline import CheckRequest, run_check, with_swift_history
-from stordoc.settings import ClusterSettings, ThresholdSettings
+from core.env import Env
+from core.service.pipeline import CheckRequest, run_check, with_swift_history
+from core.settings import ClusterSettings, ThresholdSettings
 
 SECRET_FIELDS: dict[str, set[str]] = {"ceph": {"keyring"}, "swift": {"key"},
                                       "hosts": {"key_file", "known_hosts"}}

@@ -4,8 +4,8 @@ else does not; with no terminal to ask on, nothing runs and the user is told to 
 
 from __future__ import annotations
 
-from stordoc.errors import UserError
-from stordoc.terminal import Terminal
+from core.errors import UserError
+from core.terminal import Terminal
 
 YES_ANSWERS = frozenset({"y", "yes"})
 

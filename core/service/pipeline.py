@@ -1,8 +1,8 @@
 """The path of one check, one way: collect -> what the journal knows (recon history,
 recent runs, temporary changes, fill history, mutes) -> the checks (pure functions of the
 snapshot: ``checks.engine.run_checks``) -> record -> correlate once -> only -> next steps
-(``runbooks.nextstep``, planned on the same snapshot). ``stordoc.service.inspect`` and
-``stordoc.service.snapshots`` are its two callers: every front end, ``watch`` and the
+(``runbooks.nextstep``, planned on the same snapshot). ``core.service.inspect`` and
+``core.service.snapshots`` are its two callers: every front end, ``watch`` and the
 bot go through ``Service.check``; a saved snapshot through ``snapshots.load``.
 
 The journal is read and written here, never by a check."""
