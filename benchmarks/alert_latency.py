@@ -34,9 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.settings import AlertSettings, Secret, load_settings
 from lab import Lab
 from lab.alerts import AlertChain
-from core.settings import AlertSettings, Secret, load_settings
 from tests.support.fake_slack import BotHarness, all_text
 
 CHANNEL = "CBENCHALRT"

@@ -29,14 +29,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.env import Env
+from core.settings import load_settings
 from runbooks.bench import api
 from runbooks.bench.api import BenchOptions
 from runbooks.bench.common import Session
 from runbooks.bench.rados import cleanup_objects
 from runbooks.bench.swift import _conn, auth, cleanup
 from storage.rados_io import RadosIO
-from core.env import Env
-from core.settings import load_settings
 
 ONE, THREE = ("node1",), ("node1", "node2", "node3")
 

@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.settings import load_settings
 from runbooks.bench.measure import latency_summary
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
-from core.settings import load_settings
 
 MIB = 1024 * 1024
 

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 from core.settings import load_settings
+from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 
 
 def _children_cpu() -> float:

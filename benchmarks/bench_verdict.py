@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runbooks.bench import api
-from runbooks.bench.stats import compare_groups
 from core.env import Env
 from core.settings import load_settings
+from runbooks.bench import api
+from runbooks.bench.stats import compare_groups
 
 
 def _ceph(conf: str, *args: str) -> None:

@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stordoc.cli import main  # noqa: E402
 from core.terminal import Terminal  # noqa: E402
+from stordoc.cli import main  # noqa: E402
 
 
 def rows(release: str, name: str, width: int, *flags: str) -> list[str]:

@@ -94,10 +94,10 @@ def _ring(n: int) -> Any:
 def one(n: int) -> dict[str, Any]:
     import benchmarks.check_engine_scale as ces
     import checks.catalog  # noqa: F401
+    from core.service.pipeline import CheckRequest, run_check
     from storage.ceph import build_state
     from storage.hostfacts.prom import collect_via_prometheus
     from storage.model import ClusterSnapshot, HostFacts, SwiftState
-    from core.service.pipeline import CheckRequest, run_check
 
     ces.OSDS_PER_HOST = OSDS_PER_HOST
     raw = ces.synthetic_ceph_raw(n * OSDS_PER_HOST)

@@ -43,8 +43,8 @@ def main() -> int:
     ap.add_argument("--checks", type=int, default=6)
     a = ap.parse_args()
     os.chdir(ROOT)
-    from storage.journal import Journal
     from core.service.pipeline import CheckRequest, run_check
+    from storage.journal import Journal
     from tests.support.prom_server import FakeProm, Node
     from tests.unit.test_prom_facts import at, nodes_of, saved, via_prom
 

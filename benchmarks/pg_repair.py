@@ -63,9 +63,9 @@ def cycle(lab: object, env: object) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lab import Lab
     from core.env import Env
     from core.settings import load_settings
+    from lab import Lab
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="a running lab's base directory")

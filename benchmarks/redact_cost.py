@@ -27,9 +27,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args()
 
+    from core.service.snapshots import load
     from storage.audit import redact, redact_obj
     from storage.journal import Journal
-    from core.service.snapshots import load
 
     runs = []
     for case in sorted((ROOT / "tests" / "fixtures" / "snapshots").glob("*/*")):

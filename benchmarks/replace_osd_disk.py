@@ -40,11 +40,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.env import Env  # noqa: E402
+from core.settings import load_settings  # noqa: E402
 from lab import Lab  # noqa: E402
 from lab.replace import adopt_spare, adopt_xfs_spare, attach_spare  # noqa: E402
 from runbooks.api import RunEvent, execute, plan  # noqa: E402
-from core.env import Env  # noqa: E402
-from core.settings import load_settings  # noqa: E402
 
 
 def write_objects(lab: Lab, n: int, size: int) -> dict[str, str]:

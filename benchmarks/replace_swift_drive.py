@@ -29,12 +29,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.env import Env  # noqa: E402
+from core.settings import load_settings  # noqa: E402
 from lab import Lab  # noqa: E402
 from lab.layout import SWIFT_DEVICE_HOST  # noqa: E402
 from lab.replace import adopt_swift_spare, attach_swift_spare  # noqa: E402
 from runbooks.api import RunEvent, execute, plan  # noqa: E402
-from core.env import Env  # noqa: E402
-from core.settings import load_settings  # noqa: E402
 
 
 def main() -> int:

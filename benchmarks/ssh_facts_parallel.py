@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 warnings.filterwarnings("ignore")
 
+from core.settings import load_settings
 from storage.collect import collect
 from storage.hostfacts import collect_host_facts, collect_one, plan_for
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget
-from core.settings import load_settings
 
 
 def fleet(target: ClusterTarget, n: int, known_hosts: str) -> ClusterTarget:

@@ -76,11 +76,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import Lab
-from runbooks.api import RunEvent, execute, plan
 from core.env import Env
 from core.service import Service
 from core.settings import load_settings
+from lab import Lab
+from runbooks.api import RunEvent, execute, plan
 
 # health checks that say the lab is still re-peering after the previous cycle
 SETTLING_CHECKS = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN", "OSD_HOST_DOWN",

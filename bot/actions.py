@@ -17,9 +17,6 @@ from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
 from bot.core import BotCore, BotError, ChannelThrottle, Where, log
 from bot.store import Button
-from runbooks.bench.api import BenchOptions
-from runbooks.bench.model import Progress as BenchProgress
-from runbooks.model import EventKind, RunEvent
 from core.service.actions import (
     ActionPlan,
     ActionRefused,
@@ -28,6 +25,9 @@ from core.service.actions import (
     bench_option_values,
     is_bench,
 )
+from runbooks.bench.api import BenchOptions
+from runbooks.bench.model import Progress as BenchProgress
+from runbooks.model import EventKind, RunEvent
 
 _ICONS = {EventKind.STEP_STARTED: ":arrow_forward:", EventKind.STEP_DONE: ":white_check_mark:",
           EventKind.STEP_FAILED: ":x:", EventKind.CANCELLED: ":no_entry_sign:",

@@ -23,7 +23,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from storage.safefile import FileRefused, read_text
 from core.settings_clusters import ClusterSettings as ClusterSettings
 from core.settings_clusters import Secret as Secret
 from core.settings_clusters import ThresholdSettings as ThresholdSettings
@@ -32,6 +31,7 @@ from core.settings_model import Role as Role
 from core.settings_model import Settings as Settings
 from core.settings_model import SettingsError as SettingsError
 from core.settings_model import SlackSettings as SlackSettings
+from storage.safefile import FileRefused, read_text
 
 DEFAULT_PATHS = (
     Path(os.environ.get("STORDOC_CONFIG", "")) if os.environ.get("STORDOC_CONFIG") else None,

@@ -220,10 +220,10 @@ def _status_of(e: Exception) -> ExitStatus | None:
     """USAGE for bad input, REFUSED for a runbook's or benchmark's no (one line each, no
     traceback); None for anything else. The error types are imported here, once something
     was raised, so that parsing never loads the layers that define them."""
-    from runbooks.model import InvalidRequest, Refused
-    from storage.safefile import FileRefused
     from core.service.errors import ActionRefused, InvalidAction
     from core.settings import SettingsError
+    from runbooks.model import InvalidRequest, Refused
+    from storage.safefile import FileRefused
 
     # InvalidRequest and InvalidAction are kinds of Refused/ActionRefused: asked first
     if isinstance(e, UserError | SettingsError | InvalidRequest | InvalidAction | FileRefused):

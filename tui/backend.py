@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from checks.outcome import CheckOutcome
-from runbooks.bench.model import Progress as BenchProgress
-from runbooks.model import EventKind, RunEvent
-from storage.audit import AuditRun, AuditStep
-from storage.journal import CheckRun, FindingRecord
-from storage.targets import ClusterTarget
 from core.env import Env
 from core.service import Service
 from core.service.actions import ActionPlan, RunReport
 from core.service.actions import ActionRefused as ServiceRefused
 from core.service.inspect import RecordPolicy
 from core.service.records import AlertPost, MuteRefused
+from runbooks.bench.model import Progress as BenchProgress
+from runbooks.model import EventKind, RunEvent
+from storage.audit import AuditRun, AuditStep
+from storage.journal import CheckRun, FindingRecord
+from storage.targets import ClusterTarget
 
 
 class ActionRefused(Exception):

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.outcome import CheckOutcome
-from storage.audit import AuditRun, AuditStep
-from storage.journal import CheckRun, FindingRecord
-from storage.targets import ClusterTarget
 from core.service.actions import ActionPlan
 from core.service.records import AlertPost
 from core.service.snapshots import Replay
+from storage.audit import AuditRun, AuditStep
+from storage.journal import CheckRun, FindingRecord
+from storage.targets import ClusterTarget
 from tui.backend import ActionRefused, BenchView, LogSink, ProgressSink, RunView
 
 READ_ONLY = "a saved snapshot: nothing can be run, muted or benchmarked through it"

@@ -19,6 +19,8 @@ from enum import StrEnum
 from typing import Any
 
 from checks.model import Finding
+from core.env import Env
+from core.service.errors import ActionRefused, InvalidAction
 from runbooks import api as rb_api
 from runbooks.aftermath import Aftermath, follow, worth_following
 from runbooks.bench import api as bench_api
@@ -36,8 +38,6 @@ from runbooks.model import (
 from storage.audit import LockHeld
 from storage.benchstore import BenchStore
 from storage.model import ClusterSnapshot
-from core.env import Env
-from core.service.errors import ActionRefused, InvalidAction
 
 __all__ = ["ActionPlan", "ActionRefused", "Actions", "InvalidAction", "BenchProgress", "BenchSummary",
            "EventKind", "Outcome", "PlanKind", "RunEvent", "RunReport"]

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from checks.outcome import CheckOutcome
-from storage.targets import ClusterTarget
 from core.env import Env
 from core.service.fixes import FixChoice, choose_fix
 from core.service.inspect import Inspector, RecordPolicy
 from core.service.locks import Locks
 from core.service.records import Records
+from storage.targets import ClusterTarget
 
 if TYPE_CHECKING:
     from core.service.actions import Actions

@@ -9,12 +9,12 @@ undoing it is a separate, confirmed call.
 
 from __future__ import annotations
 
+from core.env import Env
+from core.service.errors import ActionRefused, InvalidAction
 from runbooks.leftovers import Leftover, reconcile, undo_leftovers
 from runbooks.model import Refused
 from runbooks.targets import canonical_osd, canonical_target_on
 from storage.audit import Audit, LockInfo
-from core.env import Env
-from core.service.errors import ActionRefused, InvalidAction
 
 __all__ = ["Leftover", "LockInfo", "Locks"]
 

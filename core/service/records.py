@@ -11,12 +11,12 @@ import checks.catalog  # noqa: F401  (registers every check's codes)
 import checks.engine  # noqa: F401  (registers the engine's own codes)
 from checks.model import Finding, Severity
 from checks.mutable import mute_refusal
-from storage.audit import Audit, AuditRun, AuditStep
-from storage.journal import CheckRun, FindingRecord
-from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
 from core.env import Env
 from core.service.fixes import UnknownFindingCode, catalogued_code
 from core.settings_model import SettingsError
+from storage.audit import Audit, AuditRun, AuditStep
+from storage.journal import CheckRun, FindingRecord
+from storage.mutes import Mute, add_mute, list_mutes, remove_mutes
 
 __all__ = ["AlertPost", "AuditRun", "AuditStep", "CheckRun", "FindingRecord", "Mute",
            "MuteRefused", "Records", "UnknownCode", "known_code"]

@@ -19,11 +19,11 @@ from pydantic import ValidationError
 
 from checks.model import Thresholds
 from checks.outcome import CheckOutcome
-from storage.snapshot import SnapshotDoc, SnapshotError, read_snapshot, replay, write_snapshot
-from storage.targets import ClusterTarget
 from core.env import Env
 from core.service.pipeline import CheckRequest, run_check, with_swift_history
 from core.settings import ClusterSettings, ThresholdSettings
+from storage.snapshot import SnapshotDoc, SnapshotError, read_snapshot, replay, write_snapshot
+from storage.targets import ClusterTarget
 
 SECRET_FIELDS: dict[str, set[str]] = {"ceph": {"keyring"}, "swift": {"key"},
                                       "hosts": {"key_file", "known_hosts"}}

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.argtypes import float_range, int_range, plain_name
-from stordoc.commands.common import env_from_args, term_of
 from core.errors import UserError
 from core.exitstatus import ExitStatus
 from core.service.task import Task
+from stordoc.commands.common import env_from_args, term_of
 
 if TYPE_CHECKING:  # the handlers import them (the parser stays light)
     from rich.table import Table
@@ -220,8 +220,8 @@ def _options(a: argparse.Namespace) -> Any:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from runbooks.bench import api
     from core.confirm import confirm
+    from runbooks.bench import api
 
     env = env_from_args(a)
     try:

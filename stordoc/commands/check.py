@@ -22,9 +22,9 @@ import time
 from typing import TYPE_CHECKING
 
 from checks.model import Finding, Severity, Verdict
-from stordoc.commands.common import env_from_args
 from core.exitstatus import ExitStatus
 from core.fmt import human_age
+from stordoc.commands.common import env_from_args
 
 if TYPE_CHECKING:  # the handler imports them (the parser stays light)
     from rich.console import Console
@@ -344,8 +344,8 @@ def _policy(args: argparse.Namespace) -> RecordPolicy:
 
 def _check_from(args: argparse.Namespace, only: list[str] | None) -> int:
     """A saved snapshot, judged as a live check would have judged it; no settings read."""
-    from stordoc.commands.common import load_snapshot, term_of
     from core.errors import UserError
+    from stordoc.commands.common import load_snapshot, term_of
 
     term = term_of(args)
     if args.all or args.cluster:

@@ -89,9 +89,9 @@ def env_from_args(args: argparse.Namespace) -> Env:
 def load_snapshot(directory: str, only: list[str] | None = None) -> Replay:
     """``--from DIR`` of check and tui: the snapshot's diagnosis, or one line and exit 64
     for anything it cannot take."""
-    from storage.snapshot import SnapshotError
     from core.errors import UserError
     from core.service.snapshots import load
+    from storage.snapshot import SnapshotError
 
     try:
         return load(directory, only)

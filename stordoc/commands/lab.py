@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.argtypes import int_range
-from stordoc.commands.common import term_of
 from core.errors import UserError
 from core.exitstatus import ExitStatus
+from stordoc.commands.common import term_of
 
 if TYPE_CHECKING:
     from rich.console import Console

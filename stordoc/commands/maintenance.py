@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from stordoc.commands.common import env_from_args
 from core.errors import UserError
+from stordoc.commands.common import env_from_args
 
 
 def _window(text: str) -> str:

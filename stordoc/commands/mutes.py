@@ -9,8 +9,8 @@ import time
 
 from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
 from core.argtypes import duration
-from stordoc.commands.common import env_from_args, finding_code
 from core.errors import UserError
+from stordoc.commands.common import env_from_args, finding_code
 
 MAX_MUTE_S = 30 * 86400.0
 CEPH_HINT = "stordoc mute CEPH_HEALTH 'ceph CODE'"

@@ -37,10 +37,10 @@ def _usage(p: argparse.ArgumentParser):  # type: ignore[no-untyped-def]
 
 
 def cmd_save(args: argparse.Namespace) -> int:
-    from storage.snapshot import SnapshotError
-    from stordoc.commands.common import env_from_args
     from core.errors import UserError
     from core.service.snapshots import save
+    from storage.snapshot import SnapshotError
+    from stordoc.commands.common import env_from_args
 
     env = env_from_args(args)
     try:

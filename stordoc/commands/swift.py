@@ -8,8 +8,8 @@ import argparse
 import json
 
 from core.argtypes import int_range
-from stordoc.commands.common import env_from_args
 from core.exitstatus import ExitStatus
+from stordoc.commands.common import env_from_args
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import Lab
 from core.env import Env
 from core.settings import load_settings
+from lab import Lab
 from tests.support.broken import osd1_unmounted  # noqa: F401  (the fixture)
 from tests.support.poll import wait_until
 

@@ -13,13 +13,13 @@ import pytest
 
 from checks.engine import run_checks
 from checks.settle import judge_state
+from core.env import Env
 from lab import Lab
 from runbooks.aftermath import Aftermath, follow, read
 from runbooks.bench.common import ClusterNotSettled, ceph_gate
 from storage.ceph import CephClient, SettleMethod, collect_ceph, settle_from_json
 from storage.model import ClusterSnapshot
 from storage.rados_io import RadosIO
-from core.env import Env
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from lab import Lab
-from lab.alerts import AlertChain
 from core.service import Service
 from core.settings import AlertSettings, Secret, load_settings
+from lab import Lab
+from lab.alerts import AlertChain
 from tests.support.cli import cli
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.poll import wait_until

@@ -348,8 +348,8 @@ def test_ctrl_c_cleans_up_on_every_client(lab: Lab, ctx: Any, cfg: Path, kind: s
     assert _pools(ctx) == pools_before  # the run's own pool removed after Ctrl-C too
     if kind != "swift":
         assert "creates pool stordoc-bench-<run>" in out + err
-    from storage.journal import Journal
     from core.settings import load_settings
+    from storage.journal import Journal
     j = Journal(load_settings(cfg).journal)
     try:
         run = [r for r in Audit(j).runs(5) if r.runbook == f"bench-{kind}"][0]
@@ -383,8 +383,8 @@ timeout = 5
     assert len(lines) == 1 and "client ghost is unreachable" in lines[0], r.stderr
     assert "nothing was started" in lines[0] and "Traceback" not in r.stderr
     assert _objects(ctx) == before
-    from storage.journal import Journal
     from core.settings import load_settings
+    from storage.journal import Journal
     j = Journal(load_settings(cfg).journal)
     try:
         assert BenchStore(j).history("lab", 5) == []

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import Lab
 from core.settings import load_settings
+from lab import Lab
 from tests.support.fake_slack import BotHarness, all_text, buttons
 
 OPS, OPS2, VIEWER, STRANGER = "UOPSLAB001", "UOPSLAB002", "UVIEWLAB01", "USTRANGE01"

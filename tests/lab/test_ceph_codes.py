@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from checks.outcome import CheckOutcome
-from lab import Lab
 from core.env import Env
 from core.service import Service
+from lab import Lab
 from tests.support.cli import cli as _cli
 from tests.support.labtools import config_with_journal
 from tests.support.poll import wait_until

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import core.settings as settings_mod
+from core.exitstatus import ExitStatus
 from lab import Lab
 from storage.audit import Audit
 from storage.journal import Journal
 from stordoc.cli import main
-from core.exitstatus import ExitStatus
 from tests.lab.test_runbooks import wait_health
 from tests.support.broken import break_until_teardown
 from tests.support.cli import ROOT, cli, cli_argv, cli_env

@@ -9,8 +9,8 @@ import re
 import subprocess
 import time
 
-from lab import Lab
 from core.env import Env
+from lab import Lab
 from tests.lab.test_ceph_codes import ceph, cli
 from tests.support.poll import wait_until
 

@@ -24,6 +24,7 @@ import time
 import pytest
 
 from checks.engine import CheckReport, run_checks
+from core.settings import load_settings
 from lab import Lab
 from lab.config import write_config
 from lab.hostmetrics import HostMetrics
@@ -32,7 +33,6 @@ from storage.hostfacts import collect_host_facts
 from storage.hostfacts.prom import collect_via_prometheus
 from storage.model import ClusterSnapshot, HostFacts, PromStatus
 from storage.targets import ClusterTarget
-from core.settings import load_settings
 from tests.support.broken import broken
 from tests.support.poll import wait_until
 

@@ -13,6 +13,7 @@ import pytest
 from checks.engine import CheckReport, run_checks
 from checks.mounts import OSD_CODES, SWIFT_CODES
 from checks.swift_rings import CODES as RING_CODES
+from core.settings import load_settings
 from lab import Lab
 from storage.collect import collect
 from storage.hostfacts import collect_host_facts
@@ -20,7 +21,6 @@ from storage.model import ClusterSnapshot
 from storage.runner import HostUnreachable
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
-from core.settings import load_settings
 
 OURS = {c.code for c in OSD_CODES + SWIFT_CODES + RING_CODES} | {"HOST_UNREACHABLE"}
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from core.env import Env
+from core.exitstatus import ExitStatus
 from lab import Lab
 from lab.scenarios.mgrmon import mgr_stat, start_standby_mgr, stop_standby_mgr
 from storage.audit import Audit
 from storage.procs import pid_alive
-from core.env import Env
-from core.exitstatus import ExitStatus
 from tests.support.cli import cli
 from tests.support.poll import wait_until
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from checks.hostdiag import Flavour, osd_diagnoses
-from lab import Lab
 from core.env import Env
 from core.service import Service
 from core.service.inspect import RecordPolicy
 from core.settings import load_settings
+from lab import Lab
 from tests.support.poll import wait_until
 
 HOST_CODES = {"OSD_DATA_UNMOUNTED", "OSD_NOT_ACTIVATED", "OSD_DAEMON_STOPPED",

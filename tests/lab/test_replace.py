@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from core.env import Env
 from lab import Lab
 from lab.replace import (
     adopt_spare,
@@ -29,7 +30,6 @@ from lab.replace import (
 from runbooks.api import Refused, RunContext, execute, plan
 from storage.dispersion import sample
 from storage.swiftlib import RingBuilder
-from core.env import Env
 from tests.support.cli import cli
 from tests.support.poll import wait_until
 

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from checks.model import Finding
-from lab import Lab
-from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
-from storage.audit import Audit
 from core.env import Env
 from core.exitstatus import ExitStatus
 from core.service import Service
+from lab import Lab
+from runbooks.api import Plan, Refused, RunContext, RunEvent, execute, plan
+from storage.audit import Audit
 from tests.support.broken import break_until_teardown
 from tests.support.cli import cli
 from tests.support.poll import wait_until

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from lab import Lab
 from core.env import Env
 from core.service import Service
 from core.service.snapshots import load
 from core.settings import load_settings
+from lab import Lab
 from tests.support.cli import cli
 from tests.support.fixture_snapshots import (
     CASES,

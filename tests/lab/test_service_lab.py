@@ -15,13 +15,13 @@ import time
 import pytest
 
 from checks.model import Finding
-from lab import Lab
-from storage.journal import CheckRun
 from core.env import Env
 from core.service import Service
 from core.service.actions import ActionRefused, InvalidAction
 from core.service.inspect import RecordPolicy
 from core.service.records import UnknownCode
+from lab import Lab
+from storage.journal import CheckRun
 
 
 def _codes(findings: tuple[Finding, ...] | list[Finding]) -> set[tuple[str, str]]:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import Lab
 from core.exitstatus import ExitStatus
+from lab import Lab
 from tests.support.cli import ROOT, cli, cli_argv
 from tests.support.labtools import (
     cancelled_and_undone,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from checks.engine import run_checks
+from core.settings import load_settings
 from lab import Lab
 from storage.collect import collect
-from core.settings import load_settings
 from tests.support.cli import cli
 from tests.support.poll import wait_until
 

@@ -13,10 +13,10 @@ import pytest
 
 from checks.engine import run_checks
 from checks.model import Thresholds
+from core.settings import load_settings
 from lab import Lab
 from storage.collect import collect
 from storage.swift import file_md5
-from core.settings import load_settings
 from tests.support.poll import wait_until
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from lab import Lab
 from core.env import Env
 from core.service import Service
+from lab import Lab
 from tests.lab.test_tui_lab import SIZE
 from tests.support.cli import cli
 from tests.support.tui import lab_env, pilot_wait, sync

@@ -18,6 +18,10 @@ from typing import Any
 
 import pytest
 
+from core.env import Env
+from core.service import Service
+from core.service.snapshots import load
+from core.settings import load_settings
 from lab import Lab
 from lab.scenarios.unfound import (
     HOLD_KEY,
@@ -28,10 +32,6 @@ from lab.scenarios.unfound import (
     num_unfound,
     pool_pgid,
 )
-from core.env import Env
-from core.service import Service
-from core.service.snapshots import load
-from core.settings import load_settings
 from tests.lab.test_scenarios import reach
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.fixture_snapshots import BY_NAME, FIXTURES, finding_keys, snapshot_ports
@@ -66,8 +66,8 @@ def _objects(lab: Lab) -> list[str]:
 
 
 def _cli(cfg: Path, *argv: str) -> tuple[int, str, str]:
-    from stordoc.cli import main
     from core.terminal import Terminal
+    from stordoc.cli import main
 
     term = Terminal.capture(width=200)
     rc = main(["--config", str(cfg), *argv], term)

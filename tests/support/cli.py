@@ -19,8 +19,8 @@ def run_main(*argv: str, width: int = 200) -> tuple[int, str, str]:
     wide: its exit status, stdout and stderr."""
     import io
 
-    from stordoc.cli import main
     from core.terminal import Terminal
+    from stordoc.cli import main
 
     term = Terminal.capture(width=width)
     rc = main(list(argv), term)

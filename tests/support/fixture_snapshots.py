@@ -610,10 +610,10 @@ def _scrape_of(lab: Any, source: str, url: str, job: str) -> Any:
 
 def capture(lab: Any, out: Path, names: list[str], say: Callable[[str], None],
             metrics_only: bool = False) -> list[str]:
-    from storage.snapshot.metrics import write_metrics
     from core.env import Env
     from core.service.snapshots import save
     from core.settings import load_settings
+    from storage.snapshot.metrics import write_metrics
 
     targets = lab_metrics(lab)
     if metrics_only and not any(src == "mgr" for src, _, _ in targets):

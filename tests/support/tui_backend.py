@@ -21,13 +21,13 @@ from checks.incidents import correlate
 from checks.model import REGISTRY, Finding
 from checks.mutable import mute_refusal
 from checks.outcome import CheckOutcome
+from core.service.actions import ActionPlan
+from core.service.records import AlertPost, UnknownCode, known_code
 from storage.audit import AuditRun, AuditStep
 from storage.journal import CheckRun, FindingRecord, Journal
 from storage.model import ClusterSnapshot
 from storage.mutes import active_mutes, add_mute
 from storage.targets import ClusterTarget
-from core.service.actions import ActionPlan
-from core.service.records import AlertPost, UnknownCode, known_code
 from tui.backend import ActionRefused, BenchView, LogSink, ProgressSink, RunView
 
 

@@ -22,8 +22,8 @@ from checks.alert_rules import BY_NAME, RULES, SOURCES
 from checks.catalog import finding_codes
 from checks.ceph_codes import EXPLAIN
 from checks.incidents import Incident
-from runbooks.catalog import registry
 from core.service.snapshots import Replay, load
+from runbooks.catalog import registry
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.fixture_snapshots import FIXTURES
 

@@ -16,10 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from core.settings import AlertSettings, Secret, parse_settings
 from storage.ceph import build_state
 from storage.model import ClusterSnapshot
 from storage.targets import ClusterTarget
-from core.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, Call, FakeSlack, all_text
 from tests.unit.test_tui_data import healthy_snapshot, octopus_raw
 

@@ -26,8 +26,8 @@ from bot.alerts import (
     parse_payload,
 )
 from bot.alerts.payload import _epoch
-from lab.alerts import CEPH_RULES, lab_rules
 from core.settings import AlertSettings, Secret, SettingsError, parse_settings
+from lab.alerts import CEPH_RULES, lab_rules
 from tests.support.fake_slack import BotHarness, all_text
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / \

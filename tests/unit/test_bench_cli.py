@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.cli import main
 from core.exitstatus import ExitStatus
+from stordoc.cli import main
 from tests.support.cli import unreachable_config
 
 

@@ -103,11 +103,11 @@ def test_the_benchmark_after_a_fix_waits_while_the_cluster_settles(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench_after`` retries while the gate says settling, gives up at once otherwise
     (it read "active+clean" out of the refusal's text before)."""
+    from core.env import Env
+    from core.settings import parse_settings
     from runbooks import verify
     from runbooks.bench import api
     from runbooks.model import RunEvent
-    from core.env import Env
-    from core.settings import parse_settings
 
     conf = tmp_path / "ceph.conf"
     conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from checks.outcome import CheckOutcome
-from storage.model import ClusterSnapshot
-from storage.targets import ClusterTarget
 from core.env import Env
 from core.settings import AlertSettings, Secret, parse_settings
+from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
 from tests.support.fake_slack import BotHarness, FakeSlack, SlackSender, all_text
 from tests.support.poll import wait_until
 from tests.unit.test_tui_data import broken_snapshot

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from core.service.actions import ActionPlan, PlanKind, RunReport
+from core.settings import parse_settings
 from runbooks.aftermath import Aftermath
 from runbooks.api import RunContext, plan_from_snapshot
 from runbooks.model import EventKind, RunEvent
 from storage.journal import Journal
-from core.service.actions import ActionPlan, PlanKind, RunReport
-from core.settings import parse_settings
 from tests.support.fake_slack import BotHarness, Call, all_text, buttons
 from tests.unit.test_replay import replay
 

@@ -17,12 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks.ceph_codes_rest import guess_app
+from core.service.snapshots import load
 from runbooks.model import Refused, RunContext
 from runbooks.planning import plan_from_snapshot
 from storage.ceph.parse_osdlog import parse_large_omap
 from storage.journal import Journal
 from storage.targets import CephTarget, ClusterTarget
-from core.service.snapshots import load
 from tests.support.ceph_code_cases import (
     ALL_CODES,
     REEF_CODES,

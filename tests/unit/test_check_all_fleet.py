@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from storage.targets import ClusterTarget
-from stordoc.cli import main
 from core.env import Env
 from core.service import fleet
 from core.terminal import Terminal
+from storage.targets import ClusterTarget
+from stordoc.cli import main
 from tests.support.fixture_snapshots import FIXTURES
 
 HEALTHY = 48

@@ -248,8 +248,8 @@ def _plan_text(case: str, show_scripts: bool = False) -> tuple[object, str]:
 @pytest.mark.parametrize("case", ["osd-crash", "osd-hung"])
 def test_a_plan_names_the_script_a_step_runs_and_shows_it_on_request(
         case: str, snapshot: object) -> None:
-    from runbooks.daemons import EVIDENCE_SCRIPT, KILL_SCRIPT
     from core import approvals
+    from runbooks.daemons import EVIDENCE_SCRIPT, KILL_SCRIPT
 
     p, text = _plan_text(case)
     rows = readable(text)

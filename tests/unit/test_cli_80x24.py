@@ -16,10 +16,10 @@ from rich.console import Console
 
 from checks.incidents import Incident, NextStep
 from checks.model import Finding, Severity
-from stordoc.cli import main
-from stordoc.commands.check import render
 from core.service.snapshots import Replay, load
 from core.terminal import Terminal
+from stordoc.cli import main
+from stordoc.commands.check import render
 from tests.support.fixture_snapshots import CASES, FIXTURES, ROOT
 
 RELEASES = ("pacific", "reef")

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stordoc.cli import build_parser, main
 from core.settings import SettingsError, parse_settings
+from stordoc.cli import build_parser, main
 from tests.support.cli import unreachable_config
 
 HOSTILE = [

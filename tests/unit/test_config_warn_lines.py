@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from checks.incidents import Incident
+from core.service.snapshots import Replay, load
 from runbooks.api import plan_from_snapshot
 from runbooks.model import Refused
 from runbooks.nextstep import planning_context
-from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 
 RELEASES = ("pacific", "reef")

@@ -16,6 +16,7 @@ from checks.daemons import evidence, judge
 from checks.incidents import correlate
 from checks.model import Finding, Severity
 from checks.swift_rings import proxy_words
+from core.service.pipeline import CheckRequest, run_check
 from runbooks.nextstep import planning_context, with_next_steps
 from storage.hostfacts.parse import (
     parse_daemon_section,
@@ -26,7 +27,6 @@ from storage.hostfacts.parse import (
 from storage.model import DaemonFacts, DaemonLife
 from storage.model.daemons import daemon_kind
 from storage.model.mgrmon import MgrState
-from core.service.pipeline import CheckRequest, run_check
 from tests.unit.test_replay import replay
 
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "daemons" / "pacific"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stordoc.cli import build_parser
 from core.settings import load_settings
 from core.settings_model import SlackSettings
+from stordoc.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = ROOT / "deploy" / "systemd"

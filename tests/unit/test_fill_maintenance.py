@@ -14,14 +14,14 @@ import pytest
 
 from checks.engine import run_checks
 from checks.fill import days_to_full
+from core.service.snapshots import load
+from core.terminal import Terminal
 from runbooks.model import InvalidRequest, Refused, RunContext
 from runbooks.planning import plan_from_snapshot
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HeldChange, OsdUsage
 from storage.targets import CephTarget, ClusterTarget, HostTarget
 from stordoc.cli import main
-from core.service.snapshots import load
-from core.terminal import Terminal
 from tests.support.fixture_snapshots import FIXTURES
 
 HOSTS = tuple(HostTarget(f"node{i}", f"127.0.0.{i + 1}") for i in range(1, 5))

@@ -18,10 +18,10 @@ from bot import grammar as g
 from bot.app import StordocBot, Where
 from bot.core import BotError
 from checks.model import Finding, Severity
-from runbooks.model import Refused
-from stordoc.commands.runbooks import _pick_finding
 from core.errors import UserError
 from core.service.fixes import choose_fix
+from runbooks.model import Refused
+from stordoc.commands.runbooks import _pick_finding
 
 
 def _down_out(i: int, runbook: str | None = "osd-start") -> Finding:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from core.service.snapshots import Replay, load
 from runbooks.model import InvalidRequest, Refused, RunContext
 from runbooks.planning import plan_from_snapshot
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HeldChange, RecentRun
 from storage.targets import CephTarget, ClusterTarget, HostTarget
-from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 
 HOSTS = tuple(HostTarget(f"node{i}", f"127.0.0.{i + 1}") for i in range(1, 5))

@@ -60,8 +60,8 @@ def test_the_maintenance_runbook_follows_the_hosts_noout() -> None:
 def test_the_cli_slack_and_tui_offer_the_same_fix_in_every_saved_scenario(release: str
                                                                           ) -> None:
     from bot import render as r
-    from stordoc.commands.check import render_incidents
     from core.service.snapshots import load
+    from stordoc.commands.check import render_incidents
     from tui import views
 
     for d in sorted((FIXTURES / release).iterdir()):

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from checks.model import Severity
+from core.service.snapshots import load
 from runbooks.api import plan_from_snapshot
 from runbooks.model import Refused
 from runbooks.nextstep import planning_context
 from runbooks.planning import runbook_for_code
-from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 RELEASES = ("pacific", "reef")

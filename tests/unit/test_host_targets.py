@@ -233,11 +233,11 @@ def test_the_bot_refuses_an_unknown_host_with_the_closest_name(tmp_path: Path) -
 
 
 def test_a_lock_is_named_by_any_spelling_of_its_host(tmp_path: Path) -> None:
-    from storage.audit import Audit
     from core.env import Env
     from core.service import Service
     from core.service.errors import InvalidAction
     from core.settings import parse_settings
+    from storage.audit import Audit
 
     e = Env(parse_settings({"journal": str(tmp_path / "j.db"), "clusters": {"lab": {
         "swift": {"proxy_url": "http://127.0.0.1:1"},

@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.service.pipeline import CheckRequest, run_check
 from storage.journal import Journal
 from storage.rowcap import CUT, MAX_EVIDENCE, MAX_ROW, bounded_json, cap_text
-from core.service.pipeline import CheckRequest, run_check
 from tests.support.prom_server import FakeProm, Node
 from tests.unit.test_prom_facts import at, nodes_of, saved, via_prom
 

@@ -118,9 +118,9 @@ def test_textfiles_are_written_whole_and_named_as_the_collector_reads_them(
 
 def test_the_labs_prometheus_config_reads_as_stordocs_settings(lab: Lab,
                                                                tmp_path: Path) -> None:
-    from lab.config import config_text, prom_config_text
     from core.settings import load_settings
     from core.settings_clusters import PrometheusSettings
+    from lab.config import config_text, prom_config_text
 
     lab.base.mkdir(parents=True)
     lab.write_state(port_base=29000, osd_layout="mixed", fsid="f")

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from core.service.pipeline import CheckRequest, run_check
 from runbooks.nextstep import planning_context, with_next_steps
 from storage.model import ClusterSnapshot
-from core.service.pipeline import CheckRequest, run_check
 from tests.unit.test_replay import replay
 
 

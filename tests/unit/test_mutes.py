@@ -116,9 +116,9 @@ def test_unrecorded_checks_honour_mutes_and_recorded_ones_date_every_finding() -
     import dataclasses
     import json as _json
 
+    from core.service.pipeline import CheckRequest, run_check
     from storage.ceph import build_state, load_raw_dir
     from storage.targets import ClusterTarget
-    from core.service.pipeline import CheckRequest, run_check
 
     raw = load_raw_dir(str(ROOT / "tests" / "fixtures" / "ceph-pacific" / "pool-few-pgs"))
     st = build_state(raw)

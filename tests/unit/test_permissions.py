@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stordoc.cli import main
 from core.exitstatus import ExitStatus
+from stordoc.cli import main
 
 STORDOC = str(Path(sys.executable).with_name("stordoc"))
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),

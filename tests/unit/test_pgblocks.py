@@ -286,10 +286,10 @@ def unfound_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     a cluster; returns run(argv) -> (exit, stdout, stderr) and the PG's id."""
     import io
 
-    from runbooks import api as rb_api
-    from stordoc.cli import main
     from core.service.snapshots import load
     from core.terminal import Terminal
+    from runbooks import api as rb_api
+    from stordoc.cli import main
 
     rp = load(str(UNFOUND_SNAP))
     snap = rp.outcome.snapshot

@@ -27,15 +27,15 @@ import pytest
 from rich.console import Console
 
 from checks.model import Severity, Verdict
+from core.env import Env
+from core.service.snapshots import Replay, load
+from core.terminal import Terminal
 from runbooks.nextline import actionable, exact_command, last_line
 from storage import expiring
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from stordoc.cli import main
 from stordoc.commands.check import render
-from core.env import Env
-from core.service.snapshots import Replay, load
-from core.terminal import Terminal
 from tests.support.fixture_snapshots import FIXTURES, ROOT
 
 RELEASES = ("pacific", "reef")

@@ -18,11 +18,11 @@ import pytest
 from checks.ceph_cli import commands_in, judge, releases, vetted
 from checks.engine import run_checks
 from checks.model import CodeInfo, Finding, Registry, Severity
+from core.service.pipeline import CheckRequest, run_check
 from runbooks.api import Refused, RunContext, plan_from_snapshot
 from runbooks.catalog import registry
 from runbooks.nextstep import planning_context
 from storage.journal import Journal
-from core.service.pipeline import CheckRequest, run_check
 from tests.support.printed_commands import (
     doc_commands,
     expanded,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.hostfacts.prom import QUERIES
 from core.settings import SettingsError, parse_settings
+from storage.hostfacts.prom import QUERIES
 from tests.support.cli import run_main
 from tests.support.prom_server import GARBAGE, FakeProm, FsSeries, Node
 

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks.engine import run_checks
+from core.service.snapshots import load
 from storage.hostfacts.prom import (
     QUERIES,
     HostIndex,
@@ -27,7 +28,6 @@ from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
 from storage.prometheus import PromClient, PromError
 from storage.snapshot import replay
 from storage.targets import ClusterTarget, HostTarget, PromTarget
-from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 from tests.support.prom_server import (
     GARBAGE,

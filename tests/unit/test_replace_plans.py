@@ -109,8 +109,8 @@ def test_osd_replace_of_a_ceph_disk_xfs_osd_stays_xfs(release: str) -> None:
 def test_osd_replace_xfs_refuses_a_device_with_a_filesystem(release: str) -> None:
     """No mkfs.xfs -f: a new device that holds a filesystem is in use, and a host template
     that forces mkfs.xfs is refused by the settings and by the plan."""
-    from storage.model import BlockDevice
     from core.settings_clusters import HostSettings
+    from storage.model import BlockDevice
 
     rp = replay(release, "healthy")
     snap = rp.outcome.snapshot

@@ -16,6 +16,7 @@ import pytest
 from checks.ceph_codes import EXPLAIN
 from checks.engine import run_checks
 from checks.scrub import judge_pg
+from core.service.snapshots import load
 from runbooks.api import plan_from_snapshot
 from runbooks.model import InvalidRequest, Refused
 from runbooks.nextstep import planning_context
@@ -24,7 +25,6 @@ from storage.ceph.parse_scrub import parse_inconsistent_obj, parse_pg_ls, parse_
 from storage.model import ClusterSnapshot
 from storage.model.scrub import PgScrub
 from storage.targets import CephTarget, ClusterTarget
-from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "scrub"
@@ -185,8 +185,8 @@ def test_cli_refuses_a_malformed_pgid_in_one_line_with_64(tmp_path: Path, pgid: 
     /dev/null), no run is audited."""
     import io
 
-    from stordoc.cli import main
     from core.terminal import Terminal
+    from stordoc.cli import main
 
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\ndefault_cluster = "lab"\n'

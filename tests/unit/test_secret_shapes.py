@@ -30,11 +30,11 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from core.settings import parse_settings
 from storage.audit import Audit, redact, redact_obj
 from storage.benchstore import BenchStore
 from storage.expiring import record as record_change
 from storage.journal import Journal
-from core.settings import parse_settings
 from tests.support.cli import run_main
 from tests.support.fake_slack import BotHarness, all_text
 

@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 import lab.config as labconfig
+from core.settings import parse_settings
 from storage.journal import Journal
 from storage.mutes import add_mute, list_mutes
-from core.settings import parse_settings
 from tests.support.cli import cli
 from tests.support.fake_slack import TOKEN, BotHarness
 

@@ -20,9 +20,6 @@ from hypothesis import strategies as st
 
 from checks.model import Finding, Severity
 from checks.outcome import CheckOutcome
-from runbooks.model import EventKind, Outcome, RunEvent
-from storage.model import ClusterSnapshot
-from storage.targets import ClusterTarget
 from core.env import Env
 from core.service import Service
 from core.service.actions import (
@@ -35,6 +32,9 @@ from core.service.actions import (
 from core.service.inspect import RecordPolicy
 from core.service.records import MuteRefused, UnknownCode
 from core.settings import parse_settings
+from runbooks.model import EventKind, Outcome, RunEvent
+from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
 from tests.unit.test_tui_data import broken_snapshot, healthy_snapshot
 from tui.backend import log_line
 

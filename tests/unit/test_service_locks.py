@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from storage.audit import Audit
 from core.env import Env
 from core.service import Service
 from core.service.errors import ActionRefused, InvalidAction
 from core.settings import parse_settings
 from core.settings_model import SettingsError
+from storage.audit import Audit
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from checks.ceph_config import option_is_fault, ratio_causes
 from checks.model import CheckContext
 from checks.slow_ops import check_slow_ops
+from core.service.snapshots import Replay, load
 from runbooks.api import plan_from_snapshot
 from runbooks.config import previous_value
 from runbooks.model import InvalidRequest, Refused
@@ -26,7 +27,6 @@ from storage import expiring
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from storage.snapshot import read_snapshot, replay
-from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 
 RELEASES = ("pacific", "reef")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import core.settings as settings_mod
+from core.settings import SettingsError, load_settings, parse_settings
 from storage import safefile
 from storage.safefile import FileRefused, read_regular
-from core.settings import SettingsError, load_settings, parse_settings
 from tests.support.cli import cli
 
 

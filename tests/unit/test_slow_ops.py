@@ -18,12 +18,12 @@ from checks.model import CheckContext, Severity
 from checks.osd import pg_state_is_clean
 from checks.pgs import check_pgs
 from checks.slow_ops import check_slow_ops
+from core.service.snapshots import load
 from storage.ceph import collect as ceph_collect
 from storage.ceph.client import CephCommandError
 from storage.ceph.parse_ops import parse_op, parse_osd_ops, parse_ping_lines, parse_slow
 from storage.model import ClusterSnapshot
 from storage.snapshot import read_snapshot, replay
-from core.service.snapshots import load
 from tests.support.fixture_snapshots import FIXTURES
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "slow_ops" / "reef"

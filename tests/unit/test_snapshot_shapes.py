@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.snapshot.shapes import CEPH_SHAPES
 from core.settings import parse_settings
+from storage.snapshot.shapes import CEPH_SHAPES
 from tests.support.cli import run_main
 from tests.support.fake_slack import BotHarness, all_text
 from tests.support.fixture_snapshots import FIXTURES

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 
-from stordoc.commands.common import cancel_when_stdout_lost
 from core.service.task import Task
 from core.streams import GuardedStream, guarded, reader_gone
 from core.terminal import Terminal
+from stordoc.commands.common import cancel_when_stdout_lost
 from tests.conftest import ROOT
 from tests.support.cli import cli_argv
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from rich.text import Text
 
-from runbooks.model import EventKind, RunEvent
 from core.service.actions import ActionPlan, PlanKind
+from runbooks.model import EventKind, RunEvent
 from tests.support.tui import pilot_wait, settle, sync
 from tests.support.tui_backend import SnapshotBackend
 from tests.unit.test_tui_app import make_app

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from checks.catalog import finding_codes
 from checks.spelling import closest
-from runbooks.model import InvalidRequest
-from runbooks.planning import list_runbooks, runbook_named
 from core.exitstatus import ExitStatus
 from core.service.fixes import UnknownFindingCode, catalogued_code
 from core.service.records import UnknownCode, known_code
+from runbooks.model import InvalidRequest
+from runbooks.planning import list_runbooks, runbook_named
 from tests.support.cli import run_main
 
 CODES = finding_codes()
