@@ -10,6 +10,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from core.settings import ClusterSettings, Settings, SettingsError
+from core.settings_clusters import MAX_SECRET_BYTES
+from core.terminal import Terminal
+
 # imported with the Env, in the main thread, before collect() starts its thread pool:
 # Swift's eventlet must not arrive first in a worker (tests/unit/test_cli_startup.py)
 from storage.collect import collect
@@ -24,9 +28,6 @@ from storage.safefile import (
     check_named,
 )
 from storage.targets import ClusterTarget
-from core.settings import ClusterSettings, Settings, SettingsError
-from core.settings_clusters import MAX_SECRET_BYTES
-from core.terminal import Terminal
 
 if TYPE_CHECKING:
     from runbooks.api import RunContext
@@ -91,6 +92,29 @@ def preflight_cluster(cs: ClusterSettings) -> None:
         need_readable(path)
 
 
+def missing_change_key(cs: ClusterSettings, cluster: str) -> str | None:
+    """Why this stordoc cannot change the cluster (None: it can): a separate Ceph user for
+    changes is configured (``ceph.fix_client``) but its keyring is not here (a bot host
+    given only the read-only key, issue 40.3). One line naming the key."""
+    c = cs.ceph
+    if c is None or not c.separate_fix_user or not c.fix_keyring:
+        return None
+    path = c.fix_keyring
+    try:
+        check_named([("ceph.fix_keyring", path, MAX_KEYRING_BYTES)])
+    except FileRefused as e:
+        return f"no usable key for changes to {cluster}: {e}"
+    if not os.path.isfile(path):
+        why = "no such file"
+    elif not os.access(path, os.R_OK):
+        why = "permission denied"
+    else:
+        return None
+    return (f"this stordoc holds no key for changes to {cluster}: {c.fix_client}'s keyring "
+            f"{path} ({why}; clusters.{cluster}.ceph.fix_keyring); it checks as "
+            f"{c.client} (read-only) and changes nothing")
+
+
 @dataclass
 class Env:
     """Settings, the journal, who acts, and the terminal (the CLI's one I/O boundary:
@@ -151,6 +175,12 @@ class Env:
 
         if not due(self.journal, cluster):
             return []
+        n = self.cluster_name(cluster)
+        lacking = missing_change_key(self.settings.clusters[n], n)
+        if lacking:  # a read-only instance: the one holding the key reverts them
+            if lacking not in self.reverted and remember:
+                self.reverted.append(f"not reverted: {lacking}")
+            return []
         from runbooks.expiry import sweep
 
         self._sweeping = True
@@ -168,7 +198,8 @@ class Env:
         return lines
 
     def run_context(self, cluster: str | None, source: str = "cli") -> RunContext:
-        """What the runbooks need for one cluster: target, journal, limits, who acts."""
+        """What the runbooks need for one cluster: target (Ceph as the user that makes
+        changes), journal, limits, who acts."""
         from runbooks.api import RunContext
 
         n = self.cluster_name(cluster)
@@ -176,7 +207,7 @@ class Env:
         preflight_cluster(cs)
         rs = self.settings.runbooks
         return RunContext(
-            cluster=n, target=cs.target(n), journal=self.journal,
+            cluster=n, target=cs.target(n, changes=True), journal=self.journal,
             thresholds=self.settings.thresholds_for(n), muted=tuple(cs.muted),
             user=self.settings.user or self.user, source=source,
             verify_timeout_s=rs.verify_timeout_s, step_timeout_s=rs.step_timeout_s,

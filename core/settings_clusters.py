@@ -10,7 +10,7 @@ import os
 import string
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from checks.model import Thresholds
 from storage.model.daemons import daemon_kind
@@ -99,9 +99,16 @@ class Secret(StrictModel):
 
 
 class CephSettings(StrictModel):
+    """How stordoc reaches Ceph. ``client``/``keyring`` do every read (a check); a
+    separate ``fix_client``/``fix_keyring`` (least privilege, issue 40.3) makes every
+    change (runbooks, benchmarks, reverting temporary changes): a bot host given only the
+    read-only key checks and says, on a Fix, which key it lacks."""
+
     conf: str
     keyring: str | None = None
     client: str = "client.admin"
+    fix_client: str | None = None
+    fix_keyring: str | None = None
     timeout: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
     cluster_name: str = "ceph"
     # the argv of an osdmaptool of the cluster's release or newer (the map is given as
@@ -117,6 +124,25 @@ class CephSettings(StrictModel):
         if any(not part or "\x00" in part for part in v):
             raise ValueError("an empty or NUL argument")
         return v
+
+    @field_validator("client", "fix_client")
+    @classmethod
+    def _client_ok(cls, v: str | None) -> str | None:
+        if v is not None and not (v.startswith("client.") and len(v) > 7
+                                  and v.isascii() and v.isprintable() and " " not in v):
+            raise ValueError(f"a Ceph user is client.NAME (ASCII, no spaces): {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _fix_pair(self) -> CephSettings:
+        if self.fix_keyring and not self.fix_client:
+            raise ValueError("fix_keyring needs fix_client (the user whose key it holds)")
+        return self
+
+    @property
+    def separate_fix_user(self) -> bool:
+        return bool(self.fix_client) and (self.fix_client, self.fix_keyring) != \
+            (self.client, self.keyring)
 
 
 class SwiftSettings(StrictModel):
@@ -345,14 +371,18 @@ class ClusterSettings(StrictModel):
     # ``check --all``: this cluster's budget in seconds (default: [check] cluster_timeout_s)
     check_timeout_s: float | None = Field(None, gt=0, le=86400, allow_inf_nan=False)
 
-    def target(self, name: str) -> ClusterTarget:
+    def target(self, name: str, changes: bool = False) -> ClusterTarget:
+        """The plain values of ``storage.targets``; ``changes``: Ceph as the user that
+        makes changes (``ceph.fix_client``, when set), else as the one that reads."""
         cluster_name = self.ceph.cluster_name if self.ceph else "ceph"
+        c = self.ceph
+        fix = changes and c is not None and c.fix_client is not None
         return ClusterTarget(
             name=name,
-            ceph=CephTarget(self.ceph.conf, self.ceph.keyring, self.ceph.client,
-                            self.ceph.timeout, tuple(self.ceph.osdmaptool),
-                            tuple(self.ceph.rados))
-            if self.ceph else None,
+            ceph=CephTarget(c.conf, (c.fix_keyring or c.keyring) if fix else c.keyring,
+                            (c.fix_client or c.client) if fix else c.client,
+                            c.timeout, tuple(c.osdmaptool), tuple(c.rados))
+            if c else None,
             swift=SwiftTarget(
                 proxy_url=self.swift.proxy_url, auth_url=self.swift.auth_url,
                 user=self.swift.user, key=self.swift.key.resolve() if self.swift.key else None,

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from checks.model import Finding
-from core.env import Env
+from core.env import Env, missing_change_key
 from core.service.errors import ActionRefused, InvalidAction
 from runbooks import api as rb_api
 from runbooks.aftermath import Aftermath, follow, worth_following
@@ -204,6 +204,16 @@ class Actions:
             ctx.user = user  # the audit records who asked (a Slack ID), not the OS user
         return ctx
 
+    def _need_change_key(self, cluster: str, on_ceph: bool) -> None:
+        """A plan that changes Ceph is refused, naming the key, where this stordoc holds
+        only the read-only user (``ceph.fix_client`` configured, its keyring absent)."""
+        if not on_ceph:
+            return
+        n = self.env.cluster_name(cluster)
+        lacking = missing_change_key(self.env.settings.clusters[n], n)
+        if lacking:
+            raise ActionRefused(lacking)
+
     def plan(self, cluster: str, runbook: str, target: str, *, source: str,
              user: str | None = None,
              options: Mapping[str, Any] | bench_api.BenchOptions | None = None,
@@ -216,6 +226,9 @@ class Actions:
                                    user=user, options=options)
         if isinstance(options, bench_api.BenchOptions):
             raise ActionRefused(f"{runbook} takes no benchmark options")
+        info = next((rb for rb in rb_api.list_runbooks() if rb.name == runbook), None)
+        self._need_change_key(cluster, info is not None
+                              and not info.target_kind.startswith("swift"))
         ctx = self._ctx(cluster, user, source)
         try:
             p = rb_api.plan(ctx, runbook, target, dict(options or {})) if snapshot is None \
@@ -232,6 +245,7 @@ class Actions:
                    options: Mapping[str, Any] | bench_api.BenchOptions | None = None
                    ) -> ActionPlan:
         """A benchmark's plan; ``options`` typed already, or ``BenchOptions`` fields."""
+        self._need_change_key(cluster, kind != "swift")
         ctx = self._ctx(cluster, user, source)
         lim = self._limits()
         try:

@@ -46,8 +46,8 @@ class Access:
         text = f"{self.status:<5} {self.access}: {self.works}"
         if self.without:
             text += f" — without it stordoc will not: {self.without}"
-        return textwrap.wrap(text, width, subsequent_indent=" " * 6,
-                             break_on_hyphens=False) or [text[:width]]
+        return textwrap.wrap(text, width, subsequent_indent=" " * 6, break_on_hyphens=False,
+                             break_long_words=False) or [text[:width]]  # a path stays whole
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -116,32 +116,62 @@ def _names(names: Sequence[str], most: int = 4) -> str:
     return ", ".join(names[:most]) + f" and {len(names) - most} more"
 
 
-def ceph_access(cs: ClusterSettings, needs: RunbookNeeds) -> list[Access]:
-    from storage.ceph.client import CephClient, CephCommandError, CephError
+READ_ONLY_CAPS = "mon 'allow r, allow command \"config get\"' mgr 'allow r' osd 'allow r'"
 
+
+def read_only_user_line(user: str = "client.stordoc-ro",
+                        keyring: str = "/etc/stordoc/ceph.client.stordoc-ro.keyring") -> str:
+    """The command that makes the read-only Ceph user checks need (issue 40.3)."""
+    return f"ceph auth get-or-create {user} {READ_ONLY_CAPS} -o {keyring}"
+
+
+def ceph_access(cs: ClusterSettings, needs: RunbookNeeds) -> list[Access]:
+    """The Ceph user of checks, and the one of changes when configured apart
+    (``ceph.fix_client``): each connected and its caps read; a check user that can write
+    gets the line that makes a read-only one."""
     if cs.ceph is None:
         return [Access("off", "ceph", "not configured",
                        "check or fix Ceph")]
-    t = cs.target("doctor").ceph
+    if not cs.ceph.separate_fix_user:
+        got = _ceph_user(cs.target("doctor").ceph, needs, "both")
+        return [got, *_least_privilege(got)]
+    reads = _ceph_user(cs.target("doctor").ceph, needs, "checks")
+    changes = _ceph_user(cs.target("doctor", changes=True).ceph, needs, "changes")
+    return [reads, changes]
+
+
+def _least_privilege(got: Access) -> list[Access]:
+    if got.status == "fail" or "runs every Ceph runbook" not in got.works:
+        return []
+    return [Access("off", "least privilege", f"checks run as a user that can change the "
+                   f"cluster; give them a read-only one: {read_only_user_line()}, then "
+                   f"ceph.client/keyring = it and ceph.fix_client/fix_keyring = the "
+                   f"present user (on the host that fixes only)")]
+
+
+def _ceph_user(t: Any, needs: RunbookNeeds, role: str) -> Access:
+    """One Ceph user as stordoc uses it for ``role``: checks, changes or both."""
+    from storage.ceph.client import CephClient, CephCommandError, CephError
+
     assert t is not None
-    name = f"ceph {t.client}"
+    name = f"ceph {t.client}" + ("" if role == "both" else f" ({role})")
+    lost = ("run any Ceph runbook or benchmark, or revert a temporary change"
+            if role == "changes" else "check Ceph or run any Ceph runbook")
     for what, path in (("ceph config", t.conf), ("keyring", t.keyring)):
         # librados says nothing of a missing keyring: it waits out its timeout
         if path and not os.path.isfile(path):
-            return [Access("fail", name, f"{what} {path}: no such file",
-                           "check Ceph or run any Ceph runbook")]
+            return Access("warn" if role == "changes" else "fail", name,
+                          f"{what} {path}: no such file", lost)
         if path and not os.access(path, os.R_OK):
-            return [Access("fail", name, f"{what} {path}: permission denied",
-                           "check Ceph or run any Ceph runbook")]
+            return Access("warn" if role == "changes" else "fail", name,
+                          f"{what} {path}: permission denied", lost)
     try:
         c = CephClient(t)
         c.connect()
     except CephError as e:
-        return [Access("fail", name, f"monitors unreachable: {e}",
-                       "check Ceph or run any Ceph runbook")]
+        return Access("fail", name, f"monitors unreachable: {e}", lost)
     except OSError as e:
-        return [Access("fail", name, f"cannot connect: {e}",
-                       "check Ceph or run any Ceph runbook")]
+        return Access("fail", name, f"cannot connect: {e}", lost)
     try:
         caps: dict[str, str] | None = None
         try:
@@ -152,7 +182,7 @@ def ceph_access(cs: ClusterSettings, needs: RunbookNeeds) -> list[Access]:
         except CephCommandError:
             caps = None
         if caps is not None:
-            return [_from_caps(name, caps, needs)]
+            return _from_caps(name, caps, needs, role)
         reads: list[str] = []
         for what, to_mgr in (("health", False), ("mon_status", False), ("pg stat", True)):
             try:
@@ -161,17 +191,20 @@ def ceph_access(cs: ClusterSettings, needs: RunbookNeeds) -> list[Access]:
             except CephError:
                 pass
         if "health" not in reads:
-            return [Access("fail", name, "connected, cannot read health",
-                           "check Ceph or run any Ceph runbook")]
-        return [Access("warn", name, f"caps not readable ('auth get' refused); reads "
-                       f"work: {', '.join(reads)}",
-                       f"know beforehand whether Ceph runbooks will be refused "
-                       f"({_names(needs.ceph)})")]
+            return Access("fail", name, "connected, cannot read health", lost)
+        if role == "checks":
+            return Access("ok", name, f"caps not readable ('auth get' refused, as a "
+                          f"read-only user's is); reads work: {', '.join(reads)}")
+        return Access("warn", name, f"caps not readable ('auth get' refused); reads "
+                      f"work: {', '.join(reads)}",
+                      f"know beforehand whether Ceph runbooks will be refused "
+                      f"({_names(needs.ceph)})")
     finally:
         c.close()
 
 
-def _from_caps(name: str, caps: Mapping[str, str], needs: RunbookNeeds) -> Access:
+def _from_caps(name: str, caps: Mapping[str, str], needs: RunbookNeeds,
+               role: str = "both") -> Access:
     mon, mgr, osd = (cap_perms(caps.get(s, "")) for s in ("mon", "mgr", "osd"))
     shown = " ".join(f"{s} '{caps[s]}'" for s in ("mon", "mgr", "osd") if s in caps)
     if "r" not in mon:
@@ -187,6 +220,14 @@ def _from_caps(name: str, caps: Mapping[str, str], needs: RunbookNeeds) -> Acces
         reads.append("objects")
     else:
         missing.append("list inconsistent objects (osd 'allow r')")
+    if "x" not in osd or "w" not in osd:  # tell osd.N and pg query want osd 'allow *'
+        missing.append("read slow-op details and PG queries (osd 'allow *')")
+    if role == "checks":
+        works = f"caps {shown}; reads {', '.join(reads)}; changes through the fix user"
+        if "w" in mon or "w" in osd:
+            return Access("warn", name, works, "keep checks read-only: this user can "
+                          f"change the cluster ({read_only_user_line()})")
+        return Access("ok", name, works, "; ".join(missing))
     if "w" in mon:
         runs = f"every Ceph runbook ({len(needs.ceph)})"
     else:

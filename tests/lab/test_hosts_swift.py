@@ -126,5 +126,8 @@ def test_doctor_names_every_access_ok(lab: Lab) -> None:
         ["ok    ceph client.admin"] + [f"ok    ssh node{i + 1}" for i in range(lab.n_hosts)]
         + ["ok    swift recon", "ok    swift proxy", "ok    swift auth"])
     assert {h.split(":")[0] for h in heads if not h.startswith("ok")} == {
-        "off   prometheus", "off   slack"}
+        "off   prometheus", "off   slack", "off   least privilege"}
+    # checks as client.admin: the line that makes a read-only user (run by
+    # test_least_privilege.py) is printed
+    assert "ceph auth get-or-create client.stordoc-ro" in " ".join(out.split())
     assert all(len(ln) <= 80 for ln in out.splitlines())

@@ -207,3 +207,70 @@ def test_unknown_cluster_is_one_line_exit_64(tmp_path: Path) -> None:
     cfg.write_text(f'journal = "{tmp_path}/j.db"\n[clusters.c.ceph]\nconf = "/nonexistent"\n')
     rc, out, err = run_main("--config", str(cfg), "doctor", "--cluster", "nope")
     assert (rc, out, err.strip()) == (64, "", "error: unknown cluster 'nope'; configured: c")
+
+
+# ------------------------------------------------------------------ least privilege (40.3)
+def test_a_user_for_checks_and_one_for_changes_are_judged_apart() -> None:
+    """Checks as a read-only user are ok (what they cannot read is said); checks as a user
+    that can write are a warning carrying the line that makes a read-only one."""
+    from core.service.doctor import READ_ONLY_CAPS, read_only_user_line
+
+    needs = runbook_needs()
+    ro = _from_caps("ceph client.stordoc-ro (checks)",
+                    {"mon": 'allow r, allow command "config get"', "mgr": "allow r",
+                     "osd": "allow r"}, needs, "checks")
+    assert ro.status == "ok" and "changes through the fix user" in ro.works
+    assert ro.without == "read slow-op details and PG queries (osd 'allow *')"
+    admin = _from_caps("ceph client.admin (checks)", {"mon": "allow *", "mgr": "allow *",
+                                                      "osd": "allow *"}, needs, "checks")
+    assert admin.status == "warn" and read_only_user_line() in admin.without
+    assert read_only_user_line("client.x", "/k") == (
+        f"ceph auth get-or-create client.x {READ_ONLY_CAPS} -o /k")
+
+
+def _two_users(tmp_path: Path, fix_keyring: Path) -> Path:
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
+    key = tmp_path / "ro.keyring"
+    key.write_text("[client.stordoc-ro]\n\tkey = x\n")
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(f'journal = "{tmp_path}/j.db"\n[clusters.c.ceph]\nconf = "{conf}"\n'
+                   f'keyring = "{key}"\nclient = "client.stordoc-ro"\n'
+                   f'fix_client = "client.admin"\nfix_keyring = "{fix_keyring}"\n')
+    return cfg
+
+
+@pytest.mark.parametrize("kind", ["absent", "fifo"])
+def test_a_fix_without_the_change_key_is_refused_naming_it(tmp_path: Path, kind: str) -> None:
+    """The host holds only the read-only key: a Ceph fix or benchmark is refused (exit 4)
+    with the key's name and path, before any monitor is asked (127.0.0.1:1 answers none);
+    a FIFO in its place is refused without being opened (it would block)."""
+    import os
+
+    fix_key = tmp_path / "admin.keyring"
+    if kind == "fifo":
+        os.mkfifo(fix_key)
+    cfg = _two_users(tmp_path, fix_key)
+    for argv in (["plan", "flag-unset", "noout"], ["fix", "osd-in", "3", "--yes"],
+                 ["bench", "rados", "--yes"]):
+        rc, out, err = run_main("--config", str(cfg), *argv)
+        said = " ".join((out + err).split())
+        assert rc == 4, (argv, out + err)
+        assert "Traceback" not in said
+        assert str(fix_key) in said and "changes to c" in said, said
+
+
+def test_settings_of_the_two_users_are_checked() -> None:
+    from pydantic import ValidationError
+
+    from core.settings_clusters import CephSettings
+
+    with pytest.raises(ValidationError, match="fix_keyring needs fix_client"):
+        CephSettings(conf="/c", fix_keyring="/k")
+    for bad in ("admin", "client.", "client.a b", "client.аdmin"):  # Cyrillic а
+        with pytest.raises(ValidationError, match="client.NAME"):
+            CephSettings(conf="/c", fix_client=bad)
+    same = CephSettings(conf="/c", keyring="/k", fix_client="client.admin", fix_keyring="/k")
+    assert not same.separate_fix_user
+    assert CephSettings(conf="/c", client="client.ro", fix_client="client.admin"
+                        ).separate_fix_user
