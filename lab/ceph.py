@@ -85,8 +85,12 @@ class CephCluster:
         lab = self.lab
         lo, hi = lab.ports.ms_range
         p = self._p
+        # each OSD on its simulated host's own loopback address (as it would on a host of
+        # its own); its host name from its UTS namespace (on-host): Ceph's metadata
+        # then names node1..node4, as ``stordoc init`` reads them (issue 40.5)
         osd_sections = "".join(
             f"\n[osd.{i}]\ncrush_location = root=default host={host_of_osd(i)[0]}\n"
+            f"public_addr = {host_of_osd(i)[1]}\ncluster_addr = {host_of_osd(i)[1]}\n"
             + (f"osd_data = {p(lab.osd_dir(i))}\n" if k == "raw" else "")
             for i, k in enumerate(lab.kinds))
         c = p(lab.ceph_dir)
@@ -168,6 +172,7 @@ keyring = {p(lab.admin_keyring)}
         (c / "mon").mkdir(exist_ok=True)
         (c / "crash").mkdir(exist_ok=True)
         lab.conf.write_text(self.conf_text())
+        self.write_on_host_script()
         mon_kr = c / "mon" / "keyring"
         run(self._argv("ceph-authtool", "--create-keyring", p(mon_kr), "--gen-key", "-n",
                        "mon.", "--cap", "mon", "allow *"), step)
@@ -194,21 +199,45 @@ keyring = {p(lab.admin_keyring)}
     def start_mon(self) -> None:
         step = "start ceph-mon"
         log = str(self.lab.log_dir / "ceph-mon.a.log")
-        run(self._argv("ceph-mon", "-c", self._p(self.lab.conf), "-i", "a"), step, log=log)
+        run(self.mon_start_argv(), step, log=log)
         wait(lambda: self.ok("mon", "stat", timeout=5), 30, step,
              "the monitor to answer", log)
 
+    def write_on_host_script(self) -> None:
+        """The lab's hosts share this machine; a daemon started through ``on-host HOST``
+        runs in a UTS namespace of its own whose host name is HOST, so Ceph's metadata
+        names the simulated host as it names a real one (issue 40.5)."""
+        path = self.lab.on_host_script
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n# on-host HOST ARGV...: run ARGV with HOST as its host name "
+                        "(a lab host)\nexec unshare --uts sh -c 'hostname \"$0\" && exec "
+                        "\"$@\"' \"$@\"\n")
+        path.chmod(0o755)
+
+    def on_host(self, host: str, *argv: str) -> list[str]:
+        return [str(self.lab.on_host_script), host, *self._argv(*argv)]
+
+    def mon_start_argv(self) -> list[str]:
+        """The monitor and the manager live on node1 (``lab/config.py``)."""
+        return self.on_host("node1", "ceph-mon", "-c", self._p(self.lab.conf), "-i", "a")
+
+    def mgr_start_argv(self, name: str = "x") -> list[str]:
+        env = self.lab.system.mgr_env
+        return self.on_host("node1", *(("env", *env) if env else ()), "ceph-mgr", "-c",
+                            self._p(self.lab.conf), "-i", name)
+
     def start_mgr(self) -> None:
         step = "start ceph-mgr"
-        env = self.lab.system.mgr_env
-        run(self._argv(*(("env", *env) if env else ()), "ceph-mgr", "-c",
-                       self._p(self.lab.conf), "-i", "x"), step,
-            log=str(self.lab.log_dir / "ceph-mgr.x.log"))
+        run(self.mgr_start_argv(), step, log=str(self.lab.log_dir / "ceph-mgr.x.log"))
         wait(lambda: self.procs.pid("mgr.x") is not None, 20, step, "ceph-mgr pid file")
 
     # ------------------------------------------------------------------ OSDs
-    def osd_start_argv(self, i: int | str = "{id}") -> list[str]:
-        return self._argv("ceph-osd", "-c", self._p(self.lab.conf), "-i", str(i))
+    def osd_start_argv(self, i: int | str = "{id}", host: str | None = None) -> list[str]:
+        """``ceph-osd`` of OSD ``i`` on simulated ``host`` (default: the OSD's own), under
+        that host's name (``on-host``)."""
+        if host is None:
+            host = host_of_osd(int(i))[0]
+        return self.on_host(host, "ceph-osd", "-c", self._p(self.lab.conf), "-i", str(i))
 
     def start_osd(self, i: int) -> None:
         step = f"start osd.{i}"

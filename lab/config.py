@@ -46,7 +46,7 @@ user = "root"
 key_file = "{lab.ssh_dir / 'client_ed25519'}"
 known_hosts = "{lab.ssh_dir / 'known_hosts'}"
 timeout = 10
-osd_start = {json.dumps(lab.ceph_cluster.osd_start_argv())}
+osd_start = {json.dumps(lab.ceph_cluster.osd_start_argv(host=f"node{n}"))}
 osd_data_dir = "{data_dir}"
 osd_pid_file = "{lab.run_dir}/ceph-osd.{{id}}.pid"
 osd_activate_raw = {json.dumps(activate)}
@@ -84,12 +84,9 @@ address = "{address}"
 start = {json.dumps(start)}
 """
     add("mon.a", lab.run_dir / "ceph-mon.a.pid", lab.log_dir / "ceph-mon.a.log",
-        cc._argv("ceph-mon", "-c", cc._p(lab.conf), "-i", "a"),
-        asok=str(lab.run_dir / "ceph-mon.a.asok"))
-    env = lab.system.mgr_env
+        cc.mon_start_argv(), asok=str(lab.run_dir / "ceph-mon.a.asok"))
     add("mgr.x", lab.run_dir / "ceph-mgr.x.pid", lab.log_dir / "ceph-mgr.x.log",
-        cc._argv(*(("env", *env) if env else ()), "ceph-mgr", "-c", cc._p(lab.conf), "-i",
-                 "x"), asok=str(lab.run_dir / "ceph-mgr.x.asok"))
+        cc.mgr_start_argv(), asok=str(lab.run_dir / "ceph-mgr.x.asok"))
     for k in SWIFT_SERVERS:
         add(f"swift-{k}-server", lab.pids / f"swift-{k}.pid", lab.log_dir / f"swift-{k}.log",
             [str(lab.swift_start_script), k], port=getattr(lab.ports, k),

@@ -118,6 +118,11 @@ class LabSite:
         return self.base / "lab.json"
 
     @property
+    def on_host_script(self) -> Path:
+        """``on-host HOST ARGV...``: ARGV in a UTS namespace named HOST (lab/ceph.py)."""
+        return self.base / "bin" / "on-host"
+
+    @property
     def swift_start_script(self) -> Path:
         return self.base / "bin" / "swift-server-start"
 

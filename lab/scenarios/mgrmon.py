@@ -40,9 +40,7 @@ def start_standby_mgr(lab: Lab, name: str = STANDBY_MGR) -> None:
                      "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *", "-o",
                      cc._p(d / "keyring")), step, timeout=30)
     if lab.pid(f"mgr.{name}") is None:
-        env = lab.system.mgr_env
-        run(cc._argv(*(("env", *env) if env else ()), "ceph-mgr", "-c", cc._p(lab.conf),
-                     "-i", name), step, log=str(lab.log_dir / f"ceph-mgr.{name}.log"))
+        run(cc.mgr_start_argv(name), step, log=str(lab.log_dir / f"ceph-mgr.{name}.log"))
     wait(lambda: name in _standbys(lab) or mgr_active(lab, name), 60, step,
          f"mgr.{name} in the manager map", str(lab.log_dir / f"ceph-mgr.{name}.log"))
 

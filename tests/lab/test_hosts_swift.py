@@ -131,3 +131,21 @@ def test_doctor_names_every_access_ok(lab: Lab) -> None:
     # test_least_privilege.py) is printed
     assert "ceph auth get-or-create client.stordoc-ro" in " ".join(out.split())
     assert all(len(ln) <= 80 for ln in out.splitlines())
+
+
+@pytest.mark.release
+def test_each_simulated_host_is_a_host_to_ceph(lab: Lab) -> None:
+    """Issue 40.5: the lab's daemons report their simulated host as Ceph's metadata does
+    on real hosts (its host name from a UTS namespace of its own, each OSD on its host's
+    loopback address), so what reads the cluster's hosts from Ceph (``stordoc init``)
+    finds node1..node4, the hosts the lab's SSH answers as; also after stordoc restarted
+    them through the host's ``osd_start`` (the scenarios before this test)."""
+    from lab.layout import host_of_osd
+
+    for i in range(lab.n_osds):
+        meta = lab.ceph("osd", "metadata", str(i))
+        host, address = host_of_osd(i)
+        assert meta["hostname"] == host, meta["hostname"]
+        assert meta["front_addr"].startswith(f"v2:{address}:"), meta["front_addr"]
+    assert lab.ceph("mon", "metadata", "a")["hostname"] == "node1"
+    assert lab.ceph("mgr", "metadata", "x")["hostname"] == "node1"
