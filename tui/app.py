@@ -114,6 +114,7 @@ class StordocApp(App[None]):
             self.set_keymap(dict(bindings))
 
     # ------------------------------------------------------------------ the session's parts
+    # (read here and by tests; screens read ``self.session``, the same object)
     @property
     def state(self) -> ClusterState:
         return self.session.state
@@ -141,14 +142,6 @@ class StordocApp(App[None]):
     @property
     def clock(self) -> Callable[[], float]:
         return self.session.clock
-
-    @property
-    def user(self) -> str:
-        return self.session.user
-
-    @property
-    def thresholds(self) -> Thresholds:
-        return self.session.thresholds
 
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
