@@ -4,7 +4,13 @@ Refresh model: one thread worker at a time (exclusive group "refresh" plus an in
 guard, so a slow cluster never gets a second refresh piled on it) with a timeout; only the
 visible screen is told about new data (others catch up when they come back); an error
 keeps the last good data on screen with its age. Workers post typed messages
-(``tui.messages``); every worker error lands in one handler, ``on_worker_state_changed``.
+(``tui.messages``); a refresh's error lands in ``on_worker_state_changed``, a screen's
+worker's in that screen's ``worker_failed``.
+
+Screens never import this module nor call the App: the App hands each screen the session
+(``tui.state.Session``: back end, cluster, settings, the cluster's data) to read, and a
+screen asks for what changes it (open a runbook, refresh, go to a section, the end of a
+run) by posting a ``tui.messages`` message, handled here by an ``on_...`` method.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ import concurrent.futures as cf
 import gc
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -27,9 +32,17 @@ from checks.outcome import CheckOutcome
 from storage.targets import ClusterTarget
 from tui import screens as S
 from tui import views
-from tui.backend import ActionRefused, Backend
-from tui.messages import Refreshed, RefreshFailed
-from tui.views import human_age
+from tui.backend import Backend, error_text
+from tui.messages import (
+    ExitWanted,
+    GoTo,
+    OpenRunbook,
+    Refreshed,
+    RefreshFailed,
+    RefreshWanted,
+    WorkEnded,
+)
+from tui.state import ClusterState, Session, part_errors
 
 SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
     # action id -> (key, title, screen)
@@ -46,28 +59,6 @@ SECTIONS: dict[str, tuple[str, str, type[S.DataScreen]]] = {
 ACTING_ACTIONS = frozenset({"fix", "apply", "cancel_run", "confirm", "bench_launch",
                             "bench_cancel", "mute"})
 """Actions that change a cluster (or lead there): hidden in ``--read-only`` mode."""
-
-
-@dataclass
-class ClusterState:
-    """What the screens render. ``outcome`` is the last good data, possibly stale."""
-
-    outcome: CheckOutcome | None = None
-    data_at: float | None = None  # when ``outcome``'s snapshot was taken
-    error: str | None = None  # the last refresh's problem, None when it was fine
-    refreshing: bool = False
-    refresh_started: float | None = None
-    version: int = 0
-
-
-def part_errors(outcome: CheckOutcome) -> str | None:
-    snap = outcome.snapshot
-    errs = []
-    if snap.ceph_error:
-        errs.append(f"ceph: {snap.ceph_error}")
-    if snap.swift_error:
-        errs.append(f"swift: {snap.swift_error}")
-    return "; ".join(errs) or None
 
 
 class StordocApp(App[None]):
@@ -96,21 +87,17 @@ class StordocApp(App[None]):
                  clock: Callable[[], float] = time.time,
                  initial: CheckOutcome | None = None, start_screen: str = "overview") -> None:
         super().__init__()
-        self.backend = backend
         names = list(backend.clusters())
-        self.cluster = cluster or (names[0] if names else "")
-        self.read_only = read_only
+        name = cluster or (names[0] if names else "")
+        # what every screen reads (handed to each one it opens); only the App changes it
+        self.session = Session(backend, name, read_only=read_only,
+                               thresholds=thresholds or Thresholds(), user=user, clock=clock,
+                               target=backend.target(name))
         self.refresh_s = refresh_s
         self.refresh_timeout_s = refresh_timeout_s
-        self.thresholds = thresholds or Thresholds()
-        self.user = user
-        self.clock = clock
-        self.paused = False
-        self.state = ClusterState()
         self.start_screen = start_screen
         self._executor = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh")
         self._inflight: cf.Future[CheckOutcome] | None = None
-        self.target: ClusterTarget | None = backend.target(self.cluster)  # settings only
         self.refresh_count = 0
         self._quit_armed = False  # q pressed once while a fix runs: the next q stops it
         if initial is not None:
@@ -126,9 +113,39 @@ class StordocApp(App[None]):
                                  f"known: {', '.join(sorted(known))}")
             self.set_keymap(dict(bindings))
 
+    # ------------------------------------------------------------------ the session's parts
+    # (read here and by tests; screens read ``self.session``, the same object)
+    @property
+    def state(self) -> ClusterState:
+        return self.session.state
+
+    @property
+    def cluster(self) -> str:
+        return self.session.cluster
+
+    @property
+    def backend(self) -> Backend:
+        return self.session.backend
+
+    @property
+    def target(self) -> ClusterTarget | None:
+        return self.session.target
+
+    @property
+    def read_only(self) -> bool:
+        return self.session.read_only
+
+    @property
+    def paused(self) -> bool:
+        return self.session.paused
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.session.clock
+
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
-        self.push_screen(SECTIONS[self.start_screen][2]())
+        self.push_screen(SECTIONS[self.start_screen][2](self.session))
         self.set_interval(1.0, self._update_status)
         if self.refresh_s > 0:
             self.set_interval(self.refresh_s, self._tick)
@@ -216,6 +233,9 @@ class StordocApp(App[None]):
     def on_refresh_failed(self, msg: RefreshFailed) -> None:
         self._refresh_error(msg.error)
 
+    def on_refresh_wanted(self, msg: RefreshWanted) -> None:
+        self.request_refresh(force=msg.force)
+
     def _refresh_error(self, error: str) -> None:
         self.state.refreshing = False
         self.state.error = error
@@ -229,39 +249,20 @@ class StordocApp(App[None]):
         if isinstance(scr, S.DataScreen):
             scr.show_state()
 
-    # one place for every worker error (screens forward their workers' events here)
+    # the App's own workers (the refresh); a screen's workers fail into its worker_failed
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         w = event.worker
         if event.state != WorkerState.ERROR:
             return
-        err = w.error
-        text = str(err) if isinstance(err, ActionRefused) else f"{type(err).__name__}: {err}"
+        text = error_text(w.error)
         if w.group == "refresh":
             self._refresh_error(text)
-        elif isinstance(w.node, (S.RunbookScreen, S.BenchScreen)) and w.group != "bench-history":
-            w.node.worker_failed(w.group, err if err is not None else Exception(text))
         else:
             self.notify(f"{w.group}: {text}", severity="error", timeout=6)
 
     # ------------------------------------------------------------------ status
     def status_text(self) -> Text:
-        st = self.state
-        t = Text()
-        t.append(f" {self.cluster} ", style="bold reverse")
-        if st.outcome is not None and st.data_at is not None:
-            age = human_age(self.clock() - st.data_at)
-            t.append(f"  data {age} old", style="bold red" if st.error else "")
-        else:
-            t.append("  no data yet", style="dim")
-        if st.refreshing:
-            t.append("  refreshing…", style="cyan")
-        if self.paused:
-            t.append("  PAUSED", style="bold yellow")
-        if self.read_only:
-            t.append("  read-only", style="magenta")
-        if st.error:
-            t.append(f"  ERROR: {st.error}", style="bold red")
-        return t
+        return self.session.status_text()
 
     def _update_status(self) -> None:
         scr = self._visible()
@@ -296,10 +297,13 @@ class StordocApp(App[None]):
         while len(self.screen_stack) > 2:
             self.pop_screen()
         if type(self.screen) is not cls:
-            self.push_screen(cls())
+            self.push_screen(cls(self.session))
 
     def action_goto(self, name: str) -> None:
         self.goto(name)
+
+    def on_go_to(self, msg: GoTo) -> None:
+        self.goto(msg.section)
 
     def action_refresh(self) -> None:
         scr = self.screen
@@ -312,16 +316,17 @@ class StordocApp(App[None]):
 
         if self._busy():
             return
-        self.push_screen(ClusterListScreen(), self.switch_cluster)
+        self.push_screen(ClusterListScreen(self.session), self.switch_cluster)
 
     def switch_cluster(self, name: str | None) -> None:
         """Show another cluster: its data only, from a fresh refresh (the old cluster's
         refresh in flight is ignored when it lands: ``on_refreshed`` checks the name)."""
         if not name or name == self.cluster or name not in self.backend.clusters():
             return
-        self.cluster = name
-        self.target = self.backend.target(name)
-        self.state = ClusterState()
+        ses = self.session
+        ses.cluster = name
+        ses.target = ses.backend.target(name)
+        ses.state = ClusterState()
         self._inflight = None
         self.title = f"stordoc · {name}" + (" · read-only" if self.read_only else "")
         while len(self.screen_stack) > 2:
@@ -332,7 +337,7 @@ class StordocApp(App[None]):
         self.notify(f"switched to cluster {name}", timeout=2)
 
     def action_pause(self) -> None:
-        self.paused = not self.paused
+        self.session.paused = not self.session.paused
         self._update_status()
         self.notify("auto-refresh paused" if self.paused else "auto-refresh resumed",
                     timeout=2)
@@ -398,15 +403,21 @@ class StordocApp(App[None]):
         key = self._keys().get("quit", "q")
         self.notify(f"Press [b]{key}[/b] to quit stordoc", title="Quit?")
 
-    def work_ended(self) -> None:
+    def on_work_ended(self, msg: WorkEnded) -> None:
         """A run ended: the next q quits at once again."""
         self._quit_armed = False
+
+    def on_exit_wanted(self, msg: ExitWanted) -> None:
+        self.exit(message=msg.message)
+
+    def on_open_runbook(self, msg: OpenRunbook) -> None:
+        self.open_runbook(msg.runbook, msg.target)
 
     def open_runbook(self, runbook: str, target: str) -> None:
         if self.read_only:
             self.notify("read-only mode: no runbooks", severity="warning")
             return
-        self.push_screen(S.RunbookScreen(runbook, target))
+        self.push_screen(S.RunbookScreen(self.session, runbook, target))
 
     # ------------------------------------------------------------------ help & palette
     def _keys(self) -> dict[str, str]:

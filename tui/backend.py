@@ -33,6 +33,11 @@ class ActionRefused(Exception):
     """A runbook refused to plan or run (wrong target, lock held, read-only...)."""
 
 
+def error_text(err: BaseException | None) -> str:
+    """A worker's error in one line: a refusal as it is, anything else with its type."""
+    return str(err) if isinstance(err, ActionRefused) else f"{type(err).__name__}: {err}"
+
+
 @dataclass(frozen=True)
 class LogLine:
     """One line of the live step log."""

@@ -6,7 +6,6 @@ data at once, so nothing of one cluster is ever shown under another's name."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,20 +14,18 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from core.fmt import human_age
-
-if TYPE_CHECKING:
-    from tui.app import StordocApp
+from tui.state import Session
 
 VERDICT = {0: "OK", 1: "WARN", 2: "CRIT", 3: "UNREACHABLE"}
 STYLE = {0: "green", 1: "yellow", 2: "bold red", 3: "bold magenta"}
 
 
-def cluster_rows(app: StordocApp) -> list[tuple[str, str, str, str]]:
+def cluster_rows(session: Session) -> list[tuple[str, str, str, str]]:
     """(name, verdict, age, source) per cluster, from each one's last recorded run."""
     rows = []
-    now = app.clock()  # the App's clock (a test freezes it)
-    for name in app.backend.clusters():
-        last = next(iter(app.backend.history(name, limit=1)), None)
+    now = session.clock()  # the App's clock (a test freezes it)
+    for name in session.backend.clusters():
+        last = next(iter(session.backend.history(name, limit=1)), None)
         if last is None:
             rows.append((name, "never checked", "", ""))
             continue
@@ -45,6 +42,10 @@ class ClusterListScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss_none", "Back"),
                 Binding("enter", "choose", "Switch", show=True)]
 
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+
     def compose(self) -> ComposeResult:
         with Vertical(id="clusters-box"):
             yield Static("Clusters: Enter switches, Esc goes back", id="clusters-title")
@@ -58,24 +59,23 @@ class ClusterListScreen(ModalScreen[str | None]):
             yield s
 
     def on_mount(self) -> None:
-        app: StordocApp = self.app  # type: ignore[assignment]
+        ses = self.session
         t = self.query_one("#clusters", DataTable)
-        for name, verdict, age, source in cluster_rows(app):
-            mark = "▶" if name == app.cluster else ""
+        for name, verdict, age, source in cluster_rows(ses):
+            mark = "▶" if name == ses.cluster else ""
             t.add_row(mark, name, verdict, age, source, key=name)
-        names = list(app.backend.clusters())
-        if app.cluster in names:
-            t.move_cursor(row=names.index(app.cluster))
+        names = list(ses.backend.clusters())
+        if ses.cluster in names:
+            t.move_cursor(row=names.index(ses.cluster))
         t.focus()
         self.show_stream()
         self.set_interval(2.0, self.show_stream)
 
     def show_stream(self) -> None:
         """The alert/watch stream from the journal (a few rows: cheap every 2 s)."""
-        app: StordocApp = self.app  # type: ignore[assignment]
         s = self.query_one("#stream", DataTable)
         s.clear()
-        for row in app.backend.alert_stream(20):
+        for row in self.session.backend.alert_stream(20):
             opened = time.strftime("%H:%M:%S", time.localtime(row.opened_at))
             closed = row.closed_at
             state = ("resolved " + time.strftime("%H:%M:%S", time.localtime(float(closed)))

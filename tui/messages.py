@@ -73,3 +73,46 @@ class BenchHistoryLoaded(Message):
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         super().__init__()
         self.rows = rows
+
+
+# --------------------------------------------------------------------------- screens -> App
+# A screen never calls the App: it posts one of these (they bubble from the screen to the
+# App, whose ``on_...`` handler acts). What a screen reads comes from ``tui.state``.
+
+
+class OpenRunbook(Message):
+    """Plan a runbook on a target (``x``, ``m``, the command palette's Fix)."""
+
+    def __init__(self, runbook: str, target: str) -> None:
+        super().__init__()
+        self.runbook = runbook
+        self.target = target
+
+
+class GoTo(Message):
+    """Open a section (``tui.app.SECTIONS``'s action id: "findings", "osds", ...)."""
+
+    def __init__(self, section: str) -> None:
+        super().__init__()
+        self.section = section
+
+
+class RefreshWanted(Message):
+    """Refresh the cluster's data (a timer tick, after a mute or a run); ``force`` says
+    so when one is still running."""
+
+    def __init__(self, force: bool = False) -> None:
+        super().__init__()
+        self.force = force
+
+
+class WorkEnded(Message):
+    """A runbook or benchmark run ended: the next q quits at once again."""
+
+
+class ExitWanted(Message):
+    """A run stopped on quit has ended: stordoc quits, saying how the run ended."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__()
+        self.message = message

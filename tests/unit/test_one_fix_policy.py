@@ -129,9 +129,10 @@ async def tui_offers(rp: Replay) -> tuple[dict[str, Fix], dict[tuple[str, str], 
                      thresholds=rp.thresholds, user="tester")
     app.opened = []
 
-    def pressed(action: Any) -> Fix:
+    async def pressed(action: Any) -> Fix:
         n = len(app.opened)
         action()
+        await pilot.pause()  # the screen posts OpenRunbook; the App opens it
         assert len(app.opened) in (n, n + 1)
         return app.opened[-1] if len(app.opened) == n + 1 else None
 
@@ -145,7 +146,7 @@ async def tui_offers(rp: Replay) -> tuple[dict[str, Fix], dict[tuple[str, str], 
         t = scr.query_one("#incidents", VirtualTable)
         for inc in rp.outcome.incidents:
             t.move_cursor(row=t.get_row_index(f"incident:{inc.id}"))
-            incs[inc.id] = pressed(scr.action_fix)
+            incs[inc.id] = await pressed(scr.action_fix)
         app.goto("findings")
         await settle(app, pilot)
         scr = app.screen
@@ -153,7 +154,7 @@ async def tui_offers(rp: Replay) -> tuple[dict[str, Fix], dict[tuple[str, str], 
         t = scr.query_one("#findings", VirtualTable)
         for f in rp.outcome.report.findings:
             t.move_cursor(row=t.get_row_index(f"finding:{f.code}:{f.entity}"))
-            finds[f.key] = pressed(scr.action_fix)
+            finds[f.key] = await pressed(scr.action_fix)
         if rp.outcome.snapshot.ceph is not None:
             app.goto("osds")
             await settle(app, pilot)
@@ -162,7 +163,7 @@ async def tui_offers(rp: Replay) -> tuple[dict[str, Fix], dict[tuple[str, str], 
             t = scr.query_one("#osds", VirtualTable)
             for o in rp.outcome.snapshot.ceph.osds:
                 t.move_cursor(row=t.get_row_index(f"osd.{o.id}"))
-                osds[f"osd.{o.id}"] = pressed(scr.action_fix)
+                osds[f"osd.{o.id}"] = await pressed(scr.action_fix)
     return incs, finds, osds
 
 

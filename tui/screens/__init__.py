@@ -1,8 +1,12 @@
-"""The screens: each renders the App's current ``ClusterState`` through ``tui.views``.
+"""The screens: each renders the session's current ``ClusterState`` (``tui.state``)
+through ``tui.views``.
 
-Screens never call the back end on the event loop: the App refreshes cluster data in a
-thread worker and tells only the visible screen; screens that need something else (plan,
-run, history) start their own thread workers, which post typed messages back.
+Screens never import or call the App: the App hands each one the session to read, and a
+screen posts a ``tui.messages`` message for what it wants done (open a runbook, refresh,
+go to a section). Screens never call the back end on the event loop: the App refreshes
+cluster data in a thread worker and tells only the visible screen; screens that need
+something else (plan, run, history) start their own thread workers, which post typed
+messages back.
 
 The package holds one module per group of screens (base, cluster, findings, runbook,
 history, bench, help); every screen is importable from here.

@@ -1,11 +1,13 @@
 """What every screen shares: tables filled fast, the status line and filter, the data
 screen base class (refresh on the App's data, workers that post messages back), the detail
-screen, and the one rule for the finding a fix key acts on."""
+screen, and the one rule for the finding a fix key acts on.
+
+A screen reads the session it is handed (``tui.state``) and never calls the App: it posts
+``tui.messages`` (open a runbook, refresh, go to a section) that the App handles."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -21,18 +23,18 @@ from textual.widgets import (
     Input,
     Static,
 )
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from checks.catalog import area_codes
 from checks.incidents import Incident
 from checks.model import Finding
 from core.service import fixes
 from tui import views
+from tui.backend import error_text
+from tui.messages import OpenRunbook, RefreshWanted
+from tui.state import ClusterState, Session
 from tui.table import VirtualTable
 from tui.views import Row
-
-if TYPE_CHECKING:
-    from tui.app import ClusterState, StordocApp
 
 
 def lines_table(lines: Iterable[tuple[str, str, str]]) -> Table:
@@ -84,8 +86,9 @@ class DataScreen(Screen[None]):
                 Binding("g", "table('top')", "Top", show=False),
                 Binding("G", "table('bottom')", "Bottom", show=False)]
 
-    def __init__(self) -> None:
+    def __init__(self, session: Session) -> None:
         super().__init__()
+        self.session = session  # read only: the App changes it
         self.needle = ""
         self.shown_version = -1
 
@@ -100,13 +103,6 @@ class DataScreen(Screen[None]):
                "up": max(t.cursor_row - 1, 0), "top": 0,
                "bottom": t.row_count - 1}[where]
         t.move_cursor(row=row)
-
-    @property
-    def sapp(self) -> StordocApp:
-        from tui.app import StordocApp
-
-        assert isinstance(self.app, StordocApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -126,7 +122,7 @@ class DataScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.sub_title = self.TITLE_TEXT
-        if self.shown_version != self.sapp.state.version:
+        if self.shown_version != self.session.state.version:
             self.show_state()
         self.update_status()
 
@@ -137,7 +133,7 @@ class DataScreen(Screen[None]):
 
     # -- data
     def show_state(self) -> None:
-        st = self.sapp.state
+        st = self.session.state
         self.shown_version = st.version
         self.update_status()
         if st.outcome is not None:
@@ -148,19 +144,27 @@ class DataScreen(Screen[None]):
 
     def tick(self) -> None:
         """Timer tick while this screen is visible: refresh cluster data."""
-        self.sapp.request_refresh()
+        self.post_message(RefreshWanted())
 
     def update_status(self) -> None:
         try:
             w = self.query_one("#status", StatusLine)
         except Exception:
             return
-        w.update(self.sapp.status_text())
-        w.set_class(bool(self.sapp.state.error), "error")
+        w.update(self.session.status_text())
+        w.set_class(bool(self.session.state.error), "error")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Worker events do not bubble: hand them to the App's single handler."""
-        self.sapp.on_worker_state_changed(event)
+        """Every error of this screen's workers lands in ``worker_failed``."""
+        if event.state == WorkerState.ERROR:
+            err = event.worker.error
+            self.worker_failed(event.worker.group,
+                               err if err is not None else Exception(error_text(err)))
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """A worker of this screen raised: said in one line (screens that run work
+        show it in their own place)."""
+        self.notify(f"{group}: {error_text(error)}", severity="error", timeout=6)
 
     # -- filter
     def action_filter(self) -> None:
@@ -171,8 +175,8 @@ class DataScreen(Screen[None]):
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.needle = event.value.strip()
-        if self.sapp.state.outcome is not None:
-            self.render_data(self.sapp.state)
+        if self.session.state.outcome is not None:
+            self.render_data(self.session.state)
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -183,14 +187,14 @@ class DataScreen(Screen[None]):
     # -- helpers
     @property
     def findings(self) -> tuple[Finding, ...]:
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         return o.report.findings if o else ()
 
     # -- a cause line and a Fix key on screens that show a kind of problem
     AREA: str | None = None  # checks.catalog.AREAS: what this screen's incident is about
 
     def incidents(self) -> tuple[Incident, ...]:
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         return o.incidents if o else ()
 
     def screen_incident(self) -> Incident | None:
@@ -210,7 +214,7 @@ class DataScreen(Screen[None]):
             t.append(f"({inc.severity.label}) ", style=views.SEV_STYLE[inc.severity])
         t.append(inc.impact)
         fx = fixes.incident_fix(inc)
-        if fx is not None and not self.sapp.read_only:
+        if fx is not None and not self.session.read_only:
             t.append(f"   x: {fx.runbook} {fx.target}", style="cyan")
         elif inc.manual:
             t.append(f"   by hand: {inc.manual}", style="dim")
@@ -224,7 +228,7 @@ class DataScreen(Screen[None]):
                         f"no runbook applies: {inc.manual or inc.root.message}",
                         severity="warning")
             return
-        self.sapp.open_runbook(fx.runbook, fx.target)
+        self.post_message(OpenRunbook(fx.runbook, fx.target))
 
     def fix_findings(self, findings: Sequence[Finding], what: str = "here") -> None:
         """``x`` on one thing: its incident's fix, the root's for a consequence
@@ -236,7 +240,7 @@ class DataScreen(Screen[None]):
         if fx.finding.key not in {f.key for f in findings}:
             self.notify(f"a consequence of {fx.finding.code} {fx.finding.entity}: its fix "
                         f"is the root's", severity="information")
-        self.sapp.open_runbook(fx.runbook, fx.target)
+        self.post_message(OpenRunbook(fx.runbook, fx.target))
 
 
 # --------------------------------------------------------------------------- overview
@@ -246,8 +250,8 @@ class DetailScreen(DataScreen):
 
     BINDINGS = [Binding("x", "fix", "Fix", id="fix")]
 
-    def __init__(self, title: str) -> None:
-        super().__init__()
+    def __init__(self, session: Session, title: str) -> None:
+        super().__init__(session)
         self.TITLE_TEXT = title
 
     def body(self) -> ComposeResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -26,15 +26,15 @@ from tui.messages import (
     BenchFinished,
     BenchHistoryLoaded,
     BenchProgressed,
+    ExitWanted,
     Planned,
+    WorkEnded,
 )
-from tui.table import VirtualTable
-from tui.views import Row
-
-if TYPE_CHECKING:
-    from tui.app import ClusterState
 from tui.screens.base import ActionRefusedInput, DataScreen, fill_table
 from tui.screens.runbook import ConfirmModal, QuitGuard, StopModal
+from tui.state import ClusterState, Session
+from tui.table import VirtualTable
+from tui.views import Row
 
 BENCH_COLUMNS = ("when", "kind", "workload", "status", "ops/s", "MB/s", "lat avg", "p50",
                  "p90", "p99", "max", "errors")
@@ -66,8 +66,8 @@ class BenchScreen(DataScreen, QuitGuard):
         Binding("s", "bench_cancel", "Stop bench…", id="bench_cancel"),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.rows: list[dict[str, Any]] = []
         self.running = False
         self.quitting = False
@@ -109,7 +109,7 @@ class BenchScreen(DataScreen, QuitGuard):
     def tick(self) -> None:
         if self.running:
             return
-        cluster, backend = self.sapp.cluster, self.sapp.backend
+        cluster, backend = self.session.cluster, self.session.backend
 
         def work() -> None:
             self.post_message(BenchHistoryLoaded(backend.bench_history(cluster)))
@@ -119,15 +119,15 @@ class BenchScreen(DataScreen, QuitGuard):
 
     def on_bench_history_loaded(self, msg: BenchHistoryLoaded) -> None:
         self.rows = msg.rows
-        self.render_data(self.sapp.state)
+        self.render_data(self.session.state)
 
     def render_data(self, st: ClusterState) -> None:
-        rows = [r for r in bench_rows(self.rows, self.sapp.clock()) if r.matches(self.needle)]
+        rows = [r for r in bench_rows(self.rows, self.session.clock()) if r.matches(self.needle)]
         fill_table(self.query_one("#bench-history", VirtualTable), rows)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "bench_launch":
-            return not self.running and not self.sapp.read_only
+            return not self.running and not self.session.read_only
         if action == "bench_cancel":
             return self.running
         return True
@@ -151,14 +151,14 @@ class BenchScreen(DataScreen, QuitGuard):
         self.action_bench_launch()
 
     def action_bench_launch(self) -> None:
-        if self.running or self.sapp.read_only:
+        if self.running or self.session.read_only:
             return
         try:
             kind, opts = self.options()
         except ActionRefusedInput as e:
             self.notify(str(e), severity="error")
             return
-        cluster, backend = self.sapp.cluster, self.sapp.backend
+        cluster, backend = self.session.cluster, self.session.backend
         self.query_one("#bench-live", Static).update(f"planning bench {kind}…")
 
         def work() -> None:
@@ -180,11 +180,14 @@ class BenchScreen(DataScreen, QuitGuard):
 
     def _ended(self, summary: str) -> None:
         self.running = False
-        self.sapp.work_ended()
+        self.post_message(WorkEnded())
         if self.quitting:
-            self.app.exit(message=f"stordoc: benchmark stopped on quit: {summary}")
+            self.post_message(ExitWanted(f"stordoc: benchmark stopped on quit: {summary}"))
 
     def worker_failed(self, group: str, error: BaseException) -> None:
+        if group == "bench-history":  # the table of past runs: a line, nothing stops
+            super().worker_failed(group, error)
+            return
         if group != "bench-plan":
             self._ended(f"FAILED: {error}")
         self.running = False
@@ -207,7 +210,7 @@ class BenchScreen(DataScreen, QuitGuard):
         self.cancel_event = threading.Event()
         self.refresh_bindings()
         live.update(f"running {plan.runbook}…")
-        cluster, backend, cancel = self.sapp.cluster, self.sapp.backend, self.cancel_event
+        cluster, backend, cancel = self.session.cluster, self.session.backend, self.cancel_event
 
         def progress(p: BenchProgressView) -> None:
             self.post_message(BenchProgressed(p))
@@ -249,7 +252,7 @@ class BenchScreen(DataScreen, QuitGuard):
             Text(f"{r.status.upper()}: {r.message}",
                  style="bold green" if r.ok else "bold red"))
         out = Text()
-        for row in bench_rows(list(r.results), self.sapp.clock()):
+        for row in bench_rows(list(r.results), self.session.clock()):
             c = row.cells
             out.append(f"{c[2]}: {c[4]} ops/s, {c[5]} MB/s, latency avg {c[6]} p50 {c[7]} "
                        f"p90 {c[8]} p99 {c[9]} max {c[10]} ms, errors {c[11]}\n", style="bold")

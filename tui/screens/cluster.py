@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -17,11 +16,7 @@ from checks.incidents import headline as incidents_headline
 from checks.model import Finding
 from core.service import fixes
 from tui import views
-from tui.table import VirtualTable
-from tui.views import Row
-
-if TYPE_CHECKING:
-    from tui.app import ClusterState
+from tui.messages import OpenRunbook
 from tui.screens.base import (
     DataScreen,
     DetailScreen,
@@ -29,6 +24,9 @@ from tui.screens.base import (
     lines_table,
 )
 from tui.screens.findings import HEADERS, IncidentScreen, _drill_finding
+from tui.state import ClusterState, Session
+from tui.table import VirtualTable
+from tui.views import Row
 
 
 class OverviewScreen(DataScreen):
@@ -72,7 +70,7 @@ class OverviewScreen(DataScreen):
         fill_table(self.query_one("#top", VirtualTable), rows)
 
     def selected_incident(self) -> Incident | None:
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         if o is None or not o.incidents:
             return None
         key = self.query_one("#incidents", VirtualTable).cursor_key
@@ -84,7 +82,7 @@ class OverviewScreen(DataScreen):
     @on(VirtualTable.RowHighlighted, "#incidents")
     def _incident_line(self) -> None:
         self.query_one("#incident-line", Static).update(
-            views.incident_line(self.selected_incident(), not self.sapp.read_only))
+            views.incident_line(self.selected_incident(), not self.session.read_only))
 
     def action_fix(self) -> None:
         """The selected (else the top) incident's one next step; never a refused one."""
@@ -97,15 +95,15 @@ class OverviewScreen(DataScreen):
             self.notify(f"{inc.root.code} {inc.root.entity}: no runbook applies; "
                         f"{fixes.incident_step(inc)}", severity="warning")
             return
-        self.sapp.open_runbook(fx.runbook, fx.target)
+        self.post_message(OpenRunbook(fx.runbook, fx.target))
 
     @on(VirtualTable.RowSelected, "#incidents")
     def _drill_incident(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         for i in (o.incidents if o else ()):
             if key == f"incident:{i.id}":
-                self.app.push_screen(IncidentScreen(i))
+                self.app.push_screen(IncidentScreen(self.session, i))
                 return
 
     @on(VirtualTable.RowSelected, "#top")
@@ -121,8 +119,8 @@ class OsdScreen(DataScreen):
         Binding("m", "maintenance", "Maintenance…", id="maintenance"),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.state_filter = "all"
         self.host_filter: str | None = None
 
@@ -135,7 +133,7 @@ class OsdScreen(DataScreen):
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
         snap = st.outcome.snapshot
-        rows = views.osd_rows(snap, self.sapp.target, self.state_filter, self.host_filter,
+        rows = views.osd_rows(snap, self.session.target, self.state_filter, self.host_filter,
                               self.needle)
         self.query_one("#filters", Static).update(
             f"state: [b]{self.state_filter}[/]   host: [b]{self.host_filter or 'all'}[/]"
@@ -149,7 +147,7 @@ class OsdScreen(DataScreen):
         self.show_state()
 
     def action_cycle_host(self) -> None:
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         hosts: list[str | None] = [None]
         if o and o.snapshot.ceph:
             hosts += [h.name for h in o.snapshot.ceph.hosts]
@@ -176,7 +174,7 @@ class OsdScreen(DataScreen):
         """A maintenance window (runbook maintenance-start, 2 h) on the selected host, or
         the selected OSD's host; maintenance-end when its OSDs carry noout already."""
         r = self.selected()
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         host = r.ref if r is not None and r.kind == "host" else None
         ceph = o.snapshot.ceph if o else None
         if r is not None and r.kind == "osd" and ceph is not None:
@@ -185,26 +183,26 @@ class OsdScreen(DataScreen):
         if not isinstance(host, str) or ceph is None:
             self.notify("select a host or an OSD first", severity="warning")
             return
-        self.sapp.open_runbook(fixes.maintenance_runbook(ceph, host), host)
+        self.post_message(OpenRunbook(fixes.maintenance_runbook(ceph, host), host))
 
     @on(VirtualTable.RowSelected, "#osds")
     def _drill(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
         if key.startswith("osd."):
-            self.app.push_screen(OsdDetailScreen(int(key[4:])))
+            self.app.push_screen(OsdDetailScreen(self.session, int(key[4:])))
         elif key.startswith("host:"):
             name = key[5:]
             self.host_filter = None if self.host_filter == name or name == "None" else name
             self.show_state()
 
 class OsdDetailScreen(DetailScreen):
-    def __init__(self, osd_id: int) -> None:
-        super().__init__(f"osd.{osd_id}")
+    def __init__(self, session: Session, osd_id: int) -> None:
+        super().__init__(session, f"osd.{osd_id}")
         self.osd_id = osd_id
 
     def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
         assert st.outcome is not None
-        return views.osd_detail(st.outcome.snapshot, self.sapp.target, self.osd_id,
+        return views.osd_detail(st.outcome.snapshot, self.session.target, self.osd_id,
                                 st.outcome.report.findings)
 
     def entity_findings(self) -> list[Finding]:
@@ -213,9 +211,9 @@ class OsdDetailScreen(DetailScreen):
 class EntityDetailScreen(DetailScreen):
     """Generic detail: given lines plus every finding about ``entity``."""
 
-    def __init__(self, title: str, entity: str, extra: list[tuple[str, str, str]],
-                 also: Sequence[str] = ()) -> None:
-        super().__init__(title)
+    def __init__(self, session: Session, title: str, entity: str,
+                 extra: list[tuple[str, str, str]], also: Sequence[str] = ()) -> None:
+        super().__init__(session, title)
         self.entity = entity
         self.extra = extra
         self.also = also
@@ -256,7 +254,7 @@ class PoolScreen(DataScreen):
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
         ceph = st.outcome.snapshot.ceph
-        th = self.sapp.thresholds
+        th = self.session.thresholds
         fill_table(self.query_one("#pools", VirtualTable),
                    views.pool_rows(ceph, th.pg_per_osd_target, th.pg_low_factor,
                                    th.pg_high_factor, self.needle))
@@ -265,13 +263,13 @@ class PoolScreen(DataScreen):
     @on(VirtualTable.RowSelected, "#pools")
     def _drill(self, event: VirtualTable.RowSelected) -> None:
         name = (event.row_key.value or "")[5:]
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         p = o.snapshot.ceph.pool(name) if o and o.snapshot.ceph else None
         if p is None:
             return
         extra = [(k, str(v), "") for k, v in p.__dict__.items()]
-        self.app.push_screen(EntityDetailScreen(f"pool {name}", f"pool {name}", extra,
-                                                also=(name,)))
+        self.app.push_screen(EntityDetailScreen(self.session, f"pool {name}", f"pool {name}",
+                                                extra, also=(name,)))
 
 class CacheScreen(DataScreen):
     TITLE_TEXT = "Cache tiers"
@@ -299,15 +297,15 @@ class CacheScreen(DataScreen):
     @on(VirtualTable.RowSelected, "#cache")
     def _drill(self, event: VirtualTable.RowSelected) -> None:
         name = (event.row_key.value or "")[6:]
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         p = o.snapshot.ceph.pool(name) if o and o.snapshot.ceph else None
         if p is None:
             return
         extra = [(k, str(v), "") for k, v in p.__dict__.items()
                  if k.startswith(("cache", "target", "hit_set", "min_", "tier", "stored",
                                   "objects", "name"))]
-        self.app.push_screen(EntityDetailScreen(f"cache tier {name}", f"pool {name}", extra,
-                                                also=(name,)))
+        self.app.push_screen(EntityDetailScreen(self.session, f"cache tier {name}",
+                                                f"pool {name}", extra, also=(name,)))
 
 
 # --------------------------------------------------------------------------- Swift
@@ -343,7 +341,7 @@ class SwiftScreen(DataScreen):
     @on(VirtualTable.RowSelected, "#rings")
     def _drill(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
-        o = self.sapp.state.outcome
+        o = self.session.state.outcome
         sw = o.snapshot.swift if o else None
         if not key.startswith("dev:") or sw is None:
             return
@@ -362,7 +360,7 @@ class SwiftScreen(DataScreen):
 
         name = device_name(dev.device, dev.ip, host_names(o.snapshot) if o else None)
         self.app.push_screen(EntityDetailScreen(
-            f"{kind} ring {name} ({dev.endpoint})", name, extra,
+            self.session, f"{kind} ring {name} ({dev.endpoint})", name, extra,
             also=(f"{kind} ring {name}", f"{dev.device}@{dev.ip}:{dev.port}")))
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,11 +17,10 @@ from checks.model import Finding
 from checks.mutable import mute_refusal
 from core.service import fixes
 from tui import views
-from tui.table import VirtualTable
-
-if TYPE_CHECKING:
-    from tui.app import ClusterState
+from tui.messages import GoTo, OpenRunbook, RefreshWanted
 from tui.screens.base import DataScreen, DetailScreen, fill_table
+from tui.state import ClusterState, Session
+from tui.table import VirtualTable
 
 HEADERS = frozenset({"severity"})  # the cursor starts on the first finding, not a header
 
@@ -32,10 +29,10 @@ def _drill_finding(screen: DataScreen, event: VirtualTable.RowSelected) -> None:
     key = event.row_key.value or ""
     for f in screen.findings:
         if key == f"finding:{f.code}:{f.entity}":
-            screen.app.push_screen(FindingDetailScreen(f))
+            screen.app.push_screen(FindingDetailScreen(screen.session, f))
             return
     if key.startswith("sev:"):
-        screen.sapp.goto("findings")
+        screen.post_message(GoTo("findings"))
 
 
 # --------------------------------------------------------------------------- OSDs
@@ -56,7 +53,7 @@ class FindingsScreen(DataScreen):
         f = event.row.ref if event.row is not None and event.row.kind == "finding" else None
         self.query_one("#finding-line", Static).update(
             views.finding_line(f if isinstance(f, Finding) else None,
-                               not self.sapp.read_only))
+                               not self.session.read_only))
 
     def render_data(self, st: ClusterState) -> None:
         assert st.outcome is not None
@@ -93,12 +90,12 @@ class FindingsScreen(DataScreen):
             if answer is None:
                 return
             try:
-                msg = self.sapp.backend.mute(self.sapp.cluster, f.code, f.entity, *answer)
+                msg = self.session.backend.mute(self.session.cluster, f.code, f.entity, *answer)
             except Exception as e:  # refused (no reason, ...): one line, nothing changed
                 self.notify(str(e), severity="error")
                 return
             self.notify(msg)
-            self.sapp.request_refresh()
+            self.post_message(RefreshWanted())
 
         self.app.push_screen(MuteModal(f), done)
 
@@ -110,12 +107,12 @@ class IncidentScreen(DetailScreen):
     """One incident, whole and wrapped: cause, impact, its one next step (x plans it),
     every finding it groups, the root's evidence."""
 
-    def __init__(self, incident: Incident) -> None:
-        super().__init__(f"Incident {incident.root.code} {incident.root.entity}")
+    def __init__(self, session: Session, incident: Incident) -> None:
+        super().__init__(session, f"Incident {incident.root.code} {incident.root.entity}")
         self.incident = incident
 
     def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
-        return views.incident_lines(self.incident, not self.sapp.read_only)
+        return views.incident_lines(self.incident, not self.session.read_only)
 
     def action_fix(self) -> None:
         fx = fixes.incident_fix(self.incident)
@@ -123,12 +120,12 @@ class IncidentScreen(DetailScreen):
             self.notify(f"no runbook applies: {self.incident.manual or 'see the findings'}",
                         severity="warning")
             return
-        self.sapp.open_runbook(fx.runbook, fx.target)
+        self.post_message(OpenRunbook(fx.runbook, fx.target))
 
 
 class FindingDetailScreen(DetailScreen):
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(f"{finding.code} {finding.entity}")
+    def __init__(self, session: Session, finding: Finding) -> None:
+        super().__init__(session, f"{finding.code} {finding.entity}")
         self.finding = finding
 
     def lines(self, st: ClusterState) -> list[tuple[str, str, str]]:
@@ -140,7 +137,7 @@ class FindingDetailScreen(DetailScreen):
             ("entity", f.entity, ""),
             ("message", f.message, ""),
             ("runbook", f"{f.runbook} {f.target}  (press x to plan the fix)"
-             if f.runbook and not self.sapp.read_only else (f.runbook or "none"),
+             if f.runbook and not self.session.read_only else (f.runbook or "none"),
              "cyan" if f.runbook else "dim"),
             ("still present", "yes" if now_there else "no (resolved since)",
              "" if now_there else "green"),

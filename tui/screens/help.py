@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,9 +10,6 @@ from textual.screen import ModalScreen
 from textual.widgets import (
     Static,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 class HelpScreen(ModalScreen[None]):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -16,12 +14,10 @@ from tui import views
 from tui.messages import (
     HistoryLoaded,
 )
+from tui.screens.base import DataScreen, fill_table, lines_table
+from tui.state import ClusterState, Session
 from tui.table import VirtualTable
 from tui.views import Row
-
-if TYPE_CHECKING:
-    from tui.app import ClusterState
-from tui.screens.base import DataScreen, fill_table, lines_table
 
 
 class HistoryScreen(DataScreen):
@@ -38,8 +34,8 @@ class HistoryScreen(DataScreen):
             t2.add_columns(*views.AUDIT_COLUMNS)
             yield t2
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.runs: list[CheckRun] = []
         self.audit: list[AuditRun] = []
 
@@ -48,7 +44,7 @@ class HistoryScreen(DataScreen):
         self.tick()
 
     def tick(self) -> None:
-        cluster, backend = self.sapp.cluster, self.sapp.backend
+        cluster, backend = self.session.cluster, self.session.backend
 
         def work() -> None:
             self.post_message(HistoryLoaded(backend.history(cluster),
@@ -59,10 +55,10 @@ class HistoryScreen(DataScreen):
 
     def on_history_loaded(self, msg: HistoryLoaded) -> None:
         self.runs, self.audit = msg.runs, msg.audit
-        self.render_data(self.sapp.state)
+        self.render_data(self.session.state)
 
     def render_data(self, st: ClusterState) -> None:
-        now = self.sapp.clock()
+        now = self.session.clock()
         fill_table(self.query_one("#runs", VirtualTable),
                    [r for r in views.history_rows(self.runs, now) if r.matches(self.needle)])
         fill_table(self.query_one("#audit", VirtualTable),
@@ -71,20 +67,20 @@ class HistoryScreen(DataScreen):
     @on(VirtualTable.RowSelected, "#runs")
     def _drill(self, event: VirtualTable.RowSelected) -> None:
         rid = int((event.row_key.value or "run:0")[4:])
-        self.app.push_screen(RunFindingsScreen(rid))
+        self.app.push_screen(RunFindingsScreen(self.session, rid))
 
     @on(VirtualTable.RowSelected, "#audit")
     def _drill_audit(self, event: VirtualTable.RowSelected) -> None:
         key = event.row_key.value or ""
         run = next((r for r in self.audit if f"audit:{r.id}" == key), None)
         if run is not None:
-            self.app.push_screen(AuditRunScreen(run))
+            self.app.push_screen(AuditRunScreen(self.session, run))
 
 class AuditRunScreen(DataScreen):
     """One runbook run from the audit: who, what, outcome, and every step it ran."""
 
-    def __init__(self, run: AuditRun) -> None:
-        super().__init__()
+    def __init__(self, session: Session, run: AuditRun) -> None:
+        super().__init__(session)
         self.run = run
         self.TITLE_TEXT = f"Audit run {run.id}: {run.runbook} {run.target}"
         self.steps: list[AuditStep] = []
@@ -97,7 +93,7 @@ class AuditRunScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        backend, rid = self.sapp.backend, self.run.id
+        backend, rid = self.session.backend, self.run.id
 
         def work() -> None:
             self.post_message(HistoryLoaded(backend.audit_steps(rid), []))
@@ -109,14 +105,14 @@ class AuditRunScreen(DataScreen):
 
     def on_history_loaded(self, msg: HistoryLoaded) -> None:
         self.steps = msg.runs
-        self.render_data(self.sapp.state)
+        self.render_data(self.session.state)
 
     def render_data(self, st: ClusterState) -> None:
         r = self.run
         self.query_one("#audit-head", Static).update(lines_table([
             ("runbook", f"{r.runbook} {r.target}", "bold"),
             ("by", f"{r.user} (confirmed by {r.confirmed_by}, from {r.source})", ""),
-            ("when", views._when(r.started_at, self.sapp.clock()), ""),
+            ("when", views._when(r.started_at, self.session.clock()), ""),
             ("outcome", r.outcome, "green" if r.outcome == Outcome.SUCCESS else "bold red"),
             ("message", r.message, ""),
         ]))
@@ -136,8 +132,8 @@ class AuditRunScreen(DataScreen):
 class RunFindingsScreen(DataScreen):
     """The findings one past check run recorded (from the journal)."""
 
-    def __init__(self, run_id: int) -> None:
-        super().__init__()
+    def __init__(self, session: Session, run_id: int) -> None:
+        super().__init__(session)
         self.run_id = run_id
         self.TITLE_TEXT = f"Check run {run_id}"
         self.rows: list[FindingRecord] = []
@@ -149,7 +145,7 @@ class RunFindingsScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        backend, rid = self.sapp.backend, self.run_id
+        backend, rid = self.session.backend, self.run_id
 
         def work() -> None:
             self.post_message(HistoryLoaded(backend.findings_of(rid), []))
@@ -161,7 +157,7 @@ class RunFindingsScreen(DataScreen):
 
     def on_history_loaded(self, msg: HistoryLoaded) -> None:
         self.rows = msg.runs
-        self.render_data(self.sapp.state)
+        self.render_data(self.session.state)
 
     def render_data(self, st: ClusterState) -> None:
         rows = []

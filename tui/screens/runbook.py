@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
@@ -32,14 +31,15 @@ from core.service.actions import ActionPlan
 from core.service.task import Task
 from tui.backend import LogLine, RunView
 from tui.messages import (
+    ExitWanted,
     Planned,
+    RefreshWanted,
     RunFinished,
     RunLogged,
+    WorkEnded,
 )
 from tui.screens.base import DataScreen
-
-if TYPE_CHECKING:
-    pass
+from tui.state import Session
 
 SCROLL_HINT = "↑↓ PgUp PgDn scroll"
 
@@ -204,8 +204,8 @@ class RunbookScreen(DataScreen, QuitGuard):
         Binding("s", "cancel_run", "Stop run…", id="cancel_run"),
     ]
 
-    def __init__(self, runbook: str, target: str) -> None:
-        super().__init__()
+    def __init__(self, session: Session, runbook: str, target: str) -> None:
+        super().__init__(session)
         self.runbook = runbook
         self.target_name = target
         self.TITLE_TEXT = f"Runbook {runbook} {target}"
@@ -229,7 +229,7 @@ class RunbookScreen(DataScreen, QuitGuard):
         # the head names the scroll keys only when the plan overflows its pane
         self.watch(self.query_one("#plan-scroll", VerticalScroll), "virtual_size",
                    self._plan_resized, init=False)
-        cluster, backend = self.sapp.cluster, self.sapp.backend
+        cluster, backend = self.session.cluster, self.session.backend
         rb, tgt = self.runbook, self.target_name
 
         def work() -> None:
@@ -269,7 +269,7 @@ class RunbookScreen(DataScreen, QuitGuard):
         t = Text()
         t.append(f"Plan for {p.runbook} {p.target}" + (f" ({n} steps)" if n else ""),
                  style="bold")
-        if self.check_action("apply", ()) and not self.sapp.read_only:
+        if self.check_action("apply", ()) and not self.session.read_only:
             t.append(": a applies (the exact commands again, then confirm)")
         plan = self.query_one("#plan-scroll", VerticalScroll)
         if plan.max_scroll_y > 0:  # the keys that reach the rest of it, from where focus is
@@ -290,7 +290,7 @@ class RunbookScreen(DataScreen, QuitGuard):
         self.call_after_refresh(self._head)
 
     def worker_failed(self, group: str, error: BaseException) -> None:
-        """Called by the App's single worker-error handler."""
+        """The plan's or the run's worker raised: said where the plan or the log is."""
         if group == "plan":
             self.query_one("#plan-head", Static).update(
                 Text(f"cannot plan {self.runbook} {self.target_name}", style="bold red"))
@@ -298,20 +298,20 @@ class RunbookScreen(DataScreen, QuitGuard):
                 Text(f"cannot plan: {error}", style="bold red"))
         else:
             self.running = False
-            self.sapp.work_ended()
+            self.post_message(WorkEnded())
             self.write_log(Text(f"FAILED: {error}", style="bold red"))
             self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "apply":
             return self.plan is not None and not self.running and self.done is None \
-                and not self.sapp.read_only
+                and not self.session.read_only
         if action == "cancel_run":
             return self.running and not self.quitting
         return True
 
     def action_apply(self) -> None:
-        if self.plan is None or self.running or self.sapp.read_only:
+        if self.plan is None or self.running or self.session.read_only:
             return
         self.app.push_screen(ConfirmModal(self.plan), self._confirmed)
 
@@ -321,8 +321,8 @@ class RunbookScreen(DataScreen, QuitGuard):
             return
         self.running = True
         self.refresh_bindings()
-        self.write_log(Text(f"confirmed by {self.sapp.user}; running…", style="bold"))
-        plan, cluster, backend = self.plan, self.sapp.cluster, self.sapp.backend
+        self.write_log(Text(f"confirmed by {self.session.user}; running…", style="bold"))
+        plan, cluster, backend = self.plan, self.session.cluster, self.session.backend
         cancel = self.cancel_event
 
         def log_event(ev: LogLine) -> None:
@@ -373,7 +373,7 @@ class RunbookScreen(DataScreen, QuitGuard):
         self.write_log(Text("quitting: stopping the run before its next step" + self._cleanup_note()
                       + "; stordoc quits when the run has ended", style="bold yellow"))
         if self.run_worker_ is None or self.run_worker_.is_finished:
-            self.app.exit()
+            self.post_message(ExitWanted())
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         super().on_worker_state_changed(event)
@@ -382,8 +382,8 @@ class RunbookScreen(DataScreen, QuitGuard):
             summary = (self.done.summary if self.done is not None
                        else f"FAILED: {event.worker.error}" if event.state == WorkerState.ERROR
                        else "the run ended")
-            self.app.exit(message=f"stordoc: {self.runbook} {self.target_name} stopped on "
-                                  f"quit: {summary}")
+            self.post_message(ExitWanted(f"stordoc: {self.runbook} {self.target_name} "
+                                         f"stopped on quit: {summary}"))
 
     def on_run_logged(self, msg: RunLogged) -> None:
         ev = msg.event
@@ -393,7 +393,7 @@ class RunbookScreen(DataScreen, QuitGuard):
 
     def on_run_finished(self, msg: RunFinished) -> None:
         self.running = False
-        self.sapp.work_ended()
+        self.post_message(WorkEnded())
         self.done = msg.result
         self.write_log(Text(("SUCCEEDED: " if msg.result.ok else "FAILED: ") + msg.result.summary,
                       style="bold green" if msg.result.ok else "bold red"))
@@ -402,4 +402,4 @@ class RunbookScreen(DataScreen, QuitGuard):
         self.refresh_bindings()
         self.call_after_refresh(self._head)
         if not self.quitting:
-            self.sapp.request_refresh(force=True)
+            self.post_message(RefreshWanted(force=True))
