@@ -61,7 +61,9 @@ def addr_ip(addr: Any) -> str | None:
         return None
     if not isinstance(addr, str):
         return None
-    s = addr.strip().strip("[]").split(",")[0].strip()
+    s = addr.strip()
+    if s.startswith(("[v1:", "[v2:", "[any:")):  # an address vector: its first one
+        s = s[1:].rstrip("]").split(",")[0].strip()
     for pre in ("v2:", "v1:", "any:"):
         if s.startswith(pre):
             s = s[len(pre):]
