@@ -6,7 +6,9 @@ broken scenario: test_scenarios.py (live) and tests/unit/test_replay.py (snapsho
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +130,50 @@ def test_doctor_names_every_access_ok(lab: Lab) -> None:
     assert {h.split(":")[0] for h in heads if not h.startswith("ok")} == {
         "off   prometheus", "off   slack"}
     assert all(len(ln) <= 80 for ln in out.splitlines())
+
+
+@pytest.mark.on_reef
+def test_init_config_checks_like_the_labs_own(lab: Lab, cfg: Path, tmp_path: Path) -> None:
+    """``stordoc init`` given only what a team has (ceph.conf, a keyring, the Swift dir,
+    an SSH key) and where SSH reaches each CRUSH host (the lab's daemons all report
+    127.0.0.1): a config of at most 30 lines whose hosts come from the cluster, with
+    which ``check --json`` gives the findings of the lab's own generated config, the
+    same host facts of each host, and ``doctor`` reaches every host (issue 40.1)."""
+    from core.env import Env
+    from tests.support.cli import run_main
+
+    out = tmp_path / "init.toml"
+    hosts = [f"--host=node{n}=127.0.0.{n + 1}" for n in range(1, lab.n_hosts + 1)]
+    rc, so, se = run_main("init", "--name", "lab", "--ceph-conf", str(lab.conf),
+                          "--keyring", str(lab.admin_keyring), "--swift-dir",
+                          str(lab.swift_etc), "--ssh-key", str(lab.ssh_dir / "client_ed25519"),
+                          "--known-hosts", str(lab.ssh_dir / "known_hosts"),
+                          "--ssh-port", str(lab.ports.sshd), *hosts, "-o", str(out))
+    assert rc == 0, so + se
+    text = out.read_text()
+    assert len(text.splitlines()) <= 30, text
+    assert "[[clusters.lab.hosts]]" not in text and "hosts_from" in text
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'journal = "{tmp_path / "j2.db"}"\n' + text)
+
+    def findings(config: Path) -> tuple[int, list[tuple[str, str]]]:
+        rc, so, se = run_main("--config", str(config), "check", "--json")
+        doc = json.loads(so)
+        return rc, sorted((f["code"], f["entity"]) for f in doc["findings"])
+
+    assert findings(mine) == findings(cfg)
+
+    def facts(config: Path) -> dict[str, Any]:
+        env = Env(load_settings(config))
+        try:
+            snap = env.collect(env.target("lab"))
+        finally:
+            env.close()
+        return {n: (h.error, h.osd_dirs, sorted(h.swift_dirs), sorted(h.ring_md5))
+                for n, h in snap.hosts.items()}
+
+    ours, labs = facts(mine), facts(cfg)
+    assert ours == labs and len(ours) == lab.n_hosts
+    rc, so, se = run_main("--config", str(mine), "doctor", width=100)
+    assert [ln.split(":")[0] for ln in so.splitlines() if ln.startswith("ok    ssh")] == [
+        f"ok    ssh node{i + 1}" for i in range(lab.n_hosts)], so + se
