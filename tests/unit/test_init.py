@@ -399,3 +399,49 @@ def test_odd_ceph_and_ring_input_never_raises() -> None:
     assert addr_ip("[::1]:6800/0") == "::1" and addr_ip(":/0") is None
     assert ring_servers([None, {"ip": "nonsense"}, {"ip": "10.0.0.1", "port": 6200}]) == {
         "10.0.0.1": {6200}}
+
+
+# ------------------------------------------------------------------ saved snapshots
+
+@pytest.mark.parametrize("case", ["healthy", "osd-unmounted-in", "osd-not-activated"])
+def test_a_snapshot_of_found_hosts_replays_like_one_of_listed_hosts(case: str,
+                                                                    tmp_path: Path) -> None:
+    """A snapshot saved with ``hosts_from`` names only the exceptions in cluster.json:
+    the other hosts replay from ``host_defaults`` at the address they were read at, with
+    the findings (host facts: OSD_DATA_UNMOUNTED, OSD_NOT_ACTIVATED) of the same snapshot
+    whose settings list every host."""
+    from core.service.snapshots import load
+    from tests.support.fixture_snapshots import FIXTURES
+
+    src = FIXTURES / "pacific" / case
+    dst = tmp_path / case
+    shutil.copytree(src, dst)
+    doc = json.loads((dst / "cluster.json").read_text())
+    c = doc["cluster"]
+    hosts = {h["name"]: h for h in c["hosts"]}
+    c["host_defaults"] = {k: v for k, v in hosts["node1"].items()
+                          if k not in ("name", "address", "daemons", "fstab_path")}
+    c["hosts_from"] = ["ceph", "swift"]
+    c["hosts"] = [{"name": "node1", "fstab_path": hosts["node1"]["fstab_path"]},
+                  {"name": "node4", "osd_data_dir": hosts["node4"]["osd_data_dir"]}]
+    (dst / "cluster.json").write_text(json.dumps(doc))
+
+    def codes(d: Path) -> list[tuple[str, str]]:
+        return sorted((f.code, f.entity) for f in load(str(d)).outcome.report.findings)
+
+    assert codes(dst) == codes(src)
+    if case != "healthy":
+        assert codes(dst) != []
+
+
+def test_the_saved_settings_hold_each_host_as_checked() -> None:
+    from checks.model import Thresholds
+    from core.service.snapshots import settings_doc
+
+    cs = parse_settings({"clusters": {"c": {
+        "ceph": {"conf": "/etc/ceph/ceph.conf"}, "hosts_from": ["ceph"],
+        "host_defaults": {"port": 2222, "key_file": "/keys/id"},
+        "hosts": [{"name": "n1", "address": "10.0.0.1"}]}}}).clusters["c"]
+    d = settings_doc("c", cs, Thresholds(), [])["cluster"]
+    assert d["host_defaults"] == {"port": 2222}  # no key path in a snapshot
+    assert d["hosts"][0]["port"] == 2222 and "key_file" not in d["hosts"][0]
