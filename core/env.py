@@ -133,10 +133,11 @@ class Env:
     def cluster_name(self, name: str | None) -> str:
         return self.settings.cluster_name(name)
 
-    def target(self, name: str | None) -> ClusterTarget:
+    def target(self, name: str | None, discover: bool = True) -> ClusterTarget:
         """The cluster's target, its hosts found from the cluster with ``hosts_from``
         (read at most every DISCOVERY_TTL_S; an unreachable Ceph leaves the configured
-        hosts, and the check says Ceph is unreachable)."""
+        hosts, and the check says Ceph is unreachable). ``discover`` False: no I/O, the
+        hosts found last time if any (a front end's start-up)."""
         n = self.cluster_name(name)
         preflight_cluster(self.settings.clusters[n])
         t = self.settings.clusters[n].target(n)
@@ -144,8 +145,10 @@ class Env:
             return t
         now = time.monotonic()
         hit = self._found.get(n)
-        if hit is not None and now - hit[0] < DISCOVERY_TTL_S:
+        if hit is not None and (now - hit[0] < DISCOVERY_TTL_S or not discover):
             return hit[1]
+        if not discover:
+            return t
         from storage.discover import resolve_hosts
 
         resolved, problems = resolve_hosts(t)

@@ -445,3 +445,31 @@ def test_the_saved_settings_hold_each_host_as_checked() -> None:
     d = settings_doc("c", cs, Thresholds(), [])["cluster"]
     assert d["host_defaults"] == {"port": 2222}  # no key path in a snapshot
     assert d["hosts"][0]["port"] == 2222 and "key_file" not in d["hosts"][0]
+
+
+def test_env_finds_the_hosts_at_check_time_and_a_front_end_start_does_no_io(
+        tmp_path: Path) -> None:
+    """``Env.target`` reads the hosts (here: Ceph's monitor does not answer, the rings
+    still name three servers: a check reaches them and says Ceph is unreachable); a front
+    end's start-up (``discover=False``) reads nothing and gets the settings' hosts."""
+    pytest.importorskip("rados")
+    from core.env import Env
+
+    conf = tmp_path / "ceph.conf"
+    conf.write_text(f"[global]\nmon_host = v2:127.0.0.1:{_closed_port()}\n"
+                    "auth_client_required = none\n")
+    cfg = {"journal": str(tmp_path / "j.db"), "clusters": {"c": {
+        "ceph": {"conf": str(conf), "timeout": 1}, "swift": {"swift_dir": str(LAB)},
+        "hosts_from": ["ceph", "swift"], "host_defaults": {"user": "ops"},
+        "hosts": [{"name": "127.0.0.3", "port": 2200}]}}}
+    env = Env(parse_settings(cfg))
+    try:
+        assert env.target("c", discover=False).hosts[0].address == ""  # nothing read yet
+        t = env.target("c")
+        assert [(h.name, h.address, h.user, h.port) for h in t.hosts] == [
+            ("127.0.0.3", "127.0.0.3", "ops", 2200), ("127.0.0.2", "127.0.0.2", "ops", 22),
+            ("127.0.0.4", "127.0.0.4", "ops", 22)]
+        assert [p.split(":")[0] for p in env.discovery_problems("c")] == ["Ceph"]
+        assert env.target("c", discover=False) is t  # the hosts found last time
+    finally:
+        env.close()
