@@ -454,8 +454,10 @@ def plan(req: InitRequest, facts: Facts,
     n_swift = sum(1 for h in hosts.values() if "swift" in h.sources)
     mons = {**_daemon_hosts(facts.mon_metadata, "mon"), **_daemon_hosts(facts.mgr_metadata,
                                                                           "mgr")}
-    summary = (f"{len(hosts)} hosts: {n_ceph} Ceph, {n_swift} Swift; {kind}, {distro}; OSDs "
-               + (", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) or "none read"))
+    summary = (f"{len(hosts)} hosts: {n_ceph} Ceph, {n_swift} Swift; "
+               + (f"{kind}, {distro}; OSDs " + ", ".join(f"{v} {k}" for k, v
+                                                        in sorted(kinds.items()))
+                  if kinds else "no OSD metadata read"))
     notes.insert(0, summary)
     if mons:
         notes.append("mon/mgr on " + ", ".join(sorted(set(mons.values()))) + " (host "
