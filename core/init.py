@@ -263,7 +263,9 @@ def _osd_kind(m: Mapping[str, Any]) -> str:
     if m.get("osd_objectstore") == "filestore":
         return "filestore"
     dev = str(m.get("bluestore_bdev_dev_node", "")) + str(m.get("devices", ""))
-    return "lvm" if "/dev/dm-" in dev or "/dev/mapper" in dev or "dm-" in dev else "raw"
+    # ceph-volume lvm puts BlueStore on a device-mapper volume; raw (and the ceph-disk
+    # era's layouts) on the device itself
+    return "on LVM" if "dm-" in dev or "/dev/mapper" in dev else "on a plain device"
 
 
 def _host_data_dirs(hosts: Mapping[str, FoundHost], metadata: Any) -> dict[str, str]:
