@@ -23,6 +23,7 @@ from storage.runner import HostUnreachable
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
 from core.settings import load_settings
+from tests.support.broken import broken
 
 OURS = {c.code for c in OSD_CODES + SWIFT_CODES + RING_CODES} | {"HOST_UNREACHABLE"}
 
@@ -138,7 +139,8 @@ def test_init_config_checks_like_the_labs_own(lab: Lab, cfg: Path, tmp_path: Pat
     an SSH key) and where SSH reaches each CRUSH host (the lab's daemons all report
     127.0.0.1): a config of at most 30 lines whose hosts come from the cluster, with
     which ``check --json`` gives the findings of the lab's own generated config, the
-    same host facts of each host, and ``doctor`` reaches every host (issue 40.1)."""
+    same host facts of each host, and ``doctor`` reaches every host (issue 40.1); with
+    osd.1's data dir unmounted too."""
     from core.env import Env
     from tests.support.cli import run_main
 
@@ -162,6 +164,15 @@ def test_init_config_checks_like_the_labs_own(lab: Lab, cfg: Path, tmp_path: Pat
         return rc, sorted((f["code"], f["entity"]) for f in doc["findings"])
 
     assert findings(mine) == findings(cfg)
+    with broken(lab, "osd-unmounted", osd=1):  # the seed fault: seen on node2 alike
+        def settled(config: Path) -> list[tuple[str, str]]:
+            """What the hosts and the osdmap say (the PGs re-peer between two checks)."""
+            return [f for f in findings(config)[1] if f[0].startswith(("OSD_", "HOST_"))
+                    or f[0] in OURS]
+
+        theirs = settled(cfg)
+        assert ("OSD_DATA_UNMOUNTED", "osd.1") in theirs
+        assert settled(mine) == theirs
 
     def facts(config: Path) -> dict[str, Any]:
         env = Env(load_settings(config))
