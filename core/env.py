@@ -7,7 +7,8 @@ import errno
 import getpass
 import os
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from core.settings import ClusterSettings, Settings, SettingsError
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 
 _POOL_LOCK = threading.Lock()
+# how long the hosts found from a cluster are reused before they are read again
+DISCOVERY_TTL_S = 60.0
 
 
 def _denied(path: str) -> PermissionError:
@@ -129,6 +132,9 @@ class Env:
     reverted: list[str] = field(default_factory=list)
     _sweeping: bool = False
     _ssh_pool: SSHPool | None = None  # opened on the first check with hosts
+    # hosts found from each cluster (``hosts_from``): (monotonic time, target, problems),
+    # read again after DISCOVERY_TTL_S so a host that joined is checked within a minute
+    _found: dict[str, tuple[float, ClusterTarget, list[str]]] = field(default_factory=dict)
 
     @property
     def ssh_pool(self) -> SSHPool:
@@ -151,10 +157,37 @@ class Env:
     def cluster_name(self, name: str | None) -> str:
         return self.settings.cluster_name(name)
 
-    def target(self, name: str | None) -> ClusterTarget:
+    def target(self, name: str | None, discover: bool = True,
+               changes: bool = False) -> ClusterTarget:
+        """The cluster's target, its hosts found from the cluster with ``hosts_from``
+        (read at most every DISCOVERY_TTL_S; an unreachable Ceph leaves the configured
+        hosts, and the check says Ceph is unreachable). ``discover`` False: no I/O, the
+        hosts found last time if any (a front end's start-up). ``changes``: Ceph as the
+        user that makes changes (``ceph.fix_client``)."""
         n = self.cluster_name(name)
+        if changes:
+            found = self.target(n, discover)
+            return replace(found, ceph=self.settings.clusters[n].target(n, True).ceph)
         preflight_cluster(self.settings.clusters[n])
-        return self.settings.clusters[n].target(n)
+        t = self.settings.clusters[n].target(n)
+        if t.discovery is None:
+            return t
+        now = time.monotonic()
+        hit = self._found.get(n)
+        if hit is not None and (now - hit[0] < DISCOVERY_TTL_S or not discover):
+            return hit[1]
+        if not discover:
+            return t
+        from storage.discover import resolve_hosts
+
+        resolved, problems = resolve_hosts(t)
+        self._found[n] = (now, resolved, problems)
+        return resolved
+
+    def discovery_problems(self, name: str | None) -> list[str]:
+        """What the last look for the cluster's hosts could not read (``hosts_from``)."""
+        hit = self._found.get(self.cluster_name(name))
+        return list(hit[2]) if hit else []
 
     def collect(self, target: ClusterTarget, host_facts: bool = True) -> ClusterSnapshot:
         """Read a cluster (Ceph, Swift, the hosts over SSH): the one place a check reaches
@@ -207,7 +240,7 @@ class Env:
         preflight_cluster(cs)
         rs = self.settings.runbooks
         return RunContext(
-            cluster=n, target=cs.target(n, changes=True), journal=self.journal,
+            cluster=n, target=self.target(n, changes=True), journal=self.journal,
             thresholds=self.settings.thresholds_for(n), muted=tuple(cs.muted),
             user=self.settings.user or self.user, source=source,
             verify_timeout_s=rs.verify_timeout_s, step_timeout_s=rs.step_timeout_s,

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import string
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,6 +22,7 @@ from storage.targets import (
     CephTarget,
     ClusterTarget,
     DaemonTarget,
+    HostDiscovery,
     HostTarget,
     PromTarget,
     SwiftTarget,
@@ -207,7 +210,8 @@ class DaemonSettings(StrictModel):
 
 class HostSettings(StrictModel):
     name: str
-    address: str
+    # "" only beside ``hosts_from``: the address the cluster reports for this host
+    address: str = ""
     port: int = Field(22, ge=1, le=65535)
     user: str = "root"
     key_file: str | None = None
@@ -315,6 +319,52 @@ class HostSettings(StrictModel):
         return None if v is None else check_template(v, OSD_PATH_FIELDS)
 
 
+class HostDefaults(HostSettings):
+    """``[clusters.NAME.host_defaults]``: what every host of the cluster shares (SSH user,
+    key, port, the deployment's paths and commands); a ``[[clusters.NAME.hosts]]`` entry
+    sets only where one host differs, every host found from the cluster
+    (``hosts_from``) is built from these alone."""
+
+    name: str = "*"
+
+    @model_validator(mode="after")
+    def _no_identity(self) -> HostDefaults:
+        given = self.model_fields_set & {"name", "address", "daemons"}
+        if given:
+            raise ValueError(f"{', '.join(sorted(given))}: per host only "
+                             "(a [[hosts]] entry), not a default")
+        return self
+
+
+def _given(m: BaseModel) -> dict[str, Any]:
+    return m.model_dump(include=set(m.model_fields_set))
+
+
+def host_target(h: HostSettings) -> HostTarget:
+    return HostTarget(
+        name=h.name, address=h.address, port=h.port, user=h.user,
+        key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
+        osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
+        osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
+        osd_activate_raw=tuple(h.osd_activate_raw),
+        osd_activate_lvm=tuple(h.osd_activate_lvm),
+        osd_start_cephadm=tuple(h.osd_start_cephadm),
+        osd_stop=tuple(h.osd_stop), osd_prepare_raw=tuple(h.osd_prepare_raw),
+        osd_create_lvm=tuple(h.osd_create_lvm),
+        osd_mkfs_xfs=tuple(h.osd_mkfs_xfs), osd_mount_xfs=tuple(h.osd_mount_xfs),
+        osd_keyring_new=tuple(h.osd_keyring_new),
+        osd_keyring_print=tuple(h.osd_keyring_print), osd_mkfs=tuple(h.osd_mkfs),
+        osd_chown=tuple(h.osd_chown),
+        swift_server_start=tuple(h.swift_server_start),
+        swift_replicator_start=tuple(h.swift_replicator_start),
+        fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
+        osd_log_file=h.osd_log_file, osd_admin_socket=h.osd_admin_socket,
+        osd_unit=h.osd_unit, ceph_crash_dir=h.ceph_crash_dir,
+        daemons=tuple(d.target() for d in h.daemons),
+        evidence_dir=h.evidence_dir,
+    )
+
+
 class ThresholdSettings(StrictModel):
     pg_per_osd_target: int | None = None
     pg_low_factor: float | None = None
@@ -365,11 +415,33 @@ class ClusterSettings(StrictModel):
     ceph: CephSettings | None = None
     swift: SwiftSettings | None = None
     hosts: list[HostSettings] = []
+    # hosts found from the cluster at each check (storage.discover): CRUSH hosts with
+    # OSDs, the rings' storage servers; each built from ``host_defaults``
+    hosts_from: list[Literal["ceph", "swift"]] = Field(default_factory=list, max_length=2)
+    host_defaults: HostDefaults = HostDefaults()
     muted: list[str] = []
     thresholds: ThresholdSettings = ThresholdSettings()
     prometheus: PrometheusSettings | None = None
     # ``check --all``: this cluster's budget in seconds (default: [check] cluster_timeout_s)
     check_timeout_s: float | None = Field(None, gt=0, le=86400, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _addresses(self) -> ClusterSettings:
+        bare = [h.name for h in self.hosts if not h.address]
+        if bare and not self.hosts_from:
+            raise ValueError(f"host {bare[0]}: no address (give one, or set hosts_from "
+                             "so the cluster reports it)")
+        names = [h.name for h in self.hosts]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice and self.hosts_from:
+            raise ValueError(f"host {twice[0]} is listed twice")
+        return self
+
+    def host_settings(self) -> list[HostSettings]:
+        """The configured hosts, each on ``host_defaults`` (what it sets wins)."""
+        base = _given(self.host_defaults)
+        base.pop("name", None)
+        return [HostSettings(**{**base, **_given(h)}) for h in self.hosts]
 
     def target(self, name: str, changes: bool = False) -> ClusterTarget:
         """The plain values of ``storage.targets``; ``changes``: Ceph as the user that
@@ -377,6 +449,7 @@ class ClusterSettings(StrictModel):
         cluster_name = self.ceph.cluster_name if self.ceph else "ceph"
         c = self.ceph
         fix = changes and c is not None and c.fix_client is not None
+        defaults = HostSettings(**{**_given(self.host_defaults), "name": "*"})
         return ClusterTarget(
             name=name,
             ceph=CephTarget(c.conf, (c.fix_keyring or c.keyring) if fix else c.keyring,
@@ -388,30 +461,10 @@ class ClusterSettings(StrictModel):
                 user=self.swift.user, key=self.swift.key.resolve() if self.swift.key else None,
                 swift_dir=self.swift.swift_dir, recon_timeout_s=self.swift.recon_timeout,
             ) if self.swift else None,
-            hosts=tuple(
-                HostTarget(
-                    name=h.name, address=h.address, port=h.port, user=h.user,
-                    key_file=h.key_file, known_hosts=h.known_hosts, timeout_s=h.timeout,
-                    osd_start=tuple(h.osd_start), osd_data_dir=h.osd_data_dir,
-                    osd_pid_file=h.osd_pid_file, swift_devices_dir=h.swift_devices_dir,
-                    osd_activate_raw=tuple(h.osd_activate_raw),
-                    osd_activate_lvm=tuple(h.osd_activate_lvm),
-                    osd_start_cephadm=tuple(h.osd_start_cephadm),
-                    osd_stop=tuple(h.osd_stop), osd_prepare_raw=tuple(h.osd_prepare_raw),
-                    osd_create_lvm=tuple(h.osd_create_lvm),
-                    osd_mkfs_xfs=tuple(h.osd_mkfs_xfs), osd_mount_xfs=tuple(h.osd_mount_xfs),
-                    osd_keyring_new=tuple(h.osd_keyring_new),
-                    osd_keyring_print=tuple(h.osd_keyring_print), osd_mkfs=tuple(h.osd_mkfs),
-                    osd_chown=tuple(h.osd_chown),
-                    swift_server_start=tuple(h.swift_server_start),
-                    swift_replicator_start=tuple(h.swift_replicator_start),
-                    fstab_path=h.fstab_path, swift_ring_dirs=tuple(h.swift_ring_dirs),
-                    osd_log_file=h.osd_log_file, osd_admin_socket=h.osd_admin_socket,
-                    osd_unit=h.osd_unit, ceph_crash_dir=h.ceph_crash_dir,
-                    daemons=tuple(d.target() for d in h.daemons),
-                    evidence_dir=h.evidence_dir,
-                ) for h in self.hosts
-            ),
+            hosts=tuple(host_target(h) for h in self.host_settings()),
             ceph_cluster_name=cluster_name,
             prometheus=self.prometheus.target() if self.prometheus else None,
+            discovery=HostDiscovery(tuple(self.hosts_from),
+                                    replace(host_target(defaults), name="", address=""))
+            if self.hosts_from else None,
         )

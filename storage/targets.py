@@ -131,6 +131,16 @@ class SwiftTarget:
 
 
 @dataclass(frozen=True)
+class HostDiscovery:
+    """``hosts_from``: which parts of the cluster name its hosts (``ceph``: CRUSH hosts
+    at their OSDs' public address; ``swift``: the rings' storage servers), and the host
+    every found one is built from (``name``/``address`` blank: filled per host)."""
+
+    sources: tuple[str, ...]
+    defaults: HostTarget = field(default_factory=lambda: HostTarget(name="", address=""))
+
+
+@dataclass(frozen=True)
 class ClusterTarget:
     name: str
     ceph: CephTarget | None = None
@@ -138,6 +148,8 @@ class ClusterTarget:
     hosts: tuple[HostTarget, ...] = field(default_factory=tuple)
     ceph_cluster_name: str = "ceph"
     prometheus: PromTarget | None = None  # host facts from Prometheus when set
+    # hosts found from the cluster at check time (storage.discover.resolve_hosts)
+    discovery: HostDiscovery | None = None
 
     def hosts_named(self, spelling: str) -> tuple[HostTarget, ...]:
         """Every configured host ``spelling`` may mean: the host of that exact name; else

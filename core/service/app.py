@@ -50,7 +50,8 @@ class Service:
         return self.env.settings.default_cluster
 
     def target(self, cluster: str | None) -> ClusterTarget:
-        return self.env.target(cluster)
+        """The settings' target, no I/O (hosts found from the cluster once a check ran)."""
+        return self.env.target(cluster, discover=False)
 
     def check(self, cluster: str | None, source: str,
               record: RecordPolicy = RecordPolicy.ALWAYS, since: float | None = None,

@@ -243,14 +243,16 @@ def _from_caps(name: str, caps: Mapping[str, str], needs: RunbookNeeds,
 
 def host_access(cs: ClusterSettings, needs: RunbookNeeds,
                 timeout_s: float | None = None) -> list[Access]:
+    from storage.discover import resolve_hosts
     from storage.runner import HostUnreachable
     from storage.ssh import FabricRunner, SSHPool
 
-    if not cs.hosts:
-        return [Access("warn", "ssh", "no hosts configured",
+    target, problems = resolve_hosts(cs.target("doctor"))
+    if not target.hosts:
+        return [Access("warn", "ssh", "no hosts configured" + (
+                           f" ({'; '.join(problems)})" if problems else ""),
                        f"read host facts (mounts, disks, daemons) or run "
                        f"{_names(needs.hosts)}")]
-    target = cs.target("doctor")
     without = f"read its host facts or run {_names(needs.hosts)} there"
     pool = SSHPool(retry=False)
     runner = FabricRunner(target.hosts, pool=pool)

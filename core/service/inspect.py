@@ -126,7 +126,7 @@ class Inspector:
         preflight_cluster(cs)
         mutes_from = env.journal if record or os.path.exists(
             os.path.expanduser(env.settings.journal)) else None
-        target = cs.target(cluster)
+        target = env.target(cluster)  # with the hosts found from the cluster (hosts_from)
         thresholds = env.settings.thresholds_for(cluster)
         t0 = time.monotonic()
         snap = env.collect(target, host_facts)

@@ -44,7 +44,13 @@ def settings_doc(name: str, cs: ClusterSettings, thresholds: Thresholds,
     force (every one the settings may set), the mutes with expiry in force."""
     d = cs.model_dump(mode="json", exclude={
         "ceph": SECRET_FIELDS["ceph"], "swift": SECRET_FIELDS["swift"],
-        "hosts": {"__all__": SECRET_FIELDS["hosts"]}, "thresholds": True})
+        "hosts": True, "host_defaults": True, "thresholds": True})
+    # each host as it is checked (on host_defaults), the defaults as written: a host found
+    # from the cluster (hosts_from) is replayed from them and the address it was read at
+    d["hosts"] = [h.model_dump(mode="json", exclude=SECRET_FIELDS["hosts"])
+                  for h in cs.host_settings()]
+    d["host_defaults"] = cs.host_defaults.model_dump(mode="json", exclude_unset=True,
+                                                     exclude=SECRET_FIELDS["hosts"])
     d["thresholds"] = {k: getattr(thresholds, k) for k in ThresholdSettings.model_fields
                        if hasattr(thresholds, k)}
     return {"name": name, "cluster": d, "mute_rules": [[c, e] for c, e in mute_rules]}

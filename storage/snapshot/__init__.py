@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from storage.ceph import build_state
@@ -248,6 +248,10 @@ def replay(doc: SnapshotDoc, target: ClusterTarget) -> ClusterSnapshot:
                                     duration_s=took)
             continue
         h = target.host(name)
+        if h is None and target.discovery is not None:  # found from the cluster (hosts_from)
+            h = replace(target.discovery.defaults, name=name, address=address)
+        elif h is not None and not h.address:  # an exception that takes the found address
+            h = replace(h, address=address)
         if h is None:
             raise SnapshotError(f"{rel}: host {name} is not in the snapshot's cluster.json")
         plan = plan_for(target, h, ceph, swift)

@@ -87,7 +87,7 @@ def _sweep(args: argparse.Namespace) -> int:
     env = env_from_args(args)
     try:
         cluster = env.cluster_name(args.cluster)
-        env.target(cluster)  # an unknown or unusable cluster: one line, nothing done
+        env.target(cluster, discover=False)  # an unknown or unusable cluster: one line, nothing done
         env.sweep_expired(cluster)
         lines = env.take_reverted()
         for line in lines or [f"nothing past its deadline on {cluster}"]:
