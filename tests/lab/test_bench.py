@@ -24,7 +24,7 @@ from runbooks.bench.api import BenchOptions, Refused
 from runbooks.bench.measure import steady_state
 from storage.rados_io import RadosIO, parse_rados_bench, rados_bench_argv
 from tests.support.cli import cli
-from tests.support.labtools import config_with_journal
+from tests.support.labtools import config_with_journal, wait_osds_up_pgs_clean
 from tests.support.poll import wait_until
 
 POOL = "labtest-bench"  # named in the tests' settings: used as it is, never removed
@@ -63,13 +63,7 @@ def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
     c = env.run_context(None, source="test")
     c.bench_limits = {**c.bench_limits, "pool": named_pool}
 
-    def clean() -> bool:  # a freshly started lab is still peering
-        with RadosIO(c.target.ceph) as io:
-            st = io.state()
-        return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
-            st["num_pgs"]
-
-    wait_until(clean, 180, "lab PGs active+clean", 0.5)
+    wait_osds_up_pgs_clean(c.target.ceph, lab.n_osds)  # a fresh lab is still peering
     return c
 
 
