@@ -109,7 +109,7 @@ PG_CODES = (
              "stordoc run or an OSD change (within pg_settle_window_s, every OSD up), or "
              "every PG reads active+clean but some have not reported on the current "
              "osdmap yet (the picture before the last change), or every PG reads "
-             "active+clean right after such a change while Ceph's health still says "
+             "active+clean right after a stordoc run while Ceph's health still says "
              "PG_DEGRADED / PG_AVAILABILITY (it lags the PG stats)."),
 )
 
@@ -317,7 +317,7 @@ def _settling_after(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
 
 def _health_lags(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
                  ctx: CheckContext) -> Finding:
-    """Every PG reads active+clean right after a change while Ceph's health still says
+    """Every PG reads active+clean right after a stordoc run while Ceph's health still says
     PG_DEGRADED / PG_AVAILABILITY / OBJECT_MISPLACED (``checks.settle.health_lags``): its
     health summary lags the PG stats. One INFO finding naming the change; Ceph's codes
     fold into it (checks.cluster), not a WARN of their own."""
