@@ -21,8 +21,8 @@ from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
 from stordoc.commands.watch import Seen, changes
 from core.service.pipeline import CheckRequest, recent_runs, run_check
-from core.service.snapshots import Replay, load
-from tests.support.fixture_snapshots import FIXTURES
+from core.service.snapshots import Replay
+from tests.support.fixture_snapshots import replayed
 from tests.unit.settle_fixtures import settle_of
 
 WINDOW = Thresholds().pg_settle_window_s
@@ -30,7 +30,7 @@ NOOUT = HealthCheck("OSDMAP_FLAGS", "HEALTH_WARN", "noout flag(s) set")
 
 
 def _replay(name: str) -> Replay:
-    return load(str(FIXTURES / "reef" / name))
+    return replayed("reef", name)  # one replay per session (tests/support)
 
 
 def peering(name: str = "healthy", *, up_ago: float = 3600.0, flags: tuple[str, ...] = (),
@@ -313,4 +313,14 @@ def test_ceph_pg_degraded_with_an_osd_down_is_never_settling() -> None:
                                                         {"active+clean": st.pgs.num_pgs}),
                                       health_checks=(*st.health_checks, LAGGING)))
     snap = replace(snap, runs=(fix_run(snap),))
+    assert codes(snap)["CEPH_HEALTH ceph PG_DEGRADED"] is Severity.WARN
+
+
+def test_ceph_pg_degraded_with_clean_pgs_after_an_osd_change_alone_stays_a_warning() -> None:
+    """Only a stordoc run's settling takes Ceph's lagging word in: an OSD that came up
+    12 s ago (a cluster just started) leaves it Ceph's own warning."""
+    snap = lagging(runs_of=False)
+    st = snap.ceph
+    assert st is not None
+    snap = replace(snap, ceph=replace(st, osd_up_since=st.collected_at - 12))
     assert codes(snap)["CEPH_HEALTH ceph PG_DEGRADED"] is Severity.WARN
