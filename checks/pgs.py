@@ -18,8 +18,7 @@ from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import LAGGY_PARTS, cluster_entity, pg_state_is_clean
-from checks.settle import (SETTLING_CEPH_CODES, SettleCause, health_lags, judge_state,
-                           pgs_settling)
+from checks.settle import SETTLING_CEPH_CODES, SettleCause, health_lags, judge_state, pgs_settling
 from storage.ceph import SYSTEM_POOLS
 from storage.model import CephState, ClusterSnapshot, PoolState
 
