@@ -373,13 +373,8 @@ def test_verdict_unchanged_vs_real_slowdown(lab: Lab, ctx: Any) -> None:
     r = _cli(lab, ctx, "bench", "history", "--json")
     assert r.returncode == 0
     assert {slow.group_id, base.group_id} <= {x["group_id"] for x in json.loads(r.stdout)}
-    # refused, nothing changes: a Cyrillic look-alike name, an unknown group or baseline
-    r = _cli(lab, ctx, "bench", "baseline", "set", "bеfore", "--group", slow.group_id)
-    assert r.returncode == 4 and "baseline names" in r.stderr + r.stdout
-    r = _cli(lab, ctx, "bench", "baseline", "set", "after", "--group", "nosuch")
-    assert r.returncode == 4 and "no stored benchmark group" in r.stderr + r.stdout
-    r = _cli(lab, ctx, "bench", "show", slow.group_id, "--compare", "nosuch")
-    assert r.returncode == 4 and "known: before" in r.stderr + r.stdout
+    # the refusals (a look-alike baseline name, an unknown group or baseline) read only the
+    # journal: tests/unit/test_bench_cli.py; here the baselines are what the runs stored
     r = _cli(lab, ctx, "bench", "baseline", "list")
     assert r.returncode == 0 and r.stdout.splitlines() == [
         f"before: group {base.group_id} fingerprint {base.results[0].fingerprint} set by "
