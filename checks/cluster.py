@@ -14,15 +14,12 @@ from dataclasses import replace
 from checks.ceph_codes import ceph_health_finding
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import cluster_entity
-from checks.settle import pgs_settling
+from checks.settle import SETTLING_CEPH_CODES, health_lags, pgs_settling
 from storage.model import ClusterSnapshot
 
 # float32 ratios: 0.95 arrives as 0.949999988..., so "at least the ratio" allows this slack.
 RATIO_TOL = 1e-6
 MAX_DETAIL = 20
-# Ceph's codes about PGs that peer or recover: while they settle after a change
-# (checks.settle.pgs_settling) these are INFO, part of PGS_SETTLING
-SETTLING_CEPH_CODES = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OBJECT_MISPLACED"})
 
 CLUSTER_CODES = (
     CodeInfo("CEPH_HEALTH", Severity.WARN,
@@ -45,7 +42,9 @@ CLUSTER_CODES = (
 def check_cluster(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding]:
     st = snap.ceph
     assert st is not None
-    cause = pgs_settling(snap, ctx.now, ctx.thresholds.pg_settle_window_s)
+    window = ctx.thresholds.pg_settle_window_s
+    # PGs settling after a change, or all clean while Ceph's health lags their stats
+    cause = pgs_settling(snap, ctx.now, window) or health_lags(snap, ctx.now, window)
     for hc in st.health_checks:
         # explained (checks/ceph_codes.py); muted in Ceph: an info finding, not dropped
         f = ceph_health_finding(hc, st, ctx, snap.cluster)
@@ -137,4 +136,4 @@ def _pool_fullness(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Finding
                           f"it is full", ev)
 
 
-__all__ = ["check_cluster", "cluster_entity"]
+__all__ = ["SETTLING_CEPH_CODES", "check_cluster", "cluster_entity"]

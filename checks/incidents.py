@@ -105,8 +105,11 @@ def _settling_impact(root: Finding, cons: Sequence[Finding]) -> tuple[Severity, 
     ev = root.evidence
     blocking = int(ev.get("blocking") or 0)
     unclean = sum(int(n) for n in (ev.get("not_clean") or {}).values())
+    lags = ev.get("health_lags")
     what = (f"{blocking} PGs peering, client I/O to them resumes by itself" if blocking
-            else f"{unclean} PGs recovering (I/O served)")
+            else f"{unclean} PGs recovering (I/O served)" if unclean or not lags
+            else f"all PGs active+clean, Ceph's health still says "
+                 f"{', '.join(str(c) for c in lags)} (it lags the PG stats)")
     return sev, f"settling after {ev.get('settling_after')}: {what}"
 
 

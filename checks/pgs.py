@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
 from checks.osd import LAGGY_PARTS, cluster_entity, pg_state_is_clean
-from checks.settle import SettleCause, judge_state, pgs_settling
+from checks.settle import SETTLING_CEPH_CODES, SettleCause, health_lags, judge_state, pgs_settling
 from storage.ceph import SYSTEM_POOLS
 from storage.model import CephState, ClusterSnapshot, PoolState
 
@@ -107,7 +107,9 @@ PG_CODES = (
              "PGs settle after a change: some peer, activate or recover right after a "
              "stordoc run or an OSD change (within pg_settle_window_s, every OSD up), or "
              "every PG reads active+clean but some have not reported on the current "
-             "osdmap yet (the picture before the last change)."),
+             "osdmap yet (the picture before the last change), or every PG reads "
+             "active+clean right after a stordoc run while Ceph's health still says "
+             "PG_DEGRADED / PG_AVAILABILITY (it lags the PG stats)."),
 )
 
 
@@ -255,6 +257,10 @@ def _pg_states(snap: ClusterSnapshot, st: CephState, ctx: CheckContext
                        "blocking": blocking, "num_pgs": st.pgs.num_pgs})
     if laggy:
         yield _laggy(snap, st, laggy)
+    if not bad and not laggy and not judge_state(st, ctx.now).settling:
+        lag = health_lags(snap, ctx.now, ctx.thresholds.pg_settle_window_s)
+        if lag is not None:
+            yield _health_lags(snap, st, lag, ctx)
     for kind, pgids in sorted(st.pgs.stuck.items()):
         if not pgids:
             continue
@@ -305,6 +311,28 @@ def _settling_after(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
          "runbook": run.runbook if run else None, "target": run.target if run else None,
          "change_at": cause.at, "window_s": window, "by_state": dict(st.pgs.by_state),
          "not_clean": bad, "blocking": blocking, "num_pgs": st.pgs.num_pgs},
+        since=cause.at)
+
+
+def _health_lags(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
+                 ctx: CheckContext) -> Finding:
+    """Every PG reads active+clean right after a stordoc run while Ceph's health still says
+    PG_DEGRADED / PG_AVAILABILITY / OBJECT_MISPLACED (``checks.settle.health_lags``): its
+    health summary lags the PG stats. One INFO finding naming the change; Ceph's codes
+    fold into it (checks.cluster), not a WARN of their own."""
+    codes = sorted({hc.code for hc in st.health_checks if hc.code in SETTLING_CEPH_CODES})
+    run = cause.run
+    window = ctx.thresholds.pg_settle_window_s
+    return Finding(
+        "PGS_SETTLING", Severity.INFO, f"{cluster_entity(snap)} pgs",
+        f"{cause.line}: all {st.pgs.num_pgs} PGs read active+clean; Ceph's health still "
+        f"says {', '.join(codes)} (it lags the PG stats by the manager's next report); "
+        f"nothing to do",
+        {"settling_after": cause.what, "run_id": run.id if run else None,
+         "runbook": run.runbook if run else None, "target": run.target if run else None,
+         "change_at": cause.at, "window_s": window, "by_state": dict(st.pgs.by_state),
+         "not_clean": {}, "blocking": 0, "num_pgs": st.pgs.num_pgs,
+         "health_lags": codes},
         since=cause.at)
 
 

@@ -177,6 +177,30 @@ def settle_cause(st: CephState, runs: tuple[RecentRun, ...], now: float,
     return SettleCause(f"an OSD went in or out {ago}", at)
 
 
+# Ceph's health codes about PGs that peer or recover: while they settle after a change
+# (``pgs_settling``), or while Ceph's health still says them about PGs that read clean
+# (``health_lags``), they are INFO, part of PGS_SETTLING
+SETTLING_CEPH_CODES = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OBJECT_MISPLACED"})
+
+
+def health_lags(snap: ClusterSnapshot, now: float, window_s: float) -> SettleCause | None:
+    """Every PG reads active+clean right after a stordoc run (running, or finished within
+    ``window_s``; every OSD up: ``settle_cause``) while Ceph's health still carries one of
+    ``SETTLING_CEPH_CODES``: the monitor's health summary lags the PG stats by the
+    manager's next digest (seen on Reef: ``PG_DEGRADED: 40 pgs undersized`` seconds after
+    osd-remount finished and the PG stats read 65 active+clean). That code is the run's
+    settling, not a fault of its own. None when a PG reads otherwise (``pgs_settling``
+    judges those), Ceph says no such code, or no run is recent (an OSD change alone, e.g.
+    a cluster just started, leaves Ceph's word as it is)."""
+    st = snap.ceph
+    if st is None or st.pgs.num_pgs <= 0 or unclean_states(st.pgs.by_state):
+        return None
+    if not any(hc.code in SETTLING_CEPH_CODES for hc in st.health_checks):
+        return None
+    cause = settle_cause(st, snap.runs, st.collected_at or now, window_s)
+    return cause if cause is not None and cause.run is not None else None
+
+
 def unclean_states(by_state: Mapping[str, int]) -> dict[str, int]:
     return {s: n for s, n in by_state.items() if n and not pg_state_is_clean(s)}
 

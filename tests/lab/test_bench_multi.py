@@ -31,6 +31,7 @@ from storage.audit import Audit
 from storage.benchstore import BenchStore
 from storage.rados_io import RadosIO
 from tests.support.cli import cli, cli_argv
+from tests.support.labtools import wait_osds_up_pgs_clean
 from tests.support.poll import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -63,13 +64,7 @@ def ctx(env: Any, lab: Lab, named_pool: str) -> Any:
     c = env.run_context(None, source="test")
     c.bench_limits = {**c.bench_limits, "pool": named_pool}
 
-    def clean() -> bool:
-        with RadosIO(c.target.ceph) as io:
-            st = io.state()
-        return st["num_up_osds"] == lab.n_osds and st["pgs_by_state"].get("active+clean") == \
-            st["num_pgs"]
-
-    wait_until(clean, 180, "lab PGs active+clean", 0.5)
+    wait_osds_up_pgs_clean(c.target.ceph, lab.n_osds)  # a fresh lab is still peering
     return c
 
 

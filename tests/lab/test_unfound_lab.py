@@ -11,7 +11,6 @@ audit names both. Then the lab heals (key, OSD, pool and upmap gone)."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from lab.scenarios.unfound import (
     pool_pgid,
 )
 from tests.lab.test_scenarios import reach
+from tests.support.cli import run_main
 from tests.support.fake_slack import BotHarness, all_text, buttons
 from tests.support.fixture_snapshots import BY_NAME, FIXTURES, finding_keys, snapshot_ports
 
@@ -65,16 +65,6 @@ def _objects(lab: Lab) -> list[str]:
         c.shutdown()
 
 
-def _cli(cfg: Path, *argv: str) -> tuple[int, str, str]:
-    from core.terminal import Terminal
-    from stordoc.cli import main
-
-    term = Terminal.capture(width=200)
-    rc = main(["--config", str(cfg), *argv], term)
-    assert isinstance(term.stdout, io.StringIO) and isinstance(term.stderr, io.StringIO)
-    return rc, term.stdout.getvalue(), term.stderr.getvalue()
-
-
 def _cli_approvals(cfg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab: Lab,
                    pgid: str) -> None:
     """On the real fault, as OPS (``SUDO_USER``): a signature over the delete plan, OPS's
@@ -92,16 +82,16 @@ def _cli_approvals(cfg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, l
 
     def request(mode: str) -> str:
         req = tmp_path / f"req-{mode}.txt"
-        rc, text, err = _cli(own, "plan", "pg-mark-unfound-lost", pgid, "--mode", mode,
-                             "--approval-request", str(req))
+        rc, text, err = run_main("--config", str(own), "plan", "pg-mark-unfound-lost", pgid,
+                                 "--mode", mode, "--approval-request", str(req))
         assert rc == 0 and "approval code" not in text, err
         return req.read_text()
 
     def fix(name: str, signed: str, *extra: str) -> tuple[int, str]:
         path = tmp_path / name
         path.write_text(signed)
-        rc, _, err = _cli(own, "fix", "pg-mark-unfound-lost", pgid, "--mode", "revert",
-                          "--approval", str(path), *extra)
+        rc, _, err = run_main("--config", str(own), "fix", "pg-mark-unfound-lost", pgid,
+                              "--mode", "revert", "--approval", str(path), *extra)
         assert err.count("\n") == 1 and "Traceback" not in err, err
         return rc, err
 
@@ -150,13 +140,14 @@ def test_unfound_objects_marked_lost_by_two_people_in_slack(
         assert {"ceph OBJECT_UNFOUND", "ceph PG_DAMAGED"} <= {
             c.entity for c in top.consequences}
         # the CLI's plan: the options and their cost; its run needs a second person
-        rc, text, err = _cli(cfg, "plan", "pg-mark-unfound-lost", pgid, "--mode", "revert")
+        rc, text, err = run_main("--config", str(cfg), "plan", "pg-mark-unfound-lost", pgid,
+                                 "--mode", "revert")
         assert rc == 0, err
         assert f"ceph pg {pgid} mark_unfound_lost revert" in text
         assert f"{UNFOUND_NEW} objects of pg {pgid} will be rolled back" in text
         assert f"osd.{b} might have had them and is marked lost" in text
-        rc, text, err = _cli(cfg, "fix", "pg-mark-unfound-lost", pgid, "--mode", "revert",
-                             "--yes")
+        rc, text, err = run_main("--config", str(cfg), "fix", "pg-mark-unfound-lost", pgid,
+                                 "--mode", "revert", "--yes")
         assert rc == 64 and "needs two people" in err and err.count("\n") == 1, err
         # the CLI's second person: this plan signed by OPS2's own SSH key (issue #37.1)
         _cli_approvals(cfg, tmp_path, monkeypatch, lab, pgid)

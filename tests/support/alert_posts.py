@@ -401,12 +401,15 @@ def posts_of(release: str, snapshot_dir: Path, work: Path,
     """The alerts a scenario fires and the bot's post for each group (None: no metrics);
     ``together``: the scenarios evaluated in the same promtool run (cached)."""
     from core.service.snapshots import load
+    from tests.support.fixture_snapshots import FIXTURES, replayed
 
     fired = (evaluate_many(release, together)[snapshot_dir] if snapshot_dir in together
              else evaluate(release, snapshot_dir))
     if fired is None:
         return None
-    outcome = load(str(snapshot_dir)).outcome
+    saved = snapshot_dir.parent == FIXTURES / release  # a saved one: replayed once a session
+    outcome = (replayed(release, snapshot_dir.name) if saved
+               else load(str(snapshot_dir))).outcome
     desk = Desk(work)
     return fired, [p for n, a in sorted(groups(fired).items()) for p in desk.post(outcome, n, a)]
 

@@ -245,6 +245,22 @@ assert len(BY_NAME) == len(CASES)
 
 
 # ------------------------------------------------------------------ comparing
+_REPLAYED: dict[tuple[str, str], Any] = {}
+
+
+def replayed(release: str, name: str) -> Any:
+    """``core.service.snapshots.load`` of the saved snapshot ``FIXTURES/release/name``,
+    once per test session (a Replay is frozen; a test that needs it otherwise makes its
+    own copy with ``dataclasses.replace``): the replay tests of several files read every
+    saved snapshot, each replay a full check with its next-step planning."""
+    from core.service.snapshots import load
+
+    key = (release, name)
+    if key not in _REPLAYED:
+        _REPLAYED[key] = load(str(FIXTURES / release / name))
+    return _REPLAYED[key]
+
+
 def port_names(ports: Any) -> dict[int, str]:
     """The lab's Swift ports by name (``<object>`` ...), to compare entities across labs."""
     return {ports.object: "<object>", ports.container: "<container>",

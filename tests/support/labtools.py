@@ -73,3 +73,19 @@ def cancelled_and_undone(journal: Path, run_id: int) -> tuple[str, list[tuple[st
         return run.message, [(s.title, s.status) for s in a.steps(run_id)]
     finally:
         j.close()
+
+
+def wait_osds_up_pgs_clean(ceph: Any, n_osds: int, timeout: float = 180) -> None:
+    """Until every one of the lab's ``n_osds`` OSDs is up and every PG active+clean, read
+    through stordoc's own librados reader (``RadosIO.state``) on ``ceph`` (a CephTarget):
+    a freshly started lab is still peering, and a benchmark's gate would refuse it."""
+    from storage.rados_io import RadosIO
+    from tests.support.poll import wait_until
+
+    def clean() -> bool:
+        with RadosIO(ceph) as io:
+            st = io.state()
+        return st["num_up_osds"] == n_osds and \
+            st["pgs_by_state"].get("active+clean") == st["num_pgs"]
+
+    wait_until(clean, timeout, "lab OSDs up and PGs active+clean", 0.5)

@@ -22,19 +22,16 @@ from checks.alert_rules import BY_NAME, RULES, SOURCES
 from checks.catalog import finding_codes
 from checks.ceph_codes import EXPLAIN
 from checks.incidents import Incident
-from core.service.snapshots import Replay, load
+from core.service.snapshots import Replay
 from runbooks.catalog import registry
 from tests.support.fake_slack import BotHarness, all_text, buttons
-from tests.support.fixture_snapshots import FIXTURES
+from tests.support.fixture_snapshots import FIXTURES, replayed
 
 INSTANCE = "127.0.0.1:9283"  # the mgr prometheus module's address: not an entity
-_CACHE: dict[tuple[str, str], Replay] = {}
 
 
 def replay(release: str, name: str) -> Replay:
-    if (release, name) not in _CACHE:
-        _CACHE[release, name] = load(str(FIXTURES / release / name))
-    return _CACHE[release, name]
+    return replayed(release, name)  # one replay per session (tests/support)
 
 
 def alert(rule_name: str, /, **values: str) -> dict[str, Any]:

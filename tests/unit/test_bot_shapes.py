@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.settings import parse_settings
+from tests.support.examples import examples
 from tests.support.fake_slack import SIGNING_SECRET, BotHarness, sign
 from tests.unit.test_bot_hardening import FORM, raw_post
 
@@ -151,7 +152,7 @@ def _bodies(draw: st.DrawFn) -> tuple[bytes, str]:
     return _payload(obj)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=examples(300), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(body=_bodies())

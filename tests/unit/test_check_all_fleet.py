@@ -7,7 +7,6 @@ status is the worst; bad timeouts and no clusters are one line, exit 64."""
 from __future__ import annotations
 
 import base64
-import io
 import os
 import socket
 import struct
@@ -21,9 +20,8 @@ import pytest
 
 from core.env import Env
 from core.service import fleet
-from core.terminal import Terminal
 from storage.targets import ClusterTarget
-from stordoc.cli import main
+from tests.support.cli import run_main
 from tests.support.fixture_snapshots import FIXTURES
 
 HEALTHY = 48
@@ -70,13 +68,6 @@ def _write_config(tmp: Path, silent_port: int) -> Path:
     return cfg
 
 
-def _run(*argv: str) -> tuple[int, str, str]:
-    term = Terminal.capture(width=200)
-    rc = main(list(argv), term)
-    assert isinstance(term.stdout, io.StringIO) and isinstance(term.stderr, io.StringIO)
-    return rc, term.stdout.getvalue(), term.stderr.getvalue()
-
-
 def test_fifty_clusters_one_dead_one_silent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                             silent_mon: int) -> None:
     from core.service.snapshots import load
@@ -94,7 +85,7 @@ def test_fifty_clusters_one_dead_one_silent(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setattr(Env, "collect", collect)
     done: list[tuple[int, str, str]] = []
     th = threading.Thread(target=lambda: done.append(
-        _run("check", "--config", str(cfg), "--all", "--no-record")), daemon=True)
+        run_main("check", "--config", str(cfg), "--all", "--no-record")), daemon=True)
     th.start()
     th.join(120)  # not a timing goal: a hang must fail the test, not the whole session
     assert done, "check --all did not finish"
@@ -131,7 +122,7 @@ def test_json_lists_every_cluster_in_config_order(monkeypatch: pytest.MonkeyPatc
         return replace(snap, cluster=target.name)
 
     monkeypatch.setattr(Env, "collect", collect)
-    rc, out, _ = _run("check", "--config", str(cfg), "--all", "--json", "--no-record")
+    rc, out, _ = run_main("check", "--config", str(cfg), "--all", "--json", "--no-record")
     d = json.loads(out)
     assert rc == 3 and d["exit_code"] == 3
     assert [c["cluster"] for c in d["clusters"]] == \
@@ -153,7 +144,7 @@ def test_bad_check_timeout_is_one_settings_line(tmp_path: Path, value: str,
     else:
         body += f"[check]\ncluster_timeout_s = {value}\n[clusters.a]\n"
     cfg.write_text(body)
-    rc, out, err = _run("check", "--config", str(cfg), "--all")
+    rc, out, err = run_main("check", "--config", str(cfg), "--all")
     key = "clusters.a.check_timeout_s" if where == "cluster" else "check.cluster_timeout_s"
     assert rc == 64 and out == "", (out, err)
     assert len(err.strip().splitlines()) == 1 and key in err and "Traceback" not in err, err
@@ -163,7 +154,7 @@ def test_bad_check_timeout_is_one_settings_line(tmp_path: Path, value: str,
 def test_all_with_no_clusters_is_one_line(tmp_path: Path) -> None:
     cfg = tmp_path / "stordoc.toml"
     cfg.write_text(f'journal = "{tmp_path / "j.db"}"\n[clusters]\n')
-    rc, out, err = _run("check", "--config", str(cfg), "--all")
+    rc, out, err = run_main("check", "--config", str(cfg), "--all")
     assert rc == 64 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
     assert "no clusters configured" in err
 

@@ -16,22 +16,19 @@ from rich.console import Console
 
 from checks.incidents import Incident, NextStep
 from checks.model import Finding, Severity
-from core.service.snapshots import Replay, load
+from core.service.snapshots import Replay
 from core.terminal import Terminal
 from stordoc.cli import main
 from stordoc.commands.check import render
-from tests.support.fixture_snapshots import CASES, FIXTURES, ROOT
+from tests.support.fixture_snapshots import CASES, ROOT, replayed
 
 RELEASES = ("pacific", "reef")
 PAIRS = [(rel, c.name) for rel in RELEASES for c in CASES]
-_CACHE: dict[tuple[str, str], Replay] = {}
 CODE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 
 
 def replay(release: str, name: str) -> Replay:
-    if (release, name) not in _CACHE:
-        _CACHE[release, name] = load(str(FIXTURES / release / name))
-    return _CACHE[release, name]
+    return replayed(release, name)  # one replay per session (tests/support)
 
 
 def check_text(monkeypatch: pytest.MonkeyPatch, release: str, name: str,

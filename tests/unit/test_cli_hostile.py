@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from core.settings import SettingsError, parse_settings
 from stordoc.cli import build_parser, main
 from tests.support.cli import unreachable_config
+from tests.support.examples import examples
 
 HOSTILE = [
     "inf", "-inf", "nan", "NaN", "1e400", "-1e400", "1e308", str(10**20), str(-(10**20)),
@@ -128,7 +129,7 @@ def _assert_clean(slot: Slot, value: str, rc: int, err: str) -> None:
         assert rc in (0, 1, 2, 3), (slot, value, rc, err)
 
 
-@settings(max_examples=600, deadline=None,
+@settings(max_examples=examples(600), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(slot=st.sampled_from(SLOTS),
        value=st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12),

@@ -60,14 +60,14 @@ def test_the_maintenance_runbook_follows_the_hosts_noout() -> None:
 def test_the_cli_slack_and_tui_offer_the_same_fix_in_every_saved_scenario(release: str
                                                                           ) -> None:
     from bot import render as r
-    from core.service.snapshots import load
     from stordoc.commands.check import render_incidents
+    from tests.support.fixture_snapshots import replayed
     from tui import views
 
     for d in sorted((FIXTURES / release).iterdir()):
         if not (d / "snapshot.json").exists():
             continue
-        out = load(str(d)).outcome
+        out = replayed(release, d.name).outcome  # one replay per session
         want = [f"{fx.runbook} {fx.target}" if (fx := fixes.incident_fix(i)) else None
                 for i in out.incidents]
         # the CLI's "next:" lines

@@ -28,7 +28,7 @@ from rich.console import Console
 
 from checks.model import Severity, Verdict
 from core.env import Env
-from core.service.snapshots import Replay, load
+from core.service.snapshots import Replay
 from core.terminal import Terminal
 from runbooks.nextline import actionable, exact_command, last_line
 from storage import expiring
@@ -36,19 +36,16 @@ from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from stordoc.cli import main
 from stordoc.commands.check import render
-from tests.support.fixture_snapshots import FIXTURES, ROOT
+from tests.support.fixture_snapshots import FIXTURES, ROOT, replayed
 
 RELEASES = ("pacific", "reef")
 HOSTS = [{"name": f"node{i}", "address": f"127.0.0.{i + 1}"} for i in range(1, 5)]
 PAIRS = [(rel, d.name) for rel in RELEASES for d in sorted((FIXTURES / rel).iterdir())
          if (d / "snapshot.json").exists()]
-_CACHE: dict[tuple[str, str], Replay] = {}
 
 
 def replay(release: str, name: str) -> Replay:
-    if (release, name) not in _CACHE:
-        _CACHE[release, name] = load(str(FIXTURES / release / name))
-    return _CACHE[release, name]
+    return replayed(release, name)  # one replay per session (tests/support)
 
 
 def last_of(text: str) -> str:

@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks.engine import run_checks
-from core.service.snapshots import load
 from storage.hostfacts.prom import (
     QUERIES,
     HostIndex,
@@ -28,7 +27,7 @@ from storage.model import CephState, ClusterSnapshot, HostFacts, SwiftState
 from storage.prometheus import PromClient, PromError
 from storage.snapshot import replay
 from storage.targets import ClusterTarget, HostTarget, PromTarget
-from tests.support.fixture_snapshots import FIXTURES
+from tests.support.fixture_snapshots import FIXTURES, replayed
 from tests.support.prom_server import (
     GARBAGE,
     HTTP500,
@@ -50,7 +49,7 @@ PROM_CODES = {"PROMETHEUS_UNREACHABLE", "PROMETHEUS_BAD_ANSWER", "HOST_FACTS_STA
 
 
 def saved(release: str, case: str) -> tuple[ClusterSnapshot, ClusterTarget, object]:
-    rp = load(str(FIXTURES / release / case))
+    rp = replayed(release, case)  # the saved check once a session; the snapshot anew
     return replay(rp.doc, rp.target), rp.target, rp
 
 

@@ -24,6 +24,7 @@ from tests.support.fixture_snapshots import (
     FIXTURES,
     Case,
     normalize,
+    replayed,
     snapshot_ports,
 )
 from tests.support.tui import settle, sync
@@ -36,13 +37,10 @@ from tui.table import VirtualTable
 RELEASES = sorted(d.name for d in FIXTURES.iterdir() if d.is_dir()) if FIXTURES.exists() \
     else []
 PAIRS = [(rel, c.name) for rel in RELEASES for c in CASES if (FIXTURES / rel / c.name).is_dir()]
-_CACHE: dict[tuple[str, str], Replay] = {}
 
 
 def replay(release: str, name: str) -> Replay:
-    if (release, name) not in _CACHE:
-        _CACHE[release, name] = load(str(FIXTURES / release / name))
-    return _CACHE[release, name]
+    return replayed(release, name)  # one replay per session (tests/support)
 
 
 def ports(rp: Replay) -> dict[int, str]:

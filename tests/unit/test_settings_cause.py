@@ -27,13 +27,13 @@ from storage import expiring
 from storage.journal import Journal
 from storage.model import ClusterSnapshot
 from storage.snapshot import read_snapshot, replay
-from tests.support.fixture_snapshots import FIXTURES
+from tests.support.fixture_snapshots import FIXTURES, replayed
 
 RELEASES = ("pacific", "reef")
 
 
 def _replay(release: str, name: str) -> Replay:
-    return load(str(FIXTURES / release / name))
+    return replayed(release, name)  # one replay per session (tests/support)
 
 
 @pytest.mark.parametrize("release", RELEASES)

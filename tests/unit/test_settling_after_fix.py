@@ -17,12 +17,12 @@ from checks.incidents import run_of
 from checks.model import Severity, Thresholds, Verdict
 from checks.outcome import CheckOutcome
 from core.service.pipeline import CheckRequest, recent_runs, run_check
-from core.service.snapshots import Replay, load
+from core.service.snapshots import Replay
 from storage.audit import Audit
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
 from stordoc.commands.watch import Seen, changes
-from tests.support.fixture_snapshots import FIXTURES
+from tests.support.fixture_snapshots import replayed
 from tests.unit.settle_fixtures import settle_of
 
 WINDOW = Thresholds().pg_settle_window_s
@@ -30,7 +30,7 @@ NOOUT = HealthCheck("OSDMAP_FLAGS", "HEALTH_WARN", "noout flag(s) set")
 
 
 def _replay(name: str) -> Replay:
-    return load(str(FIXTURES / "reef" / name))
+    return replayed("reef", name)  # one replay per session (tests/support)
 
 
 def peering(name: str = "healthy", *, up_ago: float = 3600.0, flags: tuple[str, ...] = (),
@@ -249,3 +249,78 @@ def test_a_fault_whose_cause_changes_is_one_changed_line_not_new_and_resolved() 
     assert body == ["watching, 0 incidents open", "NEW crit OSD_DAEMON_CRASHED osd.2",
                     "CHANGED OSD_DAEMON_CRASHED -> crit OSD_DATA_UNMOUNTED osd.2",
                     "RESOLVED OSD_DATA_UNMOUNTED osd.2"]
+
+
+# Ceph's health as a Reef lab said it seconds after osd-remount osd.1 finished, while the
+# PG stats already read every PG active+clean (CI log of the watch_fix lab test): the
+# monitor's health summary lags the PG stats by the manager's next report
+LAGGING = HealthCheck("PG_DEGRADED", "HEALTH_WARN",
+                      "Degraded data redundancy: 40 pgs undersized")
+
+
+def lagging(runs_of: bool = True, finished_ago: float = 5.0) -> ClusterSnapshot:
+    """The captured healthy snapshot (every PG active+clean, its PG dump reported on the
+    current map) with Ceph's lagging PG_DEGRADED, the monitor's last OSD change an hour
+    before, and a run finished ``finished_ago``."""
+    snap = _replay("healthy").outcome.snapshot
+    st = snap.ceph
+    assert st is not None and set(st.pgs.by_state) == {"active+clean"}, st.pgs.by_state
+    snap = replace(snap, ceph=replace(st, health_checks=(*st.health_checks, LAGGING),
+                                      osd_up_since=st.collected_at - 3600,
+                                      osd_in_since=st.collected_at - 3600))
+    return replace(snap, runs=(fix_run(snap, finished_ago=finished_ago),) if runs_of else ())
+
+
+def test_ceph_health_lagging_clean_pgs_right_after_a_run_is_the_runs_settling() -> None:
+    """The Reef flake of test_watch_fix: after the fix, all PGs active+clean but Ceph's
+    health still says PG_DEGRADED. That is the run's settling (INFO, folded), not a bare
+    WARN CEPH_HEALTH incident that watch calls NEW."""
+    out = outcome(lagging())
+    assert [f"{f.code} {f.entity}" for f in out.report.findings
+            if f.severity > Severity.INFO] == []
+    (inc,) = out.incidents
+    assert inc.root.code == "PGS_SETTLING" and inc.severity is Severity.INFO
+    assert inc.impact == ("settling after run #6 osd-remount osd.2: all PGs active+clean, "
+                          "Ceph's health still says PG_DEGRADED (it lags the PG stats)")
+    assert [c.entity for c in inc.consequences] == ["ceph PG_DEGRADED"]
+    assert out.report.verdict is Verdict.OK
+    # watch: the run's doing (one RUN line, none if it was said already), never NEW
+    seen = Seen(first=False)
+    assert [ln.split(" ", 2)[2] for ln in changes(seen, out)] == [
+        "RUN run #6 osd-remount osd.2 PGs settling after it: all PGs active+clean, Ceph's "
+        "health still says PG_DEGRADED (it lags the PG stats)"]
+    assert changes(seen, out) == []
+
+
+@pytest.mark.parametrize("runs_of,finished_ago", [(False, 5.0), (True, WINDOW + 1)])
+def test_ceph_pg_degraded_with_clean_pgs_and_no_recent_change_stays_a_warning(
+        runs_of: bool, finished_ago: float) -> None:
+    """No run (or one past the window) and no recent OSD change: Ceph's word is its own
+    WARN as before, never hidden as settling."""
+    out = outcome(lagging(runs_of, finished_ago))
+    c = codes(lagging(runs_of, finished_ago))
+    assert c["CEPH_HEALTH ceph PG_DEGRADED"] is Severity.WARN
+    assert not any(k.startswith("PGS_SETTLING") for k in c)
+    assert [i.id for i in out.incidents] == ["CEPH_HEALTH ceph PG_DEGRADED"]
+
+
+def test_ceph_pg_degraded_with_an_osd_down_is_never_settling() -> None:
+    """An OSD down: its PGs may stay degraded for good, so Ceph's word stays a warning."""
+    base = _replay("osd-killed").outcome.snapshot
+    st = base.ceph
+    assert st is not None
+    snap = replace(base, ceph=replace(st, pgs=PgSummary(st.pgs.num_pgs,
+                                                        {"active+clean": st.pgs.num_pgs}),
+                                      health_checks=(*st.health_checks, LAGGING)))
+    snap = replace(snap, runs=(fix_run(snap),))
+    assert codes(snap)["CEPH_HEALTH ceph PG_DEGRADED"] is Severity.WARN
+
+
+def test_ceph_pg_degraded_with_clean_pgs_after_an_osd_change_alone_stays_a_warning() -> None:
+    """Only a stordoc run's settling takes Ceph's lagging word in: an OSD that came up
+    12 s ago (a cluster just started) leaves it Ceph's own warning."""
+    snap = lagging(runs_of=False)
+    st = snap.ceph
+    assert st is not None
+    snap = replace(snap, ceph=replace(st, osd_up_since=st.collected_at - 12))
+    assert codes(snap)["CEPH_HEALTH ceph PG_DEGRADED"] is Severity.WARN

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from core.settings import parse_settings
 from storage.snapshot.shapes import CEPH_SHAPES
 from tests.support.cli import run_main
+from tests.support.examples import examples
 from tests.support.fake_slack import BotHarness, all_text
 from tests.support.fixture_snapshots import FIXTURES
 
@@ -188,7 +189,7 @@ def _diagnosis_or_one_line(d: Path, slack: tuple[BotHarness, Path] | None = None
         assert not LEAK.search(text) and str(snaps) not in text, text
 
 
-@settings(max_examples=200, deadline=None,
+@settings(max_examples=examples(200), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(data=st.data(), which=st.sampled_from(FILES), value=odd_values)
@@ -209,7 +210,7 @@ def test_an_odd_value_anywhere_is_a_diagnosis_or_one_line(
         p.write_bytes(keep)
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(which=st.sampled_from([f for f in FILES if f.startswith("ceph/")]), value=odd_values)
 def test_a_ceph_answer_of_another_shape_is_refused(snap: Path, which: str,

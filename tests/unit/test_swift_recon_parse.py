@@ -19,6 +19,7 @@ from checks.swift_recon_values import sweeps
 from storage.model import QUARANTINE_KINDS, ReconHost
 from storage.swift import recon_from_raw as storage_swift_recon_from_raw
 from storage.swift_recon_parse import num, recon_from_raw
+from tests.support.examples import examples
 
 FIX = Path(__file__).parents[1] / "fixtures" / "swift"
 SERVERS = ("object", "container", "account")
@@ -304,7 +305,7 @@ def _raw(server: str) -> st.SearchStrategy[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("server", SERVERS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_answers_of_any_shape_give_what_the_old_readers_did(data: st.DataObject,
                                                              server: str) -> None:
