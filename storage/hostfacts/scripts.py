@@ -142,6 +142,12 @@ fsprobe() {
   dev=${src%% *}
   case $dev in /dev/*) disks="$disks $dev";; esac
 }
+# ringmd5 DIR: the md5sum of each ring.gz there, one md5sum for all (a function's own "$@")
+ringmd5() {
+  rdir=$1; set --
+  for f in "$rdir"/*.ring.gz; do [ -f "$f" ] && set -- "$@" "$f"; done
+  [ $# -eq 0 ] || md5sum -- "$@" 2>/dev/null
+}
 while [ $# -gt 0 ]; do
   case $1 in
     osd)
@@ -212,7 +218,7 @@ while [ $# -gt 0 ]; do
       shift 7;;
     ringdir)
       echo "@@ringmd5"
-      for f in "$2"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null
+      ringmd5 "$2"
       shift 2;;
     *) shift;;
   esac

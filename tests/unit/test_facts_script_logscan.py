@@ -131,3 +131,30 @@ def test_the_crash_dir_reads_as_before(tmp_path: Path, n_crashes: int, module: b
     sec, before = _both(log, crash, "mgr.x")
     assert sec == before
     assert sec.count(b"\ncrash ") == min(10, sum(1 for i in range(n_crashes) if i % 4 != 3))
+
+
+def test_the_ring_md5s_read_as_before(tmp_path: Path) -> None:
+    """One md5sum per ring dir instead of one per ring: the same lines, in the same order,
+    an unreadable or odd entry left out as before; the arguments after a ring dir are still
+    read (the function's ``set --`` leaves the script's own arguments alone)."""
+    full, empty = tmp_path / "rings", tmp_path / "none"
+    full.mkdir()
+    empty.mkdir()
+    for name in ("object", "container", "account", "object-1"):
+        (full / f"{name}.ring.gz").write_bytes(name.encode() * 100)
+    (full / "dir.ring.gz").mkdir()  # not a file: left out
+    (full / "object.builder").write_text("not a ring")
+    log = _write(tmp_path / "d.log", b"Started child 7\n")
+    argv = facts_argv("/nonexistent-fstab", (), (), (str(full), str(empty), str(full)),
+                      (DaemonProbe("rsyncd", "", "", str(log), "", ""),))
+    env = {**os.environ, "LC_ALL": "C"}
+    out = subprocess.run(argv, capture_output=True, check=True, timeout=60, env=env,
+                         text=True).stdout
+    got = [ln for sec in out.split("@@ringmd5\n")[1:] for ln in [sec.split("@@")[0]]]
+    former = 'for f in "$1"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null'
+    want = [subprocess.run(["sh", "-c", former, "former", str(d)], capture_output=True,
+                           check=False, timeout=60, env=env, text=True).stdout
+            for d in (full, empty, full)]
+    assert got == want
+    assert len(want[0].splitlines()) == 4 and want[1] == ""
+    assert "@@daemon rsyncd\nlog 1\nstart Started child 7\n" in out
