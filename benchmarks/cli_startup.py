@@ -38,6 +38,24 @@ faaff73 run with this script right before "after", same lab, same hour):
   Goals: <= 5x met on CPU in every run and on wall in one of two; <= 1.0 s wall not
   measurable on this machine at this load (what is left is collection, not imports).
 
+Issue 39.7, second pass (2026-11-28, Pacific lab /var/tmp/stordoc-lab-speed, 7 rounds,
+medians, bytecode cached as installed; load 6-10 on the shared 2-core machine; runs in the
+order before, after, after, before, "before" being 31fb325 with this script):
+  before: 3.847 s wall (1.501 s CPU) against ceph health detail 0.738 s: 5.2x wall, 3.8x
+  CPU (load 10.1); 2.913 s (1.508 s CPU) against 0.492 s: 5.9x, 3.8x CPU (load 7.6).
+  after: 4.196 s wall (1.317 s CPU) against 0.887 s: 4.7x wall, 3.1x CPU (load 9.6);
+  2.587 s (1.296 s CPU) against 0.480 s: 5.4x, 3.4x CPU (load 6.4).
+  What changed: swiftclient without pkg_resources (~0.2 s CPU, storage/swiftclient_lib.py),
+  the hosts' facts started once Ceph's OSD map and Swift's rings are read instead of after
+  all of Ceph and Swift, a facts script with a third fewer processes (600 -> 397 over the
+  lab's four hosts: one awk per daemon log,
+  one md5sum per ring dir). Not met: <= 1.0 s (not on this machine at this load: the
+  check's own CPU is ~1.3 s, of it ~0.8 s imports and ~0.5 s collection: paramiko's four
+  handshakes, ~100 recon requests through requests, rados; the lab's four "hosts" run
+  their facts scripts on the same two cores). Before this pass every run of this script
+  also recompiled the checkout (the environment's PYTHONDONTWRITEBYTECODE=1): ~0.5 s CPU
+  more per stordoc run that an installed stordoc never pays (``--bytecode env`` keeps it).
+
 ``stordoc`` runs as ``python -m stordoc`` from this checkout (first on ``sys.path``), so a
 worktree measures its own code, not an editable install elsewhere. The Ceph command gets
 the cluster's ``conf``, ``keyring`` and ``client`` from the same settings file.
