@@ -22,6 +22,7 @@ from urllib.parse import quote, urlparse
 
 import requests
 
+from storage import swiftclient_lib
 from storage.model import Copy, DispersionPart, DispersionState
 from storage.ringfile import load_ring
 from storage.safefile import check_regular, read_regular
@@ -80,7 +81,7 @@ def primary_nodes(ring: Any, part: int) -> list[dict[str, Any]]:
 
 
 def _connection(t: SwiftTarget) -> Any:
-    from swiftclient.client import Connection
+    Connection = swiftclient_lib.client().Connection  # noqa: N806
 
     if not (t.auth_url and t.user and t.key):
         raise ValueError("dispersion needs auth_url, user and key in the Swift settings")
@@ -189,7 +190,7 @@ def sample(t: SwiftTarget, ring_paths: dict[str, str], now: float,
 
 def _sample(t: SwiftTarget, ring_paths: dict[str, str], now: float,
             conf_path: str) -> DispersionState:
-    from swiftclient.exceptions import ClientException
+    ClientException = swiftclient_lib.client().ClientException  # noqa: N806
 
     conn = _connection(t)
     try:

@@ -109,6 +109,16 @@ class _Transient(HostUnreachable):
         self.crowded = crowded
 
 
+def tried(reasons: Sequence[str]) -> str:
+    """Why a host was not reached after these failed attempts (oldest first): the last
+    reason, and with a retry that it was tried twice (and the first reason when it
+    differed)."""
+    last = reasons[-1]
+    if len(reasons) == 1:
+        return last
+    return f"{last} (tried twice" + (")" if reasons[0] == last else f"; first: {reasons[0]})")
+
+
 def _key(t: HostTarget) -> tuple[str, str, int, str | None, str | None]:
     return (t.user, t.address, t.port, t.key_file, t.known_hosts)
 
@@ -185,25 +195,22 @@ class SSHPool:
             self._close(e)
             with self._guard:
                 self.stats.reconnected += 1
-        try:
-            conn = self._open(t)
-        except _Transient as first:
-            if first.crowded:
-                self._connecting.dropped()
-            if not self.retry:
-                raise HostUnreachable(t.name, first.reason) from None
-            lo, hi = self.retry_pause_s
-            time.sleep(random.uniform(lo, hi))  # noqa: S311  (jitter, not a secret)
-            with self._guard:
-                self.stats.retried += 1
+        reasons: list[str] = []  # of the attempts that failed transiently
+        for attempt in range(2 if self.retry else 1):
+            if attempt:  # the one retry, after a jittered pause
+                lo, hi = self.retry_pause_s
+                time.sleep(random.uniform(lo, hi))  # noqa: S311  (jitter, not a secret)
+                with self._guard:
+                    self.stats.retried += 1
             try:
                 conn = self._open(t)
-            except _Transient as second:
-                if second.crowded:
+                break
+            except _Transient as err:
+                if err.crowded:
                     self._connecting.dropped()
-                why = f"{second.reason} (tried twice" + \
-                    (")" if second.reason == first.reason else f"; first: {first.reason})")
-                raise HostUnreachable(t.name, why) from None
+                reasons.append(err.reason)
+        else:
+            raise HostUnreachable(t.name, tried(reasons)) from None
         self._connecting.passed()
         now = time.monotonic()
         e.conn, e.used_at, e.opened_at = conn, now, now

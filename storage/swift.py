@@ -14,7 +14,7 @@ import hashlib
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -273,15 +273,19 @@ def ring_server(kind: str) -> str:
     return _server(kind)
 
 
-def collect_swift(target: SwiftTarget) -> tuple[SwiftState | None, str | None]:
-    """Rings, recon of every ring endpoint and the proxy health; never raises."""
+def collect_swift(target: SwiftTarget, on_rings: Callable[[SwiftState], None] | None = None
+                  ) -> tuple[SwiftState | None, str | None]:
+    """Rings, recon of every ring endpoint and the proxy health; never raises.
+    ``on_rings`` gets a state of the rings alone (what the host facts are planned from) as
+    soon as they are read, while recon and the proxy are still asked."""
     try:
-        return _collect(target), None
+        return _collect(target, on_rings), None
     except Exception as e:  # a broken swift_dir is a fact, not a traceback  # noqa: BLE001
         return None, f"{why(e)}"
 
 
-def _collect(target: SwiftTarget) -> SwiftState:
+def _collect(target: SwiftTarget,
+             on_rings: Callable[[SwiftState], None] | None = None) -> SwiftState:
     if not os.path.isdir(target.swift_dir):
         raise FileNotFoundError(f"swift_dir {target.swift_dir} does not exist")
     kinds = ring_kinds(target.swift_dir)
@@ -289,6 +293,8 @@ def _collect(target: SwiftTarget) -> SwiftState:
         raise FileNotFoundError(f"no rings or builders in {target.swift_dir}")
     now = time.time()
     rings = tuple(read_ring(target.swift_dir, k, now) for k in kinds)
+    if on_rings is not None:
+        on_rings(SwiftState(rings=rings, recon=(), collected_at=now))
     endpoints: dict[tuple[str, int], str] = {}
     for ring in rings:
         for d in ring.devices:

@@ -388,8 +388,10 @@ def _swift_auth(target: Any) -> Access:
     without = "sample dispersion or populate it (swift dispersion)"
     if not (target.auth_url and target.user and target.key):
         return Access("off", "swift auth", "no auth_url, user and key", without)
-    from swiftclient.client import ClientException, get_auth
+    from storage import swiftclient_lib
 
+    sc = swiftclient_lib.client()
+    ClientException, get_auth = sc.ClientException, sc.get_auth  # noqa: N806
     try:
         url, _ = get_auth(target.auth_url, target.user, target.key,
                           timeout=target.recon_timeout_s)

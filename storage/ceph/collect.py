@@ -17,7 +17,7 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,12 +148,21 @@ class _Session:
         return send(cmd.prefix, **dict(cmd.args))
 
 
-def collect_raw(client: CephClient) -> dict[str, Any]:
-    """Run every command once; optional failures land in ``raw["errors"]``."""
+def collect_raw(client: CephClient,
+                on_placement: Callable[[CephState], None] | None = None) -> dict[str, Any]:
+    """Run every command once; optional failures land in ``raw["errors"]``.
+    ``on_placement`` gets the state of the required commands alone (the OSDs, their hosts,
+    the fsid: what the host facts are planned from) as soon as they answered, while the
+    rest is still being read (storage.collect starts the hosts' facts with it)."""
     s = _Session(client)
     raw: dict[str, Any] = {}
     for cmd in REQUIRED:
         raw[cmd.key] = s.required(cmd)
+    if on_placement is not None:
+        try:
+            on_placement(build_state({cmd.key: raw[cmd.key] for cmd in REQUIRED}))
+        except Exception:  # noqa: BLE001, S110  (the full state follows; the plan waits for it)
+            pass
     raw["osdmap_stamps"] = _down_epoch_stamps(s, as_map(raw["osd dump"]))
     for cmd in OPTIONAL:
         ok, value = s.optional(cmd)
@@ -465,16 +474,18 @@ def _kinds_to_name(raw: Mapping[str, Any]) -> list[str]:
     return kinds
 
 
-def collect_ceph(target: CephTarget) -> tuple[CephState | None, str | None]:
+def collect_ceph(target: CephTarget, on_placement: Callable[[CephState], None] | None = None
+                 ) -> tuple[CephState | None, str | None]:
     """One connection, every command, one ``CephState``; never raises.
 
     An unreachable monitor gives ``(None, message)`` within about ``target.timeout_s``.
+    ``on_placement``: see ``collect_raw``.
     """
     t0 = time.time()
     client = CephClient(target)
     try:
         client.connect()
-        raw = collect_raw(client)
+        raw = collect_raw(client, on_placement)
         return build_state(raw, collected_at=t0), None
     except CephUnreachable as e:
         return None, str(e)

@@ -83,6 +83,14 @@ ts = [threading.Thread(target=probe, args=ln.split(None, 1)) for ln in sys.stdin
 '
 FATAL_RE='Caught signal|ceph_assert|FAILED assert|terminate called|received  ?signal|Got [Ss]ignal|Immediate shutdown|starting shutdown|shutdown complete|osd init failed|unable to mount|SIGTERM|Segmentation fault|Traceback|exiting'
 START_RE='ceph version .*process ceph-|rsyncd version .* starting|Started child|Starting object'
+LOGSCAN_AWK='
+$0 ~ ENVIRON["FATAL_RE"] && $0 !~ /^ *-[0-9]+> / { l = $0; sub(/^ *0> /, "", l); f[nf++ % 8] = substr(l, 1, 400) }
+$0 ~ ENVIRON["START_RE"] && $0 !~ /^ *-?[0-9]+> / { s[ns++ % 8] = substr($0, 1, 300) }
+END {
+  for (i = (nf > 8 ? nf - 8 : 0); i < nf; i++) print "fatal " f[i % 8]
+  for (i = (ns > 8 ? ns - 8 : 0); i < ns; i++) print "start " s[i % 8]
+}'
+export FATAL_RE START_RE
 fstab=$1; shift
 dprobes=""
 echo "@@now"; date +%s
@@ -134,6 +142,12 @@ fsprobe() {
   dev=${src%% *}
   case $dev in /dev/*) disks="$disks $dev";; esac
 }
+# ringmd5 DIR: the md5sum of each ring.gz there, one md5sum for all (a function's own "$@")
+ringmd5() {
+  rdir=$1; set --
+  for f in "$rdir"/*.ring.gz; do [ -f "$f" ] && set -- "$@" "$f"; done
+  [ $# -eq 0 ] || md5sum -- "$@" 2>/dev/null
+}
 while [ $# -gt 0 ]; do
   case $1 in
     osd)
@@ -183,16 +197,20 @@ while [ $# -gt 0 ]; do
         # an abort dumps up to 10000 recent events ("  -9999> ..."): older lines, left out;
         # the dump's last one ("     0> ... Caught signal") is the fatal line itself, kept
         # for when the dump pushed the first copy out of the tail
-        tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$FATAL_RE" | grep -avE '^ *-[0-9]+> ' | sed -E 's/^ *0> //' | tail -n 8 | cut -c1-400 | sed 's/^/fatal /'
-        tail -n 4000 -- "$5" 2>/dev/null | grep -aE "$START_RE" | grep -avE '^ *-?[0-9]+> ' | tail -n 8 | cut -c1-300 | sed 's/^/start /'
+        # one awk reads the tail once for both (bytes, as cut -c counts them): the last 8
+        # fatal lines (400 bytes each) then the last 8 start lines (300 bytes each)
+        tail -n 4000 -- "$5" 2>/dev/null | LC_ALL=C awk "$LOGSCAN_AWK"
         echo "last $(tail -n 1 -- "$5" | cut -c1-400)"
       elif [ -n "$5" ]; then
         echo "log 0"
       fi
       if [ -n "$6" ] && [ -d "$6" ]; then
-        grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10 | sed 's/^/crash /'
-        # a manager module's Python exception is reported as a crash of its mgr (which runs on)
-        grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10 | xargs -r grep -lF '"mgr_module"' 2>/dev/null | sed 's/^/modcrash /'
+        crashes=$(grep -lF "\"entity_name\": \"$2\"" "$6"/*/meta "$6"/posted/*/meta 2>/dev/null | tail -n 10)
+        if [ -n "$crashes" ]; then
+          printf '%s\n' "$crashes" | sed 's/^/crash /'
+          # a manager module's Python exception is reported as a crash of its mgr (which runs on)
+          printf '%s\n' "$crashes" | xargs -r grep -lF '"mgr_module"' 2>/dev/null | sed 's/^/modcrash /'
+        fi
       fi
       if [ -n "$7" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
         systemctl show --no-pager -p Id,NRestarts,Result,ExecMainStatus,ExecMainCode -- "$7" 2>/dev/null | sed 's/^/unit /'
@@ -200,7 +218,7 @@ while [ $# -gt 0 ]; do
       shift 7;;
     ringdir)
       echo "@@ringmd5"
-      for f in "$2"/*.ring.gz; do [ -f "$f" ] && md5sum -- "$f"; done 2>/dev/null
+      ringmd5 "$2"
       shift 2;;
     *) shift;;
   esac

@@ -84,3 +84,60 @@ def test_the_journal_types_numpy_values_as_sqlite_utils_does(tmp_path: Path) -> 
     assert got["types"] == {"f64": "REAL", "f32": "REAL", "i64": "INTEGER", "u8": "INTEGER",
                             "i": "INTEGER", "s": "TEXT"}
     assert got["rows"] == 1
+
+
+DISPERSION_PROBE = textwrap.dedent("""
+    import json, sys, threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from storage.dispersion import sample
+    from storage.targets import SwiftTarget
+
+    class Proxy(BaseHTTPRequestHandler):
+        # Swift's v1 auth, then: the dispersion container does not exist (404)
+        def do_GET(self):
+            if self.path == "/auth/v1.0":
+                ok = (self.headers.get("X-Auth-User"), self.headers.get("X-Auth-Key")) \\
+                    == ("test:tester", "testing")
+                self.send_response(200 if ok else 401)
+                if ok:
+                    self.send_header("X-Storage-Url", f"http://127.0.0.1:{port}/v1/AUTH_test")
+                    self.send_header("X-Auth-Token", "AUTH_tk1")
+            else:
+                self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    port = srv.server_address[1]
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    before = sorted(m for m in ("swiftclient", "pkg_resources") if m in sys.modules)
+    t = SwiftTarget(auth_url=f"http://127.0.0.1:{port}/auth/v1.0", user="test:tester",
+                    key="testing", recon_timeout_s=5)
+    d = sample(t, {}, 0.0)
+    srv.shutdown()
+    import swiftclient
+    print(json.dumps({"populated": d.populated, "account": d.account, "error": d.error,
+                      "before": before, "version": swiftclient.__version__,
+                      "pkg_resources": "pkg_resources" in sys.modules,
+                      "swiftclient": "swiftclient.client" in sys.modules}))
+""")
+
+
+def test_the_dispersion_sample_uses_swiftclient_without_pkg_resources() -> None:
+    """The check's dispersion sample goes through python-swiftclient (v1 auth against a
+    real loopback server), yet ``pkg_resources`` (~0.5 s of CPU that swiftclient's version
+    module spends on its own version string) is not imported (storage.swiftclient_lib)."""
+    from importlib import metadata
+
+    p = subprocess.run([sys.executable, "-c", DISPERSION_PROBE], capture_output=True,
+                       text=True, cwd=ROOT, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["before"] == []  # nothing of it loaded before the sample
+    assert (got["populated"], got["account"], got["error"]) == (False, "AUTH_test", None)
+    assert got["swiftclient"] is True
+    assert got["version"] == metadata.version("python-swiftclient")
+    assert got["pkg_resources"] is False

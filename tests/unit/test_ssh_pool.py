@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from storage.runner import HostUnreachable
-from storage.ssh import FabricRunner, SSHPool
+from storage.ssh import FabricRunner, SSHPool, tried
 from storage.targets import HostTarget
 
 SSHD = "/usr/sbin/sshd"
@@ -163,18 +163,33 @@ def test_dropped_twice_is_a_host_error_and_no_retry_means_no_second_try(sshd: Ss
         with pytest.raises(HostUnreachable) as e:
             FabricRunner([_host(sshd, relay)], pool=pool).run("h1", ["true"])
         assert "tried twice" in e.value.reason and relay.accepted == 2
+        # both attempts failed alike: the reason once, not "first: ..."
+        assert e.value.reason.endswith(" (tried twice)") and "first:" not in e.value.reason
+        assert pool.stats.retried == 1
     finally:
         pool.close()
         relay.close()
     relay = Relay(sshd.port, drop=1)
     pool = SSHPool(retry=False)
     try:
-        with pytest.raises(HostUnreachable):
+        with pytest.raises(HostUnreachable) as e:
             FabricRunner([_host(sshd, relay)], pool=pool).run("h1", ["true"])
         assert relay.accepted == 1
+        assert "tried" not in e.value.reason and pool.stats.retried == 0
     finally:
         pool.close()
         relay.close()
+
+
+@pytest.mark.parametrize("reasons, said", [
+    (["connection refused"], "connection refused"),
+    (["timed out", "timed out"], "timed out (tried twice)"),
+    (["connection reset", "connection refused"],
+     "connection refused (tried twice; first: connection reset)"),
+])
+def test_the_one_retry_says_what_each_attempt_met(reasons: list[str], said: str) -> None:
+    """The wording of ``SSHPool.connect``'s one retry loop (storage.ssh.tried)."""
+    assert tried(reasons) == said
 
 
 def test_host_key_mismatch_and_auth_failure_are_not_retried(sshd: Sshd) -> None:
