@@ -8,6 +8,8 @@ this cluster), the data directory comes from the host's configured template.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from checks.hostdiag import Flavour, OsdDiagnosis, OsdHostState, diagnose_osd
 from runbooks.base import (
     Draft,
@@ -105,6 +107,24 @@ def _diagnose(d: Draft, snap: ClusterSnapshot, ceph: CephState, osd: OsdState,
     return dg
 
 
+@dataclass(frozen=True)
+class _DownOsd:
+    """A down OSD with its host, the host's facts and the checks' diagnosis of it: what
+    osd-remount, osd-activate and osd-start each start from."""
+
+    ceph: CephState
+    osd: OsdState
+    ht: HostTarget
+    facts: HostFacts
+    dg: OsdDiagnosis
+
+
+def _down_osd_on_host(d: Draft, snap: ClusterSnapshot, target: str) -> _DownOsd:
+    ceph, osd = _down_osd(d, snap, target)
+    ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
+    return _DownOsd(ceph, osd, ht, facts, _diagnose(d, snap, ceph, osd, ht, facts))
+
+
 @register
 class OsdRemount(Runbook):
     info = RunbookInfo(
@@ -115,9 +135,8 @@ class OsdRemount(Runbook):
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
-        ceph, osd = _down_osd(d, snap, target)
-        ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
-        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        o = _down_osd_on_host(d, snap, target)
+        ceph, osd, ht, facts, dg = o.ceph, o.osd, o.ht, o.facts, o.dg
         data_dir = dg.data_dir
         if dg.mount is not None:
             raise Refused(f"{data_dir} is already mounted on {ht.name}: use osd-start")
@@ -177,9 +196,8 @@ class OsdActivate(Runbook):
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
-        ceph, osd = _down_osd(d, snap, target)
-        ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
-        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        o = _down_osd_on_host(d, snap, target)
+        ceph, osd, ht, dg = o.ceph, o.osd, o.ht, o.dg
         if dg.mount is not None or dg.populated:
             raise Refused(f"{dg.data_dir} is in place on {ht.name}: nothing to activate; "
                           "use osd-start")
@@ -230,9 +248,8 @@ class OsdStart(Runbook):
     needs_host_facts = True
 
     def build(self, d: Draft, snap: ClusterSnapshot, target: str) -> None:
-        ceph, osd = _down_osd(d, snap, target)
-        ht, facts = host_of(d.ctx, snap, osd.host, f"osd.{osd.id}")
-        dg = _diagnose(d, snap, ceph, osd, ht, facts)
+        o = _down_osd_on_host(d, snap, target)
+        ceph, osd, ht, dg = o.ceph, o.osd, o.ht, o.dg
         data_dir = dg.data_dir
         if dg.state is OsdHostState.NOT_ACTIVATED:
             raise Refused(f"{data_dir} is empty on {ht.name}: osd.{osd.id} "
