@@ -13,13 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from bot import render as r
-from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
 from bot.core import BotCore, BotError, ChannelThrottle, Where, log
-from bot.store import Button
-from runbooks.bench.api import BenchOptions
-from runbooks.bench.model import Progress as BenchProgress
-from runbooks.model import EventKind, RunEvent
+from core.alerts.alertmanager import AlertmanagerError
 from core.service.actions import (
     ActionPlan,
     ActionRefused,
@@ -28,6 +24,10 @@ from core.service.actions import (
     bench_option_values,
     is_bench,
 )
+from core.slack.store import Button
+from runbooks.bench.api import BenchOptions
+from runbooks.bench.model import Progress as BenchProgress
+from runbooks.model import EventKind, RunEvent
 
 _ICONS = {EventKind.STEP_STARTED: ":arrow_forward:", EventKind.STEP_DONE: ":white_check_mark:",
           EventKind.STEP_FAILED: ":x:", EventKind.CANCELLED: ":no_entry_sign:",

@@ -18,18 +18,16 @@ from typing import Any
 
 from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
-from slack_sdk import WebClient
 
 from bot.actions import ThreadFeed
-from bot.alerts import AlertConfig, AlertDesk
 from bot.auth import Authorizer, RoleSpec
 from bot.commands import Commands, Handler
-from bot.core import ChannelThrottle, Where, log
-from bot.redact import Redactor
-from bot.slack_retry import SlackTrouble, retry_handlers
-from bot.store import BotStore
+from bot.core import Where, log
+from core.alerts import AlertConfig
 from core.service import Service
 from core.service.actions import ActionPlan
+from core.slack.poster import ChannelThrottle, SlackPoster
+from core.slack.redact import Redactor
 
 # the bot's parts live in bot.core (delivery), bot.commands (the command table) and
 # bot.actions (the buttons); these names stay importable from here
@@ -59,23 +57,24 @@ class StordocBot(Commands):
 
         self.redactor = Redactor([bot_token, signing_secret, *secrets], keep=grammar_words())
         self.signing_secret = signing_secret
-        self.store = BotStore(backend.env.journal)
-        self.store.scrub = self.redactor.text
-        kwargs: dict[str, Any] = {"token": bot_token}
-        if api_base_url:
-            kwargs["base_url"] = api_base_url.rstrip("/") + "/"
-        # connection errors, 429 and 500/503 retried in place with backoff (slack_sdk)
-        self.client = WebClient(retry_handlers=retry_handlers(), **kwargs)
-        self.trouble = SlackTrouble()
-        self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
-        self.throttle = ChannelThrottle(throttle_s)
+        # what posts (client, store, throttle, outage reports, the alert desk): the core's
+        # poster, the same ``stordoc watch`` posts through
+        self.slack = SlackPoster(backend, bot_token=bot_token, redactor=self.redactor,
+                                 api_base_url=api_base_url, button_ttl_s=button_ttl_s,
+                                 throttle_s=throttle_s, channels=channels, alerts=alerts,
+                                 pool=self.pool)
+        self.store = self.slack.store
+        self.client = self.slack.client
+        self.trouble = self.slack.trouble
+        self.throttle = self.slack.throttle
+        self._closing = self.slack.closing  # ends follow-ups when the bot stops
+        self.channels = self.slack.channels  # channel ID -> the cluster bound to it
+        self.desk = self.slack.desk
+        self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
         self._plans: dict[str, tuple[ActionPlan, float]] = {}
         self._plans_lock = threading.Lock()
         self.runs: list[threading.Thread] = []
-        self._closing = threading.Event()  # ends follow-ups when the bot stops
-        self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
-        self.desk = AlertDesk(self, self.channels, alerts)
         self.app = App(client=self.client, signing_secret=signing_secret,
                        token_verification_enabled=verify_token,  # auth.test now
                        process_before_response=True,  # listeners only ack + submit
@@ -183,10 +182,7 @@ class StordocBot(Commands):
             self.submit(self.press_silence, *w)
 
     def close(self) -> None:
-        self._closing.set()
-        self.desk.stop.set()
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        self.desk.pool.shutdown(wait=True, cancel_futures=True)
+        self.slack.halt()
         for t in list(self.runs):
             t.join(timeout=300)
         self.store.close()

@@ -16,19 +16,19 @@ from typing import Any, ClassVar
 from bot import grammar as g
 from bot import render as r
 from bot.actions import Actions
-from bot.alerts.alertmanager import AlertmanagerError
 from bot.auth import Level
 from bot.core import BotError, Where, log
-from bot.redact import hide_paths
 from checks.incidents import Incident
 from checks.model import Finding
 from checks.outcome import CheckOutcome
-from storage.audit import secrets_in
-from storage.model import CephState
+from core.alerts.alertmanager import AlertmanagerError
 from core.service import fixes
 from core.service.actions import BENCH_PREFIX
 from core.service.inspect import RecordPolicy
 from core.service.records import MuteRefused, UnknownCode
+from core.slack.redact import hide_paths
+from storage.audit import secrets_in
+from storage.model import CephState
 
 # a command handler: (bot, where, cluster, the parsed command) -> the reply
 Handler = Callable[["Commands", Where, str, Any], r.Reply]
@@ -186,8 +186,8 @@ class Commands(Actions):
     def _health_from(self, cluster: str, name: str) -> r.Reply:
         """``health [CLUSTER] from NAME``: a saved snapshot's diagnosis, read-only (no Fix
         button: the snapshot is the past), only of the cluster the user may view."""
-        from storage.snapshot import SnapshotError
         from core.service.snapshots import load_named
+        from storage.snapshot import SnapshotError
 
         try:
             rp = load_named(self.backend.env.settings.slack.snapshots_dir, name)

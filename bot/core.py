@@ -1,6 +1,6 @@
 """The bot's delivery plumbing, shared by its commands and its buttons.
 
-``Where`` an answer goes and who asked, the per-channel throttle, and ``BotCore``: the
+``Where`` an answer goes and who asked, and ``BotCore``: the
 state every part of the bot reads (declared here, set by ``bot.app.StordocBot``) and how a
 reply reaches Slack (redacted, validated, split; "still working…" past a few seconds),
 how a refusal is said and how an action is audited.
@@ -20,13 +20,14 @@ from slack_sdk import WebClient
 
 from bot import grammar as g
 from bot import render as r
-from bot.alerts import AlertDesk
 from bot.auth import Authorizer
-from bot.redact import Redactor, incident_ref
-from bot.slack_retry import SlackTrouble, is_slack_failure
-from bot.store import BotStore
+from core.alerts import AlertDesk
 from core.service import Service
 from core.service.actions import ActionPlan
+from core.slack.poster import ChannelThrottle, SlackPoster
+from core.slack.redact import Redactor, incident_ref
+from core.slack.retry import SlackTrouble, is_slack_failure
+from core.slack.store import BotStore
 
 log = logging.getLogger("stordoc.bot")
 
@@ -49,28 +50,6 @@ class Where:
     pasted: tuple[str, ...] = ()
 
 
-class ChannelThrottle:
-    """About one message per second per channel (Slack's rate for chat.postMessage)."""
-
-    def __init__(self, interval_s: float = 1.0) -> None:
-        self.interval = interval_s
-        self._next: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def reserve(self, channel: str) -> float:
-        """Reserve the next slot; returns how long the caller must wait for it."""
-        with self._lock:
-            now = time.monotonic()
-            at = max(now, self._next.get(channel, 0.0))
-            self._next[channel] = at + self.interval
-            return at - now
-
-    def wait(self, channel: str, stop: threading.Event | None = None) -> None:
-        delay = self.reserve(channel)
-        if delay > 0:
-            (stop or threading.Event()).wait(delay)
-
-
 class BotCore:
     """What the commands and the buttons share: the bot's state and its way of answering."""
 
@@ -90,25 +69,14 @@ class BotCore:
     runs: list[threading.Thread]
     _closing: threading.Event
     channels: dict[str, str]
+    slack: SlackPoster
     desk: AlertDesk
     trouble: SlackTrouble
 
     def submit(self, fn: Callable[..., None], *args: Any, pool: ThreadPoolExecutor | None = None,
                what: str = "answers") -> None:
-        """Run ``fn`` in the worker pool (``pool``: another one, e.g. the alert desk's).
-        A Slack call that still fails after slack_sdk's retries is said once for all
-        workers (``SlackTrouble``), not as a traceback per worker."""
-        def guarded() -> None:
-            try:
-                fn(*args)
-            except Exception as e:
-                if is_slack_failure(e):
-                    self.trouble.failed(what, e)
-                else:
-                    log.error("bot worker failed: %s", self.redactor.text(_fmt_exc()))
-            else:
-                self.trouble.ok()
-        (pool or self.pool).submit(guarded)
+        """Run ``fn`` in the worker pool (``core.slack.poster.SlackPoster.submit``)."""
+        self.slack.submit(fn, *args, pool=pool, what=what)
 
     def post(self, where: Where, reply: r.Reply, replace_ts: str | None = None,
              thread_ts: str | None = None) -> list[str]:
@@ -144,13 +112,8 @@ class BotCore:
         return out
 
     def scrub(self, obj: Any, pasted: tuple[str, ...] = ()) -> Any:
-        """Secrets out of every text in a message (evidence and step output can hold them)."""
-        if isinstance(obj, dict):
-            return {k: (self.redactor.text(v, pasted) if k == "text" and isinstance(v, str)
-                        else self.scrub(v, pasted)) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [self.scrub(v, pasted) for v in obj]
-        return obj
+        """Secrets out of every text in a message (``SlackPoster.scrub``)."""
+        return self.slack.scrub(obj, pasted)
 
     def internal_error(self, what: str) -> str:
         """One user-facing line for an unexpected failure: no exception class, message or

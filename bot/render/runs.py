@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.render.blocks import (
+from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
+from core.slack.blocks import (
     Block,
     Reply,
     button,
@@ -22,7 +23,6 @@ from bot.render.blocks import (
     section,
     sections_of,
 )
-from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
 
 
 def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:

@@ -191,7 +191,7 @@ def test_long_answers_are_split_or_uploaded_and_all_within_limits(h: BotHarness)
 def test_secrets_never_logged(h: BotHarness, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from bot.redact import install
+    from core.slack.redact import install
     install(h.bot.redactor)  # the caplog handler is one of the root handlers now
     logging.getLogger("stordoc.bot").error("leak %s and %s", TOKEN, SIGNING_SECRET)
     text = caplog.text

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.alerts.payload import Refused, parse_payload
 from bot.server import HttpServer, malformed
-from bot.wsgi import MAX_DEPTH, depth
+from core.alerts.payload import Refused, parse_payload
 from core.settings import AlertSettings, Secret, parse_settings
+from core.slack.wsgi import MAX_DEPTH, depth
 from tests.support.fake_slack import SIGNING_SECRET, BotHarness, SlackSender, sign
 from tests.unit.test_bot_hardening import FORM, raw_post
 

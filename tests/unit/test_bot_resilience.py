@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from checks.outcome import CheckOutcome
-from storage.model import ClusterSnapshot
-from storage.targets import ClusterTarget
 from core.env import Env
 from core.settings import AlertSettings, Secret, parse_settings
+from storage.model import ClusterSnapshot
+from storage.targets import ClusterTarget
 from tests.support.fake_slack import BotHarness, FakeSlack, SlackSender, all_text
 from tests.support.poll import wait_until
 from tests.unit.test_tui_data import broken_snapshot
@@ -149,7 +149,7 @@ def test_alert_flood_is_one_check_and_a_person_does_not_wait_behind_it(
         def flood_posts(f: FakeSlack) -> list[Any]:
             return [x for x in f.of("chat.postMessage") if x.params.get("channel") == CH]
         at_answer = len(flood_posts(h.fake))
-        # all 40 groups said in the channel (one thread: packed replies, bot.alerts.windows)
+        # all 40 groups said in the channel (one thread: packed replies, core.alerts.windows)
         h.fake.wait_for(lambda f: all(any(f"*Flood{i}*" in all_text(x) or f"Flood{i}:" in
                                           all_text(x) for x in flood_posts(f))
                                       for i in range(40)), 120)
@@ -210,7 +210,7 @@ def test_watch_keeps_checking_and_posts_once_after_slack_failed(
     """`stordoc watch`'s loop with an incident open: chat.postMessage fails past
     slack_sdk's retries; the loop says so in one line, goes on checking, and posts each
     incident once when Slack answers again."""
-    from stordoc.commands.watch import loop
+    from core.service.watch import loop
 
     h, c = hc
     h.fake.fail("chat.postMessage", 3, 503, "service_unavailable")

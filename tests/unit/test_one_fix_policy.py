@@ -17,13 +17,13 @@ from rich.console import Console
 
 from bot import render as r
 from bot.app import StordocBot
-from bot.store import BotStore
 from checks.incidents import Incident
 from checks.model import Finding
+from core.service.snapshots import Replay
+from core.slack.store import BotStore
 from runbooks.model import Refused
 from storage.journal import Journal
 from stordoc.commands.runbooks import _pick_finding
-from core.service.snapshots import Replay
 from tests.unit.test_replay import PAIRS, replay
 from tests.unit.test_tui_app import settle, sync
 from tui import screens as S

@@ -16,12 +16,12 @@ from checks.engine import run_checks
 from checks.incidents import run_of
 from checks.model import Severity, Thresholds, Verdict
 from checks.outcome import CheckOutcome
+from core.service.pipeline import CheckRequest, recent_runs, run_check
+from core.service.snapshots import Replay, load
+from core.service.watch import Seen, changes
 from storage.audit import Audit
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
-from stordoc.commands.watch import Seen, changes
-from core.service.pipeline import CheckRequest, recent_runs, run_check
-from core.service.snapshots import Replay, load
 from tests.support.fixture_snapshots import FIXTURES
 from tests.unit.settle_fixtures import settle_of
 

@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.redact import escape_controls
 from bot.render import ttl_words
+from core.settings import AlertSettings, Secret, parse_settings
+from core.slack.redact import escape_controls
 from runbooks.api import RunContext
 from runbooks.leftovers import reconcile
 from storage.audit import Audit
 from storage.journal import Journal
 from storage.targets import ClusterTarget
 from stordoc.cli import main
-from core.settings import AlertSettings, Secret, parse_settings
 from tests.support.fake_slack import BotHarness, all_text
 from tests.support.poll import wait_until
 from tests.unit.test_alerts import payload
