@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from bot import render as r
-from bot.auth import Level
 from bot.core import BotCore, BotError, ChannelThrottle, Where, log
 from core.alerts.alertmanager import AlertmanagerError
+from core.policy import Level, SecondPerson
 from core.service.actions import (
     ActionPlan,
     ActionRefused,
@@ -162,15 +162,6 @@ class ProgressMessage:
         return r.clip("\n".join(head + gap + rest), self.LIMIT)
 
 
-def _two_people(runbook: str) -> bool:
-    """A runbook that always needs a second person (``RunbookInfo.two_people``:
-    pg-mark-unfound-lost), whatever the cluster's two_person setting."""
-    from runbooks.catalog import registry
-
-    rb = registry().get(runbook)
-    return bool(rb is not None and rb.info.two_people)
-
-
 class Actions(BotCore):
     """Plans with Confirm/Cancel buttons and the handling of every button press."""
 
@@ -178,8 +169,10 @@ class Actions(BotCore):
                    buttons: bool, options: Mapping[str, Any] | None = None) -> r.Reply:
         pv = self._plan(cluster, runbook, target, where.user, options)
         target = pv.target  # the canonical target the plan acts on ("NODE2." -> "node2")
-        # a runbook that always needs two people says so whatever the cluster's setting
-        two = self.auth.two_person(cluster) or _two_people(runbook)
+        # the policy's answer (a runbook that always needs two people says so whatever
+        # the cluster's setting); nobody has confirmed yet
+        two = self.auth.second_person(cluster, runbook, pv.second_person, where.user,
+                                      None) is not SecondPerson.NOT_NEEDED
         conf = canc = None
         if buttons:
             conf = secrets.token_urlsafe(18)
@@ -197,7 +190,7 @@ class Actions(BotCore):
                 self._plans[conf] = (pv, now)
         self._audit(where, cluster, "plan", "shown", f"{runbook} {target}")
         return r.plan_reply(cluster, runbook, target, list(pv.lines), conf, canc, where.user,
-                            self.ttl, pv.second_person, two)
+                            self.ttl, two)
 
     def _plan(self, cluster: str, runbook: str, target: str, user: str,
               options: Mapping[str, Any] | None) -> ActionPlan:
@@ -279,8 +272,8 @@ class Actions(BotCore):
             self._refuse(where, f"this plan was already handled by <@{b.used_by}>")
             return
         second = bool(b.data.get("second_person", True))  # unknown: the safe side
-        if second and (self.auth.two_person(b.cluster) or _two_people(b.runbook)) \
-                and where.user == b.requested_by:
+        if not self.auth.second_person(b.cluster, b.runbook, second, b.requested_by,
+                                       where.user).ok:  # the pressing operator: the approver
             self._audit(where, b.cluster, "confirm", "refused: two-person",
                         f"{b.runbook} {b.target}")
             self._refuse(where, f"two-person rule on `{b.cluster}`: `{b.runbook}` must be "

@@ -20,10 +20,10 @@ from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
 
 from bot.actions import ThreadFeed
-from bot.auth import Authorizer, RoleSpec
 from bot.commands import Commands, Handler
 from bot.core import Where, log
 from core.alerts import AlertConfig
+from core.policy import Authorizer, RoleSpec
 from core.service import Service
 from core.service.actions import ActionPlan
 from core.slack.poster import ChannelThrottle, SlackPoster

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 from bot import grammar as g
 from bot import render as r
 from bot.actions import Actions
-from bot.auth import Level
 from bot.core import BotError, Where, log
 from checks.incidents import Incident
 from checks.model import Finding
 from checks.outcome import CheckOutcome
 from core.alerts.alertmanager import AlertmanagerError
+from core.policy import Level
 from core.service import fixes
 from core.service.actions import BENCH_PREFIX
 from core.service.inspect import RecordPolicy
@@ -62,7 +62,7 @@ class Commands(Actions):
             self._audit(where, cmd.cluster, "command", "bad input", said[:200])
             self._refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
-        if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
+        if bound and cluster != bound and not self.auth.is_admin(where.user):
             self._audit(where, cluster, type(cmd).__name__.lower(), "refused",
                         f"channel bound to {bound}: {said[:180]}")
             self._refuse(where, f"this channel is bound to cluster `{bound}`: commands for "

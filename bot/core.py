@@ -20,8 +20,8 @@ from slack_sdk import WebClient
 
 from bot import grammar as g
 from bot import render as r
-from bot.auth import Authorizer
 from core.alerts import AlertDesk
+from core.policy import Authorizer
 from core.service import Service
 from core.service.actions import ActionPlan
 from core.slack.poster import ChannelThrottle, SlackPoster

@@ -41,10 +41,10 @@ from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 
 from bot.app import StordocBot
-from bot.auth import RoleSpec
 from core import alerts as al
 from core.env import Env
 from core.errors import UserError
+from core.policy import Authorizer
 from core.service import Service
 from core.slack.poster import alert_config, check_token, log_redactor, other_secrets
 from core.slack.wsgi import DRAIN_MAX, TooDeep, drain, load_json
@@ -160,8 +160,7 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
     if socket_mode and not app_token:
         raise UserError("no Slack app token for Socket Mode: set $SLACK_APP_TOKEN or "
                         "slack.app_token.file")
-    roles = {k: RoleSpec(tuple(v.viewers), tuple(v.operators), v.two_person)
-             for k, v in s.roles.items()}
+    roles = Authorizer.from_settings(env.settings).roles
     kw: dict[str, Any] = {"command": s.command, "api_base_url": s.api_base_url,
                           "button_ttl_s": s.button_ttl_s, "roles": roles, "admins": s.admins,
                           "secrets": other_secrets(env, app_token)}

@@ -17,27 +17,27 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from core.argtypes import duration, int_range
+from core.errors import UserError
+from core.exitstatus import ExitStatus
+from core.service.task import Task
 from stordoc.commands.common import (
     cancel_when_stdout_lost,
     env_from_args,
     finding_code,
     term_of,
 )
-from core.errors import UserError
-from core.exitstatus import ExitStatus
-from core.service.task import Task
 
 if TYPE_CHECKING:  # the handlers import what they use (the parser stays light)
     from rich.console import Console
     from rich.text import Text
 
-    from runbooks.aftermath import Aftermath
-    from runbooks.model import Plan, RunEvent
-    from storage.model import ClusterSnapshot
     from core.env import Env
     from core.service import Service
     from core.service.actions import ActionPlan, RunReport
     from core.terminal import Terminal
+    from runbooks.aftermath import Aftermath
+    from runbooks.model import Plan, RunEvent
+    from storage.model import ClusterSnapshot
 
 
 FIX_CEPH_HINT = "--finding CEPH_HEALTH --entity 'ceph CODE'"
@@ -179,8 +179,8 @@ def render_plan(console: Console, plan: Any, show_scripts: bool = False) -> None
     from rich.table import Table
     from rich.text import Text
 
-    from runbooks.api import Plan
     from core.fmt import inline_script
+    from runbooks.api import Plan
 
     assert isinstance(plan, Plan)
     head = Text(f"Plan: {plan.runbook} {plan.target}", style="bold")
@@ -381,9 +381,9 @@ def runbook_name(name: str) -> str:
     """A runbook's name as typed, if it is one (a benchmark is planned by the service);
     else one line and exit 64 with the closest name (``unknown runbook osd-remout: did you
     mean osd-remount?``), before anything is collected or changed."""
+    from core.service.actions import is_bench
     from runbooks.model import InvalidRequest
     from runbooks.planning import runbook_named
-    from core.service.actions import is_bench
 
     if is_bench(name):
         return name
@@ -401,8 +401,8 @@ def _pick_finding(svc: Service, args: argparse.Namespace
     finding says so with the cluster, never in words that read like all clear."""
     from rich.text import Text
 
-    from runbooks.model import Refused
     from core.service import fixes
+    from runbooks.model import Refused
 
     code = finding_code(args.finding, FIX_CEPH_HINT)
     entity = args.entity or None
@@ -528,12 +528,20 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
                    user: str) -> str:
-    """Who confirms: the runner, or for a run that needs two people (``core.approvals``)
-    the second authorized person whose SSH signature over this very plan ``--approval``
-    gives; one line and exit 64 otherwise (nothing runs)."""
+    """Who confirms: the runner, or for a run that needs two people (the policy's answer:
+    ``core.policy``) the second authorized person whose SSH signature over this very plan
+    ``--approval`` gives (``core.approvals``); one line and exit 64 otherwise (nothing
+    runs)."""
     from core import approvals
+    from core.policy import Authorizer, SecondPerson
 
-    if not approvals.needs_approval(env.settings, cluster, plan):
+    pol = Authorizer.from_settings(env.settings)
+
+    def second_person(approver: str | None) -> SecondPerson:
+        return pol.second_person(cluster, plan.runbook, plan.needs_second_person, user,
+                                 approver)
+
+    if second_person(None) is SecondPerson.NOT_NEEDED:
         if args.approved_by or args.approval:
             raise UserError(f"{plan.runbook} needs no second person here: drop "
                             f"--approval/--approved-by")
@@ -544,8 +552,7 @@ def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
                         f"FILE`, then `stordoc approve FILE` on their machine)")
     text = _read_small(args.approval, "approval")
     try:
-        return approvals.verify(text, approvals.request_for(plan), user,
-                                approvals.approvers(env.settings, cluster),
+        return approvals.verify(text, approvals.request_for(plan), second_person,
                                 env.settings.approver_keys, approved_by=args.approved_by)
     except approvals.ApprovalRefused as e:
         raise UserError(f"{plan.runbook} not run: {e}") from None
@@ -572,9 +579,11 @@ def _approval_hint(env: Env, args: argparse.Namespace, cluster: str, plan: Plan)
     from rich.text import Text
 
     from core import approvals
+    from core.policy import Authorizer, SecondPerson
 
-    need = approvals.needs_approval(env.settings, cluster, plan)
-    if not need:
+    need = Authorizer.from_settings(env.settings).second_person(
+        cluster, plan.runbook, plan.needs_second_person, env.settings.user or env.user, None)
+    if need is SecondPerson.NOT_NEEDED:
         if args.approval_request:
             raise UserError(f"{plan.runbook} needs no second person here: no approval "
                             "request to write")

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from core import approvals
 from storage.audit import Audit
 from storage.journal import Journal
-from core import approvals
 from tests.unit.test_pgblocks import UNFOUND_SNAP
 
 NAME = "pg-mark-unfound-lost"
@@ -53,10 +53,10 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         keys: dict[str, tuple[Path, str]]) -> Any:
     """``stordoc`` in-process as alice (``SUDO_USER``) on the saved fault; bob is an admin,
     carol an operator of lab, dave has a key but no role; mallory's key is nobody's."""
-    from runbooks import api as rb_api
-    from stordoc.cli import main
     from core.service.snapshots import load
     from core.terminal import Terminal
+    from runbooks import api as rb_api
+    from stordoc.cli import main
 
     rp = load(str(UNFOUND_SNAP))
     snap = rp.outcome.snapshot
@@ -135,10 +135,10 @@ def test_root_alone_with_the_settings_cannot_run_it(cli: Any) -> None:
 
 def test_a_signature_by_the_approvers_key_over_this_plan_passes(
         cli: Any, keys: dict[str, tuple[Path, str]]) -> None:
-    from stordoc.commands.runbooks import _plan, _second_person
     from core.env import Env
     from core.settings import load_settings
     from core.terminal import Terminal
+    from stordoc.commands.runbooks import _plan, _second_person
 
     for who in ("bob", "carol"):  # an admin, an operator of the cluster
         approval = _approval(cli, _request(cli), who, keys[who][0])
@@ -202,8 +202,8 @@ def test_stordoc_approve_signs_with_ssh_keygen(cli: Any,
     the runner passes; no settings are read."""
     req = cli.dir / "req.txt"
     req.write_text(_request(cli))
-    from stordoc.cli import main
     from core.terminal import Terminal
+    from stordoc.cli import main
 
     term = Terminal.capture(width=250)
     rc = main(["approve", str(req), "--as", "carol", "--key", str(keys["carol"][0]),
@@ -254,14 +254,17 @@ def test_the_two_person_setting_gates_every_destructive_runbook() -> None:
     def settings(two: bool) -> Any:
         return SimpleNamespace(slack=SlackSettings(roles={"lab": Role(two_person=two)}))
 
-    def plan(runbook: str, second: bool) -> Any:
-        return SimpleNamespace(runbook=runbook, needs_second_person=second)
+    def needs(s: Any, cluster: str, runbook: str, second: bool) -> bool:
+        from core.policy import Authorizer, SecondPerson
 
-    assert approvals.needs_approval(settings(True), "lab", plan("osd-remount", True))
-    assert not approvals.needs_approval(settings(False), "lab", plan("osd-remount", True))
-    assert not approvals.needs_approval(settings(True), "lab", plan("osd-start", False))
-    assert not approvals.needs_approval(settings(True), "prod", plan("osd-remount", True))
-    assert approvals.needs_approval(settings(False), "lab", plan(NAME, True))
+        return Authorizer.from_settings(s).second_person(
+            cluster, runbook, second, "alice", None) is not SecondPerson.NOT_NEEDED
+
+    assert needs(settings(True), "lab", "osd-remount", True)
+    assert not needs(settings(False), "lab", "osd-remount", True)
+    assert not needs(settings(True), "lab", "osd-start", False)
+    assert not needs(settings(True), "prod", "osd-remount", True)
+    assert needs(settings(False), "lab", NAME, True)
 
 
 @pytest.mark.parametrize("table,why", [
