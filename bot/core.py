@@ -1,4 +1,4 @@
-"""The bot's delivery plumbing, shared by its commands and its buttons.
+"""The bot's state and delivery plumbing, shared by its commands and its buttons.
 
 ``Where`` an answer goes and who asked, and ``BotCore``: the
 state every part of the bot reads (declared here, set by ``bot.app.StordocBot``) and how a
@@ -23,7 +23,6 @@ from bot import render as r
 from core.alerts import AlertDesk
 from core.policy import Authorizer
 from core.service import Service
-from core.service.actions import ActionPlan
 from core.slack.poster import ChannelThrottle, SlackPoster
 from core.slack.redact import Redactor, incident_ref
 from core.slack.retry import SlackTrouble, is_slack_failure
@@ -51,27 +50,30 @@ class Where:
 
 
 class BotCore:
-    """What the commands and the buttons share: the bot's state and its way of answering."""
+    """What the commands and the buttons share: the bot's state and its way of answering.
+    One object, held by the bot (``bot.app.StordocBot``) and by each handler group
+    (``bot.commands.Commands``, ``bot.actions.Actions``): composition, not a chain of
+    subclasses. Posting itself is the core's ``SlackPoster`` (``slack``)."""
 
-    backend: Service
-    command: str
-    ttl: int
-    working_after_s: float
-    redactor: Redactor
-    signing_secret: str
-    store: BotStore
-    client: WebClient
-    auth: Authorizer
-    pool: ThreadPoolExecutor
-    throttle: ChannelThrottle
-    _plans: dict[str, tuple[ActionPlan, float]]
-    _plans_lock: threading.Lock
-    runs: list[threading.Thread]
-    _closing: threading.Event
-    channels: dict[str, str]
-    slack: SlackPoster
-    desk: AlertDesk
-    trouble: SlackTrouble
+    def __init__(self, backend: Service, slack: SlackPoster, auth: Authorizer, *,
+                 command: str, working_after_s: float, signing_secret: str,
+                 pool: ThreadPoolExecutor) -> None:
+        self.backend = backend
+        self.slack = slack
+        self.auth = auth
+        self.command = command
+        self.working_after_s = working_after_s
+        self.signing_secret = signing_secret
+        self.pool = pool
+        self.ttl: int = slack.ttl
+        self.redactor: Redactor = slack.redactor
+        self.store: BotStore = slack.store
+        self.client: WebClient = slack.client
+        self.trouble: SlackTrouble = slack.trouble
+        self.throttle: ChannelThrottle = slack.throttle
+        self.closing: threading.Event = slack.closing  # ends follow-ups when the bot stops
+        self.channels: dict[str, str] = slack.channels  # channel ID -> its bound cluster
+        self.desk: AlertDesk = slack.desk
 
     def submit(self, fn: Callable[..., None], *args: Any, pool: ThreadPoolExecutor | None = None,
                what: str = "answers") -> None:
@@ -124,10 +126,10 @@ class BotCore:
         return (f"the bot hit an internal error and could not finish this (reference {ref}; "
                 "the details are in the bot's log)")
 
-    def _refuse(self, where: Where, text: str) -> None:
+    def refuse(self, where: Where, text: str) -> None:
         self.post(where, r.error_reply(text))
 
-    def _audit(self, where: Where, cluster: str | None, action: str, outcome: str,
+    def audit(self, where: Where, cluster: str | None, action: str, outcome: str,
                detail: str = "") -> None:
         # a cluster name comes from chat until resolved: a secret pasted there must not be
         # stored; configured names are kept, anything else only redacted
@@ -136,7 +138,7 @@ class BotCore:
         self.store.audit(where.user, cluster, action, outcome,
                          self.redactor.text(detail, where.pasted))
 
-    def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
+    def answer_in_time(self, where: Where, compute: Callable[[], r.Reply]) -> None:
         """Compute a reply; past ``working_after_s`` say "still working…" first."""
         lock = threading.Lock()
         state: dict[str, Any] = {"done": False, "ts": None}

@@ -170,7 +170,7 @@ def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> Stord
     bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
                      alerts=alert_config(env),
                      signing_secret=secret or "not-receiving", verify_token=False, **kw)
-    check_token(bot.client, red, bot._closing, bot.close)
+    check_token(bot.client, red, bot.closing, bot.close)
     return bot
 
 

@@ -105,8 +105,8 @@ class Pacer(Protocol):
 
 
 class DeskHost(Protocol):
-    """What the desk needs of the bot that holds it (``bot.core.BotCore`` is one): the
-    desk is a part of the bot and never imports the module that assembles it."""
+    """What the desk needs of what holds it (``core.slack.poster.SlackPoster`` is one): the
+    desk is a part of the poster and never imports the module that assembles it."""
 
     backend: Service
     store: BotStore

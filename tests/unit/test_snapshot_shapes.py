@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.snapshot.shapes import CEPH_SHAPES
 from core.settings import parse_settings
+from storage.snapshot.shapes import CEPH_SHAPES
 from tests.support.cli import run_main
 from tests.support.fake_slack import BotHarness, all_text
 from tests.support.fixture_snapshots import FIXTURES
@@ -183,7 +183,7 @@ def _diagnosis_or_one_line(d: Path, slack: tuple[BotHarness, Path] | None = None
         assert rc in (0, 1, 2, 3) and json.loads(out)["snapshot"], err
     if slack is not None:  # the bot's own handler, without the HTTP round trip
         h, snaps = slack
-        reply = h.bot._health_from("lab", d.name)
+        reply = h.bot.commands._health_from("lab", d.name)
         text = str(reply.messages)
         assert not LEAK.search(text) and str(snaps) not in text, text
 
