@@ -266,6 +266,7 @@ def test_a_run_under_way_when_asked_answers_and_a_later_ask_checks_again(
         asked = time.time()  # while the first run is under way
         env.gate.set()
         t.join(20)
+        assert not t.is_alive() and first, "the first check did not finish within 20 s"
         assert svc.check("octopus", "slack", since=asked) is first[0]
         later = svc.check("octopus", "slack", since=time.time())
         assert later is not first[0] and env.collects == 2
