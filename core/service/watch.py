@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from checks.incidents import alarming, run_of
 from checks.model import Verdict
-from core.service.fixes import incident_step
-from core.slack.retry import Backoff, describe, is_slack_failure
 
 if TYPE_CHECKING:
     from checks.outcome import CheckOutcome
@@ -99,6 +97,8 @@ def _entity(incident_id: str) -> str:
 def _line(inc: Any) -> str:
     """An incident in one line, with what to do about it (the check's own words for its
     step: ``core.service.fixes.incident_step``)."""
+    from core.service.fixes import incident_step
+
     return f"{inc.severity.label} {inc.id}: {inc.impact} -- next: {incident_step(inc)}"
 
 
@@ -111,6 +111,8 @@ def loop(svc: Service, cluster: str, every: float, stop: threading.Event,
     (``warn``, default ``emit``) and tried again at a later check with backoff; the
     checks go on meanwhile, and a post is recorded only once it went through, so it is
     delivered once."""
+    from core.slack.retry import Backoff, describe, is_slack_failure  # slack_sdk: when run
+
     env = svc.env
     say = warn or emit
     seen = Seen()

@@ -16,7 +16,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from core.argtypes import duration, int_range
-from core.service.watch import loop, stamp
 from stordoc.commands.common import env_from_args
 
 if TYPE_CHECKING:
@@ -54,6 +53,8 @@ def _poster(env: Env, cluster: str, no_slack: bool) -> SlackPoster | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.service.watch import loop, stamp  # the check engine: when run, not parsed
+
     env = env_from_args(args)
     try:
         cluster = env.cluster_name(args.cluster)
