@@ -55,8 +55,8 @@ def test_the_bot_posts_through_the_same_core_poster(tmp_path: Path) -> None:
     """``stordoc bot`` (its watch and its Alertmanager path post through ``bot.desk``)
     holds the core's poster and its desk, not a copy of its own."""
     from core.alerts import AlertDesk
-    from core.slack.poster import SlackPoster
     from core.settings import parse_settings
+    from core.slack.poster import SlackPoster
     from tests.support.fake_slack import BotHarness
 
     conf = tmp_path / "ceph.conf"
