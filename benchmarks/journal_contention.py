@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.store import BotStore  # noqa: E402
+from core.slack.store import BotStore  # noqa: E402
 from storage.journal import Journal  # noqa: E402
 from tests.support.journal_round import journal_round  # noqa: E402
 

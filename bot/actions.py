@@ -1,6 +1,7 @@
 """The Fix / Confirm / Cancel / Silence buttons: a plan with its buttons, and what
-pressing one does (checked server-side, two-person rule, run with progress in the thread,
-a follow-up while the cluster settles)."""
+pressing one does (checked server-side, the two-person rule asked of ``core.policy``, run
+with progress in the thread, a follow-up while the cluster settles). ``Actions`` holds the
+bot's ``BotCore`` (composition: no base class)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from bot import render as r
-from bot.alerts.alertmanager import AlertmanagerError
-from bot.auth import Level
-from bot.core import BotCore, BotError, ChannelThrottle, Where, log
-from bot.store import Button
+from bot.core import BotCore, BotError, Where, log
+from core.alerts.alertmanager import AlertmanagerError
+from core.policy import Level, SecondPerson
 from core.service.actions import (
     ActionPlan,
     ActionRefused,
@@ -25,6 +25,8 @@ from core.service.actions import (
     bench_option_values,
     is_bench,
 )
+from core.slack.poster import ChannelThrottle
+from core.slack.store import Button
 from runbooks.bench.api import BenchOptions
 from runbooks.bench.model import Progress as BenchProgress
 from runbooks.model import EventKind, RunEvent
@@ -162,42 +164,43 @@ class ProgressMessage:
         return r.clip("\n".join(head + gap + rest), self.LIMIT)
 
 
-def _two_people(runbook: str) -> bool:
-    """A runbook that always needs a second person (``RunbookInfo.two_people``:
-    pg-mark-unfound-lost), whatever the cluster's two_person setting."""
-    from runbooks.catalog import registry
+class Actions:
+    """Plans with Confirm/Cancel buttons and the handling of every button press; holds
+    the bot's shared state and delivery (``core``) and the plans shown but not yet
+    confirmed, and the runs under way."""
 
-    rb = registry().get(runbook)
-    return bool(rb is not None and rb.info.two_people)
-
-
-class Actions(BotCore):
-    """Plans with Confirm/Cancel buttons and the handling of every button press."""
+    def __init__(self, core: BotCore) -> None:
+        self.core = core
+        self._plans: dict[str, tuple[ActionPlan, float]] = {}
+        self._plans_lock = threading.Lock()
+        self.runs: list[threading.Thread] = []
 
     def plan_reply(self, where: Where, cluster: str, runbook: str, target: str,
                    buttons: bool, options: Mapping[str, Any] | None = None) -> r.Reply:
         pv = self._plan(cluster, runbook, target, where.user, options)
         target = pv.target  # the canonical target the plan acts on ("NODE2." -> "node2")
-        # a runbook that always needs two people says so whatever the cluster's setting
-        two = self.auth.two_person(cluster) or _two_people(runbook)
+        # the policy's answer (a runbook that always needs two people says so whatever
+        # the cluster's setting); nobody has confirmed yet
+        two = self.core.auth.second_person(cluster, runbook, pv.second_person, where.user,
+                                      None) is not SecondPerson.NOT_NEEDED
         conf = canc = None
         if buttons:
             conf = secrets.token_urlsafe(18)
-            canc = self.store.new_button("cancel", cluster, runbook, target, where.user,
-                                         self.ttl, {"confirm": conf})
-            self.store.new_button(
-                "confirm", cluster, runbook, target, where.user, self.ttl,
+            canc = self.core.store.new_button("cancel", cluster, runbook, target, where.user,
+                                         self.core.ttl, {"confirm": conf})
+            self.core.store.new_button(
+                "confirm", cluster, runbook, target, where.user, self.core.ttl,
                 {"cancel": canc, "fingerprint": pv.fingerprint,
                  "second_person": pv.second_person, "options": dict(options or {})},
                 token=conf)
             with self._plans_lock:
                 now = time.monotonic()
                 self._plans = {k: v for k, v in self._plans.items()
-                               if now - v[1] < self.ttl}  # expired plans: forget them
+                               if now - v[1] < self.core.ttl}  # expired plans: forget them
                 self._plans[conf] = (pv, now)
-        self._audit(where, cluster, "plan", "shown", f"{runbook} {target}")
+        self.core.audit(where, cluster, "plan", "shown", f"{runbook} {target}")
         return r.plan_reply(cluster, runbook, target, list(pv.lines), conf, canc, where.user,
-                            self.ttl, pv.second_person, two)
+                            self.core.ttl, two)
 
     def _plan(self, cluster: str, runbook: str, target: str, user: str,
               options: Mapping[str, Any] | None) -> ActionPlan:
@@ -206,26 +209,26 @@ class Actions(BotCore):
         if is_bench(runbook):
             opts = bench_options(options or {})
         try:
-            return self.backend.actions.plan(cluster, runbook, target, source="slack",
+            return self.core.backend.actions.plan(cluster, runbook, target, source="slack",
                                              user=user, options=opts)
         except ActionRefused as e:
             raise BotError(f"refused: {e}") from None
 
     def _button(self, where: Where, token: str, kind: str) -> Button | None:
-        b = self.store.button(token)
+        b = self.core.store.button(token)
         if b is None or b.kind != kind:
-            self._refuse(where, "this button is not known here (it may come from another "
+            self.core.refuse(where, "this button is not known here (it may come from another "
                                 "installation): run the command again")
             return None
         if b.expired():
-            self._audit(where, b.cluster, kind, "expired", f"{b.runbook} {b.target}")
-            self._refuse(where, f"this button expired (buttons last {r.ttl_words(self.ttl)}): "
-                                f"run `{self.command} health {b.cluster}` again")
+            self.core.audit(where, b.cluster, kind, "expired", f"{b.runbook} {b.target}")
+            self.core.refuse(where, f"this button expired (buttons last {r.ttl_words(self.core.ttl)}): "
+                                f"run `{self.core.command} health {b.cluster}` again")
             return None
-        refusal = self.auth.refusal(where.user, b.cluster, Level.OPERATOR)
+        refusal = self.core.auth.refusal(where.user, b.cluster, Level.OPERATOR)
         if refusal:
-            self._audit(where, b.cluster, kind, "refused", f"{b.runbook} {b.target}")
-            self._refuse(where, refusal)
+            self.core.audit(where, b.cluster, kind, "refused", f"{b.runbook} {b.target}")
+            self.core.refuse(where, refusal)
             return None
         return b
 
@@ -233,8 +236,8 @@ class Actions(BotCore):
         b = self._button(where, token, "fix")
         if b is None:
             return
-        self._audit(where, b.cluster, "fix", "pressed", f"{b.runbook} {b.target}")
-        self._answer(where, lambda: self.plan_reply(where, b.cluster, b.runbook, b.target,
+        self.core.audit(where, b.cluster, "fix", "pressed", f"{b.runbook} {b.target}")
+        self.core.answer_in_time(where, lambda: self.plan_reply(where, b.cluster, b.runbook, b.target,
                                                     buttons=True))
 
     def press_silence(self, where: Where, msg_ts: str, token: str) -> None:
@@ -243,18 +246,18 @@ class Actions(BotCore):
         b = self._button(where, token, "silence")
         if b is None:
             return
-        if not self.store.spend([token], where.user):
-            self._refuse(where, "this alert was already silenced from this button")
+        if not self.core.store.spend([token], where.user):
+            self.core.refuse(where, "this alert was already silenced from this button")
             return
         alertname = str(b.data.get("alertname", b.target))
-        self._audit(where, b.cluster, "silence", "pressed", alertname)
+        self.core.audit(where, b.cluster, "silence", "pressed", alertname)
         try:
-            line = self.desk.silence(b.cluster, alertname, 4 * 3600.0, where.user,
+            line = self.core.desk.silence(b.cluster, alertname, 4 * 3600.0, where.user,
                                      f"Silence button by {where.user}")
         except AlertmanagerError as e:
-            self._refuse(where, str(e))
+            self.core.refuse(where, str(e))
             return
-        self.post(Where(where.channel, where.user, msg_ts, "button"), r.text_reply(line),
+        self.core.post(Where(where.channel, where.user, msg_ts, "button"), r.text_reply(line),
                   thread_ts=msg_ts)
 
     def press_cancel(self, where: Where, msg_ts: str, token: str) -> None:
@@ -262,12 +265,12 @@ class Actions(BotCore):
         if b is None:
             return
         conf = str(b.data.get("confirm", ""))
-        if not self.store.spend([token] + ([conf] if conf else []), where.user):
-            self._refuse(where, "this plan was already confirmed or cancelled")
+        if not self.core.store.spend([token] + ([conf] if conf else []), where.user):
+            self.core.refuse(where, "this plan was already confirmed or cancelled")
             return
-        self._audit(where, b.cluster, "cancel", "cancelled", f"{b.runbook} {b.target}")
+        self.core.audit(where, b.cluster, "cancel", "cancelled", f"{b.runbook} {b.target}")
         head = f"Plan: {b.runbook} {b.target} on {b.cluster}"
-        self.client.chat_update(channel=where.channel, ts=msg_ts, text=f"{head}: cancelled",
+        self.core.client.chat_update(channel=where.channel, ts=msg_ts, text=f"{head}: cancelled",
                                 blocks=r.plan_closed_blocks(
                                     head, f"Cancelled by <@{where.user}>; nothing ran."))
 
@@ -276,14 +279,14 @@ class Actions(BotCore):
         if b is None:
             return
         if b.used_at is not None:
-            self._refuse(where, f"this plan was already handled by <@{b.used_by}>")
+            self.core.refuse(where, f"this plan was already handled by <@{b.used_by}>")
             return
         second = bool(b.data.get("second_person", True))  # unknown: the safe side
-        if second and (self.auth.two_person(b.cluster) or _two_people(b.runbook)) \
-                and where.user == b.requested_by:
-            self._audit(where, b.cluster, "confirm", "refused: two-person",
+        if not self.core.auth.second_person(b.cluster, b.runbook, second, b.requested_by,
+                                       where.user).ok:  # the pressing operator: the approver
+            self.core.audit(where, b.cluster, "confirm", "refused: two-person",
                         f"{b.runbook} {b.target}")
-            self._refuse(where, f"two-person rule on `{b.cluster}`: `{b.runbook}` must be "
+            self.core.refuse(where, f"two-person rule on `{b.cluster}`: `{b.runbook}` must be "
                                 "confirmed by another operator than the one who asked")
             return
         with self._plans_lock:
@@ -294,19 +297,19 @@ class Actions(BotCore):
                 pv = self._plan(b.cluster, b.runbook, b.target, b.requested_by,
                                 b.data.get("options") or {})
             except BotError as e:
-                self._refuse(where, str(e))
+                self.core.refuse(where, str(e))
                 return
             if pv.fingerprint != b.data.get("fingerprint"):
-                self._refuse(where, "the plan changed since it was shown: press Fix again")
+                self.core.refuse(where, "the plan changed since it was shown: press Fix again")
                 return
         cancel_tok = str(b.data.get("cancel", ""))
-        if not self.store.spend([token] + ([cancel_tok] if cancel_tok else []), where.user):
-            self._refuse(where, "this plan was already confirmed or cancelled")
+        if not self.core.store.spend([token] + ([cancel_tok] if cancel_tok else []), where.user):
+            self.core.refuse(where, "this plan was already confirmed or cancelled")
             return
-        self._audit(where, b.cluster, "confirm", "running", f"{b.runbook} {b.target}")
+        self.core.audit(where, b.cluster, "confirm", "running", f"{b.runbook} {b.target}")
         head = f"Plan: {b.runbook} {b.target} on {b.cluster}"
         lines_block = r.sections_of("```\n" + r.esc("\n".join(pv.lines)) + "\n```")[:40]
-        self.client.chat_update(
+        self.core.client.chat_update(
             channel=where.channel, ts=msg_ts, text=f"{head}: running",
             blocks=[r.header(head), *lines_block,
                     r.context(f":gear: confirmed by <@{where.user}> (requested by "
@@ -321,23 +324,23 @@ class Actions(BotCore):
         thread = where.thread_ts or msg_ts
 
         def post(text: str) -> str:
-            resp = self.client.chat_postMessage(channel=where.channel, thread_ts=thread,
-                                                text=self.redactor.text(text))
+            resp = self.core.client.chat_postMessage(channel=where.channel, thread_ts=thread,
+                                                text=self.core.redactor.text(text))
             return str(resp.get("ts"))
 
         def update(ts: str, text: str) -> None:
-            self.client.chat_update(channel=where.channel, ts=ts,
-                                    text=self.redactor.text(text))
+            self.core.client.chat_update(channel=where.channel, ts=ts,
+                                    text=self.core.redactor.text(text))
 
         progress = ProgressMessage(post, update)
-        feed = ThreadFeed(progress.send, self.throttle, where.channel)
+        feed = ThreadFeed(progress.send, self.core.throttle, where.channel)
         feed.push(f":arrow_forward: `{b.runbook} {b.target}` started by <@{where.user}>")
         cancel = threading.Event()
         files: list[tuple[str, str, str]] = []
         ok = False
         details: list[str] = []
         try:
-            res = self.backend.actions.execute(
+            res = self.core.backend.actions.execute(
                 pv, where.user, lambda ev: _maybe(feed.push, describe_event(ev)), cancel,
                 _bench_progress(feed.push))
             ok = res.ok
@@ -352,33 +355,33 @@ class Actions(BotCore):
         except ActionRefused as e:
             status, verification = f":x: refused: {e}", "not run"
         except Exception:
-            status = f":x: runbook error: {self.internal_error('runbook')}"
+            status = f":x: runbook error: {self.core.internal_error('runbook')}"
             verification = "not verified"
         feed.close()
         label = "verdict" if is_bench(b.runbook) else "verification"
         result = "\n".join([f"{status}", f"*{label}:* {verification}", *details])
-        self.throttle.wait(where.channel)
+        self.core.throttle.wait(where.channel)
         result_ts: str | None = None
         try:  # the one result message of the run (a follow-up edits it, never adds one)
             result_ts = post(r.clip(result, 2900))
         except Exception as e:
-            log.warning("result post failed: %s", self.redactor.text(str(e))[:200])
+            log.warning("result post failed: %s", self.core.redactor.text(str(e))[:200])
         for path, name, title in files:
             try:
-                self.client.files_upload_v2(channel=where.channel, thread_ts=thread,
+                self.core.client.files_upload_v2(channel=where.channel, thread_ts=thread,
                                             file=path, filename=name, title=title)
             except Exception as e:
-                log.warning("chart upload failed: %s", self.redactor.text(str(e)))
+                log.warning("chart upload failed: %s", self.core.redactor.text(str(e)))
             finally:
                 Path(path).unlink(missing_ok=True)
-        self._audit(where, b.cluster, "run", status[:100], f"{b.runbook} {b.target}")
-        self.throttle.wait(where.channel)
+        self.core.audit(where, b.cluster, "run", status[:100], f"{b.runbook} {b.target}")
+        self.core.throttle.wait(where.channel)
         closing = (f"{status} · {label}: {verification} · confirmed by "
                    f"<@{where.user}>, requested by <@{b.requested_by}>")
-        self.client.chat_update(channel=where.channel, ts=msg_ts,
+        self.core.client.chat_update(channel=where.channel, ts=msg_ts,
                                 text=r.clip(f"{head}: {status}", 2900),
                                 blocks=[r.header(head), *lines_block,
-                                        r.context(r.clip(self.redactor.text(closing), 2900))])
+                                        r.context(r.clip(self.core.redactor.text(closing), 2900))])
         if ok and result_ts is not None:
             self._follow(where, result_ts, r.clip(result, 2000), b)
 
@@ -391,10 +394,10 @@ class Actions(BotCore):
             return []
         path = tempfile.mkstemp(prefix="stordoc-bench-", suffix=".png")[1]
         try:
-            self.backend.actions.chart_png(b, path)
+            self.core.backend.actions.chart_png(b, path)
         except Exception as e:
             Path(path).unlink(missing_ok=True)
-            log.warning("no chart: %s", self.redactor.text(str(e))[:200])
+            log.warning("no chart: %s", self.core.redactor.text(str(e))[:200])
             return []
         kind = b.report.kind
         return [(path, f"bench-{kind}-{b.group_id}.png", f"bench {kind} on {cluster}")]
@@ -408,17 +411,17 @@ class Actions(BotCore):
         def show(am: Aftermath, prefix: str = "") -> None:
             icon = ":white_check_mark:" if am.clean else ":hourglass_flowing_sand:"
             text = r.clip(f"{result}\n{icon} after the fix: {prefix}{am.line}", 2900)
-            self.throttle.wait(where.channel)
-            self.client.chat_update(channel=where.channel, ts=result_ts,
-                                    text=self.redactor.text(text))
+            self.core.throttle.wait(where.channel)
+            self.core.client.chat_update(channel=where.channel, ts=result_ts,
+                                    text=self.core.redactor.text(text))
 
         try:
-            am = self.backend.actions.follow(b.cluster, b.runbook, show, self._closing,
+            am = self.core.backend.actions.follow(b.cluster, b.runbook, show, self.core.closing,
                                              source="slack", timeout_s=180.0, interval_s=3.0)
-            if am is not None and not am.clean and not self._closing.is_set():
+            if am is not None and not am.clean and not self.core.closing.is_set():
                 show(am, "still not clean after 3 minutes: ")
         except Exception as e:
-            log.warning("follow-up failed: %s", self.redactor.text(str(e))[:200])
+            log.warning("follow-up failed: %s", self.core.redactor.text(str(e))[:200])
 
 
 

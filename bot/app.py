@@ -11,28 +11,24 @@ is the only door to checks and runbooks.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
-from slack_sdk import WebClient
 
-from bot.actions import ThreadFeed
-from bot.alerts import AlertConfig, AlertDesk
-from bot.auth import Authorizer, RoleSpec
+from bot.actions import Actions, ThreadFeed
 from bot.commands import Commands, Handler
-from bot.core import ChannelThrottle, Where, log
-from bot.redact import Redactor
-from bot.slack_retry import SlackTrouble, retry_handlers
-from bot.store import BotStore
+from bot.core import BotCore, Where, log
+from core.alerts import AlertConfig
+from core.policy import Authorizer, RoleSpec
 from core.service import Service
-from core.service.actions import ActionPlan
+from core.slack.poster import ChannelThrottle, SlackPoster
+from core.slack.redact import Redactor
 
-# the bot's parts live in bot.core (delivery), bot.commands (the command table) and
-# bot.actions (the buttons); these names stay importable from here
+# the bot's parts live in bot.core (state, delivery), bot.commands (the command table) and
+# bot.actions (the buttons), held by StordocBot; these names stay importable from here
 __all__ = ["ChannelThrottle", "Handler", "StordocBot", "ThreadFeed", "Where", "valid_ids"]
 
 _USER_RE = re.compile(r"[UW][A-Z0-9]{2,30}")  # always re.fullmatch: `$` allows a "\n"
@@ -40,9 +36,11 @@ _CHANNEL_RE = re.compile(r"[CDG][A-Z0-9]{2,30}")
 _MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 
 
-class StordocBot(Commands):
-    """The bot: one bolt App, its listeners, a worker pool and the server-side state
-    (commands: ``bot.commands.Commands``; buttons: ``bot.actions.Actions``)."""
+class StordocBot:
+    """The bot: one bolt App and its listeners, composed of its parts (errbot-style: each
+    holds the shared ``BotCore``, none is a subclass of another): ``core`` (state and
+    delivery, posting through the core's ``SlackPoster``), ``commands``
+    (``bot.commands.Commands``) and ``actions`` (the buttons: ``bot.actions.Actions``)."""
 
     def __init__(self, backend: Service, *, bot_token: str, signing_secret: str,
                  command: str = "/stordoc", api_base_url: str | None = None,
@@ -51,31 +49,26 @@ class StordocBot(Commands):
                  throttle_s: float = 1.0, secrets: Iterable[str] = (),
                  channels: Mapping[str, str] | None = None,
                  alerts: AlertConfig | None = None, verify_token: bool = True) -> None:
-        self.backend = backend
-        self.command = command
-        self.ttl = button_ttl_s
-        self.working_after_s = working_after_s
         from bot.grammar.commands import grammar_words
 
-        self.redactor = Redactor([bot_token, signing_secret, *secrets], keep=grammar_words())
-        self.signing_secret = signing_secret
-        self.store = BotStore(backend.env.journal)
-        self.store.scrub = self.redactor.text
-        kwargs: dict[str, Any] = {"token": bot_token}
-        if api_base_url:
-            kwargs["base_url"] = api_base_url.rstrip("/") + "/"
-        # connection errors, 429 and 500/503 retried in place with backoff (slack_sdk)
-        self.client = WebClient(retry_handlers=retry_handlers(), **kwargs)
-        self.trouble = SlackTrouble()
-        self.auth = Authorizer(roles or {}, tuple(admins), self._group_members)
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
-        self.throttle = ChannelThrottle(throttle_s)
-        self._plans: dict[str, tuple[ActionPlan, float]] = {}
-        self._plans_lock = threading.Lock()
-        self.runs: list[threading.Thread] = []
-        self._closing = threading.Event()  # ends follow-ups when the bot stops
-        self.channels = dict(channels or {})  # channel ID -> the cluster bound to it
-        self.desk = AlertDesk(self, self.channels, alerts)
+        redactor = Redactor([bot_token, signing_secret, *secrets], keep=grammar_words())
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stordoc-bot")
+        # what posts (client, store, throttle, outage reports, the alert desk): the core's
+        # poster, the same ``stordoc watch`` posts through
+        slack = SlackPoster(backend, bot_token=bot_token, redactor=redactor,
+                            api_base_url=api_base_url, button_ttl_s=button_ttl_s,
+                            throttle_s=throttle_s, channels=channels, alerts=alerts, pool=pool)
+        auth = Authorizer(roles or {}, tuple(admins), self._group_members)
+        self.core = BotCore(backend, slack, auth, command=command,
+                            working_after_s=working_after_s, signing_secret=signing_secret,
+                            pool=pool)
+        self.actions = Actions(self.core)
+        self.commands = Commands(self.core, self.actions)
+        # the parts a caller of the bot uses (the server, watch, tests): the core's own
+        self.backend, self.slack, self.store, self.desk = backend, slack, slack.store, slack.desk
+        self.client, self.redactor, self.pool, self.ttl = slack.client, redactor, pool, slack.ttl
+        self.command, self.signing_secret = command, signing_secret
+        self.closing = slack.closing  # ends follow-ups and start-up waits when the bot stops
         self.app = App(client=self.client, signing_secret=signing_secret,
                        token_verification_enabled=verify_token,  # auth.test now
                        process_before_response=True,  # listeners only ack + submit
@@ -136,7 +129,7 @@ class StordocBot(Commands):
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         if not valid_ids(user, channel):
             return
-        self.submit(self.run_text, Where(channel, user, None, "command"),
+        self.core.submit(self.commands.run_text, Where(channel, user, None, "command"),
                     str(body.get("text", "")))
 
     def _on_mention(self, ack: Callable[..., None], event: dict[str, Any]) -> None:
@@ -146,7 +139,7 @@ class StordocBot(Commands):
             return
         text = _MENTION_RE.sub(" ", str(event.get("text", ""))).strip()
         thread = str(event.get("thread_ts") or event.get("ts") or "") or None
-        self.submit(self.run_text, Where(channel, user, thread, "mention"), text)
+        self.core.submit(self.commands.run_text, Where(channel, user, thread, "mention"), text)
 
     def _button_where(self, body: Mapping[str, Any]) -> tuple[Where, str, str] | None:
         user = str((body.get("user") or {}).get("id", ""))
@@ -162,32 +155,29 @@ class StordocBot(Commands):
         ack()
         w = self._button_where(body)
         if w:
-            self.submit(self.press_fix, *w)
+            self.core.submit(self.actions.press_fix, *w)
 
     def _on_confirm(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
         ack()
         w = self._button_where(body)
         if w:
-            self.submit(self.press_confirm, *w)
+            self.core.submit(self.actions.press_confirm, *w)
 
     def _on_cancel(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
         ack()
         w = self._button_where(body)
         if w:
-            self.submit(self.press_cancel, *w)
+            self.core.submit(self.actions.press_cancel, *w)
 
     def _on_silence(self, ack: Callable[..., None], body: dict[str, Any]) -> None:
         ack()
         w = self._button_where(body)
         if w:
-            self.submit(self.press_silence, *w)
+            self.core.submit(self.actions.press_silence, *w)
 
     def close(self) -> None:
-        self._closing.set()
-        self.desk.stop.set()
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        self.desk.pool.shutdown(wait=True, cancel_futures=True)
-        for t in list(self.runs):
+        self.slack.halt()
+        for t in list(self.actions.runs):
             t.join(timeout=300)
         self.store.close()
 

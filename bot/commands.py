@@ -1,4 +1,4 @@
-"""The bot's commands: parse, authorize, answer through the command table.
+"""The bot's commands: parse, authorize (``core.policy``), answer through the command table.
 
 ``run_text`` turns a text into a parsed, authorized command; ``answer`` looks its class up
 in ``_COMMANDS`` and calls that ``_cmd_*`` handler, which returns the reply.
@@ -16,17 +16,17 @@ from typing import Any, ClassVar
 from bot import grammar as g
 from bot import render as r
 from bot.actions import Actions
-from bot.alerts.alertmanager import AlertmanagerError
-from bot.auth import Level
-from bot.core import BotError, Where, log
-from bot.redact import hide_paths
+from bot.core import BotCore, BotError, Where, log
 from checks.incidents import Incident
 from checks.model import Finding
 from checks.outcome import CheckOutcome
+from core.alerts.alertmanager import AlertmanagerError
+from core.policy import Level
 from core.service import fixes
 from core.service.actions import BENCH_PREFIX
 from core.service.inspect import RecordPolicy
 from core.service.records import MuteRefused, UnknownCode
+from core.slack.redact import hide_paths
 from storage.audit import secrets_in
 from storage.model import CephState
 
@@ -34,77 +34,82 @@ from storage.model import CephState
 Handler = Callable[["Commands", Where, str, Any], r.Reply]
 
 
-class Commands(Actions):
-    """Commands from the slash command and mentions (their plans' buttons: ``Actions``)."""
+class Commands:
+    """Commands from the slash command and mentions; holds the bot's ``BotCore`` and its
+    ``Actions`` (the plans' buttons) by composition."""
+
+    def __init__(self, core: BotCore, actions: Actions) -> None:
+        self.core = core
+        self.actions = actions
 
     def run_text(self, where: Where, text: str) -> None:
         """Parse, authorize and answer one command (runs in the worker pool)."""
         where = replace(where, pasted=secrets_in(text))
-        said = self.redactor.text(text, where.pasted)  # scrubbed, then cut: never half of one
+        said = self.core.redactor.text(text, where.pasted)  # scrubbed, then cut: never half of one
         try:
-            cmd = g.parse(text, self.backend.actions.runbooks() or None)
+            cmd = g.parse(text, self.core.backend.actions.runbooks() or None)
         except g.GrammarError as e:
-            self._audit(where, None, "command", "bad input", said[:200])
-            self._refuse(where, r.esc(str(e)))  # it quotes the user's words
+            self.core.audit(where, None, "command", "bad input", said[:200])
+            self.core.refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
         if isinstance(cmd, g.Help) and cmd.cluster is None:
-            self.post(where, r.help_reply(self.command, g.USAGE, cmd.topic))
+            self.core.post(where, r.help_reply(self.core.command, g.USAGE, cmd.topic))
             return
         if isinstance(cmd, g.Health) and cmd.cluster == "all" and cmd.snapshot is None and \
-                "all" not in self.backend.clusters():
+                "all" not in self.core.backend.clusters():
             self._health_all(where, said)
             return
-        bound = self.channels.get(where.channel)
+        bound = self.core.channels.get(where.channel)
         try:
-            cluster = g.resolve_cluster(cmd.cluster, self.backend.clusters(),
-                                        bound or self.backend.default_cluster())
+            cluster = g.resolve_cluster(cmd.cluster, self.core.backend.clusters(),
+                                        bound or self.core.backend.default_cluster())
         except g.GrammarError as e:
-            self._audit(where, cmd.cluster, "command", "bad input", said[:200])
-            self._refuse(where, r.esc(str(e)))  # it quotes the user's words
+            self.core.audit(where, cmd.cluster, "command", "bad input", said[:200])
+            self.core.refuse(where, r.esc(str(e)))  # it quotes the user's words
             return
-        if bound and cluster != bound and not self.auth._in(where.user, self.auth.admins):
-            self._audit(where, cluster, type(cmd).__name__.lower(), "refused",
+        if bound and cluster != bound and not self.core.auth.is_admin(where.user):
+            self.core.audit(where, cluster, type(cmd).__name__.lower(), "refused",
                         f"channel bound to {bound}: {said[:180]}")
-            self._refuse(where, f"this channel is bound to cluster `{bound}`: commands for "
+            self.core.refuse(where, f"this channel is bound to cluster `{bound}`: commands for "
                                 f"`{cluster}` from here need an admin (slack.channels); use "
                                 "that cluster's channel")
             return
         need = Level.VIEWER if _read_only(cmd) else Level.OPERATOR
-        refusal = self.auth.refusal(where.user, cluster, need)
+        refusal = self.core.auth.refusal(where.user, cluster, need)
         if refusal:
-            self._audit(where, cluster, type(cmd).__name__.lower(), "refused", said[:200])
-            self._refuse(where, refusal)
+            self.core.audit(where, cluster, type(cmd).__name__.lower(), "refused", said[:200])
+            self.core.refuse(where, refusal)
             return
-        self._audit(where, cluster, type(cmd).__name__.lower(), "accepted", said[:200])
-        self._answer(where, lambda: self.answer(where, cluster, cmd))
+        self.core.audit(where, cluster, type(cmd).__name__.lower(), "accepted", said[:200])
+        self.core.answer_in_time(where, lambda: self.answer(where, cluster, cmd))
 
     def _health_all(self, where: Where, text: str) -> None:
         """``health all``: every cluster the user may view, checked in parallel, one
         verdict line each (clusters without a viewer role are left out, not named)."""
-        visible = [c for c in self.backend.clusters()
-                   if self.auth.refusal(where.user, c, Level.VIEWER) is None]
+        visible = [c for c in self.core.backend.clusters()
+                   if self.core.auth.refusal(where.user, c, Level.VIEWER) is None]
         if not visible:
-            self._audit(where, None, "health", "refused", text[:200])
-            self._refuse(where, "you have no viewer role on any cluster (slack.roles)")
+            self.core.audit(where, None, "health", "refused", text[:200])
+            self.core.refuse(where, "you have no viewer role on any cluster (slack.roles)")
             return
-        self._audit(where, None, "health", "accepted", f"all: {', '.join(visible)}"[:200])
+        self.core.audit(where, None, "health", "accepted", f"all: {', '.join(visible)}"[:200])
 
         def compute() -> r.Reply:
             from checks.incidents import headline
 
             # its own small pool: waiting on the bot's pool from inside it could deadlock
             with ThreadPoolExecutor(max_workers=min(8, len(visible))) as ex:
-                outs = list(ex.map(lambda c: self.backend.check(c, "slack", since=where.at),
+                outs = list(ex.map(lambda c: self.core.backend.check(c, "slack", since=where.at),
                                    visible))
             return r.all_clusters_reply([
                 (o.report.verdict, headline(o.report.cluster, o.report.verdict,
                                               o.incidents, len(o.report.findings)))
                 for o in outs])
-        self._answer(where, compute)
+        self.core.answer_in_time(where, compute)
 
     def _views(self, cluster: str) -> CheckOutcome:
         """A snapshot for read-only views: no host facts, not recorded as a check run."""
-        return self.backend.check(cluster, "slack", RecordPolicy.NEVER, host_facts=False)
+        return self.core.backend.check(cluster, "slack", RecordPolicy.NEVER, host_facts=False)
 
     def token_for(self, cluster: str, user: str, incidents: Iterable[Incident]
                   ) -> Callable[[Finding], str | None]:
@@ -125,14 +130,14 @@ class Commands(Actions):
         return make
 
     def _fix_button(self, cluster: str, user: str, fx: fixes.FixChoice) -> str:
-        return self.store.new_button("fix", cluster, fx.runbook, fx.target, user, self.ttl,
+        return self.core.store.new_button("fix", cluster, fx.runbook, fx.target, user, self.core.ttl,
                                      {"code": fx.finding.code, "entity": fx.finding.entity})
 
     def mute_reply(self, where: Where, cluster: str,
                    cmd: g.Mute | g.Unmute | g.MuteList) -> r.Reply:
         """Mutes with expiry from chat (operators only for mute/unmute), by Slack user ID,
         in the same journal table as the CLI's (storage/mutes.py)."""
-        recs = self.backend.records
+        recs = self.core.backend.records
         if isinstance(cmd, g.MuteList):
             return r.mutes_reply(cluster, recs.mutes(cluster, 20), time.time())
         if isinstance(cmd, g.Unmute):
@@ -148,7 +153,7 @@ class Commands(Actions):
                                 f"{cluster} by <@{where.user}>")
         try:
             m = recs.mute(cluster, cmd.code, cmd.entity, cmd.for_s,
-                          self.redactor.text(cmd.reason, where.pasted), where.user)
+                          self.core.redactor.text(cmd.reason, where.pasted), where.user)
         except UnknownCode as e:
             raise BotError(f"unknown code `{cmd.code}`{g.suggest(cmd.code, e.known)}") from None
         except MuteRefused as e:
@@ -171,7 +176,7 @@ class Commands(Actions):
             return self._health_from(cluster, cmd.snapshot)
         # a run under way when the person asked answers them: 20 at once are one run,
         # even when the pool takes them up in batches (core.service.inspect)
-        out = self.backend.check(cluster, "slack", since=where.at)
+        out = self.core.backend.check(cluster, "slack", since=where.at)
         note = None
         if out.delta is not None and out.delta.previous_run_id is not None:
             note = (f"check run #{out.run_id}: {len(out.delta.new)} new, "
@@ -190,7 +195,7 @@ class Commands(Actions):
         from storage.snapshot import SnapshotError
 
         try:
-            rp = load_named(self.backend.env.settings.slack.snapshots_dir, name)
+            rp = load_named(self.core.backend.env.settings.slack.snapshots_dir, name)
         except SnapshotError as e:  # its text can name the bot's snapshots_dir: not said
             log.info("snapshot %r not served: %s", name, e)
             return r.text_reply(f":x: snapshot `{r.esc(name)}`: {r.esc(hide_paths(str(e)))}")
@@ -210,10 +215,10 @@ class Commands(Actions):
                               note=note)
 
     def _cmd_findings(self, where: Where, cluster: str, cmd: g.Findings) -> r.Reply:
-        run, fs = self.backend.records.last_findings(cluster)
+        run, fs = self.core.backend.records.last_findings(cluster)
         if run is None:
             return r.text_reply(f"no check run recorded for {cluster} yet: try "
-                                f"`{self.command} health {cluster}`")
+                                f"`{self.core.command} health {cluster}`")
         # recorded findings: no snapshot to plan on; the core proposes the root's runbook,
         # which the plan still guards when pressed
         incs = fixes.recorded_incidents(fs)
@@ -222,13 +227,13 @@ class Commands(Actions):
 
     def _cmd_history(self, where: Where, cluster: str, cmd: g.History) -> r.Reply:
         return r.history_reply(cluster, [asdict(x) for x in
-                                          self.backend.records.history(cluster, 15)])
+                                          self.core.backend.records.history(cluster, 15)])
 
     def _cmd_silence(self, where: Where, cluster: str, cmd: g.Silence) -> r.Reply:
         try:
-            return r.text_reply(self.desk.silence(  # Alertmanager keeps the comment
+            return r.text_reply(self.core.desk.silence(  # Alertmanager keeps the comment
                 cluster, cmd.alertname, cmd.duration_s, where.user,
-                self.redactor.text(cmd.reason, where.pasted)))
+                self.core.redactor.text(cmd.reason, where.pasted)))
         except AlertmanagerError as e:
             raise BotError(str(e)) from None
 
@@ -237,7 +242,7 @@ class Commands(Actions):
 
     def _cmd_audit(self, where: Where, cluster: str, cmd: g.Audit) -> r.Reply:
         rows = [{**asdict(x), "when": _utc(x.started_at)}
-                for x in self.backend.records.audit(cluster, 15)]
+                for x in self.core.backend.records.audit(cluster, 15)]
         return r.rows_reply(f"{cluster}: last {len(rows)} runbook runs", rows,
                             ("id", "when", "runbook", "target", "user", "confirmed_by",
                              "source", "outcome", "message"))
@@ -277,14 +282,14 @@ class Commands(Actions):
     def _cmd_plan(self, where: Where, cluster: str, cmd: g.Plan | g.Fix) -> r.Reply:
         """``plan``/``fix RUNBOOK TARGET``: the plan; ``fix`` adds Confirm/Cancel."""
         self._check_target(cluster, cmd.runbook, cmd.target)
-        return self.plan_reply(where, cluster, cmd.runbook, cmd.target,
+        return self.actions.plan_reply(where, cluster, cmd.runbook, cmd.target,
                                buttons=isinstance(cmd, g.Fix), options=dict(cmd.options))
 
     def _cmd_fix_finding(self, where: Where, cluster: str, cmd: g.FixFinding) -> r.Reply:
         """``fix CODE [TARGET]``: a fresh check, then core.service.fixes' one rule;
         only the wording of its refusals is the bot's."""
         try:
-            _, choice = self.backend.fix_for(cluster, cmd.code, cmd.target, "slack")
+            _, choice = self.core.backend.fix_for(cluster, cmd.code, cmd.target, "slack")
         except fixes.NoSuchFinding as e:
             raise BotError(f"no current finding `{cmd.code}` on {cluster}"
                            f"{g.suggest(cmd.code, e.current)} (current: "
@@ -300,7 +305,7 @@ class Commands(Actions):
             raise BotError(f"`{cmd.code}` is reported for several targets ("
                            f"{', '.join(e.targets)}): name one, e.g. "
                            f"`fix {cmd.code} {e.targets[0]}`") from None
-        reply = self.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
+        reply = self.actions.plan_reply(where, cluster, choice.runbook, choice.target, buttons=True)
         if choice.root is not None and reply.messages and reply.messages[0].blocks:
             f, root = choice.finding, choice.root
             reply.messages[0].blocks.insert(1, r.context(
@@ -309,17 +314,17 @@ class Commands(Actions):
         return reply
 
     def _cmd_bench(self, where: Where, cluster: str, cmd: g.Bench) -> r.Reply:
-        kinds = self.backend.actions.bench_kinds()
+        kinds = self.core.backend.actions.bench_kinds()
         if not kinds:
             raise BotError("benchmarks are not available in this installation yet")
         if cmd.kind not in kinds:
             raise BotError(f"unknown benchmark `{cmd.kind}`{g.suggest(cmd.kind, kinds)} "
                            f"(kinds: {', '.join(kinds)})")
         for k, v in cmd.options.items():  # never run with, show or store a pasted secret
-            if isinstance(v, str) and self.redactor.text(v) != v:
+            if isinstance(v, str) and self.core.redactor.text(v) != v:
                 raise BotError(f"bench option `{k}=…`: the value looks like a secret; "
                                "refused (nothing stored)")
-        return self.plan_reply(where, cluster, BENCH_PREFIX + cmd.kind, "bench",
+        return self.actions.plan_reply(where, cluster, BENCH_PREFIX + cmd.kind, "bench",
                                buttons=True, options=dict(cmd.options))
 
     def _cmd_maintenance(self, where: Where, cluster: str, cmd: g.Maintenance) -> r.Reply:
@@ -328,17 +333,17 @@ class Commands(Actions):
         if cmd.action == "list":
             from runbooks.expiry import describe_open
 
-            env = self.backend.env
+            env = self.core.backend.env
             lines = describe_open(env.journal, cluster) or [
                 f"no temporary change held on {cluster}"]
             return r.text_reply(f"{cluster}: temporary changes\n" + "\n".join(lines))
         assert cmd.host is not None
         opts = {"for": cmd.window} if cmd.action == "start" and cmd.window else {}
-        return self.plan_reply(where, cluster, f"maintenance-{cmd.action}", cmd.host,
+        return self.actions.plan_reply(where, cluster, f"maintenance-{cmd.action}", cmd.host,
                                buttons=True, options=opts)
 
     def _cmd_help(self, where: Where, cluster: str, cmd: g.Help) -> r.Reply:
-        return r.help_reply(self.command, g.USAGE, cmd.topic)
+        return r.help_reply(self.core.command, g.USAGE, cmd.topic)
 
     # the command table: grammar class -> handler (self, where, cluster, cmd) -> Reply
     _COMMANDS: ClassVar[Mapping[type, Handler]] = {
@@ -378,13 +383,13 @@ class Commands(Actions):
 
     def _silences(self, cluster: str) -> r.Reply:
         lines: list[str] = []
-        api = self.desk.api
+        api = self.core.desk.api
         if api is None:
             lines.append("Alertmanager: not configured (alerts.alertmanager_url)")
         else:
             try:
-                sils = api.silences(self.desk.config.cluster_label,
-                                    self.desk.config.label_value(cluster))
+                sils = api.silences(self.core.desk.config.cluster_label,
+                                    self.core.desk.config.label_value(cluster))
             except AlertmanagerError as e:
                 raise BotError(str(e)) from None
             for sil in sils:
@@ -396,7 +401,7 @@ class Commands(Actions):
             if not sils:
                 lines.append("no active Alertmanager silence")
         now = time.time()
-        for m in (m for m in self.backend.records.mutes(cluster) if m.active(now)):
+        for m in (m for m in self.core.backend.records.mutes(cluster) if m.active(now)):
             lines.append(r.mute_line(m, now))
         return r.text_reply(f"{cluster}: silences and mutes\n" + "\n".join(lines))
 

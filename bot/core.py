@@ -1,6 +1,6 @@
-"""The bot's delivery plumbing, shared by its commands and its buttons.
+"""The bot's state and delivery plumbing, shared by its commands and its buttons.
 
-``Where`` an answer goes and who asked, the per-channel throttle, and ``BotCore``: the
+``Where`` an answer goes and who asked, and ``BotCore``: the
 state every part of the bot reads (declared here, set by ``bot.app.StordocBot``) and how a
 reply reaches Slack (redacted, validated, split; "still working…" past a few seconds),
 how a refusal is said and how an action is audited.
@@ -20,13 +20,13 @@ from slack_sdk import WebClient
 
 from bot import grammar as g
 from bot import render as r
-from bot.alerts import AlertDesk
-from bot.auth import Authorizer
-from bot.redact import Redactor, incident_ref
-from bot.slack_retry import SlackTrouble, is_slack_failure
-from bot.store import BotStore
+from core.alerts import AlertDesk
+from core.policy import Authorizer
 from core.service import Service
-from core.service.actions import ActionPlan
+from core.slack.poster import ChannelThrottle, SlackPoster
+from core.slack.redact import Redactor, incident_ref
+from core.slack.retry import SlackTrouble, is_slack_failure
+from core.slack.store import BotStore
 
 log = logging.getLogger("stordoc.bot")
 
@@ -49,66 +49,36 @@ class Where:
     pasted: tuple[str, ...] = ()
 
 
-class ChannelThrottle:
-    """About one message per second per channel (Slack's rate for chat.postMessage)."""
-
-    def __init__(self, interval_s: float = 1.0) -> None:
-        self.interval = interval_s
-        self._next: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def reserve(self, channel: str) -> float:
-        """Reserve the next slot; returns how long the caller must wait for it."""
-        with self._lock:
-            now = time.monotonic()
-            at = max(now, self._next.get(channel, 0.0))
-            self._next[channel] = at + self.interval
-            return at - now
-
-    def wait(self, channel: str, stop: threading.Event | None = None) -> None:
-        delay = self.reserve(channel)
-        if delay > 0:
-            (stop or threading.Event()).wait(delay)
-
-
 class BotCore:
-    """What the commands and the buttons share: the bot's state and its way of answering."""
+    """What the commands and the buttons share: the bot's state and its way of answering.
+    One object, held by the bot (``bot.app.StordocBot``) and by each handler group
+    (``bot.commands.Commands``, ``bot.actions.Actions``): composition, not a chain of
+    subclasses. Posting itself is the core's ``SlackPoster`` (``slack``)."""
 
-    backend: Service
-    command: str
-    ttl: int
-    working_after_s: float
-    redactor: Redactor
-    signing_secret: str
-    store: BotStore
-    client: WebClient
-    auth: Authorizer
-    pool: ThreadPoolExecutor
-    throttle: ChannelThrottle
-    _plans: dict[str, tuple[ActionPlan, float]]
-    _plans_lock: threading.Lock
-    runs: list[threading.Thread]
-    _closing: threading.Event
-    channels: dict[str, str]
-    desk: AlertDesk
-    trouble: SlackTrouble
+    def __init__(self, backend: Service, slack: SlackPoster, auth: Authorizer, *,
+                 command: str, working_after_s: float, signing_secret: str,
+                 pool: ThreadPoolExecutor) -> None:
+        self.backend = backend
+        self.slack = slack
+        self.auth = auth
+        self.command = command
+        self.working_after_s = working_after_s
+        self.signing_secret = signing_secret
+        self.pool = pool
+        self.ttl: int = slack.ttl
+        self.redactor: Redactor = slack.redactor
+        self.store: BotStore = slack.store
+        self.client: WebClient = slack.client
+        self.trouble: SlackTrouble = slack.trouble
+        self.throttle: ChannelThrottle = slack.throttle
+        self.closing: threading.Event = slack.closing  # ends follow-ups when the bot stops
+        self.channels: dict[str, str] = slack.channels  # channel ID -> its bound cluster
+        self.desk: AlertDesk = slack.desk
 
     def submit(self, fn: Callable[..., None], *args: Any, pool: ThreadPoolExecutor | None = None,
                what: str = "answers") -> None:
-        """Run ``fn`` in the worker pool (``pool``: another one, e.g. the alert desk's).
-        A Slack call that still fails after slack_sdk's retries is said once for all
-        workers (``SlackTrouble``), not as a traceback per worker."""
-        def guarded() -> None:
-            try:
-                fn(*args)
-            except Exception as e:
-                if is_slack_failure(e):
-                    self.trouble.failed(what, e)
-                else:
-                    log.error("bot worker failed: %s", self.redactor.text(_fmt_exc()))
-            else:
-                self.trouble.ok()
-        (pool or self.pool).submit(guarded)
+        """Run ``fn`` in the worker pool (``core.slack.poster.SlackPoster.submit``)."""
+        self.slack.submit(fn, *args, pool=pool, what=what)
 
     def post(self, where: Where, reply: r.Reply, replace_ts: str | None = None,
              thread_ts: str | None = None) -> list[str]:
@@ -144,13 +114,8 @@ class BotCore:
         return out
 
     def scrub(self, obj: Any, pasted: tuple[str, ...] = ()) -> Any:
-        """Secrets out of every text in a message (evidence and step output can hold them)."""
-        if isinstance(obj, dict):
-            return {k: (self.redactor.text(v, pasted) if k == "text" and isinstance(v, str)
-                        else self.scrub(v, pasted)) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [self.scrub(v, pasted) for v in obj]
-        return obj
+        """Secrets out of every text in a message (``SlackPoster.scrub``)."""
+        return self.slack.scrub(obj, pasted)
 
     def internal_error(self, what: str) -> str:
         """One user-facing line for an unexpected failure: no exception class, message or
@@ -161,10 +126,10 @@ class BotCore:
         return (f"the bot hit an internal error and could not finish this (reference {ref}; "
                 "the details are in the bot's log)")
 
-    def _refuse(self, where: Where, text: str) -> None:
+    def refuse(self, where: Where, text: str) -> None:
         self.post(where, r.error_reply(text))
 
-    def _audit(self, where: Where, cluster: str | None, action: str, outcome: str,
+    def audit(self, where: Where, cluster: str | None, action: str, outcome: str,
                detail: str = "") -> None:
         # a cluster name comes from chat until resolved: a secret pasted there must not be
         # stored; configured names are kept, anything else only redacted
@@ -173,7 +138,7 @@ class BotCore:
         self.store.audit(where.user, cluster, action, outcome,
                          self.redactor.text(detail, where.pasted))
 
-    def _answer(self, where: Where, compute: Callable[[], r.Reply]) -> None:
+    def answer_in_time(self, where: Where, compute: Callable[[], r.Reply]) -> None:
         """Compute a reply; past ``working_after_s`` say "still working…" first."""
         lock = threading.Lock()
         state: dict[str, Any] = {"done": False, "ts": None}

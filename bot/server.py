@@ -40,16 +40,14 @@ from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 
-from bot import alerts as al
 from bot.app import StordocBot
-from bot.auth import RoleSpec
-from bot.redact import Redactor, install
-from bot.slack_retry import describe, is_outage, token_invalid, until_slack_answers
-from bot.wsgi import DRAIN_MAX, TooDeep, drain, load_json
-from checks.model import Severity
+from core import alerts as al
 from core.env import Env
 from core.errors import UserError
+from core.policy import Authorizer
 from core.service import Service
+from core.slack.poster import alert_config, check_token, log_redactor, other_secrets
+from core.slack.wsgi import DRAIN_MAX, TooDeep, drain, load_json
 
 log = logging.getLogger("stordoc.bot")
 PATH = "/slack/events"
@@ -147,54 +145,32 @@ def malformed(body: bytes, content_type: str) -> str | None:
     return None
 
 
-def build_bot(env: Env, *, socket_mode: bool = False, post_only: bool = False,
-              **overrides: Any) -> StordocBot:
-    """A bot from ``settings.slack``; missing secrets are a one-line user error.
-    ``post_only`` (watch mode) needs the bot token only: it receives nothing."""
+def build_bot(env: Env, *, socket_mode: bool = False, **overrides: Any) -> StordocBot:
+    """A bot from ``settings.slack``; missing secrets are a one-line user error (``stordoc
+    watch`` posts without a bot: ``core.slack.poster.build_poster``)."""
     s = env.settings.slack
     token = s.bot_token.resolve()
     secret = s.signing_secret.resolve()
     if not token:
         raise UserError("no Slack bot token: set $SLACK_BOT_TOKEN or slack.bot_token.file")
-    if not secret and not socket_mode and not post_only:
+    if not secret and not socket_mode:
         raise UserError("no Slack signing secret: set $SLACK_SIGNING_SECRET or "
                         "slack.signing_secret.file")
     app_token = s.app_token.resolve() if socket_mode else None
     if socket_mode and not app_token:
         raise UserError("no Slack app token for Socket Mode: set $SLACK_APP_TOKEN or "
                         "slack.app_token.file")
-    roles = {k: RoleSpec(tuple(v.viewers), tuple(v.operators), v.two_person)
-             for k, v in s.roles.items()}
-    swift_keys = [c.swift.key.resolve() for c in env.settings.clusters.values()
-                  if c.swift and c.swift.key]
-    if env.settings.alerts.token:
-        swift_keys.append(env.settings.alerts.token.resolve())
+    roles = Authorizer.from_settings(env.settings).roles
     kw: dict[str, Any] = {"command": s.command, "api_base_url": s.api_base_url,
                           "button_ttl_s": s.button_ttl_s, "roles": roles, "admins": s.admins,
-                          "secrets": [x for x in [app_token, *swift_keys] if x]}
+                          "secrets": other_secrets(env, app_token)}
     kw.update(overrides)
-    red = Redactor([token, secret, *kw["secrets"]])
-    install(red)
-    a = env.settings.alerts
+    red = log_redactor([token, secret, *kw["secrets"]])
     # auth.test is ours, not bolt's: a Slack that is down is an outage, not a bad token
     bot = StordocBot(Service(env), bot_token=token, channels=s.channels,
-                     alerts=al.AlertConfig(a.cluster_label, dict(a.clusters),
-                                           a.alertmanager_url, a.quiet_hours,
-                                           Severity[a.quiet_min_severity.upper()],
-                                           a.thread_window_s),
+                     alerts=alert_config(env),
                      signing_secret=secret or "not-receiving", verify_token=False, **kw)
-    try:
-        bot.client.auth_test()  # slack_sdk's own retries (bot.slack_retry) included
-    except Exception as e:
-        why = red.text(describe(e)).splitlines()[0][:300] if str(e) else type(e).__name__
-        if token_invalid(e) or not is_outage(e):
-            bot.close()
-            what = "the Slack bot token is invalid" if token_invalid(e) else \
-                "Slack API auth.test failed"
-            raise UserError(f"cannot start the bot: {what} (auth.test: {why})") from None
-        log.warning("Slack is not answering at start-up (auth.test: %s): going on; "
-                    "auth.test is retried with backoff, said again when Slack answers", why)
-        until_slack_answers(bot.client.auth_test, bot._closing)
+    check_token(bot.client, red, bot.closing, bot.close)
     return bot
 
 

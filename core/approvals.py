@@ -1,8 +1,8 @@
 """The CLI's second person: an approval that only the approver can make.
 
-A runbook that needs two people (``RunbookInfo.two_people``, or any runbook that needs a
-second person on a cluster whose ``[slack.roles]`` set ``two_person``) runs from the CLI
-only with an approval: the exact plan, signed by the approver's own SSH key on their own
+A runbook that needs two people (the rule is ``core.policy.Authorizer.second_person``'s:
+``RunbookInfo.two_people``, or any runbook that needs a second person on a cluster whose
+``[slack.roles]`` set ``two_person``) runs from the CLI only with an approval: the exact plan, signed by the approver's own SSH key on their own
 machine (``ssh-keygen -Y sign -n stordoc-approval``, or ``stordoc approve`` which calls
 it). stordoc verifies it with ``ssh-keygen -Y verify`` against the public keys the
 settings list for that approver (``[approver_keys]``): the host that runs stordoc holds
@@ -38,10 +38,12 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from core.policy import SecondPerson
 
 NAMESPACE = "stordoc-approval"
 HEADER = "stordoc approval v1"
@@ -99,30 +101,6 @@ def request_for(plan: Any) -> str:
 
     rb = registry().get(plan.runbook)
     return request_text(plan, getattr(rb, "approval_params", ()) if rb is not None else ())
-
-
-def needs_approval(settings: Any, cluster: str, plan: Any) -> bool:
-    """Does a CLI run of ``plan`` need a second person's approval: its runbook always
-    needs two people, or it needs a second person and the cluster's role (or "*") sets
-    ``two_person`` (the same rule as the bot's Confirm button)."""
-    from runbooks.catalog import registry
-
-    rb = registry().get(plan.runbook)
-    if rb is not None and rb.info.two_people:
-        return True
-    roles = settings.slack.roles
-    two = any(r.two_person for k, r in roles.items() if k in (cluster, "*"))
-    return bool(two and plan.needs_second_person)
-
-
-def approvers(settings: Any, cluster: str) -> set[str]:
-    """Who may approve on ``cluster``: the admins and the cluster's (and "*") operators."""
-    out: set[str] = set(settings.slack.admins)
-    for key in (cluster, "*"):
-        role = settings.slack.roles.get(key)
-        if role is not None:
-            out |= set(role.operators)
-    return out
 
 
 def fmt_expires(ts: float) -> str:
@@ -185,22 +163,24 @@ def ssh_keygen() -> str:
     return path
 
 
-def verify(text: str, request: str, runner: str, authorized: Collection[str],
+def verify(text: str, request: str, second_person: Callable[[str], SecondPerson],
            keys: Mapping[str, Collection[str]], approved_by: str | None = None,
            now: float | None = None) -> str:
     """The approver of this plan (``request``) if ``text`` is their valid approval; else
-    ApprovalRefused with one line. Checked: the approver is another person than
-    ``runner``, authorized on the cluster, has keys in the settings; it has not expired
-    and is valid for at most a day; it is for this very plan; ``ssh-keygen -Y verify``
-    accepts the signature by one of the approver's keys."""
+    ApprovalRefused with one line. Checked: the policy's answer for this approver
+    (``second_person``: ``core.policy.Authorizer.second_person`` with the runner as the
+    requester: another person, an admin or operator of the cluster), keys in the
+    settings; it has not expired and is valid for at most a day; it is for this very plan;
+    ``ssh-keygen -Y verify`` accepts the signature by one of the approver's keys."""
     a = parse_approval(text)
     now = time.time() if now is None else now
     if approved_by and approved_by != a.approver:
         raise ApprovalRefused(f"the approval is by {a.approver}, not {approved_by}")
-    if a.approver == runner:
-        raise ApprovalRefused(f"{runner} cannot approve their own run: a second person "
+    answer = second_person(a.approver)
+    if answer is SecondPerson.SAME_PERSON:
+        raise ApprovalRefused(f"{a.approver} cannot approve their own run: a second person "
                               "must sign it")
-    if a.approver not in authorized:
+    if not answer.ok:
         raise ApprovalRefused(f"{a.approver} is not an admin or operator of this cluster in "
                               "the settings: they cannot approve it")
     own = tuple(keys.get(a.approver) or ())

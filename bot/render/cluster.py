@@ -10,10 +10,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.render.blocks import Reply, esc, header, paginate, sections_of
 from bot.render.findings import TokenFn, finding_blocks
 from checks.model import Finding
 from core.fmt import human_age
+from core.slack.blocks import Reply, esc, header, paginate, sections_of
 from storage.model import CephState, SwiftState
 
 

@@ -7,12 +7,17 @@ reads as a diagnosis rather than a list.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from bot.render.blocks import (
+from checks.incidents import Incident, headline
+from checks.model import Finding, Severity, Verdict
+from core.service import fixes
+from core.service.fixes import last_line
+from core.slack.blocks import (
     MAX_SECTION,
     MAX_TEXT,
+    SEV_ICON,
+    SEV_TITLE,
     Block,
     Reply,
     button,
@@ -20,32 +25,15 @@ from bot.render.blocks import (
     context,
     divider,
     esc,
+    evidence_line,
     header,
     paginate,
     section,
     sections_of,
 )
-from checks.incidents import Incident, headline
-from checks.model import Finding, Severity, Verdict
-from core.service import fixes
-from core.service.fixes import last_line
 
 TokenFn = Callable[[Finding], str | None]
 
-SEV_ICON = {Severity.CRIT: ":red_circle:", Severity.WARN: ":large_orange_circle:",
-            Severity.INFO: ":large_blue_circle:"}
-SEV_TITLE = {Severity.CRIT: "Critical", Severity.WARN: "Warning", Severity.INFO: "Info"}
-
-
-def evidence_line(ev: Mapping[str, Any]) -> str:
-    """A finding's evidence as one clipped line of scalars: a traceback or nested data
-    would drown the message."""
-    parts = []
-    for k, v in ev.items():
-        if k == "traceback" or v is None or isinstance(v, (dict, list, tuple)):
-            continue  # nothing known is said by leaving the key out, never as "None"
-        parts.append(f"{k}: `{esc(clip(str(v), 120))}`")
-    return clip(" · ".join(parts), 1500)
 
 
 def finding_blocks(f: Finding, token: str | None) -> list[Block]:

@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.render.blocks import (
+from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
+from core.slack.blocks import (
     Block,
     Reply,
     button,
@@ -22,7 +23,6 @@ from bot.render.blocks import (
     section,
     sections_of,
 )
-from checks.mutable import CANNOT_LOOK_WHY, mute_refusal
 
 
 def history_reply(cluster: str, runs: Sequence[Mapping[str, Any]]) -> Reply:
@@ -121,14 +121,15 @@ def mutes_reply(cluster: str, mutes: Sequence[Any], now: float) -> Reply:
 
 def plan_reply(cluster: str, runbook: str, target: str, lines: Sequence[str],
                confirm_token: str | None, cancel_token: str | None, requester: str,
-               ttl_s: int, second_person: bool, two_person: bool) -> Reply:
-    """The plan as a dry run, with Confirm (behind Slack's confirm dialog) and Cancel."""
+               ttl_s: int, two_person: bool) -> Reply:
+    """The plan as a dry run, with Confirm (behind Slack's confirm dialog) and Cancel;
+    ``two_person``: the policy says someone else must confirm (``core.policy``)."""
     head = f"Plan: {runbook} {target} on {cluster}"
     body = "\n".join(lines) or "(no steps)"
     blocks: list[Block] = [header(head)]
     blocks.extend(sections_of("```\n" + esc(clip(body, 2900 * 10)) + "\n```")[:40])
     note = f"requested by <@{requester}> · buttons expire in {ttl_words(ttl_s)}"
-    if second_person and two_person:
+    if two_person:
         note += " · two-person rule: someone else must confirm"
     blocks.append(context(note))
     if confirm_token and cancel_token:

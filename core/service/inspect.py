@@ -67,7 +67,7 @@ class Inspector:
         (the bot's request time) or an alert whose condition began then needs one look
         that was under way at that moment, not a new one per request or delivery
         (callers clamp a ``since`` in the future to when they were asked:
-        ``bot.alerts.AlertDesk.handle``)."""
+        ``core.alerts.AlertDesk.handle``)."""
         name = self.env.cluster_name(cluster)
         codes = tuple(sorted({c.upper() for c in only})) if only else None
         key = (name, record, codes, host_facts)

@@ -99,7 +99,7 @@ def _start_watch(env: Env, bot: StordocBot, cluster: str, every: float,
                  stop: threading.Event, log: logging.Logger) -> None:
     """Watch mode inside the bot: the same loop as ``stordoc watch``, posting through the
     bot's alert desk (one thread per incident, shared with Alertmanager's alerts)."""
-    from stordoc.commands.watch import loop
+    from core.service.watch import loop
 
     if cluster not in env.settings.slack.channels.values():
         from core.errors import UserError
@@ -124,7 +124,7 @@ def _start_sweeper(env: Env, clusters: list[str], stop: threading.Event,
     check never does it (issue 39.3)."""
     if not clusters:
         return None
-    from stordoc.commands.watch import next_deadline
+    from core.service.watch import next_deadline
 
     def run() -> None:
         while not stop.is_set():

@@ -528,12 +528,20 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
                    user: str) -> str:
-    """Who confirms: the runner, or for a run that needs two people (``core.approvals``)
-    the second authorized person whose SSH signature over this very plan ``--approval``
-    gives; one line and exit 64 otherwise (nothing runs)."""
+    """Who confirms: the runner, or for a run that needs two people (the policy's answer:
+    ``core.policy``) the second authorized person whose SSH signature over this very plan
+    ``--approval`` gives (``core.approvals``); one line and exit 64 otherwise (nothing
+    runs)."""
     from core import approvals
+    from core.policy import Authorizer, SecondPerson
 
-    if not approvals.needs_approval(env.settings, cluster, plan):
+    pol = Authorizer.from_settings(env.settings)
+
+    def second_person(approver: str | None) -> SecondPerson:
+        return pol.second_person(cluster, plan.runbook, plan.needs_second_person, user,
+                                 approver)
+
+    if second_person(None) is SecondPerson.NOT_NEEDED:
         if args.approved_by or args.approval:
             raise UserError(f"{plan.runbook} needs no second person here: drop "
                             f"--approval/--approved-by")
@@ -544,8 +552,7 @@ def _second_person(env: Env, args: argparse.Namespace, cluster: str, plan: Plan,
                         f"FILE`, then `stordoc approve FILE` on their machine)")
     text = _read_small(args.approval, "approval")
     try:
-        return approvals.verify(text, approvals.request_for(plan), user,
-                                approvals.approvers(env.settings, cluster),
+        return approvals.verify(text, approvals.request_for(plan), second_person,
                                 env.settings.approver_keys, approved_by=args.approved_by)
     except approvals.ApprovalRefused as e:
         raise UserError(f"{plan.runbook} not run: {e}") from None
@@ -572,9 +579,11 @@ def _approval_hint(env: Env, args: argparse.Namespace, cluster: str, plan: Plan)
     from rich.text import Text
 
     from core import approvals
+    from core.policy import Authorizer, SecondPerson
 
-    need = approvals.needs_approval(env.settings, cluster, plan)
-    if not need:
+    need = Authorizer.from_settings(env.settings).second_person(
+        cluster, plan.runbook, plan.needs_second_person, env.settings.user or env.user, None)
+    if need is SecondPerson.NOT_NEEDED:
         if args.approval_request:
             raise UserError(f"{plan.runbook} needs no second person here: no approval "
                             "request to write")

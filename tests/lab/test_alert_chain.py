@@ -173,7 +173,7 @@ def test_watch_posts_incident_then_resolution(private: BotHarness, lab: Lab) -> 
     `stordoc watch` prints the same incident."""
     import threading
 
-    from stordoc.commands.watch import loop
+    from core.service.watch import loop
 
     h = private
     lines: list[str] = []
@@ -210,7 +210,7 @@ def test_silence_from_chat_and_button(private: BotHarness, lab: Lab,
     """`silence` and the Silence button create a real Alertmanager silence (creator: the
     Slack user) and a stordoc mute of the incident's root, same expiry, audited; a viewer
     cannot; `silences` lists both; a muted cause is never announced as resolved."""
-    from bot.alerts import AlertmanagerApi
+    from core.alerts import AlertmanagerApi
     from storage.mutes import active_mutes
 
     h = private

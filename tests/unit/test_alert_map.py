@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from bot.alerts.payload import AmAlert, AmPayload, related
 from checks import alert_map as am
 from checks.alert_rules import BY_NAME, RULES, SOURCES
 from checks.catalog import finding_codes
 from checks.ceph_codes import EXPLAIN
 from checks.incidents import Incident
+from core.alerts.payload import AmAlert, AmPayload, related
 from core.service.snapshots import Replay
 from runbooks.catalog import registry
 from tests.support.fake_slack import BotHarness, all_text, buttons

@@ -18,14 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot import grammar as g
-from bot.alerts import (
+from core.alerts import (
     AmPayload,
     Refused,
     cluster_of,
     entities_of,
     parse_payload,
 )
-from bot.alerts.payload import _epoch
+from core.alerts.payload import _epoch
 from core.settings import AlertSettings, Secret, SettingsError, parse_settings
 from lab.alerts import CEPH_RULES, lab_rules
 from tests.support.fake_slack import BotHarness, all_text
@@ -219,8 +219,8 @@ def test_duplicate_deliveries_post_once(h: BotHarness) -> None:
 def test_quiet_hours_hold_what_is_below_the_minimum() -> None:
     import calendar
 
-    from bot.alerts import AlertConfig
     from checks.model import Severity
+    from core.alerts import AlertConfig
 
     cfg = AlertConfig(quiet_hours="22:00-07:00", quiet_min_severity=Severity.CRIT)
     night = calendar.timegm((2026, 11, 23, 23, 30, 0))

@@ -254,14 +254,17 @@ def test_the_two_person_setting_gates_every_destructive_runbook() -> None:
     def settings(two: bool) -> Any:
         return SimpleNamespace(slack=SlackSettings(roles={"lab": Role(two_person=two)}))
 
-    def plan(runbook: str, second: bool) -> Any:
-        return SimpleNamespace(runbook=runbook, needs_second_person=second)
+    def needs(s: Any, cluster: str, runbook: str, second: bool) -> bool:
+        from core.policy import Authorizer, SecondPerson
 
-    assert approvals.needs_approval(settings(True), "lab", plan("osd-remount", True))
-    assert not approvals.needs_approval(settings(False), "lab", plan("osd-remount", True))
-    assert not approvals.needs_approval(settings(True), "lab", plan("osd-start", False))
-    assert not approvals.needs_approval(settings(True), "prod", plan("osd-remount", True))
-    assert approvals.needs_approval(settings(False), "lab", plan(NAME, True))
+        return Authorizer.from_settings(s).second_person(
+            cluster, runbook, second, "alice", None) is not SecondPerson.NOT_NEEDED
+
+    assert needs(settings(True), "lab", "osd-remount", True)
+    assert not needs(settings(False), "lab", "osd-remount", True)
+    assert not needs(settings(True), "lab", "osd-start", False)
+    assert not needs(settings(True), "prod", "osd-remount", True)
+    assert needs(settings(False), "lab", NAME, True)
 
 
 @pytest.mark.parametrize("table,why", [

@@ -173,13 +173,15 @@ def test_long_answers_are_split_or_uploaded_and_all_within_limits(h: BotHarness)
                   {"host": "node1"}, "osd-start", f"osd.{i}") for i in range(300)]
     w = Where("C0000TEST", OPERATOR)
     incs = proposed(correlate(fs))
-    h.bot.post(w, r.findings_reply("lab", fs, h.bot.token_for("lab", OPERATOR, incs)))
+    tokens = h.bot.commands.token_for("lab", OPERATOR, incs)
+    h.bot.core.post(w, r.findings_reply("lab", fs, tokens))
     up = h.fake.wait_for(lambda f: f.of("files.completeUploadExternal"))
     assert h.fake.of("files.getUploadURLExternal")
     (fid, data), = h.fake.uploads.items()
     assert up[0].params["files"][0]["id"] == fid
     assert data.decode().count("osd-start osd.") == 300
-    h.bot.post(w, r.findings_reply("lab", fs[:60], h.bot.token_for("lab", OPERATOR, incs)))
+    tokens = h.bot.commands.token_for("lab", OPERATOR, incs)
+    h.bot.core.post(w, r.findings_reply("lab", fs[:60], tokens))
     posts = h.posts()
     assert len(posts) == 1 + 3  # the note before the upload, then 3 pages
     assert all(c.params.get("blocks") is not None and len(c.params["blocks"]) <= 50
@@ -191,7 +193,7 @@ def test_long_answers_are_split_or_uploaded_and_all_within_limits(h: BotHarness)
 def test_secrets_never_logged(h: BotHarness, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from bot.redact import install
+    from core.slack.redact import install
     install(h.bot.redactor)  # the caplog handler is one of the root handlers now
     logging.getLogger("stordoc.bot").error("leak %s and %s", TOKEN, SIGNING_SECRET)
     text = caplog.text
@@ -243,7 +245,7 @@ def test_secrets_scrubbed_from_posted_messages(h: BotHarness) -> None:
     leak = Finding("SWIFT_PROXY_UNHEALTHY", Severity.WARN, "swift proxy",
                    f"proxy said: bad token {TOKEN} password=hunter22",
                    {"url": "http://127.0.0.1:1/auth", "header": f"X-Auth-Token: {TOKEN}"})
-    h.bot.post(Where("C0000TEST", VIEWER), r.findings_reply("lab", [leak], lambda f: None))
+    h.bot.core.post(Where("C0000TEST", VIEWER), r.findings_reply("lab", [leak], lambda f: None))
     call = h.fake.wait_for(lambda f: f.of("chat.postMessage"))[0]
     text = json.dumps(call.params)
     assert TOKEN not in text and "hunter22" not in text and "***" in text

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.auth import Authorizer, Level, RoleSpec
-from bot.redact import Redactor
-from bot.store import BotStore
+from core.policy import Authorizer, Level, RoleSpec
+from core.slack.redact import Redactor
+from core.slack.store import BotStore
 from storage.journal import Journal
 
 

@@ -10,6 +10,7 @@ import json
 import logging
 import select
 import socket
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.alerts.payload import Refused, parse_payload
 from bot.server import HttpServer, malformed
-from bot.wsgi import MAX_DEPTH, depth
+from core.alerts.payload import Refused, parse_payload
 from core.settings import AlertSettings, Secret, parse_settings
+from core.slack.wsgi import MAX_DEPTH, depth
 from tests.support.fake_slack import SIGNING_SECRET, BotHarness, SlackSender, sign
 from tests.unit.test_bot_hardening import FORM, raw_post
 
@@ -135,13 +136,10 @@ def test_stalled_clients_are_dropped_and_workers_are_bounded(
                       b"Content-Type: application/x-www-form-urlencoded\r\n\r\ntext=he"
                       if i % 2 else b"POST /slack/ev")
             stalled.append(s)
-        for s in stalled:  # the server hangs up on each (the 30 s is a hang guard only)
-            data = b""
-            try:
-                while chunk := s.recv(4096):
-                    data += chunk
-            except ConnectionResetError:  # closed with our bytes unread: closed too
-                pass
+        deadline = time.monotonic() + HANG_GUARD_S
+        for s in stalled:  # the server hangs up on each (the deadline: a hang guard only)
+            # a reset (closed with our bytes unread) is closed too
+            data = _read_to_close(s, deadline, "a stalled client", b"")
             assert data in (b"", ) or data.startswith(b"HTTP/1.0 408"), data
             s.close()
         # a stalled request never reached a worker: at most the 2 of the server exist
@@ -163,14 +161,44 @@ def test_stalled_clients_are_dropped_and_workers_are_bounded(
     _no_traceback(caplog, capfd)
 
 
+HANG_GUARD_S = 60.0  # no server under test takes this long: past it, a clear failure
+
+
+def _read_to_close(s: socket.socket, deadline: float, what: str, on_reset: bytes) -> bytes:
+    """What the server sends until it closes the connection (a reset: what came before
+    it, else ``on_reset``); an AssertionError naming ``what`` if it has not closed by
+    ``deadline`` (monotonic): a server that keeps the socket open (or trickles bytes)
+    fails the test instead of hanging CI."""
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{what}: the server did not close the connection within "
+                                 f"the test's hang guard (got {data[:80]!r})")
+        s.settimeout(left)
+        try:
+            chunk = s.recv(4096)
+        except TimeoutError:
+            continue  # the deadline check above says it
+        except ConnectionResetError:
+            return data or on_reset
+        if not chunk:
+            return data
+        data += chunk
+
+
 def _dribble(port: int, head: bytes, tail: bytes) -> bytes:
     """Send ``head`` at once, then ``tail`` one byte every 0.3 s (slowloris) until the
     server answers or hangs up; what it sent back. ``tail`` is long enough to outlast any
     deadline under test: the loop ends with it only if the server never cut the client."""
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    deadline = time.monotonic() + HANG_GUARD_S
     try:
         s.sendall(head)
         for i in range(len(tail)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the dribbling client was not cut off within "
+                                     f"{HANG_GUARD_S:.0f} s")
             readable, _, _ = select.select([s], [], [], 0.3)
             if readable:
                 break
@@ -178,16 +206,10 @@ def _dribble(port: int, head: bytes, tail: bytes) -> bytes:
                 s.sendall(tail[i:i + 1])
             except OSError:  # the server closed first: its answer is in the buffer
                 break
-        data = b""
-        try:
-            while chunk := s.recv(4096):
-                data += chunk
-        except ConnectionResetError:
-            # a byte the dribbler sent after the 408 made the server's close a reset, and
-            # a reset may drop the answer unread (seen under CI load): said as such; the
-            # server's own count and log lines below still prove the deadline cut it
-            return data or b"RESET"
-        return data
+        # a byte the dribbler sent after the 408 can make the server's close a reset, and
+        # a reset may drop the answer unread (seen under CI load): said as such (RESET);
+        # the server's own count and log lines still prove the deadline cut it
+        return _read_to_close(s, deadline, "the dribbling client's answer", b"RESET")
     finally:
         s.close()
 
@@ -225,3 +247,18 @@ def test_a_dribbling_client_is_cut_off_by_the_request_deadline(
         if r.name.startswith("stordoc"):
             assert r.exc_info is None and "\n" not in r.getMessage()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_server_that_never_hangs_up_fails_the_read_instead_of_hanging() -> None:
+    """The hang guard of the reads above: a peer that keeps the connection open (and
+    trickles a byte now and then) ends in one clear AssertionError at the deadline."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    c = socket.create_connection(srv.getsockname()[:2], timeout=30)
+    peer, _ = srv.accept()
+    try:
+        peer.sendall(b"HTTP/1.0 1")  # a start, then nothing, and never a close
+        with pytest.raises(AssertionError, match="did not close the connection within"):
+            _read_to_close(c, time.monotonic() + 0.5, "a silent server", b"")
+    finally:
+        for s in (c, peer, srv):
+            s.close()

@@ -116,12 +116,12 @@ def test_osd_tree_by_host_with_up_in_marks() -> None:
 
 def test_plan_has_confirm_dialog_and_cancel() -> None:
     rep = r.plan_reply("lab", "osd-remount", "osd.1", ["node2: mount /dev/loop3 /x"],
-                       "ctok", "xtok", "U1", 900, True, True)
+                       "ctok", "xtok", "U1", 900, True)
     acts = next(b for b in rep.messages[0].blocks if b["type"] == "actions")["elements"]
     assert [(a["action_id"], a["value"]) for a in acts] == [("confirm", "ctok"),
                                                            ("cancel", "xtok")]
     assert acts[0]["confirm"]["confirm"]["text"] == "Run it"
     assert "two-person rule" in r.blocks_to_text(rep.messages[0].blocks)
     plan_only = r.plan_reply("lab", "osd-remount", "osd.1", ["x"], None, None, "U1", 900,
-                             False, False)
+                             False)
     assert not [b for b in plan_only.messages[0].blocks if b["type"] == "actions"]

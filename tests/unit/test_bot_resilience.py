@@ -149,7 +149,7 @@ def test_alert_flood_is_one_check_and_a_person_does_not_wait_behind_it(
         def flood_posts(f: FakeSlack) -> list[Any]:
             return [x for x in f.of("chat.postMessage") if x.params.get("channel") == CH]
         at_answer = len(flood_posts(h.fake))
-        # all 40 groups said in the channel (one thread: packed replies, bot.alerts.windows)
+        # all 40 groups said in the channel (one thread: packed replies, core.alerts.windows)
         h.fake.wait_for(lambda f: all(any(f"*Flood{i}*" in all_text(x) or f"Flood{i}:" in
                                           all_text(x) for x in flood_posts(f))
                                       for i in range(40)), 120)
@@ -210,7 +210,7 @@ def test_watch_keeps_checking_and_posts_once_after_slack_failed(
     """`stordoc watch`'s loop with an incident open: chat.postMessage fails past
     slack_sdk's retries; the loop says so in one line, goes on checking, and posts each
     incident once when Slack answers again."""
-    from stordoc.commands.watch import loop
+    from core.service.watch import loop
 
     h, c = hc
     h.fake.fail("chat.postMessage", 3, 503, "service_unavailable")
@@ -266,6 +266,7 @@ def test_a_run_under_way_when_asked_answers_and_a_later_ask_checks_again(
         asked = time.time()  # while the first run is under way
         env.gate.set()
         t.join(20)
+        assert not t.is_alive() and first, "the first check did not finish within 20 s"
         assert svc.check("octopus", "slack", since=asked) is first[0]
         later = svc.check("octopus", "slack", since=time.time())
         assert later is not first[0] and env.collects == 2

@@ -15,7 +15,8 @@ import pytest
 from rich.console import Console
 
 from bot import grammar as g
-from bot.app import StordocBot, Where
+from bot.app import Where
+from bot.commands import Commands
 from bot.core import BotError
 from checks.model import Finding, Severity
 from core.errors import UserError
@@ -46,21 +47,22 @@ def _outcome(findings: list[Finding]) -> Any:
 
 # --------------------------------------------------------------------------- bot
 
-def _bot(findings: list[Finding]) -> tuple[StordocBot, list[tuple[str, str, bool]]]:
-    """A bot with only what ``answer`` needs for FixFinding: a backend's check and a
-    plan_reply that records what would be planned."""
+def _bot(findings: list[Finding]) -> tuple[Commands, list[tuple[str, str, bool]]]:
+    """The bot's command handlers with only what ``answer`` needs for FixFinding: a
+    backend's check (its core) and a plan_reply (its actions) that records what would be
+    planned."""
     planned: list[tuple[str, str, bool]] = []
-    bot = StordocBot.__new__(StordocBot)
+
     def fix_for(cluster: str, code: str, target: str | None, source: str) -> Any:
         out = _outcome(findings)  # the service's fix_for: a check, then choose_fix
         return out, choose_fix(out.report.findings, code, target)
-    bot.backend = SimpleNamespace(fix_for=fix_for)  # type: ignore[assignment]
 
     def plan_reply(where: Where, cluster: str, runbook: str, target: str,
                    buttons: bool, options: Any = None) -> Any:
         planned.append((runbook, target, buttons))
         return "the plan"
-    bot.plan_reply = plan_reply  # type: ignore[method-assign]
+    bot = Commands(SimpleNamespace(backend=SimpleNamespace(fix_for=fix_for)),  # type: ignore[arg-type]
+                   SimpleNamespace(plan_reply=plan_reply))  # type: ignore[arg-type]
     return bot, planned
 
 
@@ -101,8 +103,8 @@ def test_bot_fix_finding_refusals_keep_their_wording(findings: list[Finding],
 
 def test_bot_command_table_answers_every_grammar_command() -> None:
     commands = set(typing.get_args(g.Command))
-    assert commands and commands <= set(StordocBot._COMMANDS)
-    assert all(callable(h) for h in StordocBot._COMMANDS.values())
+    assert commands and commands <= set(Commands._COMMANDS)
+    assert all(callable(h) for h in Commands._COMMANDS.values())
 
 
 def test_bot_plan_and_fix_share_a_handler_and_only_fix_has_buttons() -> None:
@@ -183,13 +185,13 @@ def test_bot_maintenance_plans_its_runbook_with_the_window() -> None:
     Confirm/Cancel (the same path as ``fix``), the window passed as typed."""
     bot, planned = _bot([])
     opts: list[Any] = []
-    plan_reply = bot.plan_reply
+    plan_reply = bot.actions.plan_reply
 
     def recording(where: Where, cluster: str, runbook: str, target: str, buttons: bool,
                   options: Any = None) -> Any:
         opts.append(options)
         return plan_reply(where, cluster, runbook, target, buttons, options)
-    bot.plan_reply = recording  # type: ignore[method-assign]
+    bot.actions = SimpleNamespace(plan_reply=recording)  # type: ignore[assignment]
     assert bot.answer(WHERE, "lab", g.parse("maintenance start node2 for 2h")) == "the plan"
     assert bot.answer(WHERE, "lab", g.parse("maintenance end node2")) == "the plan"
     assert planned == [("maintenance-start", "node2", True), ("maintenance-end", "node2", True)]

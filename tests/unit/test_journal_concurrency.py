@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from bot.store import BotStore
+from core.slack.store import BotStore
 from storage.audit import Audit
 from storage.benchstore import BenchStore
 from storage.journal import Journal

@@ -16,11 +16,11 @@ import pytest
 from rich.console import Console
 
 from bot import render as r
-from bot.app import StordocBot
-from bot.store import BotStore
+from bot.commands import Commands
 from checks.incidents import Incident
 from checks.model import Finding
 from core.service.snapshots import Replay
+from core.slack.store import BotStore
 from runbooks.model import Refused
 from storage.journal import Journal
 from stordoc.commands.runbooks import _pick_finding
@@ -49,14 +49,14 @@ def expected(out: Any) -> dict[tuple[str, str], Fix]:
 def bot_offers(out: Any, tmp: Path) -> tuple[dict[str, Fix], dict[tuple[str, str], Fix]]:
     """(incident id -> Fix button, finding key -> its Fix button) as the bot stores them
     for the press: the health reply's buttons and the OSD/findings views' ones."""
-    bot = StordocBot.__new__(StordocBot)
-    bot.store = BotStore(Journal(str(tmp / "bot.db")))
-    bot.ttl = 600
+    # the bot's command handlers, holding (by composition) only the store and the ttl
+    bot = Commands(SimpleNamespace(store=BotStore(Journal(str(tmp / "bot.db"))),  # type: ignore[arg-type]
+                                   ttl=600), None)  # type: ignore[arg-type]
 
     def stored(token: str | None) -> Fix:
         if token is None:
             return None
-        b = bot.store.button(token)
+        b = bot.core.store.button(token)
         assert b is not None and b.kind == "fix"
         return (b.runbook, b.target)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from bot.alerts.messages import alert_incident_blocks
 from bot.render.findings import SEV_ICON, incident_blocks
 from checks.model import Severity
+from core.alerts.messages import alert_incident_blocks
 from tests.unit.test_cli_80x24 import _escalated
 
 

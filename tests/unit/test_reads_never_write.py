@@ -20,6 +20,7 @@ from checks import planned
 from checks.model import Finding, Severity
 from core.env import Env
 from core.service import Service
+from core.service.watch import loop
 from core.settings import parse_settings
 from core.terminal import Terminal
 from runbooks.model import RunContext
@@ -30,7 +31,6 @@ from storage.model import ClusterSnapshot
 from storage.targets import CephTarget, ClusterTarget
 from stordoc.cli import main
 from stordoc.commands.bot import _start_sweeper
-from stordoc.commands.watch import loop
 from tests.unit.test_expiring import FakeMon, _raise_full, mon  # noqa: F401
 from tests.unit.test_tui_data import healthy_snapshot
 

@@ -109,7 +109,7 @@ def test_every_slack_view_reads_as_words(release: str, name: str) -> None:
             for t in [m.text, *texts(m.blocks)]:
                 assert not REPR.search(t), f"{view}: {t}"
     for rb, target, lines in plans(release, name):  # the plan as Slack shows it
-        reply = r.plan_reply("lab", rb, target, lines, "c", "x", "U1", 900, False, False)
+        reply = r.plan_reply("lab", rb, target, lines, "c", "x", "U1", 900, False)
         for m in reply.messages:
             body = "\n".join(texts(m.blocks))
             assert not REPR.search(body), f"{rb}: {body}"

@@ -18,10 +18,10 @@ from checks.model import Severity, Thresholds, Verdict
 from checks.outcome import CheckOutcome
 from core.service.pipeline import CheckRequest, recent_runs, run_check
 from core.service.snapshots import Replay
+from core.service.watch import Seen, changes
 from storage.audit import Audit
 from storage.journal import Journal
 from storage.model import ClusterSnapshot, HealthCheck, PgSummary, RecentRun
-from stordoc.commands.watch import Seen, changes
 from tests.support.fixture_snapshots import replayed
 from tests.unit.settle_fixtures import settle_of
 

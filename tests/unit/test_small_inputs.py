@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.redact import escape_controls
 from bot.render import ttl_words
 from core.settings import AlertSettings, Secret, parse_settings
+from core.slack.redact import escape_controls
 from runbooks.api import RunContext
 from runbooks.leftovers import reconcile
 from storage.audit import Audit

@@ -184,7 +184,7 @@ def _diagnosis_or_one_line(d: Path, slack: tuple[BotHarness, Path] | None = None
         assert rc in (0, 1, 2, 3) and json.loads(out)["snapshot"], err
     if slack is not None:  # the bot's own handler, without the HTTP round trip
         h, snaps = slack
-        reply = h.bot._health_from("lab", d.name)
+        reply = h.bot.commands._health_from("lab", d.name)
         text = str(reply.messages)
         assert not LEAK.search(text) and str(snaps) not in text, text
 

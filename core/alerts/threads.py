@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bot.store import BotStore
+    from core.slack.store import BotStore
 
 
 @dataclass(frozen=True)

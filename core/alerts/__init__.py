@@ -24,17 +24,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot import render as r
-from bot.alerts.alertmanager import AlertmanagerApi, AlertmanagerError, rfc3339
-from bot.alerts.gate import MAX_BODY, PATH, AlertGate
-from bot.alerts.messages import (
+from checks.model import Severity, Verdict
+from checks.mutable import mute_refusal
+from core.alerts.alertmanager import AlertmanagerApi, AlertmanagerError, rfc3339
+from core.alerts.gate import MAX_BODY, PATH, AlertGate
+from core.alerts.messages import (
     alert_incident_blocks,
     alert_quiet_blocks,
     alert_quiet_line,
     silence_actions,
     window_summary_blocks,
 )
-from bot.alerts.payload import (
+from core.alerts.payload import (
     AmAlert,
     AmPayload,
     Refused,
@@ -46,23 +47,22 @@ from bot.alerts.payload import (
     parse_payload,
     related,
 )
-from bot.alerts.threads import AlertThread, AlertThreads
-from bot.alerts.watch import present, sync
-from bot.alerts.windows import AlertWindow, AlertWindows, Item, Outbox
-from bot.slack_retry import is_slack_failure
-from checks.model import Severity, Verdict
-from checks.mutable import mute_refusal
+from core.alerts.threads import AlertThread, AlertThreads
+from core.alerts.watch import present, sync
+from core.alerts.windows import AlertWindow, AlertWindows, Item, Outbox
 from core.service import fixes
+from core.slack import blocks as r
+from core.slack.retry import is_slack_failure
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
-    from bot.redact import Redactor
-    from bot.slack_retry import SlackTrouble
-    from bot.store import BotStore
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
     from core.service import Service
+    from core.slack.redact import Redactor
+    from core.slack.retry import SlackTrouble
+    from core.slack.store import BotStore
 
 __all__ = [
     "MAX_BODY", "PATH", "AlertConfig", "AlertDesk", "AlertGate", "AlertThread", "AlertmanagerApi",
@@ -83,7 +83,7 @@ class AlertConfig:
     quiet_hours: str | None = None  # "22:00-07:00", UTC
     quiet_min_severity: Severity = Severity.CRIT
     # the groups of one cluster within this many seconds of its first: one thread
-    # (``bot.alerts.windows``); 0: each group its own top-level post
+    # (``core.alerts.windows``); 0: each group its own top-level post
     thread_window_s: float = 300.0
 
     def quiet(self, severity: Severity, now: float | None = None) -> bool:
@@ -105,8 +105,8 @@ class Pacer(Protocol):
 
 
 class DeskHost(Protocol):
-    """What the desk needs of the bot that holds it (``bot.core.BotCore`` is one): the
-    desk is a part of the bot and never imports the module that assembles it."""
+    """What the desk needs of what holds it (``core.slack.poster.SlackPoster`` is one): the
+    desk is a part of the poster and never imports the module that assembles it."""
 
     backend: Service
     store: BotStore
@@ -361,7 +361,7 @@ class AlertDesk:
         threading.Thread(target=run, name="stordoc-alert-follow", daemon=True).start()
 
     def sync(self, cluster: str, out: CheckOutcome) -> tuple[int, int]:
-        """Watch mode (``bot.alerts.watch.sync``): post new incidents, close gone ones."""
+        """Watch mode (``core.alerts.watch.sync``): post new incidents, close gone ones."""
         return sync(self, cluster, out)
 
     def held(self, cluster: str, inc: Incident, why: str) -> bool:

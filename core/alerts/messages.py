@@ -9,16 +9,26 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from bot.render.blocks import Block, button, clip, context, divider, esc, header, section
-from bot.render.findings import SEV_ICON, evidence_line
 from checks.model import Verdict
 from core.service import fixes
+from core.slack.blocks import (
+    SEV_ICON,
+    Block,
+    button,
+    clip,
+    context,
+    divider,
+    esc,
+    evidence_line,
+    header,
+    section,
+)
 
 if TYPE_CHECKING:
-    from bot.alerts.payload import AmPayload
-    from bot.alerts.windows import GroupState
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
+    from core.alerts.payload import AmPayload
+    from core.alerts.windows import GroupState
 
 
 def alert_incident_blocks(cluster: str, inc: Incident, why: str,

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks.model import Severity
+
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
 MAX_HEADER = 150
@@ -215,3 +217,21 @@ def help_reply(command: str, usage: Mapping[str, str], topic: str | None) -> Rep
     r = paginate("stordoc help", [header("stordoc help")] + sections_of(text), "stordoc help")
     r.ephemeral = True
     return r
+
+
+# ---------------------------------------------------------------- findings
+
+SEV_ICON = {Severity.CRIT: ":red_circle:", Severity.WARN: ":large_orange_circle:",
+            Severity.INFO: ":large_blue_circle:"}
+SEV_TITLE = {Severity.CRIT: "Critical", Severity.WARN: "Warning", Severity.INFO: "Info"}
+
+
+def evidence_line(ev: Mapping[str, Any]) -> str:
+    """A finding's evidence as one clipped line of scalars: a traceback or nested data
+    would drown the message."""
+    parts = []
+    for k, v in ev.items():
+        if k == "traceback" or v is None or isinstance(v, (dict, list, tuple)):
+            continue  # nothing known is said by leaving the key out, never as "None"
+        parts.append(f"{k}: `{esc(clip(str(v), 120))}`")
+    return clip(" · ".join(parts), 1500)

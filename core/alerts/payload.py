@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.wsgi import TooDeep, load_json
 from checks import alert_map
+from core.slack.wsgi import TooDeep, load_json
 
 if TYPE_CHECKING:
     from checks.incidents import Incident

@@ -11,21 +11,21 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from bot.render.blocks import esc
 from checks.incidents import alarming
 from checks.model import Verdict
+from core.slack.blocks import esc
 
 if TYPE_CHECKING:
     import threading
 
-    from bot.alerts.threads import AlertThread, AlertThreads
-    from bot.render.blocks import Block
     from checks.incidents import Incident
     from checks.outcome import CheckOutcome
+    from core.alerts.threads import AlertThread, AlertThreads
+    from core.slack.blocks import Block
 
 
 class WatchDesk(Protocol):
-    """What watch mode needs of the alert desk (``bot.alerts.AlertDesk``, which calls it)."""
+    """What watch mode needs of the alert desk (``core.alerts.AlertDesk``, which calls it)."""
 
     threads: AlertThreads
 

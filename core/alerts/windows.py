@@ -29,12 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.render.blocks import Block, LimitError, clip
-from bot.slack_retry import is_slack_failure
+from core.slack.blocks import Block, LimitError, clip
+from core.slack.retry import is_slack_failure
 
 if TYPE_CHECKING:
-    from bot.alerts.payload import AmPayload
-    from bot.store import BotStore
+    from core.alerts.payload import AmPayload
+    from core.slack.store import BotStore
 
 log = logging.getLogger("stordoc.bot.alerts")
 

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bot.alerts.payload import AmPayload, Refused, parse_payload
-from bot.wsgi import drain
+from core.alerts.payload import AmPayload, Refused, parse_payload
+from core.slack.wsgi import drain
 
 log = logging.getLogger("stordoc.bot.alerts")  # the name it had in bot/alerts/__init__.py
 PATH = "/alertmanager"
