@@ -301,17 +301,23 @@ def _settling_after(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
     window = ctx.thresholds.pg_settle_window_s
     what = "not reported yet" if set(bad) <= {"unknown"} else \
         "peering" if blocking else "recovering"
-    run = cause.run
     return Finding(
         "PGS_SETTLING", Severity.INFO, f"{cluster_entity(snap)} pgs",
         f"{cause.line}: {total} of {st.pgs.num_pgs} PGs {what} ({listing}); Ceph "
         f"finishes this by itself, nothing to do; CRIT if PGs are still inactive "
         f"{window:g} s after it",
-        {"settling_after": cause.what, "run_id": run.id if run else None,
-         "runbook": run.runbook if run else None, "target": run.target if run else None,
-         "change_at": cause.at, "window_s": window, "by_state": dict(st.pgs.by_state),
-         "not_clean": bad, "blocking": blocking, "num_pgs": st.pgs.num_pgs},
+        _settling_evidence(st, cause, window, bad, blocking),
         since=cause.at)
+
+
+def _settling_evidence(st: CephState, cause: SettleCause, window: float,
+                       bad: dict[str, int], blocking: int) -> dict[str, object]:
+    """The evidence of a PGS_SETTLING finding: the change it follows and the PG picture."""
+    run = cause.run
+    return {"settling_after": cause.what, "run_id": run.id if run else None,
+            "runbook": run.runbook if run else None, "target": run.target if run else None,
+            "change_at": cause.at, "window_s": window, "by_state": dict(st.pgs.by_state),
+            "not_clean": bad, "blocking": blocking, "num_pgs": st.pgs.num_pgs}
 
 
 def _health_lags(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
@@ -321,18 +327,13 @@ def _health_lags(snap: ClusterSnapshot, st: CephState, cause: SettleCause,
     health summary lags the PG stats. One INFO finding naming the change; Ceph's codes
     fold into it (checks.cluster), not a WARN of their own."""
     codes = sorted({hc.code for hc in st.health_checks if hc.code in SETTLING_CEPH_CODES})
-    run = cause.run
     window = ctx.thresholds.pg_settle_window_s
     return Finding(
         "PGS_SETTLING", Severity.INFO, f"{cluster_entity(snap)} pgs",
         f"{cause.line}: all {st.pgs.num_pgs} PGs read active+clean; Ceph's health still "
         f"says {', '.join(codes)} (it lags the PG stats by the manager's next report); "
         f"nothing to do",
-        {"settling_after": cause.what, "run_id": run.id if run else None,
-         "runbook": run.runbook if run else None, "target": run.target if run else None,
-         "change_at": cause.at, "window_s": window, "by_state": dict(st.pgs.by_state),
-         "not_clean": {}, "blocking": 0, "num_pgs": st.pgs.num_pgs,
-         "health_lags": codes},
+        {**_settling_evidence(st, cause, window, {}, 0), "health_lags": codes},
         since=cause.at)
 
 
