@@ -236,6 +236,8 @@ keyring = {p(lab.admin_keyring)}
         """``ceph-osd`` of OSD ``i`` on simulated ``host`` (default: the OSD's own), under
         that host's name (``on-host``)."""
         if host is None:
+            if not str(i).isdigit():
+                raise ValueError("osd_start_argv: a template ({id}) needs its host")
             host = host_of_osd(int(i))[0]
         return self.on_host(host, "ceph-osd", "-c", self._p(self.lab.conf), "-i", str(i))
 

@@ -48,7 +48,8 @@ def test_reef_lab_config_points_through_the_root(tmp_path: Path) -> None:
     cfg = config_text(lab)
     root = tmp_path / "lab" / "root"
     assert f'osd_data_dir = "{root}/var/lib/ceph/osd/sdlab29000-{{id}}"' in cfg
-    assert cfg.count(f'osd_start = ["chroot", "{root}", "ceph-osd"') == lab.n_hosts
+    assert sum(cfg.count(f'osd_start = ["{lab.on_host_script}", "node{n}", "chroot", "{root}", '
+                         '"ceph-osd"') for n in range(1, lab.n_hosts + 1)) == lab.n_hosts
     conf = lab.ceph_cluster.conf_text()
     assert "osd_mclock_override_recovery_settings = true" in conf
     assert "mgr_disabled_modules = restful" in conf

@@ -85,15 +85,20 @@ class Chroot(System):
 def test_every_ceph_and_swift_command_line_goes_through_the_release_seam(
         tmp_path: Path) -> None:
     lab = Lab(tmp_path / "lab", 29000, "mixed", system=Chroot())
-    assert lab.ceph_cluster.osd_start_argv()[:3] == ["chroot", "/srv/rootfs", "ceph-osd"]
+    on_host = str(lab.on_host_script)
+    assert lab.ceph_cluster.osd_start_argv(host="node2")[:5] == [
+        on_host, "node2", "chroot", "/srv/rootfs", "ceph-osd"]
     assert lab.ceph_cluster.ceph_volume_argv("raw", "list")[:4] == \
         ["chroot", "/srv/rootfs", "env", f"CEPH_CONF={lab.conf}"]
     cfg = config_text(lab)
-    assert cfg.count('osd_start = ["chroot", "/srv/rootfs", "ceph-osd"') == lab.n_hosts
+    assert sum(cfg.count(f'osd_start = ["{on_host}", "node{n}", "chroot", "/srv/rootfs", '
+                         '"ceph-osd"') for n in range(1, lab.n_hosts + 1)) == lab.n_hosts
     assert cfg.count('osd_activate_raw = ["chroot", "/srv/rootfs", "env"') == lab.n_hosts
     for role, n in (("server", 4), ("replicator", 3)):  # the servers (and the proxy)
         script = start_script(lab, role)
         assert script.count("setsid chroot /srv/rootfs /usr/bin/swift-") == n
     plain = Lab(tmp_path / "lab", 29000, "mixed")
-    assert plain.ceph_cluster.osd_start_argv() == ["ceph-osd", "-c", str(plain.conf), "-i",
-                                                   "{id}"]
+    assert plain.ceph_cluster.osd_start_argv(3) == [
+        str(plain.on_host_script), "node4", "ceph-osd", "-c", str(plain.conf), "-i", "3"]
+    with pytest.raises(ValueError, match="needs its host"):
+        plain.ceph_cluster.osd_start_argv()
