@@ -103,7 +103,7 @@ CASES: tuple[Case, ...] = (
     Case("swift-device-unmounted", "swift-device-unmounted", {"device": "d2"},
          "SWIFT_DEVICE_UNMOUNTED", "d2@node2",
          "stordoc fix swift-device-remount d2@node2", 2, heal_kwargs={"device": "d2"},
-         live_on="reef"),
+         live_on="reef", after_pass=("SWIFT_REPLICATION_FAILURES",)),
     # a saved snapshot never plans the rebalance (its plan loads the builder file, a
     # pickle): the incident says to plan it live, which test_runbooks.py does
     Case("swift-ring-drift", "swift-ring-bad", {"mode": "drift"},

@@ -28,6 +28,7 @@ from tests.unit.test_replay import PAIRS, replay
 from tests.unit.test_tui_app import settle, sync
 from tui import screens as S
 from tui.app import StordocApp
+from tui.messages import OpenRunbook
 from tui.saved import SavedSnapshotBackend
 from tui.table import VirtualTable
 
@@ -124,17 +125,29 @@ class _Recording(StordocApp):
 async def tui_offers(rp: Replay) -> tuple[dict[str, Fix], dict[tuple[str, str], Fix],
                                           dict[str, Fix]]:
     """(incident id -> x on the overview, finding key -> x on the findings screen,
-    osd.N -> x on the OSD screen)."""
+    osd.N -> x on the OSD screen). What a screen offers is the ``OpenRunbook`` it posts
+    (read as it is posted: no wait per key); that the App opens the runbook a screen
+    posts is checked once per scenario, end to end."""
     app = _Recording(SavedSnapshotBackend(rp), rp.doc.cluster, read_only=False, refresh_s=0,
                      thresholds=rp.thresholds, user="tester")
     app.opened = []
+    posted: list[tuple[str, str]] = []
 
-    async def pressed(action: Any) -> Fix:
-        n = len(app.opened)
+    def capture(scr: Any) -> None:
+        orig = scr.post_message
+
+        def post(msg: Any) -> bool:
+            if isinstance(msg, OpenRunbook):
+                posted.append((msg.runbook, msg.target))
+                return True
+            return bool(orig(msg))
+        scr.post_message = post
+
+    def pressed(action: Any) -> Fix:
+        n = len(posted)
         action()
-        await pilot.pause()  # the screen posts OpenRunbook; the App opens it
-        assert len(app.opened) in (n, n + 1)
-        return app.opened[-1] if len(app.opened) == n + 1 else None
+        assert len(posted) in (n, n + 1)
+        return posted[-1] if len(posted) == n + 1 else None
 
     incs: dict[str, Fix] = {}
     finds: dict[tuple[str, str], Fix] = {}
@@ -144,26 +157,36 @@ async def tui_offers(rp: Replay) -> tuple[dict[str, Fix], dict[tuple[str, str], 
         scr = app.screen
         assert isinstance(scr, S.OverviewScreen)
         t = scr.query_one("#incidents", VirtualTable)
+        first = next((i for i in rp.outcome.incidents if i.next_step), None)
+        if first is not None:  # end to end: the key, the message, the App opening it
+            t.move_cursor(row=t.get_row_index(f"incident:{first.id}"))
+            scr.action_fix()
+            await pilot.pause()
+            assert first.next_step is not None
+            assert app.opened == [(first.next_step.runbook, first.next_step.target)]
+        capture(scr)
         for inc in rp.outcome.incidents:
             t.move_cursor(row=t.get_row_index(f"incident:{inc.id}"))
-            incs[inc.id] = await pressed(scr.action_fix)
+            incs[inc.id] = pressed(scr.action_fix)
         app.goto("findings")
         await settle(app, pilot)
         scr = app.screen
         assert isinstance(scr, S.FindingsScreen)
+        capture(scr)
         t = scr.query_one("#findings", VirtualTable)
         for f in rp.outcome.report.findings:
             t.move_cursor(row=t.get_row_index(f"finding:{f.code}:{f.entity}"))
-            finds[f.key] = await pressed(scr.action_fix)
+            finds[f.key] = pressed(scr.action_fix)
         if rp.outcome.snapshot.ceph is not None:
             app.goto("osds")
             await settle(app, pilot)
             scr = app.screen
             assert isinstance(scr, S.OsdScreen)
+            capture(scr)
             t = scr.query_one("#osds", VirtualTable)
             for o in rp.outcome.snapshot.ceph.osds:
                 t.move_cursor(row=t.get_row_index(f"osd.{o.id}"))
-                osds[f"osd.{o.id}"] = await pressed(scr.action_fix)
+                osds[f"osd.{o.id}"] = pressed(scr.action_fix)
     return incs, finds, osds
 
 
@@ -176,10 +199,17 @@ def test_bot_cli_and_tui_offer_the_same_fix(release: str, name: str, tmp_path: P
     out = rp.outcome
     want = expected(out)
     bot_inc, bot_find = bot_offers(out, tmp_path)
-    tui_inc, tui_find, tui_osd = _run(tui_offers(rp))
+    if release != "pacific" and ("pacific", name) in PAIRS:
+        # the TUI asks the same core calls whatever the release: its keys are driven on
+        # each Pacific scenario and on Reef's own (a TUI app per scenario is this file's
+        # cost); the bot and the CLI are asked on every scenario of both
+        tui_inc, tui_find, tui_osd = None, None, {}
+    else:
+        tui_inc, tui_find, tui_osd = _run(tui_offers(rp))
     for inc in out.incidents:
         step = (inc.next_step.runbook, inc.next_step.target) if inc.next_step else None
-        assert bot_inc[inc.id] == tui_inc[inc.id] == step, inc.id
+        assert bot_inc[inc.id] == step, inc.id
+        assert tui_inc is None or tui_inc[inc.id] == step, inc.id
     for f in out.report.findings:
         if f.key not in want:
             continue  # INFO and muted-by-policy findings belong to no incident
@@ -188,7 +218,7 @@ def test_bot_cli_and_tui_offer_the_same_fix(release: str, name: str, tmp_path: P
         # the bot's button sits on the root only; typed or keyed, the same fix
         assert bot_find[f.key] == (w if root else None), f.key
         assert cli_offer(out, f) == w, f.key
-        assert tui_find[f.key] == w, f.key
+        assert tui_find is None or tui_find[f.key] == w, f.key
     # x on an OSD: the fix of the worst incident that holds one of its findings
     for osd, got in tui_osd.items():
         holding = [i for i in out.incidents if any(x.entity == osd for x in i.findings)
