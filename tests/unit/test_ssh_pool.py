@@ -163,8 +163,10 @@ def test_dropped_twice_is_a_host_error_and_no_retry_means_no_second_try(sshd: Ss
         with pytest.raises(HostUnreachable) as e:
             FabricRunner([_host(sshd, relay)], pool=pool).run("h1", ["true"])
         assert "tried twice" in e.value.reason and relay.accepted == 2
-        # both attempts failed alike: the reason once, not "first: ..."
-        assert e.value.reason.endswith(" (tried twice)") and "first:" not in e.value.reason
+        # paramiko words a dropped handshake two ways (no banner; a reset while reading
+        # it) by timing: the wording of alike and unlike attempts is
+        # test_the_one_retry_says_what_each_attempt_met's
+        assert "(tried twice" in e.value.reason
         assert pool.stats.retried == 1
     finally:
         pool.close()
