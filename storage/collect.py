@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
@@ -49,28 +50,32 @@ class _First(Generic[S]):
         return self._state
 
 
-def _ceph(target: ClusterTarget, first: _First[CephState] | None = None
-          ) -> tuple[CephState | None, str | None]:
-    assert target.ceph is not None
-    out: tuple[CephState | None, str | None] = (None, None)
+def _handing(first: _First[S] | None,
+             read: Callable[[Callable[[S | None], None] | None], tuple[S | None, str | None]]
+             ) -> tuple[S | None, str | None]:
+    """Run a collector, handing its early state to ``first`` (or its result, or None when
+    it fails: the host plans never wait on a collector that ended)."""
+    out: tuple[S | None, str | None] = (None, None)
     try:
-        out = collect_ceph(target.ceph, on_placement=first.give if first else None)
+        out = read(first.give if first else None)
         return out
     finally:
         if first is not None:
             first.give(out[0])
+
+
+def _ceph(target: ClusterTarget, first: _First[CephState] | None = None
+          ) -> tuple[CephState | None, str | None]:
+    t = target.ceph
+    assert t is not None
+    return _handing(first, lambda cb: collect_ceph(t, on_placement=cb))
 
 
 def _swift(target: ClusterTarget, first: _First[SwiftState] | None = None
            ) -> tuple[SwiftState | None, str | None]:
-    assert target.swift is not None
-    out: tuple[SwiftState | None, str | None] = (None, None)
-    try:
-        out = collect_swift(target.swift, on_rings=first.give if first else None)
-        return out
-    finally:
-        if first is not None:
-            first.give(out[0])
+    t = target.swift
+    assert t is not None
+    return _handing(first, lambda cb: collect_swift(t, on_rings=cb))
 
 
 def _early_facts(target: ClusterTarget, runner: FabricRunner, opened: Future[Any] | None,
