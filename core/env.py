@@ -230,9 +230,11 @@ class Env:
         lines, self.reverted[:] = list(self.reverted), []
         return lines
 
-    def run_context(self, cluster: str | None, source: str = "cli") -> RunContext:
+    def run_context(self, cluster: str | None, source: str = "cli",
+                    discover: bool = True) -> RunContext:
         """What the runbooks need for one cluster: target (Ceph as the user that makes
-        changes), journal, limits, who acts."""
+        changes), journal, limits, who acts. ``discover`` False: a read of the journal
+        (history, the audit), which needs no hosts looked up from the cluster."""
         from runbooks.api import RunContext
 
         n = self.cluster_name(cluster)
@@ -240,7 +242,7 @@ class Env:
         preflight_cluster(cs)
         rs = self.settings.runbooks
         return RunContext(
-            cluster=n, target=self.target(n, changes=True), journal=self.journal,
+            cluster=n, target=self.target(n, discover, changes=True), journal=self.journal,
             thresholds=self.settings.thresholds_for(n), muted=tuple(cs.muted),
             user=self.settings.user or self.user, source=source,
             verify_timeout_s=rs.verify_timeout_s, step_timeout_s=rs.step_timeout_s,

@@ -324,14 +324,14 @@ class Actions:
     def bench_history(self, cluster: str, limit: int = 20, kind: str | None = None
                       ) -> list[Any]:
         """Stored benchmark results, newest first (``BenchResult``s)."""
-        ctx = self.env.run_context(cluster, source="history")
+        ctx = self.env.run_context(cluster, source="history", discover=False)
         return list(bench_api.history(ctx, limit, kind))
 
     def stored_bench(self, cluster: str, group: str, compare: bool = False,
                      baseline: str | None = None) -> BenchSummary:
         """A stored group as a finished benchmark, compared on request (against
         ``baseline``, or earlier runs of the same fingerprint)."""
-        ctx = self.env.run_context(cluster, source="history")
+        ctx = self.env.run_context(cluster, source="history", discover=False)
         rows = BenchStore(ctx.journal).group(group)
         if not rows:
             raise InvalidAction(f"no stored benchmark group {group!r}")

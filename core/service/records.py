@@ -93,7 +93,7 @@ class Records:
     def _audit(self, cluster: str | None) -> Audit:
         # the run context's preflight is wanted even for reading: a user who cannot read
         # the cluster's keyring is told so (exit 77), tests/lab/test_cli_hardening.py
-        secrets = self.env.run_context(cluster).secrets if cluster else ()
+        secrets = self.env.run_context(cluster, discover=False).secrets if cluster else ()
         return Audit(self.env.journal, secrets)
 
     def audit(self, cluster: str | None, limit: int = 20) -> list[AuditRun]:
