@@ -193,7 +193,9 @@ class Lab(LabParts):
             own_base(self.base)  # its pid files name what is stopped
         stopped = []
         for name in self.known_daemons():
-            if self.stop(name):
+            if name.endswith("-loop") and self.procs.stop_group(name):
+                stopped.append(name)
+            elif self.stop(name):
                 stopped.append(name)
         unmounted, detached = self.mounts.cleanup(quiet)
         if self.base.exists() and not self.mounts.under_base():

@@ -64,6 +64,23 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def group_members(pgid: int) -> list[int]:
+    """The live processes of one process group (zombies, already ended, left out)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        # fields after the command's ")": state, ppid, pgrp
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            found.append(int(d.name))
+    return found
+
+
 class Procs:
     """The daemons of one lab, by name (``mon.a``, ``osd.1``, ``swift-object``, ...)."""
 
@@ -112,6 +129,26 @@ class Procs:
             # as swift-init does after a stop: a pid file left behind means the daemon
             # died on its own (checks/daemons.py), not that someone stopped it
             self.pidfile(name).unlink(missing_ok=True)
+        return True
+
+    def stop_group(self, name: str, timeout: float = 20) -> bool:
+        """Stop a supervisor spawned by ``spawn`` and every process it started: they share
+        its session's process group, and a child left running (a ceph-osd in the middle of
+        a start) would hold the daemon's pid-file lock from the next start."""
+        pid = self.pid(name)
+        if pid is None:
+            return False
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and group_members(pid):
+                time.sleep(0.1)
+            if not group_members(pid):
+                break
+        self.pidfile(name).unlink(missing_ok=True)
         return True
 
     def spawn(self, name: str, argv: list[str], step: str) -> int:

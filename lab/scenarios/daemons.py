@@ -171,7 +171,9 @@ class OsdRestartLoop(Scenario):
         osd = args.osd
         step = f"heal osd-restart-loop osd.{osd}"
         self._stopfile(lab, osd).touch()
-        lab.stop(f"osd-{osd}-loop")
+        # the loop and the ceph-osd it started last: that one may be mid-start, holding
+        # the OSD's pid-file lock
+        lab.procs.stop_group(f"osd-{osd}-loop")
         self._stopfile(lab, osd).unlink(missing_ok=True)
         d = lab.osd_dir(osd)
         if (d / BLOCK_ASIDE).is_symlink():
