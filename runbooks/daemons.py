@@ -19,34 +19,10 @@ from checks.osd import cluster_entity
 from runbooks.base import Draft, Runbook, host_of, register
 from runbooks.model import Probe, Refused, RunbookInfo, StepEnv
 from runbooks.osd import UP_POLL_S, _start_and_up, _start_argv, osd_up_probe
+from storage.hostscripts import ALIVE_SCRIPT, EVIDENCE_SCRIPT, KILL_SCRIPT  # noqa: F401
+from storage.hostscripts import PROGRAM as _PROGRAM
 from storage.model import ClusterSnapshot, DaemonLife, DaemonStatus, HostFacts, OsdState
 from storage.targets import HostTarget
-
-# what is saved before anything changes: constant script, typed arguments
-# $1 evidence dir, $2 log file, $3 crash report dir, $4 pid (a hung process)
-EVIDENCE_SCRIPT = r"""
-set -e
-umask 077
-mkdir -p -- "$1"
-if [ -n "$2" ] && [ -r "$2" ]; then tail -n 2000 -- "$2" > "$1/log-tail"; fi
-if [ -n "$3" ] && [ -d "$3" ]; then cp -a -- "$3" "$1/"; fi
-if [ -n "$4" ] && [ -d "/proc/$4" ]; then
-  { cat "/proc/$4/status"; echo; echo "wchan: $(cat "/proc/$4/wchan" 2>/dev/null)";
-    cat "/proc/$4/stack" 2>/dev/null || true; } > "$1/proc" 2>/dev/null || true
-fi
-ls -- "$1"
-"""
-# $1 pid, $2 what its command line must name (the pid is still that daemon)
-KILL_SCRIPT = r"""
-tr '\000' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2" || { echo "pid $1 is no longer $2: nothing killed" >&2; exit 1; }
-kill -KILL "$1"
-i=0
-while [ -e "/proc/$1" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-[ ! -e "/proc/$1" ]
-"""
-_PROGRAM = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "memcached": "memcached",
-            "rsyncd": "rsync"}
-
 
 _SWIFT_DAEMON = re.compile(r"\Aswift-(account|container|object)-[a-z-]+@(.+)\Z")
 
@@ -55,9 +31,8 @@ def _alive_probe(host: str, pid_file: str) -> Probe:
     """A WaitOp probe: the pid file names a live process again."""
 
     def probe(env: StepEnv) -> tuple[bool, str]:
-        r = env.runner.run(host, ["sh", "-c", 'p=$(cat -- "$1" 2>/dev/null) && '
-                                  '[ -n "$p" ] && kill -0 "$p" && echo "$p"',
-                                  "stordoc-alive", pid_file], timeout_s=10)
+        r = env.runner.run(host, ["sh", "-c", ALIVE_SCRIPT, "stordoc-alive", pid_file],
+                           timeout_s=10)
         pid = r.stdout.strip()
         return (r.rc == 0 and pid.isdigit()), f"{pid_file}: {pid or 'no live process'}"
 

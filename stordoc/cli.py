@@ -82,6 +82,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
         bot,
         check,
         doctor,
+        hostguard,
         init,
         lab,
         maintenance,
@@ -100,7 +101,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     p.add_argument("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for mod in (check, snapshot, mutes, runbooks, maintenance, bench, bot, watch, tui, lab, swift,
-                doctor, init):
+                doctor, init, hostguard):
         if mod is lab:
             mod.register(sub, full=argv is None or "lab" in argv)
         else:

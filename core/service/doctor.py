@@ -244,6 +244,7 @@ def _from_caps(name: str, caps: Mapping[str, str], needs: RunbookNeeds,
 def host_access(cs: ClusterSettings, needs: RunbookNeeds,
                 timeout_s: float | None = None) -> list[Access]:
     from storage.discover import resolve_hosts
+    from storage.hostguard import MARK, REFUSED
     from storage.runner import HostUnreachable
     from storage.ssh import FabricRunner, SSHPool
 
@@ -274,7 +275,17 @@ def host_access(cs: ClusterSettings, needs: RunbookNeeds,
         if res.rc != 0:
             return Access("fail", name, f"{where} reachable, {key}; 'true' exited "
                           f"{res.rc}", without)
-        return Access("ok", name, f"{where} reachable, {key}, commands run")
+        # which commands the key runs: stordoc-host (storage/hostguard.py) refuses a shell
+        # with its mark; a key without a forced command runs it (a harmless `true`)
+        try:
+            sh = runner.run(h.name, ["sh", "-c", "true"], timeout_s=timeout_s or h.timeout_s)
+        except Exception:  # noqa: BLE001  (the first command ran: say what is known)
+            sh = None
+        if sh is not None and sh.rc == REFUSED and sh.stderr.startswith(MARK):
+            return Access("ok", name, f"{where} reachable, {key}, stordoc's commands only "
+                          "(stordoc-host)")
+        return Access("ok", name, f"{where} reachable, {key}, commands run (any command: "
+                      "no stordoc-host forced command on this key)")
 
     try:
         with ThreadPoolExecutor(max_workers=min(16, len(target.hosts))) as ex:

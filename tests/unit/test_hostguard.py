@@ -1,0 +1,136 @@
+"""The restricted key's allowlist (storage/hostallow.py) and its forced command
+(storage/hostguard.py): every command the checks and the runbooks send to a host on the
+saved faults of both releases is allowed; a shell, ``id``, a look-alike, an argument out of
+its type is refused, and the program itself runs nothing it refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runbooks.api import RunContext, plan_from_snapshot
+from runbooks.model import HostOp
+from storage.hostallow import allowlist, rules_for
+from storage.hostfacts.collect import plan_for
+from storage.hostfacts.identity import identity_argv
+from storage.hostfacts.scripts import facts_argv
+from storage.hostguard import MARK, REFUSED, match
+from storage.journal import Journal
+from tests.support.fixture_snapshots import CASES
+from tests.unit.test_replay import RELEASES, replay
+
+GUARD = Path(__file__).resolve().parents[2] / "storage" / "hostguard.py"
+FIXES = [(rel, c) for rel in RELEASES for c in CASES
+         if c.next_step and c.next_step.startswith("stordoc fix ")]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_hosts_facts_and_identity_probe_are_allowed(release: str) -> None:
+    rp = replay(release, "osd-unmounted-out")
+    snap = rp.outcome.snapshot
+    assert rp.target.hosts
+    for h in rp.target.hosts:
+        plan = plan_for(rp.target, h, snap.ceph, snap.swift)
+        argv = facts_argv(h.fstab_path, plan.osds, plan.swift, h.swift_ring_dirs, plan.daemons)
+        rules = rules_for(rp.target, h)
+        assert match(argv, rules) == "facts", h.name
+        assert match(identity_argv(["/dev/loop7", "/dev/vdb1"]), rules) == "identity"
+        assert match(["true"], rules) == "true"
+        # another host's facts (its OSDs' dirs differ only by id; its daemons do not)
+        others = [o for o in rp.target.hosts if o.name != h.name and o.daemons != h.daemons]
+        for o in others:
+            op = plan_for(rp.target, o, snap.ceph, snap.swift)
+            oargv = facts_argv(o.fstab_path, op.osds, op.swift, o.swift_ring_dirs, op.daemons)
+            if any(dp not in plan.daemons for dp in op.daemons if not dp.name.startswith("osd.")):
+                assert match(oargv, rules) is None, (h.name, o.name)
+
+
+@pytest.mark.parametrize("release,case", FIXES, ids=[f"{r}-{c.name}" for r, c in FIXES])
+def test_every_host_step_of_each_printed_fix_is_allowed(release: str, case: object) -> None:
+    from tests.support.fixture_snapshots import Case
+
+    assert isinstance(case, Case) and case.next_step
+    if not (Path(__file__).parents[1] / "fixtures").exists():
+        pytest.skip("no fixtures")
+    rp = replay(release, case.name)
+    _, _, runbook, target = case.next_step.split()[:4]
+    ctx = RunContext("lab", rp.target, Journal(":memory:"), rp.thresholds, user="tester")
+    plan = plan_from_snapshot(ctx, rp.outcome.snapshot, runbook, target)
+    ops = [s.op for s in plan.steps if isinstance(s.op, HostOp)]
+    for op in ops:
+        host = rp.target.host(op.host)
+        assert host is not None
+        assert match(op.argv, rules_for(rp.target, host)) is not None, op.argv
+
+
+def _lab_host() -> tuple[object, object]:
+    rp = replay(RELEASES[0], "osd-unmounted-out")
+    return rp.target, rp.target.hosts[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["id"], ["sh", "-c", "id"], ["sh"], ["bash", "-i"], ["true", "x"], [],
+    ["/bin/true"], ["ｔrue"], ["true\0"],
+    ["mount", "-o", "bind", "/dev/loop1", "/var/lib/ceph/osd/ceph-1"],
+    ["mount", "/dev/../etc/shadow", "/var/lib/ceph/osd/ceph-1"],
+    ["mount", "/dev/loop1", "/etc"],
+    ["umount", "/"],
+    ["blkid", "-p", "-o", "export", "/etc/shadow"],
+    ["ps", "-o", "pid=", "-p", "1;id"],
+    ["internal-sftp"], ["sftp-server"], ["scp", "-t", "/root"],
+])
+def test_what_is_not_stordocs_is_refused(argv: list[str]) -> None:
+    target, host = _lab_host()
+    assert match(argv, rules_for(target, host)) is None  # type: ignore[arg-type]
+
+
+def test_the_facts_script_with_a_foreign_group_or_text_is_refused() -> None:
+    rp = replay(RELEASES[0], "osd-unmounted-out")
+    h = rp.target.hosts[0]
+    snap = rp.outcome.snapshot
+    plan = plan_for(rp.target, h, snap.ceph, snap.swift)
+    argv = facts_argv(h.fstab_path, plan.osds, plan.swift, h.swift_ring_dirs, plan.daemons)
+    rules = rules_for(rp.target, h)
+    assert match(argv, rules) == "facts"
+    # a log file it was not configured with ("tail" of any file): refused
+    bad = [a if a != plan.daemons[0].log_file else "/etc/shadow" for a in argv]
+    assert bad != argv and match(bad, rules) is None
+    assert match(argv + ["osd", "1", "/etc", ""], rules) is None
+    assert match(argv + ["ringdir", "/root/.ssh"], rules) is None
+    assert match(argv[:-1], rules) is None  # half a group
+    assert match([argv[0], argv[1], argv[2] + "\nid", *argv[3:]], rules) is None
+
+
+def _guard(allow: Path, command: str | None, tmp: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    if command is not None:
+        env["SSH_ORIGINAL_COMMAND"] = command
+    return subprocess.run([sys.executable, str(GUARD), str(allow)], env=env, cwd=tmp,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_the_forced_command_runs_an_allowed_argv_and_nothing_else(tmp_path: Path) -> None:
+    target, host = _lab_host()
+    allow = tmp_path / "allow.json"
+    allow.write_text(json.dumps(allowlist(target, [host])))  # type: ignore[arg-type, list-item]
+    assert _guard(allow, "true", tmp_path).returncode == 0
+    canary = tmp_path / "ran"
+    for cmd in ("id", f"sh -c 'touch {canary}'", f"touch {canary}", f"true; touch {canary}",
+                f"true && touch {canary}", f"$(touch {canary})", "'unterminated"):
+        r = _guard(allow, cmd, tmp_path)
+        assert r.returncode == REFUSED and r.stderr.startswith(MARK), (cmd, r.stderr)
+        assert r.stdout == "" and len(r.stderr.splitlines()) == 1
+    r = _guard(allow, None, tmp_path)  # a login: no command
+    assert r.returncode == REFUSED and "no login" in r.stderr
+    assert not canary.exists()
+    # an allowlist that is missing or not one: refused, nothing run
+    for bad in (tmp_path / "missing.json", canary.with_name("bad.json")):
+        if bad.name == "bad.json":
+            bad.write_text('{"version": 99, "rules": []}')
+        r = _guard(bad, "true", tmp_path)
+        assert r.returncode == REFUSED and "no allowlist" in r.stderr
