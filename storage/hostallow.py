@@ -102,8 +102,21 @@ def _fill(template: str, cluster: str, conf: str) -> str:
                            data_dir="\x02data_dir\x02")
 
 
-def rules_for(target: ClusterTarget, host: HostTarget) -> list[dict[str, Any]]:
-    """Every command stordoc's checks and runbooks send to ``host``, as hostguard rules."""
+# what ``access`` lets a key run: "checks" the reads alone (a bot that only checks),
+# "repairs" those and every runbook but the disk replacement, "all" that too (it makes
+# filesystems and OSDs on a device: mkfs.xfs, ceph-volume prepare/create)
+ACCESS = ("checks", "repairs", "all")
+DISK_REPLACEMENT = frozenset({"osd_stop", "osd_prepare_raw", "osd_create_lvm", "osd_mkfs_xfs",
+                              "osd_mount_xfs", "osd_keyring_new", "osd_keyring_print",
+                              "osd_mkfs", "osd_chown"})
+
+
+def rules_for(target: ClusterTarget, host: HostTarget,
+              access: str = "repairs") -> list[dict[str, Any]]:
+    """Every command stordoc's checks (and runbooks, by ``access``) send to ``host``, as
+    hostguard rules."""
+    if access not in ACCESS:
+        raise ValueError(f"access {access!r}: one of {', '.join(ACCESS)}")
     cl = target.ceph_cluster_name
     conf = target.ceph.conf if target.ceph is not None else ""
     data_dir = host.osd_data_dir.format(cluster=cl, id=M["id"], fsid=M["fsid"])
@@ -129,12 +142,15 @@ def rules_for(target: ClusterTarget, host: HostTarget) -> list[dict[str, Any]]:
     # the identity probe of unmounted devices (read-only, own mount namespace)
     ident = identity_argv([])
     rules.append({"name": "identity", "re": _grouped(ident, [[M["device"]]])})
+    if access == "checks":
+        return rules
 
     # each argv template of the host's settings (start, activate, stop, prepare, mkfs ...)
     for f in fields(HostTarget):
         v = getattr(host, f.name)
         if isinstance(v, tuple) and v and all(isinstance(a, str) for a in v):
-            if f.name == "swift_ring_dirs":
+            if f.name == "swift_ring_dirs" or (f.name in DISK_REPLACEMENT
+                                                and access != "all"):
                 continue
             argv = [_fill(a, cl, conf) for a in v]
             if any("\x02data_dir\x02" in a for a in argv):
@@ -181,7 +197,7 @@ def rules_for(target: ClusterTarget, host: HostTarget) -> list[dict[str, Any]]:
             ["sh", "-c", KILL_SCRIPT, "stordoc-kill", M["pid"], prog])})
 
     # read-only looks of the disk replacement: a process, a device's size and label
-    rules += [
+    rules += [] if access != "all" else [
         {"name": "ps", "re": _pattern(["ps", "-o", "pid=", "-p", M["pid"]])},
         {"name": "lsblk", "re": _pattern(["lsblk", "-J", "-b", "-o",
                                             "PATH,TYPE,SIZE,MOUNTPOINT", M["device"]])},
@@ -193,25 +209,27 @@ def rules_for(target: ClusterTarget, host: HostTarget) -> list[dict[str, Any]]:
     return rules
 
 
-def allowlist(target: ClusterTarget, hosts: Sequence[HostTarget]) -> dict[str, Any]:
+def allowlist(target: ClusterTarget, hosts: Sequence[HostTarget],
+              access: str = "repairs") -> dict[str, Any]:
     """One host's allowlist; several hosts' together for a machine that is all of them
     (containers on one machine, the lab's simulated hosts): their rules, once each."""
     rules: list[dict[str, Any]] = []
     seen: set[str] = set()
     for h in hosts:
-        for r in rules_for(target, h):
+        for r in rules_for(target, h, access):
             key = json.dumps(r, sort_keys=True)
             if key not in seen:
                 seen.add(key)
                 rules.append(r)
-    return {"version": VERSION, "cluster": target.name,
+    return {"version": VERSION, "cluster": target.name, "access": access,
             "host": ",".join(h.name for h in hosts), "rules": rules}
 
 
-def write_allowlist(path: str, target: ClusterTarget, hosts: Sequence[HostTarget]) -> int:
+def write_allowlist(path: str, target: ClusterTarget, hosts: Sequence[HostTarget],
+                    access: str = "repairs") -> int:
     """Written whole (a temp file renamed over it): hostguard never reads half of one.
     Returns the number of rules."""
-    doc = allowlist(target, hosts)
+    doc = allowlist(target, hosts, access)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)

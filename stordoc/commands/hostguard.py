@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cluster", help="cluster name from the settings (default: the default)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the allowlist there (only over an allowlist stordoc wrote)")
+    p.add_argument("--access", choices=("checks", "repairs", "all"), default="repairs",
+                   help="what the key may run: checks (the reads alone), repairs (and "
+                   "every runbook but the disk replacement; the default), all (and the "
+                   "disk replacement: mkfs and ceph-volume prepare on a device)")
     p.add_argument("--program", action="store_true",
                    help="print the path of the forced-command program to copy to the host")
     p.add_argument("--authorized-key", metavar="PUB",
@@ -84,10 +88,11 @@ def cmd_hostguard(args: argparse.Namespace) -> int:
             if out.exists() and not _ours(out):
                 raise UserError(f"{out} exists and is not an allowlist stordoc wrote: "
                                 "not overwritten")
-            n = write_allowlist(str(out), target, hosts)
-            term.line(f"wrote {out}: {n} rules for {', '.join(h.name for h in hosts)}")
+            n = write_allowlist(str(out), target, hosts, args.access)
+            term.line(f"wrote {out}: {n} rules ({args.access}) for "
+                      f"{', '.join(h.name for h in hosts)}")
         else:
-            term.line(json.dumps(allowlist(target, hosts), indent=1))
+            term.line(json.dumps(allowlist(target, hosts, args.access), indent=1))
         return 0
     finally:
         env.close()

@@ -66,6 +66,27 @@ def test_every_host_step_of_each_printed_fix_is_allowed(release: str, case: obje
         host = rp.target.host(op.host)
         assert host is not None
         assert match(op.argv, rules_for(rp.target, host)) is not None, op.argv
+        # a key for checks alone runs none of a fix's steps
+        assert match(op.argv, rules_for(rp.target, host, "checks")) is None, op.argv
+
+
+def test_disk_replacement_needs_the_access_that_names_it() -> None:
+    """mkfs and ceph-volume prepare make filesystems and OSDs on a device: only with
+    ``--access all``; the checks' own commands under every access."""
+    rp = replay(RELEASES[0], "osd-unmounted-out")
+    h = rp.target.hosts[0]
+    uuid = "0b6e8f0c-5c4f-4bd5-9c3e-2f6a3f1d2e4a"
+    mkfs = [a.format(fs_uuid=uuid, device="/dev/vdb") for a in h.osd_mkfs_xfs]
+    prep = [a.format(cluster=rp.target.ceph_cluster_name, device="/dev/vdb", id=7)
+            for a in h.osd_prepare_raw]
+    for argv in (mkfs, prep):
+        assert match(argv, rules_for(rp.target, h, "all")) is not None, argv
+        assert match(argv, rules_for(rp.target, h, "repairs")) is None, argv
+        assert match(argv, rules_for(rp.target, h, "checks")) is None, argv
+    for access in ("checks", "repairs", "all"):
+        assert match(["true"], rules_for(rp.target, h, access)) == "true"
+    with pytest.raises(ValueError, match="one of checks, repairs, all"):
+        rules_for(rp.target, h, "root")
 
 
 def _lab_host() -> tuple[object, object]:
@@ -134,3 +155,58 @@ def test_the_forced_command_runs_an_allowed_argv_and_nothing_else(tmp_path: Path
             bad.write_text('{"version": 99, "rules": []}')
         r = _guard(bad, "true", tmp_path)
         assert r.returncode == REFUSED and "no allowlist" in r.stderr
+
+
+def _cfg(tmp_path: Path) -> Path:
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon_host = 127.0.0.1:1\n")
+    cfg = tmp_path / "stordoc.toml"
+    cfg.write_text(f'journal = "{tmp_path}/j.db"\n'
+                   f'[clusters.c.ceph]\nconf = "{conf}"\ntimeout = 1\n'
+                   '[[clusters.c.hosts]]\nname = "n1"\naddress = "127.0.0.2"\n'
+                   'swift_devices_dir = "/srv/node"\n'
+                   '[[clusters.c.hosts]]\nname = "n2"\naddress = "127.0.0.3"\n')
+    return cfg
+
+
+def test_cli_writes_an_allowlist_and_refuses_bad_input(tmp_path: Path) -> None:
+    from tests.support.cli import run_main
+
+    cfg = _cfg(tmp_path)
+    out = tmp_path / "allow.json"
+    rc, so, se = run_main("--config", str(cfg), "hostguard", "n1", "-o", str(out))
+    assert rc == 0 and so.startswith(f"wrote {out}: ") and "(repairs) for n1" in so, so + se
+    doc = json.loads(out.read_text())
+    assert doc["host"] == "n1" and doc["access"] == "repairs" and doc["version"] == 2
+    assert match(["umount", "/srv/node/d1"], doc["rules"]) == "umount swift"
+    # again over its own file: fine; the two hosts of one machine: one list
+    rc, so, _ = run_main("--config", str(cfg), "hostguard", "n1", "127.0.0.3", "-o", str(out),
+                         "--access", "checks")
+    assert rc == 0 and "(checks) for n1, n2" in so
+    assert match(["umount", "/srv/node/d1"], json.loads(out.read_text())["rules"]) is None
+    # bad input: one line each, exit 64, nothing written
+    foreign = tmp_path / "notes.json"
+    foreign.write_text('{"mine": 1}\n')
+    pub = tmp_path / "k.pub"
+    pub.write_text('ssh-ed25519 AAAA x\nssh-rsa BBBB y\n')
+    for argv, said in (
+            (["hostguard", "n9"], "host 'n9' is unknown in cluster c (hosts: n1, n2)"),
+            (["hostguard", "ｎ1"], "is unknown"),
+            (["hostguard", "n1", "-o", str(foreign)], "is not an allowlist stordoc wrote"),
+            (["hostguard", "x", "--authorized-key", str(pub)], "not one OpenSSH public key"),
+            (["hostguard", "x", "--authorized-key", str(tmp_path / "none.pub")],
+             "No such file")):
+        rc, so, se = run_main("--config", str(cfg), *argv)
+        assert rc == 64 and said in se and "Traceback" not in so + se, (argv, rc, so, se)
+        assert len(se.strip().splitlines()) <= 3, se
+    assert foreign.read_text() == '{"mine": 1}\n'
+    from tests.support.cli import cli
+
+    r = cli(cfg, "hostguard", "n1", "--access", "root", "-o", str(foreign))
+    assert r.returncode == 64 and "invalid choice: 'root'" in r.stderr
+    assert "Traceback" not in r.stderr and foreign.read_text() == '{"mine": 1}\n'
+    pub.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJy x@y\n")
+    rc, so, _ = run_main("hostguard", "x", "--authorized-key", str(pub))
+    assert rc == 0 and so.strip() == ('command="/usr/bin/python3 /usr/local/lib/stordoc/'
+                                      'stordoc-host /etc/stordoc/host-allow.json",restrict '
+                                      'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJy x@y')
