@@ -9,6 +9,7 @@ Usage: .venv/bin/python benchmarks/ci_phases.py [TIMES_JSON]
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -44,7 +45,34 @@ def main(argv: list[str]) -> int:
                 line += "; " + ", ".join(f"lab {r} up in {s} s" for r, s in up)
         print(line)
     print(f"total: {fmt(t_end - t0)}")
+    busy = cpu_busy(logs)
+    if busy is not None:
+        print(f"CPU busy over the three parts: {busy:.0%} of {os.cpu_count()} cores (a run "
+              "near 100% is bound by the CPU; well below, by the labs' waits)")
+    for name in ("pacific", "reef"):
+        waits = logs / f"{name}.settle"
+        if waits.exists():
+            rows = [ln.split(" ", 1) for ln in waits.read_text().splitlines() if " " in ln]
+            total = sum(float(r[0]) for r in rows)
+            top = max(rows, key=lambda r: float(r[0]), default=None)
+            print(f"{name}: waited {fmt(total)} for the lab to settle before {len(rows)} "
+                  f"tests" + (f" (longest {float(top[0]):.0f} s, before {top[1]})"
+                              if top else ""))
     return 0
+
+
+def cpu_busy(logs: Path) -> float | None:
+    """The busy share of all cores between the parts' start and end (/proc/stat's cpu
+    line: user nice system idle iowait irq softirq steal ...)."""
+    try:
+        a = [int(x) for x in (logs / "cpu.start").read_text().split()[1:]]
+        b = [int(x) for x in (logs / "cpu.end").read_text().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    d = [y - x for x, y in zip(a, b)]
+    total = sum(d[:8])
+    idle = d[3] + d[4]
+    return (total - idle) / total if total > 0 else None
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ free of the PG and OSD-down checks it learns of after the manager does."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,8 +31,17 @@ SETTLING_CHECKS = frozenset({"PG_AVAILABILITY", "PG_DEGRADED", "OSD_DOWN", "OSD_
 SETTLE_S = 420
 
 
+def _settle_log(nodeid: str, secs: float) -> None:
+    """Each test's wait for the lab to settle, to $STORDOC_SETTLE_LOG (scripts/test: where
+    the lab parts' minutes go besides the tests' own; benchmarks/ci_phases.py sums it)."""
+    path = os.environ.get("STORDOC_SETTLE_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{secs:.1f} {nodeid}\n")
+
+
 @pytest.fixture(autouse=True)
-def settled(lab: Lab) -> None:
+def settled(lab: Lab, request: pytest.FixtureRequest) -> None:
     if _broken:  # fail at once instead of waiting out the deadline test after test
         pytest.fail(f"the lab is broken since an earlier test: {_broken[0]}")
     why: list[str | None] = ["not asked"]
@@ -39,8 +50,10 @@ def settled(lab: Lab) -> None:
         why[0] = lab.unsettled(SETTLING_CHECKS)
         return why[0] is None
 
+    t0 = time.monotonic()
     try:
         wait_until(calm, SETTLE_S, "the lab to settle", 0.5)
+        _settle_log(request.node.nodeid, time.monotonic() - t0)
         return
     except AssertionError:
         pass

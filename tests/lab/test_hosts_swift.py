@@ -6,15 +6,12 @@ broken scenario: test_scenarios.py (live) and tests/unit/test_replay.py (snapsho
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from checks.engine import CheckReport, run_checks
-from checks.mounts import OSD_CODES, SWIFT_CODES
-from checks.swift_rings import CODES as RING_CODES
 from core.settings import load_settings
 from lab import Lab
 from storage.collect import collect
@@ -24,8 +21,7 @@ from storage.runner import HostUnreachable
 from storage.ssh import FabricRunner
 from storage.targets import ClusterTarget, HostTarget
 from tests.support.broken import broken
-
-OURS = {c.code for c in OSD_CODES + SWIFT_CODES + RING_CODES} | {"HOST_UNREACHABLE"}
+from tests.support.init_config import findings, init_config, settled
 
 
 @pytest.fixture(scope="module")
@@ -160,40 +156,25 @@ def test_init_config_checks_like_the_labs_own(lab: Lab, cfg: Path, tmp_path: Pat
     the rings, as on a real cluster: issue 40.5): a config of at most 30 lines whose
     hosts come from the cluster, with which ``check --json`` gives the findings of the lab's own generated config, the
     same host facts of each host, and ``doctor`` reaches every host (issue 40.1); with
-    osd.1's data dir unmounted too. On Pacific only: the Reef lab runs its daemons in a
+    osd.1's data dir unmounted, and with a Swift device unmounted (the raw OSD not
+    activated: tests/lab/test_scenarios.py, while it is broken there). On Pacific only: the Reef lab runs its daemons in a
     chroot, so the paths they report (a raw OSD's data dir) are not the host's, which no
     real cluster does."""
     from core.env import Env
     from tests.support.cli import run_main
 
-    out = tmp_path / "init.toml"
-    rc, so, se = run_main("init", "--name", "lab", "--ceph-conf", str(lab.conf),
-                          "--keyring", str(lab.admin_keyring), "--swift-dir",
-                          str(lab.swift_etc), "--ssh-key", str(lab.ssh_dir / "client_ed25519"),
-                          "--known-hosts", str(lab.ssh_dir / "known_hosts"),
-                          "--ssh-port", str(lab.ports.sshd), "-o", str(out))
-    assert rc == 0, so + se
-    text = out.read_text()
+    mine, text = init_config(lab, tmp_path)
     assert len(text.splitlines()) <= 30, text
     assert "[[clusters.lab.hosts]]" not in text and "hosts_from" in text
-    mine = tmp_path / "mine.toml"
-    mine.write_text(f'journal = "{tmp_path / "j2.db"}"\n' + text)
-
-    def findings(config: Path) -> tuple[int, list[tuple[str, str]]]:
-        rc, so, se = run_main("--config", str(config), "check", "--json")
-        doc = json.loads(so)
-        return rc, sorted((f["code"], f["entity"]) for f in doc["findings"])
-
     assert findings(mine) == findings(cfg)
-    with broken(lab, "osd-unmounted", osd=1):  # the seed fault: seen on node2 alike
-        def settled(config: Path) -> list[tuple[str, str]]:
-            """What the hosts and the osdmap say (the PGs re-peer between two checks)."""
-            return [f for f in findings(config)[1] if f[0].startswith(("OSD_", "HOST_"))
-                    or f[0] in OURS]
-
-        theirs = settled(cfg)
-        assert ("OSD_DATA_UNMOUNTED", "osd.1") in theirs
-        assert settled(mine) == theirs
+    # the seed fault and a Swift device unmounted: seen on their hosts alike
+    for scenario, kw, want in (("osd-unmounted", {"osd": 1}, ("OSD_DATA_UNMOUNTED", "osd.1")),
+                               ("swift-device-unmounted", {"device": "d2"},
+                                ("SWIFT_DEVICE_UNMOUNTED", "d2@node2"))):
+        with broken(lab, scenario, **kw):
+            theirs = settled(cfg)
+            assert want in theirs, theirs
+            assert settled(mine) == theirs, scenario
 
     def facts(config: Path) -> dict[str, Any]:
         env = Env(load_settings(config))

@@ -36,19 +36,36 @@ from tests.support.fixture_snapshots import (
     snapshot_ports,
     undo_fault,
 )
+from tests.support.init_config import init_config, settled
 from tests.support.poll import wait_until
 from tests.support.printed_commands import printed_steps, run_host_printed, run_printed
+from tests.support.restricted import restricted_key, with_key
 
 REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
 
 
+# whose next step needs stordoc's full SSH key: the ring push copies a ring over sftp
+FULL_KEY = frozenset({"swift-ring-stale"})
+
+
+@pytest.fixture(scope="module")
+def restricted(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """stordoc's restricted host key for this module's checks and fixes (issue 40.3)."""
+    with restricted_key(lab, tmp_path_factory.mktemp("restricted")) as key:
+        yield key
+
+
 @pytest.fixture
-def journal_env(lab: Lab, tmp_path: Path) -> Iterator[tuple[Env, Path]]:
-    """An Env and a config file on one journal of this test (the CLI's fix shares it)."""
+def journal_env(lab: Lab, tmp_path: Path, restricted: Path,
+                request: pytest.FixtureRequest) -> Iterator[tuple[Env, Path]]:
+    """An Env and a config file on one journal of this test (the CLI's fix shares it);
+    its hosts reached with the restricted key, but where the case's fix needs the full."""
     cfg = tmp_path / "stordoc.toml"
-    cfg.write_text("\n".join(f'journal = "{tmp_path / "journal.db"}"'
-                             if ln.startswith("journal =") else ln
-                             for ln in lab.config_path.read_text().splitlines()) + "\n")
+    text = "\n".join(f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =")
+                     else ln for ln in lab.config_path.read_text().splitlines()) + "\n"
+    case = getattr(request.node, "callspec", None)
+    name = case.params["case"].name if case is not None else ""
+    cfg.write_text(text if name in FULL_KEY else with_key(lab, text, restricted))
     e = Env(load_settings(cfg))
     yield e, cfg
     e.close()
@@ -111,6 +128,9 @@ def audited(env: Env, runbook: str, target: str) -> None:
 # pg-unfound is broken live once, on Reef, by tests/lab/test_unfound_lab.py: it compares
 # with the snapshot there, then repairs it through Slack with two people (one live break)
 LIVE = [c for c in CASES if c.name != "pg-unfound"]
+# broken here on Pacific, and compared with init's config while broken (the XFS OSD and
+# the Swift device: tests/lab/test_hosts_swift.py)
+INIT_ALIKE = frozenset({"osd-not-activated"})
 
 
 MARKS = {"both": (pytest.mark.release,), "reef": (pytest.mark.on_reef,), "pacific": ()}
@@ -137,6 +157,11 @@ def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
         make_fault(lab, case)
         try:
             reach(env, lab, want, case.name, daemons, case.after_pass, case.load_noise)
+            if case.name in INIT_ALIKE and lab.release == "pacific":
+                # issue 40.5: a config `stordoc init` wrote from the ceph.conf, a keyring,
+                # the Swift dir and an SSH key alone sees the fault on its host alike
+                mine, _ = init_config(lab, cfg.parent)
+                assert settled(mine) == settled(cfg), case.name
             # issue 38.1: each `ceph ...` command the diagnosis prints that reads, or undoes
             # the fault where no runbook applies, runs on this release and Ceph takes it
             out = Service(env).check("lab", "test")
@@ -146,7 +171,9 @@ def test_live_break_reaches_its_snapshot_and_the_next_step_repairs_it(
                 assert rc == 0 and "EINVAL" not in err, (cmd, rc, err)
             # issue 38.6: each other exact step it prints (a host's command, said with its
             # host; a Swift tool; a recon read; a `stordoc plan`) runs there and exits 0
-            ran = run_host_printed(lab, env.target("lab"), out, undo=not case.next_step,
+            # (a person's commands: with the lab's own key, not stordoc's restricted one)
+            ran = run_host_printed(lab, load_settings(lab.config_path).cluster("lab")
+                                   .target("lab"), out, undo=not case.next_step,
                                    plan=lambda *a: _plan(cfg, *a))
             print(f"{case.name} on {lab.release}: ran {[(c, w, rc) for c, w, rc, _ in ran]}")
             for cmd, _, rc, err in ran:
