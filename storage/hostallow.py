@@ -75,16 +75,24 @@ class _Names:
 
 
 def _rx(argv: list[str] | tuple[str, ...], names: _Names | None = None) -> str:
-    """One command as a pattern over its arguments joined by NUL."""
+    """Arguments as a pattern over each one preceded by NUL (no argument holds one)."""
     names = names or _Names()
-    return SEP.join(_MARK.sub(names.sub, re.escape(a)) for a in argv)
+    return "".join(SEP + _MARK.sub(names.sub, re.escape(a)) for a in argv)
 
 
-def _pattern(argv: list[str] | tuple[str, ...]) -> str:
-    return _rx(argv)
+def _split(argv: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The literal head (compared as strings on the host, no regex to compile: a script's
+    text is most of it) and the rest, from the first argument that holds a marker."""
+    k = next((i for i, a in enumerate(argv) if _MARK.search(re.escape(a))), len(argv))
+    return list(argv[:k]), list(argv[k:])
 
 
-def _grouped(head: list[str], groups: list[list[str]]) -> str:
+def _pattern(argv: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    lit, rest = _split(argv)
+    return {"lit": lit, "re": _rx(rest)}
+
+
+def _grouped(head: list[str], groups: list[list[str]]) -> dict[str, Any]:
     """A head then any run of groups (the facts script's ``osd ID DIR PIDFILE`` ...)."""
     names = _Names()
     alts = []
@@ -92,7 +100,8 @@ def _grouped(head: list[str], groups: list[list[str]]) -> str:
         names.scope()
         alts.append(_rx(g, names))
     names.scope()
-    return _rx(head, names) + f"(?:{SEP}(?:{'|'.join(alts)}))*"
+    lit, rest = _split(head)
+    return {"lit": lit, "re": _rx(rest, names) + f"(?:{'|'.join(alts)})*"}
 
 
 def _fill(template: str, cluster: str, conf: str) -> str:
@@ -124,7 +133,7 @@ def rules_for(target: ClusterTarget, host: HostTarget,
         if host.osd_pid_file else ""
     swift_dir = host.swift_devices_dir.rstrip("/") if host.swift_devices_dir else None
     swift_mp = f"{swift_dir}/{M['name']}" if swift_dir else None
-    rules: list[dict[str, Any]] = [{"name": "true", "re": _pattern(["true"])}]
+    rules: list[dict[str, Any]] = [{"name": "true", **_pattern(["true"])}]
 
     # the facts script: its head, then any run of the host's OSD, daemon, device groups
     head = facts_argv(host.fstab_path, [], [])
@@ -137,11 +146,11 @@ def rules_for(target: ClusterTarget, host: HostTarget,
     if swift_mp:
         groups.append(["swift", M["name"], swift_mp])
     groups += [["ringdir", rd] for rd in host.swift_ring_dirs]
-    rules.append({"name": "facts", "re": _grouped(head, groups)})
+    rules.append({"name": "facts", **_grouped(head, groups)})
 
     # the identity probe of unmounted devices (read-only, own mount namespace)
     ident = identity_argv([])
-    rules.append({"name": "identity", "re": _grouped(ident, [[M["device"]]])})
+    rules.append({"name": "identity", **_grouped(ident, [[M["device"]]])})
     if access == "checks":
         return rules
 
@@ -155,10 +164,10 @@ def rules_for(target: ClusterTarget, host: HostTarget,
             argv = [_fill(a, cl, conf) for a in v]
             if any("\x02data_dir\x02" in a for a in argv):
                 argv = [a.replace("\x02data_dir\x02", data_dir) for a in argv]
-            rules.append({"name": f.name, "re": _pattern(argv)})
+            rules.append({"name": f.name, **_pattern(argv)})
     for dt in host.daemons:
         if dt.start:
-            rules.append({"name": f"start {dt.name}", "re": _pattern(list(dt.start))})
+            rules.append({"name": f"start {dt.name}", **_pattern(list(dt.start))})
 
     # mount and unmount an OSD's data dir or a Swift device's mount point
     dirs = [("osd", data_dir)] + ([("swift", swift_mp)] if swift_mp else [])
@@ -166,18 +175,18 @@ def rules_for(target: ClusterTarget, host: HostTarget,
         for pre in ([], ["-t", M["fstype"]], ["-o", M["opts"]],
                     ["-t", M["fstype"], "-o", M["opts"]]):
             rules.append({"name": f"mount {what}",
-                          "re": _pattern(["mount", *pre, M["device"], mp])})
-        rules.append({"name": f"umount {what}", "re": _pattern(["umount", mp])})
+                          **_pattern(["mount", *pre, M["device"], mp])})
+        rules.append({"name": f"umount {what}", **_pattern(["umount", mp])})
     if swift_mp:
         rules.append({"name": "umount swift lazy",
-                      "re": _pattern(["umount", "--lazy", swift_mp])})
-        rules.append({"name": "mkdir swift", "re": _pattern(["mkdir", "-p", swift_mp])})
+                      **_pattern(["umount", "--lazy", swift_mp])})
+        rules.append({"name": "mkdir swift", **_pattern(["mkdir", "-p", swift_mp])})
 
     # the daemon runbooks' scripts: a pid file names a live process; the evidence saved;
     # a hung daemon killed
     pid_files = [d.pid_file for d in host.daemons if d.pid_file] + ([pidf] if pidf else [])
     for pf in pid_files:
-        rules.append({"name": "alive", "re": _pattern(
+        rules.append({"name": "alive", **_pattern(
             ["sh", "-c", ALIVE_SCRIPT, "stordoc-alive", pf])})
     logs = [d.log_file for d in host.daemons if d.log_file] + (
         [host.osd_log_file.format(id=M["id"], cluster=cl, fsid=M["fsid"])]
@@ -189,22 +198,22 @@ def rules_for(target: ClusterTarget, host: HostTarget,
     for log in logs + [""]:
         for cd in crash_dirs:
             for pid in ("", M["pid"]):
-                rules.append({"name": "evidence", "re": _pattern(
+                rules.append({"name": "evidence", **_pattern(
                     ["sh", "-c", EVIDENCE_SCRIPT, "stordoc-evidence", ev, log, cd, pid])})
     programs = sorted(set(PROGRAM.values()) | {d.name for d in host.daemons})
     for prog in programs:
-        rules.append({"name": "kill hung", "re": _pattern(
+        rules.append({"name": "kill hung", **_pattern(
             ["sh", "-c", KILL_SCRIPT, "stordoc-kill", M["pid"], prog])})
 
     # read-only looks of the disk replacement: a process, a device's size and label
     rules += [] if access != "all" else [
-        {"name": "ps", "re": _pattern(["ps", "-o", "pid=", "-p", M["pid"]])},
-        {"name": "lsblk", "re": _pattern(["lsblk", "-J", "-b", "-o",
+        {"name": "ps", **_pattern(["ps", "-o", "pid=", "-p", M["pid"]])},
+        {"name": "lsblk", **_pattern(["lsblk", "-J", "-b", "-o",
                                             "PATH,TYPE,SIZE,MOUNTPOINT", M["device"]])},
-        {"name": "blkid", "re": _pattern(["blkid", "-p", "-o", "export", M["device"]])},
+        {"name": "blkid", **_pattern(["blkid", "-p", "-o", "export", M["device"]])},
     ]
     for rd in host.swift_ring_dirs:
-        rules.append({"name": "ring md5", "re": _pattern(
+        rules.append({"name": "ring md5", **_pattern(
             ["md5sum", "--", f"{rd.rstrip('/')}/{M['name']}"])})
     return rules
 

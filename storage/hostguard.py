@@ -25,18 +25,22 @@ from typing import Any
 
 REFUSED = 126  # what a shell returns for a command found but not runnable
 MARK = "stordoc-host:"  # the refusal's first word (doctor tells the wrapper by it)
-VERSION = 2
+VERSION = 3
 
 
 def match(argv: Sequence[str], rules: Sequence[dict[str, Any]]) -> str | None:
-    """The name of the first rule ``argv`` matches, or None. A rule is one pattern over
-    the arguments joined by NUL (no argument can hold one), so a value it names twice
-    (an OSD's id in its data dir and its pid file) is the same value both times."""
+    """The name of the first rule ``argv`` matches, or None. A rule is a literal head
+    (compared as strings) and one pattern over the rest, each argument preceded by NUL (no
+    argument can hold one), so a value it names twice (an OSD's id in its data dir and
+    its pid file) is the same value both times."""
     if not argv or any("\0" in a for a in argv):
         return None
-    joined = "\0".join(argv)
     for rule in rules:
-        if re.fullmatch(str(rule.get("re", "(?!)")), joined):
+        lit = rule.get("lit")
+        if not isinstance(lit, list) or list(argv[:len(lit)]) != lit:
+            continue
+        rest = "".join("\0" + a for a in argv[len(lit):])
+        if re.fullmatch(str(rule.get("re", "(?!)")), rest):
             return str(rule.get("name", "?"))
     return None
 

@@ -177,7 +177,7 @@ def test_cli_writes_an_allowlist_and_refuses_bad_input(tmp_path: Path) -> None:
     rc, so, se = run_main("--config", str(cfg), "hostguard", "n1", "-o", str(out))
     assert rc == 0 and so.startswith(f"wrote {out}: ") and "(repairs) for n1" in so, so + se
     doc = json.loads(out.read_text())
-    assert doc["host"] == "n1" and doc["access"] == "repairs" and doc["version"] == 2
+    assert doc["host"] == "n1" and doc["access"] == "repairs" and doc["version"] == 3
     assert match(["umount", "/srv/node/d1"], doc["rules"]) == "umount swift"
     # again over its own file: fine; the two hosts of one machine: one list
     rc, so, _ = run_main("--config", str(cfg), "hostguard", "n1", "127.0.0.3", "-o", str(out),
