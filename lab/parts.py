@@ -116,5 +116,8 @@ class LabParts(LabSite):
         # a restart-loop supervisor (lab/scenarios/daemons.py) left by a break not healed:
         # stopped first, or it starts its OSD again after the OSD is stopped
         names[:0] = sorted(f.name.removesuffix(".pid") for f in self.pids.glob("osd-*-loop.pid"))
+        # the client load of osd-slow-ops (lab/scenarios/slow.py) left by a break that failed
+        if (self.pids / "slow-load.pid").exists():
+            names.insert(0, "slow-load")
         return names
 

@@ -103,3 +103,21 @@ def test_down_stops_a_restart_loop_left_by_a_break(tmp_path: Path) -> None:
         assert not pid_alive(sup) and not pid_alive(child)
     finally:
         _end_group(sup)
+
+
+def test_down_stops_the_slow_ops_load_left_by_a_failed_break(tmp_path: Path) -> None:
+    """Reef CI: osd-slow-ops' break timed out and its `rados bench` outlived the lab."""
+    import subprocess
+    import sys
+
+    lab = Lab(tmp_path / "lab", 29000, "xfs")
+    lab.pids.mkdir(parents=True)
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(lab.base)])
+    try:
+        (lab.pids / "slow-load.pid").write_text(f"{p.pid}\n")
+        assert lab.known_daemons()[0] == "slow-load"
+        assert "slow-load" in lab.down(quiet=True)["stopped"]
+        assert p.wait(timeout=30) is not None
+    finally:
+        if p.poll() is None:
+            p.kill()
