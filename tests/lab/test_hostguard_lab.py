@@ -6,13 +6,13 @@ ring over sftp: the full key's)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 from lab import Lab
 from storage.hostguard import MARK, REFUSED
 from tests.support.cli import run_main
+from tests.support.init_config import findings
 from tests.support.restricted import restricted_key, with_key
 
 
@@ -21,13 +21,6 @@ def _ssh(lab: Lab, key: Path, *argv: str) -> subprocess.CompletedProcess[str]:
         ["ssh", "-T", "-i", str(key), "-p", str(lab.ports.sshd), "-o", "BatchMode=yes",
          "-o", f"UserKnownHostsFile={lab.ssh_dir / 'known_hosts'}", "-o", "IdentitiesOnly=yes",
          "root@127.0.0.2", *argv], capture_output=True, text=True, timeout=60, check=False)
-
-
-def _check(cfg: Path) -> tuple[int, list[tuple[str, str]]]:
-    rc, out, err = run_main("--config", str(cfg), "check", "--json")
-    assert rc in (0, 1, 2), out + err
-    doc = json.loads(out)
-    return rc, sorted((f["code"], f.get("entity") or "") for f in doc["findings"])
 
 
 def test_restricted_key_runs_no_shell_and_checks_alike(lab: Lab, tmp_path: Path) -> None:
@@ -50,4 +43,4 @@ def test_restricted_key_runs_no_shell_and_checks_alike(lab: Lab, tmp_path: Path)
         rc, out, _ = run_main("--config", str(lab.config_path), "doctor", width=200)
         said = " ".join(out.split())
         assert said.count("no stordoc-host forced command on this key") == lab.n_hosts, out
-        assert _check(cfg) == _check(lab.config_path)
+        assert findings(cfg) == findings(lab.config_path)
