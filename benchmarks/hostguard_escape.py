@@ -1,7 +1,7 @@
 """What stordoc's restricted key can run (issue 40's goal: 0 commands other than the
 allowed ones). From every saved fault of each release: every command stordoc really sends
-to a host (each host's facts script, the identity probe, each printed fix's host steps,
-planned from the snapshot); each is put to that host's allowlist (storage/hostallow.py),
+to a host (each host's facts script, the identity probe, each printed fix's host steps
+and the Swift ring push's copies, planned from the snapshot); each is put to that host's allowlist (storage/hostallow.py),
 and so is each of its hostile variants: every argument in turn replaced by a shell, a
 file outside the configured paths, a command substitution, a path escape, a look-alike,
 an argument added or dropped. Printed: product commands allowed / sent, hostile variants
@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from runbooks.api import RunContext, plan_from_snapshot  # noqa: E402
-from runbooks.model import HostOp  # noqa: E402
 from storage.hostallow import rules_for  # noqa: E402
 from storage.hostfacts.collect import plan_for  # noqa: E402
 from storage.hostfacts.identity import identity_argv  # noqa: E402
@@ -28,6 +27,7 @@ from storage.hostfacts.scripts import facts_argv  # noqa: E402
 from storage.hostguard import match  # noqa: E402
 from storage.journal import Journal  # noqa: E402
 from tests.support.fixture_snapshots import CASES, replayed  # noqa: E402
+from tests.support.hostsent import sent as sent_by  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "snapshots"
 HOSTILE = ("sh", "/bin/sh", "id", "$(id)", "`id`", "; id", "x && id", "/etc/shadow",
@@ -69,10 +69,10 @@ def main() -> int:
                                  user="bench")
                 plan = plan_from_snapshot(ctx, snap, rb, tg)
                 for s in plan.steps:
-                    if isinstance(s.op, HostOp):
-                        ht = target.host(s.op.host)
+                    ht = target.host(s.where)
+                    for argv in sent_by(s):  # host steps, and a ring push's commands
                         if ht is not None:
-                            product.setdefault(ht.name, set()).add(s.op.argv)
+                            product.setdefault(ht.name, set()).add(argv)
             for name, cmds in sorted(product.items()):
                 host = target.host(name)
                 assert host is not None

@@ -164,7 +164,7 @@ class PyOp:
 
     describe: str
     fn: Probe
-    remote: bool = False  # uses env.runner (SSH/SFTP to a host): the run opens a runner
+    remote: bool = False  # uses env.runner (SSH to a host): the run opens a runner
 
     def command(self) -> str:
         return self.describe

@@ -5,7 +5,7 @@ for what varies (an OSD id, a device, a pid, a UUID), then turning each marker i
 typed pattern: the allowlist follows the product's commands instead of a second table of
 them. What is fixed by the host's settings (its fstab, daemons, paths, templates) is
 matched literally. What it leaves out needs the full key: the multi-client benchmarks
-(staged programs, sftp, socket forwarding) and the Swift ring distribution's copies.
+(staged programs, socket forwarding).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from storage.hostfacts.collect import daemon_probes
 from storage.hostfacts.identity import identity_argv
 from storage.hostfacts.scripts import facts_argv
 from storage.hostguard import VERSION
-from storage.hostscripts import ALIVE_SCRIPT, EVIDENCE_SCRIPT, KILL_SCRIPT, PROGRAM
+from storage.hostscripts import ALIVE_SCRIPT, EVIDENCE_SCRIPT, KILL_SCRIPT, PROGRAM, put_argv
 from storage.targets import ClusterTarget, HostTarget
 
 # a path component that cannot be "." or "..": it does not start with a dot
@@ -39,6 +39,10 @@ SLOTS: dict[str, str] = {
     "\x01server\x01": r"(?:object|container|account)",
     "\x01fstype\x01": r"(?:xfs|ext4|ext3|btrfs)",
     "\x01opts\x01": "",  # set below: the mount options
+    # a ring file (a storage policy's object-N too) and the suffix a ring push gives its
+    # copies (runbooks/swift/ring_distribution.py: stordoc-, rb-/rd-/rn- or not, 12 hex digits)
+    "\x01ring\x01": r"(?:object(?:-[0-9]{1,4})?|container|account)\.ring\.gz",
+    "\x01suffix\x01": r"stordoc-(?:r[bdn]-)?[0-9a-f]{12}",
 }
 M = {k.strip("\x01"): k for k in SLOTS}
 # mount options stordoc copies from a host's fstab line (runbooks/base.mount_options)
@@ -215,6 +219,14 @@ def rules_for(target: ClusterTarget, host: HostTarget,
     for rd in host.swift_ring_dirs:
         rules.append({"name": "ring md5", **_pattern(
             ["md5sum", "--", f"{rd.rstrip('/')}/{M['name']}"])})
+        # the ring push: a backup beside the ring, the new one copied in as a new file,
+        # renamed over the ring, or removed when its md5 is wrong
+        ring = f"{rd.rstrip('/')}/{M['ring']}"
+        tmp, bak = f"{ring}.{M['suffix']}.tmp", f"{ring}.{M['suffix']}.bak"
+        rules += [{"name": "ring backup", **_pattern(["cp", "-p", "--", ring, bak])},
+                  {"name": "ring copy", **_pattern(put_argv(tmp))},
+                  {"name": "ring rename", **_pattern(["mv", "-f", "--", tmp, ring])},
+                  {"name": "ring copy removed", **_pattern(["rm", "-f", "--", tmp])}]
     return rules
 
 

@@ -30,3 +30,19 @@ PROGRAM = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "memcached":
            "rsyncd": "rsync"}
 # $1 pid file: it names a live process (printed)
 ALIVE_SCRIPT = 'p=$(cat -- "$1" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" && echo "$p"'
+# $1 a new file: standard input written to it, never over a file that exists (noclobber
+# creates it or fails; a copy that fails half-way removes only the file it created). A
+# copy is a command like any other, so the restricted key's allowlist covers it and no
+# SFTP subsystem is needed (``FabricRunner.put``)
+PUT_SCRIPT = r"""
+set -C
+umask 022
+if [ -e "$1" ] || [ -L "$1" ]; then echo "$1 exists: stordoc does not write over it" >&2; exit 3; fi
+{ true > "$1"; } 2>/dev/null || { echo "$1: cannot create it" >&2; exit 1; }
+cat >> "$1" || { rm -f -- "$1"; exit 1; }
+"""
+
+
+def put_argv(remote_path: str) -> list[str]:
+    """The command that writes its standard input to ``remote_path`` (a new file)."""
+    return ["sh", "-c", PUT_SCRIPT, "stordoc-put", remote_path]

@@ -56,8 +56,9 @@ class Runner(Protocol):
 
     def put(self, host: str, local_path: str, remote_path: str,
             timeout_s: float = 60.0) -> None:
-        """Copy a local file to ``remote_path`` on host (SFTP over the same connection);
-        raise HostUnreachable if the host cannot be reached, OSError if the copy fails."""
+        """Copy a local file to ``remote_path`` on host, a new file (never over one that
+        exists); raise HostUnreachable if the host cannot be reached, OSError if the copy
+        fails."""
         ...
 
     def close(self) -> None: ...
@@ -217,7 +218,8 @@ class LocalRunner:
 
     def put(self, host: str, local_path: str, remote_path: str,
             timeout_s: float = 60.0) -> None:
-        shutil.copyfile(local_path, remote_path)
+        with open(local_path, "rb") as src, open(remote_path, "xb") as dst:
+            shutil.copyfileobj(src, dst)
 
     def spawn(self, host: str, argv: Sequence[str],
               on_line: Callable[[str, str], None] | None = None) -> Spawned:

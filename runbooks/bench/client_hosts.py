@@ -4,7 +4,7 @@ Ceph files each one needs.
 Client names typed by a person are checked against the cluster's configured hosts (exact
 names, so a Unicode look-alike is an unknown host, never a new address). Each client gets
 a minimal ``ceph.conf`` and the one key of the configured Ceph client, which never appears
-in a command line or a log (``runbooks.bench.clients`` copies them over SFTP).
+in a command line or a log (``runbooks.bench.clients`` copies them over SSH).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ they report. This module is what every engine shares:
   whole run in one line;
 - **what they need**: a private directory per client (``mktemp -d``, mode 0700) holding a
   minimal ``ceph.conf`` and the one key of the configured Ceph client (or the Swift token),
-  copied over SFTP, never on a command line, never logged, removed after the run;
+  copied over SSH (a new file, never over one), never on a command line, never logged, removed after the run;
 - **a common start**: each command is started through ``LAUNCH``, a constant ``sh`` script
   that prints its pid, waits for one ``go`` line on its standard input, then ``exec``\\ s the
   engine under ``timeout`` (so a dead orchestrator leaves nothing running past the run's
@@ -164,7 +164,8 @@ class Fleet:
     def stage(self, files: Mapping[str, bytes] | Callable[[str], Mapping[str, bytes]]
               ) -> None:
         """A private directory on every client with ``files`` in it (a mapping, or a
-        function of the client's directory giving one). Contents go over SFTP."""
+        function of the client's directory giving one), each a new file there
+        (``Runner.put``)."""
         def one(h: HostTarget) -> str:
             r = self.runner.run(h.name, ["mktemp", "-d", STAGE_TEMPLATE], timeout_s=30)
             d = r.stdout.strip()
@@ -191,7 +192,7 @@ class Fleet:
                     raise v
                 raise Refused(f"client {name}: cannot stage the run's files: "
                               f"{type(v).__name__}: {str(v)[:200]}")
-        self._step("stage client files", "mktemp -d " + STAGE_TEMPLATE + "; sftp put "
+        self._step("stage client files", "mktemp -d " + STAGE_TEMPLATE + "; put "
                    "ceph.conf/keyring (or token)",
                    ", ".join(f"{n}:{self.dirs[n]}" for n in self.names))
 

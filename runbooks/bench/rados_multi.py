@@ -49,7 +49,7 @@ def plan_lines(s: Session, pool: str, pool_exists: bool, clients: list[str]) -> 
     o = s.opts
     t = ceph_target(s)
     lines = [f"clients {', '.join(clients)} (over SSH): private dir <DIR> per client with a "
-             "minimal ceph.conf and the key of " + t.client + " (SFTP), removed after"]
+             "minimal ceph.conf and the key of " + t.client + " (copied over SSH), removed after"]
     if not pool_exists:
         lines.append(f"create pool {pool} (replicated, size fitted to the up hosts, "
                      "application 'stordoc') and wait for active+clean")

@@ -80,7 +80,7 @@ def plan_lines(s: Session, pool: str, clients: list[str]) -> list[str]:
     o = s.opts
     t = ceph_target(s)
     lines = [f"clients {', '.join(clients)} (over SSH): private dir <DIR> per client with a "
-             f"minimal ceph.conf and the key of {t.client} (SFTP), removed after",
+             f"minimal ceph.conf and the key of {t.client} (copied over SSH), removed after",
              "on every client: $ env CEPH_CONF=<DIR>/ceph.conf fio --server=sock:<DIR>/"
              "fio.sock (a Unix socket, no TCP port; for the run's length, then stopped), "
              "reached only through this host's SSH connection (socket forwarding)",

@@ -3,7 +3,7 @@
 swift-bench is not packaged for Debian 12 and checks nothing it reads, so each client runs
 ``agents/swift_mix.py`` (standard library only), copied with its ``config.json`` (storage
 URL, this run's token, container, object prefix, workload) into the run's private
-directory over SFTP: the token never appears on a command line. The agents print their
+directory over SSH: the token never appears on a command line. The agents print their
 per-second figures (summed live: progress and the steady-state stop, SIGINT) and a summary;
 the result's totals are the sums of the summaries. Every GET is verified against the MD5
 of what that agent PUT under the name (and every PUT's ETag against the MD5 sent): a
@@ -49,7 +49,7 @@ def plan_lines(s: Session, container: str, owner: str, clients: list[str]) -> li
     size = human_size(o.size) + (f"..{human_size(o.size_max)}" if o.size_max else "")
     lines = [f"clients {', '.join(clients)} (over SSH): private dir <DIR> per client with "
              "stordoc's Swift mix (swift_mix.py, standard library only) and its config "
-             "(storage URL, token; SFTP), removed after",
+             "(storage URL, token; copied over SSH), removed after",
              f"create container {container} (marked as stordoc's)" if owner == "absent"
              else f"use container {container} (marked as stordoc's)"]
     for rep in range(1, o.repeat + 1):

@@ -428,7 +428,7 @@ class SwiftReplaceDrive(Runbook):
 
             d.remote(f"copy the new {file_name} to {host} ({len(mine)} file(s), backup, "
                      "md5 checked)", host,
-                     "; ".join(f"cp -p {x.path} {x.path}.{suffix}.bak; sftp-put "
+                     "; ".join(f"cp -p {x.path} {x.path}.{suffix}.bak; put "
                                f"{p.ring_file} {x.path}" for x in mine), step)
         swift = need_swift(snap)
         endpoints = sorted({(r.ip, r.port, r.server) for r in swift.recon})

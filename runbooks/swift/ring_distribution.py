@@ -1,5 +1,5 @@
 """Copying a ring file to every storage server that reads it: where each one reads it
-(``/recon/ringmd5``), the copy steps (SFTP, backup first, md5 checked after the copy and
+(``/recon/ringmd5``), the copy steps (over SSH as a new file, backup first, md5 checked after the copy and
 after the rename) and the wait until recon reports the new md5 everywhere."""
 
 from __future__ import annotations
@@ -66,10 +66,11 @@ def _remote_md5(env: StepEnv, host: str, path: str) -> tuple[str | None, str]:
 
 
 def push_commands(local: str, dest: str, suffix: str) -> list[list[str]]:
-    """The argv lists one copy runs on the host (SFTP put between the cp and the md5sum)."""
+    """The argv lists one copy runs on the host (``put``: the local file's bytes to a new
+    file there, ``FabricRunner.put``, between the cp and the md5sum)."""
     tmp, bak = f"{dest}.{suffix}.tmp", f"{dest}.{suffix}.bak"
     return [["md5sum", "--", dest], ["cp", "-p", "--", dest, bak],
-            ["sftp-put", local, tmp], ["md5sum", "--", tmp], ["mv", "-f", "--", tmp, dest],
+            ["put", local, tmp], ["md5sum", "--", tmp], ["mv", "-f", "--", tmp, dest],
             ["md5sum", "--", dest]]
 
 

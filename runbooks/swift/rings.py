@@ -170,7 +170,7 @@ class SwiftRingRebalance(Runbook):
 class SwiftRingPush(Runbook):
     info = RunbookInfo(
         "swift-ring-push",
-        "Copy the local ring.gz to every server that reads an older one (SFTP, backup "
+        "Copy the local ring.gz to every server that reads an older one (over SSH, backup "
         "first, md5 checked) and wait until recon reports the new md5 everywhere.",
         ("SWIFT_RING_MD5_MISMATCH",), destructive=False, target_kind="swift-ring",
         target_help="object, account or container")

@@ -1,8 +1,7 @@
 """The restricted SSH key (issue 40.3) on the lab: with it ``id``, ``sh -c`` and a login
 do not run (one line from stordoc-host, exit 126), doctor says the key is restricted, and a
 check finds what the full key finds. Every live fault of tests/lab/test_scenarios.py is
-checked and repaired through this key too (all but the Swift ring push, which copies a
-ring over sftp: the full key's)."""
+checked and repaired through this key too, the Swift ring push among them."""
 
 from __future__ import annotations
 

@@ -44,10 +44,6 @@ from tests.support.restricted import restricted_key, with_key
 REACH_S = 240.0  # a loaded 2-core machine: recovery, replication passes, recon
 
 
-# whose next step needs stordoc's full SSH key: the ring push copies a ring over sftp
-FULL_KEY = frozenset({"swift-ring-stale"})
-
-
 @pytest.fixture(scope="module")
 def restricted(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """stordoc's restricted host key for this module's checks and fixes (issue 40.3)."""
@@ -56,16 +52,14 @@ def restricted(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 
 @pytest.fixture
-def journal_env(lab: Lab, tmp_path: Path, restricted: Path,
-                request: pytest.FixtureRequest) -> Iterator[tuple[Env, Path]]:
+def journal_env(lab: Lab, tmp_path: Path, restricted: Path) -> Iterator[tuple[Env, Path]]:
     """An Env and a config file on one journal of this test (the CLI's fix shares it);
-    its hosts reached with the restricted key, but where the case's fix needs the full."""
+    its hosts reached with the restricted key (every fix too, the ring push's copies
+    among them)."""
     cfg = tmp_path / "stordoc.toml"
     text = "\n".join(f'journal = "{tmp_path / "journal.db"}"' if ln.startswith("journal =")
                      else ln for ln in lab.config_path.read_text().splitlines()) + "\n"
-    case = getattr(request.node, "callspec", None)
-    name = case.params["case"].name if case is not None else ""
-    cfg.write_text(text if name in FULL_KEY else with_key(lab, text, restricted))
+    cfg.write_text(with_key(lab, text, restricted))
     e = Env(load_settings(cfg))
     yield e, cfg
     e.close()

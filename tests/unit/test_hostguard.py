@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from runbooks.api import RunContext, plan_from_snapshot
-from runbooks.model import HostOp
 from storage.hostallow import allowlist, rules_for
 from storage.hostfacts.collect import plan_for
 from storage.hostfacts.identity import identity_argv
@@ -22,6 +21,7 @@ from storage.hostfacts.scripts import facts_argv
 from storage.hostguard import MARK, REFUSED, match
 from storage.journal import Journal
 from tests.support.fixture_snapshots import CASES
+from tests.support.hostsent import sent
 from tests.unit.test_replay import RELEASES, replay
 
 GUARD = Path(__file__).resolve().parents[2] / "storage" / "hostguard.py"
@@ -61,13 +61,14 @@ def test_every_host_step_of_each_printed_fix_is_allowed(release: str, case: obje
     _, _, runbook, target = case.next_step.split()[:4]
     ctx = RunContext("lab", rp.target, Journal(":memory:"), rp.thresholds, user="tester")
     plan = plan_from_snapshot(ctx, rp.outcome.snapshot, runbook, target)
-    ops = [s.op for s in plan.steps if isinstance(s.op, HostOp)]
-    for op in ops:
-        host = rp.target.host(op.host)
-        assert host is not None
-        assert match(op.argv, rules_for(rp.target, host)) is not None, op.argv
-        # a key for checks alone runs none of a fix's steps
-        assert match(op.argv, rules_for(rp.target, host, "checks")) is None, op.argv
+    for step in plan.steps:
+        host = rp.target.host(step.where)
+        for argv in sent(step):  # a HostOp's argv, a remote step's commands (ring push)
+            assert host is not None, step
+            assert match(argv, rules_for(rp.target, host)) is not None, argv
+            # a key for checks alone runs none of a fix's changes
+            if argv[0] != "md5sum":
+                assert match(argv, rules_for(rp.target, host, "checks")) is None, argv
 
 
 def test_disk_replacement_needs_the_access_that_names_it() -> None:
@@ -155,6 +156,96 @@ def test_the_forced_command_runs_an_allowed_argv_and_nothing_else(tmp_path: Path
             bad.write_text('{"version": 99, "rules": []}')
         r = _guard(bad, "true", tmp_path)
         assert r.returncode == REFUSED and "no allowlist" in r.stderr
+
+
+SUFFIX = "stordoc-rb-0123456789ab"
+
+
+def _push(dest: str, suffix: str = SUFFIX) -> list[list[str]]:
+    """What one ring copy runs on the host, as FabricRunner sends it (``put`` is the
+    put script with the copy as its standard input)."""
+    from runbooks.swift.ring_distribution import push_commands
+    from storage.hostscripts import put_argv
+
+    return [put_argv(a[2]) if a[0] == "put" else a
+            for a in push_commands("/tmp/local.ring.gz", dest, suffix)]
+
+
+def test_the_ring_push_runs_through_the_restricted_key_and_only_into_a_ring() -> None:
+    """Every command of a ring copy into each ring dir of the host is allowed (a repairs
+    key: not a checks one); a copy anywhere else, of another name, renamed over another
+    ring or removing a ring is refused."""
+    from storage.hostscripts import put_argv
+
+    target, host = _lab_host()
+    rules = rules_for(target, host)  # type: ignore[arg-type]
+    checks = rules_for(target, host, "checks")  # type: ignore[arg-type]
+    dirs = host.swift_ring_dirs  # type: ignore[attr-defined]
+    assert dirs
+    for rd in dirs:
+        for kind in ("object", "container", "account", "object-1"):
+            for suffix in (SUFFIX, "stordoc-rd-ffffffffffff", "stordoc-rn-000000000000",
+                           "stordoc-66d88498ffe1"):
+                for argv in _push(f"{rd}/{kind}.ring.gz", suffix):
+                    assert match(argv, rules) is not None, argv
+                    if argv[0] != "md5sum":
+                        assert match(argv, checks) is None, argv
+    rd = dirs[0]
+    ring, tmp = f"{rd}/object.ring.gz", f"{rd}/object.ring.gz.{SUFFIX}.tmp"
+    for argv in (put_argv("/etc/passwd"), put_argv(f"{rd}/object.ring.gz"),
+                 put_argv(f"{rd}/object.builder.{SUFFIX}.tmp"),
+                 put_argv(f"{rd}/../../../etc/object.ring.gz.{SUFFIX}.tmp"),
+                 put_argv(f"{rd}/object.ring.gz.stordoc-rb-0123.tmp"),
+                 put_argv(f"/etc/object.ring.gz.{SUFFIX}.tmp"),
+                 ["sh", "-c", "cat > \"$1\"", "stordoc-put", tmp],
+                 ["mv", "-f", "--", tmp, "/etc/passwd"],
+                 ["mv", "-f", "--", tmp, f"{rd}/container.ring.gz"],
+                 ["mv", "-f", "--", "/root/x", ring], ["rm", "-f", "--", ring],
+                 ["rm", "-rf", "--", rd], ["cp", "-p", "--", "/etc/shadow", f"{ring}.{SUFFIX}.bak"],
+                 ["cp", "-p", "--", ring, "/root/.ssh/authorized_keys"]):
+        assert match(argv, rules) is None, argv
+
+
+def test_the_put_script_writes_a_new_file_and_never_over_one(tmp_path: Path) -> None:
+    """Through the forced command, as a restricted key runs it: the copy's bytes (any
+    bytes) land in a new file; a file already there is left as it was (exit 3, one line);
+    a copy that cannot be written leaves nothing behind."""
+    import shlex
+    from dataclasses import replace
+
+    from storage.hostscripts import put_argv
+
+    target, host = _lab_host()
+    rd = tmp_path / "rings"
+    rd.mkdir()
+    host = replace(host, swift_ring_dirs=(str(rd),))  # type: ignore[type-var]
+    allow = tmp_path / "allow.json"
+    allow.write_text(json.dumps(allowlist(target, [host])))  # type: ignore[arg-type, list-item]
+    data = bytes(range(256)) * 1000 + b"\0end"
+    tmp = rd / f"object.ring.gz.{SUFFIX}.tmp"
+
+    def put(path: Path, payload: bytes) -> subprocess.CompletedProcess[bytes]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "SSH_ORIGINAL_COMMAND": shlex.join(put_argv(str(path)))}
+        return subprocess.run([sys.executable, str(GUARD), str(allow)], env=env,
+                              cwd=tmp_path, input=payload, capture_output=True, timeout=30,
+                              check=False)
+
+    r = put(tmp, data)
+    assert r.returncode == 0, r.stderr
+    assert tmp.read_bytes() == data
+    r = put(tmp, b"other")
+    assert r.returncode == 3 and b"exists" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert tmp.read_bytes() == data
+    # a directory that is not there: the copy fails, nothing is left
+    r = put(rd / "gone", b"x")
+    assert r.returncode == REFUSED  # not a ring copy's name: refused before it runs
+    missing = tmp_path / "rings-gone"
+    host2 = replace(host, swift_ring_dirs=(str(missing),))  # type: ignore[type-var]
+    allow.write_text(json.dumps(allowlist(target, [host2])))  # type: ignore[arg-type, list-item]
+    r = put(missing / f"object.ring.gz.{SUFFIX}.tmp", data)
+    assert r.returncode == 1 and r.stderr.strip().endswith(b"cannot create it")
+    assert not missing.exists()
 
 
 def _cfg(tmp_path: Path) -> Path:

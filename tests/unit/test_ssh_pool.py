@@ -304,3 +304,36 @@ def test_the_handshake_gate_halves_on_a_drop_and_grows_back() -> None:
     for th in ths:
         th.join(5)
     assert len(got) == 8 and max(got) <= 5
+
+
+def test_put_copies_any_bytes_to_a_new_file_and_never_over_one(sshd: Sshd,
+                                                              tmp_path: Path) -> None:
+    """``FabricRunner.put`` through a real sshd (the copy goes to the put script's standard
+    input, no SFTP): the file there holds the same bytes; a file already there is left as
+    it was and the copy is an OSError that says so; a host that does not answer is
+    HostUnreachable."""
+    relay = Relay(sshd.port)
+    pool = SSHPool(retry_pause_s=FAST)
+    try:
+        runner = FabricRunner([_host(sshd, relay)], pool=pool)
+        local = tmp_path / "local.ring.gz"
+        data = os.urandom(300_000) + b"\0" * 10
+        local.write_bytes(data)
+        dest = tmp_path / "remote" / "object.ring.gz.tmp"
+        dest.parent.mkdir()
+        runner.put("h1", str(local), str(dest))
+        assert dest.read_bytes() == data and oct(dest.stat().st_mode & 0o777) == "0o644"
+        dest.write_bytes(b"not ours")
+        with pytest.raises(OSError, match="exists: stordoc does not write over it"):
+            runner.put("h1", str(local), str(dest))
+        assert dest.read_bytes() == b"not ours"
+        with pytest.raises(OSError, match="cannot create it"):
+            runner.put("h1", str(local), str(tmp_path / "no-dir" / "x"))
+        assert not (tmp_path / "no-dir").exists()
+    finally:
+        pool.close()
+        relay.close()
+    gone = HostTarget("h2", "127.0.0.1", port=_port(), key_file=str(sshd.d / "client"),
+                      timeout_s=2)
+    with pytest.raises(HostUnreachable):
+        FabricRunner([gone]).put("h2", str(local), str(tmp_path / "y"))

@@ -1,6 +1,6 @@
 """stordoc's Swift mix, shipped to a benchmark client (standard library only, Python 3.7+).
 
-Copied over SFTP into the run's private directory with ``config.json`` beside it (storage
+Copied over SSH into the run's private directory with ``config.json`` beside it (storage
 URL, token, container, object prefix, workload); started by stordoc's launcher after the
 common start. It writes every object name to ``names`` before its PUT (so stordoc can
 delete all of them even if this process is killed), prints one JSON line per second
