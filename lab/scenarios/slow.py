@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lab.procs import run, wait
+from lab.procs import LabError, run, wait
 from lab.scenarios.base import OSD_ANY, FaultArgs, Scenario
 
 if TYPE_CHECKING:
@@ -65,12 +65,28 @@ class OsdSlowOps(Scenario):
         for name, value in OSD_OPTIONS:
             lab.ceph("config", "set", f"osd.{osd}", name, value, step=step)
         lab.ceph("config", "set", "global", *PING, step=step)
-        if lab.procs.pid(LOAD) is None:
-            lab.procs.spawn(LOAD, self._rados(
-                lab, step, "bench", "3600", "write", "-t", "2", "-b", "4096",
-                "--run-name", RUN_NAME, "--no-cleanup"), step)
-        wait(lambda: self._raised(lab, osd), WAIT_S, step,
-             f"SLOW_OPS and OSD_SLOW_PING_TIME_* naming osd.{osd}")
+        load = self._rados(lab, step, "bench", "3600", "write", "-t", "2", "-b", "4096",
+                           "--run-name", RUN_NAME, "--no-cleanup")
+        restarts = 0
+
+        def raised() -> bool:
+            nonlocal restarts
+            if lab.procs.pid(LOAD) is None:  # the load ended (a loaded machine: a timeout)
+                lab.procs.spawn(LOAD, load, step)
+                restarts += 1
+            return self._raised(lab, osd)
+        try:
+            wait(raised, WAIT_S, step, f"SLOW_OPS and OSD_SLOW_PING_TIME_* naming osd.{osd}")
+        except LabError as e:
+            c = _checks(lab)
+            said = {k: _names(c, k)[:160] for k in ("SLOW_OPS", "OSD_SLOW_PING_TIME_BACK",
+                                                    "OSD_SLOW_PING_TIME_FRONT")}
+            tail = (lab.log_dir / f"{LOAD}.log").read_text(errors="replace").splitlines()[-3:] \
+                if (lab.log_dir / f"{LOAD}.log").exists() else []
+            raise LabError(step, f"timed out after {WAIT_S:.0f}s waiting for SLOW_OPS and "
+                           f"OSD_SLOW_PING_TIME_* naming osd.{osd}; health checks {sorted(c)}, "
+                           f"{said}; the load started {restarts + 1} time(s), its log ends "
+                           f"{tail}", e.log) from None
         return (f"osd.{osd}: every dispatch delayed 2 s under client writes; Ceph warns "
                 "SLOW_OPS and OSD_SLOW_PING_TIME_*")
 
