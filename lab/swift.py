@@ -187,12 +187,33 @@ class SwiftCluster:
             return None, None
         return float(last), float(last) - float(took or 0.0)
 
+    def kick_replication(self, kind: str, step: str, timeout: float = 90) -> bool:
+        """A pass of ``kind`` now, not at the daemon's next interval (the lab's replicators
+        pass every ``SWIFT_REPLICATOR_INTERVAL_S``: a pass over every partition costs CPU,
+        and a container or account replicator's first pass after a start waits a random
+        part of the interval): the running daemon stopped, one pass run to its end
+        (``once``, never beside the daemon's own: two passes of one server would refuse
+        each other's syncs), the daemon started again. A replicator that is not running
+        (a fault) is left alone: False."""
+        name = f"swift-{kind}-replicator"
+        if not self.procs.stop(name):
+            return False
+        try:
+            run([*swift_conf.server_argv(self.lab, kind, "replicator"), "once"], step,
+                timeout=timeout, log=str(self.lab.log_dir / f"{name}.log"))
+        finally:
+            self.start_replicator(kind)
+        return True
+
     def wait_replication_pass(self, kind: str, after: float, step: str,
                               timeout: float = 90) -> None:
-        """Wait until a replication pass of ``kind`` that started after ``after`` is done."""
+        """Wait until a replication pass of ``kind`` that started after ``after`` is done
+        (one run now when its replicator runs: ``kick_replication``)."""
         def done() -> bool:
             _, started = self.replication_last(kind)
             return started is not None and started >= after
+        if not done():
+            self.kick_replication(kind, step, timeout)
         wait(done, timeout, step, f"a {kind} replication pass",
              str(self.lab.log_dir / f"swift-{kind}-replicator.log"), 0.5)
 
@@ -216,6 +237,8 @@ class SwiftCluster:
             _, started = self.replication_last(kind)
             return started is not None and started >= after and \
                 (self.replication_attempted(kind) or 0) > 0
+        if not working():
+            self.kick_replication(kind, step, timeout)
         wait(working, timeout, step, f"a {kind} replication pass that attempted partitions",
              str(self.lab.log_dir / f"swift-{kind}-replicator.log"), 0.5)
 

@@ -15,9 +15,13 @@ from lab.layout import SWIFT_KEY, SWIFT_SERVERS
 if TYPE_CHECKING:
     from lab.site import LabSite
 
-# replicators run as daemons (a pass every few seconds) so replication age stays small on a
-# healthy lab; `swift-replication-stalled` stops one of them while objects change
-SWIFT_REPLICATOR_INTERVAL_S = 10
+# replicators run as daemons so replication age stays small on a healthy lab;
+# `swift-replication-stalled` stops one of them while objects change. A pass every minute:
+# once the benchmarks have written to every partition, an object pass is ~8 s of CPU (1,536
+# partition replicas, two REPLICATE requests each): every 10 s it took 45% of a core per
+# lab, a third of CI's CPU. Where the lab needs a pass now it runs one
+# (lab/swift.py ``kick_replication``)
+SWIFT_REPLICATOR_INTERVAL_S = 60
 SWIFT_REPLICATION_IP = "127.0.0.1"
 # the lab's auditor runs once, on demand (swift-quarantine): at Swift's default 20 files/s
 # and 10 MB/s a lab that earlier tests filled outlasts any sane timeout; 0 = no rate limit,
