@@ -139,8 +139,9 @@ def judge(f: DaemonFacts, host: str, window_s: float = LOOP_WINDOW_S,
             return status(DaemonLife.HUNG, f"hung: process {f.pid} (state {f.proc_state}) "
                           f"does not answer ({f.probe_detail or 'probe'} timed out)")
         if f.proc_state == "D" and f.probe not in ("ok",):
-            return status(DaemonLife.HUNG, f"hung: process {f.pid} waits in uninterruptible "
-                          "I/O (state D)")
+            # the facts script reports D only when it stayed D over 5 looks in 1 s
+            return status(DaemonLife.HUNG, f"hung: process {f.pid} stays in uninterruptible "
+                          "I/O (state D for a second and more)")
         # a daemon up for a while is running whatever its history (the starts stay as
         # evidence); one that started moments ago after many starts is still looping
         fresh = last_start is not None and bool(f.now) and f.now - last_start < FRESH_S

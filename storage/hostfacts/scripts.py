@@ -184,7 +184,15 @@ while [ $# -gt 0 ]; do
           pid=$(head -c 32 -- "$3" | tr -dc 0-9)
           echo "pidfile 1 ${pid:-0}"
           if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
-            echo "proc $(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1) $(tr '\000' ' ' < "/proc/$pid/cmdline" | head -c 300)"
+            st=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)
+            # a moment in uninterruptible I/O (an fsync) is no hang: D only when it stays
+            # D over 5 looks 0.2 s apart
+            i=0
+            while [ "$st" = D ] && [ $i -lt 5 ]; do
+              sleep 0.2; i=$((i+1))
+              st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+            done
+            echo "proc ${st:-?} $(tr '\000' ' ' < "/proc/$pid/cmdline" | head -c 300)"
             if [ -n "$4" ]; then dprobes="$dprobes$2 $4
 "; fi
           fi
