@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from checks.managers import pg_stats_stale
 from checks.model import CheckContext, CodeInfo, Finding, Severity, check
+from checks.osd import pg_state_is_clean
 from storage.model import CephState, ClusterSnapshot, OsdState
 from storage.model.mgrmon import CrushPlacement
 
@@ -102,7 +103,10 @@ def check_placement(snap: ClusterSnapshot, ctx: CheckContext) -> Iterator[Findin
                           f"on it; move it (`ceph osd crush move`) or give a pool a rule "
                           f"that takes it", {**ev, "manual": "ceph osd crush move / a rule"})
             continue
-        if counts.get(o.id) == 0:
+        # an OSD back a moment ago holds no PGs in ``osd df`` until they peer: only a
+        # settled cluster (every PG clean) says it holds none
+        settled = not any(n and not pg_state_is_clean(s) for s, n in st.pgs.by_state.items())
+        if counts.get(o.id) == 0 and settled:
             yield Finding("OSD_NO_DATA", Severity.WARN, o.name,
                           f"{o.name}{where} is up and in with CRUSH weight "
                           f"{o.crush_weight:g} but holds no PGs: read `ceph osd df tree` "
