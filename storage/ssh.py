@@ -467,23 +467,9 @@ class FabricRunner:
 
         with open(local_path, "rb") as f:
             data = f.read()
-        t = self._target(host)
-        if t.name in self._failed:
-            raise HostUnreachable(t.name, self._failed[t.name])
-        with self._lock(t.name):
-            conn = self._connect(t)
-            try:
-                transport = conn.client.get_transport()
-                if transport is None or not transport.is_active():
-                    raise EOFError("connection closed")
-                chan = transport.open_session(timeout=t.timeout_s)
-            except Exception as e:  # noqa: BLE001  (OSError, EOFError, paramiko.SSHException)
-                self._drop(t.name)
-                raise HostUnreachable(t.name, f"{why(e)}") from None
+        name, chan = self._session(host, put_argv(remote_path))
         try:
             chan.settimeout(timeout_s)
-            chan.set_combine_stderr(True)
-            chan.exec_command(shlex.join(put_argv(remote_path)))
             chan.sendall(data)
             chan.shutdown_write()
             said = b""
@@ -491,12 +477,12 @@ class FabricRunner:
                 said += chunk[:4096 - len(said)]
             rc = int(chan.recv_exit_status())
         except Exception as e:  # noqa: BLE001  (a timeout, the connection gone)
-            raise OSError(f"{t.name}: copy to {remote_path}: {why(e)}") from None
+            raise OSError(f"{name}: copy to {remote_path}: {why(e)}") from None
         finally:
             chan.close()
         if rc != 0:
             text = said.decode(errors="replace").strip().splitlines()
-            raise OSError(f"{t.name}: copy to {remote_path} failed (rc {rc}): "
+            raise OSError(f"{name}: copy to {remote_path} failed (rc {rc}): "
                           f"{text[-1] if text else 'no message'}")
 
     def spawn(self, host: str, argv: Sequence[str],
@@ -504,6 +490,12 @@ class FabricRunner:
         """Start argv on the host on a channel of its own (the connection is shared, its
         lock held only while the channel opens): several commands can run on one host at
         once, and ``run`` still works beside them (e.g. to signal them)."""
+        name, chan = self._session(host, argv)
+        return _ChannelSpawned(name, argv, on_line, chan)
+
+    def _session(self, host: str, argv: Sequence[str]) -> tuple[str, Any]:
+        """``argv`` started on a channel of its own, stderr with stdout (the host's lock
+        held only while it opens); a host that cannot open one is HostUnreachable."""
         t = self._target(host)
         if t.name in self._failed:
             raise HostUnreachable(t.name, self._failed[t.name])
@@ -516,13 +508,10 @@ class FabricRunner:
                 chan = transport.open_session(timeout=t.timeout_s)
                 chan.set_combine_stderr(True)
                 chan.exec_command(shlex.join(list(argv)))
-            except (OSError, EOFError) as e:
+            except Exception as e:  # noqa: BLE001  (OSError, EOFError, paramiko.SSHException)
                 self._drop(t.name)
                 raise HostUnreachable(t.name, f"{why(e)}") from None
-            except Exception as e:  # noqa: BLE001  (paramiko.SSHException)
-                self._drop(t.name)
-                raise HostUnreachable(t.name, f"{why(e)}") from None
-        return _ChannelSpawned(t.name, argv, on_line, chan)
+        return t.name, chan
 
     def forward_socket(self, host: str, remote_path: str, local_path: str) -> SocketForward:
         """Listen on the local Unix socket ``local_path`` (in a private directory) and
